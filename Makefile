@@ -1,0 +1,35 @@
+# fineserve-gen — build, test, demo, benchmark.
+GO      ?= go
+BIN     ?= bin/fineserve-gen
+PKGS    ?= ./...
+
+.PHONY: all build test demo bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/fineserve-gen
+
+# The test suite CI runs (.ci/run): vet, race-enabled tests, short fuzzing.
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+	./scripts/fuzz.sh 10s
+
+# Fuzz every parser for longer: make fuzz FUZZTIME=5m
+FUZZTIME ?= 60s
+fuzz:
+	./scripts/fuzz.sh $(FUZZTIME)
+
+# Start the built-in server, run a short Poisson benchmark against it, stop it.
+demo: build
+	./scripts/demo.sh $(BIN)
+
+# Component benchmarks and the rate ladder against a separate mock-server
+# process (see docs/PERFORMANCE.md).
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+	./scripts/ladder.sh $(BIN)
+
+clean:
+	rm -rf bin

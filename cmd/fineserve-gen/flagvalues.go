@@ -1,0 +1,144 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// parseDuration accepts Go durations ("90s", "1h30m") and bare numbers of
+// seconds ("90", "0.5").
+func parseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("empty duration")
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > float64(math.MaxInt64)/1e9 {
+			return 0, fmt.Errorf("duration %q out of range", s)
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("duration %q: want e.g. 90s, 5m, 1h30m or a number of seconds", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("duration %q is negative", s)
+	}
+	return d, nil
+}
+
+// durationValue is a pflag.Value for parseDuration.
+type durationValue struct{ d *time.Duration }
+
+func (v durationValue) String() string {
+	if v.d == nil || *v.d == 0 {
+		return "0"
+	}
+	return v.d.String()
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
+}
+
+func (v durationValue) Type() string { return "duration" }
+
+// millisValue is a pflag.Value of a duration given in (fractional) ms.
+type millisValue struct{ d *time.Duration }
+
+func (v millisValue) String() string {
+	if v.d == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(float64(*v.d)/1e6, 'g', -1, 64)
+}
+
+func (v millisValue) Set(s string) error {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || f > 1e9 {
+		return fmt.Errorf("%q: want a number of milliseconds ≥ 0", s)
+	}
+	*v.d = time.Duration(f * 1e6)
+	return nil
+}
+
+func (v millisValue) Type() string { return "ms" }
+
+// microsValue is a pflag.Value of a duration given in (fractional) µs.
+type microsValue struct{ d *time.Duration }
+
+func (v microsValue) String() string {
+	if v.d == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(float64(*v.d)/1e3, 'g', -1, 64)
+}
+
+func (v microsValue) Set(s string) error {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || f > 1e12 {
+		return fmt.Errorf("%q: want a number of microseconds ≥ 0", s)
+	}
+	*v.d = time.Duration(f * 1e3)
+	return nil
+}
+
+func (v microsValue) Type() string { return "µs" }
+
+// parseRate parses a request rate: a number > 0, or inf.
+func parseRate(s string) (float64, error) {
+	s = strings.TrimSpace(strings.ToLower(s))
+	switch s {
+	case "inf", "+inf", "infinity":
+		return math.Inf(1), nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || f <= 0 {
+		return 0, fmt.Errorf("rate %q: want a number > 0 or inf", s)
+	}
+	return f, nil
+}
+
+// rateValue is a pflag.Value for parseRate.
+type rateValue struct{ r *float64 }
+
+func (v rateValue) String() string {
+	if v.r == nil {
+		return "inf"
+	}
+	return strconv.FormatFloat(*v.r, 'g', -1, 64)
+}
+
+func (v rateValue) Set(s string) error {
+	r, err := parseRate(s)
+	if err != nil {
+		return err
+	}
+	*v.r = r
+	return nil
+}
+
+func (v rateValue) Type() string { return "rate" }
+
+// parseShard parses --shard I/N.
+func parseShard(s string) (i, n int64, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, 0, fmt.Errorf("shard %q: want I/N, e.g. 0/3", s)
+	}
+	i, err1 := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
+	n, err2 := strconv.ParseInt(strings.TrimSpace(b), 10, 64)
+	if err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("shard %q: want I/N with 0 ≤ I < N", s)
+	}
+	return i, n, nil
+}

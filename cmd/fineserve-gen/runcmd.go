@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
+)
+
+// runFlags declares the flags of a run onto o. FineServe's flags keep their
+// names, defaults and meanings. finish completes o after parsing.
+func runFlags(o *runner.Options) (fs *pflag.FlagSet, finish func() error) {
+	fs = pflag.NewFlagSet("run", pflag.ContinueOnError)
+	fs.SortFlags = false
+
+	// Target (FineServe).
+	fs.StringVar(&o.Backend, "backend", o.Backend, "vllm or openai (/v1/completions), openai-chat (/v1/chat/completions)")
+	fs.StringVar(&o.BaseURL, "base-url", o.BaseURL, "server base URL, e.g. http://localhost:8000 (overrides --host/--port)")
+	fs.StringVar(&o.Host, "host", o.Host, "server host")
+	fs.IntVar(&o.Port, "port", o.Port, "server port")
+	fs.StringVar(&o.Endpoint, "endpoint", o.Endpoint, "request path, overriding the backend's (e.g. /v1/completions)")
+	fs.StringVar(&o.Model, "model", o.Model, "model name (default: the first model the server lists)")
+	fs.StringVar(&o.Tokenizer, "tokenizer", o.Tokenizer, "accepted for FineServe compatibility; token counts come from the server's usage")
+	fs.BoolVar(&o.Insecure, "insecure", o.Insecure, "skip TLS certificate verification (warned)")
+	apiKeyFile := fs.String("api-key-file", "", "read the API key from this file (default: $OPENAI_API_KEY)")
+
+	// Workload (FineServe).
+	fs.StringVar(&o.Mode, "mode", o.Mode, "request generation: poisson, replay or parametric")
+	fs.Var(rateValue{&o.RequestRate}, "request-rate", "Poisson mode: mean request rate in req/s, or inf to send all at once")
+	fs.Float64Var(&o.Burstiness, "burstiness", o.Burstiness, "Poisson mode: shape of Gamma inter-arrival gaps (1 = Poisson, <1 burstier)")
+	fs.Int64Var(&o.NumPrompts, "num-prompts", o.NumPrompts, "number of requests")
+	fs.Var(durationValue{&o.Duration}, "duration", "stop scheduling after this long (e.g. 10m; with no --num-prompts, the count is unbounded)")
+	fs.Int64Var(&o.Seed, "seed", o.Seed, "random seed (-1: time-based, printed and recorded)")
+	fs.IntVar(&o.MaxConcurrency, "max-concurrency", o.MaxConcurrency, "maximum requests in flight (0: not set); waiting requests keep their scheduled time")
+	fs.Float64Var(&o.TimeScale, "time-scale", o.TimeScale, "replay/parametric: divide every gap by this factor (>1 is faster)")
+
+	// Request sizes and prompts (FineServe).
+	fs.StringVar(&o.DatasetName, "dataset-name", o.DatasetName, "sharegpt, sharegpt_pre or random (default: sharegpt with --dataset-path, else random)")
+	fs.StringVar(&o.DatasetPath, "dataset-path", o.DatasetPath, "ShareGPT JSON file supplying real prompt text")
+	fs.IntVar(&o.RandomInputLen, "random-input-len", o.RandomInputLen, "input length in tokens of random requests")
+	fs.IntVar(&o.RandomOutputLen, "random-output-len", o.RandomOutputLen, "output length in tokens of random requests")
+	fs.Float64Var(&o.RandomRangeRatio, "random-range-ratio", o.RandomRangeRatio, "random lengths are uniform in [L·(1−r), L·(1+r)]")
+	fs.IntVar(&o.SharegptOutputLen, "sharegpt-output-len", o.SharegptOutputLen, "fixed output length for dataset prompts")
+	fs.IntVar(&o.SharegptContextLen, "sharegpt-context-len", o.SharegptContextLen, "skip dataset prompts whose input+output exceed this")
+	fs.StringVar(&o.PromptFormat, "prompt-format", o.PromptFormat, "completions prompt: token-ids (exact length) or text")
+	fs.StringVar(&o.PromptSuffix, "prompt-suffix", o.PromptSuffix, "text appended to text prompts")
+	fs.Int64Var(&o.PromptSalt, "prompt-salt", o.PromptSalt, "fix the prompt content across runs (0: new content every run, so no prefix cache carries over)")
+	fs.BoolVar(&o.ApplyChatTemplate, "apply-chat-template", o.ApplyChatTemplate, "FineServe compatibility: use --backend openai-chat to have the server apply its template")
+
+	// Request shape (FineServe).
+	disableStream := fs.Bool("disable-stream", false, "send non-streaming requests")
+	disableIgnoreEOS := fs.Bool("disable-ignore-eos", false, "let the server stop at end-of-sequence (no ignore_eos/min_tokens)")
+	fs.StringVar(&o.ExtraRequestBody, "extra-request-body", o.ExtraRequestBody, `JSON object merged into every request body, e.g. '{"top_k": 5}'`)
+	fs.IntVar(&o.WarmupRequests, "warmup-requests", o.WarmupRequests, "warm-up requests sent before the run (not measured)")
+	fs.Var(durationValue{&o.RequestTimeout}, "request-timeout", "give up on a request after this long (0: never)")
+	fs.Var(durationValue{&o.StallTimeout}, "stall-timeout", "give up on a response that sends no byte for this long (0: never)")
+
+	addReplayFlags(fs, o)
+	addParametricFlags(fs, o)
+
+	// Outputs.
+	fs.StringVar(&o.OutputFile, "output-file", o.OutputFile, "append the summary as one JSON line (FineServe)")
+	fs.StringVar(&o.SummaryJSON, "summary-json", o.SummaryJSON, "write the summary as JSON")
+	fs.StringVar(&o.ResultsJSONL, "results-jsonl", o.ResultsJSONL, "stream one JSON record per finished request")
+	fs.StringVar(&o.ScheduleOut, "schedule-out", o.ScheduleOut, "write the schedule as CSV (index,time_s,input_len,output_len,model,num_images,burst)")
+	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "build (and with --schedule-out write) the schedule; send nothing")
+	fs.BoolVar(&o.DisableProgress, "disable-tqdm", o.DisableProgress, "no progress bar")
+	fs.BoolVar(&o.Quiet, "quiet", o.Quiet, "print only warnings and the result table")
+	shard := fs.String("shard", "", "keep arrivals with index % N == I of the schedule (I/N)")
+
+	fs.SetOutput(io.Discard)
+	finish = func() error {
+		var errs []error
+		o.Stream = !*disableStream
+		o.IgnoreEOS = !*disableIgnoreEOS
+		o.NumPromptsSet = fs.Changed("num-prompts")
+		if *shard != "" {
+			i, n, err := parseShard(*shard)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			o.ShardIndex, o.ShardCount = i, n
+		}
+		key, err := apiKey(*apiKeyFile)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		o.APIKey = key
+		return errors.Join(errs...)
+	}
+	return fs, finish
+}
+
+// apiKey reads the API key from a file or $OPENAI_API_KEY.
+func apiKey(file string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--api-key-file: %w", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	return os.Getenv("OPENAI_API_KEY"), nil
+}
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o := runner.Defaults()
+	fs, finish := runFlags(&o)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintf(stdout, "Usage: fineserve-gen [run] [flags]\n\n%s", fs.FlagUsages())
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "fineserve-gen: %v\nRun 'fineserve-gen run --help' for the flags.\n", err)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "fineserve-gen: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if err := finish(); err != nil {
+		return exitCode(&runner.UsageError{Err: err}, stderr)
+	}
+	if o.ApplyChatTemplate {
+		fmt.Fprintln(stderr, "warning: --apply-chat-template: no tokenizer is loaded; use --backend openai-chat to have the server apply the model's chat template")
+	}
+	if o.Insecure {
+		fmt.Fprintln(stderr, "warning: --insecure: TLS certificates are not verified")
+	}
+	o.Command = commandLine(args)
+	terminal := false
+	if f, ok := stderr.(*os.File); ok {
+		terminal = term.IsTerminal(int(f.Fd()))
+	}
+	sum, err := runner.Run(ctx, o, runner.IO{Out: stdout, Err: stderr, Terminal: terminal})
+	if err != nil {
+		return exitCode(err, stderr)
+	}
+	if sum == nil { // dry run
+		return exitOK
+	}
+	if sum.Interrupted {
+		fmt.Fprintln(stderr, "fineserve-gen: interrupted; results so far are written")
+		return exitInterrupted
+	}
+	if sum.Failed > 0 {
+		fmt.Fprintf(stderr, "fineserve-gen: %d of %d requests failed (error rate %.4f)\n", sum.Failed, sum.Failed+sum.Completed, sum.ErrorRate)
+		return exitBudget
+	}
+	return exitOK
+}
+
+// commandLine rebuilds the command line for the summary, quoting arguments
+// that need it.
+func commandLine(args []string) string {
+	parts := []string{"fineserve-gen"}
+	for _, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\"'\\$`!*?[]{}()<>|&;") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		parts = append(parts, a)
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,396 @@
+// Package mockserver is a vLLM-like OpenAI-compatible server with a latency
+// model (queueing, prefill, time to first token, inter-token latency): the
+// default target of the demo, the tests and the benchmarks.
+package mockserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fastjson"
+)
+
+// Config is the server's latency model and identity.
+type Config struct {
+	// Models are the served model names; the first is the default. At least
+	// one is required.
+	Models []string
+	// TTFT is the time from a request starting (getting a slot) to its first
+	// token, plus PrefillPerToken for every prompt token.
+	TTFT            time.Duration
+	PrefillPerToken time.Duration
+	// ITL is the time between successive tokens.
+	ITL time.Duration
+	// MaxNumSeqs bounds the requests generating at once; further requests
+	// wait in FIFO order, as in an overloaded vLLM. 0 means unbounded.
+	MaxNumSeqs int
+	// MaxModelLen rejects requests whose prompt plus max tokens exceed it
+	// (0: no limit), with vLLM's 400 error.
+	MaxModelLen int
+	// EOSMeanTokens, when > 0, makes requests that do not force their
+	// length (no ignore_eos, min_tokens < max_tokens) stop at an
+	// end-of-sequence token after a geometric number of tokens of this mean.
+	EOSMeanTokens int
+	// TokensPerImage is what one image part of a chat message counts for in
+	// prompt tokens.
+	TokensPerImage int
+	// OnRequest, when set, receives the path and body of every request
+	// (tests inspect what reached the server). The body must not be kept.
+	OnRequest func(path string, body []byte)
+}
+
+// Server implements the endpoints. Create it with New.
+type Server struct {
+	cfg     Config
+	models  map[string]bool
+	slots   chan struct{}
+	parsers fastjson.ParserPool
+	seq     atomic.Int64
+
+	running, waiting        atomic.Int64
+	requests, completed     atomic.Int64
+	promptTokens, genTokens atomic.Int64
+	busyMu                  sync.Mutex
+	busySince               time.Time
+	busyTotal               time.Duration
+	startedAt               time.Time
+}
+
+// New returns a server for cfg.
+func New(cfg Config) (*Server, error) {
+	if len(cfg.Models) == 0 {
+		return nil, errors.New("mock server: at least one model name is required")
+	}
+	s := &Server{cfg: cfg, models: map[string]bool{}, startedAt: time.Now()}
+	for _, m := range cfg.Models {
+		s.models[m] = true
+	}
+	if cfg.MaxNumSeqs > 0 {
+		s.slots = make(chan struct{}, cfg.MaxNumSeqs)
+	}
+	return s, nil
+}
+
+// Handler returns the HTTP handler of every endpoint.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, false) })
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, true) })
+	mux.HandleFunc("POST /tokenize", s.handleTokenize)
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {})
+	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"version":"fineserve-gen-mock"}`)
+	})
+	return mux
+}
+
+// Serve serves on ln until ctx is done, then shuts down gracefully.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+}
+
+// Stats is a snapshot of the server's counters.
+type Stats struct {
+	Requests, Completed, Running, Waiting int64
+	PromptTokens, GenerationTokens        int64
+	// Busy is the total time at least one request was generating.
+	Busy time.Duration
+	Up   time.Duration
+}
+
+// Stats returns the server's counters now.
+func (s *Server) Stats() Stats {
+	s.busyMu.Lock()
+	busy := s.busyTotal
+	if s.running.Load() > 0 {
+		busy += time.Since(s.busySince)
+	}
+	s.busyMu.Unlock()
+	return Stats{
+		Requests: s.requests.Load(), Completed: s.completed.Load(),
+		Running: s.running.Load(), Waiting: s.waiting.Load(),
+		PromptTokens: s.promptTokens.Load(), GenerationTokens: s.genTokens.Load(),
+		Busy: busy, Up: time.Since(s.startedAt),
+	}
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	b := []byte(`{"object":"list","data":[`)
+	for i, m := range s.cfg.Models {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":`...)
+		b = strconv.AppendQuote(b, m)
+		b = append(b, `,"object":"model","created":0,"owned_by":"fineserve-gen","root":`...)
+		b = strconv.AppendQuote(b, m)
+		b = append(b, `,"max_model_len":`...)
+		b = strconv.AppendInt(b, int64(s.cfg.MaxModelLen), 10)
+		b = append(b, '}')
+	}
+	b = append(b, "]}"...)
+	w.Write(b)
+}
+
+// writeError writes a vLLM-style error object.
+func writeError(w http.ResponseWriter, code int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	b := []byte(`{"object":"error","message":`)
+	b = strconv.AppendQuote(b, msg)
+	b = append(b, `,"type":`...)
+	b = strconv.AppendQuote(b, typ)
+	b = append(b, `,"param":null,"code":`...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, '}')
+	w.Write(b)
+}
+
+// request is what the server understood of a generation request.
+type request struct {
+	model        string
+	promptTokens int
+	images       int
+	maxTokens    int
+	minTokens    int
+	ignoreEOS    bool
+	stream       bool
+	usage        bool
+}
+
+// parse reads a completion or chat request body.
+func (s *Server) parse(body []byte, chat bool) (request, error) {
+	p := s.parsers.Get()
+	defer s.parsers.Put(p)
+	v, err := p.ParseBytes(body)
+	if err != nil {
+		return request{}, fmt.Errorf("invalid JSON body: %v", err)
+	}
+	req := request{model: string(v.GetStringBytes("model")), maxTokens: 16}
+	if req.model == "" {
+		req.model = s.cfg.Models[0]
+	}
+	if chat {
+		msgs := v.GetArray("messages")
+		if len(msgs) == 0 {
+			return req, errors.New("messages: a non-empty list is required")
+		}
+		for _, m := range msgs {
+			if err := s.countContent(m.Get("content"), &req); err != nil {
+				return req, err
+			}
+		}
+		if n := v.Get("max_completion_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
+			req.maxTokens = n.GetInt()
+		} else if n := v.Get("max_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
+			req.maxTokens = n.GetInt()
+		}
+	} else {
+		pr := v.Get("prompt")
+		if pr == nil {
+			return req, errors.New("prompt: required")
+		}
+		switch pr.Type() {
+		case fastjson.TypeString:
+			req.promptTokens = countWords(pr.GetStringBytes())
+		case fastjson.TypeArray:
+			items, _ := pr.Array()
+			for _, it := range items {
+				if it.Type() != fastjson.TypeNumber {
+					return req, errors.New("prompt: a string or a list of token ids is required (batched prompts are not supported)")
+				}
+			}
+			req.promptTokens = len(items)
+		default:
+			return req, errors.New("prompt: a string or a list of token ids is required")
+		}
+		if n := v.Get("max_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
+			req.maxTokens = n.GetInt()
+		}
+	}
+	req.minTokens = v.GetInt("min_tokens")
+	req.ignoreEOS = v.GetBool("ignore_eos")
+	req.stream = v.GetBool("stream")
+	req.usage = !req.stream || v.GetBool("stream_options", "include_usage")
+	if req.maxTokens < 1 {
+		return req, fmt.Errorf("max_tokens must be at least 1, got %d", req.maxTokens)
+	}
+	if req.minTokens < 0 || req.minTokens > req.maxTokens {
+		return req, fmt.Errorf("min_tokens must be between 0 and max_tokens (%d), got %d", req.maxTokens, req.minTokens)
+	}
+	return req, nil
+}
+
+// countContent adds a chat message's content to the prompt count.
+func (s *Server) countContent(c *fastjson.Value, req *request) error {
+	if c == nil {
+		return nil
+	}
+	switch c.Type() {
+	case fastjson.TypeString:
+		req.promptTokens += countWords(c.GetStringBytes())
+	case fastjson.TypeArray:
+		parts, _ := c.Array()
+		for _, part := range parts {
+			switch string(part.GetStringBytes("type")) {
+			case "text":
+				req.promptTokens += countWords(part.GetStringBytes("text"))
+			case "image_url", "input_image":
+				req.images++
+				req.promptTokens += s.cfg.TokensPerImage
+			default:
+				return fmt.Errorf("content part type %q is not supported", part.GetStringBytes("type"))
+			}
+		}
+	case fastjson.TypeNull:
+	default:
+		return errors.New("message content must be a string or a list of parts")
+	}
+	return nil
+}
+
+func countWords(b []byte) int {
+	n, in := 0, false
+	for _, c := range b {
+		sp := c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
+		if !sp && !in {
+			n++
+		}
+		in = !sp
+	}
+	return n
+}
+
+func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
+		return
+	}
+	if s.cfg.OnRequest != nil {
+		s.cfg.OnRequest(r.URL.Path, body)
+	}
+	p := s.parsers.Get()
+	defer s.parsers.Put(p)
+	v, err := p.ParseBytes(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body")
+		return
+	}
+	req := request{}
+	if msgs := v.GetArray("messages"); msgs != nil {
+		for _, m := range msgs {
+			if err := s.countContent(m.Get("content"), &req); err != nil {
+				writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
+				return
+			}
+		}
+	} else if pr := v.Get("prompt"); pr != nil && pr.Type() == fastjson.TypeString {
+		req.promptTokens = countWords(pr.GetStringBytes())
+	} else if pr != nil && pr.Type() == fastjson.TypeArray {
+		items, _ := pr.Array()
+		req.promptTokens = len(items)
+	} else {
+		writeError(w, http.StatusBadRequest, "BadRequestError", "prompt or messages: required")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	b := []byte(`{"count":`)
+	b = strconv.AppendInt(b, int64(req.promptTokens), 10)
+	b = append(b, `,"max_model_len":`...)
+	b = strconv.AppendInt(b, int64(s.cfg.MaxModelLen), 10)
+	b = append(b, `,"tokens":[`...)
+	for i := range req.promptTokens {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(1000+i%29000), 10)
+	}
+	b = append(b, "]}"...)
+	w.Write(b)
+}
+
+// acquire waits for a generation slot; it reports false if the client went
+// away while waiting.
+func (s *Server) acquire(ctx context.Context) bool {
+	if s.slots == nil {
+		s.startRunning()
+		return true
+	}
+	select {
+	case s.slots <- struct{}{}:
+		s.startRunning()
+		return true
+	default:
+	}
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
+	select {
+	case s.slots <- struct{}{}:
+		s.startRunning()
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s *Server) startRunning() {
+	if s.running.Add(1) == 1 {
+		s.busyMu.Lock()
+		s.busySince = time.Now()
+		s.busyMu.Unlock()
+	}
+}
+
+func (s *Server) release() {
+	s.busyMu.Lock()
+	if s.running.Add(-1) == 0 {
+		s.busyTotal += time.Since(s.busySince)
+	}
+	s.busyMu.Unlock()
+	if s.slots != nil {
+		<-s.slots
+	}
+}
+
+// outputTokens decides how many tokens a request generates.
+func (s *Server) outputTokens(req request, id int64) int {
+	n := req.maxTokens
+	if s.cfg.EOSMeanTokens <= 0 || req.ignoreEOS || req.minTokens >= n {
+		return n
+	}
+	// A geometric number of tokens, drawn from a hash of the request id.
+	h := uint64(id)*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
+	h ^= h >> 31
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 29
+	u := (float64(h>>11) + 0.5) / (1 << 53)
+	natural := 1 + int(-float64(s.cfg.EOSMeanTokens)*math.Log(u))
+	return max(req.minTokens, min(n, natural))
+}

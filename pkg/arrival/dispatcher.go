@@ -1,0 +1,228 @@
+package arrival
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Sender performs the request of one arrival. It is called on a worker
+// goroutine, never on the dispatcher's, and must record its own send time:
+// the arrival was due at Dispatcher.Start + a.At.
+type Sender interface {
+	Send(ctx context.Context, a Arrival)
+}
+
+// SenderFunc adapts a function to Sender.
+type SenderFunc func(ctx context.Context, a Arrival)
+
+// Send implements Sender.
+func (f SenderFunc) Send(ctx context.Context, a Arrival) { f(ctx, a) }
+
+var _ Sender = SenderFunc(nil)
+
+// Dispatcher keeps a schedule open-loop: one goroutine waits for each
+// arrival's absolute due time (Start + At) and hands it to a worker without
+// ever waiting for a request to finish. MaxConcurrency bounds the requests
+// in flight; arrivals that find every slot taken wait in a FIFO queue and
+// keep their scheduled time, so the queueing shows in their latency.
+type Dispatcher struct {
+	// Start is the wall-clock instant offsets are measured from.
+	Start time.Time
+	// MaxConcurrency bounds requests in flight; 0 means unbounded.
+	MaxConcurrency int
+	// Sender performs the requests.
+	Sender Sender
+	// Sleep waits until an absolute instant or the context ends; nil uses
+	// the precise sleeper of the platform (see SleepUntil).
+	Sleep func(ctx context.Context, t time.Time) error
+
+	dispatched atomic.Int64
+	queued     atomic.Int64
+	inFlight   atomic.Int64
+}
+
+// DispatchStats reports how the schedule was kept.
+type DispatchStats struct {
+	Dispatched  int64 // arrivals handed to a worker
+	Queued      int64 // arrivals that waited for a concurrency slot
+	MaxQueue    int   // longest wait queue seen
+	NotSent     int64 // arrivals dropped because the run was stopped
+	MaxInFlight int64
+}
+
+// InFlight returns the number of requests being sent now.
+func (d *Dispatcher) InFlight() int64 { return d.inFlight.Load() }
+
+// Dispatched returns the number of arrivals handed to a sender so far.
+func (d *Dispatcher) Dispatched() int64 { return d.dispatched.Load() }
+
+// Run keeps s until it ends or dispatchCtx is done, then waits for every
+// request already handed out to return. Requests run with reqCtx, so a run
+// can stop dispatching (dispatchCtx) yet let requests in flight drain.
+func (d *Dispatcher) Run(dispatchCtx, reqCtx context.Context, s Schedule) DispatchStats {
+	p := &pool{sender: d.Sender, ctx: reqCtx, max: d.MaxConcurrency, work: make(chan Arrival, 256), d: d}
+	done := make(chan bool)
+	// The schedule is kept by one goroutine of its own: with the default
+	// sleeper it is pinned to an OS thread set up for precise wake-ups,
+	// and that thread is discarded when the goroutine returns.
+	go func() {
+		sleep := d.Sleep
+		if sleep == nil {
+			lockPreciseThread()
+			sl := newSleeper()
+			defer sl.close()
+			sleep = sl.sleepUntil
+		}
+		for a := range s {
+			if dispatchCtx.Err() != nil {
+				done <- true
+				return
+			}
+			if due := d.Start.Add(a.At); time.Until(due) > 0 {
+				if err := sleep(dispatchCtx, due); err != nil {
+					done <- true
+					return
+				}
+			}
+			p.dispatch(a)
+		}
+		done <- false
+	}()
+	return p.finish(<-done)
+}
+
+// pool is a set of reusable worker goroutines fed by the dispatcher.
+type pool struct {
+	sender Sender
+	ctx    context.Context
+	max    int
+	work   chan Arrival
+	d      *Dispatcher
+
+	mu       sync.Mutex
+	idle     int
+	live     int
+	queue    fifo
+	maxQueue int
+	queued   int64
+	notSent  int64
+	stopping bool
+	wg       sync.WaitGroup // one per arrival handed out
+	workers  sync.WaitGroup
+	maxIn    atomic.Int64
+}
+
+func (p *pool) dispatch(a Arrival) {
+	p.d.dispatched.Add(1)
+	p.wg.Add(1)
+	p.mu.Lock()
+	switch {
+	case p.idle > 0:
+		p.idle--
+		p.mu.Unlock()
+		p.work <- a
+	case p.max <= 0 || p.live < p.max:
+		p.live++
+		p.mu.Unlock()
+		p.workers.Add(1)
+		go p.worker(a)
+	default:
+		p.queue.push(a)
+		p.queued++
+		p.d.queued.Add(1)
+		p.maxQueue = max(p.maxQueue, p.queue.len())
+		p.mu.Unlock()
+	}
+}
+
+func (p *pool) worker(a Arrival) {
+	defer p.workers.Done()
+	for {
+		n := p.d.inFlight.Add(1)
+		for m := p.maxIn.Load(); n > m && !p.maxIn.CompareAndSwap(m, n); m = p.maxIn.Load() {
+		}
+		p.sender.Send(p.ctx, a)
+		p.d.inFlight.Add(-1)
+		p.wg.Done()
+
+		p.mu.Lock()
+		if next, ok := p.queue.pop(); ok {
+			p.mu.Unlock()
+			a = next
+			continue
+		}
+		if p.stopping {
+			p.live--
+			p.mu.Unlock()
+			return
+		}
+		p.idle++
+		p.mu.Unlock()
+		var ok bool
+		if a, ok = <-p.work; !ok {
+			return
+		}
+	}
+}
+
+// finish waits for every handed-out arrival; when stopped, arrivals still
+// waiting for a slot are dropped and counted instead.
+func (p *pool) finish(stopped bool) DispatchStats {
+	p.mu.Lock()
+	if stopped {
+		for {
+			if _, ok := p.queue.pop(); !ok {
+				break
+			}
+			p.notSent++
+			p.wg.Done()
+		}
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+	close(p.work)
+	p.workers.Wait()
+	return DispatchStats{
+		Dispatched:  p.d.dispatched.Load() - p.notSent,
+		Queued:      p.queued,
+		MaxQueue:    p.maxQueue,
+		NotSent:     p.notSent,
+		MaxInFlight: p.maxIn.Load(),
+	}
+}
+
+// fifo is an unbounded ring-buffer queue of arrivals.
+type fifo struct {
+	buf        []Arrival
+	head, size int
+}
+
+func (q *fifo) len() int { return q.size }
+
+func (q *fifo) push(a Arrival) {
+	if q.size == len(q.buf) {
+		nb := make([]Arrival, max(16, 2*len(q.buf)))
+		for i := range q.size {
+			nb[i] = q.buf[(q.head+i)%len(q.buf)]
+		}
+		q.buf, q.head = nb, 0
+	}
+	q.buf[(q.head+q.size)%len(q.buf)] = a
+	q.size++
+}
+
+func (q *fifo) pop() (Arrival, bool) {
+	if q.size == 0 {
+		return Arrival{}, false
+	}
+	a := q.buf[q.head]
+	q.buf[q.head] = Arrival{}
+	q.head = (q.head + 1) % len(q.buf)
+	q.size--
+	return a, true
+}

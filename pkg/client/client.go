@@ -1,0 +1,415 @@
+// Package client speaks the OpenAI-compatible wire protocol (completions,
+// chat completions, streaming SSE) and turns every request, successful or
+// not, into a timestamped Result.
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Backends: the request kind each --backend sends.
+const (
+	BackendVLLM   = "vllm"        // /v1/completions (FineServe's default)
+	BackendOpenAI = "openai"      // /v1/completions
+	BackendChat   = "openai-chat" // /v1/chat/completions
+)
+
+// Config configures a Client. The zero value is not usable: BaseURL and
+// Backend are required.
+type Config struct {
+	// BaseURL is the server root, e.g. http://127.0.0.1:8000 (no /v1).
+	BaseURL string
+	// Backend selects the endpoint: vllm/openai (completions) or openai-chat.
+	Backend string
+	// Endpoint overrides the path derived from Backend.
+	Endpoint string
+	// Model is the default model of requests that name none.
+	Model string
+	// APIKey is sent as a bearer token; it is never logged or recorded.
+	APIKey string
+	// Stream asks for a server-sent event stream (FineServe's default).
+	Stream bool
+	// IgnoreEOS forces the output length: ignore_eos and min_tokens =
+	// max_tokens are sent with every request.
+	IgnoreEOS bool
+	// ExtraBody is a JSON object whose members are merged into every
+	// request body, overriding the defaults of the same name.
+	ExtraBody []byte
+	// MaxConns sizes the connection pool (0: unbounded). Idle connections
+	// are kept for up to MaxConns, so concurrency is never throttled by the
+	// transport's default of two idle connections per host.
+	MaxConns int
+	// RequestTimeout bounds a whole request; StallTimeout bounds the time
+	// without a byte from the server. Zero disables either.
+	RequestTimeout, StallTimeout time.Duration
+	// Insecure skips TLS certificate verification.
+	Insecure bool
+	// Epoch is the instant Result offsets are measured from.
+	Epoch time.Time
+	// Transport replaces the default transport (tests).
+	Transport http.RoundTripper
+}
+
+// Client sends requests to one server. It is safe for concurrent use.
+type Client struct {
+	cfg     Config
+	url     string
+	chat    bool
+	http    *http.Client
+	header  http.Header
+	head    []byte // body prefix up to the model value
+	extra   []byte // ",k:v,…" members of ExtraBody
+	omit    map[string]bool
+	buffers sync.Pool
+	decode  sync.Pool
+}
+
+// New validates cfg and returns a Client.
+func New(cfg Config) (*Client, error) {
+	c := &Client{cfg: cfg}
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+		return nil, fmt.Errorf("client: base URL %q must start with http:// or https://", cfg.BaseURL)
+	}
+	path := cfg.Endpoint
+	switch cfg.Backend {
+	case BackendVLLM, BackendOpenAI:
+		if path == "" {
+			path = "/v1/completions"
+		}
+	case BackendChat:
+		c.chat = true
+		if path == "" {
+			path = "/v1/chat/completions"
+		}
+	default:
+		return nil, fmt.Errorf("client: unknown backend %q (want vllm, openai or openai-chat)", cfg.Backend)
+	}
+	c.url = base + path
+	extra, omit, err := parseExtra(cfg.ExtraBody)
+	if err != nil {
+		return nil, err
+	}
+	c.extra, c.omit = extra, omit
+
+	tr := cfg.Transport
+	if tr == nil {
+		idle := cfg.MaxConns
+		if idle <= 0 {
+			idle = 1 << 16
+		}
+		tr = &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        idle,
+			MaxIdleConnsPerHost: idle,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+			TLSClientConfig:     &tls.Config{InsecureSkipVerify: cfg.Insecure}, //nolint:gosec // --insecure, warned about
+			WriteBufferSize:     32 << 10,
+			ReadBufferSize:      32 << 10,
+		}
+	}
+	c.http = &http.Client{Transport: tr}
+	c.header = http.Header{"Content-Type": {"application/json"}, "User-Agent": {"fineserve-gen"}}
+	if cfg.APIKey != "" {
+		c.header.Set("Authorization", "Bearer "+cfg.APIKey)
+	}
+	c.buffers.New = func() any { b := make([]byte, 0, 16<<10); return &b }
+	c.decode.New = func() any { return new(decoder) }
+	return c, nil
+}
+
+// SetModel sets the default model. Like SetEpoch, it must be called before
+// the client is used concurrently.
+func (c *Client) SetModel(m string) { c.cfg.Model = m }
+
+// SetEpoch sets the instant Result offsets are measured from.
+func (c *Client) SetEpoch(t time.Time) { c.cfg.Epoch = t }
+
+// Chat reports whether the client sends chat completions.
+func (c *Client) Chat() bool { return c.cfg.Backend == BackendChat }
+
+// URL is the endpoint requests are posted to.
+func (c *Client) URL() string { return c.url }
+
+// HTTPClient is the client's pooled HTTP client (for auxiliary calls).
+func (c *Client) HTTPClient() *http.Client { return c.http }
+
+// Header returns a copy of the headers sent with every request.
+func (c *Client) Header() http.Header { return c.header.Clone() }
+
+// parseExtra turns --extra-request-body into body members and the set of
+// default keys it overrides.
+func parseExtra(raw []byte) ([]byte, map[string]bool, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, nil, nil
+	}
+	var m map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&m); err != nil {
+		return nil, nil, fmt.Errorf("extra request body: %w (want a JSON object, e.g. '{\"top_k\": 5}')", err)
+	}
+	if m == nil {
+		return nil, nil, errors.New("extra request body: want a JSON object, got null")
+	}
+	if dec.More() {
+		return nil, nil, errors.New("extra request body: trailing data after the JSON object")
+	}
+	var b []byte
+	omit := make(map[string]bool, len(m))
+	for k, v := range m {
+		key, _ := json.Marshal(k)
+		b = append(b, ',')
+		b = append(b, key...)
+		b = append(b, ':')
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, v); err != nil {
+			return nil, nil, fmt.Errorf("extra request body: %q: %w", k, err)
+		}
+		b = append(b, compact.Bytes()...)
+		omit[k] = true
+	}
+	return b, omit, nil
+}
+
+// Request is one request to send.
+type Request struct {
+	// Model overrides the client's default model when set.
+	Model string
+	// MaxTokens is the number of tokens to generate.
+	MaxTokens int
+	// Prompt is a JSON value: the "prompt" of a completion (a string or a
+	// list of token ids) or the "content" of a chat user message (a string
+	// or a list of content parts).
+	Prompt []byte
+}
+
+// AppendBody appends the JSON request body for req.
+func (c *Client) AppendBody(b []byte, req *Request) []byte {
+	model := req.Model
+	if model == "" {
+		model = c.cfg.Model
+	}
+	b = append(b, '{')
+	first := true
+	member := func(key string) bool {
+		if c.omit[key] {
+			return false
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, '"')
+		b = append(b, key...)
+		b = append(b, '"', ':')
+		return true
+	}
+	if member("model") {
+		b = appendJSONString(b, model)
+	}
+	if c.chat {
+		if member("messages") {
+			b = append(b, `[{"role":"user","content":`...)
+			b = append(b, req.Prompt...)
+			b = append(b, "}]"...)
+		}
+		if member("max_completion_tokens") {
+			b = appendInt(b, req.MaxTokens)
+		}
+	} else {
+		if member("prompt") {
+			b = append(b, req.Prompt...)
+		}
+		if member("max_tokens") {
+			b = appendInt(b, req.MaxTokens)
+		}
+	}
+	if member("temperature") {
+		b = append(b, '0')
+	}
+	if member("stream") {
+		b = appendBool(b, c.cfg.Stream)
+	}
+	if c.cfg.Stream && member("stream_options") {
+		b = append(b, `{"include_usage":true}`...)
+	}
+	if member("ignore_eos") {
+		b = appendBool(b, c.cfg.IgnoreEOS)
+	}
+	if c.cfg.IgnoreEOS && member("min_tokens") {
+		b = appendInt(b, req.MaxTokens)
+	}
+	if first { // every default overridden: the extra members open the object
+		if len(c.extra) > 0 {
+			b = append(b, c.extra[1:]...)
+		}
+	} else {
+		b = append(b, c.extra...)
+	}
+	return append(b, '}')
+}
+
+// Do sends req and fills res (whose Index, Scheduled and target sizes the
+// caller sets). It never returns an error: failures are classified in res.
+func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
+	bp := c.buffers.Get().(*[]byte)
+	body := c.AppendBody((*bp)[:0], req)
+	defer func() { *bp = body[:0]; c.buffers.Put(bp) }()
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if c.cfg.RequestTimeout > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, c.cfg.RequestTimeout, context.DeadlineExceeded)
+		defer stop()
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		c.fail(res, ErrProtocol, err.Error())
+		return
+	}
+	hreq.Header = c.header
+	hreq.ContentLength = int64(len(body))
+
+	var watchdog *time.Timer
+	if c.cfg.StallTimeout > 0 {
+		watchdog = time.AfterFunc(c.cfg.StallTimeout, func() { cancel(errStall) })
+		defer watchdog.Stop()
+	}
+	res.Sent = c.since()
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		c.failErr(ctx, res, err, false)
+		return
+	}
+	defer resp.Body.Close()
+	res.Status = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		c.fail(res, statusClass(resp.StatusCode), errorMessage(resp.Status, msg))
+		return
+	}
+	d := c.decode.Get().(*decoder)
+	defer c.decode.Put(d)
+	if watchdog != nil {
+		d.lines.onRead = func() { watchdog.Reset(c.cfg.StallTimeout) }
+	} else {
+		d.lines.onRead = nil
+	}
+	if c.cfg.Stream && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		err = c.readStream(d, resp.Body, res)
+	} else {
+		err = c.readWhole(d, resp.Body, res)
+	}
+	if err != nil {
+		var pe protocolError
+		var se streamError
+		switch {
+		case errors.As(err, &pe):
+			c.fail(res, ErrProtocol, pe.Error())
+		case errors.As(err, &se):
+			c.fail(res, se.class, se.msg)
+		default:
+			c.failErr(ctx, res, err, true)
+		}
+	}
+}
+
+func (c *Client) since() time.Duration { return time.Since(c.cfg.Epoch) }
+
+func (c *Client) fail(res *Result, class, msg string) {
+	if res.End == 0 {
+		res.End = c.since()
+	}
+	res.ErrorClass = class
+	res.Error = truncate(c.redact(msg), 512)
+}
+
+func (c *Client) failErr(ctx context.Context, res *Result, err error, gotResponse bool) {
+	if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w (%w)", err, cause)
+	}
+	c.fail(res, classify(ctx, err, gotResponse), err.Error())
+}
+
+// redact removes the API key from a message, should a server echo it.
+func (c *Client) redact(s string) string {
+	if c.cfg.APIKey == "" || !strings.Contains(s, c.cfg.APIKey) {
+		return s
+	}
+	return strings.ReplaceAll(s, c.cfg.APIKey, "[redacted]")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 { // do not split a UTF-8 sequence
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// errorMessage extracts an OpenAI-style error message from a body.
+func errorMessage(status string, body []byte) string {
+	var e struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  any             `json:"detail"`
+	}
+	if json.Unmarshal(body, &e) == nil {
+		var inner struct {
+			Message string `json:"message"`
+		}
+		switch {
+		case json.Unmarshal(e.Error, &inner) == nil && inner.Message != "":
+			return status + ": " + inner.Message
+		case e.Message != "":
+			return status + ": " + e.Message
+		case e.Detail != nil:
+			return fmt.Sprintf("%s: %v", status, e.Detail)
+		}
+	}
+	if s := strings.TrimSpace(string(body)); s != "" {
+		return status + ": " + s
+	}
+	return status
+}
+
+func appendInt(b []byte, v int) []byte {
+	return strconv.AppendInt(b, int64(v), 10)
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, "true"...)
+	}
+	return append(b, "false"...)
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}

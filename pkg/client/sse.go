@@ -1,0 +1,81 @@
+package client
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"time"
+)
+
+// maxLine bounds one SSE line; a longer line is a protocol error.
+const maxLine = 1 << 20
+
+var errLineTooLong = errors.New("server-sent event line longer than 1 MiB")
+
+// lineReader splits a response body into lines and stamps each with the
+// time the read that completed it returned, before anything decodes it.
+// Every line in the buffer after a read was completed by that read, so one
+// stamp per read is exact.
+type lineReader struct {
+	r          io.Reader
+	buf        []byte
+	head, tail int
+	at         time.Time
+	now        func() time.Time
+	// onRead, when set, is called after every read that returned bytes
+	// (the stall watchdog uses it).
+	onRead func()
+	// err is the error of the last read, acted on once the bytes that came
+	// with it are consumed.
+	err error
+}
+
+func (l *lineReader) reset(r io.Reader, buf []byte) {
+	l.r, l.buf, l.head, l.tail, l.err = r, buf[:cap(buf)], 0, 0, nil
+	l.at = time.Time{}
+}
+
+// next returns the next line without its "\n" or "\r\n" and the time it
+// arrived. The line is valid until the next call. At the end of the body a
+// final unterminated line is returned before io.EOF.
+func (l *lineReader) next() ([]byte, time.Time, error) {
+	for {
+		if i := bytes.IndexByte(l.buf[l.head:l.tail], '\n'); i >= 0 {
+			line := l.buf[l.head : l.head+i]
+			l.head += i + 1
+			if n := len(line); n > 0 && line[n-1] == '\r' {
+				line = line[:n-1]
+			}
+			return line, l.at, nil
+		}
+		if l.head > 0 {
+			l.tail = copy(l.buf, l.buf[l.head:l.tail])
+			l.head = 0
+		}
+		if l.err != nil {
+			if l.tail > l.head && errors.Is(l.err, io.EOF) {
+				line := l.buf[l.head:l.tail]
+				l.head = l.tail
+				return line, l.at, nil
+			}
+			return nil, l.at, l.err
+		}
+		if l.tail == len(l.buf) {
+			if len(l.buf) >= maxLine {
+				return nil, l.at, errLineTooLong
+			}
+			nb := make([]byte, 2*len(l.buf))
+			copy(nb, l.buf[:l.tail])
+			l.buf = nb
+		}
+		n, err := l.r.Read(l.buf[l.tail:])
+		if n > 0 {
+			l.at = l.now()
+			l.tail += n
+			if l.onRead != nil {
+				l.onRead()
+			}
+		}
+		l.err = err
+	}
+}

@@ -1,0 +1,210 @@
+package client
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/valyala/fastjson"
+)
+
+// protocolError is a response that is not a valid OpenAI response.
+type protocolError struct{ msg string }
+
+func (e protocolError) Error() string { return e.msg }
+
+// streamError is an error object the server sent inside a 200 stream.
+type streamError struct {
+	class, msg string
+}
+
+func (e streamError) Error() string { return e.msg }
+
+// decoder holds the per-request reading state; pooled by the Client.
+type decoder struct {
+	lines  lineReader
+	buf    []byte
+	data   []byte
+	parser fastjson.Parser
+}
+
+// readStream consumes a server-sent event stream of completion chunks.
+func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
+	if d.buf == nil {
+		d.buf = make([]byte, 32<<10)
+	}
+	d.lines.reset(body, d.buf)
+	d.lines.now = time.Now
+	defer func() { d.buf = d.lines.buf }()
+
+	data := d.data[:0]
+	defer func() { d.data = data[:0] }()
+	var dataAt time.Time
+	haveData, done, usage := false, false, false
+	chunks := 0
+	flush := func() error {
+		if !haveData {
+			return nil
+		}
+		haveData = false
+		if done {
+			return nil // nothing is expected after [DONE]
+		}
+		if bytes.Equal(data, []byte("[DONE]")) {
+			done = true
+			return nil
+		}
+		text, u, err := c.chunk(d, data, res)
+		if err != nil {
+			return err
+		}
+		if text {
+			t := dataAt.Sub(c.cfg.Epoch)
+			if res.FirstToken == 0 {
+				res.FirstToken = t
+			}
+			res.TokenTimes = append(res.TokenTimes, t)
+			chunks++
+		}
+		usage = usage || u
+		return nil
+	}
+	for {
+		line, at, err := d.lines.next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if !d.lines.at.IsZero() {
+				res.End = d.lines.at.Sub(c.cfg.Epoch)
+			}
+			if errors.Is(err, errLineTooLong) {
+				return protocolError{err.Error()}
+			}
+			return err
+		}
+		switch {
+		case len(line) == 0: // end of an event
+			if err := flush(); err != nil {
+				return err
+			}
+		case line[0] == ':': // comment (keep-alive)
+		case bytes.HasPrefix(line, []byte("data:")):
+			v := line[5:]
+			if len(v) > 0 && v[0] == ' ' {
+				v = v[1:]
+			}
+			if haveData {
+				data = append(data, '\n')
+			} else {
+				data = data[:0]
+			}
+			data = append(data, v...)
+			haveData, dataAt = true, at
+		default: // event:, id:, retry: carry nothing we measure
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	res.End = d.lines.at.Sub(c.cfg.Epoch)
+	if d.lines.at.IsZero() {
+		res.End = c.since()
+	}
+	if !usage {
+		res.CompletionTokens = chunks
+	}
+	if !done {
+		return protocolError{"stream ended without data: [DONE]"}
+	}
+	return nil
+}
+
+// chunk decodes one completion chunk: whether it carries text and whether
+// it carries usage (which it copies into res).
+func (c *Client) chunk(d *decoder, data []byte, res *Result) (text, usage bool, err error) {
+	v, err := d.parser.ParseBytes(data)
+	if err != nil {
+		return false, false, protocolError{fmt.Sprintf("invalid JSON in stream: %v: %q", err, truncate(string(data), 200))}
+	}
+	if v.Type() != fastjson.TypeObject {
+		return false, false, protocolError{fmt.Sprintf("stream chunk is not a JSON object: %q", truncate(string(data), 200))}
+	}
+	if e := v.Get("error"); e != nil {
+		return false, false, chunkError(e)
+	}
+	if ch := v.Get("choices", "0"); ch != nil {
+		var t []byte
+		if c.chat {
+			if delta := ch.Get("delta"); delta != nil {
+				t = delta.GetStringBytes("content")
+				if len(t) == 0 {
+					t = delta.GetStringBytes("reasoning_content")
+				}
+			}
+		} else {
+			t = ch.GetStringBytes("text")
+		}
+		text = len(t) > 0
+	}
+	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
+		copyUsage(u, res)
+		usage = u.Get("completion_tokens") != nil
+	}
+	return text, usage, nil
+}
+
+// chunkError turns an error object inside a stream into a classified error.
+func chunkError(e *fastjson.Value) error {
+	msg := string(e.GetStringBytes("message"))
+	if msg == "" {
+		msg = string(e.MarshalTo(nil))
+	}
+	code := e.GetInt("code")
+	if code == 0 {
+		code = e.GetInt("status")
+	}
+	if code >= 400 && code < 600 {
+		return streamError{statusClass(code), fmt.Sprintf("error in stream (code %d): %s", code, msg)}
+	}
+	return streamError{ErrProtocol, "error in stream: " + msg}
+}
+
+func copyUsage(u *fastjson.Value, res *Result) {
+	if n := u.Get("prompt_tokens"); n != nil {
+		res.PromptTokens = n.GetInt()
+	}
+	if n := u.Get("completion_tokens"); n != nil {
+		res.CompletionTokens = n.GetInt()
+	}
+	if n := u.Get("prompt_tokens_details", "cached_tokens"); n != nil {
+		res.CachedTokens = n.GetInt()
+	}
+}
+
+// readWhole consumes a non-streamed JSON response.
+func (c *Client) readWhole(d *decoder, body io.Reader, res *Result) error {
+	raw, err := io.ReadAll(io.LimitReader(body, 64<<20))
+	now := c.since()
+	res.End, res.FirstToken = now, now
+	if err != nil {
+		return err
+	}
+	v, err := d.parser.ParseBytes(raw)
+	if err != nil || v.Type() != fastjson.TypeObject {
+		return protocolError{fmt.Sprintf("invalid JSON response: %q", truncate(string(raw), 200))}
+	}
+	if e := v.Get("error"); e != nil {
+		return chunkError(e)
+	}
+	if v.Get("choices", "0") == nil {
+		return protocolError{"response has no choices"}
+	}
+	res.CompletionTokens = res.OutputLen
+	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
+		copyUsage(u, res)
+	}
+	return nil
+}

@@ -1,0 +1,294 @@
+package metrics
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// Summary is the result of a run: FineServe's summary keys and ours. It
+// marshals flat: distribution fields become keys like mean_ttft_ms or
+// send_lag_p99_ms (see the Dist fields' comments).
+type Summary struct {
+	// Run description.
+	Backend        string `json:"backend"`
+	Mode           string `json:"mode"`
+	RequestRate    Rate   `json:"request_rate"`
+	MaxConcurrency *int   `json:"max_concurrency"`
+	Model          string `json:"model,omitempty"`
+	Seed           uint64 `json:"seed"`
+	Command        string `json:"command,omitempty"`
+	StartedAt      string `json:"started_at,omitempty"`
+
+	// FineServe's results.
+	Duration          float64 `json:"duration"`
+	Completed         int64   `json:"completed"`
+	Failed            int64   `json:"failed"`
+	TotalInputTokens  int64   `json:"total_input_tokens"`
+	TotalOutputTokens int64   `json:"total_output_tokens"`
+	RequestThroughput float64 `json:"request_throughput"`
+	InputThroughput   float64 `json:"input_throughput"`
+	OutputThroughput  float64 `json:"output_throughput"`
+	TotalThroughput   float64 `json:"total_throughput"`
+	Concurrency       float64 `json:"concurrency"`
+
+	// Schedule keeping.
+	Scheduled     int64            `json:"scheduled"`
+	NotSent       int64            `json:"not_sent"`
+	Queued        int64            `json:"queued_for_concurrency"`
+	MaxInFlight   int64            `json:"max_in_flight"`
+	ScheduleSpan  float64          `json:"schedule_span_s"`
+	Interrupted   bool             `json:"interrupted"`
+	ErrorRate     float64          `json:"error_rate"`
+	ErrorsByClass map[string]int64 `json:"errors_by_class"`
+	ErrorSamples  []ErrorSample    `json:"error_samples,omitempty"`
+	Retries       int64            `json:"retries"`
+	CachedTokens  int64            `json:"cached_prompt_tokens"`
+	Images        int64            `json:"total_input_images,omitempty"`
+
+	// Prompt sizing against the server's usage.prompt_tokens.
+	PromptTokensCounted   int64   `json:"prompt_tokens_counted"`
+	PromptTokensErrorMean float64 `json:"prompt_tokens_error_mean"`
+	PromptTokensErrorMax  int64   `json:"prompt_tokens_error_max"`
+
+	// Distributions (ms). TTFT, TPOT, ITL and E2E marshal as
+	// {mean,median,std,p90,p95,p99,p999,max}_{ttft,tpot,itl,e2e_latency}_ms;
+	// SendLag, TTFTFromScheduled and E2EFromScheduled as
+	// {send_lag,ttft_from_scheduled,e2e_from_scheduled}_{mean,p50,std,p90,p95,p99,p999,max}_ms.
+	TTFT              Dist `json:"-"`
+	TPOT              Dist `json:"-"`
+	ITL               Dist `json:"-"`
+	E2E               Dist `json:"-"`
+	SendLag           Dist `json:"-"`
+	TTFTFromScheduled Dist `json:"-"`
+	E2EFromScheduled  Dist `json:"-"`
+
+	// Extensions set by other parts of the tool (windows, per-model
+	// breakdowns, server metrics, histograms for merging…).
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// Rate is a request rate that marshals +Inf as the string "inf" (JSON has
+// no infinity) and 0 as null (no rate: replay and parametric modes).
+type Rate float64
+
+// MarshalJSON implements json.Marshaler.
+func (r Rate) MarshalJSON() ([]byte, error) {
+	switch {
+	case math.IsInf(float64(r), 1):
+		return []byte(`"inf"`), nil
+	case r == 0 || math.IsNaN(float64(r)):
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(r))
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (r *Rate) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case `"inf"`, `"Infinity"`, "Infinity":
+		*r = Rate(math.Inf(1))
+		return nil
+	case "null":
+		*r = 0
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return fmt.Errorf("request_rate: %w", err)
+	}
+	*r = Rate(f)
+	return nil
+}
+
+type distField struct {
+	get    func(*Summary) *Dist
+	name   string
+	prefix bool // FineServe style: mean_ttft_ms; else send_lag_mean_ms
+}
+
+var distFields = []distField{
+	{func(s *Summary) *Dist { return &s.E2E }, "e2e_latency", true},
+	{func(s *Summary) *Dist { return &s.TTFT }, "ttft", true},
+	{func(s *Summary) *Dist { return &s.TPOT }, "tpot", true},
+	{func(s *Summary) *Dist { return &s.ITL }, "itl", true},
+	{func(s *Summary) *Dist { return &s.SendLag }, "send_lag", false},
+	{func(s *Summary) *Dist { return &s.TTFTFromScheduled }, "ttft_from_scheduled", false},
+	{func(s *Summary) *Dist { return &s.E2EFromScheduled }, "e2e_from_scheduled", false},
+}
+
+// distStat is one figure of a Dist with its name in both key styles.
+type distStat struct {
+	prefix, suffix string
+	v              *float64
+}
+
+// stats lists a Dist's figures.
+func (d *Dist) stats() []distStat {
+	return []distStat{
+		{"mean", "mean", &d.Mean}, {"median", "p50", &d.Median}, {"std", "std", &d.Std},
+		{"p90", "p90", &d.P90}, {"p95", "p95", &d.P95}, {"p99", "p99", &d.P99},
+		{"p999", "p999", &d.P999}, {"max", "max", &d.Max},
+	}
+}
+
+func (f distField) key(stat distStat) string {
+	if f.prefix {
+		return stat.prefix + "_" + f.name + "_ms"
+	}
+	return f.name + "_" + stat.suffix + "_ms"
+}
+
+// MarshalJSON writes the summary as one flat JSON object.
+func (s Summary) MarshalJSON() ([]byte, error) {
+	type plain Summary
+	b, err := json.Marshal(plain(s))
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.Write(b[:len(b)-1])
+	for _, f := range distFields {
+		d := f.get(&s)
+		for _, st := range d.stats() {
+			fmt.Fprintf(&buf, ",%q:", f.key(st))
+			v, err := json.Marshal(finite(*st.v))
+			if err != nil {
+				return nil, err
+			}
+			buf.Write(v)
+		}
+	}
+	for _, k := range sortedKeys(s.Extra) {
+		fmt.Fprintf(&buf, ",%q:", k)
+		buf.Write(s.Extra[k])
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// UnmarshalJSON reads a summary written by MarshalJSON (or FineServe's line,
+// whose missing keys stay zero). Unknown keys are kept in Extra.
+func (s *Summary) UnmarshalJSON(b []byte) error {
+	type plain Summary
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*s = Summary(p)
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return err
+	}
+	known := knownKeys()
+	for _, f := range distFields {
+		d := f.get(s)
+		for _, st := range d.stats() {
+			k := f.key(st)
+			if raw, ok := all[k]; ok {
+				if err := json.Unmarshal(raw, st.v); err != nil {
+					return fmt.Errorf("%s: %w", k, err)
+				}
+			}
+			known[k] = true
+		}
+	}
+	for k, v := range all {
+		if !known[k] {
+			if s.Extra == nil {
+				s.Extra = map[string]json.RawMessage{}
+			}
+			s.Extra[k] = v
+		}
+	}
+	return nil
+}
+
+// SetExtra stores v under key in the summary's extensions.
+func (s *Summary) SetExtra(key string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("summary %s: %w", key, err)
+	}
+	if s.Extra == nil {
+		s.Extra = map[string]json.RawMessage{}
+	}
+	s.Extra[key] = raw
+	return nil
+}
+
+// GetExtra decodes the extension key into v; it reports whether it exists.
+func (s *Summary) GetExtra(key string, v any) (bool, error) {
+	raw, ok := s.Extra[key]
+	if !ok {
+		return false, nil
+	}
+	return true, json.Unmarshal(raw, v)
+}
+
+func knownKeys() map[string]bool {
+	type plain Summary
+	m := map[string]bool{}
+	b, _ := json.Marshal(plain{})
+	var all map[string]json.RawMessage
+	_ = json.Unmarshal(b, &all)
+	for k := range all {
+		m[k] = true
+	}
+	return m
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func finite(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
+
+// Summarize computes the summary figures of c over a run of the given
+// duration (FineServe's benchmark duration: start to last completion).
+func (c *Collector) Summarize(s *Summary, dur time.Duration) {
+	secs := dur.Seconds()
+	per := func(v float64) float64 {
+		if secs <= 0 {
+			return 0
+		}
+		return v / secs
+	}
+	s.Duration = secs
+	s.Completed, s.Failed = c.Completed, c.Failed
+	s.TotalInputTokens, s.TotalOutputTokens = c.InputTokens, c.OutputTokens
+	s.RequestThroughput = per(float64(c.Completed))
+	s.InputThroughput = per(float64(c.InputTokens))
+	s.OutputThroughput = per(float64(c.OutputTokens))
+	s.TotalThroughput = per(float64(c.InputTokens + c.OutputTokens))
+	s.TTFT, s.TPOT, s.ITL, s.E2E = c.TTFT.Dist(), c.TPOT.Dist(), c.ITL.Dist(), c.E2E.Dist()
+	s.SendLag, s.TTFTFromScheduled, s.E2EFromScheduled = c.Lag.Dist(), c.TTFTSched.Dist(), c.E2ESched.Dist()
+	s.Concurrency = per(s.E2E.Mean * float64(s.E2E.Count) / 1e3)
+	s.ErrorsByClass = map[string]int64{}
+	for k, v := range c.ErrorsByClass {
+		s.ErrorsByClass[k] = v
+	}
+	s.ErrorSamples = append([]ErrorSample(nil), c.ErrorSamples...)
+	if n := c.Completed + c.Failed; n > 0 {
+		s.ErrorRate = float64(c.Failed) / float64(n)
+	}
+	s.Retries, s.CachedTokens, s.Images = c.Retries, c.CachedTokens, c.Images
+	s.PromptTokensCounted = c.PromptCounted
+	s.PromptTokensErrorMax = c.PromptErrMax
+	if c.PromptCounted > 0 {
+		s.PromptTokensErrorMean = float64(c.PromptErrSum) / float64(c.PromptCounted)
+	}
+}

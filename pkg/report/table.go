@@ -1,0 +1,145 @@
+// Package report renders a run's results: the FineServe-style console
+// table, the per-request JSON Lines stream and the summary files.
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+// center pads s to n characters with c on both sides, as Python's
+// "{s:{c}^{n}}" does (the extra character goes to the right).
+func center(s string, c byte, n int) string {
+	pad := n - len(s)
+	if pad <= 0 {
+		return s
+	}
+	left := pad / 2
+	return strings.Repeat(string(c), left) + s + strings.Repeat(string(c), pad-left)
+}
+
+type table struct {
+	w   io.Writer
+	err error
+}
+
+func (t *table) line(format string, a ...any) {
+	if t.err == nil {
+		_, t.err = fmt.Fprintf(t.w, format+"\n", a...)
+	}
+}
+
+func (t *table) row(label string, v any) {
+	switch x := v.(type) {
+	case float64:
+		t.line("%-40s %-10.2f", label, x)
+	default:
+		t.line("%-40s %-10v", label, x)
+	}
+}
+
+// WriteTable prints s with the sections and labels of FineServe's
+// Generator.py (Serving Benchmark Result, End-to-End Latency, Time to First
+// Token, Inter-Token Latency with TPOT), followed by how well the schedule
+// was kept and the errors by class.
+func WriteTable(w io.Writer, s *metrics.Summary) error {
+	t := &table{w: w}
+	t.line("")
+	t.line("%s", center(" Serving Benchmark Result ", '=', 50))
+	t.row("Backend:", s.Backend)
+	t.row("Request generation mode:", s.Mode)
+	t.row("Traffic request rate:", rateText(s.RequestRate))
+	if s.MaxConcurrency != nil {
+		t.row("Max request concurrency:", *s.MaxConcurrency)
+	} else {
+		t.row("Max request concurrency:", "not set")
+	}
+	t.row("Successful requests:", s.Completed)
+	t.row("Failed requests:", s.Failed)
+	if s.NotSent > 0 {
+		t.row("Not sent (run stopped):", s.NotSent)
+	}
+	t.row("Benchmark duration (s):", s.Duration)
+	t.row("Total input tokens:", s.TotalInputTokens)
+	t.row("Total generated tokens:", s.TotalOutputTokens)
+	t.row("Request throughput (req/s):", s.RequestThroughput)
+	t.row("Input token throughput (tok/s):", s.InputThroughput)
+	t.row("Output token throughput (tok/s):", s.OutputThroughput)
+	t.row("Total token throughput (tok/s):", s.TotalThroughput)
+	t.row("Concurrency:", s.Concurrency)
+	t.line("%s", center("End-to-End Latency", '-', 50))
+	t.row("Mean E2E Latency (ms):", s.E2E.Mean)
+	t.row("Median E2E Latency (ms):", s.E2E.Median)
+	t.row("P99 E2E Latency (ms):", s.E2E.P99)
+	t.line("%s", center("Time to First Token", '-', 50))
+	t.row("Mean TTFT (ms):", s.TTFT.Mean)
+	t.row("Median TTFT (ms):", s.TTFT.Median)
+	t.row("P99 TTFT (ms):", s.TTFT.P99)
+	t.line("%s", center("Inter-Token Latency", '-', 50))
+	t.row("Mean ITL (ms):", s.ITL.Mean)
+	t.row("Median ITL (ms):", s.ITL.Median)
+	t.row("P95 ITL (ms):", s.ITL.P95)
+	t.row("P99 ITL (ms):", s.ITL.P99)
+	t.row("Max ITL (ms):", s.ITL.Max)
+	t.row("Mean TPOT (ms):", s.TPOT.Mean)
+	t.row("Median TPOT (ms):", s.TPOT.Median)
+	t.row("P99 TPOT (ms):", s.TPOT.P99)
+	t.line("%s", center("Schedule Keeping", '-', 50))
+	t.row("Send lag P50 (ms):", s.SendLag.Median)
+	t.row("Send lag P99 (ms):", s.SendLag.P99)
+	t.row("Send lag Max (ms):", s.SendLag.Max)
+	t.row("P99 TTFT from scheduled time (ms):", s.TTFTFromScheduled.P99)
+	t.row("P99 E2E from scheduled time (ms):", s.E2EFromScheduled.P99)
+	if s.Queued > 0 {
+		t.row("Waited for a concurrency slot:", s.Queued)
+	}
+	if s.PromptTokensCounted > 0 {
+		t.row("Prompt tokens vs target, mean |err|:", s.PromptTokensErrorMean)
+	}
+	if len(s.ErrorsByClass) > 0 {
+		t.line("%s", center("Errors by Class", '-', 50))
+		classes := make([]string, 0, len(s.ErrorsByClass))
+		for k := range s.ErrorsByClass {
+			classes = append(classes, k)
+		}
+		sort.Strings(classes)
+		for _, k := range classes {
+			t.row(k+":", s.ErrorsByClass[k])
+		}
+	}
+	t.line("%s", strings.Repeat("=", 50))
+	if len(s.ErrorSamples) > 0 {
+		t.line("")
+		t.line("%s", center(" Failed Requests Details ", '!', 50))
+		t.line("Total failed requests: %d", s.Failed)
+		t.line("")
+		t.line("Showing first %d failed request errors:", len(s.ErrorSamples))
+		t.line("")
+		for i, e := range s.ErrorSamples {
+			t.line("--- Failed Request #%d (index %d, %s) ---", i+1, e.Index, e.Class)
+			t.line("%s", e.Message)
+			t.line("")
+		}
+		if s.Failed > int64(len(s.ErrorSamples)) {
+			t.line("... and %d more failed requests.", s.Failed-int64(len(s.ErrorSamples)))
+			t.line("Check the results JSONL for all error details.")
+		}
+		t.line("%s", strings.Repeat("!", 50))
+	}
+	return t.err
+}
+
+func rateText(r metrics.Rate) string {
+	switch {
+	case math.IsInf(float64(r), 1):
+		return "inf"
+	case r == 0:
+		return "N/A"
+	}
+	return fmt.Sprintf("%g", float64(r))
+}

@@ -1,0 +1,193 @@
+// Package runner runs one benchmark end to end: it builds the schedule of
+// the chosen mode, sends it with the dispatcher and client, collects the
+// results and writes the reports. cmd/fineserve-gen only maps flags to
+// Options.
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Options is everything a run is configured with; the command line maps
+// onto it one flag per field (FineServe's names where FineServe has one).
+type Options struct {
+	// Target.
+	Backend  string // vllm, openai, openai-chat
+	BaseURL  string // overrides Host and Port
+	Host     string
+	Port     int
+	Endpoint string // overrides the backend's path
+	Model    string // "" asks the server's /v1/models
+	// APIKey comes from OPENAI_API_KEY or --api-key-file; never printed.
+	APIKey   string
+	Insecure bool
+
+	// Workload.
+	Mode          string // poisson, replay, parametric
+	RequestRate   float64
+	Burstiness    float64
+	NumPrompts    int64
+	NumPromptsSet bool // --num-prompts was given explicitly
+	Duration      time.Duration
+	Seed          int64 // -1: derive from the clock (and report it)
+	TimeScale     float64
+
+	// Request sizes and prompts.
+	DatasetName        string // sharegpt, sharegpt_pre, random, or "" (random unless --dataset-path)
+	DatasetPath        string
+	RandomInputLen     int
+	RandomOutputLen    int
+	RandomRangeRatio   float64
+	SharegptOutputLen  int
+	SharegptContextLen int
+	PromptFormat       string // token-ids or text
+	PromptSuffix       string
+	PromptSalt         int64 // 0: derived per run
+	ApplyChatTemplate  bool
+	Tokenizer          string
+
+	// Request shape.
+	Stream           bool
+	IgnoreEOS        bool
+	ExtraRequestBody string
+	WarmupRequests   int
+	MaxConcurrency   int
+	RequestTimeout   time.Duration
+	StallTimeout     time.Duration
+
+	// Replay (see replay.go).
+	Replay ReplayOptions
+	// Parametric (see parametric.go).
+	Parametric ParametricOptions
+
+	// Scale-out: keep arrivals with Index % ShardCount == ShardIndex.
+	ShardIndex, ShardCount int64
+	StartAt                time.Time // zero: start now
+
+	// Outputs.
+	OutputFile      string // FineServe: summary appended as one JSON line
+	SummaryJSON     string
+	ResultsJSONL    string
+	ScheduleOut     string
+	DryRun          bool
+	DisableProgress bool
+	Quiet           bool
+	// Command is the command line, recorded in the summary (secrets are
+	// never part of it: the key is read from the environment or a file).
+	Command string
+}
+
+// Defaults returns FineServe's defaults.
+func Defaults() Options {
+	return Options{
+		Backend: "vllm", Host: "127.0.0.1", Port: 8000,
+		Mode: "poisson", RequestRate: math.Inf(1), Burstiness: 1, NumPrompts: 100,
+		Seed: -1, TimeScale: 1,
+		RandomInputLen: 1024, RandomOutputLen: 128,
+		PromptFormat: "token-ids",
+		Stream:       true, IgnoreEOS: true, WarmupRequests: 1,
+		RequestTimeout: time.Hour,
+		Replay:         DefaultReplayOptions(),
+		Parametric:     DefaultParametricOptions(),
+		ShardCount:     1,
+	}
+}
+
+// UsageError is a problem with the options or input files (exit code 2).
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usage(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		return err
+	}
+	return &UsageError{err}
+}
+
+// Validate returns every problem of o at once.
+func (o *Options) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	switch o.Backend {
+	case "vllm", "openai", "openai-chat":
+	default:
+		add("--backend %q: want vllm, openai or openai-chat", o.Backend)
+	}
+	switch o.Mode {
+	case "poisson", "replay", "parametric":
+	default:
+		add("--mode %q: want poisson, replay or parametric", o.Mode)
+	}
+	if o.BaseURL == "" && (o.Port < 1 || o.Port > 65535) {
+		add("--port %d: want 1–65535", o.Port)
+	}
+	if o.BaseURL != "" && !strings.HasPrefix(o.BaseURL, "http://") && !strings.HasPrefix(o.BaseURL, "https://") {
+		add("--base-url %q: must start with http:// or https://", o.BaseURL)
+	}
+	if o.NumPromptsSet && o.NumPrompts < 1 {
+		add("--num-prompts %d: want ≥ 1", o.NumPrompts)
+	}
+	if o.Duration < 0 {
+		add("--duration %v: want > 0", o.Duration)
+	}
+	if o.MaxConcurrency < 0 {
+		add("--max-concurrency %d: want ≥ 1 (or leave unset)", o.MaxConcurrency)
+	}
+	if o.WarmupRequests < 0 {
+		add("--warmup-requests %d: want ≥ 0", o.WarmupRequests)
+	}
+	if !(o.TimeScale > 0) || math.IsInf(o.TimeScale, 0) {
+		add("--time-scale %g: want a finite number > 0", o.TimeScale)
+	}
+	if o.Seed < -1 {
+		add("--seed %d: want ≥ 0, or -1 for a time-based seed", o.Seed)
+	}
+	if o.ShardCount < 1 || o.ShardIndex < 0 || o.ShardIndex >= o.ShardCount {
+		add("--shard %d/%d: want I/N with 0 ≤ I < N", o.ShardIndex, o.ShardCount)
+	}
+	if o.RequestTimeout < 0 || o.StallTimeout < 0 {
+		add("timeouts must be ≥ 0")
+	}
+	switch o.DatasetName {
+	case "", "random", "sharegpt", "sharegpt_pre":
+	default:
+		add("--dataset-name %q: want sharegpt, sharegpt_pre or random", o.DatasetName)
+	}
+	if (o.DatasetName == "sharegpt" || o.DatasetName == "sharegpt_pre") && o.DatasetPath == "" {
+		add("--dataset-name %s needs --dataset-path FILE (nothing is downloaded at run time)", o.DatasetName)
+	}
+	if o.Mode == "poisson" {
+		if !(o.RequestRate > 0) {
+			add("--request-rate %g: want > 0, or inf", o.RequestRate)
+		}
+		if !(o.Burstiness > 0) || math.IsInf(o.Burstiness, 0) {
+			add("--burstiness %g: want a finite number > 0", o.Burstiness)
+		}
+		if math.IsInf(o.RequestRate, 1) && o.Duration > 0 && !o.NumPromptsSet {
+			add("--request-rate inf sends every request at once: give --num-prompts, not --duration")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// baseURL is the server root the client talks to.
+func (o *Options) baseURL() string {
+	if o.BaseURL != "" {
+		return strings.TrimRight(o.BaseURL, "/")
+	}
+	host := o.Host
+	if strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
+		host = "[" + host + "]"
+	}
+	return fmt.Sprintf("http://%s:%d", host, o.Port)
+}

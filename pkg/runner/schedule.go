@@ -1,0 +1,137 @@
+package runner
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
+)
+
+// logger writes progress notes and warnings to the error stream.
+type logger struct {
+	w     io.Writer
+	quiet bool
+}
+
+func (l *logger) Infof(format string, a ...any) {
+	if !l.quiet {
+		fmt.Fprintf(l.w, format+"\n", a...)
+	}
+}
+
+func (l *logger) Warnf(format string, a ...any) {
+	fmt.Fprintf(l.w, "warning: "+format+"\n", a...)
+}
+
+// workload is what the mode built: the schedule and what prompts need.
+type workload struct {
+	schedule arrival.Schedule
+	dataset  *prompt.Dataset
+}
+
+// buildSchedule returns the schedule of o's mode, cut to its length and
+// sharded. It reads input files but never the clock.
+func buildSchedule(o *Options, seed uint64, log *logger) (*workload, error) {
+	w := &workload{}
+	ds, err := loadDataset(o, log)
+	if err != nil {
+		return nil, err
+	}
+	w.dataset = ds
+	var s arrival.Schedule
+	switch o.Mode {
+	case "poisson":
+		s, err = poissonSchedule(o, seed, ds)
+	case "replay":
+		s, err = replaySchedule(o, seed, log)
+	case "parametric":
+		s, err = parametricSchedule(o, seed, log)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w.schedule = arrival.Shard(s, o.ShardIndex, o.ShardCount)
+	return w, nil
+}
+
+// loadDataset reads --dataset-path when given.
+func loadDataset(o *Options, log *logger) (*prompt.Dataset, error) {
+	if o.DatasetPath == "" {
+		return nil, nil
+	}
+	kind := o.DatasetName
+	if kind == "" || kind == "random" {
+		kind = "sharegpt"
+	}
+	ds, err := prompt.LoadDataset(o.DatasetPath, kind, 0)
+	if err != nil {
+		return nil, usage(err)
+	}
+	if ds.Skipped > 0 {
+		log.Warnf("dataset %s: skipped %d entries without a prompt and a reply", o.DatasetPath, ds.Skipped)
+	}
+	log.Infof("dataset %s: %d prompts", o.DatasetPath, ds.Len())
+	return ds, nil
+}
+
+// lengthSource picks how a synthetic schedule sizes its requests: the
+// dataset's own lengths (sharegpt modes) or --random-* lengths.
+func lengthSource(o *Options, ds *prompt.Dataset) (arrival.Lengths, error) {
+	if ds != nil && o.DatasetName != "random" {
+		pairs := ds.Lengths(o.SharegptOutputLen)
+		if o.SharegptContextLen > 0 {
+			kept := pairs[:0]
+			for _, p := range pairs {
+				if p[0]+p[1] <= o.SharegptContextLen {
+					kept = append(kept, p)
+				}
+			}
+			if len(kept) == 0 {
+				return nil, usage(fmt.Errorf("--sharegpt-context-len %d leaves no prompt of the dataset", o.SharegptContextLen))
+			}
+			pairs = kept
+		}
+		return arrival.SequenceLengths{Pairs: pairs}, nil
+	}
+	u := arrival.UniformLengths{Input: o.RandomInputLen, Output: o.RandomOutputLen, RangeRatio: o.RandomRangeRatio}
+	if err := u.Validate(); err != nil {
+		return nil, usage(err)
+	}
+	return u, nil
+}
+
+func poissonSchedule(o *Options, seed uint64, ds *prompt.Dataset) (arrival.Schedule, error) {
+	lengths, err := lengthSource(o, ds)
+	if err != nil {
+		return nil, err
+	}
+	c := arrival.PoissonConfig{
+		Rate: o.RequestRate, Burstiness: o.Burstiness, Seed: seed, Lengths: lengths,
+		Duration: o.Duration,
+	}
+	if o.Duration <= 0 || o.NumPromptsSet {
+		c.Count = o.NumPrompts
+	}
+	if err := c.Validate(); err != nil {
+		return nil, usage(err)
+	}
+	return arrival.Poisson(c), nil
+}
+
+// writeSchedule writes --schedule-out.
+func writeSchedule(path string, s arrival.Schedule) (int64, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	n, err := arrival.WriteCSV(f, s)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return n, fmt.Errorf("schedule %s: %w", path, err)
+	}
+	return n, nil
+}
