@@ -62,7 +62,7 @@ func (d *Dispatcher) Dispatched() int64 { return d.dispatched.Load() }
 // request already handed out to return. Requests run with reqCtx, so a run
 // can stop dispatching (dispatchCtx) yet let requests in flight drain.
 func (d *Dispatcher) Run(dispatchCtx, reqCtx context.Context, s Schedule) DispatchStats {
-	p := &pool{sender: d.Sender, ctx: reqCtx, max: d.MaxConcurrency, work: make(chan Arrival, 256), d: d}
+	p := &pool{sender: d.Sender, ctx: reqCtx, stop: dispatchCtx, max: d.MaxConcurrency, work: make(chan Arrival, 256), d: d}
 	done := make(chan bool)
 	// The schedule is kept by one goroutine of its own: with the default
 	// sleeper it is pinned to an OS thread set up for precise wake-ups,
@@ -96,7 +96,8 @@ func (d *Dispatcher) Run(dispatchCtx, reqCtx context.Context, s Schedule) Dispat
 // pool is a set of reusable worker goroutines fed by the dispatcher.
 type pool struct {
 	sender Sender
-	ctx    context.Context
+	ctx    context.Context // requests
+	stop   context.Context // dispatching: once done, queued arrivals are not sent
 	max    int
 	work   chan Arrival
 	d      *Dispatcher
@@ -148,7 +149,9 @@ func (p *pool) worker(a Arrival) {
 		p.wg.Done()
 
 		p.mu.Lock()
-		if next, ok := p.queue.pop(); ok {
+		if p.stop.Err() != nil {
+			p.dropQueued()
+		} else if next, ok := p.queue.pop(); ok {
 			p.mu.Unlock()
 			a = next
 			continue
@@ -172,13 +175,7 @@ func (p *pool) worker(a Arrival) {
 func (p *pool) finish(stopped bool) DispatchStats {
 	p.mu.Lock()
 	if stopped {
-		for {
-			if _, ok := p.queue.pop(); !ok {
-				break
-			}
-			p.notSent++
-			p.wg.Done()
-		}
+		p.dropQueued()
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
@@ -193,6 +190,18 @@ func (p *pool) finish(stopped bool) DispatchStats {
 		MaxQueue:    p.maxQueue,
 		NotSent:     p.notSent,
 		MaxInFlight: p.maxIn.Load(),
+	}
+}
+
+// dropQueued discards the arrivals waiting for a slot, counting them as not
+// sent. p.mu must be held.
+func (p *pool) dropQueued() {
+	for {
+		if _, ok := p.queue.pop(); !ok {
+			return
+		}
+		p.notSent++
+		p.wg.Done()
 	}
 }
 

@@ -64,7 +64,9 @@ func (h *Hist) Quantile(q float64) float64 {
 	if h.n == 0 {
 		return 0
 	}
-	return float64(h.h.ValueAtPercentile(q*100)) / 1e3
+	// A bucket reports its upper edge, which may lie above the largest value
+	// recorded: never report a quantile above the maximum.
+	return min(float64(h.h.ValueAtPercentile(q*100))/1e3, float64(h.max)/1e6)
 }
 
 // Dist summarises the distribution in milliseconds.

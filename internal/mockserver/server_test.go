@@ -1,0 +1,225 @@
+package mockserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// start serves cfg on 127.0.0.1 and returns its base URL.
+func start(t *testing.T, cfg Config) (*Server, string) {
+	t.Helper()
+	if len(cfg.Models) == 0 {
+		cfg.Models = []string{"m"}
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return s, "http://" + ln.Addr().String()
+}
+
+type reply struct {
+	status  int
+	body    string
+	chunks  []map[string]any
+	done    bool
+	texts   int
+	usage   map[string]any
+	elapsed time.Duration
+}
+
+func post(t *testing.T, url, path, body string) reply {
+	t.Helper()
+	t0 := time.Now()
+	resp, err := http.Post(url+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := reply{status: resp.StatusCode}
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b, _ := io.ReadAll(resp.Body)
+		r.body = string(b)
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		if u, ok := m["usage"].(map[string]any); ok {
+			r.usage = u
+		}
+		r.elapsed = time.Since(t0)
+		return r
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if line == "[DONE]" {
+			r.done = true
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("chunk %q: %v", line, err)
+		}
+		r.chunks = append(r.chunks, m)
+		if ch, _ := m["choices"].([]any); len(ch) > 0 {
+			c := ch[0].(map[string]any)
+			if s, _ := c["text"].(string); s != "" {
+				r.texts++
+			}
+			if d, ok := c["delta"].(map[string]any); ok {
+				if s, _ := d["content"].(string); s != "" {
+					r.texts++
+				}
+			}
+		}
+		if u, ok := m["usage"].(map[string]any); ok {
+			r.usage = u
+		}
+	}
+	r.elapsed = time.Since(t0)
+	return r
+}
+
+func TestPromptCountingAndForcedLength(t *testing.T) {
+	_, url := start(t, Config{TokensPerImage: 10, EOSMeanTokens: 3})
+	for _, tc := range []struct {
+		name, path, body string
+		prompt, output   float64
+	}{
+		{"token ids", "/v1/completions", `{"model":"m","prompt":[5,6,7,8],"max_tokens":6,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`, 4, 6},
+		{"text words", "/v1/completions", `{"prompt":"the quick  brown\nfox","max_tokens":2,"min_tokens":2,"stream":true,"stream_options":{"include_usage":true}}`, 4, 2},
+		{"chat parts", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a b c"},{"type":"image_url","image_url":{"url":"data:,"}}]}],"max_completion_tokens":5,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`, 13, 5},
+		{"non-stream", "/v1/completions", `{"prompt":[1,2],"max_tokens":3,"ignore_eos":true}`, 2, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := post(t, url, tc.path, tc.body)
+			if r.status != 200 {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			if r.usage["prompt_tokens"] != tc.prompt || r.usage["completion_tokens"] != tc.output {
+				t.Errorf("usage %v, want prompt %v completion %v", r.usage, tc.prompt, tc.output)
+			}
+			if strings.Contains(tc.body, `"stream":true`) && (!r.done || float64(r.texts) != tc.output) {
+				t.Errorf("stream: %d text chunks, done %v; want %v chunks and [DONE]", r.texts, r.done, tc.output)
+			}
+		})
+	}
+	// Without ignore_eos or min_tokens the server stops at its own EOS
+	// (mean 3 tokens here), never beyond max_tokens.
+	short := 0
+	for range 20 {
+		r := post(t, url, "/v1/completions", `{"prompt":[1],"max_tokens":50,"stream":true,"stream_options":{"include_usage":true}}`)
+		n := r.usage["completion_tokens"].(float64)
+		if n < 1 || n > 50 || float64(r.texts) != n {
+			t.Fatalf("EOS run: %v tokens, %d chunks", n, r.texts)
+		}
+		if n < 50 {
+			short++
+		}
+	}
+	if short < 15 {
+		t.Errorf("only %d of 20 unforced requests stopped early", short)
+	}
+}
+
+func TestUsageOnlyWhenAskedInStreams(t *testing.T) {
+	_, url := start(t, Config{})
+	r := post(t, url, "/v1/completions", `{"prompt":[1],"max_tokens":2,"stream":true}`)
+	if r.usage != nil || !r.done {
+		t.Errorf("usage %v without include_usage; done %v", r.usage, r.done)
+	}
+}
+
+func TestErrorsLikeVLLM(t *testing.T) {
+	_, url := start(t, Config{MaxModelLen: 10})
+	for _, tc := range []struct {
+		body   string
+		status int
+		msg    string
+	}{
+		{`{"model":"nope","prompt":[1]}`, 404, "does not exist"},
+		{`{"prompt":[1,2,3,4,5,6,7,8],"max_tokens":5}`, 400, "maximum context length is 10"},
+		{`{"prompt":`, 400, "invalid JSON"},
+		{`{"prompt":[[1,2]]}`, 400, "prompt"},
+		{`{"prompt":[1],"max_tokens":2,"min_tokens":3}`, 400, "min_tokens"},
+	} {
+		r := post(t, url, "/v1/completions", tc.body)
+		if r.status != tc.status || !strings.Contains(r.body, tc.msg) {
+			t.Errorf("%s: %d %s, want %d containing %q", tc.body, r.status, r.body, tc.status, tc.msg)
+		}
+	}
+}
+
+func TestLatencyModel(t *testing.T) {
+	_, url := start(t, Config{TTFT: 30 * time.Millisecond, ITL: 10 * time.Millisecond, PrefillPerToken: time.Millisecond})
+	// 20 prompt tokens: first token at 30 + 20 ms, then 4 × 10 ms.
+	r := post(t, url, "/v1/completions", `{"prompt":[`+strings.Repeat("1,", 19)+`1],"max_tokens":5,"ignore_eos":true,"stream":true}`)
+	if r.elapsed < 90*time.Millisecond || r.elapsed > 400*time.Millisecond {
+		t.Errorf("request took %v, want about 90 ms", r.elapsed)
+	}
+}
+
+func TestMaxNumSeqsQueues(t *testing.T) {
+	s, url := start(t, Config{MaxNumSeqs: 2, TTFT: 200 * time.Millisecond})
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			post(t, url, "/v1/completions", `{"prompt":[1],"max_tokens":1,"ignore_eos":true}`)
+		}()
+	}
+	// While the first two run, the other three wait.
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Stats().Waiting != 3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	st := s.Stats()
+	if st.Running != 2 || st.Waiting != 3 {
+		t.Errorf("running %d waiting %d, want 2 and 3", st.Running, st.Waiting)
+	}
+	wg.Wait()
+	if st := s.Stats(); st.Completed != 5 || st.Running != 0 || st.Waiting != 0 {
+		t.Errorf("after: %+v", st)
+	}
+}
+
+func TestModelsAndTokenize(t *testing.T) {
+	_, url := start(t, Config{Models: []string{"a", "b"}})
+	resp, err := http.Get(url + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if len(list.Data) != 2 || list.Data[0].ID != "a" {
+		t.Errorf("models %+v", list)
+	}
+	r := post(t, url, "/tokenize", `{"model":"a","prompt":"one two three"}`)
+	var tk struct{ Count int }
+	json.Unmarshal([]byte(r.body), &tk)
+	if tk.Count != 3 {
+		t.Errorf("tokenize: %s", r.body)
+	}
+}

@@ -1,0 +1,193 @@
+package arrival
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// goSleep waits on the Go clock, which synctest fakes.
+func goSleep(ctx context.Context, t time.Time) error {
+	select {
+	case <-time.After(time.Until(t)):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func fixed(ats ...time.Duration) Schedule {
+	return func(yield func(Arrival) bool) {
+		for i, at := range ats {
+			if !yield(Arrival{Index: int64(i), At: at, Burst: int64(i)}) {
+				return
+			}
+		}
+	}
+}
+
+type sent struct {
+	index   int64
+	elapsed time.Duration
+}
+
+// recorder is a Sender that records when each arrival reached it and holds
+// every request for hold.
+type recorder struct {
+	start    time.Time
+	hold     time.Duration
+	mu       sync.Mutex
+	sent     []sent
+	inFlight atomic.Int64
+	maxIn    atomic.Int64
+}
+
+func (r *recorder) Send(ctx context.Context, a Arrival) {
+	n := r.inFlight.Add(1)
+	for m := r.maxIn.Load(); n > m && !r.maxIn.CompareAndSwap(m, n); m = r.maxIn.Load() {
+	}
+	r.mu.Lock()
+	r.sent = append(r.sent, sent{a.Index, time.Since(r.start)})
+	r.mu.Unlock()
+	select {
+	case <-time.After(r.hold):
+	case <-ctx.Done():
+	}
+	r.inFlight.Add(-1)
+}
+
+func TestDispatcherSendsAtDueTimesWithoutWaitingForRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		rec := &recorder{start: start, hold: 10 * time.Second}
+		d := &Dispatcher{Start: start, Sender: rec, Sleep: goSleep}
+		st := d.Run(t.Context(), t.Context(), fixed(0, 100*time.Millisecond, 100*time.Millisecond, 250*time.Millisecond, 3*time.Second))
+		if st.Dispatched != 5 || st.NotSent != 0 || st.Queued != 0 {
+			t.Fatalf("stats %+v", st)
+		}
+		want := []time.Duration{0, 100 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond, 3 * time.Second}
+		slices.SortFunc(rec.sent, func(a, b sent) int { return int(a.index - b.index) })
+		for i, s := range rec.sent {
+			// In a synctest bubble time only moves when every goroutine
+			// waits, so an open-loop dispatcher sends exactly on time even
+			// though every request takes 10 s.
+			if s.elapsed != want[i] {
+				t.Errorf("arrival %d sent at %v, want %v", s.index, s.elapsed, want[i])
+			}
+		}
+		if got := rec.maxIn.Load(); got != 5 {
+			t.Errorf("max in flight %d, want 5 (open loop)", got)
+		}
+	})
+}
+
+func TestDispatcherMaxConcurrencyQueuesInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		rec := &recorder{start: start, hold: time.Second}
+		d := &Dispatcher{Start: start, MaxConcurrency: 2, Sender: rec, Sleep: goSleep}
+		// Six arrivals at once, two slots, one second each: they go out in
+		// pairs at 0, 1 and 2 s, in schedule order.
+		st := d.Run(t.Context(), t.Context(), fixed(0, 0, 0, 0, 0, 0))
+		if st.Dispatched != 6 || st.Queued != 4 || st.MaxQueue != 4 {
+			t.Fatalf("stats %+v, want 6 dispatched, 4 queued, max queue 4", st)
+		}
+		if got := rec.maxIn.Load(); got != 2 {
+			t.Errorf("max in flight %d, want 2", got)
+		}
+		var order []int64
+		for _, s := range rec.sent {
+			order = append(order, s.index)
+			if want := time.Duration(s.index/2) * time.Second; s.elapsed != want {
+				t.Errorf("arrival %d started at %v, want %v", s.index, s.elapsed, want)
+			}
+		}
+		if !slices.IsSortedFunc(rec.sent, func(a, b sent) int { return int(a.elapsed - b.elapsed) }) {
+			t.Errorf("queued arrivals started out of order: %v", order)
+		}
+	})
+}
+
+func TestDispatcherStopDropsQueuedAndCountsThem(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		rec := &recorder{start: start, hold: time.Hour}
+		ctx, stop := context.WithCancel(t.Context())
+		reqCtx, cancelReqs := context.WithCancel(t.Context())
+		d := &Dispatcher{Start: start, MaxConcurrency: 1, Sender: rec, Sleep: goSleep}
+		go func() {
+			time.Sleep(1500 * time.Millisecond)
+			stop()       // stop dispatching
+			cancelReqs() // and cancel the request in flight
+		}()
+		st := d.Run(ctx, reqCtx, fixed(0, 500*time.Millisecond, time.Second, 2*time.Second, 3*time.Second))
+		// Index 0 runs; 1 and 2 were due and queued behind it; 3 and 4 were
+		// never due.
+		if st.Dispatched != 1 || st.NotSent != 2 {
+			t.Fatalf("stats %+v, want 1 dispatched and 2 queued arrivals not sent", st)
+		}
+		if len(rec.sent) != 1 || rec.sent[0].index != 0 {
+			t.Fatalf("sent %+v", rec.sent)
+		}
+	})
+}
+
+func TestDispatcherSpacedArrivalsDoNotOverlap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		rec := &recorder{start: start, hold: 10 * time.Millisecond}
+		d := &Dispatcher{Start: start, Sender: rec, Sleep: goSleep}
+		ats := make([]time.Duration, 200)
+		for i := range ats {
+			ats[i] = time.Duration(i) * 50 * time.Millisecond
+		}
+		st := d.Run(t.Context(), t.Context(), fixed(ats...))
+		if st.Dispatched != 200 || st.MaxInFlight != 1 {
+			t.Fatalf("stats %+v", st)
+		}
+	})
+}
+
+func TestPreciseSleepWakesAfterDueTime(t *testing.T) {
+	// The precise sleeper must never return before its due time (an early
+	// send would make lag negative and hide lateness elsewhere).
+	for range 50 {
+		due := time.Now().Add(300 * time.Microsecond)
+		if err := SleepUntil(context.Background(), due); err != nil {
+			t.Fatal(err)
+		}
+		if now := time.Now(); now.Before(due) {
+			t.Fatalf("woke %v before the due time", due.Sub(now))
+		}
+	}
+	// A canceled context interrupts a long wait.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := SleepUntil(ctx, time.Now().Add(time.Hour)); err == nil {
+		t.Fatal("a canceled context did not interrupt an hour's sleep")
+	}
+}
+
+func TestDispatcherStopAfterScheduleEndDropsQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		rec := &recorder{start: start, hold: 10 * time.Second}
+		ctx, stop := context.WithCancel(t.Context())
+		d := &Dispatcher{Start: start, MaxConcurrency: 1, Sender: rec, Sleep: goSleep}
+		go func() {
+			time.Sleep(5 * time.Second) // the schedule ended at 0 s; one request runs, three wait
+			stop()
+		}()
+		st := d.Run(ctx, t.Context(), fixed(0, 0, 0, 0))
+		if st.Dispatched != 1 || st.NotSent != 3 {
+			t.Fatalf("stats %+v, want 1 sent and 3 dropped when stopped during the drain", st)
+		}
+		if got := time.Since(start); got != 10*time.Second {
+			t.Errorf("run returned after %v, want 10 s (the request in flight completes)", got)
+		}
+	})
+}

@@ -1,0 +1,249 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// capture is a test server that records request bodies and answers with a
+// canned response.
+type capture struct {
+	mu      sync.Mutex
+	bodies  []map[string]any
+	headers []http.Header
+	paths   []string
+	respond func(w http.ResponseWriter, r *http.Request)
+}
+
+func (c *capture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	c.mu.Lock()
+	c.bodies = append(c.bodies, m)
+	c.headers = append(c.headers, r.Header.Clone())
+	c.paths = append(c.paths, r.URL.Path)
+	c.mu.Unlock()
+	c.respond(w, r)
+}
+
+func sse(events ...string) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, e := range events {
+			fmt.Fprintf(w, "data: %s\n\n", e)
+			w.(http.Flusher).Flush()
+		}
+	}
+}
+
+func newTestClient(t *testing.T, srv *httptest.Server, cfg Config) *Client {
+	t.Helper()
+	cfg.BaseURL = srv.URL
+	if cfg.Backend == "" {
+		cfg.Backend = BackendVLLM
+	}
+	if cfg.Model == "" {
+		cfg.Model = "m"
+	}
+	cfg.Epoch = time.Now()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func do(c *Client, prompt string, maxTokens int) *Result {
+	res := &Result{}
+	res.Reset()
+	res.OutputLen = maxTokens
+	c.Do(context.Background(), &Request{MaxTokens: maxTokens, Prompt: []byte(prompt)}, res)
+	return res
+}
+
+const (
+	tok   = `{"choices":[{"index":0,"text":" t","finish_reason":null}]}`
+	usage = `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}}`
+)
+
+func TestCompletionBodyCarriesWhatVLLMNeeds(t *testing.T) {
+	cap := &capture{respond: sse(tok, tok, usage, "[DONE]")}
+	srv := httptest.NewServer(cap)
+	defer srv.Close()
+	c := newTestClient(t, srv, Config{Stream: true, IgnoreEOS: true, APIKey: "sk-test", ExtraBody: []byte(`{"top_k": 5, "temperature": 0.7}`)})
+	res := do(c, "[1,2,3]", 2)
+	if !res.OK() {
+		t.Fatalf("request failed: %s %s", res.ErrorClass, res.Error)
+	}
+	b := cap.bodies[0]
+	for key, want := range map[string]any{
+		"model": "m", "max_tokens": 2.0, "min_tokens": 2.0, "ignore_eos": true, "stream": true,
+		"top_k": 5.0, "temperature": 0.7, // extra members override defaults
+	} {
+		if b[key] != want {
+			t.Errorf("body[%q] = %v, want %v", key, b[key], want)
+		}
+	}
+	if p, _ := b["prompt"].([]any); len(p) != 3 {
+		t.Errorf("prompt %v, want 3 token ids", b["prompt"])
+	}
+	if so, _ := b["stream_options"].(map[string]any); so["include_usage"] != true {
+		t.Errorf("stream_options %v, want include_usage", b["stream_options"])
+	}
+	if got := cap.headers[0].Get("Authorization"); got != "Bearer sk-test" {
+		t.Errorf("Authorization %q", got)
+	}
+	if cap.paths[0] != "/v1/completions" {
+		t.Errorf("path %q", cap.paths[0])
+	}
+	if res.PromptTokens != 3 || res.CompletionTokens != 2 || res.CachedTokens != 1 {
+		t.Errorf("usage (%d, %d, %d), want (3, 2, 1)", res.PromptTokens, res.CompletionTokens, res.CachedTokens)
+	}
+	if len(res.TokenTimes) != 2 || res.FirstToken != res.TokenTimes[0] || res.FirstToken < res.Sent || res.End < res.TokenTimes[1] {
+		t.Errorf("times: sent %v first %v tokens %v end %v", res.Sent, res.FirstToken, res.TokenTimes, res.End)
+	}
+}
+
+func TestDisableIgnoreEOSAndStream(t *testing.T) {
+	cap := &capture{respond: func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"choices":[{"text":" a b"}],"usage":{"prompt_tokens":4,"completion_tokens":7}}`)
+	}}
+	srv := httptest.NewServer(cap)
+	defer srv.Close()
+	c := newTestClient(t, srv, Config{})
+	res := do(c, `"hello"`, 9)
+	if !res.OK() {
+		t.Fatalf("%s: %s", res.ErrorClass, res.Error)
+	}
+	b := cap.bodies[0]
+	if b["ignore_eos"] != false || b["stream"] != false {
+		t.Errorf("ignore_eos %v stream %v, want false false", b["ignore_eos"], b["stream"])
+	}
+	for _, k := range []string{"min_tokens", "stream_options"} {
+		if _, ok := b[k]; ok {
+			t.Errorf("%s sent without ignore_eos/stream", k)
+		}
+	}
+	if res.CompletionTokens != 7 || res.FirstToken != res.End {
+		t.Errorf("non-stream: completion %d, first %v end %v", res.CompletionTokens, res.FirstToken, res.End)
+	}
+}
+
+func TestChatBodyAndRoleChunkIsNotAToken(t *testing.T) {
+	role := `{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`
+	content := `{"choices":[{"index":0,"delta":{"content":"hi"}}]}`
+	cap := &capture{respond: sse(role, content, content, content, "[DONE]")}
+	srv := httptest.NewServer(cap)
+	defer srv.Close()
+	c := newTestClient(t, srv, Config{Backend: BackendChat, Stream: true, IgnoreEOS: true})
+	res := do(c, `"hello there"`, 3)
+	if !res.OK() {
+		t.Fatalf("%s: %s", res.ErrorClass, res.Error)
+	}
+	if cap.paths[0] != "/v1/chat/completions" {
+		t.Errorf("path %q", cap.paths[0])
+	}
+	msgs, _ := cap.bodies[0]["messages"].([]any)
+	if len(msgs) != 1 || msgs[0].(map[string]any)["content"] != "hello there" {
+		t.Errorf("messages %v", cap.bodies[0]["messages"])
+	}
+	if cap.bodies[0]["max_completion_tokens"] != 3.0 {
+		t.Errorf("max_completion_tokens %v", cap.bodies[0]["max_completion_tokens"])
+	}
+	// No usage in the stream: the three content chunks are counted.
+	if res.CompletionTokens != 3 || len(res.TokenTimes) != 3 {
+		t.Errorf("completion tokens %d, token times %d, want 3 and 3", res.CompletionTokens, len(res.TokenTimes))
+	}
+}
+
+func TestFailuresAreClassified(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		respond func(http.ResponseWriter, *http.Request)
+		class   string
+		msg     string
+	}{
+		{"404", func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(404)
+			io.WriteString(w, `{"object":"error","message":"The model x does not exist.","code":404}`)
+		}, ErrHTTP4xx, "does not exist"},
+		{"429", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(429) }, ErrHTTP429, "429"},
+		{"503", func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(503)
+			io.WriteString(w, `{"error":{"message":"overloaded"}}`)
+		}, ErrHTTP5xx, "overloaded"},
+		{"invalid json chunk", sse(`{"choices":[`, "[DONE]"), ErrProtocol, "invalid JSON"},
+		{"no done", sse(tok), ErrProtocol, "[DONE]"},
+		{"error in stream", sse(tok, `{"error":{"message":"boom","code":500}}`), ErrHTTP5xx, "boom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(&capture{respond: tc.respond})
+			defer srv.Close()
+			res := do(newTestClient(t, srv, Config{Stream: true}), "[1]", 1)
+			if res.ErrorClass != tc.class || !strings.Contains(res.Error, tc.msg) {
+				t.Errorf("class %q error %q, want %q containing %q", res.ErrorClass, res.Error, tc.class, tc.msg)
+			}
+			if res.End < res.Sent {
+				t.Errorf("end %v before sent %v", res.End, res.Sent)
+			}
+		})
+	}
+	t.Run("connection refused", func(t *testing.T) {
+		srv := httptest.NewServer(http.NotFoundHandler())
+		srv.Close()
+		res := do(newTestClient(t, srv, Config{Stream: true}), "[1]", 1)
+		if res.ErrorClass != ErrConnect {
+			t.Errorf("class %q (%s), want connect", res.ErrorClass, res.Error)
+		}
+	})
+	t.Run("stall timeout", func(t *testing.T) {
+		release := make(chan struct{})
+		srv := httptest.NewServer(&capture{respond: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: %s\n\n", tok)
+			w.(http.Flusher).Flush()
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}})
+		defer srv.Close()
+		defer close(release)
+		res := do(newTestClient(t, srv, Config{Stream: true, StallTimeout: 100 * time.Millisecond}), "[1]", 2)
+		if res.ErrorClass != ErrTimeout || len(res.TokenTimes) != 1 {
+			t.Errorf("class %q (%s), tokens %d: want timeout after one token", res.ErrorClass, res.Error, len(res.TokenTimes))
+		}
+	})
+}
+
+func TestExtraBodyMustBeAnObject(t *testing.T) {
+	for _, bad := range []string{`[1]`, `5`, `{"a":`, `null`, `{} {}`} {
+		if _, err := New(Config{BaseURL: "http://x", Backend: BackendVLLM, ExtraBody: []byte(bad)}); err == nil {
+			t.Errorf("extra body %s accepted", bad)
+		}
+	}
+}
+
+func TestAppendBodyIsValidJSON(t *testing.T) {
+	for _, extra := range []string{"", `{"model":"x","prompt":[9],"max_tokens":1,"temperature":1,"stream":false,"ignore_eos":false,"stream_options":null,"min_tokens":0}`} {
+		c, err := New(Config{BaseURL: "http://x", Backend: BackendVLLM, Model: `we"ird`, Stream: true, IgnoreEOS: true, ExtraBody: []byte(extra)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := c.AppendBody(nil, &Request{MaxTokens: 4, Prompt: []byte(`[1,2]`)})
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("extra %q: body %s is not JSON: %v", extra, b, err)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package metrics
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+)
+
+func ok(index int64, sched, sent, first time.Duration, tokens []time.Duration, end time.Duration, out int) *client.Result {
+	r := &client.Result{}
+	r.Reset()
+	r.Index, r.Scheduled, r.Sent, r.FirstToken, r.End = index, sched, sent, first, end
+	r.TokenTimes = tokens
+	r.InputLen, r.OutputLen, r.CompletionTokens, r.PromptTokens = 100, out, out, 100
+	r.Status = 200
+	return r
+}
+
+func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+
+func TestCollectorDefinitions(t *testing.T) {
+	c := NewCollector()
+	// Due at 0, sent at 2 ms, tokens at 12, 17, 27 ms, end at 30 ms.
+	c.Add(ok(0, 0, ms(2), ms(12), []time.Duration{ms(12), ms(17), ms(27)}, ms(30), 3))
+	failed := &client.Result{}
+	failed.Reset()
+	failed.Index, failed.Sent, failed.End, failed.ErrorClass, failed.Error = 1, ms(5), ms(6), client.ErrHTTP5xx, "boom"
+	c.Add(failed)
+	var s Summary
+	c.Summarize(&s, time.Second)
+	check := func(name string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 0.002 {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	check("ttft", s.TTFT.Mean, 10)     // send → first text chunk
+	check("e2e", s.E2E.Mean, 28)       // send → last byte
+	check("tpot", s.TPOT.Mean, 9)      // (28 − 10) / (3 − 1)
+	check("itl mean", s.ITL.Mean, 7.5) // gaps 5 and 10
+	check("itl max", s.ITL.Max, 10)    //
+	check("ttft from scheduled", s.TTFTFromScheduled.Mean, 12)
+	check("e2e from scheduled", s.E2EFromScheduled.Mean, 30)
+	check("lag max", s.SendLag.Max, 5) // the failed request was sent 5 ms late
+	if s.Completed != 1 || s.Failed != 1 || s.ErrorsByClass[client.ErrHTTP5xx] != 1 || s.ErrorRate != 0.5 {
+		t.Errorf("completed %d failed %d errors %v rate %v", s.Completed, s.Failed, s.ErrorsByClass, s.ErrorRate)
+	}
+	if s.TotalInputTokens != 100 || s.TotalOutputTokens != 3 {
+		t.Errorf("tokens in %d out %d: failed requests must not count", s.TotalInputTokens, s.TotalOutputTokens)
+	}
+	check("concurrency", s.Concurrency, 0.028) // Σ E2E / duration, as FineServe
+}
+
+func TestSummaryJSONKeys(t *testing.T) {
+	c := NewCollector()
+	c.Add(ok(0, 0, ms(1), ms(2), []time.Duration{ms(2), ms(3)}, ms(4), 2))
+	s := Summary{Backend: "vllm", Mode: "poisson", RequestRate: Rate(math.Inf(1))}
+	c.Summarize(&s, time.Second)
+	if err := s.SetExtra("windows", []int{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("summary is not valid JSON: %v\n%s", err, b)
+	}
+	// FineServe's keys, and ours (DESIGN.md's output contract).
+	keys := strings.Fields(`backend mode request_rate max_concurrency duration completed total_input_tokens
+		total_output_tokens request_throughput input_throughput output_throughput
+		mean_ttft_ms median_ttft_ms std_ttft_ms p99_ttft_ms mean_tpot_ms median_tpot_ms std_tpot_ms p99_tpot_ms
+		mean_itl_ms median_itl_ms std_itl_ms p95_itl_ms p99_itl_ms
+		mean_e2e_latency_ms median_e2e_latency_ms std_e2e_latency_ms p99_e2e_latency_ms concurrency
+		failed p90_ttft_ms p95_ttft_ms p999_ttft_ms p90_e2e_latency_ms p999_itl_ms
+		send_lag_p50_ms send_lag_p99_ms send_lag_max_ms ttft_from_scheduled_p99_ms e2e_from_scheduled_p99_ms windows`)
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			t.Errorf("summary lacks %q", k)
+		}
+	}
+	if m["request_rate"] != "inf" {
+		t.Errorf("request_rate %v, want \"inf\"", m["request_rate"])
+	}
+	var back Summary
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	uncounted := func(d Dist) Dist { d.Count = 0; return d } // counts are not part of the JSON
+	if back.TTFT != uncounted(s.TTFT) || back.SendLag != uncounted(s.SendLag) || !math.IsInf(float64(back.RequestRate), 1) || string(back.Extra["windows"]) != "[1,2]" {
+		t.Errorf("round trip lost data:\n%+v\n%+v", back, s)
+	}
+}

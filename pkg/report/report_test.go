@@ -1,0 +1,132 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run with -update after checking):\n%s", name, got)
+	}
+}
+
+func sampleSummary() *metrics.Summary {
+	mc := 64
+	return &metrics.Summary{
+		Backend: "vllm", Mode: "poisson", RequestRate: 50, MaxConcurrency: &mc,
+		Duration: 4.25, Completed: 198, Failed: 2, TotalInputTokens: 202752, TotalOutputTokens: 6336,
+		RequestThroughput: 46.59, InputThroughput: 47706.35, OutputThroughput: 1490.82, TotalThroughput: 49197.18,
+		Concurrency:       16.4,
+		E2E:               metrics.Dist{Mean: 361.2, Median: 360.9, P99: 362.3},
+		TTFT:              metrics.Dist{Mean: 50.97, Median: 50.94, P99: 52.09},
+		ITL:               metrics.Dist{Mean: 10, Median: 10.1, P95: 10.7, P99: 10.99, Max: 14.02},
+		TPOT:              metrics.Dist{Mean: 10, Median: 10, P99: 10.04},
+		SendLag:           metrics.Dist{Median: 0.12, P99: 0.31, Max: 1.03},
+		TTFTFromScheduled: metrics.Dist{P99: 52.58}, E2EFromScheduled: metrics.Dist{P99: 362.24},
+		PromptTokensCounted: 198,
+		ErrorsByClass:       map[string]int64{"http_5xx": 2},
+		ErrorSamples:        []metrics.ErrorSample{{Index: 17, Class: "http_5xx", Message: "503 Service Unavailable: overloaded"}},
+	}
+}
+
+func TestTableMatchesFineServeLayout(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, sampleSummary()); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	// FineServe's section rules are 50 characters wide, centred as Python's
+	// "{:=^50}" does, and its rows are "{:<40} {:<10}".
+	for _, line := range []string{
+		"============ Serving Benchmark Result ============",
+		"----------------End-to-End Latency----------------",
+		"---------------Time to First Token----------------",
+		"---------------Inter-Token Latency----------------",
+		"Successful requests:                     198       ",
+		"Median TTFT (ms):                        50.94     ",
+		"P99 TPOT (ms):                           10.04     ",
+	} {
+		if !strings.Contains(out, line+"\n") {
+			t.Errorf("table lacks line %q", line)
+		}
+	}
+	golden(t, "table.golden", buf.Bytes())
+}
+
+func TestRecordFields(t *testing.T) {
+	r := &client.Result{}
+	r.Reset()
+	r.Index, r.Scheduled, r.Sent, r.FirstToken, r.End = 3, time.Second, time.Second+500*time.Microsecond, 2*time.Second, 3*time.Second
+	r.TokenTimes = []time.Duration{2 * time.Second, 2*time.Second + 10*time.Millisecond, 2*time.Second + 25*time.Millisecond}
+	r.InputLen, r.OutputLen, r.PromptTokens, r.CompletionTokens = 10, 3, 10, 3
+	r.Model, r.Status, r.Error = "m\"<x>", 200, "bad \xff byte"
+	line := AppendRecord(nil, r)
+	var m map[string]any
+	if err := json.Unmarshal(line, &m); err != nil {
+		t.Fatalf("record is not JSON: %v\n%s", err, line)
+	}
+	for _, k := range strings.Fields("index scheduled_s sent_s ttft_ms e2e_ms itl_ms input_len output_len prompt_tokens completion_tokens model status error") {
+		if _, ok := m[k]; !ok {
+			t.Errorf("record lacks %q", k)
+		}
+	}
+	if m["ttft_ms"] != 999.5 || m["e2e_ms"] != 1999.5 || m["sent_s"] != 1.0005 {
+		t.Errorf("times %v %v %v", m["ttft_ms"], m["e2e_ms"], m["sent_s"])
+	}
+	if itl := m["itl_ms"].([]any); len(itl) != 2 || itl[0] != 10.0 || itl[1] != 15.0 {
+		t.Errorf("itl %v", itl)
+	}
+	if m["model"] != "m\"<x>" || bytes.Contains(line, []byte("<x>")) {
+		t.Errorf("model %v not escaped for HTML viewers: %s", m["model"], line)
+	}
+	if m["cached_tokens"] != nil {
+		t.Errorf("cached_tokens %v, want null when the server gave none", m["cached_tokens"])
+	}
+}
+
+func TestRecordWriterFlushesByTime(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.jsonl")
+	w, err := CreateRecords(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &client.Result{}
+	r.Reset()
+	if err := w.Write(r); err != nil {
+		t.Fatal(err)
+	}
+	w.lastFlush = time.Now().Add(-FlushInterval) // the interval has passed
+	if err := w.Write(r); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if n := bytes.Count(b, []byte("\n")); n != 2 {
+		t.Errorf("%d records on disk before Close, want 2 (flushed after the interval)", n)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,300 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+// startMock serves a mock on 127.0.0.1 for the test and returns its port.
+func startMock(t *testing.T, cfg mockserver.Config) int {
+	t.Helper()
+	if len(cfg.Models) == 0 {
+		cfg.Models = []string{"mock-model"}
+	}
+	srv, err := mockserver.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func testOptions(port int) Options {
+	o := Defaults()
+	o.Port = port
+	o.Seed = 1
+	o.Quiet = true
+	o.WarmupRequests = 0
+	return o
+}
+
+func run(t *testing.T, o Options) (*metrics.Summary, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	sum, err := Run(context.Background(), o, IO{Out: &out, Err: &errb})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, errb.String())
+	}
+	return sum, out.String()
+}
+
+type record struct {
+	Index            int64     `json:"index"`
+	ScheduledS       float64   `json:"scheduled_s"`
+	SentS            float64   `json:"sent_s"`
+	TTFTMs           *float64  `json:"ttft_ms"`
+	ITLMs            []float64 `json:"itl_ms"`
+	InputLen         int       `json:"input_len"`
+	OutputLen        int       `json:"output_len"`
+	PromptTokens     *int      `json:"prompt_tokens"`
+	CompletionTokens int       `json:"completion_tokens"`
+	Status           int       `json:"status"`
+	Error            string    `json:"error"`
+}
+
+func readRecords(t *testing.T, path string) []record {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var r record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("record %q: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestPoissonBenchmarkAgainstMock is the walking skeleton's acceptance test:
+// 200 requests of 32 output tokens at 50 req/s against a server with a
+// 50 ms time to first token and a 10 ms inter-token latency.
+func TestPoissonBenchmarkAgainstMock(t *testing.T) {
+	port := startMock(t, mockserver.Config{TTFT: 50 * time.Millisecond, ITL: 10 * time.Millisecond})
+	dir := t.TempDir()
+	o := testOptions(port)
+	o.RequestRate, o.NumPrompts, o.NumPromptsSet = 50, 200, true
+	o.RandomInputLen, o.RandomOutputLen = 256, 32
+	o.ResultsJSONL = filepath.Join(dir, "r.jsonl")
+	o.SummaryJSON = filepath.Join(dir, "s.json")
+	o.OutputFile = filepath.Join(dir, "out.jsonl")
+	o.WarmupRequests = 2
+	sum, table := run(t, o)
+
+	if sum.Failed != 0 || sum.Completed != 200 {
+		t.Fatalf("completed %d failed %d", sum.Completed, sum.Failed)
+	}
+	if sum.TTFT.Median < 50 || sum.TTFT.Median > 56 {
+		t.Errorf("median TTFT %.2f ms, want 50–56", sum.TTFT.Median)
+	}
+	if sum.ITL.Median < 9.5 || sum.ITL.Median > 11 {
+		t.Errorf("median ITL %.2f ms, want 9.5–11", sum.ITL.Median)
+	}
+	recs := readRecords(t, o.ResultsJSONL)
+	if len(recs) != 200 {
+		t.Fatalf("%d records, want 200", len(recs))
+	}
+	var want int64
+	seen := map[int64]bool{}
+	for _, r := range recs {
+		want += int64(r.OutputLen)
+		seen[r.Index] = true
+		if r.PromptTokens == nil || *r.PromptTokens != r.InputLen {
+			t.Errorf("request %d: prompt_tokens %v, target %d", r.Index, r.PromptTokens, r.InputLen)
+		}
+		if r.CompletionTokens != r.OutputLen || len(r.ITLMs) != r.OutputLen-1 {
+			t.Errorf("request %d: %d tokens, %d gaps; want %d", r.Index, r.CompletionTokens, len(r.ITLMs), r.OutputLen)
+		}
+		if r.SentS < r.ScheduledS {
+			t.Errorf("request %d sent at %.6f before its due time %.6f", r.Index, r.SentS, r.ScheduledS)
+		}
+	}
+	if len(seen) != 200 || sum.TotalOutputTokens != want || want != 6400 {
+		t.Errorf("%d distinct records; %d output tokens, want %d", len(seen), sum.TotalOutputTokens, want)
+	}
+	if sum.PromptTokensErrorMax != 0 || sum.PromptTokensCounted != 200 {
+		t.Errorf("prompt sizing: max error %d over %d", sum.PromptTokensErrorMax, sum.PromptTokensCounted)
+	}
+	for _, label := range []string{"Serving Benchmark Result", "End-to-End Latency", "Time to First Token", "Inter-Token Latency", "Mean TPOT (ms):"} {
+		if !strings.Contains(table, label) {
+			t.Errorf("table lacks %q", label)
+		}
+	}
+	var js map[string]any
+	b, _ := os.ReadFile(o.SummaryJSON)
+	if err := json.Unmarshal(b, &js); err != nil || js["completed"] != 200.0 || js["failed"] != 0.0 {
+		t.Errorf("summary json: %v %v", err, js["completed"])
+	}
+	line, _ := os.ReadFile(o.OutputFile)
+	if bytes.Count(line, []byte("\n")) != 1 || !bytes.Contains(line, []byte(`"median_ttft_ms"`)) {
+		t.Errorf("output file: %s", line)
+	}
+	run(t, o) // --output-file appends, as FineServe does
+	line, _ = os.ReadFile(o.OutputFile)
+	if bytes.Count(line, []byte("\n")) != 2 {
+		t.Errorf("output file has %d lines after two runs", bytes.Count(line, []byte("\n")))
+	}
+}
+
+func TestExactOutputTokensAndExtraBody(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []map[string]any
+	port := startMock(t, mockserver.Config{OnRequest: func(path string, body []byte) {
+		var m map[string]any
+		json.Unmarshal(body, &m)
+		mu.Lock()
+		bodies = append(bodies, m)
+		mu.Unlock()
+	}})
+	o := testOptions(port)
+	o.RequestRate, o.NumPrompts, o.NumPromptsSet = 200, 40, true
+	o.RandomInputLen, o.RandomOutputLen = 64, 32
+	o.ExtraRequestBody = `{"top_k": 5, "repetition_penalty": 1.1}`
+	sum, _ := run(t, o)
+	if sum.TotalOutputTokens != 40*32 || sum.Failed != 0 {
+		t.Errorf("%d output tokens, %d failed; want 1280 and 0", sum.TotalOutputTokens, sum.Failed)
+	}
+	if len(bodies) != 40 {
+		t.Fatalf("server saw %d requests", len(bodies))
+	}
+	for _, b := range bodies {
+		if b["top_k"] != 5.0 || b["repetition_penalty"] != 1.1 || b["ignore_eos"] != true || b["min_tokens"] != 32.0 {
+			t.Fatalf("body reached the server as %v", b)
+		}
+	}
+}
+
+func TestDryRunWritesScheduleAndSendsNothing(t *testing.T) {
+	var mu sync.Mutex
+	hits := 0
+	port := startMock(t, mockserver.Config{OnRequest: func(string, []byte) { mu.Lock(); hits++; mu.Unlock() }})
+	dir := t.TempDir()
+	o := testOptions(port)
+	o.RequestRate, o.NumPrompts, o.NumPromptsSet = 100, 500, true
+	o.DryRun = true
+	o.ScheduleOut = filepath.Join(dir, "a.csv")
+	if sum, _ := run(t, o); sum != nil {
+		t.Fatal("a dry run returned a summary")
+	}
+	first, _ := os.ReadFile(o.ScheduleOut)
+	o.ScheduleOut = filepath.Join(dir, "b.csv")
+	run(t, o)
+	second, _ := os.ReadFile(o.ScheduleOut)
+	if !bytes.Equal(first, second) || bytes.Count(first, []byte("\n")) != 501 {
+		t.Errorf("schedules differ or have the wrong length (%d lines)", bytes.Count(first, []byte("\n")))
+	}
+	if !bytes.HasPrefix(first, []byte(arrival.ScheduleHeader+"\n")) {
+		t.Errorf("header: %.80s", first)
+	}
+	if hits != 0 {
+		t.Errorf("a dry run sent %d requests", hits)
+	}
+}
+
+func TestChatBackendAndModelDiscovery(t *testing.T) {
+	port := startMock(t, mockserver.Config{Models: []string{"served-a", "served-b"}, ITL: time.Millisecond})
+	dir := t.TempDir()
+	o := testOptions(port)
+	o.Backend = "openai-chat"
+	o.Model = ""
+	o.RequestRate, o.NumPrompts, o.NumPromptsSet = 100, 20, true
+	o.RandomInputLen, o.RandomOutputLen = 100, 8
+	o.MaxConcurrency = 4
+	o.ResultsJSONL = filepath.Join(dir, "r.jsonl")
+	sum, _ := run(t, o)
+	if sum.Model != "served-a" || sum.Completed != 20 || sum.MaxInFlight > 4 {
+		t.Errorf("model %q completed %d max in flight %d", sum.Model, sum.Completed, sum.MaxInFlight)
+	}
+	for _, r := range readRecords(t, o.ResultsJSONL) {
+		if r.PromptTokens == nil || *r.PromptTokens != 100 || r.CompletionTokens != 8 {
+			t.Errorf("chat request %d: prompt %v completion %d", r.Index, r.PromptTokens, r.CompletionTokens)
+		}
+	}
+}
+
+func TestShareGPTDatasetSizesAndText(t *testing.T) {
+	dir := t.TempDir()
+	var entries []map[string]any
+	for i := range 30 {
+		entries = append(entries, map[string]any{"conversations": []map[string]string{
+			{"from": "human", "value": strings.Repeat("word ", 5+i)},
+			{"from": "gpt", "value": strings.Repeat("reply ", 3+i%4)},
+		}})
+	}
+	b, _ := json.Marshal(entries)
+	path := filepath.Join(dir, "sharegpt.json")
+	os.WriteFile(path, b, 0o644)
+	port := startMock(t, mockserver.Config{})
+	o := testOptions(port)
+	o.DatasetPath = path
+	o.NumPrompts, o.NumPromptsSet = 30, true
+	o.ResultsJSONL = filepath.Join(dir, "r.jsonl")
+	sum, _ := run(t, o)
+	if sum.Completed != 30 || sum.PromptTokensErrorMax != 0 {
+		t.Errorf("completed %d, prompt error max %d", sum.Completed, sum.PromptTokensErrorMax)
+	}
+	for _, r := range readRecords(t, o.ResultsJSONL) {
+		if want := 5 + int(r.Index); r.InputLen != want || r.OutputLen != 3+int(r.Index)%4 {
+			t.Errorf("request %d sized (%d, %d) from the dataset, want (%d, %d)", r.Index, r.InputLen, r.OutputLen, want, 3+int(r.Index)%4)
+		}
+	}
+}
+
+func TestValidationReportsEveryProblem(t *testing.T) {
+	o := Defaults()
+	o.Backend, o.Mode, o.Port, o.TimeScale, o.MaxConcurrency = "tgi", "bursty", 0, -1, -2
+	err := o.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"--backend", "--mode", "--port", "--time-scale", "--max-concurrency"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %s:\n%v", want, err)
+		}
+	}
+	_, err = Run(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+	var ue *UsageError
+	if !errors.As(err, &ue) {
+		t.Errorf("Run returned %T, want *UsageError", err)
+	}
+}
+
+func TestUnreachableServerFailsClearly(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	o := testOptions(port)
+	o.WarmupRequests = 1
+	o.Model = "m"
+	_, err := Run(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+	if err == nil || !strings.Contains(err.Error(), "warm-up failed") || !strings.Contains(err.Error(), "connect") {
+		t.Errorf("err = %v", err)
+	}
+}
