@@ -1,0 +1,294 @@
+// Command ladder measures fineserve-gen against a separate mock-server
+// process at a ladder of request rates, and prints and plots how well the
+// schedule is kept and what the client costs. `make bench` runs it.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type step struct {
+	Rate             float64 `json:"rate"`
+	Requests         int64   `json:"requests"`
+	Achieved         float64 `json:"achieved_rps"`
+	Failed           int64   `json:"failed"`
+	LagP50, LagP99   float64 `json:"-"`
+	LagMax           float64 `json:"send_lag_max_ms"`
+	TTFTP50, TTFTP99 float64 `json:"-"`
+	CPUPerRequestUS  float64 `json:"client_cpu_us_per_request"`
+	ServerCPUPerReq  float64 `json:"server_cpu_us_per_request"`
+	ClientCores      float64 `json:"client_cores"`
+	RSSMB            float64 `json:"client_max_rss_mb"`
+	MaxInFlight      int64   `json:"max_in_flight"`
+	Saturated        bool    `json:"client_saturated"`
+	StartupMS        float64 `json:"first_request_after_start_ms"`
+}
+
+// MarshalJSON keeps the summary's key names for the lag and TTFT figures.
+func (s step) MarshalJSON() ([]byte, error) {
+	type plain step
+	b, _ := json.Marshal(plain(s))
+	extra := fmt.Sprintf(`,"send_lag_p50_ms":%g,"send_lag_p99_ms":%g,"median_ttft_ms":%g,"p99_ttft_ms":%g}`, s.LagP50, s.LagP99, s.TTFTP50, s.TTFTP99)
+	return append(b[:len(b)-1], extra...), nil
+}
+
+type summary struct {
+	Completed   int64   `json:"completed"`
+	Failed      int64   `json:"failed"`
+	Throughput  float64 `json:"request_throughput"`
+	Duration    float64 `json:"duration"`
+	LagP50      float64 `json:"send_lag_p50_ms"`
+	LagP99      float64 `json:"send_lag_p99_ms"`
+	LagMax      float64 `json:"send_lag_max_ms"`
+	TTFTP50     float64 `json:"median_ttft_ms"`
+	TTFTP99     float64 `json:"p99_ttft_ms"`
+	MaxInFlight int64   `json:"max_in_flight"`
+	StartedAt   string  `json:"started_at"`
+	Saturated   bool    `json:"client_saturated"`
+}
+
+func main() {
+	bin := flag.String("bin", "bin/fineserve-gen", "fineserve-gen binary")
+	rates := flag.String("rates", "250,500,1000,2000,3000,4000,6000,8000", "request rates to try (req/s)")
+	dur := flag.Duration("duration", 10*time.Second, "schedule length per rate")
+	tokens := flag.Int("tokens", 16, "output tokens per request (streamed one per chunk)")
+	input := flag.Int("input", 256, "input tokens per request")
+	out := flag.String("out", "", "directory for ladder.json and the lag plot (default: print only)")
+	extras := flag.Bool("extras", true, "also measure per-token CPU, 2,000 concurrent streams and start-up")
+	flag.Parse()
+	if err := run(*bin, *rates, *dur, *tokens, *input, *out, *extras); err != nil {
+		fmt.Fprintln(os.Stderr, "ladder:", err)
+		os.Exit(1)
+	}
+}
+
+// mock is a mock-server process.
+type mock struct {
+	cmd  *exec.Cmd
+	port int
+}
+
+func startMock(bin string, args ...string) (*mock, error) {
+	dir, err := os.MkdirTemp("", "ladder")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	pf := filepath.Join(dir, "port")
+	cmd := exec.Command(bin, append([]string{"mock-server", "--host", "127.0.0.1", "--port", "0", "--port-file", pf}, args...)...)
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	for range 200 {
+		if b, err := os.ReadFile(pf); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			p, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			return &mock{cmd: cmd, port: p}, err
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	return nil, errors.New("mock-server did not start")
+}
+
+func (m *mock) stop() {
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	m.cmd.Wait()
+}
+
+// cpu returns the process's user+system CPU time so far, from /proc.
+func (m *mock) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+// client runs fineserve-gen once and returns its summary and resources.
+func client(bin string, port int, args ...string) (summary, time.Duration, float64, time.Time, error) {
+	dir, err := os.MkdirTemp("", "ladder")
+	if err != nil {
+		return summary{}, 0, 0, time.Time{}, err
+	}
+	defer os.RemoveAll(dir)
+	sf := filepath.Join(dir, "s.json")
+	all := append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--seed", "1",
+		"--disable-tqdm", "--quiet", "--warmup-requests", "0", "--summary-json", sf}, args...)
+	cmd := exec.Command(bin, all...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	t0 := time.Now()
+	err = cmd.Run()
+	if cmd.ProcessState == nil {
+		return summary{}, 0, 0, t0, err
+	}
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	rss := float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
+	var s summary
+	b, rerr := os.ReadFile(sf)
+	if rerr != nil {
+		return s, cpu, rss, t0, fmt.Errorf("%v: %s", err, stderr.String())
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, cpu, rss, t0, err
+	}
+	return s, cpu, rss, t0, nil
+}
+
+func run(bin, rateList string, dur time.Duration, tokens, input int, outDir string, extras bool) error {
+	m, err := startMock(bin)
+	if err != nil {
+		return err
+	}
+	defer m.stop()
+	size := []string{"--random-input-len", strconv.Itoa(input), "--random-output-len", strconv.Itoa(tokens)}
+
+	// Fixed cost of a run (start-up, one request, exit), subtracted below.
+	_, base, _, _, err := client(bin, m.port, append(size, "--num-prompts", "1")...)
+	if err != nil {
+		return fmt.Errorf("baseline run: %w", err)
+	}
+	fmt.Printf("fineserve-gen rate ladder: mock-server in its own process (TTFT 0, ITL 0), %d input / %d streamed output tokens, %v per rate, %s\n",
+		input, tokens, dur, machine())
+	fmt.Printf("fixed cost of a run (start, 1 request, exit): %.1f ms CPU\n\n", float64(base)/1e6)
+	fmt.Printf("%8s %9s %7s %9s %9s %9s %9s %9s %10s %10s %7s %7s %4s\n",
+		"rate", "achieved", "failed", "lag p50", "lag p99", "lag max", "ttft p50", "ttft p99", "client", "server", "cores", "rss", "sat")
+	fmt.Printf("%8s %9s %7s %9s %9s %9s %9s %9s %10s %10s %7s %7s %4s\n",
+		"req/s", "req/s", "", "ms", "ms", "ms", "ms", "ms", "µs/req", "µs/req", "", "MB", "")
+	var steps []step
+	for _, f := range strings.Split(rateList, ",") {
+		rate, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil {
+			return fmt.Errorf("rate %q: %w", f, err)
+		}
+		n := int64(rate * dur.Seconds())
+		before := m.cpu()
+		s, cpu, rss, _, err := client(bin, m.port, append(size, "--request-rate", f, "--num-prompts", strconv.FormatInt(n, 10))...)
+		if err != nil {
+			return fmt.Errorf("rate %g: %w", rate, err)
+		}
+		srv := m.cpu() - before
+		st := step{Rate: rate, Requests: n, Achieved: s.Throughput, Failed: s.Failed,
+			LagP50: s.LagP50, LagP99: s.LagP99, LagMax: s.LagMax, TTFTP50: s.TTFTP50, TTFTP99: s.TTFTP99,
+			CPUPerRequestUS: float64(cpu-base) / 1e3 / float64(max(n-1, 1)),
+			ServerCPUPerReq: float64(srv) / 1e3 / float64(max(n, 1)),
+			ClientCores:     cpu.Seconds() / max(s.Duration, 1e-9),
+			RSSMB:           rss, MaxInFlight: s.MaxInFlight, Saturated: s.Saturated}
+		steps = append(steps, st)
+		sat := ""
+		if st.Saturated {
+			sat = "yes"
+		}
+		fmt.Printf("%8.0f %9.0f %7d %9.3f %9.3f %9.3f %9.3f %9.3f %10.1f %10.1f %7.2f %7.1f %4s\n",
+			rate, st.Achieved, st.Failed, st.LagP50, st.LagP99, st.LagMax, st.TTFTP50, st.TTFTP99,
+			st.CPUPerRequestUS, st.ServerCPUPerReq, st.ClientCores, st.RSSMB, sat)
+	}
+	res := map[string]any{"steps": steps, "input_tokens": input, "output_tokens": tokens, "duration_s": dur.Seconds(), "machine": machine()}
+	if extras {
+		ex, err := measureExtras(bin, m, input)
+		if err != nil {
+			return err
+		}
+		res["extras"] = ex
+	}
+	if outDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(res, "", "  ")
+	if err := os.WriteFile(filepath.Join(outDir, "ladder.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := plotLag(steps, filepath.Join(outDir, "lag-vs-rate.svg")); err != nil {
+		return err
+	}
+	fmt.Printf("\nwrote %s and %s\n", filepath.Join(outDir, "ladder.json"), filepath.Join(outDir, "lag-vs-rate.svg"))
+	return nil
+}
+
+// measureExtras measures the per-token CPU cost, memory with 2,000
+// concurrent streams, and start-up.
+func measureExtras(bin string, m *mock, input int) (map[string]any, error) {
+	ex := map[string]any{}
+	const rate, secs = 1000, 10
+	n := strconv.Itoa(rate * secs)
+	cost := func(tokens int) (time.Duration, error) {
+		_, cpu, _, _, err := client(bin, m.port, "--random-input-len", strconv.Itoa(input), "--random-output-len", strconv.Itoa(tokens),
+			"--request-rate", strconv.Itoa(rate), "--num-prompts", n)
+		return cpu, err
+	}
+	c16, err := cost(16)
+	if err != nil {
+		return nil, err
+	}
+	c256, err := cost(256)
+	if err != nil {
+		return nil, err
+	}
+	perToken := float64(c256-c16) / 1e3 / float64(rate*secs*(256-16))
+	ex["client_cpu_us_per_token"] = perToken
+	fmt.Printf("\nCPU per streamed token: %.3f µs (1,000 req/s for 10 s, 256 vs 16 tokens per request)\n", perToken)
+
+	// 2,000 concurrent streams: 1,000 req/s of requests that each stream
+	// for about 2 s (16 tokens, 125 ms apart).
+	slow, err := startMock(bin, "--itl-ms", "125")
+	if err != nil {
+		return nil, err
+	}
+	s, _, rss, _, err := client(bin, slow.port, "--random-input-len", strconv.Itoa(input), "--random-output-len", "16",
+		"--request-rate", "1000", "--num-prompts", "20000")
+	slow.stop()
+	if err != nil {
+		return nil, err
+	}
+	ex["streams_max_in_flight"] = s.MaxInFlight
+	ex["streams_max_rss_mb"] = rss
+	ex["streams_failed"] = s.Failed
+	fmt.Printf("concurrent streams: %d in flight at most, max RSS %.1f MB, %d failed (1,000 req/s × ~2 s streams)\n", s.MaxInFlight, rss, s.Failed)
+
+	// Start-up: from exec to the first request's send, with a 1 M-arrival
+	// schedule (built and walked before the first send).
+	s, _, _, t0, err := client(bin, m.port, "--random-input-len", "16", "--random-output-len", "1", "--request-rate", "1000000", "--num-prompts", "1000000", "--max-concurrency", "64")
+	if err != nil {
+		return nil, err
+	}
+	if at, err := time.Parse(time.RFC3339Nano, s.StartedAt); err == nil {
+		ms := float64(at.Sub(t0)) / 1e6
+		ex["startup_1m_schedule_ms"] = ms
+		fmt.Printf("start-up with a 1,000,000-arrival schedule: first request due %.1f ms after exec (lag p50 %.3f ms on top)\n", ms, s.LagP50)
+	}
+	return ex, nil
+}
+
+func machine() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	model := ""
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "model name") {
+			model = strings.TrimSpace(l[strings.IndexByte(l, ':')+1:])
+			break
+		}
+	}
+	return fmt.Sprintf("%d CPUs (%s)", numCPU(), model)
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"image/color"
+	"runtime"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+func numCPU() int { return runtime.NumCPU() }
+
+// plotLag draws send lag (p50, p99, max) against the offered rate, with the
+// goals, as an SVG.
+func plotLag(steps []step, path string) error {
+	p := plot.New()
+	p.Title.Text = "fineserve-gen: send lag vs request rate"
+	p.X.Label.Text = "offered rate (req/s)"
+	p.Y.Label.Text = "send lag (ms, log scale)"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	series := []struct {
+		name  string
+		get   func(step) float64
+		color color.RGBA
+	}{
+		{"p50", func(s step) float64 { return s.LagP50 }, color.RGBA{R: 31, G: 119, B: 180, A: 255}},
+		{"p99", func(s step) float64 { return s.LagP99 }, color.RGBA{R: 255, G: 127, B: 14, A: 255}},
+		{"max", func(s step) float64 { return s.LagMax }, color.RGBA{R: 214, G: 39, B: 40, A: 255}},
+	}
+	for _, s := range series {
+		pts := make(plotter.XYs, 0, len(steps))
+		for _, st := range steps {
+			pts = append(pts, plotter.XY{X: st.Rate, Y: max(s.get(st), 1e-3)})
+		}
+		l, sc, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return err
+		}
+		l.Color, sc.Color = s.color, s.color
+		l.Width = vg.Points(1.5)
+		p.Add(l, sc)
+		p.Legend.Add("lag "+s.name, l, sc)
+	}
+	goal := func(y float64, label string) error {
+		lo, hi := steps[0].Rate, steps[len(steps)-1].Rate
+		l, err := plotter.NewLine(plotter.XYs{{X: lo, Y: y}, {X: hi, Y: y}})
+		if err != nil {
+			return err
+		}
+		l.Color = color.RGBA{R: 120, G: 120, B: 120, A: 255}
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(l)
+		p.Legend.Add(label, l)
+		return nil
+	}
+	if err := goal(1, "goal: p99 ≤ 1 ms at 1,000 req/s"); err != nil {
+		return err
+	}
+	if err := goal(5, "goal: p99 ≤ 5 ms at 3,000 req/s"); err != nil {
+		return err
+	}
+	p.Add(plotter.NewGrid())
+	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
+}

@@ -1,0 +1,87 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// A vLLM completion chunk and the stream of a 16-token completion.
+const benchChunk = `{"id":"cmpl-8f1c2a","object":"text_completion","created":1732200000,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":null}`
+
+func benchStream(tokens int) []byte {
+	var b strings.Builder
+	for range tokens {
+		b.WriteString("data: " + benchChunk + "\n\n")
+	}
+	b.WriteString(`data: {"id":"cmpl-8f1c2a","object":"text_completion","created":1732200000,"model":"m","choices":[],"usage":{"prompt_tokens":256,"total_tokens":272,"completion_tokens":16}}` + "\n\n")
+	b.WriteString("data: [DONE]\n\n")
+	return []byte(b.String())
+}
+
+// BenchmarkReadStream measures decoding a whole 16-token stream, as the
+// client does for every response: line splitting, a timestamp per read,
+// JSON decoding of every chunk.
+func BenchmarkReadStream(b *testing.B) {
+	c, err := New(Config{BaseURL: "http://x", Backend: BackendVLLM, Stream: true, Epoch: time.Now()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	stream := benchStream(16)
+	d := new(decoder)
+	res := &Result{TokenTimes: make([]time.Duration, 0, 64)}
+	r := bytes.NewReader(stream)
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset(stream)
+		res.Reset()
+		if err := c.readStream(d, r, res); err != nil || res.CompletionTokens != 16 {
+			b.Fatal(err, res.CompletionTokens)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/16, "ns/token")
+}
+
+// BenchmarkChunkFastjson and BenchmarkChunkEncodingJSON compare decoding
+// one chunk with the reused fastjson parser against encoding/json into
+// go-openai's response type (docs/ARCHITECTURE.md).
+func BenchmarkChunkFastjson(b *testing.B) {
+	c, _ := New(Config{BaseURL: "http://x", Backend: BackendVLLM})
+	d := new(decoder)
+	res := &Result{}
+	data := []byte(benchChunk)
+	b.ReportAllocs()
+	for b.Loop() {
+		if text, _, err := c.chunk(d, data, res); err != nil || !text {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkChunkEncodingJSON(b *testing.B) {
+	data := []byte(benchChunk)
+	b.ReportAllocs()
+	for b.Loop() {
+		var v openai.CompletionResponse
+		if err := json.Unmarshal(data, &v); err != nil || v.Choices[0].Text == "" {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAppendBody measures encoding a request body around a prompt.
+func BenchmarkAppendBody(b *testing.B) {
+	c, _ := New(Config{BaseURL: "http://x", Backend: BackendVLLM, Model: "meta-llama/Llama-3.1-8B-Instruct", Stream: true, IgnoreEOS: true, ExtraBody: []byte(`{"top_k":5}`)})
+	prompt := []byte("[" + strings.Repeat("12345,", 1023) + "12345]")
+	req := &Request{MaxTokens: 128, Prompt: prompt}
+	buf := make([]byte, 0, 16<<10)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = c.AppendBody(buf[:0], req)
+	}
+}

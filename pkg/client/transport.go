@@ -1,0 +1,355 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// leanTransport is an HTTP/1.1 RoundTripper for benchmarking: the goroutine
+// that sends a request writes it and reads its response itself, on a pooled
+// keep-alive connection. net/http's Transport hands every request to two
+// goroutines of its own (a write loop and a read loop), which costs thread
+// wake-ups per request that show up in the client's CPU and lag at
+// thousands of requests per second. Responses are parsed by
+// http.ReadResponse, so framing (chunked, Content-Length, Connection:
+// close) is net/http's own.
+type leanTransport struct {
+	dialer      net.Dialer
+	tlsConfig   *tls.Config
+	maxIdle     int
+	idleTimeout time.Duration
+
+	mu   sync.Mutex
+	idle map[string][]*leanConn
+
+	dials int64 // connections opened (tests)
+}
+
+var _ http.RoundTripper = (*leanTransport)(nil)
+
+func newLeanTransport(maxIdle int, insecure bool) *leanTransport {
+	return &leanTransport{
+		dialer:      net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
+		tlsConfig:   &tls.Config{InsecureSkipVerify: insecure, NextProtos: []string{"http/1.1"}}, //nolint:gosec // --insecure, warned about
+		maxIdle:     maxIdle,
+		idleTimeout: 90 * time.Second,
+		idle:        map[string][]*leanConn{},
+	}
+}
+
+// countingConn counts the bytes read from a connection, to tell a server
+// that closed without answering from one that answered in part.
+type countingConn struct {
+	net.Conn
+	n int64
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// leanConn is one keep-alive connection.
+type leanConn struct {
+	t        *leanTransport
+	key      string
+	nc       net.Conn
+	cc       *countingConn
+	br       *bufio.Reader
+	wbuf     []byte
+	lastUsed time.Time
+}
+
+func hostPort(u *http.Request) string {
+	host := u.URL.Host
+	if u.URL.Port() == "" {
+		if u.URL.Scheme == "https" {
+			return net.JoinHostPort(u.URL.Hostname(), "443")
+		}
+		return net.JoinHostPort(u.URL.Hostname(), "80")
+	}
+	return host
+}
+
+// get returns an idle connection for key or dials a new one.
+func (t *leanTransport) get(ctx context.Context, req *http.Request, key string) (*leanConn, bool, error) {
+	now := time.Now()
+	t.mu.Lock()
+	for stack := t.idle[key]; len(stack) > 0; stack = t.idle[key] {
+		c := stack[len(stack)-1]
+		t.idle[key] = stack[:len(stack)-1]
+		if now.Sub(c.lastUsed) < t.idleTimeout {
+			t.mu.Unlock()
+			return c, true, nil
+		}
+		c.nc.Close()
+	}
+	t.dials++
+	t.mu.Unlock()
+	nc, err := t.dialer.DialContext(ctx, "tcp", hostPort(req))
+	if err != nil {
+		return nil, false, err
+	}
+	if req.URL.Scheme == "https" {
+		cfg := t.tlsConfig.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName = req.URL.Hostname()
+		}
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, false, err
+		}
+		nc = tc
+	}
+	cc := &countingConn{Conn: nc}
+	return &leanConn{t: t, key: key, nc: nc, cc: cc, br: bufio.NewReaderSize(cc, 32<<10), wbuf: make([]byte, 0, 16<<10)}, false, nil
+}
+
+// put returns a connection whose response was read to the end.
+func (t *leanTransport) put(c *leanConn) {
+	c.lastUsed = time.Now()
+	t.mu.Lock()
+	if len(t.idle[c.key]) < t.maxIdle {
+		t.idle[c.key] = append(t.idle[c.key], c)
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	c.nc.Close()
+}
+
+// CloseIdleConnections closes every idle connection.
+func (t *leanTransport) CloseIdleConnections() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, stack := range t.idle {
+		for _, c := range stack {
+			c.nc.Close()
+		}
+		delete(t.idle, k)
+	}
+}
+
+// errStale is a reused connection the server had closed before our request.
+var errStale = errors.New("keep-alive connection closed by the server")
+
+// errNoResponse is a server that closed a connection without a byte of
+// response. It wraps io.EOF, as net/http's transport reports it.
+var errNoResponse = fmt.Errorf("server closed the connection before sending a response: %w", io.EOF)
+
+// RoundTrip implements http.RoundTripper.
+func (t *leanTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return nil, fmt.Errorf("unsupported scheme %q", req.URL.Scheme)
+	}
+	if err := checkHeader(req.Header); err != nil {
+		return nil, err
+	}
+	ctx := req.Context()
+	key := req.URL.Scheme + "://" + req.URL.Host
+	body, err := readAllBody(req)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		c, reused, err := t.get(ctx, req, key)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := c.roundTrip(ctx, req, body)
+		if errors.Is(err, errStale) {
+			if reused && attempt < 2 {
+				continue // a pooled connection the server had closed: retry on another
+			}
+			if errors.Is(err, errNoResponse) {
+				err = errNoResponse // a fresh connection: the server refused to answer
+			}
+		}
+		return resp, err
+	}
+}
+
+// checkHeader refuses header names and values that would break the request
+// framing (CR, LF, NUL), as net/http does.
+func checkHeader(h http.Header) error {
+	bad := func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c == '\r' || c == '\n' || c == 0 {
+				return true
+			}
+		}
+		return false
+	}
+	for k, vs := range h {
+		if bad(k) || strings.ContainsAny(k, " :") {
+			return fmt.Errorf("invalid header name %q", k)
+		}
+		for _, v := range vs {
+			if bad(v) {
+				return fmt.Errorf("invalid value for header %q", k) // the value may be a secret
+			}
+		}
+	}
+	return nil
+}
+
+func readAllBody(req *http.Request) ([]byte, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	if req.GetBody != nil {
+		rc, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		defer rc.Close()
+		req.Body.Close()
+		return readBody(rc, req.ContentLength)
+	}
+	defer req.Body.Close()
+	return readBody(req.Body, req.ContentLength)
+}
+
+func readBody(r io.Reader, n int64) ([]byte, error) {
+	if n > 0 {
+		b := make([]byte, n)
+		_, err := io.ReadFull(r, b)
+		return b, err
+	}
+	return io.ReadAll(r)
+}
+
+// roundTrip writes req on c and reads the response head.
+func (c *leanConn) roundTrip(ctx context.Context, req *http.Request, body []byte) (*http.Response, error) {
+	b := c.wbuf[:0]
+	b = append(b, req.Method...)
+	b = append(b, ' ')
+	b = append(b, req.URL.RequestURI()...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, req.URL.Host...)
+	b = append(b, "\r\n"...)
+	for k, vs := range req.Header {
+		for _, v := range vs {
+			b = append(b, k...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, "\r\n"...)
+		}
+	}
+	if body != nil || req.Method == http.MethodPost {
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, int64(len(body)), 10)
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, "\r\n"...)
+	b = append(b, body...)
+	c.wbuf = b[:0]
+
+	// A canceled request closes its connection, which unblocks any read
+	// or write in progress.
+	stop := func() bool { return false }
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { c.nc.Close() })
+	}
+	fail := func(err error) (*http.Response, error) {
+		stop()
+		c.nc.Close()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (%w)", context.Cause(ctx), err)
+		}
+		return nil, err
+	}
+	if _, err := c.nc.Write(b); err != nil {
+		if isConnGone(err) {
+			err = fmt.Errorf("%w: %w", errStale, err)
+		}
+		return fail(err)
+	}
+	before := c.cc.n
+	resp, err := http.ReadResponse(c.br, req)
+	if err != nil {
+		if c.cc.n == before && ctx.Err() == nil && (isConnGone(err) || errors.Is(err, io.ErrUnexpectedEOF)) {
+			err = fmt.Errorf("%w: %w", errStale, errNoResponse)
+		}
+		return fail(err)
+	}
+	resp.Body = &leanBody{c: c, rc: resp.Body, stop: stop, ctx: ctx, reuse: !resp.Close}
+	return resp, nil
+}
+
+// isConnGone reports an error of a connection the peer has closed.
+func isConnGone(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// leanBody returns its connection to the pool once read to the end, and
+// closes it otherwise.
+type leanBody struct {
+	c     *leanConn
+	rc    io.ReadCloser
+	stop  func() bool
+	ctx   context.Context
+	reuse bool
+	done  bool
+}
+
+func (b *leanBody) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, io.EOF
+	}
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.finish(true)
+		return n, io.EOF
+	}
+	if err != nil {
+		if b.ctx.Err() != nil {
+			err = fmt.Errorf("%w (%w)", context.Cause(b.ctx), err)
+		}
+		b.finish(false)
+	}
+	return n, err
+}
+
+func (b *leanBody) finish(complete bool) {
+	if b.done {
+		return
+	}
+	b.done = true
+	stopped := b.stop() // false if the cancellation already closed the conn
+	if complete && b.reuse && (stopped || b.ctx.Done() == nil) {
+		b.c.t.put(b.c)
+		return
+	}
+	b.c.nc.Close()
+}
+
+// Close implements io.Closer: a body not read to the end closes its
+// connection (what is left of the response cannot be skipped cheaply).
+func (b *leanBody) Close() error {
+	b.finish(false)
+	return nil
+}
+
+// proxied reports whether the environment routes base through a proxy.
+func proxied(base string) bool {
+	req, err := http.NewRequest(http.MethodGet, base, nil)
+	if err != nil {
+		return false
+	}
+	u, err := http.ProxyFromEnvironment(req)
+	return err == nil && u != nil
+}

@@ -1,0 +1,197 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func leanGet(t *testing.T, tr *leanTransport, ctx context.Context, url string) (string, error) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"x":1}`))
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+func TestLeanTransportReusesConnections(t *testing.T) {
+	for _, name := range []string{"content-length", "chunked"} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				if name == "chunked" {
+					w.(http.Flusher).Flush() // forces chunked encoding
+				}
+				fmt.Fprintf(w, "%s %s", r.Header.Get("X-Test"), b)
+			}))
+			defer srv.Close()
+			tr := newLeanTransport(100, false)
+			for i := range 20 {
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/x?q=1", strings.NewReader(`{"i":`+fmt.Sprint(i)+`}`))
+				req.Header.Set("X-Test", "h")
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if want := fmt.Sprintf(`h {"i":%d}`, i); string(b) != want {
+					t.Fatalf("response %q, want %q", b, want)
+				}
+			}
+			if tr.dials != 1 {
+				t.Errorf("%d connections for 20 sequential requests, want 1", tr.dials)
+			}
+		})
+	}
+}
+
+func TestLeanTransportConcurrency(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	inside := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inside++
+		if inside == 40 {
+			close(release)
+		}
+		mu.Unlock()
+		<-release
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	tr := newLeanTransport(1000, false)
+	var wg sync.WaitGroup
+	for range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if b, err := leanGet(t, tr, context.Background(), srv.URL); err != nil || b != "ok" {
+				t.Errorf("%q %v", b, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if tr.dials != 40 {
+		t.Errorf("%d dials for 40 concurrent requests", tr.dials)
+	}
+	leanGet(t, tr, context.Background(), srv.URL)
+	if tr.dials != 40 {
+		t.Errorf("a later request dialed again (%d): idle connections were not kept", tr.dials)
+	}
+}
+
+func TestLeanTransportConnectionClose(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		io.WriteString(w, "bye")
+	}))
+	defer srv.Close()
+	tr := newLeanTransport(10, false)
+	for range 3 {
+		if b, err := leanGet(t, tr, context.Background(), srv.URL); err != nil || b != "bye" {
+			t.Fatalf("%q %v", b, err)
+		}
+	}
+	if tr.dials != 3 {
+		t.Errorf("%d dials: a Connection: close response must not be reused", tr.dials)
+	}
+}
+
+// TestLeanTransportRetriesStaleKeepAlive uses a server that closes every
+// connection after one response without saying so.
+func TestLeanTransportRetriesStaleKeepAlive(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			}()
+		}
+	}()
+	tr := newLeanTransport(10, false)
+	url := "http://" + ln.Addr().String()
+	for i := range 5 {
+		if b, err := leanGet(t, tr, context.Background(), url); err != nil || b != "ok" {
+			t.Fatalf("request %d: %q %v", i, b, err)
+		}
+		time.Sleep(5 * time.Millisecond) // let the server's close arrive
+	}
+	if tr.dials < 5 {
+		t.Errorf("%d dials for 5 requests on a server that closes after each", tr.dials)
+	}
+}
+
+func TestLeanTransportCancelMidBody(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "first")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	tr := newLeanTransport(10, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader("{}"))
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != "first" {
+		t.Fatalf("%q %v", buf, err)
+	}
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	_, err = resp.Body.Read(make([]byte, 10))
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("read after cancel: %v, want context.Canceled", err)
+	}
+	resp.Body.Close()
+}
+
+func TestLeanTransportTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "secure") }))
+	defer srv.Close()
+	if _, err := leanGet(t, newLeanTransport(1, false), context.Background(), srv.URL); err == nil {
+		t.Error("a self-signed certificate was accepted without --insecure")
+	}
+	if b, err := leanGet(t, newLeanTransport(1, true), context.Background(), srv.URL); err != nil || b != "secure" {
+		t.Errorf("--insecure: %q %v", b, err)
+	}
+}
+
+func TestLeanTransportRejectsHeaderInjection(t *testing.T) {
+	tr := newLeanTransport(1, false)
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/", strings.NewReader("{}"))
+	req.Header.Set("Authorization", "Bearer x\r\nX-Evil: 1")
+	if _, err := tr.RoundTrip(req); err == nil || !strings.Contains(err.Error(), "header") {
+		t.Errorf("err %v, want an invalid header error", err)
+	}
+}
