@@ -10,10 +10,12 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/fineserve-gen
 
-# The test suite CI runs (.ci/run): vet, race-enabled tests, short fuzzing.
+# The test suite CI runs (.ci/run): vet, race-enabled tests, the timing
+# tests without the race detector (it distorts latency), short fuzzing.
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+	$(GO) test -count=1 -timeout 10m -p 1 -run 'Timing' $(PKGS)
 	./scripts/fuzz.sh 10s
 
 # Fuzz every parser for longer: make fuzz FUZZTIME=5m

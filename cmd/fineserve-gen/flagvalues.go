@@ -16,7 +16,8 @@ func parseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("empty duration")
 	}
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > float64(math.MaxInt64)/1e9 {
+		// float64(math.MaxInt64) is 2^63: anything below converts safely.
+		if math.IsNaN(f) || f < 0 || f*float64(time.Second) >= float64(math.MaxInt64) {
 			return 0, fmt.Errorf("duration %q out of range", s)
 		}
 		return time.Duration(f * float64(time.Second)), nil

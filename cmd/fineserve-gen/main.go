@@ -8,12 +8,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
@@ -22,7 +29,7 @@ const (
 	exitOK          = 0   // the run completed within its error budget
 	exitFailure     = 1   // the run could not be carried out (e.g. server unreachable)
 	exitUsage       = 2   // bad arguments or input files
-	exitBudget      = 3   // the run completed but too many requests failed
+	exitBudget      = 3   // the run completed but missed a target: error budget or SLO
 	exitInterrupted = 130 // stopped by a signal
 )
 
@@ -30,6 +37,9 @@ const (
 var subcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
 	"run":         runCommand,
 	"mock-server": mockServerCommand,
+	"report":      reportCommand,
+	"fit":         fitCommand,
+	"analyze":     analyzeCommand,
 }
 
 func main() {
@@ -70,36 +80,250 @@ func printUsage(w io.Writer) {
 Usage:
   fineserve-gen [run] [flags]          run a benchmark (FineServe Generator.py flags)
   fineserve-gen mock-server [flags]    serve a vLLM-like mock on 127.0.0.1
+  fineserve-gen report FILE… [-o F]   HTML report of a run, or a comparison of runs
+  fineserve-gen analyze TRACE [flags]  adapter loads a cache of N slots needs (--max-loras)
 
 Run "fineserve-gen run --help" or "fineserve-gen mock-server --help" for flags.
 `)
 }
 
-// signalContext returns a context canceled by the first SIGINT or SIGTERM;
-// a second one exits at once (records already written stay on disk).
+// signalContext returns a context canceled by the first SIGINT or SIGTERM:
+// the run stops sending, drains (--drain-timeout), writes every record and
+// its summary and exits with exitInterrupted. A second signal exits at once,
+// after the run has written the records it has received (see flushFinished).
 func signalContext() (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
+	abort := make(chan chan<- struct{})
+	ctx = context.WithValue(ctx, abortKey{}, (<-chan chan<- struct{})(abort))
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		<-ch
+		sig := <-ch
+		fmt.Fprintf(os.Stderr, "fineserve-gen: %v: stopping (send it again to exit at once)\n", sig)
 		cancel()
 		<-ch
-		fmt.Fprintln(os.Stderr, "fineserve-gen: second signal, exiting now")
+		fmt.Fprintln(os.Stderr, "fineserve-gen: second signal: writing the finished records and exiting now")
+		flushFinished(abort, abortHandoff, abortWrite)
 		os.Exit(exitInterrupted)
 	}()
 	return ctx, func() { signal.Stop(ch); cancel() }
 }
 
-// exitCode maps an error to an exit code, printing it.
+// abortKey carries the channel a run listens on for a last flush.
+type abortKey struct{}
+
+// abortFrom returns the abort channel of ctx (nil outside a signal context).
+func abortFrom(ctx context.Context) <-chan chan<- struct{} {
+	a, _ := ctx.Value(abortKey{}).(<-chan chan<- struct{})
+	return a
+}
+
+// How long a second signal waits for the run to take its flush request (no
+// run may be collecting results yet) and to write the records.
+const (
+	abortHandoff = 500 * time.Millisecond
+	abortWrite   = 5 * time.Second
+)
+
+// flushFinished asks the run collecting results to write every record it
+// has received to disk, and waits for it. It reports whether that happened.
+func flushFinished(abort chan<- chan<- struct{}, handoff, write time.Duration) bool {
+	done := make(chan struct{})
+	t := time.NewTimer(handoff)
+	defer t.Stop()
+	select {
+	case abort <- done:
+	case <-t.C:
+		return false
+	}
+	t.Reset(write)
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// exitCode maps an error to an exit code, printing it: exitUsage for bad
+// arguments or input (every problem on its own line), exitFailure for a run
+// that could not be carried out.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "fineserve-gen: %v\n", err)
 	var ue *runner.UsageError
 	if errors.As(err, &ue) || errors.Is(err, pflag.ErrHelp) {
-		return exitUsage
+		return usageExit(stderr, err)
 	}
+	fmt.Fprintf(stderr, "fineserve-gen: %v\n", err)
 	return exitFailure
+}
+
+// usageExit prints every problem of errs, one a line, and returns exitUsage.
+func usageExit(stderr io.Writer, errs ...error) int {
+	var flat []error
+	for _, err := range errs {
+		flat = appendLeaves(flat, err)
+	}
+	switch len(flat) {
+	case 0:
+		return exitUsage
+	case 1:
+		fmt.Fprintf(stderr, "fineserve-gen: %v\n", flat[0])
+	default:
+		fmt.Fprintf(stderr, "fineserve-gen: %d problems:\n", len(flat))
+		for _, err := range flat {
+			fmt.Fprintf(stderr, "  %s\n", strings.ReplaceAll(err.Error(), "\n", "\n    "))
+		}
+	}
+	fmt.Fprintln(stderr, "Run 'fineserve-gen run --help' for the flags.")
+	return exitUsage
+}
+
+// appendLeaves appends the errors joined in err (errors.Join, UsageError),
+// flattened, or err itself.
+func appendLeaves(out []error, err error) []error {
+	if err == nil {
+		return out
+	}
+	if ue, ok := err.(*runner.UsageError); ok {
+		return appendLeaves(out, ue.Err)
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			out = appendLeaves(out, e)
+		}
+		return out
+	}
+	return append(out, err)
+}
+
+// parseAll parses args, collecting every bad flag value instead of stopping
+// at the first, so they are reported together with the other problems. err
+// is what stops parsing: an unknown flag, a missing value, or help.
+func parseAll(fs *pflag.FlagSet, args []string) (valueErrs []error, err error) {
+	var restore []func()
+	fs.VisitAll(func(f *pflag.Flag) {
+		orig := f.Value
+		f.Value = &lenientValue{Value: orig, name: f.Name, errs: &valueErrs}
+		restore = append(restore, func() { f.Value = orig })
+	})
+	defer func() {
+		for _, r := range restore {
+			r()
+		}
+	}()
+	err = fs.Parse(args)
+	return valueErrs, err
+}
+
+// lenientValue records the error of a flag value and lets parsing go on.
+type lenientValue struct {
+	pflag.Value
+	name string
+	errs *[]error
+}
+
+func (v *lenientValue) Set(s string) error {
+	err := v.Value.Set(s)
+	if err == nil {
+		return nil
+	}
+	var ne *strconv.NumError
+	if errors.As(err, &ne) {
+		err = fmt.Errorf("want a value of type %s", v.Value.Type())
+	}
+	*v.errs = append(*v.errs, fmt.Errorf("--%s %q: %w", v.name, s, err))
+	return nil
+}
+
+// outcome maps the end of a run to its exit code, printing why:
+//
+//   - exitUsage: bad arguments or input (a *runner.UsageError);
+//   - exitInterrupted: stopped by a signal (the records and summary of an
+//     interrupted run are written, marked interrupted);
+//   - exitFailure: the run could not be carried out (server unreachable,
+//     warm-up failed, an output could not be written);
+//   - exitBudget: the run completed but missed a target (see verdict);
+//   - exitOK: the run completed within its targets, or a dry run.
+func outcome(ctx context.Context, o *runner.Options, sum *metrics.Summary, err error, stderr io.Writer) int {
+	var ue *runner.UsageError
+	switch {
+	case err != nil && errors.As(err, &ue):
+		return exitCode(err, stderr)
+	case err != nil && ctx.Err() != nil && (sum == nil || sum.Interrupted):
+		fmt.Fprintf(stderr, "fineserve-gen: interrupted: %v\n", err)
+		return exitInterrupted
+	case err != nil:
+		return exitCode(err, stderr)
+	case sum == nil: // dry run
+		return exitOK
+	case sum.Interrupted:
+		fmt.Fprintf(stderr, "fineserve-gen: interrupted; every finished request's record and the summary are written (%d completed, %d failed, %d not sent)\n",
+			sum.Completed, sum.Failed, sum.NotSent)
+		return exitInterrupted
+	}
+	if reasons := verdict(o, sum); len(reasons) > 0 {
+		for _, r := range reasons {
+			fmt.Fprintf(stderr, "fineserve-gen: %s\n", r)
+		}
+		return exitBudget
+	}
+	return exitOK
+}
+
+// verdict lists why a completed run misses its targets; any reason makes
+// the exit code exitBudget. The error budget (--max-error-rate) is one
+// target; SLO checks (--goodput: the share of requests meeting their
+// latency targets) add their reasons here, so every failed target exits
+// with the same code.
+func verdict(o *runner.Options, sum *metrics.Summary) []string {
+	var reasons []string
+	if sum.ErrorRate > o.MaxErrorRate {
+		reasons = append(reasons, fmt.Sprintf("error budget exceeded: %d of %d requests failed (error rate %.4f > --max-error-rate %g); by class: %s",
+			sum.Failed, sum.Failed+sum.Completed, sum.ErrorRate, o.MaxErrorRate, classCounts(sum.ErrorsByClass)))
+	}
+	reasons = append(reasons, goodputReasons(o, sum)...) // --min-goodput (flags_observe.go)
+	return reasons
+}
+
+// classCounts formats errors by class in report order.
+func classCounts(m map[string]int64) string {
+	var parts []string
+	for _, c := range client.ErrorClasses {
+		if n := m[c]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c, n))
+		}
+	}
+	for c, n := range m { // classes the client does not list (none today)
+		if !slices.Contains(client.ErrorClasses, c) && n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c, n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// safeArgs returns args fit for the summary's command line: the API key and
+// URL passwords are hidden wherever they appear.
+func safeArgs(args []string, key string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if key != "" {
+			a = client.Redact(a, key)
+		}
+		prefix, value := "", a
+		if strings.HasPrefix(a, "--") {
+			if name, v, ok := strings.Cut(a, "="); ok {
+				prefix, value = name+"=", v
+			}
+		}
+		if strings.Contains(value, "://") && strings.Contains(value, "@") {
+			if u, err := url.Parse(value); err == nil && u.User != nil {
+				value = u.Redacted() // the password becomes xxxxx
+			}
+		}
+		out[i] = prefix + value
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -29,8 +30,20 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", 0, "requests generating at once; more wait in a queue (0: unbounded)")
 	fs.IntVar(&cfg.MaxModelLen, "max-model-len", 0, "reject prompt+max_tokens above this with vLLM's 400 (0: no limit)")
 	fs.IntVar(&cfg.EOSMeanTokens, "eos-mean-tokens", 0, "without ignore_eos, stop after a geometric number of tokens of this mean (0: always max_tokens)")
-	fs.IntVar(&cfg.TokensPerImage, "tokens-per-image", 0, "prompt tokens counted per image part of a chat message")
+	fs.IntVar(&cfg.TokensPerImage, "tokens-per-image", defaultTokensPerImage, "prompt tokens counted per image part of a chat message (the run's default for 512x512 images)")
+	cfg.Images = mockserver.ImageConfig{Base: mockserver.DefaultImageBase, PerStep: mockserver.DefaultImagePerStep, PerImage: mockserver.DefaultImagePerImage, DefaultSteps: mockserver.DefaultImageSteps}
+	fs.Var(millisValue{&cfg.Images.Base}, "image-base-ms", "/v1/images/generations: base latency of a request, in ms (plus per step and per image)")
+	fs.Var(millisValue{&cfg.Images.PerStep}, "image-step-ms", "/v1/images/generations: latency per inference step, in ms")
+	fs.Var(millisValue{&cfg.Images.PerImage}, "image-per-image-ms", "/v1/images/generations: latency per image generated (n), in ms")
+	fs.IntVar(&cfg.Images.DefaultSteps, "image-default-steps", cfg.Images.DefaultSteps, "/v1/images/generations: steps of a request without num_inference_steps")
+	prefixCache := fs.Bool("prefix-cache", false, "count prefix-cache hits (vLLM-like, 16-token blocks) and report them as cached_tokens")
+	fs.IntVar(&cfg.PrefixCache.Blocks, "prefix-cache-blocks", mockserver.DefaultPrefixCacheBlocks, "prefix cache capacity in 16-token blocks (least recently used evicted)")
 	portFile := fs.String("port-file", "", "write the port listened on to this file once ready")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the server until it stops")
+	faults := fs.StringArray("fault", nil, "inject a failure into a share of generation requests: KIND[:RATE], repeatable; kinds: "+
+		strings.Join(mockserver.FaultKinds, ", ")+" (RATE: share of requests, default 1)")
+	fs.Uint64Var(&cfg.Faults.Seed, "fault-seed", 0, "which requests fault is a function of this seed and the request's arrival number")
+	fs.Var(durationValue{&cfg.Faults.Delay}, "fault-delay", "slow_headers: wait this long before the status line (default 5s)")
 	if err := fs.Parse(args); err != nil {
 		if err == pflag.ErrHelp {
 			fmt.Fprintf(stdout, "Usage: fineserve-gen mock-server [flags]\n\n%s", fs.FlagUsages())
@@ -40,6 +53,25 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		return exitUsage
 	}
 	cfg.Models = *models
+	if !*prefixCache {
+		cfg.PrefixCache.Blocks = 0
+	}
+	var errs []error
+	for _, spec := range *faults {
+		f, err := mockserver.ParseFault(spec)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--fault: %w", err))
+			continue
+		}
+		cfg.Faults.Faults = append(cfg.Faults.Faults, f)
+	}
+	if err := cfg.Faults.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--fault: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", err)
+		return exitUsage
+	}
 	srv, err := mockserver.New(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", err)
@@ -59,11 +91,23 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	fmt.Fprintf(stderr, "mock-server: serving %s on http://%s (ttft %v, itl %v, max-num-seqs %d)\n",
 		strings.Join(cfg.Models, ","), addr, cfg.TTFT, cfg.ITL, cfg.MaxNumSeqs)
+	if len(cfg.Faults.Faults) > 0 {
+		fmt.Fprintf(stderr, "mock-server: injecting faults %v\n", cfg.Faults)
+	}
+	stopProfiles, err := startProfiles(*cpuProfile, "")
+	if err != nil {
+		fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", err)
+		return exitUsage
+	}
+	defer stopProfiles()
 	if err := srv.Serve(ctx, ln); err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", err)
 		return exitFailure
 	}
 	st := srv.Stats()
 	fmt.Fprintf(stderr, "mock-server: stopped after %v: %d requests, %d completed\n", st.Up.Round(time.Millisecond), st.Requests, st.Completed)
+	if pc := srv.PrefixCacheStats(); pc.Requests > 0 {
+		fmt.Fprintf(stderr, "mock-server: prefix cache: %d of %d prompt tokens cached (%d blocks held, %d evicted)\n", pc.CachedTokens, pc.PromptTokens, pc.Blocks, pc.Evicted)
+	}
 	return exitOK
 }

@@ -16,12 +16,12 @@ import (
 
 // runFlags declares the flags of a run onto o. FineServe's flags keep their
 // names, defaults and meanings. finish completes o after parsing.
-func runFlags(o *runner.Options) (fs *pflag.FlagSet, finish func() error) {
+func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func() error) {
 	fs = pflag.NewFlagSet("run", pflag.ContinueOnError)
 	fs.SortFlags = false
 
 	// Target (FineServe).
-	fs.StringVar(&o.Backend, "backend", o.Backend, "vllm or openai (/v1/completions), openai-chat (/v1/chat/completions)")
+	fs.StringVar(&o.Backend, "backend", o.Backend, "vllm or openai (/v1/completions), openai-chat (/v1/chat/completions), openai-images (/v1/images/generations)")
 	fs.StringVar(&o.BaseURL, "base-url", o.BaseURL, "server base URL, e.g. http://localhost:8000 (overrides --host/--port)")
 	fs.StringVar(&o.Host, "host", o.Host, "server host")
 	fs.IntVar(&o.Port, "port", o.Port, "server port")
@@ -60,10 +60,17 @@ func runFlags(o *runner.Options) (fs *pflag.FlagSet, finish func() error) {
 	fs.StringVar(&o.ExtraRequestBody, "extra-request-body", o.ExtraRequestBody, `JSON object merged into every request body, e.g. '{"top_k": 5}'`)
 	fs.IntVar(&o.WarmupRequests, "warmup-requests", o.WarmupRequests, "warm-up requests sent before the run (not measured)")
 	fs.Var(durationValue{&o.RequestTimeout}, "request-timeout", "give up on a request after this long (0: never)")
+	fs.StringVar(&o.HTTPTransport, "http-transport", "lean", "lean (requests read on their own goroutine) or std (net/http's transport)")
 	fs.Var(durationValue{&o.StallTimeout}, "stall-timeout", "give up on a response that sends no byte for this long (0: never)")
+	// Failures and stopping (README "Failures and exit codes").
+	fs.IntVar(&o.Retries, "retries", o.Retries, "re-send a request that failed before its first token with connect, http_429 or http_5xx, up to N times (0: never)")
+	fs.Var(durationValue{&o.DrainTimeout}, "drain-timeout", "on SIGINT/SIGTERM, wait this long for requests in flight before canceling them")
+	fs.Float64Var(&o.MaxErrorRate, "max-error-rate", o.MaxErrorRate, "exit 0 only if at most this share of requests failed (else exit 3)")
 
 	addReplayFlags(fs, o)
+	addModelFlags(fs, o)
 	addParametricFlags(fs, o)
+	addObserveFlags(fs, o)
 
 	// Outputs.
 	fs.StringVar(&o.OutputFile, "output-file", o.OutputFile, "append the summary as one JSON line (FineServe)")
@@ -71,9 +78,11 @@ func runFlags(o *runner.Options) (fs *pflag.FlagSet, finish func() error) {
 	fs.StringVar(&o.ResultsJSONL, "results-jsonl", o.ResultsJSONL, "stream one JSON record per finished request")
 	fs.StringVar(&o.ScheduleOut, "schedule-out", o.ScheduleOut, "write the schedule as CSV (index,time_s,input_len,output_len,model,num_images,burst)")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "build (and with --schedule-out write) the schedule; send nothing")
-	fs.BoolVar(&o.DisableProgress, "disable-tqdm", o.DisableProgress, "no progress bar")
+	fs.BoolVar(&o.DisableProgress, "disable-tqdm", o.DisableProgress, "no progress bar (live lines stay: --report-interval 0 stops them)")
 	fs.BoolVar(&o.Quiet, "quiet", o.Quiet, "print only warnings and the result table")
 	shard := fs.String("shard", "", "keep arrivals with index % N == I of the schedule (I/N)")
+	fs.StringVar(&prof.cpu, "cpu-profile", "", "write a CPU profile of the run (go tool pprof)")
+	fs.StringVar(&prof.mem, "mem-profile", "", "write a heap profile at the end of the run")
 
 	fs.SetOutput(io.Discard)
 	finish = func() error {
@@ -98,6 +107,9 @@ func runFlags(o *runner.Options) (fs *pflag.FlagSet, finish func() error) {
 	return fs, finish
 }
 
+// profiles are the paths of --cpu-profile and --mem-profile.
+type profiles struct{ cpu, mem string }
+
 // apiKey reads the API key from a file or $OPENAI_API_KEY.
 func apiKey(file string) (string, error) {
 	if file != "" {
@@ -105,28 +117,44 @@ func apiKey(file string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("--api-key-file: %w", err)
 		}
-		return strings.TrimSpace(string(b)), nil
+		return checkKey("--api-key-file "+file, strings.TrimSpace(string(b)))
 	}
-	return os.Getenv("OPENAI_API_KEY"), nil
+	return checkKey("$OPENAI_API_KEY", os.Getenv("OPENAI_API_KEY"))
+}
+
+// checkKey rejects a key that cannot be sent in a header, without quoting it.
+func checkKey(from, key string) (string, error) {
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x20 || c == 0x7f {
+			return "", fmt.Errorf("%s: the API key contains a control character at byte %d (two lines in the file?)", from, i)
+		}
+	}
+	return key, nil
 }
 
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o := runner.Defaults()
-	fs, finish := runFlags(&o)
-	if err := fs.Parse(args); err != nil {
+	var prof profiles
+	fs, finish := runFlags(&o, &prof)
+	// Every problem is reported at once: bad flag values, then what finish
+	// and Validate find.
+	args = joinGoodputArgs(args) // vLLM's --goodput ttft:500 tpot:50 (flags_observe.go)
+	errs, err := parseAll(fs, args)
+	if err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprintf(stdout, "Usage: fineserve-gen [run] [flags]\n\n%s", fs.FlagUsages())
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "fineserve-gen: %v\nRun 'fineserve-gen run --help' for the flags.\n", err)
-		return exitUsage
+		return usageExit(stderr, append(errs, err)...)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "fineserve-gen: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+		errs = append(errs, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	if err := finish(); err != nil {
-		return exitCode(&runner.UsageError{Err: err}, stderr)
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return usageExit(stderr, append(errs, o.Validate())...)
 	}
 	if o.ApplyChatTemplate {
 		fmt.Fprintln(stderr, "warning: --apply-chat-template: no tokenizer is loaded; use --backend openai-chat to have the server apply the model's chat template")
@@ -134,27 +162,20 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if o.Insecure {
 		fmt.Fprintln(stderr, "warning: --insecure: TLS certificates are not verified")
 	}
-	o.Command = commandLine(args)
+	o.Command = commandLine(safeArgs(args, o.APIKey))
 	terminal := false
 	if f, ok := stderr.(*os.File); ok {
 		terminal = term.IsTerminal(int(f.Fd()))
 	}
-	sum, err := runner.Run(ctx, o, runner.IO{Out: stdout, Err: stderr, Terminal: terminal})
+	stopProfiles, err := startProfiles(prof.cpu, prof.mem)
 	if err != nil {
-		return exitCode(err, stderr)
+		return exitCode(&runner.UsageError{Err: err}, stderr)
 	}
-	if sum == nil { // dry run
-		return exitOK
+	sum, err := runner.Run(ctx, o, runner.IO{Out: stdout, Err: stderr, Terminal: terminal, Abort: abortFrom(ctx)})
+	if perr := stopProfiles(); perr != nil {
+		fmt.Fprintf(stderr, "fineserve-gen: %v\n", perr)
 	}
-	if sum.Interrupted {
-		fmt.Fprintln(stderr, "fineserve-gen: interrupted; results so far are written")
-		return exitInterrupted
-	}
-	if sum.Failed > 0 {
-		fmt.Fprintf(stderr, "fineserve-gen: %d of %d requests failed (error rate %.4f)\n", sum.Failed, sum.Failed+sum.Completed, sum.ErrorRate)
-		return exitBudget
-	}
-	return exitOK
+	return outcome(ctx, &o, sum, err, stderr)
 }
 
 // commandLine rebuilds the command line for the summary, quoting arguments

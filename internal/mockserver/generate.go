@@ -47,6 +47,10 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	if s.cfg.OnRequest != nil {
 		s.cfg.OnRequest(r.URL.Path, body)
 	}
+	fault := s.faults.next()
+	if fault != "" && s.faultBeforeResponse(w, r, fault) {
+		return
+	}
 	req, err := s.parse(body, chat)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
@@ -69,10 +73,18 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		return
 	}
 	defer s.release()
+	if s.prefix != nil {
+		req.cached = s.prefix.admit(req.blocks, req.promptTokens)
+	}
 	out := s.outputTokens(req, id)
-	first := time.Now().Add(s.cfg.TTFT + time.Duration(req.promptTokens)*s.cfg.PrefillPerToken)
+	defer s.kv.hold(req.promptTokens + out)()
+	first := time.Now().Add(s.cfg.TTFT + time.Duration(req.promptTokens-req.cached)*s.cfg.PrefillPerToken)
 
-	g := generation{s: s, req: req, chat: chat, out: out, id: id, created: time.Now().Unix()}
+	g := generation{s: s, req: req, chat: chat, out: out, id: id, created: time.Now().Unix(), cached: req.cached}
+	if faultWritesBody(fault, req.stream) {
+		s.faultBody(ctx, w, fault, &g, first)
+		return
+	}
 	if req.stream {
 		if !g.stream(ctx, w, first) {
 			return

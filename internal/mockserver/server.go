@@ -46,6 +46,16 @@ type Config struct {
 	// OnRequest, when set, receives the path and body of every request
 	// (tests inspect what reached the server). The body must not be kept.
 	OnRequest func(path string, body []byte)
+	// Faults injects failures into a share of generation requests (see
+	// faults.go).
+	Faults FaultConfig
+	// PrefixCache counts prefix-cache hits (see prefixcache.go).
+	PrefixCache PrefixCacheConfig
+	// KVCacheTokens is the KV-cache capacity reported on /metrics (see
+	// metrics.go; 0: DefaultKVCacheTokens).
+	KVCacheTokens int
+	// Images is the latency model of /v1/images/generations (images.go).
+	Images ImageConfig
 }
 
 // Server implements the endpoints. Create it with New.
@@ -55,10 +65,14 @@ type Server struct {
 	slots   chan struct{}
 	parsers fastjson.ParserPool
 	seq     atomic.Int64
+	faults  *faultPlan
+	prefix  *prefixCache // nil: no prefix cache
+	kv      kvCache      // /metrics' KV-cache model (metrics.go)
 
 	running, waiting        atomic.Int64
 	requests, completed     atomic.Int64
 	promptTokens, genTokens atomic.Int64
+	images                  atomic.Int64 // generated (images.go)
 	busyMu                  sync.Mutex
 	busySince               time.Time
 	busyTotal               time.Duration
@@ -71,6 +85,13 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("mock server: at least one model name is required")
 	}
 	s := &Server{cfg: cfg, models: map[string]bool{}, startedAt: time.Now()}
+	fp, err := newFaultPlan(cfg.Faults)
+	if err != nil {
+		return nil, err
+	}
+	s.faults = fp
+	s.prefix = newPrefixCache(cfg.PrefixCache)
+	s.kv.init(cfg.KVCacheTokens)
 	for _, m := range cfg.Models {
 		s.models[m] = true
 	}
@@ -86,8 +107,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, false) })
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, true) })
+	mux.HandleFunc("POST /v1/images/generations", s.handleImages)
 	mux.HandleFunc("POST /tokenize", s.handleTokenize)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {})
+	mux.Handle("GET /metrics", s.metricsHandler())
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"version":"fineserve-gen-mock"}`)
@@ -104,6 +127,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+		s.faults.release() // stalled and endless responses end
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
@@ -182,6 +206,8 @@ type request struct {
 	ignoreEOS    bool
 	stream       bool
 	usage        bool
+	blocks       []uint64 // prefix cache block hashes (prefixcache.go)
+	cached       int
 }
 
 // parse reads a completion or chat request body.
@@ -243,6 +269,9 @@ func (s *Server) parse(body []byte, chat bool) (request, error) {
 	}
 	if req.minTokens < 0 || req.minTokens > req.maxTokens {
 		return req, fmt.Errorf("min_tokens must be between 0 and max_tokens (%d), got %d", req.maxTokens, req.minTokens)
+	}
+	if s.prefix != nil {
+		req.blocks = s.prefixBlocks(v, chat, req.model)
 	}
 	return req, nil
 }

@@ -37,6 +37,24 @@ type Arrival struct {
 	// Burst identifies the arrival event this request belongs to; requests of
 	// one micro-burst share it. Otherwise it equals Index.
 	Burst int64
+	// Gen, when set, describes an image-generation request (diffusion
+	// traces); nil for text requests. The schedule CSV does not carry it.
+	Gen *Generation
+}
+
+// Generation is what an image-generation request asks for: how many images
+// (not the input images of Images), how many denoising steps, and the
+// adapters applied on top of the model. Schedules share one Generation
+// between iterations: do not modify it.
+type Generation struct {
+	// Images is the number of images to generate (OpenAI's n, ≥ 1).
+	Images int
+	// Steps is the number of inference steps (0: the server's default).
+	Steps int
+	// NegativeTokens is the length of the negative prompt (0: none).
+	NegativeTokens int
+	// LoRAs and ControlNets name the adapters the request uses.
+	LoRAs, ControlNets []string
 }
 
 // Schedule is an iterator over arrivals in non-decreasing At order. A

@@ -74,6 +74,9 @@ func appendCSVField(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// maxSeconds bounds time_s: the longest offset a time.Duration holds.
+const maxSeconds = float64(1<<63-1) / 1e9
+
 // ReadCSV parses a schedule CSV written by WriteCSV. Errors name the line.
 func ReadCSV(r io.Reader) ([]Arrival, error) {
 	cr := csv.NewReader(r)
@@ -91,23 +94,25 @@ func ReadCSV(r io.Reader) ([]Arrival, error) {
 		if errors.Is(err, io.EOF) {
 			return out, nil
 		}
-		line, _ := cr.FieldPos(0)
-		if err != nil {
+		if err != nil { // a *csv.ParseError names the line
 			return out, fmt.Errorf("schedule: %w", err)
 		}
+		line, _ := cr.FieldPos(0)
 		var a Arrival
 		var errs []error
 		num := func(field string, i int) int64 {
 			v, err := strconv.ParseInt(rec[i], 10, 64)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", field, err))
+			} else if v < 0 {
+				errs = append(errs, fmt.Errorf("%s: %d is negative", field, v))
 			}
 			return v
 		}
 		a.Index = num("index", 0)
 		sec, err := strconv.ParseFloat(rec[1], 64)
-		if err != nil || sec < 0 {
-			errs = append(errs, fmt.Errorf("time_s: invalid %q", rec[1]))
+		if err != nil || !(sec >= 0 && sec < maxSeconds) {
+			errs = append(errs, fmt.Errorf("time_s: invalid %q (want seconds ≥ 0)", rec[1]))
 		}
 		a.At = Seconds(sec)
 		a.InputTokens = int(num("input_len", 2))

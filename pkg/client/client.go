@@ -17,13 +17,16 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
 // Backends: the request kind each --backend sends.
 const (
-	BackendVLLM   = "vllm"        // /v1/completions (FineServe's default)
-	BackendOpenAI = "openai"      // /v1/completions
-	BackendChat   = "openai-chat" // /v1/chat/completions
+	BackendVLLM   = "vllm"          // /v1/completions (FineServe's default)
+	BackendOpenAI = "openai"        // /v1/completions
+	BackendChat   = "openai-chat"   // /v1/chat/completions
+	BackendImages = "openai-images" // /v1/images/generations (images.go)
 )
 
 // Config configures a Client. The zero value is not usable: BaseURL and
@@ -54,12 +57,22 @@ type Config struct {
 	// RequestTimeout bounds a whole request; StallTimeout bounds the time
 	// without a byte from the server. Zero disables either.
 	RequestTimeout, StallTimeout time.Duration
+	// Retries is how many times a request that failed before its first
+	// token with a connect, http_429 or http_5xx error is sent again (0:
+	// never; retries change what a benchmark measures). See Do.
+	Retries int
 	// Insecure skips TLS certificate verification.
 	Insecure bool
 	// Epoch is the instant Result offsets are measured from.
 	Epoch time.Time
 	// Transport replaces the default transport (tests).
 	Transport http.RoundTripper
+	// StdTransport uses net/http's Transport instead of the lean HTTP/1.1
+	// transport (which is also not used when a proxy applies).
+	StdTransport bool
+	// ImageSize is the size ("WxH") of generated images (openai-images;
+	// "" sends none: the server's default).
+	ImageSize string
 }
 
 // Client sends requests to one server. It is safe for concurrent use.
@@ -67,6 +80,7 @@ type Client struct {
 	cfg     Config
 	url     string
 	chat    bool
+	images  bool // openai-images (images.go)
 	http    *http.Client
 	header  http.Header
 	head    []byte // body prefix up to the model value
@@ -74,6 +88,9 @@ type Client struct {
 	omit    map[string]bool
 	buffers sync.Pool
 	decode  sync.Pool
+	// chatTwin sends Request.Chat requests of a completions client: the
+	// same configuration as an openai-chat client, sharing the transport.
+	chatTwin *Client
 }
 
 // New validates cfg and returns a Client.
@@ -94,13 +111,18 @@ func New(cfg Config) (*Client, error) {
 		if path == "" {
 			path = "/v1/chat/completions"
 		}
+	case BackendImages:
+		c.images = true
+		if path == "" {
+			path = "/v1/images/generations"
+		}
 	default:
-		return nil, fmt.Errorf("client: unknown backend %q (want vllm, openai or openai-chat)", cfg.Backend)
+		return nil, fmt.Errorf("client: unknown backend %q (want vllm, openai, openai-chat or openai-images)", cfg.Backend)
 	}
 	c.url = base + path
 	extra, omit, err := parseExtra(cfg.ExtraBody)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("client: extra request body: %w", err)
 	}
 	c.extra, c.omit = extra, omit
 
@@ -110,16 +132,20 @@ func New(cfg Config) (*Client, error) {
 		if idle <= 0 {
 			idle = 1 << 16
 		}
-		tr = &http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
-			DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			MaxIdleConns:        idle,
-			MaxIdleConnsPerHost: idle,
-			IdleConnTimeout:     90 * time.Second,
-			DisableCompression:  true,
-			TLSClientConfig:     &tls.Config{InsecureSkipVerify: cfg.Insecure}, //nolint:gosec // --insecure, warned about
-			WriteBufferSize:     32 << 10,
-			ReadBufferSize:      32 << 10,
+		if !cfg.StdTransport && !proxied(base) {
+			tr = newLeanTransport(idle, cfg.Insecure)
+		} else {
+			tr = &http.Transport{
+				Proxy:               http.ProxyFromEnvironment,
+				DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+				MaxIdleConns:        idle,
+				MaxIdleConnsPerHost: idle,
+				IdleConnTimeout:     90 * time.Second,
+				DisableCompression:  true,
+				TLSClientConfig:     &tls.Config{InsecureSkipVerify: cfg.Insecure}, //nolint:gosec // --insecure, warned about
+				WriteBufferSize:     32 << 10,
+				ReadBufferSize:      32 << 10,
+			}
 		}
 	}
 	c.http = &http.Client{Transport: tr}
@@ -129,15 +155,32 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.buffers.New = func() any { b := make([]byte, 0, 16<<10); return &b }
 	c.decode.New = func() any { return new(decoder) }
+	if !c.chat && !c.images {
+		twin := cfg
+		twin.Backend, twin.Endpoint, twin.Transport = BackendChat, "", tr
+		if c.chatTwin, err = New(twin); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
 // SetModel sets the default model. Like SetEpoch, it must be called before
 // the client is used concurrently.
-func (c *Client) SetModel(m string) { c.cfg.Model = m }
+func (c *Client) SetModel(m string) {
+	c.cfg.Model = m
+	if c.chatTwin != nil {
+		c.chatTwin.SetModel(m)
+	}
+}
 
 // SetEpoch sets the instant Result offsets are measured from.
-func (c *Client) SetEpoch(t time.Time) { c.cfg.Epoch = t }
+func (c *Client) SetEpoch(t time.Time) {
+	c.cfg.Epoch = t
+	if c.chatTwin != nil {
+		c.chatTwin.SetEpoch(t)
+	}
+}
 
 // Chat reports whether the client sends chat completions.
 func (c *Client) Chat() bool { return c.cfg.Backend == BackendChat }
@@ -151,22 +194,33 @@ func (c *Client) HTTPClient() *http.Client { return c.http }
 // Header returns a copy of the headers sent with every request.
 func (c *Client) Header() http.Header { return c.header.Clone() }
 
+// CheckExtraBody reports whether raw is a usable --extra-request-body (a
+// JSON object, or empty), so a bad one is reported before anything is sent.
+func CheckExtraBody(raw []byte) error {
+	_, _, err := parseExtra(raw)
+	return err
+}
+
 // parseExtra turns --extra-request-body into body members and the set of
 // default keys it overrides.
 func parseExtra(raw []byte) ([]byte, map[string]bool, error) {
-	if len(bytes.TrimSpace(raw)) == 0 {
+	if len(bytes.Trim(raw, " \t\r\n")) == 0 {
 		return nil, nil, nil
 	}
 	var m map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&m); err != nil {
-		return nil, nil, fmt.Errorf("extra request body: %w (want a JSON object, e.g. '{\"top_k\": 5}')", err)
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			err = fmt.Errorf("at byte %d: %w", se.Offset, err)
+		}
+		return nil, nil, fmt.Errorf("%w (want a JSON object, e.g. '{\"top_k\": 5}')", err)
 	}
 	if m == nil {
-		return nil, nil, errors.New("extra request body: want a JSON object, got null")
+		return nil, nil, errors.New("want a JSON object, got null")
 	}
-	if dec.More() {
-		return nil, nil, errors.New("extra request body: trailing data after the JSON object")
+	if end := dec.InputOffset(); len(bytes.Trim(raw[end:], " \t\r\n")) > 0 {
+		return nil, nil, fmt.Errorf("trailing data after the JSON object at byte %d", end)
 	}
 	var b []byte
 	omit := make(map[string]bool, len(m))
@@ -177,7 +231,7 @@ func parseExtra(raw []byte) ([]byte, map[string]bool, error) {
 		b = append(b, ':')
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, v); err != nil {
-			return nil, nil, fmt.Errorf("extra request body: %q: %w", k, err)
+			return nil, nil, fmt.Errorf("%q: %w", k, err)
 		}
 		b = append(b, compact.Bytes()...)
 		omit[k] = true
@@ -195,10 +249,22 @@ type Request struct {
 	// list of token ids) or the "content" of a chat user message (a string
 	// or a list of content parts).
 	Prompt []byte
+	// Chat sends this request as a chat completion to /v1/chat/completions
+	// whatever the backend (requests with images).
+	Chat bool
+	// Gen is what an openai-images request generates (nil: one image, the
+	// server's default steps); Prompt is then a JSON string.
+	Gen *arrival.Generation
 }
 
 // AppendBody appends the JSON request body for req.
 func (c *Client) AppendBody(b []byte, req *Request) []byte {
+	if req.Chat && c.chatTwin != nil {
+		return c.chatTwin.AppendBody(b, req)
+	}
+	if c.images {
+		return c.appendImageBody(b, req)
+	}
 	model := req.Model
 	if model == "" {
 		model = c.cfg.Model
@@ -265,22 +331,49 @@ func (c *Client) AppendBody(b []byte, req *Request) []byte {
 
 // Do sends req and fills res (whose Index, Scheduled and target sizes the
 // caller sets). It never returns an error: failures are classified in res.
+//
+// With Config.Retries > 0, an attempt that failed before any token arrived
+// with a connect, http_429 or http_5xx error is sent again after a backoff
+// (the server's Retry-After when it gives one). Sent stays the first
+// attempt's send time, so the latencies of a retried request include every
+// attempt and wait; res.Retries counts the extra attempts and the error
+// fields describe the last one. RequestTimeout bounds all attempts together.
 func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
+	if req.Chat && c.chatTwin != nil {
+		c.chatTwin.Do(ctx, req, res)
+		return
+	}
 	bp := c.buffers.Get().(*[]byte)
 	body := c.AppendBody((*bp)[:0], req)
 	defer func() { *bp = body[:0]; c.buffers.Put(bp) }()
 
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	if c.cfg.RequestTimeout > 0 {
 		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, c.cfg.RequestTimeout, context.DeadlineExceeded)
+		ctx, stop = context.WithTimeoutCause(ctx, c.cfg.RequestTimeout, errRequestTimeout)
 		defer stop()
 	}
+	for first := true; ; first = false {
+		wait := c.attempt(ctx, body, res, first)
+		if wait < 0 || res.Retries >= c.cfg.Retries {
+			return
+		}
+		if !sleepCtx(ctx, wait) {
+			return // the request timed out or the run stopped: keep the last failure
+		}
+		res.Retries++
+		res.clearAttempt()
+	}
+}
+
+// attempt sends body once. It returns how long to wait before a retry, or
+// -1 when the failure (or success) is final.
+func (c *Client) attempt(ctx context.Context, body []byte, res *Result, first bool) time.Duration {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		c.fail(res, ErrProtocol, err.Error())
-		return
+		return -1
 	}
 	hreq.Header = c.header
 	hreq.ContentLength = int64(len(body))
@@ -290,18 +383,29 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 		watchdog = time.AfterFunc(c.cfg.StallTimeout, func() { cancel(errStall) })
 		defer watchdog.Stop()
 	}
-	res.Sent = c.since()
+	if first {
+		res.Sent = c.since()
+	}
 	resp, err := c.http.Do(hreq)
 	if err != nil {
 		c.failErr(ctx, res, err, false)
-		return
+		return c.retryWait(res, 0)
 	}
 	defer resp.Body.Close()
+	var rd io.Reader = resp.Body
+	if watchdog != nil {
+		watchdog.Reset(c.cfg.StallTimeout) // the headers were bytes too
+		rd = &stallReader{r: resp.Body, t: watchdog, d: c.cfg.StallTimeout}
+	}
 	res.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		c.fail(res, statusClass(resp.StatusCode), errorMessage(resp.Status, msg))
-		return
+		msg, _ := io.ReadAll(io.LimitReader(rd, 4<<10))
+		status := resp.Status
+		if status == "" {
+			status = "HTTP " + strconv.Itoa(resp.StatusCode)
+		}
+		c.fail(res, statusClass(resp.StatusCode), errorMessage(status, msg))
+		return c.retryWait(res, retryAfter(resp.Header.Get("Retry-After")))
 	}
 	d := c.decode.Get().(*decoder)
 	defer c.decode.Put(d)
@@ -310,23 +414,103 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 	} else {
 		d.lines.onRead = nil
 	}
-	if c.cfg.Stream && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+	if c.images {
+		err = c.readImages(d, rd, res)
+	} else if c.cfg.Stream && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		err = c.readStream(d, resp.Body, res)
 	} else {
-		err = c.readWhole(d, resp.Body, res)
+		err = c.readWhole(d, rd, res)
 	}
-	if err != nil {
-		var pe protocolError
-		var se streamError
-		switch {
-		case errors.As(err, &pe):
-			c.fail(res, ErrProtocol, pe.Error())
-		case errors.As(err, &se):
-			c.fail(res, se.class, se.msg)
-		default:
-			c.failErr(ctx, res, err, true)
+	if err == nil {
+		return -1
+	}
+	var pe protocolError
+	var se streamError
+	switch {
+	case ctx.Err() != nil:
+		// A timeout or the run's stop, whatever the read made of it.
+		c.failErr(ctx, res, err, true)
+	case errors.As(err, &pe):
+		c.fail(res, ErrProtocol, pe.Error())
+	case errors.As(err, &se):
+		c.fail(res, se.class, se.msg)
+	default:
+		c.failErr(ctx, res, err, true)
+	}
+	return c.retryWait(res, 0)
+}
+
+// retryWait decides whether res's failure is retried and after how long:
+// only failures before any token of the classes connect, http_429 and
+// http_5xx are, after the server's Retry-After (at most maxRetryAfter) or
+// an exponential backoff. It returns -1 for no retry.
+func (c *Client) retryWait(res *Result, after time.Duration) time.Duration {
+	if c.cfg.Retries <= 0 || res.Retries >= c.cfg.Retries || res.FirstToken != 0 {
+		return -1
+	}
+	switch res.ErrorClass {
+	case ErrConnect, ErrHTTP429, ErrHTTP5xx:
+	default:
+		return -1
+	}
+	if after > 0 {
+		return min(after, maxRetryAfter)
+	}
+	return min(retryBackoff<<min(res.Retries, 16), maxRetryBackoff)
+}
+
+// Retry waits: the first retry waits retryBackoff, each further one twice
+// as long up to maxRetryBackoff; a server's Retry-After is honoured up to
+// maxRetryAfter.
+const (
+	retryBackoff    = 100 * time.Millisecond
+	maxRetryBackoff = 5 * time.Second
+	maxRetryAfter   = 30 * time.Second
+)
+
+// retryAfter parses a Retry-After header: seconds or an HTTP date.
+func retryAfter(v string) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
 		}
+		return time.Duration(min(n, int64(maxRetryAfter/time.Second))) * time.Second
 	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+// sleepCtx waits d; it reports false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// stallReader re-arms the stall watchdog whenever a read returns bytes.
+type stallReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if n > 0 {
+		s.t.Reset(s.d)
+	}
+	return n, err
 }
 
 func (c *Client) since() time.Duration { return time.Since(c.cfg.Epoch) }
@@ -343,16 +527,49 @@ func (c *Client) failErr(ctx context.Context, res *Result, err error, gotRespons
 	if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 		err = fmt.Errorf("%w (%w)", err, cause)
 	}
-	c.fail(res, classify(ctx, err, gotResponse), err.Error())
+	class := classify(ctx, err, gotResponse)
+	msg := err.Error()
+	if class == ErrConnect && errors.Is(err, io.EOF) {
+		msg = "the server closed the connection without answering: " + msg
+	}
+	c.fail(res, class, msg)
 }
 
 // redact removes the API key from a message, should a server echo it.
-func (c *Client) redact(s string) string {
-	if c.cfg.APIKey == "" || !strings.Contains(s, c.cfg.APIKey) {
+func (c *Client) redact(s string) string { return Redact(s, c.cfg.APIKey) }
+
+// Redact returns s without secret: every occurrence is replaced by
+// "[redacted]", and so is every run of at least redactMin characters that
+// starts like secret (a copy cut short by truncation).
+func Redact(s, secret string) string {
+	if secret == "" {
 		return s
 	}
-	return strings.ReplaceAll(s, c.cfg.APIKey, "[redacted]")
+	s = strings.ReplaceAll(s, secret, "[redacted]")
+	k := min(len(secret), redactMin)
+	var b strings.Builder
+	for {
+		i := strings.Index(s, secret[:k])
+		if i < 0 {
+			break
+		}
+		n := k
+		for n < len(secret) && i+n < len(s) && s[i+n] == secret[n] {
+			n++
+		}
+		b.WriteString(s[:i])
+		b.WriteString("[redacted]")
+		s = s[i+n:]
+	}
+	if b.Len() == 0 {
+		return s
+	}
+	b.WriteString(s)
+	return b.String()
 }
+
+// redactMin is the shortest start of the key that is redacted on its own.
+const redactMin = 6
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

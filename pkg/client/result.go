@@ -2,7 +2,10 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -23,6 +26,10 @@ type Result struct {
 	TokenTimes []time.Duration
 	// InputLen and OutputLen are the target sizes; Images the input images.
 	InputLen, OutputLen, Images int
+	// Generate is the number of images an image-generation request asks
+	// for (0: a text request, with tokens); Generated those the response
+	// held. Image generations have no tokens: no TTFT, ITL or TPOT.
+	Generate, Generated int
 	// PromptTokens is the server's usage.prompt_tokens (-1 when not given);
 	// CompletionTokens is usage.completion_tokens, else the chunks counted.
 	PromptTokens, CompletionTokens int
@@ -45,6 +52,15 @@ func (r *Result) Reset() {
 	*r = Result{TokenTimes: tt, PromptTokens: -1, CachedTokens: -1}
 }
 
+// clearAttempt forgets what a failed attempt observed before a retry,
+// keeping the request's identity, its first send time and Retries.
+func (r *Result) clearAttempt() {
+	r.FirstToken, r.End = 0, 0
+	r.TokenTimes = r.TokenTimes[:0]
+	r.PromptTokens, r.CompletionTokens, r.CachedTokens = -1, 0, -1
+	r.Status, r.ErrorClass, r.Error = 0, "", ""
+}
+
 // OK reports whether the request succeeded.
 func (r *Result) OK() bool { return r.ErrorClass == "" }
 
@@ -64,27 +80,40 @@ func (r *Result) OutputTokens() int { return r.CompletionTokens }
 
 // Error classes of failed requests.
 const (
-	ErrConnect  = "connect"  // the connection could not be made
+	ErrConnect  = "connect"  // no connection, or closed by the server without a byte of response
 	ErrTimeout  = "timeout"  // --request-timeout or --stall-timeout expired
-	ErrHTTP4xx  = "http_4xx" // the server refused the request (not 429)
+	ErrHTTP4xx  = "http_4xx" // the server refused the request with a 4xx (not 429)
 	ErrHTTP429  = "http_429" // the server asked to slow down
-	ErrHTTP5xx  = "http_5xx" // the server failed
-	ErrReset    = "reset"    // the connection broke while the response was read
-	ErrProtocol = "protocol" // the response was not a valid OpenAI response or stream
+	ErrHTTP5xx  = "http_5xx" // the server failed (a 5xx, or a 5xx error object in a stream)
+	ErrReset    = "reset"    // the connection broke after the response started
+	ErrProtocol = "protocol" // not a valid OpenAI response or stream, or an unexpected status
 	ErrCanceled = "canceled" // the run was stopped while the request was in flight
 )
 
 // ErrorClasses lists every class, in report order.
 var ErrorClasses = []string{ErrConnect, ErrTimeout, ErrHTTP4xx, ErrHTTP429, ErrHTTP5xx, ErrReset, ErrProtocol, ErrCanceled}
 
-// errStall marks a response that stopped sending for --stall-timeout.
-var errStall = errors.New("no byte received within the stall timeout")
+// errStall marks a response that stopped sending for --stall-timeout;
+// errRequestTimeout a request that outlived --request-timeout.
+var (
+	errStall          = fmt.Errorf("stall timeout: no byte received for the stall timeout: %w", context.DeadlineExceeded)
+	errRequestTimeout = fmt.Errorf("request timeout expired: %w", context.DeadlineExceeded)
+)
 
-// classify maps a transport or read error to an error class.
+// classify maps a transport or read error to an error class. gotResponse
+// tells whether the status line had arrived.
+//
+//   - timeout: one of our timers (request or stall timeout) expired, or a
+//     network timeout;
+//   - canceled: the run stopped while the request was in flight;
+//   - connect: no connection could be made (refused, DNS, dial, TLS
+//     handshake or certificate), or the server closed it without sending
+//     a byte of response;
+//   - reset: the connection broke (RST, or closed mid-response).
 func classify(ctx context.Context, err error, gotResponse bool) string {
 	var ne net.Error
 	switch {
-	case errors.Is(err, errStall), errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
 		return ErrTimeout
 	case errors.Is(err, context.Canceled) || ctx.Err() == context.Canceled:
 		return ErrCanceled
@@ -92,8 +121,17 @@ func classify(ctx context.Context, err error, gotResponse bool) string {
 		return ErrTimeout
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return ErrConnect
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, io.ErrUnexpectedEOF):
 		return ErrReset
+	}
+	var cv *tls.CertificateVerificationError
+	var rh tls.RecordHeaderError
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	if errors.As(err, &cv) || errors.As(err, &rh) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci) {
+		return ErrConnect
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
@@ -104,11 +142,8 @@ func classify(ctx context.Context, err error, gotResponse bool) string {
 		return ErrConnect
 	}
 	if !gotResponse {
-		// The server closed the connection before answering: on a fresh
-		// connection that is a refusal to serve, on a reused one a reset.
-		if errors.Is(err, io.EOF) {
-			return ErrReset
-		}
+		// The server accepted the connection and closed it without a byte
+		// of response (or the client could not write the request).
 		return ErrConnect
 	}
 	return ErrReset
@@ -121,7 +156,9 @@ func statusClass(code int) string {
 		return ErrHTTP429
 	case code >= 500:
 		return ErrHTTP5xx
-	default:
+	case code >= 400:
 		return ErrHTTP4xx
+	default: // 1xx, 3xx or a 2xx other than 200: not an OpenAI answer
+		return ErrProtocol
 	}
 }

@@ -20,6 +20,7 @@ type lineReader struct {
 	r          io.Reader
 	buf        []byte
 	head, tail int
+	scanned    int // buf[head:scanned] holds no '\n' (a long line is scanned once)
 	at         time.Time
 	now        func() time.Time
 	// onRead, when set, is called after every read that returned bytes
@@ -31,7 +32,7 @@ type lineReader struct {
 }
 
 func (l *lineReader) reset(r io.Reader, buf []byte) {
-	l.r, l.buf, l.head, l.tail, l.err = r, buf[:cap(buf)], 0, 0, nil
+	l.r, l.buf, l.head, l.tail, l.scanned, l.err = r, buf[:cap(buf)], 0, 0, 0, nil
 	l.at = time.Time{}
 }
 
@@ -40,16 +41,19 @@ func (l *lineReader) reset(r io.Reader, buf []byte) {
 // final unterminated line is returned before io.EOF.
 func (l *lineReader) next() ([]byte, time.Time, error) {
 	for {
-		if i := bytes.IndexByte(l.buf[l.head:l.tail], '\n'); i >= 0 {
-			line := l.buf[l.head : l.head+i]
-			l.head += i + 1
+		from := max(l.head, l.scanned)
+		if i := bytes.IndexByte(l.buf[from:l.tail], '\n'); i >= 0 {
+			line := l.buf[l.head : from+i]
+			l.head = from + i + 1
 			if n := len(line); n > 0 && line[n-1] == '\r' {
 				line = line[:n-1]
 			}
 			return line, l.at, nil
 		}
+		l.scanned = l.tail
 		if l.head > 0 {
 			l.tail = copy(l.buf, l.buf[l.head:l.tail])
+			l.scanned -= l.head
 			l.head = 0
 		}
 		if l.err != nil {

@@ -10,6 +10,9 @@ import (
 	"github.com/valyala/fastjson"
 )
 
+// maxChunks bounds the text chunks of one response (8 MiB of token times).
+const maxChunks = 1 << 20
+
 // protocolError is a response that is not a valid OpenAI response.
 type protocolError struct{ msg string }
 
@@ -67,6 +70,9 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 			}
 			res.TokenTimes = append(res.TokenTimes, t)
 			chunks++
+			if chunks > maxChunks { // a stream that never ends must not exhaust memory
+				return protocolError{fmt.Sprintf("more than %d chunks carrying text: the stream does not end", maxChunks)}
+			}
 		}
 		usage = usage || u
 		return nil

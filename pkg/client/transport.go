@@ -66,6 +66,7 @@ type leanConn struct {
 	t        *leanTransport
 	key      string
 	nc       net.Conn
+	raw      net.Conn // the TCP connection under nc
 	cc       *countingConn
 	br       *bufio.Reader
 	wbuf     []byte
@@ -83,15 +84,22 @@ func hostPort(u *http.Request) string {
 	return host
 }
 
-// get returns an idle connection for key or dials a new one.
+// get returns an idle connection for key or dials a new one. An idle
+// connection is reused only if it is still open: a server closes idle
+// keep-alive connections (uvicorn after 5 s), and a request written on one
+// of those would be lost.
 func (t *leanTransport) get(ctx context.Context, req *http.Request, key string) (*leanConn, bool, error) {
 	now := time.Now()
-	t.mu.Lock()
-	for stack := t.idle[key]; len(stack) > 0; stack = t.idle[key] {
+	for {
+		t.mu.Lock()
+		stack := t.idle[key]
+		if len(stack) == 0 {
+			break // with t.mu held
+		}
 		c := stack[len(stack)-1]
 		t.idle[key] = stack[:len(stack)-1]
-		if now.Sub(c.lastUsed) < t.idleTimeout {
-			t.mu.Unlock()
+		t.mu.Unlock()
+		if now.Sub(c.lastUsed) < t.idleTimeout && c.alive() {
 			return c, true, nil
 		}
 		c.nc.Close()
@@ -102,6 +110,7 @@ func (t *leanTransport) get(ctx context.Context, req *http.Request, key string) 
 	if err != nil {
 		return nil, false, err
 	}
+	raw := nc
 	if req.URL.Scheme == "https" {
 		cfg := t.tlsConfig.Clone()
 		if cfg.ServerName == "" {
@@ -115,7 +124,7 @@ func (t *leanTransport) get(ctx context.Context, req *http.Request, key string) 
 		nc = tc
 	}
 	cc := &countingConn{Conn: nc}
-	return &leanConn{t: t, key: key, nc: nc, cc: cc, br: bufio.NewReaderSize(cc, 32<<10), wbuf: make([]byte, 0, 16<<10)}, false, nil
+	return &leanConn{t: t, key: key, nc: nc, raw: raw, cc: cc, br: bufio.NewReaderSize(cc, 32<<10), wbuf: make([]byte, 0, 16<<10)}, false, nil
 }
 
 // put returns a connection whose response was read to the end.
@@ -143,7 +152,9 @@ func (t *leanTransport) CloseIdleConnections() {
 	}
 }
 
-// errStale is a reused connection the server had closed before our request.
+// errStale is a reused connection that failed while the request was being
+// written: the server never received the whole request, so it is sent again
+// on another connection.
 var errStale = errors.New("keep-alive connection closed by the server")
 
 // errNoResponse is a server that closed a connection without a byte of
@@ -170,14 +181,11 @@ func (t *leanTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		resp, err := c.roundTrip(ctx, req, body)
-		if errors.Is(err, errStale) {
-			if reused && attempt < 2 {
-				continue // a pooled connection the server had closed: retry on another
-			}
-			if errors.Is(err, errNoResponse) {
-				err = errNoResponse // a fresh connection: the server refused to answer
-			}
+		if errors.Is(err, errStale) && reused && attempt < 2 {
+			continue // the request was not delivered: send it on another connection
 		}
+		// Once a request is written it is never sent again here: the server
+		// may have read it (retries are --retries, counted in the results).
 		return resp, err
 	}
 }
@@ -282,7 +290,7 @@ func (c *leanConn) roundTrip(ctx context.Context, req *http.Request, body []byte
 	resp, err := http.ReadResponse(c.br, req)
 	if err != nil {
 		if c.cc.n == before && ctx.Err() == nil && (isConnGone(err) || errors.Is(err, io.ErrUnexpectedEOF)) {
-			err = fmt.Errorf("%w: %w", errStale, errNoResponse)
+			err = errNoResponse
 		}
 		return fail(err)
 	}

@@ -195,3 +195,59 @@ func TestLeanTransportRejectsHeaderInjection(t *testing.T) {
 		t.Errorf("err %v, want an invalid header error", err)
 	}
 }
+
+// TestLeanTransportNeverResendsADeliveredRequest: a server that reads each
+// request and closes the connection without answering must see every
+// request exactly once, on fresh and on reused connections alike.
+func TestLeanTransportNeverResendsADeliveredRequest(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var mu sync.Mutex
+	seen := 0
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for n := 0; ; n++ {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					mu.Lock()
+					seen++
+					mu.Unlock()
+					if n == 1 { // answer the first request, drop the second
+						return
+					}
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				}
+			}()
+		}
+	}()
+	tr := newLeanTransport(10, false)
+	url := "http://" + ln.Addr().String()
+	if b, err := leanGet(t, tr, context.Background(), url); err != nil || b != "ok" {
+		t.Fatalf("first request: %q %v", b, err)
+	}
+	// The second request goes out on the reused connection, is read by the
+	// server, and the connection closes without a response.
+	_, err = leanGet(t, tr, context.Background(), url)
+	if !errors.Is(err, errNoResponse) {
+		t.Errorf("second request: %v, want the no-response error", err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if seen != 2 {
+		t.Errorf("the server received %d requests for 2 sent: a delivered request was sent again", seen)
+	}
+}

@@ -31,6 +31,7 @@ type Collector struct {
 	CachedTokens              int64 // prompt tokens served from the prefix cache
 	Retries                   int64
 	Images                    int64
+	GeneratedImages           int64 // images returned by image-generation requests
 	ErrorsByClass             map[string]int64
 	ErrorSamples              []ErrorSample
 
@@ -94,6 +95,12 @@ func (c *Collector) Add(r *client.Result) {
 	}
 	ttft := r.TTFT()
 	e2e := r.E2E()
+	if r.Generate > 0 { // an image generation: no tokens, end to end only
+		c.GeneratedImages += int64(r.Generated)
+		c.E2E.Record(e2e)
+		c.E2ESched.Record(r.End - r.Scheduled)
+		return
+	}
 	c.TTFT.Record(ttft)
 	c.E2E.Record(e2e)
 	c.TTFTSched.Record(r.FirstToken - r.Scheduled)
@@ -118,6 +125,7 @@ func (c *Collector) Merge(o *Collector) {
 	c.CachedTokens += o.CachedTokens
 	c.Retries += o.Retries
 	c.Images += o.Images
+	c.GeneratedImages += o.GeneratedImages
 	for k, v := range o.ErrorsByClass {
 		c.ErrorsByClass[k] += v
 	}

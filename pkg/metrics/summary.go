@@ -48,6 +48,11 @@ type Summary struct {
 	Retries       int64            `json:"retries"`
 	CachedTokens  int64            `json:"cached_prompt_tokens"`
 	Images        int64            `json:"total_input_images,omitempty"`
+	// Image generation (--backend openai-images): images returned and
+	// images/s over the run. Such runs have no tokens: their TTFT, TPOT
+	// and ITL keys are left out (see NoTokenMetrics).
+	GeneratedImages int64   `json:"total_generated_images,omitempty"`
+	ImageThroughput float64 `json:"image_throughput,omitempty"`
 
 	// Prompt sizing against the server's usage.prompt_tokens.
 	PromptTokensCounted   int64   `json:"prompt_tokens_counted"`
@@ -108,16 +113,22 @@ type distField struct {
 	get    func(*Summary) *Dist
 	name   string
 	prefix bool // FineServe style: mean_ttft_ms; else send_lag_mean_ms
+	tokens bool // measured on tokens: absent from image-generation runs
 }
 
+// NoTokenMetrics reports whether the run generated images
+// (--backend openai-images): its requests have no tokens, so TTFT, TPOT
+// and ITL do not apply and are left out of the summary and the table.
+func (s *Summary) NoTokenMetrics() bool { return s.Backend == "openai-images" }
+
 var distFields = []distField{
-	{func(s *Summary) *Dist { return &s.E2E }, "e2e_latency", true},
-	{func(s *Summary) *Dist { return &s.TTFT }, "ttft", true},
-	{func(s *Summary) *Dist { return &s.TPOT }, "tpot", true},
-	{func(s *Summary) *Dist { return &s.ITL }, "itl", true},
-	{func(s *Summary) *Dist { return &s.SendLag }, "send_lag", false},
-	{func(s *Summary) *Dist { return &s.TTFTFromScheduled }, "ttft_from_scheduled", false},
-	{func(s *Summary) *Dist { return &s.E2EFromScheduled }, "e2e_from_scheduled", false},
+	{func(s *Summary) *Dist { return &s.E2E }, "e2e_latency", true, false},
+	{func(s *Summary) *Dist { return &s.TTFT }, "ttft", true, true},
+	{func(s *Summary) *Dist { return &s.TPOT }, "tpot", true, true},
+	{func(s *Summary) *Dist { return &s.ITL }, "itl", true, true},
+	{func(s *Summary) *Dist { return &s.SendLag }, "send_lag", false, false},
+	{func(s *Summary) *Dist { return &s.TTFTFromScheduled }, "ttft_from_scheduled", false, true},
+	{func(s *Summary) *Dist { return &s.E2EFromScheduled }, "e2e_from_scheduled", false, false},
 }
 
 // distStat is one figure of a Dist with its name in both key styles.
@@ -152,6 +163,9 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Write(b[:len(b)-1])
 	for _, f := range distFields {
+		if s.NoTokenMetrics() && f.tokens {
+			continue // absent, not zero: image generations have no tokens
+		}
 		d := f.get(&s)
 		for _, st := range d.stats() {
 			fmt.Fprintf(&buf, ",%q:", f.key(st))
@@ -286,6 +300,7 @@ func (c *Collector) Summarize(s *Summary, dur time.Duration) {
 		s.ErrorRate = float64(c.Failed) / float64(n)
 	}
 	s.Retries, s.CachedTokens, s.Images = c.Retries, c.CachedTokens, c.Images
+	s.GeneratedImages, s.ImageThroughput = c.GeneratedImages, per(float64(c.GeneratedImages))
 	s.PromptTokensCounted = c.PromptCounted
 	s.PromptTokensErrorMax = c.PromptErrMax
 	if c.PromptCounted > 0 {

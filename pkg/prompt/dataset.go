@@ -1,11 +1,13 @@
 package prompt
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 )
 
@@ -54,18 +56,21 @@ func LoadDataset(path, kind string, limit int) (*Dataset, error) {
 	return d, nil
 }
 
-// ReadDataset is LoadDataset on a reader.
+// ReadDataset is LoadDataset on a reader. Errors name the line, the array
+// element and the field where the problem is.
 func ReadDataset(r io.Reader, kind string, limit int) (*Dataset, error) {
-	dec := json.NewDecoder(r)
+	lc := &lineCounter{r: r}
+	dec := json.NewDecoder(lc)
 	tok, err := dec.Token()
 	if err != nil {
-		return nil, fmt.Errorf("want a JSON array: %w", err)
+		return nil, fmt.Errorf("line %d: want a JSON array: %w", lc.line(dec.InputOffset()), eofError(err))
 	}
 	if delim, ok := tok.(json.Delim); !ok || delim != '[' {
-		return nil, fmt.Errorf("want a JSON array, got %v", tok)
+		return nil, fmt.Errorf("line 1: want a JSON array, got %v", tok)
 	}
 	d := &Dataset{}
-	for i := 0; dec.More(); i++ {
+	i := 0
+	for ; dec.More(); i++ {
 		var e struct {
 			Conversations []struct {
 				Value string `json:"value"`
@@ -76,9 +81,11 @@ func ReadDataset(r io.Reader, kind string, limit int) (*Dataset, error) {
 			InputText    string `json:"input_text"`
 			OutputLength *int   `json:"output_length"`
 		}
+		start := dec.InputOffset()
 		if err := dec.Decode(&e); err != nil {
-			return nil, fmt.Errorf("entry %d (near byte %d): %w", i, dec.InputOffset(), err)
+			return nil, lc.entryError(start, i, err)
 		}
+		lc.release(dec.InputOffset())
 		switch kind {
 		case "sharegpt_pre":
 			if strings.TrimSpace(e.InputText) == "" {
@@ -108,13 +115,104 @@ func ReadDataset(r io.Reader, kind string, limit int) (*Dataset, error) {
 			d.Outputs = append(d.Outputs, CountWords(conv[1].Value))
 		}
 		if limit > 0 && len(d.Prompts) >= limit {
-			break
+			return d, nil
 		}
+	}
+	// The array must be closed: a file cut short is not a smaller dataset.
+	end := dec.InputOffset()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim(']') {
+		if err == nil {
+			err = fmt.Errorf("unexpected %v", tok)
+		}
+		return nil, fmt.Errorf("line %d: after element [%d]: want , or ] : %w", lc.line(end), i-1, eofError(err))
 	}
 	if len(d.Prompts) == 0 {
 		return nil, errors.New("no usable prompts (entries need two conversation turns, or input_text)")
 	}
 	return d, nil
+}
+
+// eofError names a file that ends too early.
+func eofError(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("the file ends early: %w", io.ErrUnexpectedEOF)
+	}
+	return err
+}
+
+// lineCounter passes reads through to a JSON decoder and keeps the bytes
+// the decoder may still report an offset in, so that offsets become line
+// numbers. Memory: the bytes since the last release (about one element).
+type lineCounter struct {
+	r     io.Reader
+	buf   []byte // the bytes from offset base on
+	base  int64
+	lines int // newlines before base
+}
+
+func (c *lineCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.buf = append(c.buf, p[:n]...)
+	return n, err
+}
+
+func (c *lineCounter) index(off int64) int {
+	return int(min(max(off-c.base, 0), int64(len(c.buf))))
+}
+
+// line returns the 1-based line of byte offset off (not before the last
+// release).
+func (c *lineCounter) line(off int64) int {
+	return c.lines + bytes.Count(c.buf[:c.index(off)], []byte{'\n'}) + 1
+}
+
+// release forgets the bytes before offset off.
+func (c *lineCounter) release(off int64) {
+	k := c.index(off)
+	c.lines += bytes.Count(c.buf[:k], []byte{'\n'})
+	c.buf = c.buf[k:]
+	c.base += int64(k)
+}
+
+// entryError places the error of decoding array element i, which starts
+// after offset start, on its line and names the field.
+func (c *lineCounter) entryError(start int64, i int, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			field = "the element"
+		}
+		return fmt.Errorf("line %d: element [%d]: %s: want %s, got a JSON %s", c.line(start+te.Offset-1), i, field, jsonKind(te.Type.Kind()), te.Value)
+	}
+	// The decoder's syntax error offsets do not count the bytes it skipped
+	// between elements: find the error again in the element's own bytes.
+	k := c.index(start)
+	v := c.buf[k:]
+	for len(v) > 0 && (v[0] == ',' || v[0] == ' ' || v[0] == '\t' || v[0] == '\r' || v[0] == '\n') {
+		v, k = v[1:], k+1
+	}
+	var raw json.RawMessage
+	var se *json.SyntaxError
+	if rerr := json.NewDecoder(bytes.NewReader(v)).Decode(&raw); errors.As(rerr, &se) && se.Offset > 0 {
+		return fmt.Errorf("line %d: element [%d]: %w", c.line(c.base+int64(k)+se.Offset-1), i, err)
+	}
+	return fmt.Errorf("line %d: element [%d]: %w", c.line(c.base+int64(len(c.buf))), i, eofError(err))
+}
+
+// jsonKind names what a Go kind is in JSON.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "an integer"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return k.String()
 }
 
 // CountWords counts whitespace-separated words: how the built-in server

@@ -46,6 +46,7 @@ type Builder struct {
 	dataset *Dataset
 	ids     pool // pre-encoded token ids: `123,456,…`
 	words   pool // pre-encoded words: ` the of …`
+	images  imageSource
 }
 
 // Options configures a Builder.
@@ -62,11 +63,15 @@ type Options struct {
 	Suffix string
 	// Dataset, when set, supplies real prompt text (forces text).
 	Dataset *Dataset
+	// Images sizes the synthetic images of arrivals with Images > 0 (see
+	// images.go); the zero value is 512x512 with DefaultTokensPerImage.
+	Images ImageOptions
 }
 
 // New returns a Builder for o.
 func New(o Options) *Builder {
 	b := &Builder{format: o.Format, chat: o.Chat, salt: o.Salt, suffix: o.Suffix, dataset: o.Dataset}
+	b.images.opts = o.Images.withDefaults()
 	if o.Chat || o.Dataset != nil {
 		b.format = Text
 	}
@@ -79,8 +84,13 @@ func New(o Options) *Builder {
 func (b *Builder) Format() Format { return b.format }
 
 // Append appends the JSON prompt value for a: the "prompt" of a completion
-// or the "content" of a chat message.
+// or the "content" of a chat message. An arrival with images gets chat
+// content parts (text, then its images: see images.go), to be sent as a
+// chat completion whatever the backend.
 func (b *Builder) Append(dst []byte, a *arrival.Arrival) []byte {
+	if a.Images > 0 {
+		return b.appendMultimodal(dst, a)
+	}
 	n := max(a.InputTokens, 1)
 	if b.format == TokenIDs {
 		dst = append(dst, '[')
@@ -88,6 +98,12 @@ func (b *Builder) Append(dst []byte, a *arrival.Arrival) []byte {
 		return append(dst, ']')
 	}
 	dst = append(dst, '"')
+	dst = b.appendText(dst, a, n)
+	return append(dst, '"')
+}
+
+// appendText writes n tokens of text for a, escaped for a JSON string.
+func (b *Builder) appendText(dst []byte, a *arrival.Arrival, n int) []byte {
 	if b.dataset != nil && len(a.PrefixBlocks) == 0 {
 		dst = b.dataset.appendText(dst, a.Index, n)
 	} else {
@@ -97,7 +113,7 @@ func (b *Builder) Append(dst []byte, a *arrival.Arrival) []byte {
 		dst = append(dst, ' ')
 		dst = appendEscaped(dst, b.suffix)
 	}
-	return append(dst, '"')
+	return dst
 }
 
 // appendBody writes n separated units: the prefix blocks of a first (each

@@ -51,7 +51,7 @@ func TestPromptsDifferFromTheFirstToken(t *testing.T) {
 		b := New(Options{Format: f, Salt: 7})
 		seen := map[string]int64{}
 		for i := range int64(20000) {
-			a := arrival.Arrival{Index: i, InputTokens: 64}
+			a := arrival.Arrival{Index: i, InputTokens: 16}
 			p := b.Append(nil, &a)
 			// A prefix cache shares whole blocks (16 tokens in vLLM): two
 			// requests whose first 16 units agree would share a block.

@@ -72,7 +72,8 @@ func (rw *RecordWriter) Close() error {
 // AppendRecord appends r as one JSON line with the fields of the results
 // contract: index, scheduled_s, sent_s, ttft_ms, e2e_ms, itl_ms, input_len,
 // output_len, prompt_tokens, completion_tokens, model, status, error; plus
-// error_class, cached_tokens, images and retries.
+// error_class, cached_tokens, images and retries, and for image generations
+// generate_images and generated_images (their ttft_ms is null).
 func AppendRecord(b []byte, r *client.Result) []byte {
 	b = append(b, `{"index":`...)
 	b = strconv.AppendInt(b, r.Index, 10)
@@ -107,6 +108,12 @@ func AppendRecord(b []byte, r *client.Result) []byte {
 	b = appendOptInt(b, r.CachedTokens)
 	b = append(b, `,"images":`...)
 	b = strconv.AppendInt(b, int64(r.Images), 10)
+	if r.Generate > 0 { // image generation: images asked for and returned
+		b = append(b, `,"generate_images":`...)
+		b = strconv.AppendInt(b, int64(r.Generate), 10)
+		b = append(b, `,"generated_images":`...)
+		b = strconv.AppendInt(b, int64(r.Generated), 10)
+	}
 	b = append(b, `,"model":`...)
 	b = appendString(b, r.Model)
 	b = append(b, `,"status":`...)

@@ -64,6 +64,9 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 	if s.NotSent > 0 {
 		t.row("Not sent (run stopped):", s.NotSent)
 	}
+	if s.Retries > 0 {
+		t.row("Retries (extra attempts):", s.Retries)
+	}
 	t.row("Benchmark duration (s):", s.Duration)
 	t.row("Total input tokens:", s.TotalInputTokens)
 	t.row("Total generated tokens:", s.TotalOutputTokens)
@@ -72,10 +75,18 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 	t.row("Output token throughput (tok/s):", s.OutputThroughput)
 	t.row("Total token throughput (tok/s):", s.TotalThroughput)
 	t.row("Concurrency:", s.Concurrency)
+	if s.NoTokenMetrics() {
+		t.row("Total generated images:", s.GeneratedImages)
+		t.row("Image throughput (images/s):", s.ImageThroughput)
+	}
 	t.line("%s", center("End-to-End Latency", '-', 50))
 	t.row("Mean E2E Latency (ms):", s.E2E.Mean)
 	t.row("Median E2E Latency (ms):", s.E2E.Median)
 	t.row("P99 E2E Latency (ms):", s.E2E.P99)
+	if s.NoTokenMetrics() {
+		writeImageLatency(t, s)
+		return t.err
+	}
 	t.line("%s", center("Time to First Token", '-', 50))
 	t.row("Mean TTFT (ms):", s.TTFT.Mean)
 	t.row("Median TTFT (ms):", s.TTFT.Median)
@@ -101,6 +112,33 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 	if s.PromptTokensCounted > 0 {
 		t.row("Prompt tokens vs target, mean |err|:", s.PromptTokensErrorMean)
 	}
+	writeErrors(t, s)
+	return t.err
+}
+
+// writeImageLatency ends the table of an image-generation run: TTFT and
+// ITL do not apply (no tokens), so they are named as absent, not zero.
+func writeImageLatency(t *table, s *metrics.Summary) {
+	t.line("%s", center("Time to First Token", '-', 50))
+	t.line("not applicable: image generation has no tokens (end-to-end only)")
+	t.line("%s", center("Inter-Token Latency", '-', 50))
+	t.line("not applicable: image generation has no tokens (end-to-end only)")
+	t.line("%s", center("Schedule Keeping", '-', 50))
+	t.row("Send lag P50 (ms):", s.SendLag.Median)
+	t.row("Send lag P99 (ms):", s.SendLag.P99)
+	t.row("Send lag Max (ms):", s.SendLag.Max)
+	t.row("P99 E2E from scheduled time (ms):", s.E2EFromScheduled.P99)
+	if s.Queued > 0 {
+		t.row("Waited for a concurrency slot:", s.Queued)
+	}
+	if s.PromptTokensCounted > 0 {
+		t.row("Prompt tokens vs target, mean |err|:", s.PromptTokensErrorMean)
+	}
+	writeErrors(t, s)
+}
+
+// writeErrors ends the table: errors by class and the first failures.
+func writeErrors(t *table, s *metrics.Summary) {
 	if len(s.ErrorsByClass) > 0 {
 		t.line("%s", center("Errors by Class", '-', 50))
 		classes := make([]string, 0, len(s.ErrorsByClass))
@@ -131,7 +169,6 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 		}
 		t.line("%s", strings.Repeat("!", 50))
 	}
-	return t.err
 }
 
 func rateText(r metrics.Rate) string {

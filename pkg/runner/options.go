@@ -10,13 +10,15 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
 // Options is everything a run is configured with; the command line maps
 // onto it one flag per field (FineServe's names where FineServe has one).
 type Options struct {
 	// Target.
-	Backend  string // vllm, openai, openai-chat
+	Backend  string // vllm, openai, openai-chat, openai-images
 	BaseURL  string // overrides Host and Port
 	Host     string
 	Port     int
@@ -58,11 +60,31 @@ type Options struct {
 	MaxConcurrency   int
 	RequestTimeout   time.Duration
 	StallTimeout     time.Duration
+	// HTTPTransport is "lean" (the default: requests read on their own
+	// goroutine) or "std" (net/http's transport).
+	HTTPTransport string
+	// Retries re-sends requests that failed before their first token with
+	// a connect, http_429 or http_5xx error (0: never; see client.Do).
+	Retries int
+
+	// Stopping and judging the run (see "Failures and exit codes").
+	// DrainTimeout is how long a stopped run (SIGINT/SIGTERM) waits for the
+	// requests in flight before canceling them.
+	DrainTimeout time.Duration
+	// MaxErrorRate is the share of failed requests a run may have and still
+	// pass (exit code 0); the command checks it.
+	MaxErrorRate float64
 
 	// Replay (see replay.go).
 	Replay ReplayOptions
 	// Parametric (see parametric.go).
 	Parametric ParametricOptions
+	// Models: which served model or adapter each request goes to (see
+	// models.go).
+	Models ModelOptions
+	// Watching the run: live lines, windows, goodput, HTML report,
+	// Prometheus, server metrics (see observe.go).
+	Observe ObserveOptions
 
 	// Scale-out: keep arrivals with Index % ShardCount == ShardIndex.
 	ShardIndex, ShardCount int64
@@ -91,8 +113,10 @@ func Defaults() Options {
 		PromptFormat: "token-ids",
 		Stream:       true, IgnoreEOS: true, WarmupRequests: 1,
 		RequestTimeout: time.Hour,
+		DrainTimeout:   30 * time.Second,
 		Replay:         DefaultReplayOptions(),
 		Parametric:     DefaultParametricOptions(),
+		Observe:        DefaultObserveOptions(),
 		ShardCount:     1,
 	}
 }
@@ -119,9 +143,12 @@ func (o *Options) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	switch o.Backend {
-	case "vllm", "openai", "openai-chat":
+	case "vllm", "openai", "openai-chat", "openai-images":
 	default:
-		add("--backend %q: want vllm, openai or openai-chat", o.Backend)
+		add("--backend %q: want vllm, openai, openai-chat or openai-images", o.Backend)
+	}
+	if err := o.Models.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	switch o.Mode {
 	case "poisson", "replay", "parametric":
@@ -155,8 +182,25 @@ func (o *Options) Validate() error {
 	if o.ShardCount < 1 || o.ShardIndex < 0 || o.ShardIndex >= o.ShardCount {
 		add("--shard %d/%d: want I/N with 0 ≤ I < N", o.ShardIndex, o.ShardCount)
 	}
-	if o.RequestTimeout < 0 || o.StallTimeout < 0 {
+	if o.RequestTimeout < 0 || o.StallTimeout < 0 || o.DrainTimeout < 0 {
 		add("timeouts must be ≥ 0")
+	}
+	if o.Retries < 0 {
+		add("--retries %d: want ≥ 0", o.Retries)
+	}
+	if err := o.Observe.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if !(o.MaxErrorRate >= 0 && o.MaxErrorRate <= 1) {
+		add("--max-error-rate %g: want a share of requests in [0, 1]", o.MaxErrorRate)
+	}
+	if err := client.CheckExtraBody([]byte(o.ExtraRequestBody)); err != nil {
+		add("--extra-request-body: %w", err)
+	}
+	switch o.HTTPTransport {
+	case "", "lean", "std":
+	default:
+		add("--http-transport %q: want lean or std", o.HTTPTransport)
 	}
 	switch o.DatasetName {
 	case "", "random", "sharegpt", "sharegpt_pre":

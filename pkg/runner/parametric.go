@@ -1,23 +1,288 @@
 package runner
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/datasets"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/parametric"
 )
 
-// ParametricOptions configures --mode parametric.
+// ParametricOptions configures --mode parametric (FineServe's flags).
 type ParametricOptions struct {
+	// GammaParamsCSV is a Gamma window file; it overrides the model
+	// class's.
 	GammaParamsCSV string
-	ModelClass     string
+	// ModelClass picks the bundled parameters (and NB model for
+	// Dense_lt10B, request lengths for Dense_30to100B).
+	ModelClass string
+	// DataRoot, when set, is where a model class's files are read from
+	// instead of the bundled copies: DIR/gamma (or DIR/cv) and DIR/nb.
+	DataRoot string
+	// Column names of the Gamma window file.
+	ShapeColumn, ScaleColumn, WindowStartColumn, WindowEndColumn string
+	// RequestLengthsCSV supplies (input, output) length pairs, drawn
+	// jointly.
+	RequestLengthsCSV string
+	// WindowSeconds is the length of a window of a 2-column file.
+	WindowSeconds float64
+	// ExtensionMode is repeat_jitter or model_sample; JitterRatio is
+	// repeat_jitter's r.
+	ExtensionMode string
+	JitterRatio   float64
+	// NBJSON is an NB micro-burst model; DisableNBLt10B turns off the one
+	// Dense_lt10B uses by default.
+	NBJSON         string
+	DisableNBLt10B bool
 }
 
 // DefaultParametricOptions returns FineServe's parametric defaults.
 func DefaultParametricOptions() ParametricOptions {
-	return ParametricOptions{}
+	c := parametric.DefaultColumns()
+	return ParametricOptions{
+		ShapeColumn: c.Shape, ScaleColumn: c.Scale, WindowStartColumn: c.WindowStart, WindowEndColumn: c.WindowEnd,
+		WindowSeconds: 300, ExtensionMode: "repeat_jitter", JitterRatio: 0.05,
+	}
+}
+
+// validate returns every problem of the parametric options.
+func (p *ParametricOptions) validate() error {
+	var errs []error
+	if p.GammaParamsCSV == "" && p.ModelClass == "" {
+		errs = append(errs, errors.New("--mode parametric needs --model-class (Dense_lt10B, Dense_10to30B, Dense_30to100B, MoE_gt100B) or --gamma-params-csv FILE"))
+	}
+	if p.ModelClass != "" {
+		if err := datasets.CheckClass(p.ModelClass); err != nil {
+			errs = append(errs, fmt.Errorf("--model-class: %w", err))
+		}
+	}
+	if !(p.WindowSeconds > 0) || p.WindowSeconds > 1e9 {
+		errs = append(errs, fmt.Errorf("--parametric-window-seconds %g: want a number of seconds > 0", p.WindowSeconds))
+	}
+	if _, err := parametric.ParseExtension(p.ExtensionMode); err != nil {
+		errs = append(errs, fmt.Errorf("--parametric-extension-mode: %w", err))
+	}
+	if !(p.JitterRatio >= 0 && p.JitterRatio < 1) {
+		errs = append(errs, fmt.Errorf("--parametric-jitter-ratio %g: want 0 ≤ r < 1 (shape and scale are multiplied by factors in [1−r, 1+r))", p.JitterRatio))
+	}
+	for flag, col := range map[string]string{"--gamma-shape-column": p.ShapeColumn, "--gamma-scale-column": p.ScaleColumn,
+		"--window-start-column": p.WindowStartColumn, "--window-end-column": p.WindowEndColumn} {
+		if col == "" {
+			errs = append(errs, fmt.Errorf("%s: empty column name", flag))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // parametricSchedule builds the schedule of --mode parametric.
 func parametricSchedule(o *Options, seed uint64, log *logger) (arrival.Schedule, error) {
-	return nil, usage(errors.New("--mode parametric is not supported yet"))
+	p := &o.Parametric
+	if err := p.validate(); err != nil {
+		return nil, usage(err)
+	}
+	ext, _ := parametric.ParseExtension(p.ExtensionMode)
+	table, err := p.gammaTable()
+	if err != nil {
+		return nil, usage(err)
+	}
+	window := time.Duration(math.Round(p.WindowSeconds * 1e9))
+	plan, err := parametric.NewPlan(parametric.PlanConfig{Table: table, Window: window, Extension: ext, JitterRatio: p.JitterRatio})
+	if err != nil {
+		return nil, usage(fmt.Errorf("%s: %w", table.Name, err))
+	}
+	nb, nbName, err := p.nbModel()
+	if err != nil {
+		return nil, usage(err)
+	}
+	c := parametric.Config{Plan: plan, NB: nb, Duration: o.Duration, TimeScale: o.TimeScale, Seed: seed}
+	if o.NumPromptsSet {
+		c.Count = o.NumPrompts
+	}
+
+	// Say what the run is made of.
+	pass := time.Duration(plan.PassEnd() * 1e9)
+	var reqs float64 // requests one pass implies
+	var i int
+	for w := range plan.Windows(seed) {
+		if i == plan.Rows() {
+			break
+		}
+		reqs += (w.End - w.Start) / w.MeanGap()
+		i++
+	}
+	shape := "windows of " + window.String()
+	if table.Bounds {
+		shape = "windows with explicit bounds"
+	}
+	log.Infof("parametric: %s: %d %s, %v a pass, mean %.4g req/s", table.Name, plan.Rows(), shape, pass, reqs/plan.PassEnd())
+	if nb != nil {
+		log.Infof("parametric: NB micro-bursts from %s: nb_mu %.4g, nb_alpha %.4g, mean burst E[K] %.4f (event gaps stretched by it)", nbName, nb.Mu, nb.Alpha, nb.Mean())
+	} else if p.ModelClass == "Dense_lt10B" && p.DisableNBLt10B {
+		log.Infof("parametric: NB micro-bursts off (--disable-parametric-nb-lt10b)")
+	}
+	scaled := func(d time.Duration) string {
+		if o.TimeScale == 1 {
+			return d.String()
+		}
+		return fmt.Sprintf("%v of parameters, %v at --time-scale %g", d, time.Duration(float64(d)/o.TimeScale).Round(time.Millisecond), o.TimeScale)
+	}
+	switch {
+	case c.Count == 0 && c.Duration == 0:
+		log.Infof("parametric: one pass over the windows (%s); --duration or --num-prompts run longer or shorter", scaled(pass))
+	default:
+		what := []string{}
+		if c.Count > 0 {
+			what = append(what, fmt.Sprintf("%d requests", c.Count))
+		}
+		if c.Duration > 0 {
+			what = append(what, c.Duration.String())
+		}
+		msg := "parametric: up to " + strings.Join(what, " or ")
+		if len(what) > 1 {
+			msg += ", whichever comes first"
+		}
+		if c.Duration > 0 && float64(c.Duration)*o.TimeScale > float64(pass) || c.Count > 0 && c.Duration == 0 {
+			msg += fmt.Sprintf("; past the file's %v, windows continue by %s", pass, ext)
+			if ext == parametric.RepeatJitter {
+				msg += fmt.Sprintf(" (r = %g)", p.JitterRatio)
+			}
+		}
+		log.Infof("%s", msg)
+	}
+	if c.Lengths, err = p.lengths(o, log); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, usage(err)
+	}
+	return parametric.Schedule(c), nil
+}
+
+// gammaTable reads the Gamma window file: --gamma-params-csv, else the
+// model class's from --parametric-data-root, else the bundled one.
+func (p *ParametricOptions) gammaTable() (*parametric.Table, error) {
+	cols := parametric.Columns{Shape: p.ShapeColumn, Scale: p.ScaleColumn, WindowStart: p.WindowStartColumn, WindowEnd: p.WindowEndColumn}
+	var data []byte
+	var name string
+	var err error
+	switch {
+	case p.GammaParamsCSV != "":
+		name = p.GammaParamsCSV
+		data, err = readFile(name, "--gamma-params-csv")
+	case p.DataRoot != "":
+		name = filepath.Join(p.DataRoot, filepath.FromSlash(datasets.GammaPath(p.ModelClass)))
+		if _, serr := os.Stat(name); serr != nil {
+			// FineServe's repository keeps these files in cv/.
+			if alt := filepath.Join(p.DataRoot, "cv", p.ModelClass+"_gamma_5min.csv"); fileExists(alt) {
+				name = alt
+			}
+		}
+		data, err = readFile(name, "--parametric-data-root")
+	default:
+		data, name, err = datasets.Gamma(p.ModelClass)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return parametric.ReadGammaCSV(bytes.NewReader(data), name, cols)
+}
+
+// nbModel returns the NB model: --parametric-nb-json, else Dense_lt10B's
+// (from the data root or bundled) unless disabled; nil for none.
+func (p *ParametricOptions) nbModel() (*parametric.NB, string, error) {
+	var data []byte
+	var name string
+	var err error
+	switch {
+	case p.NBJSON != "":
+		name = p.NBJSON
+		data, err = readFile(name, "--parametric-nb-json")
+	case p.ModelClass == "Dense_lt10B" && !p.DisableNBLt10B && p.DataRoot != "":
+		name = filepath.Join(p.DataRoot, filepath.FromSlash(datasets.NBPath(p.ModelClass)))
+		data, err = readFile(name, "--parametric-data-root")
+	case p.ModelClass == "Dense_lt10B" && !p.DisableNBLt10B:
+		data, name, _ = datasets.NB(p.ModelClass)
+	default:
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	nb, err := parametric.ReadNBJSON(bytes.NewReader(data), name)
+	if err != nil {
+		return nil, "", err
+	}
+	return &nb, name, nil
+}
+
+// lengths picks the request sizes: --request-lengths-csv, else the model
+// class's bundled lengths, else --random-input-len/--random-output-len.
+func (p *ParametricOptions) lengths(o *Options, log *logger) (arrival.Lengths, error) {
+	var data []byte
+	var name string
+	switch {
+	case p.RequestLengthsCSV != "":
+		var err error
+		name = p.RequestLengthsCSV
+		if data, err = readFile(name, "--request-lengths-csv"); err != nil {
+			return nil, usage(err)
+		}
+	case p.ModelClass != "":
+		var ok bool
+		if data, name, ok = datasets.Lengths(p.ModelClass); !ok {
+			data = nil
+		}
+	}
+	if data == nil {
+		u, err := lengthSource(o, nil)
+		if err != nil {
+			return nil, err
+		}
+		why := ""
+		if p.ModelClass != "" {
+			why = fmt.Sprintf(" (%s has no bundled lengths; --request-lengths-csv supplies some)", p.ModelClass)
+		}
+		log.Infof("parametric: request sizes from --random-input-len %d --random-output-len %d --random-range-ratio %g%s",
+			o.RandomInputLen, o.RandomOutputLen, o.RandomRangeRatio, why)
+		return u, nil
+	}
+	lp, err := parametric.ReadLengthPairs(bytes.NewReader(data), name, o.Replay.InputLengthColumn, o.Replay.OutputLengthColumn)
+	if err != nil {
+		return nil, usage(err)
+	}
+	if lp.Skipped > 0 {
+		log.Warnf("%s: skipped %d rows without two lengths ≥ 1 (first at lines %v)", name, lp.Skipped, lp.SkippedLines)
+	}
+	log.Infof("parametric: request sizes drawn jointly from %d (input, output) pairs of %s", len(lp.Pairs), name)
+	return arrival.PairLengths{Pairs: lp.Pairs}, nil
+}
+
+// readFile reads a named input file, at most 1 GiB.
+func readFile(name, flag string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 1<<30+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", flag, name, err)
+	}
+	if len(data) > 1<<30 {
+		return nil, fmt.Errorf("%s %s: larger than 1 GiB", flag, name)
+	}
+	return data, nil
+}
+
+func fileExists(name string) bool {
+	st, err := os.Stat(name)
+	return err == nil && st.Mode().IsRegular()
 }

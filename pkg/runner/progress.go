@@ -3,54 +3,136 @@ package runner
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/servermetrics"
 )
 
-// progress draws a one-line progress bar on a terminal.
-type progress struct {
-	quit chan struct{}
-	done chan struct{}
-}
+// barWidth is the number of cells of the progress bar.
+const barWidth = 30
 
-func startProgress(w io.Writer, total int64, finished *atomic.Int64, d *arrival.Dispatcher) *progress {
-	p := &progress{quit: make(chan struct{}), done: make(chan struct{})}
-	start := time.Now()
-	draw := func() {
-		n := finished.Load()
-		frac := float64(n) / float64(max(total, 1))
-		width := 30
-		fill := int(frac * float64(width))
-		eta := "--:--"
-		if n > 0 && n < total {
-			left := time.Duration(float64(time.Since(start)) / frac * (1 - frac))
-			eta = fmt.Sprintf("%02d:%02d", int(left.Minutes()), int(left.Seconds())%60)
-		}
-		fmt.Fprintf(w, "\r[%s%s] %d/%d %3.0f%% in flight %d ETA %s ",
-			strings.Repeat("=", fill), strings.Repeat(" ", width-fill), n, total, 100*frac, d.InFlight(), eta)
+// barLine renders the progress bar: requests done of those scheduled, the
+// requests in flight and the time left. The time left is the larger of the
+// schedule's remaining span and what the completion rate so far implies.
+func barLine(done, total, inFlight int64, elapsed, span time.Duration) string {
+	frac := 0.0
+	if total > 0 {
+		frac = min(float64(done)/float64(total), 1)
 	}
-	go func() {
-		defer close(p.done)
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.quit:
-				draw()
-				fmt.Fprintln(w)
-				return
-			case <-t.C:
-				draw()
-			}
+	fill := int(frac * barWidth)
+	eta := "--:--"
+	switch {
+	case done >= total:
+		eta = clock(0)
+	case elapsed > 0:
+		left := max(span-elapsed, 0)
+		if done > 0 {
+			left = max(left, time.Duration(float64(elapsed)/float64(done)*float64(total-done)))
 		}
-	}()
-	return p
+		if left > 0 || done > 0 {
+			eta = clock(left.Seconds())
+		}
+	}
+	return fmt.Sprintf("[%s%s] %d/%d %3.0f%% in flight %d ETA %s",
+		strings.Repeat("=", fill), strings.Repeat(" ", barWidth-fill), done, total, 100*frac, inFlight, eta)
 }
 
-func (p *progress) stop() {
-	close(p.quit)
-	<-p.done
+// clock formats seconds as mm:ss, or h:mm:ss from an hour on.
+func clock(secs float64) string {
+	if math.IsNaN(secs) || secs < 0 {
+		secs = 0
+	}
+	s := int64(secs + 0.5)
+	if s >= 3600 {
+		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
+	}
+	return fmt.Sprintf("%02d:%02d", s/60, s%60)
+}
+
+// liveLine renders one live line of a report interval: when, offered and
+// achieved rate, requests in flight now, errors, TTFT and ITL p50/p99, send
+// lag p99, the server's last sample when scraped, and the self-check.
+//
+//	[00:10–00:20] offered 50.0/s achieved 49.6/s in flight 12 errors 0 | TTFT p50 31.2 p99 48.0 ms | ITL p50 10.0 p99 12.1 ms | lag p99 0.21 ms
+func liveLine(w *metrics.WindowStats, inFlight int64, srv *servermetrics.Sample) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[%s–%s] offered %s/s achieved %s/s in flight %d errors %d",
+		clock(w.Start), clock(w.End), num(w.OfferedRate), num(w.AchievedRate), inFlight, w.Failed)
+	if w.Completed > 0 {
+		fmt.Fprintf(&b, " | TTFT p50 %s p99 %s ms | ITL p50 %s p99 %s ms", num(w.TTFTP50), num(w.TTFTP99), num(w.ITLP50), num(w.ITLP99))
+	} else {
+		b.WriteString(" | TTFT - | ITL -")
+	}
+	if w.Completed+w.Failed > 0 {
+		fmt.Fprintf(&b, " | lag p99 %s ms", num(w.LagP99))
+	}
+	if srv != nil {
+		b.WriteString(" | server")
+		if !math.IsNaN(srv.Running) {
+			fmt.Fprintf(&b, " running %.0f", srv.Running)
+		}
+		if !math.IsNaN(srv.Waiting) {
+			fmt.Fprintf(&b, " waiting %.0f", srv.Waiting)
+		}
+		if !math.IsNaN(srv.KVCache) {
+			fmt.Fprintf(&b, " kv %.0f%%", 100*srv.KVCache)
+		}
+	}
+	if w.Saturated {
+		fmt.Fprintf(&b, " | CLIENT SATURATED: %s", strings.Join(w.Reasons, ", "))
+	}
+	return b.String()
+}
+
+// num formats a figure with three significant digits or so.
+func num(v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "-"
+	case v >= 1000 || v == 0:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// writeGoodput prints the goodput section after the result table, with the
+// labels of vLLM's benchmark.
+func writeGoodput(w io.Writer, sum *metrics.Summary) {
+	var rate, share float64
+	var good int64
+	var slo map[string]float64
+	if ok, _ := sum.GetExtra(metrics.KeyRequestGoodput, &rate); !ok {
+		return
+	}
+	sum.GetExtra(metrics.KeyGoodputShare, &share)
+	sum.GetExtra(metrics.KeyGoodputCount, &good)
+	sum.GetExtra(metrics.KeyGoodputSLO, &slo)
+	var targets []string
+	for _, k := range []string{"ttft", "tpot", "e2el"} {
+		if v, ok := slo[k]; ok {
+			targets = append(targets, fmt.Sprintf("%s ≤ %g ms", k, v))
+		}
+	}
+	fmt.Fprintf(w, "%s\n", center50("Goodput", '-'))
+	fmt.Fprintf(w, "%-40s %-10s\n", "SLOs:", strings.Join(targets, ", "))
+	fmt.Fprintf(w, "%-40s %-10.2f\n", "Request goodput (req/s):", rate)
+	fmt.Fprintf(w, "%-40s %-10d\n", "Requests meeting every SLO:", good)
+	fmt.Fprintf(w, "%-40s %-10.2f\n", "Share meeting every SLO (%):", 100*share)
+	fmt.Fprintf(w, "%s\n", strings.Repeat("=", 50))
+}
+
+// center50 centers s in 50 columns padded with c, as the table's headings.
+func center50(s string, c byte) string {
+	pad := 50 - len(s)
+	if pad <= 0 {
+		return s
+	}
+	return strings.Repeat(string(c), pad/2) + s + strings.Repeat(string(c), pad-pad/2)
 }

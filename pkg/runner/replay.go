@@ -2,27 +2,262 @@ package runner
 
 import (
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
+	"github.com/fineserve-gen/fineserve-gen/pkg/replay"
 )
 
 // ReplayOptions configures --mode replay.
 type ReplayOptions struct {
 	TracePath          string // --request-trace-csv / --trace
-	TraceFormat        string // "" detects from the header
+	TraceFormat        string // "" detects from the extension and header
 	TimestampColumn    string
 	InputLengthColumn  string
 	OutputLengthColumn string
+	ModelColumn        string
 	TimestampUnit      string // s, ms, us, ns, datetime; "" per format
 	Strict             bool
+	// KeepFailed keeps rows the trace marks as failed (BurstGPT).
+	KeepFailed bool
+	// MinOutputLen replaces output lengths of 0.
+	MinOutputLen int
+	// TargetRate, when > 0, sets the time scale from the slice's mean rate.
+	TargetRate float64
+	// TraceStart and TraceDuration select a slice of the trace, in trace
+	// time; TraceBusiest starts it at the busiest window of TraceDuration.
+	TraceStart, TraceDuration time.Duration
+	TraceBusiest              bool
+	// Scene keeps the rows of one scene_id (Alibaba text-to-image trace).
+	Scene string
+	// Images of multimodal rows (Azure LMM): size in pixels and the prompt
+	// tokens one image counts for (0: derived from the size).
+	ImageWidth, ImageHeight int
+	TokensPerImage          int
 }
 
 // DefaultReplayOptions returns FineServe's replay defaults.
 func DefaultReplayOptions() ReplayOptions {
-	return ReplayOptions{}
+	return ReplayOptions{MinOutputLen: 1, ImageWidth: 512, ImageHeight: 512}
 }
 
-// replaySchedule builds the schedule of --mode replay.
-func replaySchedule(o *Options, seed uint64, log *logger) (arrival.Schedule, error) {
-	return nil, usage(errors.New("--mode replay is not supported yet"))
+// imageOptions is how image requests are built.
+func (r *ReplayOptions) imageOptions() prompt.ImageOptions {
+	tpi := r.TokensPerImage
+	if tpi <= 0 {
+		tpi = prompt.DefaultTokensPerImage(r.ImageWidth, r.ImageHeight)
+	}
+	return prompt.ImageOptions{Width: r.ImageWidth, Height: r.ImageHeight, TokensPerImage: tpi}
+}
+
+// validate returns every problem of the replay options.
+func (r *ReplayOptions) validate(o *Options) error {
+	var errs []error
+	if r.TracePath == "" {
+		errs = append(errs, errors.New("--mode replay needs --request-trace-csv FILE (alias --trace)"))
+	}
+	if r.MinOutputLen < 1 {
+		errs = append(errs, fmt.Errorf("--min-output-len %d: want ≥ 1", r.MinOutputLen))
+	}
+	if r.TargetRate < 0 {
+		errs = append(errs, fmt.Errorf("--target-rate %g: want > 0", r.TargetRate))
+	}
+	if r.TargetRate > 0 && o.TimeScale != 1 {
+		errs = append(errs, errors.New("--target-rate sets the time scale: give it or --time-scale, not both"))
+	}
+	if r.TraceBusiest && r.TraceDuration <= 0 {
+		errs = append(errs, errors.New("--trace-start busiest needs --trace-duration (e.g. 1h)"))
+	}
+	if err := (prompt.ImageOptions{Width: r.ImageWidth, Height: r.ImageHeight, TokensPerImage: max(r.TokensPerImage, 0)}).Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--image-size: %w", err))
+	}
+	if r.TokensPerImage < 0 {
+		errs = append(errs, fmt.Errorf("--tokens-per-image %d: want ≥ 0 (0: derived from --image-size)", r.TokensPerImage))
+	}
+	if _, err := replay.ParseFormat(r.TraceFormat); err != nil {
+		errs = append(errs, fmt.Errorf("--trace-format: %w", err))
+	}
+	if _, err := replay.ParseUnit(r.TimestampUnit); err != nil {
+		errs = append(errs, fmt.Errorf("--timestamp-unit: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// ReplayInfo is the summary's "replay" entry: what was read and replayed.
+type ReplayInfo struct {
+	Trace  string `json:"trace"`
+	Format string `json:"format"`
+	// RowsRead counts data rows; RowsUsable those kept.
+	RowsRead   int `json:"rows_read"`
+	RowsUsable int `json:"rows_usable"`
+	replay.Skipped
+	TimeScale     float64 `json:"time_scale"`
+	TargetRate    float64 `json:"target_rate,omitempty"`
+	TraceStartS   float64 `json:"trace_start_s"`
+	TraceDuration float64 `json:"trace_duration_s,omitempty"`
+	Replayed      int     `json:"replayed"`
+	// TraceRate is the mean rate of the replayed rows before scaling.
+	TraceRate float64 `json:"trace_rate"`
+	// ImageTextClamped counts image requests whose images alone reach the
+	// trace's context length: their text is 1 token, the total above it.
+	ImageTextClamped int `json:"image_text_clamped,omitempty"`
+	// Tasks counts the trace's usable rows by task (GenTD26 predict_type).
+	Tasks map[string]int `json:"tasks,omitempty"`
+}
+
+// replaySchedule builds the schedule of --mode replay, and registers the
+// replay's summary entry and, for traces with images, the per-kind
+// breakdown.
+func replaySchedule(o *Options, seed uint64, log *logger, w *workload) (arrival.Schedule, error) {
+	r := &o.Replay
+	if err := r.validate(o); err != nil {
+		return nil, usage(err)
+	}
+	format, _ := replay.ParseFormat(r.TraceFormat)
+	unit, _ := replay.ParseUnit(r.TimestampUnit)
+	tr, err := replay.Load(r.TracePath, replay.Options{
+		Format: format, Unit: unit,
+		TimestampColumn: r.TimestampColumn, InputColumn: r.InputLengthColumn,
+		OutputColumn: r.OutputLengthColumn, ModelColumn: r.ModelColumn,
+		Strict: r.Strict, KeepFailed: r.KeepFailed, MinOutputLen: r.MinOutputLen,
+		Scene: r.Scene,
+	})
+	if err != nil {
+		return nil, usage(err)
+	}
+	log.Infof("trace %s: %s format, %d usable of %d rows over %s (mean %.3f req/s)",
+		r.TracePath, tr.Format, tr.Len(), tr.Rows, tr.Span().Round(time.Millisecond), tr.MeanRate())
+	for _, wn := range tr.Skipped.Warnings() {
+		log.Warnf("trace %s: %s", r.TracePath, wn)
+	}
+	plan := replay.Plan{
+		TimeScale: o.TimeScale, TargetRate: r.TargetRate,
+		Start: r.TraceStart, Span: r.TraceDuration, Busiest: r.TraceBusiest,
+		Duration: o.Duration,
+	}
+	if r.TargetRate > 0 {
+		plan.TimeScale = 0
+	}
+	if o.NumPromptsSet {
+		plan.Count = o.NumPrompts
+	}
+	sl, err := tr.Resolve(plan)
+	if err != nil {
+		return nil, usage(fmt.Errorf("replay: %w", err))
+	}
+	if r.TraceBusiest {
+		log.Infof("replay: busiest %s of the trace starts at %s", r.TraceDuration, sl.Start)
+	}
+	if r.TargetRate > 0 {
+		log.Infof("replay: --target-rate %g req/s: time scale %.6g (the slice's mean rate is %.4g req/s)", r.TargetRate, sl.TimeScale, sl.SliceRate)
+	}
+	if sl.Len() == 0 {
+		return nil, usage(fmt.Errorf("replay: no row of %s falls in the selected slice (trace span %s)", r.TracePath, tr.Span()))
+	}
+	s := tr.Schedule(sl)
+
+	// Lengths the trace does not give come from --random-input-len and
+	// --random-output-len (or the dataset). Image generations have no
+	// output tokens.
+	if needOut := !tr.HasOutput && !tr.HasGenerations(); !tr.HasInput || needOut {
+		lengths, err := lengthSource(o, w.dataset)
+		if err != nil {
+			return nil, err
+		}
+		log.Infof("replay: the trace gives no %s: drawn as in poisson mode (--random-input-len/--random-output-len)", missingLengths(tr))
+		s = fillLengths(s, lengths, seed, !tr.HasInput, needOut)
+	}
+	if tr.HasModels() {
+		w.traceModels = tr.Models()
+		w.scheduleModels = tr.Format == replay.ScheduleCSV
+	}
+	if tr.HasGenerations() {
+		if err := checkImageTrace(o); err != nil {
+			return nil, usage(err)
+		}
+		log.Infof("replay: image-generation trace: %s", describeTasks(tr.Tasks))
+	}
+
+	info := ReplayInfo{
+		Trace: r.TracePath, Format: string(tr.Format), RowsRead: tr.Rows, RowsUsable: tr.Len(),
+		Skipped: tr.Skipped, TimeScale: sl.TimeScale, TargetRate: r.TargetRate,
+		TraceStartS: sl.Start.Seconds(), TraceDuration: r.TraceDuration.Seconds(),
+		Replayed: sl.Len(), TraceRate: sl.SliceRate, Tasks: tr.Tasks,
+	}
+	if tr.HasImages() {
+		img := r.imageOptions()
+		images, clamped := 0, 0
+		for i := sl.First; i < sl.End; i++ {
+			if n := tr.Images(i); n > 0 {
+				images++
+				if tr.InputTokens(i) <= n*img.TokensPerImage {
+					clamped++
+				}
+			}
+		}
+		info.ImageTextClamped = clamped
+		prompt.PrepareImages(img)
+		log.Infof("replay: %d of %d requests carry images (%dx%d, %d prompt tokens each: run the built-in server with --tokens-per-image %d); they go to /v1/chat/completions",
+			images, sl.Len(), img.Width, img.Height, img.TokensPerImage, img.TokensPerImage)
+		if clamped > 0 {
+			log.Warnf("replay: %d image request(s) have a context no larger than their images (%d tokens each): their text is 1 token", clamped, img.TokensPerImage)
+		}
+		kinds := metrics.NewGroups(requestKind)
+		w.observe = append(w.observe, kinds.Add)
+		w.annotate = append(w.annotate, func(sum *metrics.Summary, elapsed time.Duration) error {
+			return sum.SetExtra("per_kind", kinds.Summary(elapsed))
+		})
+	}
+	w.annotate = append(w.annotate, func(sum *metrics.Summary, _ time.Duration) error {
+		return sum.SetExtra("replay", info)
+	})
+	return s, nil
+}
+
+// requestKind splits requests with images from text-only ones.
+func requestKind(r *client.Result) string {
+	if r.Images > 0 {
+		return "image"
+	}
+	return "text"
+}
+
+func missingLengths(tr *replay.Trace) string {
+	switch {
+	case !tr.HasInput && !tr.HasOutput:
+		return "input or output lengths"
+	case !tr.HasInput:
+		return "input lengths"
+	}
+	return "output lengths"
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(s[:n:n], "…")
+}
+
+// fillLengths draws the lengths a trace lacks, deterministically from seed.
+func fillLengths(s arrival.Schedule, l arrival.Lengths, seed uint64, in, out bool) arrival.Schedule {
+	return func(yield func(arrival.Arrival) bool) {
+		rng := arrival.Rand(seed, arrival.StreamLengths)
+		for a := range s {
+			i, o := l.Draw(rng, a.Index)
+			if in {
+				a.InputTokens = i
+			}
+			if out {
+				a.OutputTokens = o
+			}
+			if !yield(a) {
+				return
+			}
+		}
+	}
 }

@@ -24,6 +24,11 @@ type IO struct {
 	Out, Err io.Writer
 	// Terminal reports whether Err is a terminal (draws a progress bar).
 	Terminal bool
+	// Abort, when set, delivers requests to put every finished record on
+	// disk at once because the process is about to exit (a second signal):
+	// the run writes the records it has received to the results file and
+	// closes the channel it was given.
+	Abort <-chan chan<- struct{}
 }
 
 // Run performs the run o describes and returns its summary. A run that
@@ -85,17 +90,26 @@ func execute(ctx context.Context, o *Options, seed uint64, wl *workload, st arri
 	if err != nil {
 		return nil, usage(err)
 	}
+	if o.isImages() {
+		format = prompt.Text // an image prompt is text
+	}
 	salt := uint64(o.PromptSalt)
 	if salt == 0 {
 		salt = uint64(time.Now().UnixNano()) ^ seed<<1
 	}
 	prompts := prompt.New(prompt.Options{
 		Format: format, Chat: cli.Chat(), Salt: salt, Suffix: o.PromptSuffix, Dataset: wl.dataset,
+		Images: o.Replay.imageOptions(),
 	})
 	if err := warmup(ctx, o, cli, prompts, wl.schedule, log); err != nil {
 		return nil, err
 	}
 
+	mon, err := newMonitor(o, st, wl, stdio, log)
+	if err != nil {
+		return nil, err
+	}
+	defer mon.close()
 	var records *report.RecordWriter
 	if o.ResultsJSONL != "" {
 		if records, err = report.CreateRecords(o.ResultsJSONL); err != nil {
@@ -112,26 +126,21 @@ func execute(ctx context.Context, o *Options, seed uint64, wl *workload, st arri
 	results := make(chan *client.Result, 4096)
 	var done atomic.Int64
 	collected := make(chan error, 1)
-	go func() { collected <- collect(results, col, records, &done) }()
+	go func() { collected <- collect(results, col, records, &done, stdio.Abort, wl.observe) }()
 
-	snd := &sender{client: cli, prompts: prompts, results: results, model: o.Model}
+	snd := &sender{client: cli, prompts: prompts, results: results, model: o.Model, images: o.isImages()}
 	d := &arrival.Dispatcher{Start: start, MaxConcurrency: o.MaxConcurrency, Sender: snd}
 
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	stopDrain := drainOnStop(ctx, o, cancelRequests, log)
-	var bar *progress
-	if stdio.Terminal && !o.DisableProgress {
-		bar = startProgress(stdio.Err, st.Count, &done, d)
-	}
+	mon.begin(start, col, d.InFlight, d.Dispatched, &done)
 	ds := d.Run(ctx, reqCtx, wl.schedule)
 	stopDrain()
 	close(results)
 	werr := <-collected
 	elapsed := time.Since(start)
-	if bar != nil {
-		bar.stop()
-	}
+	mon.stop(elapsed)
 
 	sum := &metrics.Summary{
 		Backend: o.Backend, Mode: o.Mode, Model: o.Model, Seed: seed, Command: o.Command,
@@ -145,12 +154,20 @@ func execute(ctx context.Context, o *Options, seed uint64, wl *workload, st arri
 		sum.MaxConcurrency = &mc
 	}
 	col.Summarize(sum, elapsed)
+	for _, f := range wl.annotate {
+		if err := f(sum, elapsed); err != nil {
+			log.Warnf("%v", err)
+		}
+	}
 	sum.Scheduled = st.Count
 	sum.NotSent = ds.NotSent + (st.Count - ds.Dispatched - ds.NotSent)
 	sum.Queued, sum.MaxInFlight = ds.Queued, ds.MaxInFlight
 	sum.ScheduleSpan = st.Last.Seconds()
 	sum.Interrupted = ctx.Err() != nil
 	if err := writeOutputs(o, sum, stdio, log); err != nil {
+		return sum, err
+	}
+	if err := mon.finish(sum); err != nil {
 		return sum, err
 	}
 	if werr != nil {
@@ -166,11 +183,15 @@ func clientConfig(o *Options) client.Config {
 		APIKey: o.APIKey, Stream: o.Stream, IgnoreEOS: o.IgnoreEOS,
 		ExtraBody: []byte(o.ExtraRequestBody), MaxConns: o.MaxConcurrency,
 		RequestTimeout: o.RequestTimeout, StallTimeout: o.StallTimeout, Insecure: o.Insecure,
+		StdTransport: o.HTTPTransport == "std",
+		Retries:      o.Retries,
+		ImageSize:    fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
 	}
 }
 
-// drainOnStop cancels the requests in flight once ctx is done and the drain
-// timeout has passed. The returned function stops the watch.
+// drainOnStop cancels the requests in flight once ctx is done (the run was
+// stopped: no new request is sent) and o.DrainTimeout has passed. The
+// returned function stops the watch.
 func drainOnStop(ctx context.Context, o *Options, cancel context.CancelFunc, log *logger) func() {
 	quit := make(chan struct{})
 	var once sync.Once
@@ -180,25 +201,43 @@ func drainOnStop(ctx context.Context, o *Options, cancel context.CancelFunc, log
 			return
 		case <-ctx.Done():
 		}
-		log.Warnf("stopping: no new requests; waiting up to %v for those in flight", drainTimeout)
-		t := time.NewTimer(drainTimeout)
+		if o.DrainTimeout <= 0 {
+			log.Warnf("stopping: no new requests; canceling those in flight (--drain-timeout 0)")
+			cancel()
+			return
+		}
+		log.Warnf("stopping: no new requests; waiting up to %v for those in flight (--drain-timeout), then canceling them", o.DrainTimeout)
+		t := time.NewTimer(o.DrainTimeout)
 		defer t.Stop()
 		select {
 		case <-quit:
 		case <-t.C:
+			log.Warnf("drain timeout: canceling the requests still in flight")
 			cancel()
 		}
 	}()
 	return func() { once.Do(func() { close(quit) }) }
 }
 
-const drainTimeout = 30 * time.Second
-
 // collect consumes results on one goroutine: metrics and the JSONL stream.
-func collect(results <-chan *client.Result, col *metrics.Collector, records *report.RecordWriter, done *atomic.Int64) error {
+// A record reaches the file at most report.FlushInterval after its request
+// finished (the ticker flushes even when no result arrives); a request on
+// abort writes every record received so far at once.
+func collect(results <-chan *client.Result, col *metrics.Collector, records *report.RecordWriter, done *atomic.Int64, abort <-chan chan<- struct{}, observe []func(*client.Result)) error {
 	var werr error
 	tick := time.NewTicker(report.FlushInterval)
 	defer tick.Stop()
+	add := func(r *client.Result) {
+		col.Add(r)
+		for _, f := range observe {
+			f(r)
+		}
+		if records != nil && werr == nil {
+			werr = records.Write(r)
+		}
+		done.Add(1)
+		resultPool.Put(r)
+	}
 	for {
 		select {
 		case r, ok := <-results:
@@ -210,16 +249,29 @@ func collect(results <-chan *client.Result, col *metrics.Collector, records *rep
 				}
 				return werr
 			}
-			col.Add(r)
-			if records != nil && werr == nil {
-				werr = records.Write(r)
-			}
-			done.Add(1)
-			resultPool.Put(r)
+			add(r)
 		case <-tick.C:
 			if records != nil && werr == nil {
 				werr = records.Flush()
 			}
+		case reply := <-abort:
+			// Take every result already finished, then write them out.
+		queued:
+			for {
+				select {
+				case r, ok := <-results:
+					if !ok {
+						break queued
+					}
+					add(r)
+				default:
+					break queued
+				}
+			}
+			if records != nil && werr == nil {
+				werr = records.Flush()
+			}
+			close(reply)
 		}
 	}
 }
@@ -232,6 +284,7 @@ type sender struct {
 	prompts *prompt.Builder
 	results chan<- *client.Result
 	model   string
+	images  bool // openai-images: every request generates images
 	bufs    sync.Pool
 }
 
@@ -252,7 +305,11 @@ func (s *sender) Send(ctx context.Context, a arrival.Arrival) {
 		b := make([]byte, 0, 16<<10)
 		bp = &b
 	}
-	req := client.Request{Model: a.Model, MaxTokens: max(a.OutputTokens, 1), Prompt: s.prompts.Append((*bp)[:0], &a)}
+	if s.images {
+		res.Generate = imagesAsked(&a)
+		a.Images = 0 // no input images: the prompt is text
+	}
+	req := client.Request{Model: a.Model, MaxTokens: max(a.OutputTokens, 1), Prompt: s.prompts.Append((*bp)[:0], &a), Chat: a.Images > 0, Gen: a.Gen}
 	s.client.Do(ctx, &req, res)
 	*bp = req.Prompt[:0]
 	s.bufs.Put(bp)
@@ -281,7 +338,11 @@ func warmup(ctx context.Context, o *Options, cli *client.Client, prompts *prompt
 			res[i].Reset()
 			a := first
 			a.Index = -1 - int64(i)
-			req := client.Request{Model: a.Model, MaxTokens: a.OutputTokens, Prompt: prompts.Append(nil, &a)}
+			a.PrefixBlocks = nil // the warm-up must not put the first request's prefix in the server's cache
+			if o.isImages() {
+				a.Images = 0
+			}
+			req := client.Request{Model: a.Model, MaxTokens: a.OutputTokens, Prompt: prompts.Append(nil, &a), Chat: a.Images > 0, Gen: a.Gen}
 			cli.Do(ctx, &req, &res[i])
 		}()
 	}
@@ -299,11 +360,14 @@ func writeOutputs(o *Options, sum *metrics.Summary, stdio IO, log *logger) error
 	if err := report.WriteTable(stdio.Out, sum); err != nil {
 		return err
 	}
+	if err := report.WriteBreakdowns(stdio.Out, sum); err != nil {
+		return err
+	}
 	var errs []error
 	if o.SummaryJSON != "" {
 		b, err := json.MarshalIndent(sum, "", "  ")
 		if err == nil {
-			err = os.WriteFile(o.SummaryJSON, append(b, '\n'), 0o644)
+			err = writeFileAtomic(o.SummaryJSON, append(b, '\n'))
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("summary %s: %w", o.SummaryJSON, err))
@@ -315,6 +379,24 @@ func writeOutputs(o *Options, sum *metrics.Summary, stdio IO, log *logger) error
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// writeFileAtomic writes b to path through a temporary file renamed into
+// place, so a process killed meanwhile leaves no half-written file (a
+// device or pipe is written directly).
+func writeFileAtomic(path string, b []byte) error {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return os.WriteFile(path, b, 0o644) // e.g. /dev/stdout
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // appendLine appends the summary as one JSON line, as FineServe does.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
@@ -93,10 +94,11 @@ func readRecords(t *testing.T, path string) []record {
 	return out
 }
 
-// TestPoissonBenchmarkAgainstMock is the walking skeleton's acceptance test:
-// 200 requests of 32 output tokens at 50 req/s against a server with a
-// 50 ms time to first token and a 10 ms inter-token latency.
-func TestPoissonBenchmarkAgainstMock(t *testing.T) {
+// TestTimingPoissonBenchmarkAgainstMock is the walking skeleton's
+// acceptance test: 200 requests of 32 output tokens at 50 req/s against a
+// server with a 50 ms time to first token and a 10 ms inter-token latency.
+func TestTimingPoissonBenchmarkAgainstMock(t *testing.T) {
+	testenv.SkipUnderRace(t)
 	port := startMock(t, mockserver.Config{TTFT: 50 * time.Millisecond, ITL: 10 * time.Millisecond})
 	dir := t.TempDir()
 	o := testOptions(port)

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 )
 
@@ -29,6 +32,16 @@ func (l *logger) Warnf(format string, a ...any) {
 type workload struct {
 	schedule arrival.Schedule
 	dataset  *prompt.Dataset
+	// observe sees every result as it is collected, and annotate adds to
+	// the summary once the run is over: mode-specific breakdowns and notes
+	// (replay: the trace's skipped rows, per-kind figures).
+	observe  []func(*client.Result)
+	annotate []func(*metrics.Summary, time.Duration) error
+	// traceModels are the distinct model names a replayed trace gives, and
+	// scheduleModels tells that they are already served names (a schedule
+	// CSV): what routing starts from (models.go).
+	traceModels    []string
+	scheduleModels bool
 }
 
 // buildSchedule returns the schedule of o's mode, cut to its length and
@@ -45,11 +58,14 @@ func buildSchedule(o *Options, seed uint64, log *logger) (*workload, error) {
 	case "poisson":
 		s, err = poissonSchedule(o, seed, ds)
 	case "replay":
-		s, err = replaySchedule(o, seed, log)
+		s, err = replaySchedule(o, seed, log, w)
 	case "parametric":
 		s, err = parametricSchedule(o, seed, log)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if s, err = routeModels(o, seed, log, w, s); err != nil {
 		return nil, err
 	}
 	w.schedule = arrival.Shard(s, o.ShardIndex, o.ShardCount)

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/locality"
+	"github.com/fineserve-gen/fineserve-gen/pkg/replay"
+)
+
+// analyzeCommand is "fineserve-gen analyze TRACE": how many adapter (or
+// model) loads a cache of N slots needs for the trace's request order,
+// overall and per instance — to choose vLLM's --max-loras before a run.
+func analyzeCommand(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("analyze", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.SetOutput(io.Discard)
+	var ro replay.Options
+	slotsArg := fs.String("adapter-cache", "8", "cache sizes to simulate, in adapters (slots): N or N,M,… (vLLM's --max-loras)")
+	policyArg := fs.String("policy", "lru,lfu", "eviction policies: lru, lfu, opt (Belady's optimum), comma-separated")
+	keyArg := fs.String("key", "auto", "what a cache holds: adapters (the trace's LoRAs), model (its model column) or auto (adapters when the trace names them)")
+	perInstance := fs.Bool("per-instance", true, "also simulate one cache per instance (groupId, ip) when the trace has them")
+	top := fs.Int("top", 10, "instances listed in the table (the busiest; the JSON lists every one)")
+	jsonOut := fs.String("json", "", "also write the report as JSON to this file (- for standard output)")
+	format := fs.String("trace-format", "", "trace format (default: detected from the extension and header)")
+	fs.StringVar(&ro.TimestampColumn, "timestamp-column", "", "timestamp column (default per format)")
+	fs.StringVar(&ro.ModelColumn, "model-column", "", "model column (default per format)")
+	unit := fs.String("timestamp-unit", "", "timestamp unit: s, ms, us, ns or datetime (default per format)")
+	fs.StringVar(&ro.Scene, "scene", "", "keep the rows of this scene_id (Alibaba text-to-image trace)")
+	fs.BoolVar(&ro.KeepFailed, "keep-failed", false, "keep rows the trace marks as failed")
+	fs.BoolVar(&ro.Strict, "strict", false, "fail on unusable rows instead of skipping and counting them")
+	fail := func(errs ...error) int {
+		for _, err := range errs {
+			fmt.Fprintf(stderr, "fineserve-gen analyze: %v\n", err)
+		}
+		fmt.Fprintln(stderr, "Run 'fineserve-gen analyze --help' for the flags.")
+		return exitUsage
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintf(stdout, "Usage: fineserve-gen analyze TRACE [flags]\n\n"+
+				"Replays the trace's request order (no clock, nothing sent) through caches of N adapter slots\n"+
+				"and counts the loads each needs: one cache for the whole trace, and one per instance.\n"+
+				"A request needs every adapter it names resident (the model itself with --key model).\n\n%s", fs.FlagUsages())
+			return exitOK
+		}
+		return fail(err)
+	}
+	var errs []error
+	if fs.NArg() != 1 {
+		errs = append(errs, errors.New("want exactly one trace file: fineserve-gen analyze TRACE [flags]"))
+	}
+	slots, err := parseSlots(*slotsArg)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	var policies []locality.Policy
+	for _, p := range strings.Split(*policyArg, ",") {
+		pol, err := locality.ParsePolicy(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--policy: %w", err))
+			continue
+		}
+		policies = append(policies, pol)
+	}
+	switch *keyArg {
+	case "auto", "adapters", "model":
+	default:
+		errs = append(errs, fmt.Errorf("--key %q: want adapters, model or auto", *keyArg))
+	}
+	if *top < 0 {
+		errs = append(errs, fmt.Errorf("--top %d: want ≥ 0", *top))
+	}
+	if ro.Format, err = replay.ParseFormat(*format); err != nil {
+		errs = append(errs, fmt.Errorf("--trace-format: %w", err))
+	}
+	if ro.Unit, err = replay.ParseUnit(*unit); err != nil {
+		errs = append(errs, fmt.Errorf("--timestamp-unit: %w", err))
+	}
+	if len(errs) > 0 {
+		return fail(errs...)
+	}
+	tr, err := replay.Load(fs.Arg(0), ro)
+	if err != nil {
+		return fail(err)
+	}
+	for _, w := range tr.Skipped.Warnings() {
+		fmt.Fprintf(stderr, "warning: trace %s: %s\n", fs.Arg(0), w)
+	}
+	key := *keyArg
+	if key == "auto" {
+		key = "model"
+		if tr.HasAdapterNames() {
+			key = "adapters"
+		}
+	}
+	switch {
+	case key == "adapters" && !tr.HasAdapterNames():
+		if tr.HasGenerations() {
+			return fail(fmt.Errorf("%s: the %s format counts each request's LoRAs without naming them: analyze its models (checkpoints) with --key model", fs.Arg(0), tr.Format))
+		}
+		return fail(fmt.Errorf("%s: the trace names no adapters: use --key model (with --model-column for a generic trace)", fs.Arg(0)))
+	case key == "model" && !tr.HasModels():
+		return fail(fmt.Errorf("%s: the trace names no model per request: give --model-column", fs.Arg(0)))
+	}
+	a := buildAnalysis(tr, key, slots, policies, *perInstance && tr.HasInstances())
+	a.Trace = fs.Arg(0)
+	if err := a.writeTable(stdout, *top); err != nil {
+		fmt.Fprintf(stderr, "fineserve-gen analyze: %v\n", err)
+		return exitFailure
+	}
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(a, "", "  ")
+		b = append(b, '\n')
+		var werr error
+		if *jsonOut == "-" {
+			_, werr = stdout.Write(b)
+		} else {
+			werr = os.WriteFile(*jsonOut, b, 0o644)
+		}
+		if werr != nil {
+			fmt.Fprintf(stderr, "fineserve-gen analyze: --json: %v\n", werr)
+			return exitFailure
+		}
+	}
+	return exitOK
+}
+
+// parseSlots parses --adapter-cache: sizes ≥ 1, comma-separated.
+func parseSlots(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 || n > 1<<20 {
+			return nil, fmt.Errorf("--adapter-cache %q: want cache sizes ≥ 1, e.g. 8 or 4,8,16", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// analysis is the analyze report: the trace, what was cached, and the
+// simulated loads.
+type analysis struct {
+	Trace       string `json:"trace"`
+	Format      string `json:"format"`
+	Key         string `json:"key"`
+	InstanceKey string `json:"instance_key,omitempty"`
+	locality.Report
+	InstanceList []instanceJSON `json:"instances,omitempty"`
+}
+
+type instanceJSON struct {
+	Name string `json:"instance"`
+	locality.InstanceReport
+}
+
+// instanceKeys name the instance column of each format.
+var instanceKeys = map[replay.Format]string{replay.AlibabaLoRA: "groupId", replay.AlibabaT2I: "ip"}
+
+// buildAnalysis turns the trace into requests (in its time order, file
+// order for equal times) and simulates the caches.
+func buildAnalysis(tr *replay.Trace, key string, slots []int, policies []locality.Policy, perInstance bool) *analysis {
+	reqs := make([]locality.Request, tr.Len())
+	for i := range reqs {
+		r := locality.Request{Instance: tr.InstanceID(i)}
+		if key == "adapters" {
+			r.Items = tr.LoRAIDs(i)
+		} else {
+			id := tr.ModelID(i)
+			r.Items = []uint32{id}
+		}
+		reqs[i] = r
+	}
+	rep := locality.Analyze(reqs, len(tr.Instances()), slots, policies, perInstance)
+	a := &analysis{Format: string(tr.Format), Key: key, Report: rep}
+	if perInstance {
+		a.InstanceKey = instanceKeys[tr.Format]
+		if a.InstanceKey == "" {
+			a.InstanceKey = "instance"
+		}
+		names := tr.Instances()
+		for _, ir := range rep.Instances {
+			a.InstanceList = append(a.InstanceList, instanceJSON{Name: names[ir.Instance], InstanceReport: ir})
+		}
+		// Busiest first (then by name), for the table and the JSON alike.
+		sort.SliceStable(a.InstanceList, func(i, j int) bool {
+			x, y := a.InstanceList[i], a.InstanceList[j]
+			if x.Requests != y.Requests {
+				return x.Requests > y.Requests
+			}
+			return x.Name < y.Name
+		})
+	}
+	return a
+}
+
+// writeTable prints the report.
+func (a *analysis) writeTable(w io.Writer, top int) error {
+	var b strings.Builder
+	what := "adapter"
+	if a.Key == "model" {
+		what = "model"
+	}
+	fmt.Fprintf(&b, "Adapter locality: %s (%s)\n", a.Trace, a.Format)
+	fmt.Fprintf(&b, "%d requests, %d %s uses, %d distinct %ss (the cold loads no cache avoids)\n\n", a.Requests, a.Accesses, what, a.Distinct, what)
+	fmt.Fprintf(&b, "One cache for the whole trace, in request order:\n")
+	fmt.Fprintf(&b, "%8s  %-6s %10s %10s %10s\n", "slots", "policy", "loads", "hits", "hit ratio")
+	for _, r := range a.Overall {
+		fmt.Fprintf(&b, "%8d  %-6s %10d %10d %9.2f%%\n", r.Slots, r.Policy, r.Loads, r.Hits, 100*r.HitRatio)
+	}
+	if len(a.InstanceList) > 0 {
+		fmt.Fprintf(&b, "\nOne cache per %s (%d instances; the sum, then the %d busiest):\n", a.InstanceKey, len(a.InstanceList), min(top, len(a.InstanceList)))
+		fmt.Fprintf(&b, "%8s  %-6s %10s %10s %10s\n", "slots", "policy", "loads", "hits", "hit ratio")
+		for _, r := range a.InstanceTotal {
+			fmt.Fprintf(&b, "%8d  %-6s %10d %10d %9.2f%%\n", r.Slots, r.Policy, r.Loads, r.Hits, 100*r.HitRatio)
+		}
+		if top > 0 {
+			width := len(a.InstanceKey)
+			for _, in := range a.InstanceList[:min(top, len(a.InstanceList))] {
+				width = max(width, min(len(in.Name), 40))
+			}
+			fmt.Fprintf(&b, "\n%-*s %9s %9s", width, a.InstanceKey, "requests", "distinct")
+			for _, r := range a.Overall {
+				fmt.Fprintf(&b, " %9s", fmt.Sprintf("%s/%d", r.Policy, r.Slots))
+			}
+			b.WriteString("  (loads)\n")
+			for _, in := range a.InstanceList[:min(top, len(a.InstanceList))] {
+				fmt.Fprintf(&b, "%-*s %9d %9d", width, in.Name, in.Requests, in.Distinct)
+				for _, r := range in.Runs {
+					fmt.Fprintf(&b, " %9d", r.Loads)
+				}
+				b.WriteString("\n")
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,333 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+// serveMock starts the built-in server on 127.0.0.1 for the test and
+// returns it and its port.
+func serveMock(t *testing.T, cfg mockserver.Config) (*mockserver.Server, int) {
+	t.Helper()
+	if len(cfg.Models) == 0 {
+		cfg.Models = []string{"mock-model"}
+	}
+	srv, err := mockserver.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return srv, ln.Addr().(*net.TCPAddr).Port
+}
+
+// toolRun is one in-process run of the command and what it wrote.
+type toolRun struct {
+	code           int
+	stdout, stderr string
+	dir            string
+}
+
+func (r *toolRun) path(name string) string { return filepath.Join(r.dir, name) }
+
+// runTool runs the command with args plus outputs in a fresh directory
+// (results.jsonl, summary.json).
+func runTool(t *testing.T, ctx context.Context, args ...string) *toolRun {
+	t.Helper()
+	r := &toolRun{dir: t.TempDir()}
+	args = append(args, "--results-jsonl", r.path("results.jsonl"), "--summary-json", r.path("summary.json"), "--disable-tqdm")
+	var out, errb bytes.Buffer
+	r.code = dispatch(ctx, args, &out, &errb)
+	r.stdout, r.stderr = out.String(), errb.String()
+	return r
+}
+
+func (r *toolRun) summary(t *testing.T) *metrics.Summary {
+	t.Helper()
+	b, err := os.ReadFile(r.path("summary.json"))
+	if err != nil {
+		t.Fatalf("summary: %v\nstderr:\n%s", err, r.stderr)
+	}
+	var s metrics.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+// record is the part of a JSONL record the tests read.
+type record struct {
+	Index      int64   `json:"index"`
+	Sent       float64 `json:"sent_s"`
+	Status     int     `json:"status"`
+	ErrorClass string  `json:"error_class"`
+	Error      string  `json:"error"`
+	Retries    int     `json:"retries"`
+}
+
+// readRecords parses a results file, failing on any partial line.
+func readRecords(t *testing.T, path string) []record {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var r record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("%s: record %d is not whole JSON: %v: %q", path, len(out)+1, err, sc.Text())
+		}
+		out = append(out, r)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// baseArgs is a short run against the mock on port: n requests at once,
+// no warm-up.
+func baseArgs(port, n int) []string {
+	return []string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model",
+		"--num-prompts", strconv.Itoa(n), "--request-rate", "inf", "--random-input-len", "8", "--random-output-len", "4",
+		"--seed", "1", "--warmup-requests", "0", "--quiet"}
+}
+
+// TestRunAgainstEveryFault runs the tool against the built-in server
+// injecting each fault kind into every request: the run completes, every
+// request has a record of the expected class, the summary counts them by
+// class, and the exit code says the error budget was exceeded.
+func TestRunAgainstEveryFault(t *testing.T) {
+	const n = 40
+	for _, tc := range []struct {
+		kind  string
+		class string
+		args  []string
+	}{
+		{mockserver.FaultRefuse, client.ErrConnect, nil},
+		{mockserver.FaultReset, client.ErrReset, nil},
+		{mockserver.FaultHTTP429, client.ErrHTTP429, nil},
+		{mockserver.FaultHTTP500, client.ErrHTTP5xx, nil},
+		{mockserver.FaultHTTP503, client.ErrHTTP5xx, []string{"--disable-stream"}},
+		{mockserver.FaultSlowHeaders, client.ErrTimeout, []string{"--stall-timeout", "0.2"}},
+		{mockserver.FaultGarbageSSE, client.ErrProtocol, nil},
+		{mockserver.FaultTruncatedJSON, client.ErrProtocol, nil},
+		{mockserver.FaultNoDone, client.ErrProtocol, nil},
+		{mockserver.FaultStall, client.ErrTimeout, []string{"--stall-timeout", "200ms"}},
+		{mockserver.FaultEndless, client.ErrTimeout, []string{"--request-timeout", "300ms", "--stall-timeout", "200ms"}},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			srv, port := serveMock(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
+				Faults: []mockserver.Fault{{Kind: tc.kind, Rate: 1}}, Delay: 5 * time.Second,
+			}})
+			r := runTool(t, context.Background(), append(baseArgs(port, n), tc.args...)...)
+			if r.code != exitBudget {
+				t.Errorf("exit %d, want %d (error budget)\nstderr:\n%s", r.code, exitBudget, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "error budget exceeded") || !strings.Contains(r.stderr, tc.class+" "+strconv.Itoa(n)) {
+				t.Errorf("stderr does not explain the exit code:\n%s", r.stderr)
+			}
+			s := r.summary(t)
+			if s.Failed != n || s.Completed != 0 || s.ErrorsByClass[tc.class] != n || s.ErrorRate != 1 || s.Interrupted {
+				t.Errorf("summary: failed %d completed %d by class %v rate %v interrupted %v; want %d %s",
+					s.Failed, s.Completed, s.ErrorsByClass, s.ErrorRate, s.Interrupted, n, tc.class)
+			}
+			recs := readRecords(t, r.path("results.jsonl"))
+			seen := map[int64]bool{}
+			for _, rec := range recs {
+				if rec.ErrorClass != tc.class || rec.Error == "" || seen[rec.Index] {
+					t.Fatalf("record %+v: want class %s with a message, once per index", rec, tc.class)
+				}
+				seen[rec.Index] = true
+			}
+			if len(recs) != n {
+				t.Errorf("%d records, want %d", len(recs), n)
+			}
+			if got := srv.FaultCounts()[tc.kind]; got != n {
+				t.Errorf("the server injected %d faults, want %d", got, n)
+			}
+			if !strings.Contains(r.stdout, "Errors by Class") {
+				t.Errorf("the table has no errors by class:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+// TestErrorBudget: with a share of requests faulted (exactly the ones the
+// seed picks), --max-error-rate decides between exit 0 and 3, and the
+// counts are exact.
+func TestErrorBudget(t *testing.T) {
+	const n = 200
+	faults := mockserver.FaultConfig{Seed: 3, Faults: []mockserver.Fault{{Kind: mockserver.FaultHTTP503, Rate: 0.1}, {Kind: mockserver.FaultReset, Rate: 0.05}}}
+	want := map[string]int64{}
+	for i := int64(1); i <= n; i++ {
+		switch faults.FaultFor(i) {
+		case mockserver.FaultHTTP503:
+			want[client.ErrHTTP5xx]++
+		case mockserver.FaultReset:
+			want[client.ErrReset]++
+		}
+	}
+	failed := want[client.ErrHTTP5xx] + want[client.ErrReset]
+	if failed == 0 || failed == n {
+		t.Fatalf("seed picks %d of %d requests: pick another", failed, n)
+	}
+	rate := float64(failed) / n
+	for _, tc := range []struct {
+		budget string
+		code   int
+	}{
+		{"0", exitBudget}, // the default: any failure fails the run
+		{strconv.FormatFloat(rate, 'f', -1, 64), exitOK}, // exactly at the budget passes
+		{strconv.FormatFloat(rate-0.001, 'f', -1, 64), exitBudget},
+		{"1", exitOK},
+	} {
+		t.Run("max-error-rate "+tc.budget, func(t *testing.T) {
+			_, port := serveMock(t, mockserver.Config{Faults: faults})
+			r := runTool(t, context.Background(), append(baseArgs(port, n), "--max-error-rate", tc.budget, "--max-concurrency", "16")...)
+			if r.code != tc.code {
+				t.Errorf("exit %d, want %d\n%s", r.code, tc.code, r.stderr)
+			}
+			s := r.summary(t)
+			if s.Failed != failed || s.Completed != n-failed || s.ErrorsByClass[client.ErrHTTP5xx] != want[client.ErrHTTP5xx] || s.ErrorsByClass[client.ErrReset] != want[client.ErrReset] {
+				t.Errorf("failed %d completed %d by class %v, want %d failed: %v", s.Failed, s.Completed, s.ErrorsByClass, failed, want)
+			}
+		})
+	}
+}
+
+// TestRetriesEndToEnd: with --retries, requests answered 503 are sent
+// again and the retries are counted apart; every request ends with one
+// record.
+func TestRetriesEndToEnd(t *testing.T) {
+	const n = 50
+	faults := mockserver.FaultConfig{Seed: 11, Faults: []mockserver.Fault{{Kind: mockserver.FaultHTTP503, Rate: 0.3}}}
+	srv, port := serveMock(t, mockserver.Config{Faults: faults})
+	r := runTool(t, context.Background(), append(baseArgs(port, n), "--retries", "8")...)
+	s := r.summary(t)
+	// Every 503 made one retry: the server saw each request once more per
+	// 503 it answered.
+	served := srv.FaultCounts()[mockserver.FaultHTTP503]
+	if served == 0 || s.Retries != served || srv.Stats().Requests != n+served {
+		t.Errorf("summary retries %d, 503s served %d, server requests %d (want %d + 503s)", s.Retries, served, srv.Stats().Requests, n)
+	}
+	recs := readRecords(t, r.path("results.jsonl"))
+	var retried int
+	for _, rec := range recs {
+		retried += rec.Retries
+	}
+	if int64(retried) != s.Retries || len(recs) != n {
+		t.Errorf("%d records counting %d retries, summary %d", len(recs), retried, s.Retries)
+	}
+	if s.Failed != 0 || r.code != exitOK {
+		t.Errorf("exit %d with %d failed: 8 retries should get every request through", r.code, s.Failed)
+	}
+	if !strings.Contains(r.stdout, "Retries") && s.Retries > 0 {
+		t.Logf("note: the table does not show retries")
+	}
+}
+
+// TestExitCodes covers the codes not covered above.
+func TestExitCodes(t *testing.T) {
+	_, port := serveMock(t, mockserver.Config{})
+	t.Run("0: a clean run", func(t *testing.T) {
+		r := runTool(t, context.Background(), baseArgs(port, 20)...)
+		if r.code != exitOK {
+			t.Errorf("exit %d\n%s", r.code, r.stderr)
+		}
+	})
+	t.Run("1: the server cannot be reached", func(t *testing.T) {
+		ln, _ := net.Listen("tcp", "127.0.0.1:0")
+		dead := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		args := baseArgs(dead, 5)
+		args = append(args, "--warmup-requests", "1")
+		r := runTool(t, context.Background(), args...)
+		if r.code != exitFailure || !strings.Contains(r.stderr, "warm-up failed") || !strings.Contains(r.stderr, "connect") {
+			t.Errorf("exit %d, want %d with the warm-up's connect error\n%s", r.code, exitFailure, r.stderr)
+		}
+	})
+	t.Run("130: stopped while sending", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		srv, port := serveMock(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
+			Faults: []mockserver.Fault{{Kind: mockserver.FaultStall, Rate: 1}}}})
+		go func() {
+			// Stop the run once requests are in flight.
+			for srv.Stats().Requests < 5 {
+				time.Sleep(2 * time.Millisecond)
+			}
+			cancel()
+		}()
+		args := append(baseArgs(port, 1000), "--request-rate", "200", "--drain-timeout", "50ms")
+		r := runTool(t, ctx, args...)
+		if r.code != exitInterrupted {
+			t.Errorf("exit %d, want %d\n%s", r.code, exitInterrupted, r.stderr)
+		}
+		s := r.summary(t)
+		recs := readRecords(t, r.path("results.jsonl"))
+		if !s.Interrupted || s.NotSent == 0 || int64(len(recs)) != s.Completed+s.Failed || s.ErrorsByClass[client.ErrCanceled] != int64(len(recs)) {
+			t.Errorf("interrupted %v, not sent %d, %d records, summary %d+%d, by class %v", s.Interrupted, s.NotSent, len(recs), s.Completed, s.Failed, s.ErrorsByClass)
+		}
+	})
+}
+
+// TestBadArgumentsAreReportedTogether: flag syntax errors, bad values and
+// semantic problems come in one message, with exit 2, before anything is
+// sent.
+func TestBadArgumentsAreReportedTogether(t *testing.T) {
+	var requests atomic.Int64
+	_, port := serveMock(t, mockserver.Config{OnRequest: func(string, []byte) { requests.Add(1) }})
+	r := runTool(t, context.Background(), append(baseArgs(port, 5),
+		"--request-rate", "fast", "--port", "http", "--stall-timeout", "-3", "--max-error-rate", "2",
+		"--extra-request-body", `{"top_k": 5`, "--backend", "nope", "--retries", "-1")...)
+	if r.code != exitUsage {
+		t.Fatalf("exit %d, want %d\n%s", r.code, exitUsage, r.stderr)
+	}
+	for _, want := range []string{
+		`--request-rate "fast"`, `--port "http": want a value of type int`, `--stall-timeout "-3"`,
+		"--max-error-rate 2", "--extra-request-body", "--backend \"nope\"", "--retries -1", "problems:",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr does not report %q:\n%s", want, r.stderr)
+		}
+	}
+	t.Run("a bad extra body alone is caught before any request", func(t *testing.T) {
+		r := runTool(t, context.Background(), append(baseArgs(port, 5), "--warmup-requests", "1", "--extra-request-body", `{"top_k": 5} x`)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--extra-request-body: trailing data") {
+			t.Errorf("exit %d\n%s", r.code, r.stderr)
+		}
+	})
+	t.Run("unknown flag with bad values", func(t *testing.T) {
+		r := runTool(t, context.Background(), "--request-rate", "x", "--no-such-flag")
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--request-rate") || !strings.Contains(r.stderr, "no-such-flag") {
+			t.Errorf("exit %d\n%s", r.code, r.stderr)
+		}
+	})
+	if n := requests.Load(); n != 0 {
+		t.Errorf("%d requests reached the server", n)
+	}
+}

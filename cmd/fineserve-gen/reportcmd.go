@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/report"
+)
+
+const reportUsage = `Usage:
+  fineserve-gen report RESULTS.jsonl|SUMMARY.json [-o REPORT.html] [--summary SUMMARY.json]
+  fineserve-gen report A.json B.json [C.json…] [-o COMPARE.html]
+
+With one file, prints the run's result table and, with -o, writes its HTML
+report: from per-request records (--results-jsonl) every plot is drawn; from
+a summary (--summary-json) the windows and distributions it holds. With
+several files, compares the runs side by side (figures, differences to the
+first, overlaid CDFs).
+
+`
+
+// reportCommand builds an HTML report (or a comparison) offline from the
+// files a run wrote.
+func reportCommand(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.SetOutput(io.Discard)
+	out := fs.StringP("output", "o", "", "write the HTML report (or comparison) to this file")
+	summary := fs.String("summary", "", "the run's summary JSON, to go with a results JSONL (windows, server metrics, command line, seed)")
+	labels := fs.StringArray("label", nil, "name of each run in a comparison, in file order (repeatable; default: file names)")
+	slo := metrics.NoSLO
+	fs.Var(&sloValue{slo: &slo}, "goodput", "compute goodput from per-request records: ttft:MS tpot:MS e2el:MS")
+	if err := fs.Parse(joinGoodputArgs(args)); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintf(stdout, "%s%s", reportUsage, fs.FlagUsages())
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "fineserve-gen report: %v\n%s", err, reportUsage)
+		return exitUsage
+	}
+	files := fs.Args()
+	switch {
+	case len(files) == 0:
+		fmt.Fprintf(stderr, "fineserve-gen report: no file given\n%s", reportUsage)
+		return exitUsage
+	case len(files) > 1 && *summary != "":
+		fmt.Fprintln(stderr, "fineserve-gen report: --summary goes with a single results file")
+		return exitUsage
+	}
+	opt := report.LoadOptions{SLO: slo}
+	runs := make([]*report.Data, 0, len(files))
+	for i, f := range files {
+		d, err := report.Load(f, opt)
+		if err != nil {
+			fmt.Fprintf(stderr, "fineserve-gen report: %v\n", err)
+			return exitFailure
+		}
+		if i < len(*labels) {
+			d.Label = (*labels)[i]
+		}
+		runs = append(runs, d)
+	}
+	if *summary != "" {
+		s, err := report.Load(*summary, report.LoadOptions{})
+		if err != nil {
+			fmt.Fprintf(stderr, "fineserve-gen report: --summary: %v\n", err)
+			return exitFailure
+		}
+		if runs[0].Series == nil {
+			fmt.Fprintf(stderr, "fineserve-gen report: --summary goes with a results JSONL; %s is a summary\n", files[0])
+			return exitUsage
+		}
+		runs[0] = report.Merge(s, runs[0])
+	}
+	if len(runs) == 1 {
+		if err := report.WriteTable(stdout, runs[0].Summary); err != nil {
+			fmt.Fprintf(stderr, "fineserve-gen report: %v\n", err)
+			return exitFailure
+		}
+	} else if err := report.WriteCompareTable(stdout, runs); err != nil {
+		fmt.Fprintf(stderr, "fineserve-gen report: %v\n", err)
+		return exitFailure
+	}
+	if *out == "" {
+		return exitOK
+	}
+	if err := writeFile(*out, func(w io.Writer) error {
+		if len(runs) == 1 {
+			return report.WriteHTML(w, runs[0])
+		}
+		return report.WriteCompareHTML(w, runs)
+	}); err != nil {
+		fmt.Fprintf(stderr, "fineserve-gen report: %s: %v\n", *out, err)
+		return exitFailure
+	}
+	fmt.Fprintf(stderr, "report: %s\n", *out)
+	return exitOK
+}
+
+// writeFile creates path and writes it with write.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	err = write(bw)
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

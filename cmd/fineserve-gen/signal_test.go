@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+)
+
+// The signal tests run the command in a child process: the test binary
+// itself, re-executed with cliEnv set, runs what main runs (signalContext,
+// dispatch, os.Exit) on the arguments after "--". Nothing is built or
+// downloaded.
+const cliEnv = "FINESERVE_GEN_TEST_CLI"
+
+// TestCLIProcess is the child process; as a test it does nothing.
+func TestCLIProcess(t *testing.T) {
+	if os.Getenv(cliEnv) != "1" {
+		t.Skip("runs only as the child process of the signal tests")
+	}
+	args := os.Args[slices.Index(os.Args, "--")+1:]
+	ctx, stop := signalContext()
+	code := dispatch(ctx, args, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// lockedBuffer collects a child's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// child is the command running in a child process.
+type child struct {
+	cmd            *exec.Cmd
+	stdout, stderr *lockedBuffer
+	done           chan struct{}
+	code           int
+}
+
+func startChild(t *testing.T, args ...string) *child {
+	t.Helper()
+	c := &child{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	c.cmd = exec.Command(os.Args[0], append([]string{"-test.run=^TestCLIProcess$", "--"}, args...)...)
+	c.cmd.Env = append(os.Environ(), cliEnv+"=1")
+	c.cmd.Stdout, c.cmd.Stderr = c.stdout, c.stderr
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		err := c.cmd.Wait()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			c.code = 0
+		case errors.As(err, &ee):
+			c.code = ee.ExitCode()
+		default:
+			c.code = -1
+		}
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-c.done:
+		default:
+			c.cmd.Process.Kill()
+			<-c.done
+		}
+	})
+	return c
+}
+
+// wait waits for the child to exit, at most d.
+func (c *child) wait(t *testing.T, d time.Duration) int {
+	t.Helper()
+	select {
+	case <-c.done:
+		return c.code
+	case <-time.After(d):
+		c.cmd.Process.Kill()
+		<-c.done
+		t.Fatalf("the process did not exit within %v\nstderr:\n%s", d, c.stderr.String())
+		return -1
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// signalArgs is a long run (2,000 requests over 20 s) against port, with
+// its outputs in dir.
+func signalArgs(port int, dir string, extra ...string) []string {
+	return append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model",
+		"--num-prompts", "2000", "--request-rate", "100", "--random-input-len", "8", "--random-output-len", "4",
+		"--seed", "5", "--warmup-requests", "0", "--disable-tqdm",
+		"--results-jsonl", filepath.Join(dir, "results.jsonl"), "--summary-json", filepath.Join(dir, "summary.json"),
+	}, extra...)
+}
+
+// TestFirstSignalDrainsAndWritesEverything: SIGINT (and SIGTERM) mid-run
+// stops sending, lets the requests in flight finish until --drain-timeout,
+// cancels the rest, and leaves a record for every request sent and a
+// summary marked interrupted; the exit code is 130.
+func TestFirstSignalDrainsAndWritesEverything(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			// Half the requests stall forever: only the drain timeout
+			// ends them. The others take a few milliseconds.
+			srv, port := serveMock(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
+				Seed: 2, Faults: []mockserver.Fault{{Kind: mockserver.FaultStall, Rate: 0.5}},
+			}})
+			dir := t.TempDir()
+			c := startChild(t, signalArgs(port, dir, "--drain-timeout", "300ms")...)
+			waitFor(t, 30*time.Second, "40 requests at the server", func() bool { return srv.Stats().Requests >= 40 })
+			c.cmd.Process.Signal(sig)
+			if code := c.wait(t, 30*time.Second); code != exitInterrupted {
+				t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitInterrupted, c.stderr.String())
+			}
+			recs := readRecords(t, filepath.Join(dir, "results.jsonl"))
+			sum := (&toolRun{dir: dir}).summary(t)
+			st := srv.Stats()
+			stalled := srv.FaultCounts()[mockserver.FaultStall]
+			byClass := map[string]int64{}
+			seen := map[int64]bool{}
+			for _, r := range recs {
+				if seen[r.Index] {
+					t.Fatalf("two records for request %d", r.Index)
+				}
+				seen[r.Index] = true
+				byClass[r.ErrorClass]++
+			}
+			// Every request that reached the server has its record (and a
+			// request sent but not yet arrived has one too).
+			if int64(len(recs)) < st.Requests {
+				t.Errorf("%d records for %d requests at the server", len(recs), st.Requests)
+			}
+			// The stalled requests were canceled after the drain; every
+			// other request completed.
+			if byClass[client.ErrCanceled] != stalled || byClass[""] != int64(len(recs))-stalled {
+				t.Errorf("records by class %v; the server stalled %d", byClass, stalled)
+			}
+			if !sum.Interrupted || sum.Completed+sum.Failed != int64(len(recs)) || sum.NotSent == 0 ||
+				sum.Scheduled != 2000 || sum.NotSent+int64(len(recs)) != sum.Scheduled {
+				t.Errorf("summary: interrupted %v, completed %d + failed %d vs %d records, not sent %d of %d scheduled",
+					sum.Interrupted, sum.Completed, sum.Failed, len(recs), sum.NotSent, sum.Scheduled)
+			}
+			if !strings.Contains(c.stderr.String(), "interrupted") {
+				t.Errorf("stderr does not say the run was interrupted:\n%s", c.stderr.String())
+			}
+		})
+	}
+}
+
+// TestSecondSignalExitsAtOnceKeepingRecords: a second signal during the
+// drain exits at once with 130, without waiting for the requests in flight
+// (--drain-timeout is long), and every record written is whole.
+func TestSecondSignalExitsAtOnceKeepingRecords(t *testing.T) {
+	srv, port := serveMock(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
+		Seed: 2, Faults: []mockserver.Fault{{Kind: mockserver.FaultStall, Rate: 0.5}},
+	}})
+	dir := t.TempDir()
+	c := startChild(t, signalArgs(port, dir, "--drain-timeout", "10m")...)
+	waitFor(t, 30*time.Second, "40 requests at the server", func() bool { return srv.Stats().Requests >= 40 })
+	c.cmd.Process.Signal(syscall.SIGINT)
+	waitFor(t, 30*time.Second, "the drain to start", func() bool { return strings.Contains(c.stderr.String(), "waiting up to") })
+	// Wait until every request that does not stall has been answered, and
+	// has been for a while (so the child has read it to the end): their
+	// records are in the child's buffer or on disk, none in flight.
+	var completed int64
+	stableSince := time.Now()
+	waitFor(t, 30*time.Second, "the answered requests to settle", func() bool {
+		st := srv.Stats()
+		settled := st.Completed+srv.FaultCounts()[mockserver.FaultStall] == st.Requests
+		if !settled || st.Completed != completed {
+			completed, stableSince = st.Completed, time.Now()
+			return false
+		}
+		return time.Since(stableSince) > 20*time.Millisecond
+	})
+	c.cmd.Process.Signal(syscall.SIGINT)
+	// The drain would last 10 minutes: exiting means the second signal
+	// was obeyed.
+	if code := c.wait(t, 30*time.Second); code != exitInterrupted {
+		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitInterrupted, c.stderr.String())
+	}
+	recs := readRecords(t, filepath.Join(dir, "results.jsonl"))
+	if int64(len(recs)) < completed {
+		t.Errorf("%d records on disk, but %d requests had completed before the second signal", len(recs), completed)
+	}
+	for _, r := range recs {
+		if r.ErrorClass != "" {
+			t.Errorf("record %+v: only finished requests are written", r)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "summary.json")); err == nil {
+		t.Errorf("a summary was written: the second signal must not wait for the run to end")
+	}
+	if !strings.Contains(c.stderr.String(), "second signal") {
+		t.Errorf("stderr:\n%s", c.stderr.String())
+	}
+}

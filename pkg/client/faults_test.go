@@ -1,0 +1,292 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+)
+
+// faultServer starts the built-in server injecting one fault kind into
+// every generation request.
+func faultServer(t *testing.T, kind string, delay time.Duration) *httptest.Server {
+	t.Helper()
+	srv, err := mockserver.New(mockserver.Config{
+		Models: []string{"m"}, ITL: time.Millisecond,
+		Faults: mockserver.FaultConfig{Faults: []mockserver.Fault{{Kind: kind, Rate: 1}}, Delay: delay},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return hs
+}
+
+func faultClient(t *testing.T, url string, cfg Config) *Client {
+	t.Helper()
+	cfg.BaseURL, cfg.Backend, cfg.Model, cfg.Epoch = url, BackendVLLM, "m", time.Now()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func faultDo(c *Client) *Result {
+	res := &Result{}
+	res.Reset()
+	c.Do(context.Background(), &Request{MaxTokens: 4, Prompt: []byte("[1,2,3]")}, res)
+	return res
+}
+
+// TestEveryFaultIsClassified sends requests to the built-in server with
+// each fault injected, streamed and not, and checks the error class.
+func TestEveryFaultIsClassified(t *testing.T) {
+	short := 150 * time.Millisecond
+	for _, tc := range []struct {
+		kind           string
+		stream         bool
+		cfg            Config
+		class, message string
+	}{
+		{mockserver.FaultRefuse, true, Config{}, ErrConnect, "closed"},
+		{mockserver.FaultRefuse, false, Config{}, ErrConnect, "closed"},
+		{mockserver.FaultReset, true, Config{}, ErrReset, "reset"},
+		{mockserver.FaultReset, false, Config{}, ErrReset, "reset"},
+		{mockserver.FaultHTTP429, true, Config{}, ErrHTTP429, "rate limiting"},
+		{mockserver.FaultHTTP500, true, Config{}, ErrHTTP5xx, "engine failed"},
+		{mockserver.FaultHTTP503, false, Config{}, ErrHTTP5xx, "overloaded"},
+		{mockserver.FaultSlowHeaders, true, Config{StallTimeout: short}, ErrTimeout, "stall"},
+		{mockserver.FaultSlowHeaders, true, Config{RequestTimeout: short}, ErrTimeout, "request timeout"},
+		{mockserver.FaultGarbageSSE, true, Config{}, ErrProtocol, "invalid JSON"},
+		{mockserver.FaultGarbageSSE, false, Config{}, ErrProtocol, "invalid JSON"},
+		{mockserver.FaultTruncatedJSON, true, Config{}, ErrProtocol, "invalid JSON"},
+		{mockserver.FaultTruncatedJSON, false, Config{}, ErrProtocol, "invalid JSON"},
+		{mockserver.FaultNoDone, true, Config{}, ErrProtocol, "[DONE]"},
+		{mockserver.FaultNoDone, false, Config{}, "", ""},
+		{mockserver.FaultStall, true, Config{StallTimeout: short}, ErrTimeout, "stall"},
+		{mockserver.FaultStall, false, Config{StallTimeout: short}, ErrTimeout, "stall"},
+		{mockserver.FaultStall, true, Config{RequestTimeout: short}, ErrTimeout, "request timeout"},
+		{mockserver.FaultEndless, true, Config{RequestTimeout: short, StallTimeout: short / 2}, ErrTimeout, "request timeout"},
+		{mockserver.FaultEndless, false, Config{RequestTimeout: short}, ErrTimeout, "request timeout"},
+	} {
+		name := tc.kind
+		if !tc.stream {
+			name += "/no-stream"
+		}
+		if tc.cfg.StallTimeout > 0 && tc.cfg.RequestTimeout == 0 {
+			name += "/stall-timeout"
+		}
+		t.Run(name, func(t *testing.T) {
+			hs := faultServer(t, tc.kind, 10*short)
+			tc.cfg.Stream = tc.stream
+			c := faultClient(t, hs.URL, tc.cfg)
+			for i := range 3 { // fresh and reused connections
+				res := faultDo(c)
+				if res.ErrorClass != tc.class || !strings.Contains(res.Error, tc.message) {
+					t.Fatalf("request %d: class %q error %q, want %q containing %q", i, res.ErrorClass, res.Error, tc.class, tc.message)
+				}
+				if res.End < res.Sent || res.Sent <= 0 {
+					t.Errorf("request %d: sent %v end %v", i, res.Sent, res.End)
+				}
+				if res.Retries != 0 {
+					t.Errorf("request %d: %d retries without --retries", i, res.Retries)
+				}
+			}
+		})
+	}
+}
+
+// TestSlowHeadersWithoutTimeoutSucceeds: a late status line is latency,
+// not an error, when no timeout is set.
+func TestSlowHeadersWithoutTimeoutSucceeds(t *testing.T) {
+	delay := 100 * time.Millisecond
+	hs := faultServer(t, mockserver.FaultSlowHeaders, delay)
+	res := faultDo(faultClient(t, hs.URL, Config{Stream: true}))
+	if !res.OK() || res.TTFT() < delay {
+		t.Errorf("class %q (%s), ttft %v: want success with ttft ≥ %v", res.ErrorClass, res.Error, res.TTFT(), delay)
+	}
+}
+
+// flaky answers 503 (with retryAfter) to its first fails requests, then
+// streams a short completion.
+type flaky struct {
+	fails      int64
+	retryAfter string
+	status     int
+	n          atomic.Int64
+}
+
+func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.n.Add(1) <= f.fails {
+		if f.retryAfter != "" {
+			w.Header().Set("Retry-After", f.retryAfter)
+		}
+		w.WriteHeader(f.status)
+		w.Write([]byte(`{"object":"error","message":"try again","code":503}`))
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Write([]byte("data: {\"choices\":[{\"text\":\" a\"}]}\n\ndata: {\"choices\":[{\"text\":\" b\"}]}\n\ndata: [DONE]\n\n"))
+}
+
+func TestRetries(t *testing.T) {
+	t.Run("none by default", func(t *testing.T) {
+		f := &flaky{fails: 1, status: 503}
+		hs := httptest.NewServer(f)
+		defer hs.Close()
+		res := faultDo(faultClient(t, hs.URL, Config{Stream: true}))
+		if res.ErrorClass != ErrHTTP5xx || res.Retries != 0 || f.n.Load() != 1 {
+			t.Errorf("class %q retries %d attempts %d: want one http_5xx attempt", res.ErrorClass, res.Retries, f.n.Load())
+		}
+	})
+	t.Run("503 then success", func(t *testing.T) {
+		f := &flaky{fails: 2, status: 503}
+		hs := httptest.NewServer(f)
+		defer hs.Close()
+		res := faultDo(faultClient(t, hs.URL, Config{Stream: true, Retries: 3}))
+		if !res.OK() || res.Retries != 2 || f.n.Load() != 3 {
+			t.Fatalf("class %q (%s) retries %d attempts %d: want success after 2 retries", res.ErrorClass, res.Error, res.Retries, f.n.Load())
+		}
+		// Measured from the first attempt: both backoffs (100 + 200 ms)
+		// are in the latency.
+		if res.TTFT() < 3*retryBackoff || res.Status != 200 || res.CompletionTokens != 2 {
+			t.Errorf("ttft %v status %d tokens %d: want ≥ %v from the first send, 200, 2", res.TTFT(), res.Status, res.CompletionTokens, 3*retryBackoff)
+		}
+	})
+	t.Run("gives up after N", func(t *testing.T) {
+		f := &flaky{fails: 100, status: 500}
+		hs := httptest.NewServer(f)
+		defer hs.Close()
+		res := faultDo(faultClient(t, hs.URL, Config{Stream: true, Retries: 2}))
+		if res.ErrorClass != ErrHTTP5xx || res.Retries != 2 || f.n.Load() != 3 || !strings.Contains(res.Error, "try again") {
+			t.Errorf("class %q (%s) retries %d attempts %d: want http_5xx after 2 retries", res.ErrorClass, res.Error, res.Retries, f.n.Load())
+		}
+	})
+	t.Run("4xx is not retried", func(t *testing.T) {
+		f := &flaky{fails: 100, status: 400}
+		hs := httptest.NewServer(f)
+		defer hs.Close()
+		res := faultDo(faultClient(t, hs.URL, Config{Stream: true, Retries: 2}))
+		if res.ErrorClass != ErrHTTP4xx || res.Retries != 0 || f.n.Load() != 1 {
+			t.Errorf("class %q retries %d attempts %d", res.ErrorClass, res.Retries, f.n.Load())
+		}
+	})
+	t.Run("the request timeout bounds every attempt", func(t *testing.T) {
+		f := &flaky{fails: 100, status: 429, retryAfter: "30"}
+		hs := httptest.NewServer(f)
+		defer hs.Close()
+		res := faultDo(faultClient(t, hs.URL, Config{Stream: true, Retries: 5, RequestTimeout: 200 * time.Millisecond}))
+		if res.ErrorClass != ErrHTTP429 || res.Retries != 0 || f.n.Load() != 1 {
+			t.Errorf("class %q retries %d attempts %d: want the 429 kept when the timeout ends the wait", res.ErrorClass, res.Retries, f.n.Load())
+		}
+	})
+	for _, kind := range []string{mockserver.FaultReset, mockserver.FaultStall, mockserver.FaultGarbageSSE} {
+		t.Run(kind+" is not retried", func(t *testing.T) {
+			hs := faultServer(t, kind, 0)
+			res := faultDo(faultClient(t, hs.URL, Config{Stream: true, Retries: 3, StallTimeout: 100 * time.Millisecond}))
+			if res.OK() || res.Retries != 0 {
+				t.Errorf("class %q retries %d: want a failure without retry", res.ErrorClass, res.Retries)
+			}
+		})
+	}
+	t.Run("refused connections are retried", func(t *testing.T) {
+		hs := faultServer(t, mockserver.FaultRefuse, 0)
+		res := faultDo(faultClient(t, hs.URL, Config{Stream: true, Retries: 2}))
+		if res.ErrorClass != ErrConnect || res.Retries != 2 {
+			t.Errorf("class %q retries %d: want connect after 2 retries", res.ErrorClass, res.Retries)
+		}
+	})
+}
+
+func TestRetryAfter(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"": 0, "0": 0, "-3": 0, "2": 2 * time.Second, " 7 ": 7 * time.Second, "99999": maxRetryAfter,
+		"soon": 0, "Mon, 02 Jan 2006 15:04:05 GMT": 0,
+	} {
+		if got := retryAfter(in); got != want {
+			t.Errorf("retryAfter(%q) = %v, want %v", in, got, want)
+		}
+	}
+	if got := retryAfter(time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)); got < 59*time.Minute {
+		t.Errorf("retryAfter(date in an hour) = %v", got)
+	}
+}
+
+func TestRunStopCancelsInFlight(t *testing.T) {
+	hs := faultServer(t, mockserver.FaultStall, 0)
+	c := faultClient(t, hs.URL, Config{Stream: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	res := &Result{}
+	res.Reset()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Do(ctx, &Request{MaxTokens: 4, Prompt: []byte("[1]")}, res)
+	}()
+	cancel()
+	<-done
+	if res.ErrorClass != ErrCanceled {
+		t.Errorf("class %q (%s), want canceled", res.ErrorClass, res.Error)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	const key = "sk-test-0123456789abcdef"
+	for _, tc := range []struct{ in, want string }{
+		{"no secret here", "no secret here"},
+		{"Bearer " + key + " echoed", "Bearer [redacted] echoed"},
+		{key + key, "[redacted][redacted]"},
+		{`"Bearer sk-test-0123…"`, `"Bearer [redacted]…"`},
+		{"sk-tes", "[redacted]"},
+		{"sk-te", "sk-te"},
+	} {
+		if got := Redact(tc.in, key); got != tc.want {
+			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if got := Redact("abc", ""); got != "abc" {
+		t.Errorf("empty secret: %q", got)
+	}
+}
+
+// endlessBody is a stream of text chunks that never ends.
+type endlessBody struct{ n int }
+
+func (e *endlessBody) Read(p []byte) (int, error) {
+	const chunk = "data: {\"choices\":[{\"text\":\"x\"}]}\n\n"
+	n := 0
+	for len(p)-n >= len(chunk) {
+		n += copy(p[n:], chunk)
+		e.n++
+	}
+	return n, nil
+}
+
+func (e *endlessBody) Close() error { return nil }
+
+// TestEndlessStreamIsBounded: a stream that never ends stops at maxChunks
+// as a protocol error, however fast it comes, instead of growing without
+// bound until the request timeout.
+func TestEndlessStreamIsBounded(t *testing.T) {
+	body := &endlessBody{}
+	tr := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		h := http.Header{"Content-Type": {"text/event-stream"}}
+		return &http.Response{StatusCode: 200, Status: "200 OK", Header: h, Body: body, Request: req}, nil
+	})
+	c := faultClient(t, "http://x", Config{Stream: true, Transport: tr})
+	res := faultDo(c)
+	if res.ErrorClass != ErrProtocol || !strings.Contains(res.Error, "does not end") || len(res.TokenTimes) != maxChunks+1 {
+		t.Errorf("class %q (%s), %d token times", res.ErrorClass, res.Error, len(res.TokenTimes))
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -1,0 +1,31 @@
+//go:build unix
+
+package client
+
+import (
+	"syscall"
+)
+
+// alive reports whether an idle connection is still usable: the peer has
+// neither closed it nor sent anything unsolicited. It peeks at the socket
+// without blocking (one system call).
+func (c *leanConn) alive() bool {
+	sc, ok := c.raw.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var buf [1]byte
+	usable := false
+	err = rc.Read(func(fd uintptr) bool {
+		// EAGAIN: open and quiet. 0 bytes: closed. Bytes: a response nobody
+		// asked for (or a TLS alert). An error: broken.
+		_, _, rerr := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		usable = rerr == syscall.EAGAIN || rerr == syscall.EWOULDBLOCK
+		return true // never wait for readability
+	})
+	return err == nil && usable
+}

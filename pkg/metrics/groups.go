@@ -1,0 +1,189 @@
+package metrics
+
+import (
+	"encoding/json"
+	"sort"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+)
+
+// Groups is a keyed breakdown of results: per kind of request (text or
+// image), per model, … Each group keeps streaming distributions, so memory
+// grows with the number of groups, never with the number of requests. Like
+// Collector, it is used by one goroutine.
+type Groups struct {
+	key func(*client.Result) string
+	m   map[string]*Group
+}
+
+// Group is one group's accumulated results.
+type Group struct {
+	TTFT, TPOT, E2E           *Hist
+	Completed, Failed         int64
+	InputTokens, OutputTokens int64 // of completed requests
+	CachedTokens, Images      int64
+	GeneratedImages           int64 // images returned (openai-images)
+	// Text and Generations count the group's token requests and image
+	// generations (completed or failed).
+	Text, Generations int64
+}
+
+// NewGroups returns an empty breakdown whose group of a result is key(r).
+func NewGroups(key func(*client.Result) string) *Groups {
+	return &Groups{key: key, m: map[string]*Group{}}
+}
+
+func newGroup() *Group {
+	return &Group{TTFT: NewHist(), TPOT: NewHist(), E2E: NewHist()}
+}
+
+// Add records r in its group. It does not keep r.
+func (g *Groups) Add(r *client.Result) {
+	k := g.key(r)
+	gr := g.m[k]
+	if gr == nil {
+		gr = newGroup()
+		g.m[k] = gr
+	}
+	if r.Generate > 0 {
+		gr.Generations++
+	} else {
+		gr.Text++
+	}
+	if !r.OK() {
+		gr.Failed++
+		return
+	}
+	gr.Completed++
+	gr.InputTokens += int64(r.InputLen)
+	out := r.OutputTokens()
+	gr.OutputTokens += int64(out)
+	gr.Images += int64(r.Images)
+	if r.CachedTokens > 0 {
+		gr.CachedTokens += int64(r.CachedTokens)
+	}
+	ttft, e2e := r.TTFT(), r.E2E()
+	gr.E2E.Record(e2e)
+	if r.Generate > 0 { // an image generation: no tokens
+		gr.GeneratedImages += int64(r.Generated)
+		return
+	}
+	gr.TTFT.Record(ttft)
+	if out > 1 {
+		gr.TPOT.Record((e2e - ttft) / time.Duration(out-1))
+	}
+}
+
+// Merge adds o's groups to g (shards of one run).
+func (g *Groups) Merge(o *Groups) {
+	for k, og := range o.m {
+		gr := g.m[k]
+		if gr == nil {
+			gr = newGroup()
+			g.m[k] = gr
+		}
+		gr.TTFT.Merge(og.TTFT)
+		gr.TPOT.Merge(og.TPOT)
+		gr.E2E.Merge(og.E2E)
+		gr.Completed += og.Completed
+		gr.Failed += og.Failed
+		gr.InputTokens += og.InputTokens
+		gr.OutputTokens += og.OutputTokens
+		gr.CachedTokens += og.CachedTokens
+		gr.Images += og.Images
+		gr.GeneratedImages += og.GeneratedImages
+		gr.Text += og.Text
+		gr.Generations += og.Generations
+	}
+}
+
+// Keys returns the group names, sorted.
+func (g *Groups) Keys() []string {
+	keys := make([]string, 0, len(g.m))
+	for k := range g.m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Get returns the group named k, or nil.
+func (g *Groups) Get(k string) *Group { return g.m[k] }
+
+// GroupSummary is one group's figures in the summary, with FineServe's key
+// names; throughputs are over the whole run, so the groups' add up to the
+// run's.
+type GroupSummary struct {
+	Completed          int64   `json:"completed"`
+	Failed             int64   `json:"failed"`
+	TotalInputTokens   int64   `json:"total_input_tokens"`
+	TotalOutputTokens  int64   `json:"total_output_tokens"`
+	CachedPromptTokens int64   `json:"cached_prompt_tokens"`
+	Images             int64   `json:"total_input_images"`
+	RequestThroughput  float64 `json:"request_throughput"`
+	InputThroughput    float64 `json:"input_throughput"`
+	OutputThroughput   float64 `json:"output_throughput"`
+	MeanTTFT           float64 `json:"mean_ttft_ms"`
+	MedianTTFT         float64 `json:"median_ttft_ms"`
+	P99TTFT            float64 `json:"p99_ttft_ms"`
+	MeanTPOT           float64 `json:"mean_tpot_ms"`
+	MedianTPOT         float64 `json:"median_tpot_ms"`
+	P99TPOT            float64 `json:"p99_tpot_ms"`
+	MeanE2E            float64 `json:"mean_e2e_latency_ms"`
+	MedianE2E          float64 `json:"median_e2e_latency_ms"`
+	P99E2E             float64 `json:"p99_e2e_latency_ms"`
+	// Image generation: images returned and images/s over the run.
+	GeneratedImages int64   `json:"total_generated_images,omitempty"`
+	ImageThroughput float64 `json:"image_throughput,omitempty"`
+	// NoTokens marks a group of image generations only: its TTFT and TPOT
+	// keys are left out (absent, not zero).
+	NoTokens bool `json:"-"`
+}
+
+// MarshalJSON writes g, without the token figures of a group that has no
+// tokens.
+func (g GroupSummary) MarshalJSON() ([]byte, error) {
+	type plain GroupSummary
+	b, err := json.Marshal(plain(g))
+	if err != nil || !g.NoTokens {
+		return b, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms"} {
+		delete(m, k)
+	}
+	return json.Marshal(m)
+}
+
+// Summary returns every group's figures over a run of the given length,
+// keyed by group name (the shape of the summary's per_kind and per_model
+// entries).
+func (g *Groups) Summary(elapsed time.Duration) map[string]GroupSummary {
+	out := make(map[string]GroupSummary, len(g.m))
+	sec := elapsed.Seconds()
+	per := func(n int64) float64 {
+		if sec <= 0 {
+			return 0
+		}
+		return float64(n) / sec
+	}
+	for k, gr := range g.m {
+		ttft, tpot, e2e := gr.TTFT.Dist(), gr.TPOT.Dist(), gr.E2E.Dist()
+		out[k] = GroupSummary{
+			Completed: gr.Completed, Failed: gr.Failed,
+			TotalInputTokens: gr.InputTokens, TotalOutputTokens: gr.OutputTokens,
+			CachedPromptTokens: gr.CachedTokens, Images: gr.Images,
+			RequestThroughput: per(gr.Completed), InputThroughput: per(gr.InputTokens), OutputThroughput: per(gr.OutputTokens),
+			MeanTTFT: ttft.Mean, MedianTTFT: ttft.Median, P99TTFT: ttft.P99,
+			MeanTPOT: tpot.Mean, MedianTPOT: tpot.Median, P99TPOT: tpot.P99,
+			MeanE2E: e2e.Mean, MedianE2E: e2e.Median, P99E2E: e2e.P99,
+			GeneratedImages: gr.GeneratedImages, ImageThroughput: per(gr.GeneratedImages),
+			NoTokens: gr.Generations > 0 && gr.Text == 0,
+		}
+	}
+	return out
+}

@@ -1,0 +1,101 @@
+package parametric
+
+import (
+	"bufio"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// LengthPairs is what ReadLengthPairs found: the usable (input, output)
+// pairs, in file order, and the rows it skipped.
+type LengthPairs struct {
+	Pairs [][2]int
+	// Skipped counts rows without two integer lengths ≥ 1; SkippedLines are
+	// the first few of their line numbers.
+	Skipped      int
+	SkippedLines []int
+}
+
+// maxLength bounds an accepted token length.
+const maxLength = 1 << 24
+
+// ReadLengthPairs reads request sizes from a CSV with a header naming the
+// input and output columns (default input_length and output_length). Rows
+// whose lengths are empty, not integers (63.0 is accepted) or below 1 are
+// skipped and counted; a file with no usable row is an error.
+func ReadLengthPairs(r io.Reader, name, inCol, outCol string) (*LengthPairs, error) {
+	if inCol == "" {
+		inCol = "input_length"
+	}
+	if outCol == "" {
+		outCol = "output_length"
+	}
+	cr := csv.NewReader(bufio.NewReader(r))
+	cr.ReuseRecord = true
+	cr.FieldsPerRecord = -1
+	head, err := cr.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, &ParseError{File: name, Line: 1, Err: fmt.Errorf("empty file: want a header with %s and %s", inCol, outCol)}
+	}
+	if err != nil {
+		return nil, &ParseError{File: name, Line: csvLine(err, 1), Err: csvCause(err)}
+	}
+	iIn, iOut := -1, -1
+	for i, h := range head {
+		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
+		if h == inCol && iIn < 0 {
+			iIn = i
+		}
+		if h == outCol && iOut < 0 {
+			iOut = i
+		}
+	}
+	if iIn < 0 || iOut < 0 {
+		return nil, &ParseError{File: name, Line: 1, Err: fmt.Errorf("header %q lacks %s or %s", strings.Join(head, ","), inCol, outCol)}
+	}
+	lp := &LengthPairs{}
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, &ParseError{File: name, Line: csvLine(err, 0), Err: csvCause(err)}
+		}
+		in, ok1 := length(rec, iIn)
+		out, ok2 := length(rec, iOut)
+		if !ok1 || !ok2 {
+			lp.Skipped++
+			if len(lp.SkippedLines) < 5 {
+				line, _ := cr.FieldPos(0)
+				lp.SkippedLines = append(lp.SkippedLines, line)
+			}
+			continue
+		}
+		lp.Pairs = append(lp.Pairs, [2]int{in, out})
+	}
+	if len(lp.Pairs) == 0 {
+		return nil, &ParseError{File: name, Err: fmt.Errorf("no row with %s and %s both ≥ 1 (%d rows skipped)", inCol, outCol, lp.Skipped)}
+	}
+	return lp, nil
+}
+
+func length(rec []string, i int) (int, bool) {
+	if i >= len(rec) {
+		return 0, false
+	}
+	s := strings.TrimSpace(rec[i])
+	if n, err := strconv.Atoi(s); err == nil {
+		return n, n >= 1 && n <= maxLength
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f != math.Trunc(f) || f < 1 || f > maxLength {
+		return 0, false
+	}
+	return int(f), true
+}

@@ -1,0 +1,125 @@
+package prompt
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDatasetErrorsNameLineElementAndField(t *testing.T) {
+	good := "  {\"conversations\": [{\"from\": \"human\", \"value\": \"hello there\"}, {\"from\": \"gpt\", \"value\": \"hi\"}]}"
+	for _, tc := range []struct {
+		name, data string
+		want       []string
+	}{
+		{"wrong type", "[\n" + good + ",\n  {\"conversations\": [\n    {\"value\": 42}\n  ]}\n]", []string{"line 4:", "element [1]", "conversations.value", "want a string", "number"}},
+		{"syntax", "[\n" + good + ",\n" + good + ",\n  {\"conversations\":\n   [x]}\n]", []string{"line 5:", "element [2]", "invalid character 'x'"}},
+		{"cut short", "[\n" + good + ",\n" + good, []string{"line 3:", "ends early"}},
+		{"cut in an element", "[\n" + good + ",\n {\"conversations\": [", []string{"line 3:", "element [1]", "ends early"}},
+		{"not an array", "\n\n{\"a\": 1}", []string{"want a JSON array"}},
+		{"empty", "", []string{"line 1:", "ends early"}},
+		{"output_length", "[\n{\"input_text\": \"a b\", \"output_length\": 1.5}]", []string{"line 2:", "output_length", "integer"}},
+		{"garbage after an element", "[\n" + good + "\n}", []string{"line 3:", "after element [0]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kind := "sharegpt"
+			if strings.Contains(tc.data, "input_text") {
+				kind = "sharegpt_pre"
+			}
+			_, err := ReadDataset(strings.NewReader(tc.data), kind, 0)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+	t.Run("the file name", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "sg.json")
+		os.WriteFile(path, []byte("[\n{\"conversations\": 5}]"), 0o644)
+		_, err := LoadDataset(path, "sharegpt", 0)
+		if err == nil || !strings.Contains(err.Error(), path+": line 2: element [0]: conversations") {
+			t.Errorf("error %v, want the path, line 2, element [0] and the field", err)
+		}
+	})
+}
+
+func TestDatasetLongFileLineNumbers(t *testing.T) {
+	// Far past the decoder's first buffer, the line is still right.
+	var b strings.Builder
+	b.WriteString("[\n")
+	for range 5000 {
+		b.WriteString("{\"conversations\": [{\"value\": \"a b c\"},\n  {\"value\": \"d e\"}]},\n")
+	}
+	b.WriteString("{\"conversations\": [{\"value\": true}]}\n]")
+	_, err := ReadDataset(strings.NewReader(b.String()), "sharegpt", 0)
+	if err == nil || !strings.Contains(err.Error(), "line 10002:") || !strings.Contains(err.Error(), "element [5000]") {
+		t.Errorf("error %v, want line 10002, element [5000]", err)
+	}
+	d, err := ReadDataset(strings.NewReader(b.String()), "sharegpt", 10)
+	if err != nil || d.Len() != 10 {
+		t.Errorf("with a limit the bad element is never read: %v, %v", d, err)
+	}
+}
+
+// FuzzReadDataset: the loader never panics; what it accepts has one
+// output per prompt, and writing the prompts back gives the same dataset.
+func FuzzReadDataset(f *testing.F) {
+	for _, s := range []string{
+		`[{"conversations":[{"from":"human","value":"a b"},{"from":"gpt","value":"c d e"}]}]`,
+		`[{"conversation":[{"value":"x"},{"value":""}]},{"conversations":[]}]`,
+		`[{"input_text":"one two three","output_length":7},{"input_text":"  "}]`,
+		"[\n{\"conversations\": [{\"value\": 1}]}\n]",
+		`[`, `{}`, `[1, "a", null]`, `[{"conversations":null}]`, `[{}] trailing`,
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, pre bool) {
+		kind := "sharegpt"
+		if pre {
+			kind = "sharegpt_pre"
+		}
+		d, err := ReadDataset(strings.NewReader(string(data)), kind, 0)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "line ") && !strings.HasPrefix(err.Error(), "no usable prompts") {
+				t.Fatalf("error without a line: %v", err)
+			}
+			return
+		}
+		if d.Len() == 0 || len(d.Outputs) != d.Len() {
+			t.Fatalf("%d prompts, %d outputs", d.Len(), len(d.Outputs))
+		}
+		type turn struct {
+			Value string `json:"value"`
+		}
+		type entry struct {
+			Conversations []turn `json:"conversations,omitempty"`
+			InputText     string `json:"input_text,omitempty"`
+			OutputLength  *int   `json:"output_length,omitempty"`
+		}
+		var back []entry
+		for i, p := range d.Prompts {
+			if pre {
+				back = append(back, entry{InputText: p, OutputLength: &d.Outputs[i]})
+			} else {
+				back = append(back, entry{Conversations: []turn{{p}, {strings.Repeat("w ", d.Outputs[i])}}})
+			}
+		}
+		raw, _ := json.Marshal(back)
+		d2, err := ReadDataset(strings.NewReader(string(raw)), kind, 0)
+		if err != nil {
+			t.Fatalf("written back, the dataset does not load: %v", err)
+		}
+		for i := range d.Prompts {
+			if d2.Prompts[i] != d.Prompts[i] || d2.Outputs[i] != d.Outputs[i] {
+				t.Fatalf("entry %d: %q/%d, then %q/%d", i, d.Prompts[i], d.Outputs[i], d2.Prompts[i], d2.Outputs[i])
+			}
+		}
+	})
+}

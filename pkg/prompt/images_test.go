@@ -1,0 +1,125 @@
+package prompt
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"image"
+	"image/png"
+	"strings"
+	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+)
+
+func decodeDataURL(t *testing.T, url string) image.Image {
+	t.Helper()
+	b64, ok := strings.CutPrefix(url, dataURLHead)
+	if !ok {
+		t.Fatalf("not a PNG data URL: %.40q", url)
+	}
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		t.Fatalf("base64: %v", err)
+	}
+	img, err := png.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("png: %v", err)
+	}
+	return img
+}
+
+func lastRow(img image.Image) []uint32 {
+	b := img.Bounds()
+	var out []uint32
+	for x := b.Min.X; x < b.Max.X; x++ {
+		r, g, bl, _ := img.At(x, b.Max.Y-1).RGBA()
+		out = append(out, r<<16^g<<8^bl)
+	}
+	return out
+}
+
+func TestImagesDecodeAndDiffer(t *testing.T) {
+	for _, size := range [][2]int{{512, 512}, {1, 1}, {3, 7}, {640, 480}, {33, 2}} {
+		b := New(Options{Salt: 7, Images: ImageOptions{Width: size[0], Height: size[1]}})
+		seen := map[string]bool{}
+		for _, k := range [][2]int{{0, 0}, {0, 1}, {1, 0}, {12345, 3}} {
+			url := string(b.AppendImageDataURL(nil, int64(k[0]), k[1]))
+			img := decodeDataURL(t, url)
+			if got := img.Bounds().Size(); got.X != size[0] || got.Y != size[1] {
+				t.Fatalf("%v: decoded size %v", size, got)
+			}
+			key := string(base64.StdEncoding.EncodeToString([]byte(strings.Repeat("", 0)))) + func() string {
+				s, _ := json.Marshal(lastRow(img))
+				return string(s)
+			}()
+			if size[0]*3 >= 8 && seen[key] { // rows of ≥ 8 bytes: collisions are negligible
+				t.Errorf("%v: image %v has the pixels of an earlier one", size, k)
+			}
+			seen[key] = true
+			if again := string(b.AppendImageDataURL(nil, int64(k[0]), k[1])); again != url {
+				t.Errorf("%v: image %v is not deterministic", size, k)
+			}
+		}
+	}
+}
+
+func TestMultimodalContent(t *testing.T) {
+	o := ImageOptions{Width: 64, Height: 32, TokensPerImage: 100}
+	b := New(Options{Salt: 1, Images: o})
+	for _, c := range []struct {
+		name          string
+		input, images int
+		wantText      int
+	}{
+		{"fits", 949, 1, 849},
+		{"clamped", 150, 2, 1},
+		{"many", 5000, 16, 3400},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := arrival.Arrival{Index: 9, InputTokens: c.input, OutputTokens: 5, Images: c.images}
+			raw := b.Append(nil, &a)
+			var parts []struct {
+				Type     string `json:"type"`
+				Text     string `json:"text"`
+				ImageURL struct {
+					URL string `json:"url"`
+				} `json:"image_url"`
+			}
+			if err := json.Unmarshal(raw, &parts); err != nil {
+				t.Fatalf("content is not JSON: %v", err)
+			}
+			if len(parts) != 1+c.images || parts[0].Type != "text" {
+				t.Fatalf("got %d parts (first %q), want text + %d images", len(parts), parts[0].Type, c.images)
+			}
+			if n := len(strings.Fields(parts[0].Text)); n != c.wantText {
+				t.Errorf("text has %d words, want %d", n, c.wantText)
+			}
+			for _, p := range parts[1:] {
+				if p.Type != "image_url" {
+					t.Fatalf("part type %q", p.Type)
+				}
+				decodeDataURL(t, p.ImageURL.URL)
+			}
+		})
+	}
+}
+
+func TestDefaultTokensPerImage(t *testing.T) {
+	for _, c := range []struct{ w, h, want int }{{512, 512, 324}, {28, 28, 1}, {1, 1, 1}, {1024, 768, 37 * 27}} {
+		if got := DefaultTokensPerImage(c.w, c.h); got != c.want {
+			t.Errorf("DefaultTokensPerImage(%d, %d) = %d, want %d", c.w, c.h, got, c.want)
+		}
+	}
+}
+
+func BenchmarkImageDataURL(b *testing.B) {
+	bl := New(Options{Salt: 1})
+	bl.AppendImageDataURL(nil, 0, 0)
+	var dst []byte
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		dst = bl.AppendImageDataURL(dst[:0], int64(i), 0)
+	}
+	b.SetBytes(int64(len(dst)))
+}

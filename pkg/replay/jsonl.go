@@ -1,0 +1,192 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/valyala/fastjson"
+)
+
+// maxLineBytes bounds one JSON line; longer lines are skipped as unusable.
+const maxLineBytes = 64 << 20
+
+var errLineTooLong = fmt.Errorf("line longer than %d MiB", maxLineBytes>>20)
+
+// lineReader yields the lines of a stream without their newline.
+type lineReader struct {
+	br   *bufio.Reader
+	long []byte
+}
+
+// next returns the next line; tooLong reports a line cut at maxLineBytes
+// (its rest is discarded). It returns io.EOF after the last line.
+func (lr *lineReader) next() (line []byte, tooLong bool, err error) {
+	b, err := lr.br.ReadSlice('\n')
+	if err == nil || (errors.Is(err, io.EOF) && len(b) > 0) {
+		return bytes.TrimRight(b, "\r\n"), false, nil
+	}
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, false, err
+	}
+	lr.long = append(lr.long[:0], b...)
+	for {
+		b, err = lr.br.ReadSlice('\n')
+		if len(lr.long) < maxLineBytes {
+			lr.long = append(lr.long, b...)
+		} else {
+			tooLong = true
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, false, err
+		}
+		if len(lr.long) > maxLineBytes {
+			tooLong = true
+		}
+		return bytes.TrimRight(lr.long, "\r\n"), tooLong, nil
+	}
+}
+
+// detectJSONL picks a JSON Lines format from the keys of its first object.
+func detectJSONL(first []byte, o *Options) (Format, error) {
+	var p fastjson.Parser
+	v, err := p.ParseBytes(first)
+	if err != nil || v.Type() != fastjson.TypeObject {
+		if o.TimestampColumn != "" {
+			return GenericJSONL, nil
+		}
+		return "", errors.New("line 1: not a JSON object; give --trace-format")
+	}
+	has := func(k string) bool { return v.Exists(k) }
+	switch {
+	case isT2IObject(v) && o.TimestampColumn == "":
+		return AlibabaT2I, nil
+	case has("hash_ids") || (has("timestamp") && has("input_length") && has("output_length") && o.TimestampColumn == ""):
+		return Mooncake, nil
+	case o.TimestampColumn != "":
+		return GenericJSONL, nil
+	}
+	var keys []string
+	v.GetObject().Visit(func(k []byte, _ *fastjson.Value) { keys = append(keys, string(k)) })
+	return "", fmt.Errorf("cannot tell the trace format from the keys %q: give --trace-format, or --timestamp-column (with --timestamp-unit and the length columns) for any JSON Lines file",
+		clipHeader(keys))
+}
+
+// readJSONL reads a JSON Lines trace: one object per line.
+func readJSONL(br *bufio.Reader, t *Trace, o *Options, first []byte) error {
+	f := o.Format
+	if f == FormatAuto {
+		var err error
+		if f, err = detectJSONL(first, o); err != nil {
+			return fmt.Errorf("replay: %s: %w", t.Path, err)
+		}
+	}
+	if f == AlibabaT2I {
+		return readT2ILines(br, t, o)
+	}
+	if f != Mooncake && f != GenericJSONL {
+		return fmt.Errorf("replay: %s: --trace-format %s needs a CSV file", t.Path, f)
+	}
+	sp := specFor(f, o)
+	t.Format = f
+	if sp.name[fTS] == "" {
+		return fmt.Errorf("replay: %s: give --timestamp-column for a JSON Lines trace", t.Path)
+	}
+	// Which fields the trace carries: all of a named format's; for a
+	// generic one, those the first object has (or the flags name).
+	var fp fastjson.Parser
+	fv, ferr := fp.ParseBytes(first)
+	present := func(k int) bool {
+		return sp.name[k] != "" && ferr == nil && fv.Type() == fastjson.TypeObject && fv.Exists(sp.name[k])
+	}
+	// Mooncake's hash_ids are optional as a whole (other Mooncake-style
+	// traces lack them), not row by row.
+	c := columns{in: true, out: true, blocks: present(fBlocks) || (ferr != nil && sp.name[fBlocks] != "")}
+	if sp.optional {
+		c.in = present(fIn) || o.InputColumn != ""
+		c.out = present(fOut) || o.OutputColumn != ""
+		c.model = o.ModelColumn != ""
+	} else {
+		c.model = sp.name[fModel] != ""
+	}
+	p := newRowParser(t, o, sp, c)
+	var jp fastjson.Parser
+	var v *fastjson.Value
+	var num []byte
+	get := func(k int) (string, bool) {
+		x := v.Get(sp.name[k])
+		if x == nil {
+			return "", false
+		}
+		switch x.Type() {
+		case fastjson.TypeString:
+			return string(x.GetStringBytes()), true
+		case fastjson.TypeNull:
+			return "", true
+		}
+		num = x.MarshalTo(num[:0])
+		return string(num), true
+	}
+	blocks := func(r *row) error {
+		x := v.Get(sp.name[fBlocks])
+		if x == nil {
+			return errMissing
+		}
+		arr, err := x.Array()
+		if err != nil {
+			return errors.New("not a list")
+		}
+		for _, e := range arr {
+			id, err := e.Uint64()
+			if err != nil {
+				return fmt.Errorf("block id %s: want an integer ≥ 0", clip(string(e.MarshalTo(nil))))
+			}
+			r.blocks = append(r.blocks, id)
+		}
+		return nil
+	}
+	if !c.blocks {
+		blocks = nil
+	}
+	lr := lineReader{br: br}
+	for line := 1; ; line++ {
+		b, tooLong, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("replay: %s: line %d: %w", t.Path, line, err)
+		}
+		if tooLong {
+			t.Rows++
+			if err := p.b.skip(line, "", errLineTooLong); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		v, err = jp.ParseBytes(b)
+		if err == nil && v.Type() != fastjson.TypeObject {
+			err = errors.New("not a JSON object")
+		}
+		if err != nil {
+			t.Rows++
+			if err := p.b.skip(line, "", fmt.Errorf("invalid JSON: %s", clip(err.Error()))); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := p.parse(line, get, blocks); err != nil {
+			return err
+		}
+	}
+	p.b.finish()
+	return nil
+}

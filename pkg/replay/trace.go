@@ -1,0 +1,494 @@
+// Package replay owns trace files: it reads every supported trace format
+// (FineServe, Azure LLM/LMM, Mooncake, BurstGPT, Alibaba GenTD26 and
+// text-to-image, schedule CSV, any CSV or JSONL) into a compact, time-sorted
+// Trace, and turns a slice of a Trace into a Schedule at a scaled time rate.
+package replay
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Format names a trace format (--trace-format).
+type Format string
+
+// Trace formats.
+const (
+	FormatAuto   Format = ""          // detect from the extension and header
+	FineServe    Format = "fineserve" // timestamp (µs), input_length, output_length
+	AzureLLM     Format = "azure-llm" // TIMESTAMP (datetime), ContextTokens, GeneratedTokens
+	AzureLMM     Format = "azure-lmm" // as AzureLLM plus NumImages
+	Mooncake     Format = "mooncake"  // JSONL: timestamp (ms), input_length, output_length, hash_ids
+	BurstGPT     Format = "burstgpt"  // Timestamp (s), Model, Request tokens, Response tokens, …
+	ScheduleCSV  Format = "schedule"  // this tool's --schedule-out
+	GenericCSV   Format = "csv"       // any CSV: --timestamp-column and friends
+	GenericJSONL Format = "jsonl"     // any JSON Lines file: the same flags
+	// Image-generation traces (alibaba.go).
+	AlibabaLoRA Format = "alibaba-lora" // GenTD26 lora_request_trace.csv
+	AlibabaT2I  Format = "alibaba-t2i"  // text-to-image JSON array: timestamp (s), base_model_id, loras, …
+)
+
+// Formats lists every format, in documentation order.
+var Formats = []Format{FineServe, AzureLLM, AzureLMM, Mooncake, BurstGPT, AlibabaLoRA, AlibabaT2I, ScheduleCSV, GenericCSV, GenericJSONL}
+
+// ParseFormat parses --trace-format; "" and "auto" detect.
+func ParseFormat(s string) (Format, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "auto":
+		return FormatAuto, nil
+	case "fineserve":
+		return FineServe, nil
+	case "azure-llm", "azure", "azure2023", "azure2024", "azure-2023", "azure-2024":
+		return AzureLLM, nil
+	case "azure-lmm", "azure2025", "azure-2025", "azure-multimodal":
+		return AzureLMM, nil
+	case "mooncake":
+		return Mooncake, nil
+	case "burstgpt":
+		return BurstGPT, nil
+	case "schedule":
+		return ScheduleCSV, nil
+	case "csv":
+		return GenericCSV, nil
+	case "jsonl", "ndjson":
+		return GenericJSONL, nil
+	case "alibaba-lora", "gentd26", "alibaba-gentd26", "lora":
+		return AlibabaLoRA, nil
+	case "alibaba-t2i", "alibaba-diffusion", "t2i", "diffusion":
+		return AlibabaT2I, nil
+	}
+	names := make([]string, len(Formats))
+	for i, f := range Formats {
+		names[i] = string(f)
+	}
+	return "", fmt.Errorf("trace format %q: want one of %s (or leave unset to detect it)", s, strings.Join(names, ", "))
+}
+
+// Options configures Load. The zero value detects the format and uses its
+// own column names and timestamp unit.
+type Options struct {
+	// Format overrides detection.
+	Format Format
+	// Column names override the format's (FineServe's --timestamp-column,
+	// --input-length-column, --output-length-column; --model-column).
+	TimestampColumn, InputColumn, OutputColumn, ModelColumn string
+	// Unit overrides the format's timestamp unit.
+	Unit Unit
+	// Strict makes an unusable row an error (*RowError) instead of a
+	// counted skip.
+	Strict bool
+	// KeepFailed keeps rows the trace marks as failed requests (BurstGPT's
+	// zero response tokens); their output length becomes MinOutputLen.
+	KeepFailed bool
+	// MinOutputLen replaces an output length of 0 (default 1).
+	MinOutputLen int
+	// Scene keeps only the rows of this scene_id (Alibaba text-to-image
+	// trace; "" keeps every row). Rows of other scenes are counted in
+	// Skipped.Scene.
+	Scene string
+}
+
+// RowError is an unusable row: the file, line and field, and why.
+type RowError struct {
+	Path  string
+	Line  int
+	Field string
+	Err   error
+}
+
+func (e *RowError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("replay: %s: line %d: %v", e.Path, e.Line, e.Err)
+	}
+	return fmt.Sprintf("replay: %s: line %d: %s: %v", e.Path, e.Line, e.Field, e.Err)
+}
+
+func (e *RowError) Unwrap() error { return e.Err }
+
+// MaxSkippedLines is how many line numbers of skipped rows are kept.
+const MaxSkippedLines = 10
+
+// Skipped tells what Load left out or changed, so that nothing is lost
+// silently.
+type Skipped struct {
+	// Rows is the number of unusable rows skipped (empty, non-numeric,
+	// negative or overflowing fields, malformed lines).
+	Rows int `json:"skipped_rows"`
+	// Lines are the line numbers of the first MaxSkippedLines of them, and
+	// First describes the first ("line 21118: timestamp: empty").
+	Lines []int  `json:"skipped_lines,omitempty"`
+	First string `json:"first_problem,omitempty"`
+	// Failed is the number of rows the trace marks as failed requests,
+	// left out (they are kept with Options.KeepFailed); FailedWhy says how
+	// the format marks them ("" is BurstGPT's 0 response tokens).
+	Failed    int    `json:"failed_rows_skipped,omitempty"`
+	FailedWhy string `json:"-"`
+	// Scene counts the rows of other scenes left out (Options.Scene).
+	Scene int `json:"scene_rows_skipped,omitempty"`
+	// ZeroInput and ZeroOutput count lengths of 0 raised to 1 token and to
+	// MinOutputLen.
+	ZeroInput  int `json:"zero_input_raised,omitempty"`
+	ZeroOutput int `json:"zero_output_raised,omitempty"`
+	// OutOfOrder counts rows earlier than the row before them; the trace
+	// was sorted by time (stably: equal times keep their file order).
+	OutOfOrder int `json:"out_of_order_rows,omitempty"`
+}
+
+// Warnings describes s as human-readable warnings, one a line.
+func (s *Skipped) Warnings() []string {
+	var w []string
+	if s.Rows > 0 {
+		lines := make([]string, len(s.Lines))
+		for i, l := range s.Lines {
+			lines[i] = fmt.Sprint(l)
+		}
+		more := ""
+		if s.Rows > len(s.Lines) {
+			more = ", …"
+		}
+		w = append(w, fmt.Sprintf("skipped %d unusable row(s) (lines %s%s); first: %s; --strict makes this an error",
+			s.Rows, strings.Join(lines, ", "), more, s.First))
+	}
+	if s.Failed > 0 {
+		why := s.FailedWhy
+		if why == "" {
+			why = "0 response tokens"
+		}
+		w = append(w, fmt.Sprintf("left out %d failed request(s) (%s); --keep-failed keeps them", s.Failed, why))
+	}
+	if s.Scene > 0 {
+		w = append(w, fmt.Sprintf("left out %d row(s) of other scenes (--scene)", s.Scene))
+	}
+	if s.ZeroInput > 0 {
+		w = append(w, fmt.Sprintf("%d row(s) with input length 0 sent with 1 token", s.ZeroInput))
+	}
+	if s.ZeroOutput > 0 {
+		w = append(w, fmt.Sprintf("%d row(s) with output length 0 ask for --min-output-len tokens", s.ZeroOutput))
+	}
+	if s.OutOfOrder > 0 {
+		w = append(w, fmt.Sprintf("%d row(s) out of time order: sorted by time (equal times keep file order)", s.OutOfOrder))
+	}
+	return w
+}
+
+// Trace is a trace's usable rows, sorted by time and stored by column (no
+// per-row strings: model names are interned). Row i's time At(i) is its
+// offset from the first row (unscaled), so At(0) == 0.
+type Trace struct {
+	// Path is the file read ("" for a reader without a name).
+	Path string
+	// Format and Unit are the format and timestamp unit used.
+	Format Format
+	Unit   Unit
+	// Rows is the number of data rows read, used or not.
+	Rows int
+	// Lead is the first row's timestamp on the trace's own clock (for a
+	// datetime trace: since the Unix epoch). Replaying a schedule CSV keeps
+	// it, so an exported schedule replays at its own offsets.
+	Lead time.Duration
+	// HasInput and HasOutput report whether the trace gives the lengths;
+	// when not (a generic trace without the column), the lengths are 0 and
+	// the caller chooses them.
+	HasInput, HasOutput bool
+	// Skipped tells what was left out or changed.
+	Skipped Skipped
+
+	at        []int64 // ns since the first row
+	in, out   []int32
+	images    []uint16 // nil: the format has no image count
+	model     []uint32 // nil: the format has no model column
+	models    []string // interned names; model[i] indexes it
+	burst     []int64  // nil: every row is its own event (schedule CSV only)
+	blockOff  []int    // nil: no prefix blocks; else len n+1 offsets into blocks
+	blocks    []uint64 // Mooncake hash_ids of every row, concatenated
+	hasModels bool
+	gen       *genColumns // nil: not an image-generation trace (alibaba.go)
+	inst      []uint32    // nil: no instance column; else indexes insts
+	insts     []string
+	// Tasks counts the usable rows by task (GenTD26's predict_type), nil
+	// when the format has none.
+	Tasks map[string]int
+}
+
+// Len is the number of usable rows.
+func (t *Trace) Len() int { return len(t.at) }
+
+// At is row i's offset from the first row, on the trace's clock.
+func (t *Trace) At(i int) time.Duration { return time.Duration(t.at[i]) }
+
+// Span is the offset of the last row (0 for an empty trace).
+func (t *Trace) Span() time.Duration {
+	if len(t.at) == 0 {
+		return 0
+	}
+	return time.Duration(t.at[len(t.at)-1])
+}
+
+// InputTokens is row i's prompt length (≥ 1 when HasInput).
+func (t *Trace) InputTokens(i int) int { return int(t.in[i]) }
+
+// OutputTokens is row i's output length (≥ MinOutputLen when HasOutput).
+func (t *Trace) OutputTokens(i int) int { return int(t.out[i]) }
+
+// Model is row i's model name, "" when the format has none.
+func (t *Trace) Model(i int) string {
+	if t.model == nil {
+		return ""
+	}
+	return t.models[t.model[i]]
+}
+
+// Models lists the distinct model names in order of first appearance in
+// the file (nil when the format has none).
+func (t *Trace) Models() []string { return t.models }
+
+// HasModels reports whether the format names a model per row.
+func (t *Trace) HasModels() bool { return t.model != nil }
+
+// Images is row i's number of input images.
+func (t *Trace) Images(i int) int {
+	if t.images == nil {
+		return 0
+	}
+	return int(t.images[i])
+}
+
+// HasImages reports whether the format gives an image count.
+func (t *Trace) HasImages() bool { return t.images != nil }
+
+// PrefixBlocks is row i's prefix block ids (Mooncake hash_ids; nil when
+// the format has none). The slice aliases the trace: do not modify it.
+func (t *Trace) PrefixBlocks(i int) []uint64 {
+	if t.blockOff == nil {
+		return nil
+	}
+	return t.blocks[t.blockOff[i]:t.blockOff[i+1]:t.blockOff[i+1]]
+}
+
+// Burst is row i's burst id (schedule CSV), or -1 when rows are events of
+// their own.
+func (t *Trace) Burst(i int) int64 {
+	if t.burst == nil {
+		return -1
+	}
+	return t.burst[i]
+}
+
+// MeanRate is the trace's mean request rate over its span, in req/s (0
+// with fewer than two rows or a zero span).
+func (t *Trace) MeanRate() float64 {
+	if len(t.at) < 2 || t.Span() <= 0 {
+		return 0
+	}
+	return float64(len(t.at)-1) / t.Span().Seconds()
+}
+
+// row is one parsed row, before it is stored.
+type row struct {
+	line    int
+	at      int64
+	in, out int32
+	images  int32
+	model   string
+	burst   int64
+	blocks  []uint64
+	// Image-generation traces (alibaba.go): instance (ip, groupId) and
+	// what to generate.
+	instance string
+	gen      genRow
+}
+
+// builder accumulates a Trace.
+type builder struct {
+	t         *Trace
+	o         *Options
+	minOut    int32
+	prev      int64
+	modelIdx  map[string]uint32
+	instIdx   map[string]uint32
+	unordered bool
+}
+
+func newBuilder(t *Trace, o *Options, c columns) *builder {
+	b := &builder{t: t, o: o, minOut: int32(max(o.MinOutputLen, 1))}
+	t.HasInput, t.HasOutput = c.in, c.out
+	if c.images {
+		t.images = []uint16{}
+	}
+	if c.model {
+		t.model = []uint32{}
+		b.modelIdx = map[string]uint32{}
+	}
+	if c.burst {
+		t.burst = []int64{}
+	}
+	if c.blocks {
+		t.blockOff = []int{0}
+	}
+	if c.gen {
+		t.gen = newGenColumns()
+	}
+	if c.instance {
+		t.inst = []uint32{}
+		b.instIdx = map[string]uint32{}
+	}
+	return b
+}
+
+// columns says which optional columns a format's rows carry.
+type columns struct {
+	in, out, images, model, burst, blocks bool
+	gen, instance                         bool // alibaba.go
+}
+
+// skip records an unusable row, or returns it as the error in strict mode.
+func (b *builder) skip(line int, field string, err error) error {
+	re := &RowError{Path: b.t.Path, Line: line, Field: field, Err: err}
+	if b.o.Strict {
+		return re
+	}
+	s := &b.t.Skipped
+	s.Rows++
+	if len(s.Lines) < MaxSkippedLines {
+		s.Lines = append(s.Lines, line)
+	}
+	if s.First == "" {
+		if field != "" {
+			s.First = fmt.Sprintf("line %d: %s: %v", line, field, err)
+		} else {
+			s.First = fmt.Sprintf("line %d: %v", line, err)
+		}
+	}
+	return nil
+}
+
+// maxImages bounds the image count of a request (uint16 storage).
+const maxImages = 1<<16 - 1
+
+// add stores a usable row.
+func (b *builder) add(r *row) error {
+	t := b.t
+	if r.images > maxImages {
+		return b.skip(r.line, "images", errOverflow)
+	}
+	if t.HasInput && r.in == 0 {
+		r.in = 1
+		t.Skipped.ZeroInput++
+	}
+	if t.HasOutput && r.out == 0 {
+		r.out = b.minOut
+		t.Skipped.ZeroOutput++
+	}
+	if len(t.at) > 0 && r.at < b.prev {
+		t.Skipped.OutOfOrder++
+		b.unordered = true
+	}
+	b.prev = r.at
+	t.at = append(t.at, r.at)
+	t.in = append(t.in, r.in)
+	t.out = append(t.out, r.out)
+	if t.images != nil {
+		t.images = append(t.images, uint16(r.images))
+	}
+	if t.model != nil {
+		id, ok := b.modelIdx[r.model]
+		if !ok {
+			id = uint32(len(t.models))
+			name := strings.Clone(r.model)
+			t.models = append(t.models, name)
+			b.modelIdx[name] = id
+		}
+		t.model = append(t.model, id)
+	}
+	if t.burst != nil {
+		t.burst = append(t.burst, r.burst)
+	}
+	if t.blockOff != nil {
+		t.blocks = append(t.blocks, r.blocks...)
+		t.blockOff = append(t.blockOff, len(t.blocks))
+	}
+	if t.gen != nil {
+		t.gen.add(&r.gen)
+	}
+	if t.inst != nil {
+		id, ok := b.instIdx[r.instance]
+		if !ok {
+			id = uint32(len(t.insts))
+			name := strings.Clone(r.instance)
+			t.insts = append(t.insts, name)
+			b.instIdx[name] = id
+		}
+		t.inst = append(t.inst, id)
+	}
+	return nil
+}
+
+// finish sorts the rows by time if needed and makes times relative to the
+// first row.
+func (b *builder) finish() *Trace {
+	t := b.t
+	if b.unordered {
+		b.sort()
+	}
+	if len(t.at) > 0 {
+		lead := t.at[0]
+		t.Lead = time.Duration(lead)
+		for i := range t.at {
+			t.at[i] -= lead
+		}
+	}
+	return t
+}
+
+// sort orders the rows by time, stably, by sorting an index and applying
+// it to every column.
+func (b *builder) sort() {
+	t := b.t
+	idx := make([]int32, len(t.at))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortStableFunc(idx, func(x, y int32) int { return cmp.Compare(t.at[x], t.at[y]) })
+	t.at = permute(t.at, idx)
+	t.in = permute(t.in, idx)
+	t.out = permute(t.out, idx)
+	if t.images != nil {
+		t.images = permute(t.images, idx)
+	}
+	if t.model != nil {
+		t.model = permute(t.model, idx)
+	}
+	if t.burst != nil {
+		t.burst = permute(t.burst, idx)
+	}
+	if t.blockOff != nil {
+		off := make([]int, 1, len(t.blockOff))
+		blocks := make([]uint64, 0, len(t.blocks))
+		for _, i := range idx {
+			blocks = append(blocks, t.blocks[t.blockOff[i]:t.blockOff[i+1]]...)
+			off = append(off, len(blocks))
+		}
+		t.blockOff, t.blocks = off, blocks
+	}
+	if t.gen != nil {
+		t.gen.permute(idx)
+	}
+	if t.inst != nil {
+		t.inst = permute(t.inst, idx)
+	}
+}
+
+func permute[T any](s []T, idx []int32) []T {
+	out := make([]T, len(s))
+	for j, i := range idx {
+		out[j] = s[i]
+	}
+	return out
+}
+
+// errNoRows is returned when a trace has no usable row.
+var errNoRows = errors.New("no usable row")

@@ -1,0 +1,261 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"strings"
+)
+
+// label names a run in a comparison.
+func (d *Data) label(i int) string {
+	switch {
+	case d.Label != "":
+		return d.Label
+	case d.Source != "":
+		return d.Source
+	}
+	return fmt.Sprintf("run %d", i+1)
+}
+
+// compareRow is one figure across runs.
+type compareRow struct {
+	Label  string
+	Values []string
+	// Deltas are each later run's difference to the first run, with the
+	// class "better", "worse" or "" for the page's colours.
+	Deltas []delta
+}
+
+type delta struct {
+	Text, Class string
+}
+
+// compareRows lines up the runs' main figures.
+func compareRows(runs []*Data) ([]compareRow, error) {
+	all := make([][]figure, len(runs))
+	for i, d := range runs {
+		x, err := readExtras(d.Summary)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d.label(i), err)
+		}
+		all[i] = figures(d.Summary, &x)
+	}
+	// Rows in the first run's order, then any figure only later runs have.
+	var order []string
+	seen := map[string]bool{}
+	byLabel := make([]map[string]figure, len(runs))
+	for i, fs := range all {
+		byLabel[i] = map[string]figure{}
+		for _, f := range fs {
+			byLabel[i][f.Label] = f
+			if !seen[f.Label] {
+				seen[f.Label] = true
+				order = append(order, f.Label)
+			}
+		}
+	}
+	rows := make([]compareRow, 0, len(order))
+	for _, l := range order {
+		row := compareRow{Label: l}
+		base, hasBase := byLabel[0][l]
+		for i := range runs {
+			f, ok := byLabel[i][l]
+			if !ok {
+				row.Values = append(row.Values, "–")
+				if i > 0 {
+					row.Deltas = append(row.Deltas, delta{Text: "–"})
+				}
+				continue
+			}
+			row.Values = append(row.Values, f.Text())
+			if i == 0 {
+				continue
+			}
+			if !hasBase {
+				row.Deltas = append(row.Deltas, delta{Text: "–"})
+				continue
+			}
+			row.Deltas = append(row.Deltas, diff(base, f))
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// diff is f − base, absolute and relative, classed by which way is better.
+func diff(base, f figure) delta {
+	d := f.Value - base.Value
+	text := fmtFloat(d, f.Prec)
+	if d > 0 {
+		text = "+" + text
+	}
+	if base.Value != 0 {
+		text += fmt.Sprintf(" (%+.1f %%)", 100*d/math.Abs(base.Value))
+	}
+	class := ""
+	if rel := math.Abs(d) / math.Max(math.Abs(base.Value), 1e-12); rel > 0.01 && f.Better != 0 {
+		if (d > 0) == (f.Better > 0) {
+			class = "better"
+		} else {
+			class = "worse"
+		}
+	}
+	return delta{Text: text, Class: class}
+}
+
+// WriteCompareTable prints the runs' main figures side by side, with each
+// later run's difference to the first.
+func WriteCompareTable(w io.Writer, runs []*Data) error {
+	if len(runs) < 2 {
+		return errors.New("compare: want at least two runs")
+	}
+	rows, err := compareRows(runs)
+	if err != nil {
+		return err
+	}
+	const labelW, colW = 32, 18
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-*s", labelW, "")
+	for i, d := range runs {
+		fmt.Fprintf(&b, " %*s", colW, clip(fmt.Sprintf("[%d] %s", i+1, d.label(i)), colW))
+	}
+	for i := 1; i < len(runs); i++ {
+		fmt.Fprintf(&b, " %*s", colW+4, fmt.Sprintf("[%d] − [1]", i+1))
+	}
+	b.WriteByte('\n')
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%-*s", labelW, clip(r.Label, labelW))
+		for _, v := range r.Values {
+			fmt.Fprintf(&b, " %*s", colW, v)
+		}
+		for _, d := range r.Deltas {
+			fmt.Fprintf(&b, " %*s", colW+4, d.Text)
+		}
+		b.WriteByte('\n')
+	}
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// comparePage is the comparison template's data.
+type comparePage struct {
+	Runs  []compareRun
+	Rows  []compareRow
+	Plots []plotView
+	Notes []string
+}
+
+type compareRun struct {
+	N                     int
+	Label, Command, Model string
+	Seed                  uint64
+	Started               string
+}
+
+// WriteCompareHTML writes a self-contained page comparing runs: their
+// figures side by side with differences to the first run, and their
+// latency CDFs and achieved rates overlaid.
+func WriteCompareHTML(w io.Writer, runs []*Data) error {
+	if len(runs) < 2 {
+		return errors.New("compare: want at least two runs")
+	}
+	rows, err := compareRows(runs)
+	if err != nil {
+		return err
+	}
+	pg := comparePage{Rows: rows}
+	xs := make([]extras, len(runs))
+	for i, d := range runs {
+		xs[i], _ = readExtras(d.Summary)
+		s := d.Summary
+		pg.Runs = append(pg.Runs, compareRun{N: i + 1, Label: d.label(i), Command: s.Command, Model: s.Model, Seed: s.Seed, Started: s.StartedAt})
+	}
+	for _, c := range []struct{ name, key, title string }{
+		{PlotTTFT, "ttft", "TTFT: CDF"}, {PlotITL, "itl", "ITL: CDF"}, {PlotE2E, "e2e", "E2E latency: CDF"}, {PlotTPOT, "tpot", "TPOT: CDF"},
+	} {
+		var series []cdfSeries
+		for i, d := range runs {
+			pts, coarse := cdfFor(d.Summary, &xs[i], c.key)
+			if len(pts) == 0 {
+				continue
+			}
+			if coarse {
+				pg.Notes = append(pg.Notes, fmt.Sprintf("[%d] %s: %s CDF from the summary's percentiles only", i+1, d.label(i), strings.ToUpper(c.key)))
+			}
+			series = append(series, cdfSeries{Label: fmt.Sprintf("[%d] %s", i+1, d.label(i)), Points: pts, Coarse: coarse})
+		}
+		if len(series) == 0 {
+			pg.Plots = append(pg.Plots, plotView{Name: c.name, Title: c.title, Missing: "no run has these values"})
+			continue
+		}
+		svg, err := plotCDF(c.name, c.title, series)
+		if err != nil {
+			return err
+		}
+		pg.Plots = append(pg.Plots, plotView{Name: c.name, Title: c.title, SVG: svg})
+	}
+	// Achieved rate over time, each run on its own time axis from its start.
+	var ts []timeSeries
+	for i, d := range runs {
+		pts := d.Series
+		if pts == nil {
+			pts = windowPoints(xs[i].Windows)
+		}
+		if len(pts) == 0 {
+			pg.Notes = append(pg.Notes, fmt.Sprintf("[%d] %s: no time series (no windows, no per-request records)", i+1, d.label(i)))
+			continue
+		}
+		x, y := make([]float64, len(pts)), make([]float64, len(pts))
+		for j, p := range pts {
+			x[j], y[j] = (p.Start+p.End)/2, p.AchievedRate
+		}
+		ts = append(ts, timeSeries{Label: fmt.Sprintf("[%d] %s", i+1, d.label(i)), X: x, Y: y})
+	}
+	if len(ts) > 0 {
+		svg, err := plotTime(PlotRate, "Achieved request rate", "completed requests/s", nil, ts, false)
+		if err != nil {
+			return err
+		}
+		pg.Plots = append(pg.Plots, plotView{Name: PlotRate, Title: "Achieved request rate", SVG: svg})
+	}
+	return compareTemplate.Execute(w, &pg)
+}
+
+var compareTemplate = template.Must(template.New("compare").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<title>fineserve-gen comparison</title>
+<style>` + styleSheet + `.better{color:#1e8449}.worse{color:#c0392b}</style>
+</head>
+<body>
+<h1>fineserve-gen comparison</h1>
+<table id="runs"><tr><th>Run</th><th>Model</th><th>Seed</th><th>Started</th><th>Command</th></tr>
+{{range .Runs}}<tr><td>[{{.N}}] {{.Label}}</td><td>{{.Model}}</td><td>{{.Seed}}</td><td>{{.Started}}</td><td class="msg">{{.Command}}</td></tr>
+{{end}}</table>
+<h2>Figures</h2>
+<table id="compare">
+<tr><th>Figure</th>{{range .Runs}}<th>[{{.N}}]</th>{{end}}{{range $i, $r := .Runs}}{{if $i}}<th>[{{$r.N}}] − [1]</th>{{end}}{{end}}</tr>
+{{range .Rows}}<tr><td>{{.Label}}</td>{{range .Values}}<td>{{.}}</td>{{end}}{{range .Deltas}}<td class="{{.Class}}">{{.Text}}</td>{{end}}</tr>
+{{end}}</table>
+<h2>Distributions and rate</h2>
+<div class="grid">
+{{range .Plots}}<figure id="plot-{{.Name}}">{{if .SVG}}{{.SVG}}{{else}}<figcaption>{{.Title}}</figcaption><p class="missing">{{.Missing}}</p>{{end}}</figure>
+{{end}}</div>
+{{if .Notes}}<h2>Not available</h2><ul class="notes">{{range .Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
+</body>
+</html>
+`))

@@ -1,0 +1,597 @@
+package report
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+// Data is what an HTML report shows: a run's summary (with the extensions
+// the run wrote: windows, latency CDFs, length histograms, server metrics,
+// goodput, the client self-check) and, when per-request data was at hand, a
+// fine time series.
+type Data struct {
+	Summary *metrics.Summary
+	// Series is a time series finer than the summary's windows (the live
+	// run's timeline, or bins built from per-request records). Nil: the
+	// summary's windows are plotted.
+	Series []metrics.SeriesPoint
+	// SeriesNote says what Series is made of (e.g. "bins of 1s").
+	SeriesNote string
+	// Source says what the report was built from (a file name, "live run").
+	Source string
+	// Label names the run in comparisons (default: Source).
+	Label string
+	// Notes are further remarks on what the data lacks.
+	Notes []string
+}
+
+// Plot names, in page order: the data-plot attribute of each SVG.
+const (
+	PlotTTFT     = "ttft_cdf"
+	PlotITL      = "itl_cdf"
+	PlotE2E      = "e2e_cdf"
+	PlotTPOT     = "tpot_cdf"
+	PlotRate     = "rate"
+	PlotLag      = "send_lag"
+	PlotInFlight = "in_flight"
+	PlotKVCache  = "kv_cache"
+	PlotInput    = "input_len"
+	PlotOutput   = "output_len"
+	PlotErrors   = "errors"
+)
+
+// serverJSON is the summary's server_metrics entry.
+type serverJSON struct {
+	URL       string  `json:"url"`
+	Interval  float64 `json:"interval_s"`
+	Available bool    `json:"available"`
+	Failures  int64   `json:"failed_scrapes"`
+	LastError string  `json:"last_error"`
+	*metrics.ServerStats
+}
+
+// extras are the summary extensions the report reads.
+type extras struct {
+	Windows       []metrics.WindowStats
+	WindowSeconds float64
+	CDFs          map[string][][2]float64
+	Lengths       map[string]*metrics.LengthBins
+	Server        *serverJSON
+	Saturated     bool
+	SatWindows    []int
+	SatReason     string
+	Goodput       *float64
+	GoodputShare  *float64
+	GoodputCount  *int64
+	GoodputSLO    map[string]float64
+	ClientCPU     *float64
+}
+
+func readExtras(s *metrics.Summary) (extras, error) {
+	var e extras
+	var errs []error
+	get := func(k string, v any) {
+		if _, err := s.GetExtra(k, v); err != nil {
+			errs = append(errs, fmt.Errorf("summary %s: %w", k, err))
+		}
+	}
+	get(metrics.KeyWindows, &e.Windows)
+	get(metrics.KeyWindowSeconds, &e.WindowSeconds)
+	get(metrics.KeyCDFs, &e.CDFs)
+	get(metrics.KeyLengths, &e.Lengths)
+	get(metrics.KeyServerMetrics, &e.Server)
+	get(metrics.KeyClientSaturated, &e.Saturated)
+	get(metrics.KeySaturatedWindows, &e.SatWindows)
+	get(metrics.KeySaturationReason, &e.SatReason)
+	get(metrics.KeyRequestGoodput, &e.Goodput)
+	get(metrics.KeyGoodputShare, &e.GoodputShare)
+	get(metrics.KeyGoodputCount, &e.GoodputCount)
+	get(metrics.KeyGoodputSLO, &e.GoodputSLO)
+	get(metrics.KeyClientCPU, &e.ClientCPU)
+	return e, errors.Join(errs...)
+}
+
+// figure is one line of the summary table (and of a comparison).
+type figure struct {
+	Label string
+	Value float64
+	Unit  string
+	// Better is the direction a comparison colours as better: -1 lower,
+	// +1 higher, 0 neither.
+	Better int
+	Prec   int
+}
+
+func (f figure) Text() string {
+	if math.IsNaN(f.Value) {
+		return "–"
+	}
+	s := fmtFloat(f.Value, f.Prec)
+	if f.Unit != "" {
+		s += " " + f.Unit
+	}
+	return s
+}
+
+func fmtFloat(v float64, prec int) string {
+	if prec < 0 {
+		prec = 2
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
+
+// figures lists a summary's main figures.
+func figures(s *metrics.Summary, e *extras) []figure {
+	const lower, higher, neither = -1, 1, 0
+	f := []figure{
+		{"Successful requests", float64(s.Completed), "", higher, 0},
+		{"Failed requests", float64(s.Failed), "", lower, 0},
+		{"Error rate", 100 * s.ErrorRate, "%", lower, 2},
+		{"Benchmark duration", s.Duration, "s", neither, 2},
+		{"Request throughput", s.RequestThroughput, "req/s", higher, 2},
+		{"Output token throughput", s.OutputThroughput, "tok/s", higher, 1},
+		{"Total token throughput", s.TotalThroughput, "tok/s", higher, 1},
+		{"Concurrency", s.Concurrency, "", neither, 2},
+		{"Mean TTFT", s.TTFT.Mean, "ms", lower, 2},
+		{"Median TTFT", s.TTFT.Median, "ms", lower, 2},
+		{"P99 TTFT", s.TTFT.P99, "ms", lower, 2},
+		{"Mean TPOT", s.TPOT.Mean, "ms", lower, 2},
+		{"Median TPOT", s.TPOT.Median, "ms", lower, 2},
+		{"P99 TPOT", s.TPOT.P99, "ms", lower, 2},
+		{"Mean ITL", s.ITL.Mean, "ms", lower, 2},
+		{"Median ITL", s.ITL.Median, "ms", lower, 2},
+		{"P99 ITL", s.ITL.P99, "ms", lower, 2},
+		{"Mean E2E latency", s.E2E.Mean, "ms", lower, 2},
+		{"Median E2E latency", s.E2E.Median, "ms", lower, 2},
+		{"P99 E2E latency", s.E2E.P99, "ms", lower, 2},
+		{"Send lag p50", s.SendLag.Median, "ms", lower, 3},
+		{"Send lag p99", s.SendLag.P99, "ms", lower, 3},
+		{"Send lag max", s.SendLag.Max, "ms", lower, 3},
+		{"P99 TTFT from scheduled time", s.TTFTFromScheduled.P99, "ms", lower, 2},
+	}
+	if e.Goodput != nil {
+		f = append(f, figure{"Request goodput", *e.Goodput, "req/s", higher, 2})
+	}
+	if e.GoodputShare != nil {
+		f = append(f, figure{"Share meeting every SLO", 100 * *e.GoodputShare, "%", higher, 2})
+	}
+	if e.Server != nil && e.Server.ServerStats != nil {
+		f = append(f, figure{"Server idle fraction", 100 * e.Server.IdleFraction, "%", neither, 1},
+			figure{"Server running (mean)", e.Server.RunningMean, "", neither, 2},
+			figure{"Server waiting (mean)", e.Server.WaitingMean, "", neither, 2},
+			figure{"Server KV-cache usage (mean)", 100 * e.Server.KVCacheMean, "%", neither, 1})
+	}
+	return f
+}
+
+// plotView is one plot of the page, or the reason it is missing.
+type plotView struct {
+	Name, Title string
+	SVG         template.HTML
+	Missing     string
+}
+
+// page is the template's data.
+type page struct {
+	Title       string
+	Source      string
+	S           *metrics.Summary
+	X           extras
+	Figures     []figure
+	Rate        string
+	MaxConc     string
+	Latency     []plotView
+	Time        []plotView
+	Requests    []plotView
+	SeriesNote  string
+	Windows     []metrics.WindowStats
+	OpenWindows bool
+	Notes       []string
+	Errors      []errorRow
+	SLO         string
+	Server      *serverJSON
+}
+
+type errorRow struct {
+	Class string
+	Count int64
+}
+
+// WriteHTMLFile writes d's report to path.
+func WriteHTMLFile(path string, d *Data) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	err = WriteHTML(bw, d)
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// WriteHTML writes d's report: one self-contained HTML page (inline SVG
+// plots and styles, no script, nothing fetched when viewed). Every string
+// that came from the server or the command line is escaped.
+func WriteHTML(w io.Writer, d *Data) error {
+	if d.Summary == nil {
+		return errors.New("report: no summary")
+	}
+	s := d.Summary
+	x, err := readExtras(s)
+	if err != nil {
+		return err
+	}
+	pg := page{
+		Title: "fineserve-gen report", Source: d.Source, S: s, X: x, Figures: figures(s, &x),
+		Rate: rateText(s.RequestRate), MaxConc: "not set", Windows: x.Windows, OpenWindows: len(x.Windows) <= 60,
+		Server: x.Server, Notes: append([]string(nil), d.Notes...),
+	}
+	if s.Model != "" {
+		pg.Title += " — " + s.Model
+	}
+	if s.MaxConcurrency != nil {
+		pg.MaxConc = fmt.Sprint(*s.MaxConcurrency)
+	}
+	if len(x.GoodputSLO) > 0 {
+		var parts []string
+		for _, k := range []string{"ttft", "tpot", "e2el"} {
+			if v, ok := x.GoodputSLO[k]; ok {
+				parts = append(parts, fmt.Sprintf("%s ≤ %g ms", k, v))
+			}
+		}
+		pg.SLO = strings.Join(parts, ", ")
+	}
+	note := func(format string, a ...any) { pg.Notes = append(pg.Notes, fmt.Sprintf(format, a...)) }
+	add := func(list *[]plotView, name, title string, svg template.HTML, err error, missing string) error {
+		if err != nil {
+			return err
+		}
+		*list = append(*list, plotView{Name: name, Title: title, SVG: svg, Missing: missing})
+		return nil
+	}
+
+	// Latency CDFs.
+	for _, c := range []struct{ name, key, title string }{
+		{PlotTTFT, "ttft", "Time to first token (TTFT)"},
+		{PlotITL, "itl", "Inter-token latency (ITL)"},
+		{PlotE2E, "e2e", "End-to-end latency (E2E)"},
+		{PlotTPOT, "tpot", "Time per output token (TPOT)"},
+	} {
+		series, coarse := cdfFor(s, &x, c.key)
+		if len(series) == 0 {
+			if err := add(&pg.Latency, c.name, c.title+": CDF", "", nil, "no "+strings.ToUpper(c.key)+" values in this run"); err != nil {
+				return err
+			}
+			continue
+		}
+		if coarse {
+			note("%s CDF: drawn from the summary's percentiles only (the summary has no latency_cdfs)", strings.ToUpper(c.key))
+		}
+		svg, err := plotCDF(c.name, c.title+": CDF", []cdfSeries{{Points: series, Coarse: coarse}})
+		if err := add(&pg.Latency, c.name, c.title+": CDF", svg, err, ""); err != nil {
+			return err
+		}
+	}
+
+	// Time series.
+	pts, from := d.Series, d.SeriesNote
+	if pts == nil {
+		pts = windowPoints(x.Windows)
+		if len(pts) > 0 {
+			from = fmt.Sprintf("the summary's windows of %g s", x.WindowSeconds)
+			if len(pts) < 10 {
+				note("Time series: only %d window(s) of %g s in the summary; per-request records (--results-jsonl) give finer plots", len(pts), x.WindowSeconds)
+			}
+		}
+	}
+	pg.SeriesNote = from
+	if err := timePlots(&pg, pts, add); err != nil {
+		return err
+	}
+
+	// Requests: lengths and errors.
+	for _, l := range []struct{ name, key, title, axis string }{
+		{PlotInput, "input", "Input length distribution", "prompt tokens (target)"},
+		{PlotOutput, "output", "Output length distribution", "output tokens"},
+	} {
+		b := x.Lengths[l.key]
+		if b == nil || len(b.Counts) == 0 {
+			if err := add(&pg.Requests, l.name, l.title, "", nil, "not in this summary (written by runs of this version, or built from per-request records)"); err != nil {
+				return err
+			}
+			continue
+		}
+		i := 0
+		if l.key == "output" {
+			i = 1
+		}
+		svg, err := plotHistogram(l.name, l.title, l.axis, b.Edges, b.Counts, i)
+		if err := add(&pg.Requests, l.name, l.title, svg, err, ""); err != nil {
+			return err
+		}
+	}
+	labels, values := errorBars(s.ErrorsByClass)
+	for i, l := range labels {
+		pg.Errors = append(pg.Errors, errorRow{Class: l, Count: int64(values[i])})
+	}
+	svg, err := plotBars(PlotErrors, "Failed requests by error class", "requests", labels, values)
+	if err := add(&pg.Requests, PlotErrors, "Failed requests by error class", svg, err, ""); err != nil {
+		return err
+	}
+	if x.Server == nil {
+		note("Server metrics: not scraped in this run (--scrape-server-metrics)")
+	} else if !x.Server.Available {
+		note("Server metrics: no sample could be taken from %s", x.Server.URL)
+	}
+	return pageTemplate.Execute(w, &pg)
+}
+
+// timePlots adds the plots over time.
+func timePlots(pg *page, pts []metrics.SeriesPoint, add func(*[]plotView, string, string, template.HTML, error, string) error) error {
+	const none = "no time series: the summary has no windows and no per-request records were given"
+	if len(pts) == 0 {
+		for _, n := range [][2]string{{PlotRate, "Offered and achieved request rate"}, {PlotLag, "Send lag"}, {PlotInFlight, "Requests in flight"}} {
+			if err := add(&pg.Time, n[0], n[1], "", nil, none); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	xs := make([]float64, len(pts))
+	col := func(f func(p *metrics.SeriesPoint) float64) []float64 {
+		out := make([]float64, len(pts))
+		for i := range pts {
+			out[i] = f(&pts[i])
+		}
+		return out
+	}
+	for i, p := range pts {
+		xs[i] = (p.Start + p.End) / 2
+	}
+	svg, err := plotTime(PlotRate, "Offered and achieved request rate", "requests/s", xs, []timeSeries{
+		{Label: "offered (by scheduled time)", Y: col(func(p *metrics.SeriesPoint) float64 { return p.OfferedRate })},
+		{Label: "achieved (completed, by end time)", Y: col(func(p *metrics.SeriesPoint) float64 { return p.AchievedRate })},
+		{Label: "failed", Y: col(func(p *metrics.SeriesPoint) float64 { return p.FailedRate }), Dashed: true},
+	}, false)
+	if err := add(&pg.Time, PlotRate, "Offered and achieved request rate", svg, err, ""); err != nil {
+		return err
+	}
+	svg, err = plotTime(PlotLag, "Send lag (send time − scheduled time)", "ms (log scale)", xs, []timeSeries{
+		{Label: "p50", Y: col(func(p *metrics.SeriesPoint) float64 { return p.LagP50 })},
+		{Label: "p99", Y: col(func(p *metrics.SeriesPoint) float64 { return p.LagP99 })},
+		{Label: "max", Y: col(func(p *metrics.SeriesPoint) float64 { return p.LagMax }), Dashed: true},
+	}, true)
+	if err := add(&pg.Time, PlotLag, "Send lag", svg, err, ""); err != nil {
+		return err
+	}
+	flight := []timeSeries{{Label: "client: in flight", Y: col(func(p *metrics.SeriesPoint) float64 { return p.InFlight })}}
+	hasServer, hasKV := false, false
+	for _, p := range pts {
+		hasServer = hasServer || !math.IsNaN(p.ServerRunning)
+		hasKV = hasKV || !math.IsNaN(p.KVCache)
+	}
+	if hasServer {
+		flight = append(flight,
+			timeSeries{Label: "server: running", Y: col(func(p *metrics.SeriesPoint) float64 { return p.ServerRunning })},
+			timeSeries{Label: "server: waiting", Y: col(func(p *metrics.SeriesPoint) float64 { return p.ServerWaiting }), Dashed: true})
+	}
+	svg, err = plotTime(PlotInFlight, "Requests in flight", "requests", xs, flight, false)
+	if err := add(&pg.Time, PlotInFlight, "Requests in flight", svg, err, ""); err != nil {
+		return err
+	}
+	if hasKV {
+		svg, err = plotTime(PlotKVCache, "Server KV-cache usage and idle share", "share (1 = 100 %)", xs, []timeSeries{
+			{Label: "KV-cache usage", Y: col(func(p *metrics.SeriesPoint) float64 { return p.KVCache })},
+			{Label: "idle (nothing running)", Y: col(func(p *metrics.SeriesPoint) float64 { return p.ServerIdle }), Dashed: true},
+		}, false)
+		if err := add(&pg.Time, PlotKVCache, "Server KV-cache usage", svg, err, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cdfFor returns the CDF points of a metric: the summary's latency_cdfs,
+// else a coarse CDF from its percentiles (coarse = true).
+func cdfFor(s *metrics.Summary, x *extras, key string) ([][2]float64, bool) {
+	if c := x.CDFs[key]; len(c) > 0 {
+		return c, false
+	}
+	var d metrics.Dist
+	switch key {
+	case "ttft":
+		d = s.TTFT
+	case "itl":
+		d = s.ITL
+	case "e2e":
+		d = s.E2E
+	case "tpot":
+		d = s.TPOT
+	}
+	if d.Max == 0 && d.Median == 0 {
+		return nil, false
+	}
+	return [][2]float64{{d.Median, 0.5}, {d.P90, 0.9}, {d.P95, 0.95}, {d.P99, 0.99}, {d.P999, 0.999}, {d.Max, 1}}, true
+}
+
+// windowPoints turns the summary's windows into series points.
+func windowPoints(ws []metrics.WindowStats) []metrics.SeriesPoint {
+	out := make([]metrics.SeriesPoint, 0, len(ws))
+	for _, w := range ws {
+		secs := w.End - w.Start
+		p := metrics.SeriesPoint{
+			Start: w.Start, End: w.End, OfferedRate: w.OfferedRate, AchievedRate: w.AchievedRate,
+			LagP50: math.NaN(), LagP99: math.NaN(), LagMax: math.NaN(), InFlight: w.InFlightMean,
+			ServerRunning: math.NaN(), ServerWaiting: math.NaN(), KVCache: math.NaN(), ServerIdle: math.NaN(),
+		}
+		if secs > 0 {
+			p.FailedRate = float64(w.Failed) / secs
+		}
+		if w.Completed+w.Failed > 0 {
+			p.LagP50, p.LagP99, p.LagMax = w.LagP50, w.LagP99, w.LagMax
+		}
+		if sv := w.Server; sv != nil && sv.Samples > 0 {
+			p.ServerRunning, p.ServerWaiting, p.KVCache, p.ServerIdle = sv.RunningMean, sv.WaitingMean, sv.KVCacheMean, sv.IdleFraction
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// errorBars returns the error classes in report order with their counts:
+// every known class, and any other the summary holds.
+func errorBars(m map[string]int64) ([]string, []float64) {
+	var labels []string
+	var values []float64
+	for _, c := range client.ErrorClasses {
+		labels = append(labels, c)
+		values = append(values, float64(m[c]))
+	}
+	var other []string
+	for c := range m {
+		known := false
+		for _, k := range client.ErrorClasses {
+			known = known || k == c
+		}
+		if !known {
+			other = append(other, c)
+		}
+	}
+	sort.Strings(other)
+	for _, c := range other {
+		labels = append(labels, c)
+		values = append(values, float64(m[c]))
+	}
+	return labels, values
+}
+
+var funcs = template.FuncMap{
+	"ms":    func(v float64) string { return fmtFloat(v, 2) },
+	"f1":    func(v float64) string { return fmtFloat(v, 1) },
+	"f2":    func(v float64) string { return fmtFloat(v, 2) },
+	"pct":   func(v float64) string { return fmtFloat(100*v, 1) + " %" },
+	"clock": clockText,
+	"cpu": func(v float64) string {
+		if v < 0 {
+			return "–"
+		}
+		return fmtFloat(100*v, 0) + " %"
+	},
+	"join":  strings.Join,
+	"deref": func(p *float64) float64 { return *p },
+}
+
+// clockText formats seconds as mm:ss (h:mm:ss from an hour).
+func clockText(secs float64) string {
+	s := int64(math.Round(math.Max(secs, 0)))
+	if s >= 3600 {
+		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
+	}
+	return fmt.Sprintf("%02d:%02d", s/60, s%60)
+}
+
+// styleSheet is the page's whole style: the report loads nothing.
+const styleSheet = `
+body{font-family:system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0 auto;max-width:1400px;padding:1em 2em;color:#222;background:#fff}
+h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
+.meta{color:#555}.cmd{background:#f5f5f5;padding:.6em;white-space:pre-wrap;word-break:break-all;font-size:.9em}
+table{border-collapse:collapse;font-size:.9em}td,th{padding:.2em .7em;border-bottom:1px solid #eee;text-align:right}
+td:first-child,th:first-child{text-align:left}th{background:#fafafa}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:1em}
+figure{margin:0;border:1px solid #eee;padding:.4em}figure svg{width:100%;height:auto;display:block}
+.missing{color:#777;font-style:italic;padding:2em 1em}
+.warn{background:#fff4e5;border-left:4px solid #e67e22;padding:.6em 1em}
+.sat{color:#c0392b;font-weight:bold}.notes li{color:#555}
+.msg{text-align:left;font-family:monospace;white-space:pre-wrap;word-break:break-all}
+`
+
+var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<title>{{.Title}}</title>
+<style>` + styleSheet + `</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<p class="meta">Backend <b>{{.S.Backend}}</b> · mode <b>{{.S.Mode}}</b> · request rate <b>{{.Rate}}</b> · max concurrency <b>{{.MaxConc}}</b> · seed <b id="seed">{{.S.Seed}}</b>{{if .S.StartedAt}} · started {{.S.StartedAt}}{{end}}{{if .Source}} · from {{.Source}}{{end}}</p>
+{{if .S.Command}}<pre class="cmd" id="command">{{.S.Command}}</pre>{{end}}
+{{if .X.Saturated}}<p class="warn" id="client-saturated"><span class="sat">The client fell behind its schedule</span> in window(s) {{range $i, $w := .X.SatWindows}}{{if $i}}, {{end}}{{$w}}{{end}}: {{.X.SatReason}}. Latencies there include the client's own delay; do not read them as the server's.</p>{{end}}
+{{if .S.Interrupted}}<p class="warn">The run was interrupted: {{.S.NotSent}} scheduled request(s) were not sent.</p>{{end}}
+
+<h2>Summary</h2>
+<table id="summary">
+<tr><th>Figure</th><th>Value</th></tr>
+{{range .Figures}}<tr><td>{{.Label}}</td><td>{{.Text}}</td></tr>
+{{end}}{{if .SLO}}<tr><td>Goodput SLOs</td><td>{{.SLO}}</td></tr>{{end}}
+<tr><td>Scheduled / not sent</td><td>{{.S.Scheduled}} / {{.S.NotSent}}</td></tr>
+<tr><td>Client saturated</td><td>{{if .X.Saturated}}<span class="sat">yes</span>{{else}}no{{end}}</td></tr>
+{{if .X.ClientCPU}}<tr><td>Client CPU (share of cores)</td><td>{{cpu (deref .X.ClientCPU)}}</td></tr>{{end}}
+</table>
+
+<h2>Latency</h2>
+<div class="grid">
+{{range .Latency}}<figure id="plot-{{.Name}}">{{if .SVG}}{{.SVG}}{{else}}<figcaption>{{.Title}}</figcaption><p class="missing">{{.Missing}}</p>{{end}}</figure>
+{{end}}</div>
+
+<h2>Over time</h2>
+{{if .SeriesNote}}<p class="meta">From {{.SeriesNote}}. Offered counts requests by scheduled time; achieved and failed by end time; send lag by send time (windows: by end time).</p>{{end}}
+<div class="grid">
+{{range .Time}}<figure id="plot-{{.Name}}">{{if .SVG}}{{.SVG}}{{else}}<figcaption>{{.Title}}</figcaption><p class="missing">{{.Missing}}</p>{{end}}</figure>
+{{end}}</div>
+
+<h2>Requests</h2>
+<div class="grid">
+{{range .Requests}}<figure id="plot-{{.Name}}">{{if .SVG}}{{.SVG}}{{else}}<figcaption>{{.Title}}</figcaption><p class="missing">{{.Missing}}</p>{{end}}</figure>
+{{end}}</div>
+{{if .S.ErrorSamples}}
+<h3>Error samples</h3>
+<table id="error-samples"><tr><th>Request</th><th>Class</th><th>Message</th></tr>
+{{range .S.ErrorSamples}}<tr><td>{{.Index}}</td><td>{{.Class}}</td><td class="msg">{{.Message}}</td></tr>
+{{end}}</table>
+{{end}}
+
+{{with .Server}}<h2>Server metrics</h2>
+<p class="meta">Scraped from {{.URL}} every {{.Interval}} s; {{.Failures}} failed scrape(s){{if .LastError}}; last error: {{.LastError}}{{end}}.</p>
+{{if .ServerStats}}<table id="server">
+<tr><th>Figure</th><th>Mean</th><th>Max</th></tr>
+<tr><td>Requests running</td><td>{{f2 .RunningMean}}</td><td>{{f1 .RunningMax}}</td></tr>
+<tr><td>Requests waiting</td><td>{{f2 .WaitingMean}}</td><td>{{f1 .WaitingMax}}</td></tr>
+<tr><td>KV-cache usage</td><td>{{pct .KVCacheMean}}</td><td>{{pct .KVCacheMax}}</td></tr>
+<tr><td>Preemptions</td><td>{{f1 .Preemptions}}</td><td></td></tr>
+<tr><td>Idle fraction (nothing running)</td><td>{{pct .IdleFraction}}</td><td></td></tr>
+<tr><td>Samples / time covered</td><td>{{.Samples}}</td><td>{{f1 .Observed}} s</td></tr>
+</table>{{end}}
+{{end}}
+
+{{if .Windows}}<h2>Windows</h2>
+<details{{if .OpenWindows}} open{{end}}><summary>{{len .Windows}} window(s)</summary>
+<table id="windows">
+<tr><th>#</th><th>From–to</th><th>Offered/s</th><th>Achieved/s</th><th>Failed</th><th>In flight</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p99</th><th>E2E p99</th><th>Lag p99</th><th>Client CPU</th><th>Server idle</th><th>Client</th></tr>
+{{range .Windows}}<tr><td>{{.Index}}</td><td>{{clock .Start}}–{{clock .End}}</td><td>{{f2 .OfferedRate}}</td><td>{{f2 .AchievedRate}}</td><td>{{.Failed}}</td><td>{{f1 .InFlightMean}}</td><td>{{ms .TTFTP50}}</td><td>{{ms .TTFTP99}}</td><td>{{ms .ITLP99}}</td><td>{{ms .E2EP99}}</td><td>{{ms .LagP99}}</td><td>{{cpu .ClientCPU}}</td><td>{{with .Server}}{{pct .IdleFraction}}{{else}}–{{end}}</td><td>{{if .Saturated}}<span class="sat" title="{{join .Reasons "; "}}">saturated</span>{{else}}ok{{end}}</td></tr>
+{{end}}</table></details>
+{{end}}
+
+{{if .Notes}}<h2>Not available</h2>
+<ul class="notes">{{range .Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<p class="meta">fineserve-gen · latencies in ms · TTFT: send → first chunk with text; ITL: gaps between content chunks; TPOT: (E2E − TTFT)/(output tokens − 1); E2E: send → last byte; send lag: send − scheduled.</p>
+</body>
+</html>
+`))

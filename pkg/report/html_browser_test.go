@@ -1,0 +1,408 @@
+package report
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/net/websocket"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+var screenshotOut = flag.String("screenshot", "", "also save the browser test's screenshot to this file")
+
+// chromium returns the path of a Chromium or Chrome binary, or "".
+func chromium() string {
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// cdp is a minimal client of the Chrome DevTools Protocol over one page's
+// websocket: commands with replies, and every event kept.
+type cdp struct {
+	ws      *websocket.Conn
+	mu      sync.Mutex
+	id      int
+	replies map[int]chan json.RawMessage
+	events  []cdpEvent
+	notify  chan string
+}
+
+type cdpEvent struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+func dialCDP(url string) (*cdp, error) {
+	ws, err := websocket.Dial(url, "", "http://127.0.0.1")
+	if err != nil {
+		return nil, err
+	}
+	ws.MaxPayloadBytes = 256 << 20
+	c := &cdp{ws: ws, replies: map[int]chan json.RawMessage{}, notify: make(chan string, 1024)}
+	go c.read()
+	return c, nil
+}
+
+func (c *cdp) read() {
+	for {
+		var msg struct {
+			ID     int             `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := websocket.JSON.Receive(c.ws, &msg); err != nil {
+			close(c.notify)
+			return
+		}
+		c.mu.Lock()
+		if msg.ID != 0 {
+			if ch := c.replies[msg.ID]; ch != nil {
+				if msg.Error != nil {
+					ch <- json.RawMessage(`{"cdpError":` + string(msg.Error) + `}`)
+				} else {
+					ch <- msg.Result
+				}
+			}
+		} else {
+			c.events = append(c.events, cdpEvent{msg.Method, msg.Params})
+			select {
+			case c.notify <- msg.Method:
+			default:
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+// call sends a command and decodes its result into out (may be nil).
+func (c *cdp) call(method string, params any, out any) error {
+	c.mu.Lock()
+	c.id++
+	id := c.id
+	ch := make(chan json.RawMessage, 1)
+	c.replies[id] = ch
+	c.mu.Unlock()
+	if params == nil {
+		params = struct{}{}
+	}
+	if err := websocket.JSON.Send(c.ws, map[string]any{"id": id, "method": method, "params": params}); err != nil {
+		return err
+	}
+	select {
+	case res := <-ch:
+		if strings.HasPrefix(string(res), `{"cdpError"`) {
+			return fmt.Errorf("%s: %s", method, res)
+		}
+		if out != nil {
+			return json.Unmarshal(res, out)
+		}
+		return nil
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("%s: no reply", method)
+	}
+}
+
+// waitEvent waits for an event of the given method.
+func (c *cdp) waitEvent(method string, timeout time.Duration) error {
+	deadline := time.After(timeout)
+	for {
+		c.mu.Lock()
+		for _, e := range c.events {
+			if e.Method == method {
+				c.mu.Unlock()
+				return nil
+			}
+		}
+		c.mu.Unlock()
+		select {
+		case _, ok := <-c.notify:
+			if !ok {
+				return fmt.Errorf("connection closed waiting for %s", method)
+			}
+		case <-deadline:
+			return fmt.Errorf("no %s within %v", method, timeout)
+		}
+	}
+}
+
+// startChromium starts a headless browser with a DevTools port and returns
+// the websocket address of a new blank page.
+func startChromium(t *testing.T, bin string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-extensions",
+		"--user-data-dir="+dir, "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
+		"--remote-allow-origins=http://127.0.0.1", "--window-size=1400,1000", "--hide-scrollbars", "about:blank")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", bin, err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	// The browser writes its DevTools port to the profile directory.
+	var port string
+	for deadline := time.Now().Add(30 * time.Second); port == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(filepath.Join(dir, "DevToolsActivePort")); err == nil {
+			if lines := strings.Split(string(b), "\n"); len(lines) >= 2 {
+				port = strings.TrimSpace(lines[0])
+			}
+		}
+	}
+	if port == "" {
+		t.Fatalf("%s did not open its DevTools port:\n%s", bin, stderr.String())
+	}
+	req, _ := http.NewRequest(http.MethodPut, "http://127.0.0.1:"+port+"/json/new?about:blank", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var target struct {
+		WebSocketDebuggerURL string `json:"webSocketDebuggerUrl"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&target); err != nil || target.WebSocketDebuggerURL == "" {
+		t.Fatalf("new page: %v %+v", err, target)
+	}
+	return target.WebSocketDebuggerURL
+}
+
+// browserReport builds the richest report the fixture gives: per-request
+// records with a run summary that has windows and server metrics.
+func browserReport(t *testing.T) *Data {
+	records := loadFixture(t, "ttft:100 tpot:20 e2el:1000")
+	s := *records.Summary
+	s.Extra = nil
+	s.Backend, s.Mode, s.Seed, s.Command = "vllm", "poisson", 1, `fineserve-gen --request-rate 5 --goodput ttft:100 tpot:20 e2el:1000`
+	var ws []metrics.WindowStats
+	for i := 0; i < 2; i++ {
+		ws = append(ws, metrics.WindowStats{Index: i, Start: float64(i), End: float64(i + 1), Offered: 4, OfferedRate: 4, Completed: 4, AchievedRate: 4,
+			Server: &metrics.ServerStats{Samples: 10, RunningMean: 2, KVCacheMean: 0.2, IdleFraction: 0.3}})
+	}
+	s.SetExtra(metrics.KeyWindows, ws)
+	s.SetExtra(metrics.KeyWindowSeconds, 1)
+	s.SetExtra("server_metrics", map[string]any{"url": "http://127.0.0.1:8000/metrics", "interval_s": 2, "available": true, "samples": 20,
+		"running_mean": 2, "kv_cache_usage_mean": 0.2, "idle_fraction": 0.3})
+	d := Merge(&Data{Summary: &s, Source: "summary.json"}, records)
+	// Server samples on the fine series too, so the KV-cache plot is drawn.
+	for i := range d.Series {
+		d.Series[i].ServerRunning, d.Series[i].ServerWaiting = 2, 0
+		d.Series[i].KVCache, d.Series[i].ServerIdle = 0.1*float64(i%5), 0.3
+	}
+	return d
+}
+
+// TestBrowserRendersReport opens a report in headless Chromium: the page
+// loads with no console message of level error, no exception and no
+// network request, and every plot is laid out with a real size and drawn
+// paths. It skips when no Chromium is installed (CI has none); run it where
+// one is (apt-get install chromium).
+func TestBrowserRendersReport(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no chromium binary (chromium, chromium-browser, google-chrome or $CHROMIUM): the browser test needs one; the structural tests still run")
+	}
+	if testing.Short() {
+		t.Skip("-short: no browser")
+	}
+	path := filepath.Join(t.TempDir(), "report.html")
+	if err := WriteHTMLFile(path, browserReport(t)); err != nil {
+		t.Fatal(err)
+	}
+	url := "file://" + path
+	c := browse(t, bin, url)
+	// Every plot: laid out, visible, and with drawn paths.
+	var eval struct {
+		Result struct {
+			Value string `json:"value"`
+		} `json:"result"`
+		ExceptionDetails json.RawMessage `json:"exceptionDetails"`
+	}
+	const expr = `JSON.stringify([...document.querySelectorAll("svg[data-plot]")].map(s => {
+		const r = s.getBoundingClientRect();
+		const drawn = [...s.querySelectorAll("path")].filter(p => { const b = p.getBBox(); return b.width > 0 || b.height > 0; }).length;
+		return {name: s.dataset.plot, w: r.width, h: r.height, paths: drawn, texts: s.querySelectorAll("text").length};
+	}))`
+	if err := c.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &eval); err != nil {
+		t.Fatal(err)
+	}
+	if eval.ExceptionDetails != nil {
+		t.Fatalf("evaluating the plots: %s", eval.ExceptionDetails)
+	}
+	var plots []struct {
+		Name         string
+		W, H         float64
+		Paths, Texts int
+	}
+	if err := json.Unmarshal([]byte(eval.Result.Value), &plots); err != nil {
+		t.Fatalf("%v: %s", err, eval.Result.Value)
+	}
+	want := map[string]bool{PlotTTFT: true, PlotITL: true, PlotE2E: true, PlotTPOT: true, PlotRate: true, PlotLag: true,
+		PlotInFlight: true, PlotKVCache: true, PlotInput: true, PlotOutput: true, PlotErrors: true}
+	for _, p := range plots {
+		if !want[p.Name] {
+			t.Errorf("unexpected plot %q", p.Name)
+			continue
+		}
+		delete(want, p.Name)
+		if p.W < 200 || p.H < 100 || p.Paths < 5 || p.Texts < 3 {
+			t.Errorf("plot %s rendered %.0f×%.0f px with %d drawn paths and %d texts", p.Name, p.W, p.H, p.Paths, p.Texts)
+		}
+	}
+	for name := range want {
+		t.Errorf("plot %s not rendered", name)
+	}
+	t.Logf("%d plots rendered", len(plots))
+
+	// The server's <script> in an error message is text on the page.
+	var txt struct {
+		Result struct {
+			Value string `json:"value"`
+		} `json:"result"`
+	}
+	c.call("Runtime.evaluate", map[string]any{"expression": `document.getElementById("error-samples").innerText + "|" + document.scripts.length + "|" + document.title`, "returnByValue": true}, &txt)
+	if !strings.Contains(txt.Result.Value, "<script>alert(1)</script>") || !strings.Contains(txt.Result.Value, "|0|") {
+		t.Errorf("error samples / scripts / title: %q", txt.Result.Value)
+	}
+
+	// A full-page screenshot, kept with the test's artifacts.
+	var metricsReply struct {
+		CSSContentSize struct{ Width, Height float64 } `json:"cssContentSize"`
+	}
+	if err := c.call("Page.getLayoutMetrics", nil, &metricsReply); err != nil {
+		t.Fatal(err)
+	}
+	var shot struct {
+		Data string `json:"data"`
+	}
+	h := min(metricsReply.CSSContentSize.Height, 8000)
+	if err := c.call("Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": true,
+		"clip": map[string]any{"x": 0, "y": 0, "width": 1400, "height": h, "scale": 1}}, &shot); err != nil {
+		t.Fatal(err)
+	}
+	png, err := base64.StdEncoding.DecodeString(shot.Data)
+	if err != nil || len(png) < 10000 {
+		t.Fatalf("screenshot: %d bytes, %v", len(png), err)
+	}
+	out := filepath.Join(t.ArtifactDir(), "report.png")
+	if err := os.WriteFile(out, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", out, len(png))
+	if *screenshotOut != "" {
+		if err := os.WriteFile(*screenshotOut, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Nothing went wrong while the page loaded and rendered.
+	for _, p := range c.problems(url) {
+		t.Error(p)
+	}
+}
+
+// browse opens url in a new headless browser and waits for it to load.
+func browse(t *testing.T, bin, url string) *cdp {
+	t.Helper()
+	c, err := dialCDP(startChromium(t, bin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.ws.Close() })
+	for _, m := range []string{"Runtime.enable", "Log.enable", "Network.enable", "Page.enable"} {
+		if err := c.call(m, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.call("Page.navigate", map[string]any{"url": url}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.waitEvent("Page.loadEventFired", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// problems lists what went wrong on the page: exceptions, console and
+// browser log messages of level warning or error, and requests for
+// anything but the page itself.
+func (c *cdp) problems(url string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, e := range c.events {
+		switch e.Method {
+		case "Runtime.exceptionThrown":
+			out = append(out, fmt.Sprintf("exception: %s", e.Params))
+		case "Runtime.consoleAPICalled":
+			var p struct{ Type string }
+			json.Unmarshal(e.Params, &p)
+			if p.Type == "error" || p.Type == "warning" || p.Type == "assert" {
+				out = append(out, fmt.Sprintf("console %s: %s", p.Type, e.Params))
+			}
+		case "Log.entryAdded":
+			var p struct {
+				Entry struct{ Level, Text, URL string }
+			}
+			json.Unmarshal(e.Params, &p)
+			if p.Entry.Level == "error" || p.Entry.Level == "warning" {
+				out = append(out, fmt.Sprintf("browser log %s: %s (%s)", p.Entry.Level, p.Entry.Text, p.Entry.URL))
+			}
+		case "Network.requestWillBeSent":
+			var p struct {
+				Request struct{ URL string }
+			}
+			json.Unmarshal(e.Params, &p)
+			if p.Request.URL != url && !strings.HasPrefix(p.Request.URL, "data:") {
+				out = append(out, fmt.Sprintf("the page fetched %s", p.Request.URL))
+			}
+		}
+	}
+	return out
+}
+
+// TestBrowserHarnessSeesProblems: the checks above would see a page that
+// throws, logs an error or fetches something.
+func TestBrowserHarnessSeesProblems(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no chromium binary (chromium, chromium-browser, google-chrome or $CHROMIUM)")
+	}
+	if testing.Short() {
+		t.Skip("-short: no browser")
+	}
+	path := filepath.Join(t.TempDir(), "bad.html")
+	os.WriteFile(path, []byte(`<!DOCTYPE html><html><body><img src="http://127.0.0.1:9/x.png">`+
+		`<script>console.error("boom"); undefinedFunction();</script></body></html>`), 0o644)
+	url := "file://" + path
+	c := browse(t, bin, url)
+	got := strings.Join(c.problems(url), "\n")
+	for _, want := range []string{"console error", "exception", "fetched http://127.0.0.1:9/x.png"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the harness missed %q; it saw:\n%s", want, got)
+		}
+	}
+}

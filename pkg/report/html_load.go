@@ -1,0 +1,306 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+// LoadOptions configure how a report is built from files.
+type LoadOptions struct {
+	// SLO, when set, computes goodput from per-request records.
+	SLO metrics.SLO
+}
+
+// SeriesPoints is the most points a plot over time built from per-request
+// records has.
+const SeriesPoints = 60
+
+// maxRecordLine bounds one JSONL record (a request's ITL array included).
+const maxRecordLine = 256 << 20
+
+// Load reads a file for a report: per-request records (--results-jsonl)
+// or a summary (--summary-json, or a FineServe --output-file whose last
+// line is used). Records are streamed: memory does not grow with their
+// number.
+func Load(path string, opt LoadOptions) (*Data, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<20)
+	kind, err := sniff(br)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var d *Data
+	if kind == kindRecords {
+		d, err = FromRecords(br, opt)
+	} else {
+		var s *metrics.Summary
+		var n int
+		s, n, err = ReadSummary(br)
+		if err == nil {
+			d = &Data{Summary: s}
+			if n > 1 {
+				d.Notes = append(d.Notes, fmt.Sprintf("%s holds %d summaries (one line per run); the last one is shown", filepath.Base(path), n))
+			}
+			d.Notes = append(d.Notes, "Per-request data: not in a summary; build the report from the results JSONL (or pass it too) for fine time series")
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	d.Source = filepath.Base(path)
+	return d, nil
+}
+
+type fileKind int
+
+const (
+	kindSummary fileKind = iota
+	kindRecords
+)
+
+// sniff tells per-request records from a summary by the first line.
+func sniff(br *bufio.Reader) (fileKind, error) {
+	for n := 4096; ; n *= 2 {
+		b, err := br.Peek(n)
+		if i := bytes.IndexByte(b, '\n'); i >= 0 || err != nil {
+			if i >= 0 {
+				b = b[:i]
+			}
+			b = bytes.TrimSpace(b)
+			if len(b) == 0 && err != nil {
+				return 0, errors.New("empty file")
+			}
+			var p fastjson.Parser
+			v, perr := p.ParseBytes(b)
+			if perr == nil && v.Type() == fastjson.TypeObject && v.Exists("scheduled_s") {
+				return kindRecords, nil
+			}
+			return kindSummary, nil
+		}
+		if n >= maxRecordLine {
+			return kindSummary, nil
+		}
+	}
+}
+
+// ReadSummary reads a summary JSON: one object (indented or not), or one
+// object per line (FineServe's --output-file), in which case the last is
+// returned. n is the number of summaries read.
+func ReadSummary(r io.Reader) (*metrics.Summary, int, error) {
+	dec := json.NewDecoder(r)
+	var last *metrics.Summary
+	n := 0
+	for {
+		var s metrics.Summary
+		err := dec.Decode(&s)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, n, fmt.Errorf("summary %d: %w", n+1, err)
+		}
+		last = &s
+		n++
+	}
+	if last == nil {
+		return nil, 0, errors.New("no summary in the file")
+	}
+	return last, n, nil
+}
+
+// RecordBuilder turns per-request records into a report's data, one record
+// at a time: a Collector for the figures, a Timeline for plots over time,
+// length distributions and goodput. Its memory does not depend on the
+// number of records.
+type RecordBuilder struct {
+	col      *metrics.Collector
+	timeline *metrics.Timeline
+	inLen    *metrics.LengthHist
+	outLen   *metrics.LengthHist
+	good     metrics.Goodput
+	model    string
+	res      client.Result
+	parser   fastjson.Parser
+	n        int64
+}
+
+// NewRecordBuilder returns an empty builder; slo may be metrics.NoSLO.
+func NewRecordBuilder(slo metrics.SLO) *RecordBuilder {
+	b := &RecordBuilder{
+		col: metrics.NewCollector(), timeline: metrics.NewTimeline(250*time.Millisecond, 256),
+		inLen: metrics.NewLengthHist(), outLen: metrics.NewLengthHist(),
+	}
+	b.good.SLO = slo
+	b.res.TokenTimes = make([]time.Duration, 0, 256)
+	return b
+}
+
+func secs(v *fastjson.Value, k string) time.Duration {
+	return time.Duration(math.Round(v.GetFloat64(k) * 1e9))
+}
+
+func millis(f float64) time.Duration { return time.Duration(math.Round(f * 1e6)) }
+
+// AddLine adds one JSONL record.
+func (b *RecordBuilder) AddLine(line []byte) error {
+	v, err := b.parser.ParseBytes(line)
+	if err != nil {
+		return err
+	}
+	if v.Type() != fastjson.TypeObject || !v.Exists("scheduled_s") {
+		return errors.New("not a per-request record (no scheduled_s)")
+	}
+	r := &b.res
+	r.Reset()
+	r.Index = v.GetInt64("index")
+	r.Scheduled, r.Sent = secs(v, "scheduled_s"), secs(v, "sent_s")
+	r.End = r.Sent + millis(v.GetFloat64("e2e_ms"))
+	if t := v.Get("ttft_ms"); t != nil && t.Type() == fastjson.TypeNumber {
+		r.FirstToken = r.Sent + millis(t.GetFloat64())
+		r.TokenTimes = append(r.TokenTimes, r.FirstToken)
+		at := r.FirstToken
+		for _, g := range v.GetArray("itl_ms") {
+			at += millis(g.GetFloat64())
+			r.TokenTimes = append(r.TokenTimes, at)
+		}
+	}
+	r.InputLen, r.OutputLen = v.GetInt("input_len"), v.GetInt("output_len")
+	r.PromptTokens, r.CachedTokens = optInt(v, "prompt_tokens"), optInt(v, "cached_tokens")
+	r.CompletionTokens = v.GetInt("completion_tokens")
+	r.Images, r.Status, r.Retries = v.GetInt("images"), v.GetInt("status"), v.GetInt("retries")
+	r.Model = string(v.GetStringBytes("model"))
+	r.ErrorClass, r.Error = string(v.GetStringBytes("error_class")), string(v.GetStringBytes("error"))
+	if r.ErrorClass == "" && r.Error != "" {
+		r.ErrorClass = "error" // a record written before error classes existed
+	}
+	if b.model == "" {
+		b.model = r.Model
+	}
+	b.col.Add(r)
+	b.timeline.Add(r)
+	b.inLen.Record(r.InputLen)
+	if r.OK() {
+		b.outLen.Record(r.OutputTokens())
+	}
+	if b.good.SLO.Set() {
+		b.good.Add(r)
+	}
+	b.n++
+	return nil
+}
+
+func optInt(v *fastjson.Value, k string) int {
+	x := v.Get(k)
+	if x == nil || x.Type() != fastjson.TypeNumber {
+		return -1
+	}
+	return x.GetInt()
+}
+
+// Count is the number of records added.
+func (b *RecordBuilder) Count() int64 { return b.n }
+
+// Data returns the report data of the records added: a summary computed
+// from them (duration: from the start to the last end), with latency CDFs,
+// length histograms and goodput, and the timeline.
+func (b *RecordBuilder) Data() (*Data, error) {
+	s := &metrics.Summary{Model: b.model}
+	dur := b.col.LastEnd
+	b.col.Summarize(s, dur)
+	s.Scheduled = b.col.Completed + b.col.Failed
+	if err := b.annotate(s, dur); err != nil {
+		return nil, err
+	}
+	b.timeline.Reduce(SeriesPoints)
+	return &Data{
+		Summary: s, Series: b.timeline.Points(), SeriesNote: fmt.Sprintf("per-request records in bins of %v", b.timeline.Width()),
+		Notes: []string{"Windows, server metrics, the command line and the seed are not in per-request records: pass the run's summary too (--summary)"},
+	}, nil
+}
+
+// annotate adds the distributions (and goodput) of the records to s.
+func (b *RecordBuilder) annotate(s *metrics.Summary, dur time.Duration) error {
+	cdfs := map[string][][2]float64{}
+	for k, h := range map[string]*metrics.Hist{"ttft": b.col.TTFT, "tpot": b.col.TPOT, "itl": b.col.ITL, "e2e": b.col.E2E, "send_lag": b.col.Lag} {
+		if c := metrics.CDF(h); c != nil {
+			cdfs[k] = c
+		}
+	}
+	lengths := map[string]*metrics.LengthBins{}
+	if l := b.inLen.Bins(40); l != nil {
+		lengths["input"] = l
+	}
+	if l := b.outLen.Bins(40); l != nil {
+		lengths["output"] = l
+	}
+	errs := []error{s.SetExtra(metrics.KeyCDFs, cdfs), s.SetExtra(metrics.KeyLengths, lengths)}
+	if b.good.SLO.Set() {
+		errs = append(errs, b.good.Annotate(s, dur))
+	}
+	return errors.Join(errs...)
+}
+
+// FromRecords streams per-request JSONL records from r and returns the
+// report's data.
+func FromRecords(r io.Reader, opt LoadOptions) (*Data, error) {
+	b := NewRecordBuilder(opt.SLO)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), maxRecordLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		l := bytes.TrimSpace(sc.Bytes())
+		if len(l) == 0 {
+			continue
+		}
+		if err := b.AddLine(l); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("line %d: %w", line+1, err)
+	}
+	if b.Count() == 0 {
+		return nil, errors.New("no record in the file")
+	}
+	return b.Data()
+}
+
+// Merge combines a run's summary file with its per-request records: the
+// summary's figures and extensions win; the records add the fine time
+// series and the distributions the summary lacks.
+func Merge(summary, records *Data) *Data {
+	out := *summary
+	s := *summary.Summary
+	s.Extra = map[string]json.RawMessage{}
+	for k, v := range summary.Summary.Extra {
+		s.Extra[k] = v
+	}
+	for k, v := range records.Summary.Extra {
+		if _, ok := s.Extra[k]; !ok {
+			s.Extra[k] = v
+		}
+	}
+	out.Summary = &s
+	out.Series, out.SeriesNote = records.Series, records.SeriesNote
+	out.Source = summary.Source + " + " + records.Source
+	out.Notes = nil
+	return &out
+}

@@ -1,0 +1,112 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/report"
+)
+
+func countLines(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Count(b, []byte("\n"))
+}
+
+func startCollect(t *testing.T) (results chan *client.Result, abort chan chan<- struct{}, path string, collected chan error) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "results.jsonl")
+	records, err := report.CreateRecords(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results = make(chan *client.Result, 4096)
+	abort = make(chan chan<- struct{})
+	collected = make(chan error, 1)
+	var done atomic.Int64
+	go func() { collected <- collect(results, metrics.NewCollector(), records, &done, abort, nil) }()
+	return results, abort, path, collected
+}
+
+func finishedResult(i int64) *client.Result {
+	r := &client.Result{}
+	r.Reset()
+	r.Index = i
+	return r
+}
+
+// TestAbortWritesEveryFinishedRecord: a flush request (the second signal)
+// puts every result handed to the collector so far on disk, including
+// those still queued, before it is acknowledged.
+func TestAbortWritesEveryFinishedRecord(t *testing.T) {
+	results, abort, path, collected := startCollect(t)
+	const n = 1000
+	for i := range int64(n) {
+		results <- finishedResult(i)
+	}
+	reply := make(chan struct{})
+	abort <- reply
+	<-reply
+	if got := countLines(t, path); got != n {
+		t.Errorf("%d records on disk after the flush, want %d", got, n)
+	}
+	results <- finishedResult(n)
+	close(results)
+	if err := <-collected; err != nil {
+		t.Fatal(err)
+	}
+	if got := countLines(t, path); got != n+1 {
+		t.Errorf("%d records on disk at the end, want %d", got, n+1)
+	}
+}
+
+// TestRecordsReachDiskWithoutClose: a finished record is written to the
+// file within the flush interval even when no other result follows (what
+// SIGKILL would lose is bounded by report.FlushInterval).
+func TestRecordsReachDiskWithoutClose(t *testing.T) {
+	results, _, path, collected := startCollect(t)
+	results <- finishedResult(0)
+	deadline := time.Now().Add(20 * report.FlushInterval)
+	for countLines(t, path) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the record is not on disk %v after it finished", 20*report.FlushInterval)
+		}
+		time.Sleep(report.FlushInterval / 10)
+	}
+	close(results)
+	<-collected
+}
+
+// TestDrainTimeout: once the run is stopped, requests in flight are
+// canceled after --drain-timeout (at once with 0), never before.
+func TestDrainTimeout(t *testing.T) {
+	log := &logger{w: io.Discard}
+	for _, d := range []time.Duration{0, 50 * time.Millisecond} {
+		ctx, stop := context.WithCancel(context.Background())
+		canceled := make(chan time.Time, 1)
+		o := &Options{DrainTimeout: d}
+		stopWatch := drainOnStop(ctx, o, func() { canceled <- time.Now() }, log)
+		start := time.Now()
+		stop()
+		select {
+		case at := <-canceled:
+			if at.Sub(start) < d {
+				t.Errorf("drain %v: canceled after %v", d, at.Sub(start))
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("drain %v: requests never canceled", d)
+		}
+		stopWatch()
+	}
+}

@@ -1,0 +1,305 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startMockServer is startMock that also returns the server.
+func startMockServer(t *testing.T, cfg mockserver.Config) (*mockserver.Server, int) {
+	t.Helper()
+	if len(cfg.Models) == 0 {
+		cfg.Models = []string{"mock-model"}
+	}
+	srv, err := mockserver.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return srv, ln.Addr().(*net.TCPAddr).Port
+}
+
+var liveLineRE = regexp.MustCompile(`(?m)^\[\d\d:\d\d–\d\d:\d\d\] offered [\d.]+/s achieved [\d.]+/s in flight \d+ errors \d+ \| `)
+
+// TestLiveOutputWindowsReportAndMetrics runs 1.5 s of Poisson traffic
+// against the mock with a live line every 250 ms and windows of 500 ms:
+// stderr (not a terminal) gets plain live lines and no bar; the summary
+// holds the windows, whose offered and finished counts add up to the run's,
+// with the server's figures; the HTML report is written; and the
+// generator's /metrics, scraped while the run goes on, parses with the
+// official parser.
+func TestLiveOutputWindowsReportAndMetrics(t *testing.T) {
+	_, port := startMockServer(t, mockserver.Config{TTFT: 5 * time.Millisecond, ITL: 2 * time.Millisecond})
+	dir := t.TempDir()
+	o := testOptions(port)
+	o.Quiet = false
+	o.RequestRate, o.Duration = 80, 1500*time.Millisecond
+	o.RandomInputLen, o.RandomOutputLen = 32, 8
+	o.Observe.ReportInterval, o.Observe.Window = 250*time.Millisecond, 500*time.Millisecond
+	o.Observe.ServerMetricsInterval = 50 * time.Millisecond
+	o.Observe.MetricsAddr = "127.0.0.1:0"
+	o.Observe.ReportHTML = filepath.Join(dir, "report.html")
+	o.SummaryJSON = filepath.Join(dir, "summary.json")
+	var errb syncBuffer
+	var out bytes.Buffer
+	type ran struct {
+		sum *metrics.Summary
+		err error
+	}
+	res := make(chan ran, 1)
+	go func() {
+		sum, err := Run(context.Background(), o, IO{Out: &out, Err: &errb})
+		res <- ran{sum, err}
+	}()
+
+	// Scrape the generator's own metrics while the run goes on.
+	urlRE := regexp.MustCompile(`metrics: serving (http://\S+/metrics)`)
+	var url string
+	for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := urlRE.FindStringSubmatch(errb.String()); m != nil {
+			url = m[1]
+		}
+		select {
+		case r := <-res:
+			t.Fatalf("the run ended before its metrics were scraped: %v\n%s", r.err, errb.String())
+		default:
+		}
+	}
+	if url == "" {
+		t.Fatalf("no metrics address announced:\n%s", errb.String())
+	}
+	var scraped map[string]float64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		scraped = scrapeGenerator(t, url)
+		if scraped["fineserve_gen_requests_total"] > 0 {
+			break
+		}
+	}
+	if scraped["fineserve_gen_requests_total"] == 0 || scraped["fineserve_gen_ttft_seconds"] == 0 {
+		t.Errorf("no request counted on /metrics during the run: %v", scraped)
+	}
+	r := <-res
+	if r.err != nil {
+		t.Fatalf("run: %v\n%s", r.err, errb.String())
+	}
+	sum := r.sum
+	stderr := errb.String()
+	if strings.Contains(stderr, "\r") {
+		t.Error("a carriage return on a stream that is not a terminal")
+	}
+	if n := len(liveLineRE.FindAllString(stderr, -1)); n < 5 {
+		t.Errorf("%d live lines, want ≥ 5 (every 250 ms over ≥ 1.5 s):\n%s", n, stderr)
+	}
+	if _, err := http.Get(url); err == nil {
+		t.Error("the metrics endpoint still serves after the run")
+	}
+
+	var ws []metrics.WindowStats
+	if ok, err := sum.GetExtra(metrics.KeyWindows, &ws); !ok || err != nil {
+		t.Fatalf("no windows in the summary (%v)", err)
+	}
+	var offered, finished int64
+	withServer := 0
+	for _, w := range ws {
+		offered += w.Offered
+		finished += w.Completed + w.Failed
+		if w.Server != nil && w.Server.Samples > 0 {
+			withServer++
+		}
+	}
+	if offered != sum.Scheduled || finished != sum.Completed+sum.Failed || len(ws) < 3 {
+		t.Errorf("%d windows: offered %d finished %d; the run scheduled %d and finished %d", len(ws), offered, finished, sum.Scheduled, sum.Completed+sum.Failed)
+	}
+	if withServer < len(ws)-1 {
+		t.Errorf("server figures in %d of %d windows", withServer, len(ws))
+	}
+	var server struct {
+		Available bool    `json:"available"`
+		Samples   int64   `json:"samples"`
+		Running   float64 `json:"running_mean"`
+	}
+	if ok, _ := sum.GetExtra("server_metrics", &server); !ok || !server.Available || server.Samples < 10 {
+		t.Errorf("server metrics %+v", server)
+	}
+	// The summary file has the same windows.
+	b, err := os.ReadFile(o.SummaryJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file map[string]json.RawMessage
+	json.Unmarshal(b, &file)
+	for _, k := range []string{"windows", "window_seconds", "client_saturated", "latency_cdfs", "length_histograms", "server_metrics"} {
+		if _, ok := file[k]; !ok {
+			t.Errorf("summary file lacks %s", k)
+		}
+	}
+	html, err := os.ReadFile(o.Observe.ReportHTML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(html), `<svg class="plot"`); n < 10 {
+		t.Errorf("the report has %d plots, want ≥ 10", n)
+	}
+}
+
+// scrapeGenerator returns each family's total: the sum of its counters and
+// gauges, or the sample count of its histograms.
+func scrapeGenerator(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	out := map[string]float64{}
+	for name, f := range fams {
+		for _, m := range f.Metric {
+			switch {
+			case m.Counter != nil:
+				out[name] += m.Counter.GetValue()
+			case m.Gauge != nil:
+				out[name] += m.Gauge.GetValue()
+			case m.Histogram != nil:
+				out[name] += float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return out
+}
+
+// TestProgressBarOnATerminal: on a terminal a bar is redrawn with carriage
+// returns above which live lines are printed; --disable-tqdm removes the
+// bar only.
+func TestProgressBarOnATerminal(t *testing.T) {
+	_, port := startMockServer(t, mockserver.Config{TTFT: 2 * time.Millisecond, ITL: time.Millisecond})
+	for _, disable := range []bool{false, true} {
+		o := testOptions(port)
+		o.Quiet, o.DisableProgress = false, disable
+		o.RequestRate, o.NumPrompts, o.NumPromptsSet = 50, 40, true
+		o.RandomInputLen, o.RandomOutputLen = 16, 4
+		o.Observe.ReportInterval = 200 * time.Millisecond
+		var errb syncBuffer
+		if _, err := Run(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &errb, Terminal: true}); err != nil {
+			t.Fatal(err)
+		}
+		s := errb.String()
+		bar := strings.Contains(s, "\r\033[K[") && strings.Contains(s, "] 40/40 100% in flight")
+		if bar == disable {
+			t.Errorf("--disable-tqdm %v: bar drawn %v:\n%q", disable, bar, s)
+		}
+		if n := len(regexp.MustCompile(`\[\d\d:\d\d–\d\d:\d\d\] offered`).FindAllString(s, -1)); n < 3 {
+			t.Errorf("--disable-tqdm %v: %d live lines, want ≥ 3", disable, n)
+		}
+	}
+}
+
+// TestTimingServerIdleFraction runs four bursts of five requests, one
+// burst a second, against the mock; each request runs 300 ms (100 ms to the
+// first token, then 20 tokens 10 ms apart), so the server is busy 0.3 s of
+// every second and idle during the 0.7 s gaps. Scraping its /metrics every
+// 10 ms, the run's idle fraction must match what the gaps imply within 5 %
+// (absolute): 1 − 4 × 0.3 s / the time observed.
+func TestTimingServerIdleFraction(t *testing.T) {
+	testenv.SkipUnderRace(t)
+	srv, port := startMockServer(t, mockserver.Config{TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond})
+	o := testOptions(port)
+	o.RandomInputLen, o.RandomOutputLen = 16, 21
+	o.Observe.ServerMetricsInterval = 10 * time.Millisecond
+	o.Observe.Window = time.Second
+	bursts := func(yield func(arrival.Arrival) bool) {
+		for b := 0; b < 4; b++ {
+			for k := 0; k < 5; k++ {
+				a := arrival.Arrival{Index: int64(5*b + k), At: time.Duration(b) * time.Second, InputTokens: 16, OutputTokens: 21}
+				a.Burst = a.Index
+				if !yield(a) {
+					return
+				}
+			}
+		}
+	}
+	wl := &workload{schedule: bursts}
+	busy0 := srv.Stats().Busy
+	var out, errb bytes.Buffer
+	sum, err := execute(context.Background(), &o, 1, wl, arrival.Summarize(wl.schedule), IO{Out: &out, Err: &errb}, &logger{w: &errb, quiet: true})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, errb.String())
+	}
+	if sum.Completed != 20 {
+		t.Fatalf("completed %d of 20", sum.Completed)
+	}
+	var server struct {
+		Samples  int64   `json:"samples"`
+		Idle     float64 `json:"idle_fraction"`
+		Observed float64 `json:"observed_s"`
+		Running  float64 `json:"running_max"`
+	}
+	if ok, err := sum.GetExtra("server_metrics", &server); !ok || err != nil {
+		t.Fatalf("no server metrics (%v)", err)
+	}
+	implied := 1 - 4*0.3/server.Observed
+	measured := 1 - (srv.Stats().Busy-busy0).Seconds()/server.Observed
+	t.Logf("idle fraction %.3f over %.3f s (%d samples); the gaps imply %.3f; the mock measured %.3f", server.Idle, server.Observed, server.Samples, implied, measured)
+	if math.Abs(server.Idle-implied) > 0.05 {
+		t.Errorf("idle fraction %.3f, the gaps imply %.3f (±0.05)", server.Idle, implied)
+	}
+	if server.Observed < 3.2 || server.Observed > 4 || server.Running != 5 || server.Samples < 200 {
+		t.Errorf("observed %.2f s with %d samples, running max %v", server.Observed, server.Samples, server.Running)
+	}
+	// Per window: each second holds one burst, busy 0.3 s of it.
+	var ws []metrics.WindowStats
+	sum.GetExtra(metrics.KeyWindows, &ws)
+	for _, w := range ws[:3] {
+		if w.Server == nil || math.Abs(w.Server.IdleFraction-0.7) > 0.07 {
+			t.Errorf("window %d: server %+v, want idle ≈ 0.7", w.Index, w.Server)
+		}
+	}
+}

@@ -1,0 +1,211 @@
+package runner
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+// evenSchedule is n arrivals, one every gap, starting at gap.
+func evenSchedule(n int, gap time.Duration) arrival.Schedule {
+	return func(yield func(arrival.Arrival) bool) {
+		for i := 0; i < n; i++ {
+			if !yield(arrival.Arrival{Index: int64(i), At: time.Duration(i+1) * gap, InputTokens: 10, OutputTokens: 3}) {
+				return
+			}
+		}
+	}
+}
+
+// TestMonitorWindowsAndLiveLines drives the monitor on a fake clock: 600
+// arrivals at 100 req/s for 6 s, each sent 0.1 ms late and finished 50 ms
+// after its due time, except those due in [2 s, 3.9 s), sent 5 ms late. With
+// windows of 2 s and live lines every second, the windows count offered
+// requests by scheduled time and finished ones by end time, window 1 alone
+// is flagged as one where the client fell behind, and the live lines say
+// so while it happens.
+func TestMonitorWindowsAndLiveLines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := Defaults()
+		o.Backend = "openai" // no server metrics
+		o.RequestRate = 100
+		o.Observe.ReportInterval, o.Observe.Window = time.Second, 2*time.Second
+		o.Observe.Goodput = metrics.SLO{TTFT: 30, TPOT: 100, E2EL: 1e9}
+		sched := evenSchedule(600, 10*time.Millisecond)
+		wl := &workload{schedule: sched}
+		var errb bytes.Buffer
+		log := &logger{w: &errb}
+		m, err := newMonitor(&o, arrival.Summarize(sched), wl, IO{Err: &errb}, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		col := metrics.NewCollector()
+		var done atomic.Int64
+		m.begin(start, col, func() int64 { return 5 }, func() int64 { return 0 }, &done)
+
+		// Results arrive when their requests end.
+		finished := make(chan struct{})
+		go func() {
+			defer close(finished)
+			for a := range sched {
+				lag := 100 * time.Microsecond
+				if a.At >= 2*time.Second && a.At < 3900*time.Millisecond {
+					lag = 5 * time.Millisecond
+				}
+				end := a.At + 50*time.Millisecond
+				time.Sleep(time.Until(start.Add(end)))
+				r := &client.Result{}
+				r.Reset()
+				r.Index, r.Scheduled, r.Sent = a.Index, a.At, a.At+lag
+				r.FirstToken = r.Sent + 20*time.Millisecond
+				r.TokenTimes = []time.Duration{r.FirstToken, r.FirstToken + 10*time.Millisecond, end}
+				r.End, r.InputLen, r.CompletionTokens, r.Status = end, a.InputTokens, 3, 200
+				if a.Index%100 == 99 {
+					r.ErrorClass, r.Error, r.FirstToken, r.TokenTimes = client.ErrHTTP5xx, "boom", 0, nil
+				}
+				col.Add(r)
+				for _, f := range wl.observe {
+					f(r)
+				}
+				done.Add(1)
+			}
+		}()
+		<-finished
+		end := time.Since(start)
+		m.stop(end)
+		var sum metrics.Summary
+		for _, f := range wl.annotate {
+			if err := f(&sum, end); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		var ws []metrics.WindowStats
+		if ok, err := sum.GetExtra(metrics.KeyWindows, &ws); !ok || err != nil {
+			t.Fatalf("no windows: %v", err)
+		}
+		// 6.05 s: three full windows and a last partial one.
+		if len(ws) != 4 || ws[3].Start != 6 || ws[3].End != 6.05 {
+			t.Fatalf("%d windows, last %+v", len(ws), ws[len(ws)-1])
+		}
+		wantOffered := []int64{199, 200, 200, 1} // due at 10 ms … 6 s
+		wantDone := []int64{194, 200, 200, 6}    // ended at 60 ms … 6.05 s
+		var offered, finishedN int64
+		for i, w := range ws {
+			if w.Offered != wantOffered[i] || w.Completed+w.Failed != wantDone[i] {
+				t.Errorf("window %d: offered %d finished %d, want %d and %d", i, w.Offered, w.Completed+w.Failed, wantOffered[i], wantDone[i])
+			}
+			offered += w.Offered
+			finishedN += w.Completed + w.Failed
+			if w.InFlightMean != 5 || w.InFlightMax != 5 {
+				t.Errorf("window %d: in flight %v/%d, want 5", i, w.InFlightMean, w.InFlightMax)
+			}
+		}
+		if offered != 600 || finishedN != 600 {
+			t.Errorf("offered %d finished %d over the windows, want 600 each", offered, finishedN)
+		}
+		for i, w := range ws[:3] {
+			if w.OfferedRate < 99 || w.OfferedRate > 100 {
+				t.Errorf("window %d: offered %v/s, want ≈100", i, w.OfferedRate)
+			}
+			if w.Saturated != (i == 1) {
+				t.Errorf("window %d: saturated %v (%v), lag p99 %v", i, w.Saturated, w.Reasons, w.LagP99)
+			}
+		}
+		if w := ws[1]; w.LagP99 < 4.9 || w.LagP99 > 5.1 || w.Failed != 2 || w.ErrorsByClass["http_5xx"] != 2 || *w.Goodput != 198 {
+			t.Errorf("window 1: lag p99 %v failed %d %v goodput %v", w.LagP99, w.Failed, w.ErrorsByClass, *w.Goodput)
+		}
+		var saturated bool
+		var which []int
+		var reason string
+		sum.GetExtra("client_saturated", &saturated)
+		sum.GetExtra("client_saturated_windows", &which)
+		sum.GetExtra("client_saturation_reason", &reason)
+		if !saturated || len(which) != 1 || which[0] != 1 || !strings.Contains(reason, "window 1 (00:02–00:04): send lag p99 5.00 ms > 1.00 ms") {
+			t.Errorf("client_saturated %v windows %v reason %q", saturated, which, reason)
+		}
+		var share float64
+		sum.GetExtra(metrics.KeyGoodputShare, &share)
+		if share != 594.0/600 {
+			t.Errorf("goodput share %v, want 594/600", share)
+		}
+
+		// One live line a second, the 2–4 s ones flagged; plain lines, no bar.
+		out := errb.String()
+		if strings.Contains(out, "\r") {
+			t.Error("a carriage return in plain output")
+		}
+		lineRE := regexp.MustCompile(`(?m)^\[(\d\d:\d\d)–(\d\d:\d\d)\] offered ([\d.]+)/s achieved ([\d.]+)/s in flight 5 errors (\d+) \| TTFT p50 [\d.]+ p99 [\d.]+ ms \| ITL p50 [\d.]+ p99 [\d.]+ ms \| lag p99 [\d.]+ ms(.*)$`)
+		lines := lineRE.FindAllStringSubmatch(out, -1)
+		if len(lines) != 7 {
+			t.Fatalf("%d live lines, want 7 (6 seconds and the last 50 ms):\n%s", len(lines), out)
+		}
+		for i, l := range lines[:6] {
+			sat := strings.Contains(l[6], "CLIENT SATURATED: send lag p99 5.00 ms > 1.00 ms")
+			if sat != (i == 2 || i == 3) {
+				t.Errorf("line %d saturated %v: %s", i, sat, l[0])
+			}
+			if l[3] != "100" && i > 0 {
+				t.Errorf("line %d: offered %s/s, want 100", i, l[3])
+			}
+		}
+		if lines[0][1] != "00:00" || lines[0][2] != "00:01" || lines[5][1] != "00:05" {
+			t.Errorf("line times: %q … %q", lines[0][0], lines[5][0])
+		}
+	})
+}
+
+func TestBarLineAndClock(t *testing.T) {
+	tests := []struct {
+		done, total, inFlight int64
+		elapsed, span         time.Duration
+		want                  string
+	}{
+		{0, 100, 0, 0, 10 * time.Second, "[                              ] 0/100   0% in flight 0 ETA --:--"},
+		{50, 100, 3, 5 * time.Second, 10 * time.Second, "[===============               ] 50/100  50% in flight 3 ETA 00:05"},
+		// Behind the schedule: the completion rate says more time is left.
+		{10, 100, 90, 10 * time.Second, 10 * time.Second, "[===                           ] 10/100  10% in flight 90 ETA 01:30"},
+		{100, 100, 0, 12 * time.Second, 10 * time.Second, "[==============================] 100/100 100% in flight 0 ETA 00:00"},
+	}
+	for _, tt := range tests {
+		if got := barLine(tt.done, tt.total, tt.inFlight, tt.elapsed, tt.span); got != tt.want {
+			t.Errorf("barLine(%d/%d) =\n%q, want\n%q", tt.done, tt.total, got, tt.want)
+		}
+	}
+	if clock(3725) != "1:02:05" || clock(65) != "01:05" {
+		t.Errorf("clock: %s %s", clock(3725), clock(65))
+	}
+}
+
+// BenchmarkMonitorObserve is the monitor's cost per result on the
+// collecting goroutine (16 tokens, goodput on).
+func BenchmarkMonitorObserve(b *testing.B) {
+	o := Defaults()
+	o.Backend = "openai"
+	o.Observe.Goodput = metrics.SLO{TTFT: 100, TPOT: 10, E2EL: 1000}
+	wl := &workload{schedule: evenSchedule(1, time.Millisecond)}
+	m, err := newMonitor(&o, arrival.Summarize(wl.schedule), wl, IO{Err: &bytes.Buffer{}}, &logger{w: &bytes.Buffer{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &client.Result{}
+	r.Reset()
+	r.Sent, r.FirstToken, r.Status, r.CompletionTokens, r.InputLen = time.Millisecond, 20*time.Millisecond, 200, 16, 128
+	for i := 0; i < 16; i++ {
+		r.TokenTimes = append(r.TokenTimes, r.FirstToken+time.Duration(i)*5*time.Millisecond)
+	}
+	r.End = r.TokenTimes[15]
+	b.ReportAllocs()
+	for b.Loop() {
+		m.observe(r)
+	}
+}

@@ -1,0 +1,123 @@
+package runner
+
+import (
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+// period is one window or live interval being accumulated: [start, end).
+type period struct {
+	acc        *metrics.WindowAcc
+	start, end time.Duration
+	offered    int64
+	flight     flightSample
+	cpu        float64
+	// server is what the server's metrics said during the period (windows
+	// only; taken when the period is cut).
+	server *metrics.ServerStats
+}
+
+// flightSample accumulates samples of the requests in flight.
+type flightSample struct {
+	n, sum, max int64
+}
+
+func (f *flightSample) add(v int64) {
+	f.n++
+	f.sum += v
+	f.max = max(f.max, v)
+}
+
+func (f *flightSample) mean() float64 {
+	if f.n == 0 {
+		return 0
+	}
+	return float64(f.sum) / float64(f.n)
+}
+
+// stream cuts a run into back-to-back periods of equal length (windows, or
+// live intervals) and accumulates each result into the period its request
+// ended in, whatever the order in which the collector and the monitor see
+// a boundary: the period after the current one is already open for results
+// that ended past the boundary before the monitor cut it, and a period
+// stays open for grace after its end for results that ended before the
+// boundary but reached the collector after it. Then it is closed (onClose)
+// and its accumulator reused. Memory: at most four accumulators, whatever
+// the run's length.
+//
+// The periods are swapped by the monitor goroutine under the monitor's
+// mutex; add runs under it on the collecting goroutine. The periods'
+// offered, flight and cpu fields belong to the monitor goroutine.
+type stream struct {
+	every, grace     time.Duration
+	prev, cur, ahead *period
+	free             []*metrics.WindowAcc
+	closeAt          time.Duration // when prev closes (prev != nil)
+	cpuMark          time.Duration
+	onClose          func(p *period)
+}
+
+func newStream(every time.Duration, onClose func(*period)) *stream {
+	s := &stream{every: every, grace: min(sampleEvery, every/4), onClose: onClose}
+	s.cur = s.open(0)
+	s.ahead = s.open(every)
+	return s
+}
+
+// open returns a period starting at start.
+func (s *stream) open(start time.Duration) *period {
+	var acc *metrics.WindowAcc
+	if n := len(s.free); n > 0 {
+		acc, s.free = s.free[n-1], s.free[:n-1]
+	} else {
+		acc = metrics.NewWindowAcc()
+	}
+	return &period{acc: acc, start: start, end: start + s.every}
+}
+
+// add accumulates r in the period it ended in (caller holds the mutex).
+func (s *stream) add(r *client.Result, good bool) {
+	p := s.cur
+	switch {
+	case r.End >= p.end:
+		p = s.ahead
+	case r.End < p.start && s.prev != nil:
+		p = s.prev
+	}
+	p.acc.Add(r, good)
+}
+
+// due is the next instant the stream has something to do.
+func (s *stream) due() time.Duration {
+	if s.prev != nil {
+		return min(s.closeAt, s.cur.end)
+	}
+	return s.cur.end
+}
+
+// cut ends the current period and makes the next one current (caller
+// holds the mutex). cpu is the CPU share of the period that ends.
+func (s *stream) cut(cpu float64) {
+	s.cur.cpu = cpu
+	s.prev, s.closeAt = s.cur, s.cur.end+s.grace
+	s.cur = s.ahead
+	s.ahead = s.open(s.cur.end)
+}
+
+// takePrev detaches the period waiting for its grace to pass (caller holds
+// the mutex).
+func (s *stream) takePrev() *period {
+	p := s.prev
+	s.prev = nil
+	return p
+}
+
+// release closes p and keeps its accumulator for a later period (no mutex
+// needed: nothing adds to a detached period).
+func (s *stream) release(p *period) {
+	s.onClose(p)
+	p.acc.Reset()
+	s.free = append(s.free, p.acc)
+}

@@ -1,0 +1,419 @@
+// Package servermetrics polls a serving engine's Prometheus endpoint
+// (vLLM's /metrics) during a run and says what the server did: requests
+// running and waiting, KV-cache usage, preemptions, and how much of the time
+// it had nothing running.
+package servermetrics
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+// vLLM's metric names. The KV-cache gauge was renamed in vLLM's V1 engine;
+// both names are read (the newer one wins when a server sends both).
+const (
+	MetricRunning        = "vllm:num_requests_running"
+	MetricWaiting        = "vllm:num_requests_waiting"
+	MetricKVCache        = "vllm:kv_cache_usage_perc"
+	MetricKVCacheV0      = "vllm:gpu_cache_usage_perc"
+	MetricPreemptions    = "vllm:num_preemptions_total"
+	MetricPreemptionsAlt = "vllm:num_preemptions"
+)
+
+// Sample is one scrape. Gauges a server did not report are NaN. Values of
+// several series of a metric (engines, models) are added up, except KV-cache
+// usage, which is their mean.
+type Sample struct {
+	Running, Waiting, KVCache float64
+	// Preemptions is the counter's value (NaN if absent).
+	Preemptions float64
+}
+
+// Parse reads a Prometheus text exposition and returns the vLLM figures
+// it holds. An exposition with none of them is not an error: every field
+// is NaN.
+func Parse(r io.Reader) (Sample, error) {
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return Sample{}, fmt.Errorf("parsing metrics: %w", err)
+	}
+	s := Sample{
+		Running: sum(fams[MetricRunning]), Waiting: sum(fams[MetricWaiting]),
+		KVCache: mean(fams[MetricKVCache]), Preemptions: sum(fams[MetricPreemptions]),
+	}
+	if math.IsNaN(s.KVCache) {
+		s.KVCache = mean(fams[MetricKVCacheV0])
+	}
+	if math.IsNaN(s.Preemptions) {
+		s.Preemptions = sum(fams[MetricPreemptionsAlt])
+	}
+	return s, nil
+}
+
+// value is the numeric value of a gauge, counter or untyped sample.
+func value(m *dto.Metric) (float64, bool) {
+	switch {
+	case m.Gauge != nil:
+		return m.Gauge.GetValue(), true
+	case m.Counter != nil:
+		return m.Counter.GetValue(), true
+	case m.Untyped != nil:
+		return m.Untyped.GetValue(), true
+	}
+	return 0, false
+}
+
+func sum(f *dto.MetricFamily) float64 {
+	if f == nil {
+		return math.NaN()
+	}
+	t, n := 0.0, 0
+	for _, m := range f.Metric {
+		if v, ok := value(m); ok && !math.IsNaN(v) {
+			t += v
+			n++
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return t
+}
+
+func mean(f *dto.MetricFamily) float64 {
+	if f == nil {
+		return math.NaN()
+	}
+	t, n := 0.0, 0
+	for _, m := range f.Metric {
+		if v, ok := value(m); ok && !math.IsNaN(v) {
+			t += v
+			n++
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return t / float64(n)
+}
+
+// totals accumulates samples over time. Each sample's gauges are held from
+// its time to the next sample's (a step function), so means are weighted by
+// time and the idle fraction is the share of the time covered during which
+// the last sample showed no request running.
+type totals struct {
+	Samples                  int64
+	Weight                   float64 // seconds covered by gauges (running known)
+	Idle                     float64 // seconds with nothing running
+	RunningArea, WaitingArea float64 // request-seconds
+	WaitingWeight            float64
+	KVArea, KVWeight         float64
+	RunningMax, WaitingMax   float64
+	KVMax                    float64
+	Preemptions              float64
+	HasPreemptions, HasKV    bool
+	HasRunning, HasWaiting   bool
+	last                     Sample
+	lastAt                   time.Duration
+	started                  bool
+	lastCounter              float64
+	haveCounter              bool
+}
+
+// add folds in a sample taken at offset at (non-decreasing).
+func (t *totals) add(at time.Duration, s Sample) {
+	if t.started {
+		dt := (at - t.lastAt).Seconds()
+		if dt > 0 {
+			l := t.last
+			if !math.IsNaN(l.Running) {
+				t.Weight += dt
+				t.RunningArea += dt * l.Running
+				if l.Running == 0 {
+					t.Idle += dt
+				}
+			}
+			if !math.IsNaN(l.Waiting) {
+				t.WaitingWeight += dt
+				t.WaitingArea += dt * l.Waiting
+			}
+			if !math.IsNaN(l.KVCache) {
+				t.KVWeight += dt
+				t.KVArea += dt * l.KVCache
+			}
+		}
+	}
+	t.Samples++
+	if !math.IsNaN(s.Running) {
+		t.HasRunning = true
+		t.RunningMax = max(t.RunningMax, s.Running)
+	}
+	if !math.IsNaN(s.Waiting) {
+		t.HasWaiting = true
+		t.WaitingMax = max(t.WaitingMax, s.Waiting)
+	}
+	if !math.IsNaN(s.KVCache) {
+		t.HasKV = true
+		t.KVMax = max(t.KVMax, s.KVCache)
+	}
+	if !math.IsNaN(s.Preemptions) {
+		t.HasPreemptions = true
+		if t.haveCounter {
+			if d := s.Preemptions - t.lastCounter; d >= 0 {
+				t.Preemptions += d
+			} else { // the server restarted: its counter began again
+				t.Preemptions += s.Preemptions
+			}
+		}
+		t.lastCounter, t.haveCounter = s.Preemptions, true
+	}
+	t.last, t.lastAt, t.started = s, at, true
+}
+
+// Stats returns the figures of the period t covers. Maxima are those of the
+// whole period t has seen (see Scraper.Window for per-window maxima).
+func (t *totals) Stats() metrics.ServerStats {
+	st := metrics.ServerStats{Samples: t.Samples, Observed: t.Weight, Preemptions: t.Preemptions,
+		RunningMax: t.RunningMax, WaitingMax: t.WaitingMax, KVCacheMax: t.KVMax}
+	if t.Weight > 0 {
+		st.RunningMean = t.RunningArea / t.Weight
+		st.IdleFraction = t.Idle / t.Weight
+	}
+	if t.WaitingWeight > 0 {
+		st.WaitingMean = t.WaitingArea / t.WaitingWeight
+	}
+	if t.KVWeight > 0 {
+		st.KVCacheMean = t.KVArea / t.KVWeight
+	}
+	if t.Weight == 0 && t.Samples > 0 {
+		// No time covered yet (one sample): its values are all that is known.
+		l := t.last
+		st.RunningMean, st.WaitingMean, st.KVCacheMean = finite(l.Running), finite(l.Waiting), finite(l.KVCache)
+		if l.Running == 0 {
+			st.IdleFraction = 1
+		}
+	}
+	return st
+}
+
+func finite(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
+
+// sub returns the figures of the period between o (earlier) and t.
+func (t *totals) sub(o *totals) metrics.ServerStats {
+	d := totals{
+		Samples: t.Samples - o.Samples, Weight: t.Weight - o.Weight, Idle: t.Idle - o.Idle,
+		RunningArea: t.RunningArea - o.RunningArea, WaitingArea: t.WaitingArea - o.WaitingArea,
+		WaitingWeight: t.WaitingWeight - o.WaitingWeight, KVArea: t.KVArea - o.KVArea, KVWeight: t.KVWeight - o.KVWeight,
+		Preemptions: t.Preemptions - o.Preemptions, last: t.last,
+	}
+	return d.Stats()
+}
+
+// Config configures a Scraper.
+type Config struct {
+	// URL is the metrics endpoint, e.g. http://127.0.0.1:8000/metrics.
+	URL string
+	// Interval is the time between scrapes (default 2 s).
+	Interval time.Duration
+	// Epoch is the instant sample times are measured from (the run's start).
+	Epoch time.Time
+	// Client does the requests (default: a client whose timeout is the
+	// interval, between 1 s and 10 s).
+	Client *http.Client
+	// OnSample, when set, receives every sample with its offset from Epoch
+	// (called on the scraper's goroutine).
+	OnSample func(at time.Duration, s Sample)
+	// Warnf reports the first failure and a recovery after failures (a
+	// missing or failing endpoint is a warning, never an error of the run).
+	Warnf func(format string, a ...any)
+}
+
+// Scraper polls a metrics endpoint on its own goroutine.
+type Scraper struct {
+	cfg Config
+
+	mu       sync.Mutex
+	total    totals
+	mark     totals // totals at the start of the current window
+	winMax   metrics.ServerStats
+	failures int64
+	lastErr  error
+	quit     chan struct{}
+	done     chan struct{}
+}
+
+// scrapeTimeout bounds one scrape: the interval, between 1 s and 10 s.
+func scrapeTimeout(interval time.Duration) time.Duration {
+	return min(max(interval, time.Second), 10*time.Second)
+}
+
+// Start begins polling at once and every Interval after.
+func Start(cfg Config) *Scraper {
+	if cfg.Interval <= 0 {
+		cfg.Interval = 2 * time.Second
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: scrapeTimeout(cfg.Interval)}
+	}
+	if cfg.Warnf == nil {
+		cfg.Warnf = func(string, ...any) {}
+	}
+	s := &Scraper{cfg: cfg, quit: make(chan struct{}), done: make(chan struct{})}
+	go s.loop()
+	return s
+}
+
+func (s *Scraper) loop() {
+	defer close(s.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	next := time.Now()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+		}
+		s.scrapeOnce(ctx)
+		// Absolute due times: a slow scrape does not shift later ones.
+		next = next.Add(s.cfg.Interval)
+		if now := time.Now(); next.Before(now) {
+			next = now
+		}
+		t.Reset(time.Until(next))
+	}
+}
+
+// scrapeOnce fetches and folds in one sample.
+func (s *Scraper) scrapeOnce(ctx context.Context) {
+	sample, err := s.fetch(ctx)
+	at := time.Since(s.cfg.Epoch)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		s.failures++
+		if s.lastErr == nil {
+			s.cfg.Warnf("server metrics: %v (the run goes on without them)", err)
+		}
+		s.lastErr = err
+		return
+	}
+	if s.lastErr != nil && s.total.Samples > 0 {
+		s.cfg.Warnf("server metrics: %s answers again", s.cfg.URL)
+	}
+	s.lastErr = nil
+	s.total.add(at, sample)
+	if !math.IsNaN(sample.Running) {
+		s.winMax.RunningMax = max(s.winMax.RunningMax, sample.Running)
+	}
+	if !math.IsNaN(sample.Waiting) {
+		s.winMax.WaitingMax = max(s.winMax.WaitingMax, sample.Waiting)
+	}
+	if !math.IsNaN(sample.KVCache) {
+		s.winMax.KVCacheMax = max(s.winMax.KVCacheMax, sample.KVCache)
+	}
+	if s.cfg.OnSample != nil {
+		s.cfg.OnSample(at, sample)
+	}
+}
+
+func (s *Scraper) fetch(ctx context.Context) (Sample, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.URL, nil)
+	if err != nil {
+		return Sample{}, err
+	}
+	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+	resp, err := s.cfg.Client.Do(req)
+	if err != nil {
+		return Sample{}, fmt.Errorf("GET %s: %w", s.cfg.URL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return Sample{}, fmt.Errorf("GET %s: %s", s.cfg.URL, resp.Status)
+	}
+	smp, err := Parse(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return Sample{}, fmt.Errorf("GET %s: %w", s.cfg.URL, err)
+	}
+	if math.IsNaN(smp.Running) && math.IsNaN(smp.Waiting) && math.IsNaN(smp.KVCache) {
+		return Sample{}, fmt.Errorf("GET %s: no vLLM metric (%s, %s, %s) in the answer", s.cfg.URL, MetricRunning, MetricWaiting, MetricKVCache)
+	}
+	return smp, nil
+}
+
+// Window returns the figures since the previous call (or the start) and
+// begins a new window. It returns nil when no sample was taken in it.
+func (s *Scraper) Window() *metrics.ServerStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.total.Samples == s.mark.Samples {
+		return nil
+	}
+	st := s.total.sub(&s.mark)
+	st.RunningMax, st.WaitingMax, st.KVCacheMax = s.winMax.RunningMax, s.winMax.WaitingMax, s.winMax.KVCacheMax
+	s.mark = s.total
+	s.winMax = metrics.ServerStats{}
+	return &st
+}
+
+// Result is the whole run's server figures for the summary.
+type Result struct {
+	URL      string  `json:"url"`
+	Interval float64 `json:"interval_s"`
+	// Available is false when no scrape succeeded.
+	Available bool   `json:"available"`
+	Failures  int64  `json:"failed_scrapes"`
+	LastError string `json:"last_error,omitempty"`
+	*metrics.ServerStats
+}
+
+// Stop ends polling, takes a last sample so the period covered reaches the
+// end of the run, and returns the run's figures.
+func (s *Scraper) Stop() Result {
+	close(s.quit)
+	<-s.done
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout(s.cfg.Interval))
+	s.scrapeOnce(ctx)
+	cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res := Result{URL: s.cfg.URL, Interval: s.cfg.Interval.Seconds(), Failures: s.failures, Available: s.total.Samples > 0}
+	if s.lastErr != nil {
+		res.LastError = s.lastErr.Error()
+	}
+	if res.Available {
+		st := s.total.Stats()
+		res.ServerStats = &st
+	}
+	return res
+}
