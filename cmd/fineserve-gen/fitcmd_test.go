@@ -14,7 +14,7 @@ import (
 
 // FineServe's Dense_30to100B replay trace, gzipped (read as --mode replay
 // reads it).
-const fitTrace = "../../pkg/parametric/testdata/Dense_30to100B.csv.gz"
+const fitTrace = "../../pkg/replay/testdata/fineserve_Dense_30to100B.csv.gz"
 
 // TestFitCommand: fit writes FineServe-format files that --mode parametric
 // reads, and the generated schedule has the trace's window counts (within

@@ -40,6 +40,7 @@ var subcommands = map[string]func(ctx context.Context, args []string, stdout, st
 	"report":      reportCommand,
 	"fit":         fitCommand,
 	"analyze":     analyzeCommand,
+	"merge":       mergeCommand,
 }
 
 func main() {
@@ -80,10 +81,12 @@ func printUsage(w io.Writer) {
 Usage:
   fineserve-gen [run] [flags]          run a benchmark (FineServe Generator.py flags)
   fineserve-gen mock-server [flags]    serve a vLLM-like mock on 127.0.0.1
+  fineserve-gen fit TRACE [flags]      fit Gamma windows and NB bursts to a trace (for --mode parametric)
   fineserve-gen report FILE… [-o F]   HTML report of a run, or a comparison of runs
   fineserve-gen analyze TRACE [flags]  adapter loads a cache of N slots needs (--max-loras)
+  fineserve-gen merge S1.json S2.json… [-o F]  merge the summaries of a sharded run
 
-Run "fineserve-gen run --help" or "fineserve-gen mock-server --help" for flags.
+Run "fineserve-gen COMMAND --help" for a command's flags.
 `)
 }
 

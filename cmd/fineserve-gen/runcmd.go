@@ -73,7 +73,7 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 	addObserveFlags(fs, o)
 
 	// Outputs.
-	fs.StringVar(&o.OutputFile, "output-file", o.OutputFile, "append the summary as one JSON line (FineServe)")
+	fs.StringVar(&o.OutputFile, "output-file", o.OutputFile, "append the summary as one JSON line (FineServe; -: standard output)")
 	fs.StringVar(&o.SummaryJSON, "summary-json", o.SummaryJSON, "write the summary as JSON")
 	fs.StringVar(&o.ResultsJSONL, "results-jsonl", o.ResultsJSONL, "stream one JSON record per finished request")
 	fs.StringVar(&o.ScheduleOut, "schedule-out", o.ScheduleOut, "write the schedule as CSV (index,time_s,input_len,output_len,model,num_images,burst)")
@@ -81,6 +81,7 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 	fs.BoolVar(&o.DisableProgress, "disable-tqdm", o.DisableProgress, "no progress bar (live lines stay: --report-interval 0 stops them)")
 	fs.BoolVar(&o.Quiet, "quiet", o.Quiet, "print only warnings and the result table")
 	shard := fs.String("shard", "", "keep arrivals with index % N == I of the schedule (I/N)")
+	startAt := fs.String("start-at", "", "start the schedule at this wall-clock time, RFC 3339 or Unix seconds (every copy of a sharded run gets the same; docs/SCALE_OUT.md)")
 	fs.StringVar(&prof.cpu, "cpu-profile", "", "write a CPU profile of the run (go tool pprof)")
 	fs.StringVar(&prof.mem, "mem-profile", "", "write a heap profile at the end of the run")
 
@@ -96,6 +97,13 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 				errs = append(errs, err)
 			}
 			o.ShardIndex, o.ShardCount = i, n
+		}
+		if *startAt != "" {
+			t, err := runner.ParseStartAt(*startAt)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			o.StartAt = t
 		}
 		key, err := apiKey(*apiKeyFile)
 		if err != nil {

@@ -145,13 +145,11 @@ func Shard(s Schedule, i, n int64) Schedule {
 
 // Stats summarises a schedule without sending anything.
 type Stats struct {
-	Count    int64
-	Last     time.Duration // offset of the last arrival
-	Input    int64         // total target input tokens
-	Output   int64         // total target output tokens
-	Images   int64
-	Bursts   int64 // distinct arrival events
-	MaxBurst int   // size of the largest burst
+	Count  int64
+	Last   time.Duration // offset of the last arrival
+	Input  int64         // total target input tokens
+	Output int64         // total target output tokens
+	Images int64
 }
 
 // MeanRate is the schedule's average request rate over its span, in req/s.
@@ -165,20 +163,12 @@ func (s Stats) MeanRate() float64 {
 // Summarize walks s once and returns its Stats.
 func Summarize(s Schedule) Stats {
 	var st Stats
-	var burst int64 = -1
-	size := 0
 	for a := range s {
 		st.Count++
 		st.Last = a.At
 		st.Input += int64(a.InputTokens)
 		st.Output += int64(a.OutputTokens)
 		st.Images += int64(a.Images)
-		if a.Burst != burst || st.Count == 1 {
-			st.Bursts++
-			burst, size = a.Burst, 0
-		}
-		size++
-		st.MaxBurst = max(st.MaxBurst, size)
 	}
 	return st
 }

@@ -96,3 +96,22 @@ func TestSummaryJSONKeys(t *testing.T) {
 		t.Errorf("round trip lost data:\n%+v\n%+v", back, s)
 	}
 }
+
+func TestSummaryRoundTripWritesEachKeyOnce(t *testing.T) {
+	s := Summary{Backend: "vllm", Mode: "replay", Model: "m", Command: "fineserve-gen --seed 1", StartedAt: "2026-01-01T00:00:00Z"}
+	first, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Summary
+	if err := json.Unmarshal(first, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Extra) != 0 {
+		t.Errorf("the summary's own keys landed in Extra: %v", back.Extra)
+	}
+	second, _ := json.Marshal(back)
+	if string(first) != string(second) {
+		t.Errorf("re-marshalled summary differs:\n%s\n%s", first, second)
+	}
+}

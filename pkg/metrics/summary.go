@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -243,14 +245,16 @@ func (s *Summary) GetExtra(key string, v any) (bool, error) {
 	return true, json.Unmarshal(raw, v)
 }
 
+// knownKeys returns the JSON keys of Summary's own fields (omitempty ones
+// too), read from the struct tags.
 func knownKeys() map[string]bool {
-	type plain Summary
 	m := map[string]bool{}
-	b, _ := json.Marshal(plain{})
-	var all map[string]json.RawMessage
-	_ = json.Unmarshal(b, &all)
-	for k := range all {
-		m[k] = true
+	t := reflect.TypeFor[Summary]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			m[name] = true
+		}
 	}
 	return m
 }

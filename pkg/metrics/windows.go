@@ -45,12 +45,14 @@ type WindowStats struct {
 	InFlightMax   int64            `json:"in_flight_max"`
 	ErrorsByClass map[string]int64 `json:"errors_by_class,omitempty"`
 
-	TTFTP50 float64 `json:"ttft_p50_ms"`
-	TTFTP99 float64 `json:"ttft_p99_ms"`
-	ITLP50  float64 `json:"itl_p50_ms"`
-	ITLP99  float64 `json:"itl_p99_ms"`
-	TPOTP50 float64 `json:"tpot_p50_ms"`
-	TPOTP99 float64 `json:"tpot_p99_ms"`
+	// Token latencies are absent where no request of the window streamed
+	// tokens (image generations, or only failures).
+	TTFTP50 float64 `json:"ttft_p50_ms,omitempty"`
+	TTFTP99 float64 `json:"ttft_p99_ms,omitempty"`
+	ITLP50  float64 `json:"itl_p50_ms,omitempty"`
+	ITLP99  float64 `json:"itl_p99_ms,omitempty"`
+	TPOTP50 float64 `json:"tpot_p50_ms,omitempty"`
+	TPOTP99 float64 `json:"tpot_p99_ms,omitempty"`
 	E2EP50  float64 `json:"e2e_p50_ms"`
 	E2EP99  float64 `json:"e2e_p99_ms"`
 	// Sent counts the requests whose send lag is in the window's figures.
@@ -140,8 +142,11 @@ func (a *WindowAcc) Add(r *client.Result, good bool) {
 	out := r.OutputTokens()
 	a.OutputTokens += int64(out)
 	ttft, e2e := r.TTFT(), r.E2E()
-	a.TTFT.Record(ttft)
 	a.E2E.Record(e2e)
+	if r.Generate > 0 { // an image generation: end to end only, as in the Collector
+		return
+	}
+	a.TTFT.Record(ttft)
 	if out > 1 {
 		a.TPOT.Record((e2e - ttft) / time.Duration(out-1))
 	}

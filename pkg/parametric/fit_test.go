@@ -18,7 +18,7 @@ import (
 // under testdata) through pkg/replay, as fineserve-gen fit does.
 func traceTimes(t *testing.T) []time.Duration {
 	t.Helper()
-	tr, err := replay.Load("testdata/Dense_30to100B.csv.gz", replay.Options{})
+	tr, err := replay.Load("../replay/testdata/fineserve_Dense_30to100B.csv.gz", replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

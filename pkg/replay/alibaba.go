@@ -333,6 +333,12 @@ func readLoRA(cr *csv.Reader, header []string, t *Trace, o *Options) error {
 			}
 		}
 		if field, err := r.gen.check(); err != nil {
+			switch field {
+			case "images":
+				field = names[cImages]
+			case "steps":
+				field = names[cSteps]
+			}
 			return b.skip(line, field, err)
 		}
 		if s, ok := get(cStatus); ok && !strings.EqualFold(trimSpace(s), "SUCCEED") && !o.KeepFailed {

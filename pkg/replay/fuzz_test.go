@@ -32,8 +32,8 @@ var (
 // checkTrace asserts what every successfully loaded trace satisfies.
 func checkTrace(t *testing.T, tr *Trace) {
 	t.Helper()
-	if got := tr.Len() + tr.Skipped.Rows + tr.Skipped.Failed; got != tr.Rows {
-		t.Fatalf("%d usable + %d skipped + %d failed != %d rows read", tr.Len(), tr.Skipped.Rows, tr.Skipped.Failed, tr.Rows)
+	if got := tr.Len() + tr.Skipped.Rows + tr.Skipped.Failed + tr.Skipped.Scene; got != tr.Rows {
+		t.Fatalf("%d usable + %d skipped + %d failed + %d other scenes != %d rows read", tr.Len(), tr.Skipped.Rows, tr.Skipped.Failed, tr.Skipped.Scene, tr.Rows)
 	}
 	if tr.Len() > 0 && tr.At(0) != 0 {
 		t.Fatalf("first row at %v", tr.At(0))

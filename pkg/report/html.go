@@ -130,34 +130,47 @@ func fmtFloat(v float64, prec int) string {
 	return fmt.Sprintf("%.*f", prec, v)
 }
 
-// figures lists a summary's main figures.
+// figures lists a summary's main figures. Token latencies (TTFT, TPOT,
+// ITL) are left out of a run that streamed no tokens (image generation).
 func figures(s *metrics.Summary, e *extras) []figure {
 	const lower, higher, neither = -1, 1, 0
+	tokens := s.TTFT.P99 > 0 || s.E2E.P99 == 0
 	f := []figure{
 		{"Successful requests", float64(s.Completed), "", higher, 0},
 		{"Failed requests", float64(s.Failed), "", lower, 0},
 		{"Error rate", 100 * s.ErrorRate, "%", lower, 2},
 		{"Benchmark duration", s.Duration, "s", neither, 2},
 		{"Request throughput", s.RequestThroughput, "req/s", higher, 2},
-		{"Output token throughput", s.OutputThroughput, "tok/s", higher, 1},
-		{"Total token throughput", s.TotalThroughput, "tok/s", higher, 1},
-		{"Concurrency", s.Concurrency, "", neither, 2},
-		{"Mean TTFT", s.TTFT.Mean, "ms", lower, 2},
-		{"Median TTFT", s.TTFT.Median, "ms", lower, 2},
-		{"P99 TTFT", s.TTFT.P99, "ms", lower, 2},
-		{"Mean TPOT", s.TPOT.Mean, "ms", lower, 2},
-		{"Median TPOT", s.TPOT.Median, "ms", lower, 2},
-		{"P99 TPOT", s.TPOT.P99, "ms", lower, 2},
-		{"Mean ITL", s.ITL.Mean, "ms", lower, 2},
-		{"Median ITL", s.ITL.Median, "ms", lower, 2},
-		{"P99 ITL", s.ITL.P99, "ms", lower, 2},
-		{"Mean E2E latency", s.E2E.Mean, "ms", lower, 2},
-		{"Median E2E latency", s.E2E.Median, "ms", lower, 2},
-		{"P99 E2E latency", s.E2E.P99, "ms", lower, 2},
-		{"Send lag p50", s.SendLag.Median, "ms", lower, 3},
-		{"Send lag p99", s.SendLag.P99, "ms", lower, 3},
-		{"Send lag max", s.SendLag.Max, "ms", lower, 3},
-		{"P99 TTFT from scheduled time", s.TTFTFromScheduled.P99, "ms", lower, 2},
+	}
+	if tokens {
+		f = append(f,
+			figure{"Output token throughput", s.OutputThroughput, "tok/s", higher, 1},
+			figure{"Total token throughput", s.TotalThroughput, "tok/s", higher, 1})
+	}
+	f = append(f, figure{"Concurrency", s.Concurrency, "", neither, 2})
+	if tokens {
+		f = append(f,
+			figure{"Mean TTFT", s.TTFT.Mean, "ms", lower, 2},
+			figure{"Median TTFT", s.TTFT.Median, "ms", lower, 2},
+			figure{"P99 TTFT", s.TTFT.P99, "ms", lower, 2},
+			figure{"Mean TPOT", s.TPOT.Mean, "ms", lower, 2},
+			figure{"Median TPOT", s.TPOT.Median, "ms", lower, 2},
+			figure{"P99 TPOT", s.TPOT.P99, "ms", lower, 2},
+			figure{"Mean ITL", s.ITL.Mean, "ms", lower, 2},
+			figure{"Median ITL", s.ITL.Median, "ms", lower, 2},
+			figure{"P99 ITL", s.ITL.P99, "ms", lower, 2})
+	}
+	f = append(f,
+		figure{"Mean E2E latency", s.E2E.Mean, "ms", lower, 2},
+		figure{"Median E2E latency", s.E2E.Median, "ms", lower, 2},
+		figure{"P99 E2E latency", s.E2E.P99, "ms", lower, 2},
+		figure{"Send lag p50", s.SendLag.Median, "ms", lower, 3},
+		figure{"Send lag p99", s.SendLag.P99, "ms", lower, 3},
+		figure{"Send lag max", s.SendLag.Max, "ms", lower, 3})
+	if tokens {
+		f = append(f, figure{"P99 TTFT from scheduled time", s.TTFTFromScheduled.P99, "ms", lower, 2})
+	} else {
+		f = append(f, figure{"P99 E2E from scheduled time", s.E2EFromScheduled.P99, "ms", lower, 2})
 	}
 	if e.Goodput != nil {
 		f = append(f, figure{"Request goodput", *e.Goodput, "req/s", higher, 2})

@@ -336,3 +336,25 @@ func FuzzParseFile(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseSpec: the inline forms of --model-map (a strategy or FROM=TO,…)
+// never panic; a parsed table has no empty key.
+func FuzzParseSpec(f *testing.F) {
+	for _, s := range []string{"zipf:1.1", "hash", "round-robin", "keep", "ChatGPT=llama-8b,GPT-4=llama-70b,*=", "a=b,a=c", "zipf:1e400"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if m, ok, err := ParseStrategy(s); ok && err == nil {
+			if m.Strategy == Zipf && !(m.S > 0 && m.S <= maxZipfS) {
+				t.Fatalf("%q: exponent %g", s, m.S)
+			}
+		}
+		if m, err := ParseInline(s); err == nil {
+			for k := range m.Table {
+				if k == "" {
+					t.Fatalf("%q: an empty key", s)
+				}
+			}
+		}
+	})
+}

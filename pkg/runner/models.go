@@ -72,7 +72,7 @@ func parseModelMap(mo *ModelOptions) (*routing.Map, error) {
 	return m, nil
 }
 
-// validateModels checks what can be checked of the model options without
+// validate checks what can be checked of the model options without
 // reading a file.
 func (mo *ModelOptions) validate() error {
 	spec := strings.TrimSpace(mo.Map)

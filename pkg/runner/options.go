@@ -182,6 +182,9 @@ func (o *Options) Validate() error {
 	if o.ShardCount < 1 || o.ShardIndex < 0 || o.ShardIndex >= o.ShardCount {
 		add("--shard %d/%d: want I/N with 0 ≤ I < N", o.ShardIndex, o.ShardCount)
 	}
+	if err := o.validateScaleOut(); err != nil {
+		errs = append(errs, err)
+	}
 	if o.RequestTimeout < 0 || o.StallTimeout < 0 || o.DrainTimeout < 0 {
 		add("timeouts must be ≥ 0")
 	}

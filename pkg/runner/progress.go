@@ -61,9 +61,12 @@ func liveLine(w *metrics.WindowStats, inFlight int64, srv *servermetrics.Sample)
 	var b strings.Builder
 	fmt.Fprintf(&b, "[%s–%s] offered %s/s achieved %s/s in flight %d errors %d",
 		clock(w.Start), clock(w.End), num(w.OfferedRate), num(w.AchievedRate), inFlight, w.Failed)
-	if w.Completed > 0 {
+	switch {
+	case w.Completed > 0 && w.TTFTP99 == 0: // no streamed tokens: image generations
+		fmt.Fprintf(&b, " | E2E p50 %s p99 %s ms", num(w.E2EP50), num(w.E2EP99))
+	case w.Completed > 0:
 		fmt.Fprintf(&b, " | TTFT p50 %s p99 %s ms | ITL p50 %s p99 %s ms", num(w.TTFTP50), num(w.TTFTP99), num(w.ITLP50), num(w.ITLP99))
-	} else {
+	default:
 		b.WriteString(" | TTFT - | ITL -")
 	}
 	if w.Completed+w.Failed > 0 {

@@ -40,6 +40,9 @@ func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
 	if err := o.Validate(); err != nil {
 		return nil, usage(err)
 	}
+	if err := checkStartAt(&o, time.Now(), "at launch"); err != nil && !o.DryRun {
+		return nil, usage(err)
+	}
 	seed := uint64(o.Seed)
 	if o.Seed == -1 {
 		seed = uint64(time.Now().UnixNano()) & (1<<53 - 1)
@@ -59,6 +62,9 @@ func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
 	st := arrival.Summarize(wl.schedule)
 	log.Infof("schedule: %d requests over %.3f s (mean %.2f req/s), %d input and %d output tokens",
 		st.Count, st.Last.Seconds(), st.MeanRate(), st.Input, st.Output)
+	if h, n, ok := wl.hash.result(); ok && o.ShardCount > 1 {
+		log.Infof("shard %d/%d: %d of the schedule's %d arrivals; schedule %s", o.ShardIndex, o.ShardCount, st.Count, n, h)
+	}
 	if o.DryRun {
 		return nil, nil
 	}
@@ -95,7 +101,7 @@ func execute(ctx context.Context, o *Options, seed uint64, wl *workload, st arri
 	}
 	salt := uint64(o.PromptSalt)
 	if salt == 0 {
-		salt = uint64(time.Now().UnixNano()) ^ seed<<1
+		salt = runSalt(o, seed)
 	}
 	prompts := prompt.New(prompt.Options{
 		Format: format, Chat: cli.Chat(), Salt: salt, Suffix: o.PromptSuffix, Dataset: wl.dataset,
@@ -117,12 +123,13 @@ func execute(ctx context.Context, o *Options, seed uint64, wl *workload, st arri
 		}
 	}
 
-	start := time.Now()
-	if !o.StartAt.IsZero() {
-		start = o.StartAt
+	start, err := waitForStart(ctx, o, log)
+	if err != nil {
+		return nil, err
 	}
 	cli.SetEpoch(start)
 	col := metrics.NewCollector()
+	watchShard(o, wl, mon, col)
 	results := make(chan *client.Result, 4096)
 	var done atomic.Int64
 	collected := make(chan error, 1)
@@ -374,7 +381,7 @@ func writeOutputs(o *Options, sum *metrics.Summary, stdio IO, log *logger) error
 		}
 	}
 	if o.OutputFile != "" {
-		if err := appendLine(o.OutputFile, sum); err != nil {
+		if err := appendLine(o.OutputFile, sum, stdio.Out); err != nil {
 			errs = append(errs, fmt.Errorf("output file %s: %w", o.OutputFile, err))
 		}
 	}
@@ -399,10 +406,15 @@ func writeFileAtomic(path string, b []byte) error {
 	return nil
 }
 
-// appendLine appends the summary as one JSON line, as FineServe does.
-func appendLine(path string, sum *metrics.Summary) error {
+// appendLine appends the summary as one JSON line, as FineServe does; to
+// stdout when path is "-" (a container's log: docs/SCALE_OUT.md).
+func appendLine(path string, sum *metrics.Summary, stdout io.Writer) error {
 	b, err := json.Marshal(sum)
 	if err != nil {
+		return err
+	}
+	if path == "-" {
+		_, err := stdout.Write(append(b, '\n'))
 		return err
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)

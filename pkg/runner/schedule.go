@@ -42,6 +42,8 @@ type workload struct {
 	// CSV): what routing starts from (models.go).
 	traceModels    []string
 	scheduleModels bool
+	// hash is the whole (unsharded) schedule's hash (shard.go).
+	hash *scheduleHash
 }
 
 // buildSchedule returns the schedule of o's mode, cut to its length and
@@ -68,7 +70,8 @@ func buildSchedule(o *Options, seed uint64, log *logger) (*workload, error) {
 	if s, err = routeModels(o, seed, log, w, s); err != nil {
 		return nil, err
 	}
-	w.schedule = arrival.Shard(s, o.ShardIndex, o.ShardCount)
+	w.hash = &scheduleHash{}
+	w.schedule = arrival.Shard(w.hash.wrap(s), o.ShardIndex, o.ShardCount)
 	return w, nil
 }
 

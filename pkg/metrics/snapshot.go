@@ -1,0 +1,472 @@
+package metrics
+
+import (
+	"bytes"
+	"compress/zlib"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+)
+
+// windowSigFigs is the precision of a window's distributions (NewWindowAcc).
+const windowSigFigs = 2
+
+// HistEncoding names how a summary's histograms are encoded (merge_state's
+// hist_encoding): HdrHistogram's V2 compressed format, the interchange
+// format every HdrHistogram implementation reads and writes — a 40-byte
+// header (range, precision) and the bucket counts as ZigZag LEB128
+// varints with runs of empty buckets folded into one negative number,
+// deflated (zlib) and written in base64 ("HISTFAAA…").
+const HistEncoding = "hdrhistogram-v2-compressed-base64"
+
+// maxEncodedHist bounds one encoded histogram: the densest valid encoding
+// of the largest histogram kept (3 digits, 1 µs to 1 day) is far smaller.
+const maxEncodedHist = 1 << 20
+
+// HistState is a Hist in a form that goes through JSON unchanged and merges
+// exactly: the HdrHistogram's buckets (HDR, in HistEncoding; empty for an
+// empty distribution) and the exact moments the buckets cannot give back —
+// count, mean, sum of squared deviations (Welford's M2, for the standard
+// deviation), the largest value in nanoseconds, and how many values were
+// clamped to the histogram's range. Go writes float64 values in JSON with
+// the fewest digits that read back to the same bits, so the moments survive
+// the round trip exactly.
+type HistState struct {
+	Count   int64   `json:"count"`
+	MeanMS  float64 `json:"mean_ms,omitempty"`
+	M2      float64 `json:"m2_ms2,omitempty"`
+	MaxNS   int64   `json:"max_ns,omitempty"`
+	Clamped int64   `json:"clamped,omitempty"`
+	HDR     string  `json:"hdr,omitempty"`
+}
+
+// State returns h in its mergeable form.
+func (h *Hist) State() (HistState, error) {
+	if h.n == 0 {
+		return HistState{}, nil
+	}
+	b, err := h.h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	if err != nil {
+		return HistState{}, fmt.Errorf("encoding a histogram: %w", err)
+	}
+	return HistState{Count: h.n, MeanMS: h.mean, M2: h.m2, MaxNS: int64(h.max), Clamped: h.clamped, HDR: string(b)}, nil
+}
+
+// histFromState rebuilds a Hist of the given precision from s, checking
+// that s is one: its buckets have that range and precision, count the
+// values s says, and hold its largest value.
+func histFromState(s HistState, sigFigs int) (*Hist, error) {
+	h := newHistWith(histMaxMicros, sigFigs)
+	if s.Count == 0 {
+		if s.HDR != "" || s.MeanMS != 0 || s.M2 != 0 || s.MaxNS != 0 || s.Clamped != 0 {
+			return nil, errors.New("an empty distribution with values")
+		}
+		return h, nil
+	}
+	switch {
+	case s.Count < 0:
+		return nil, fmt.Errorf("count %d < 0", s.Count)
+	case !finiteNonNeg(s.MeanMS) || !finiteNonNeg(s.M2):
+		return nil, fmt.Errorf("mean %g or m2 %g is not a finite number ≥ 0", s.MeanMS, s.M2)
+	case s.MaxNS < 0 || s.Clamped < 0 || s.Clamped > s.Count:
+		return nil, fmt.Errorf("max_ns %d or clamped %d out of range", s.MaxNS, s.Clamped)
+	case float64(s.MaxNS)/1e6 < s.MeanMS*(1-1e-9)-1e-9:
+		return nil, fmt.Errorf("mean %g ms above the maximum %d ns", s.MeanMS, s.MaxNS)
+	}
+	dec, err := decodeHDR(s.HDR, h.h)
+	if err != nil {
+		return nil, err
+	}
+	if dec.TotalCount() != s.Count {
+		return nil, fmt.Errorf("the buckets hold %d values, the count says %d", dec.TotalCount(), s.Count)
+	}
+	maxUS := min(s.MaxNS/1e3, histMaxMicros)
+	if !dec.ValuesAreEquivalent(maxUS, dec.Max()) {
+		return nil, fmt.Errorf("the largest bucket (%d µs) does not hold the maximum %d ns", dec.Max(), s.MaxNS)
+	}
+	h.h = dec
+	h.n, h.mean, h.m2, h.max, h.clamped = s.Count, s.MeanMS, s.M2, time.Duration(s.MaxNS), s.Clamped
+	return h, nil
+}
+
+func finiteNonNeg(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
+
+// decodeHDR decodes an encoded histogram that must have like's range and
+// precision. The header is read first, so a foreign or hostile encoding
+// asking for a huge histogram is refused before anything is allocated.
+func decodeHDR(enc string, like *hdrhistogram.Histogram) (*hdrhistogram.Histogram, error) {
+	if enc == "" {
+		return nil, errors.New("no buckets (hdr) for a non-empty distribution")
+	}
+	if len(enc) > maxEncodedHist {
+		return nil, fmt.Errorf("encoded histogram of %d bytes: larger than %d", len(enc), maxEncodedHist)
+	}
+	raw, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		return nil, fmt.Errorf("histogram: not base64: %w", err)
+	}
+	if len(raw) < 8 {
+		return nil, errors.New("histogram: truncated")
+	}
+	if cookie := int32(binary.BigEndian.Uint32(raw)) &^ 0xf0; cookie != hdrhistogram.V2CompressedEncodingCookieBase {
+		return nil, fmt.Errorf("histogram: not in %s (cookie %#x)", HistEncoding, uint32(cookie))
+	}
+	n := int64(int32(binary.BigEndian.Uint32(raw[4:])))
+	if n < 0 || n > int64(len(raw)-8) {
+		return nil, errors.New("histogram: truncated")
+	}
+	z, err := zlib.NewReader(bytes.NewReader(raw[8 : 8+n]))
+	if err != nil {
+		return nil, fmt.Errorf("histogram: %w", err)
+	}
+	var hdr [40]byte
+	_, err = io.ReadFull(z, hdr[:])
+	z.Close()
+	if err != nil {
+		return nil, fmt.Errorf("histogram header: %w", err)
+	}
+	sig := int64(int32(binary.BigEndian.Uint32(hdr[12:])))
+	lo := int64(binary.BigEndian.Uint64(hdr[16:]))
+	hi := int64(binary.BigEndian.Uint64(hdr[24:]))
+	if sig != like.SignificantFigures() || max(lo, 1) != like.LowestTrackableValue() || hi != like.HighestTrackableValue() {
+		return nil, fmt.Errorf("histogram of %d–%d at %d significant digits, want %d–%d at %d",
+			lo, hi, sig, like.LowestTrackableValue(), like.HighestTrackableValue(), like.SignificantFigures())
+	}
+	h, err := hdrhistogram.Decode([]byte(enc))
+	if err != nil {
+		return nil, fmt.Errorf("histogram: %w", err)
+	}
+	return h, nil
+}
+
+// CollectorState is a Collector in its mergeable form (the summary's
+// merge_state.collector): its distributions and every counter, exact.
+// FirstSentNS and LastEndNS are offsets from the run's start.
+type CollectorState struct {
+	Hists           map[string]HistState `json:"hists"`
+	Completed       int64                `json:"completed"`
+	Failed          int64                `json:"failed"`
+	InputTokens     int64                `json:"input_tokens"`
+	OutputTokens    int64                `json:"output_tokens"`
+	CachedTokens    int64                `json:"cached_tokens"`
+	Retries         int64                `json:"retries"`
+	Images          int64                `json:"images"`
+	GeneratedImages int64                `json:"generated_images"`
+	ErrorsByClass   map[string]int64     `json:"errors_by_class,omitempty"`
+	ErrorSamples    []ErrorSample        `json:"error_samples,omitempty"`
+	PromptCounted   int64                `json:"prompt_counted"`
+	PromptErrSum    int64                `json:"prompt_err_sum"`
+	PromptErrMax    int64                `json:"prompt_err_max"`
+	PromptExact     int64                `json:"prompt_exact"`
+	Seen            bool                 `json:"seen"`
+	FirstSentNS     int64                `json:"first_sent_ns"`
+	LastEndNS       int64                `json:"last_end_ns"`
+}
+
+// collectorHists names a Collector's distributions in its state.
+func (c *Collector) hists() []struct {
+	name string
+	h    **Hist
+} {
+	return []struct {
+		name string
+		h    **Hist
+	}{
+		{"ttft", &c.TTFT}, {"tpot", &c.TPOT}, {"itl", &c.ITL}, {"e2e", &c.E2E},
+		{"send_lag", &c.Lag}, {"ttft_from_scheduled", &c.TTFTSched}, {"e2e_from_scheduled", &c.E2ESched},
+	}
+}
+
+// State returns c in its mergeable form.
+func (c *Collector) State() (CollectorState, error) {
+	s := CollectorState{
+		Hists:     map[string]HistState{},
+		Completed: c.Completed, Failed: c.Failed, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
+		CachedTokens: c.CachedTokens, Retries: c.Retries, Images: c.Images, GeneratedImages: c.GeneratedImages,
+		ErrorSamples:  append([]ErrorSample(nil), c.ErrorSamples...),
+		PromptCounted: c.PromptCounted, PromptErrSum: c.PromptErrSum, PromptErrMax: c.PromptErrMax, PromptExact: c.PromptExact,
+		Seen: c.seen, FirstSentNS: int64(c.FirstSent), LastEndNS: int64(c.LastEnd),
+	}
+	if len(c.ErrorsByClass) > 0 {
+		s.ErrorsByClass = make(map[string]int64, len(c.ErrorsByClass))
+		for k, v := range c.ErrorsByClass {
+			s.ErrorsByClass[k] = v
+		}
+	}
+	for _, e := range c.hists() {
+		hs, err := (*e.h).State()
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", e.name, err)
+		}
+		s.Hists[e.name] = hs
+	}
+	return s, nil
+}
+
+// CollectorFromState rebuilds a Collector from its state, checking it.
+func CollectorFromState(s CollectorState) (*Collector, error) {
+	c := NewCollector()
+	var errs []error
+	for _, e := range c.hists() {
+		h, err := histFromState(s.Hists[e.name], histSigFigs)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("hists.%s: %w", e.name, err))
+			continue
+		}
+		*e.h = h
+	}
+	for k := range s.Hists {
+		if !isCollectorHist(k) {
+			errs = append(errs, fmt.Errorf("hists.%s: not a distribution of a run", k))
+		}
+	}
+	if err := nonNegative(map[string]int64{
+		"completed": s.Completed, "failed": s.Failed, "input_tokens": s.InputTokens, "output_tokens": s.OutputTokens,
+		"cached_tokens": s.CachedTokens, "retries": s.Retries, "images": s.Images, "generated_images": s.GeneratedImages,
+		"prompt_counted": s.PromptCounted, "prompt_err_sum": s.PromptErrSum, "prompt_err_max": s.PromptErrMax, "prompt_exact": s.PromptExact,
+	}); err != nil {
+		errs = append(errs, err)
+	}
+	for k, v := range s.ErrorsByClass {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("errors_by_class.%s: %d < 0", k, v))
+		}
+		c.ErrorsByClass[k] = v
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	c.Completed, c.Failed, c.InputTokens, c.OutputTokens = s.Completed, s.Failed, s.InputTokens, s.OutputTokens
+	c.CachedTokens, c.Retries, c.Images, c.GeneratedImages = s.CachedTokens, s.Retries, s.Images, s.GeneratedImages
+	c.ErrorSamples = append([]ErrorSample(nil), s.ErrorSamples[:min(len(s.ErrorSamples), maxErrorSamples)]...)
+	c.PromptCounted, c.PromptErrSum, c.PromptErrMax, c.PromptExact = s.PromptCounted, s.PromptErrSum, s.PromptErrMax, s.PromptExact
+	c.seen, c.FirstSent, c.LastEnd = s.Seen, time.Duration(s.FirstSentNS), time.Duration(s.LastEndNS)
+	return c, nil
+}
+
+func isCollectorHist(k string) bool {
+	for _, e := range NewCollector().hists() {
+		if e.name == k {
+			return true
+		}
+	}
+	return false
+}
+
+// nonNegative reports the counters below 0, by name.
+func nonNegative(m map[string]int64) error {
+	var errs []error
+	for _, k := range sortedKeys(m) {
+		if m[k] < 0 {
+			errs = append(errs, fmt.Errorf("%s: %d < 0", k, m[k]))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// WindowState is what a window of the summary needs besides its figures to
+// merge exactly: its distributions (two significant digits, as the window
+// keeps them), keyed ttft, tpot, itl, e2e and send_lag.
+type WindowState struct {
+	Index int                  `json:"index"`
+	Hists map[string]HistState `json:"hists"`
+}
+
+func (a *WindowAcc) hists() []struct {
+	name string
+	h    **Hist
+} {
+	return []struct {
+		name string
+		h    **Hist
+	}{{"ttft", &a.TTFT}, {"tpot", &a.TPOT}, {"itl", &a.ITL}, {"e2e", &a.E2E}, {"send_lag", &a.Lag}}
+}
+
+// State returns the distributions of the window index in their mergeable
+// form.
+func (a *WindowAcc) State(index int) (WindowState, error) {
+	s := WindowState{Index: index, Hists: map[string]HistState{}}
+	for _, e := range a.hists() {
+		hs, err := (*e.h).State()
+		if err != nil {
+			return s, fmt.Errorf("window %d %s: %w", index, e.name, err)
+		}
+		if hs.Count > 0 {
+			s.Hists[e.name] = hs
+		}
+	}
+	return s, nil
+}
+
+// mergeState adds the distributions of s to a's.
+func (a *WindowAcc) mergeState(s WindowState) error {
+	var errs []error
+	for _, e := range a.hists() {
+		h, err := histFromState(s.Hists[e.name], windowSigFigs)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", e.name, err))
+			continue
+		}
+		(*e.h).Merge(h)
+	}
+	for k := range s.Hists {
+		switch k {
+		case "ttft", "tpot", "itl", "e2e", "send_lag":
+		default:
+			errs = append(errs, fmt.Errorf("%s: not a distribution of a window", k))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// GroupState is one group of a breakdown (per_model, per_kind) in its
+// mergeable form.
+type GroupState struct {
+	Hists           map[string]HistState `json:"hists"` // ttft, tpot, e2e
+	Completed       int64                `json:"completed"`
+	Failed          int64                `json:"failed"`
+	InputTokens     int64                `json:"input_tokens"`
+	OutputTokens    int64                `json:"output_tokens"`
+	CachedTokens    int64                `json:"cached_tokens"`
+	Images          int64                `json:"images"`
+	GeneratedImages int64                `json:"generated_images"`
+	Text            int64                `json:"text"`
+	Generations     int64                `json:"generations"`
+}
+
+func (g *Group) hists() []struct {
+	name string
+	h    **Hist
+} {
+	return []struct {
+		name string
+		h    **Hist
+	}{{"ttft", &g.TTFT}, {"tpot", &g.TPOT}, {"e2e", &g.E2E}}
+}
+
+// State returns every group of g in its mergeable form, by name.
+func (g *Groups) State() (map[string]GroupState, error) {
+	out := make(map[string]GroupState, len(g.m))
+	for k, gr := range g.m {
+		s := GroupState{
+			Hists:     map[string]HistState{},
+			Completed: gr.Completed, Failed: gr.Failed, InputTokens: gr.InputTokens, OutputTokens: gr.OutputTokens,
+			CachedTokens: gr.CachedTokens, Images: gr.Images, GeneratedImages: gr.GeneratedImages,
+			Text: gr.Text, Generations: gr.Generations,
+		}
+		for _, e := range gr.hists() {
+			hs, err := (*e.h).State()
+			if err != nil {
+				return nil, fmt.Errorf("group %q %s: %w", k, e.name, err)
+			}
+			if hs.Count > 0 {
+				s.Hists[e.name] = hs
+			}
+		}
+		out[k] = s
+	}
+	return out, nil
+}
+
+// GroupsFromState rebuilds a breakdown from its state (it is only merged
+// and summarized, never added to: it has no key function).
+func GroupsFromState(m map[string]GroupState) (*Groups, error) {
+	g := &Groups{key: func(*client.Result) string { return "" }, m: map[string]*Group{}}
+	var errs []error
+	for _, k := range sortedKeys(m) {
+		s := m[k]
+		gr := newGroup()
+		for _, e := range gr.hists() {
+			h, err := histFromState(s.Hists[e.name], histSigFigs)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("group %q %s: %w", k, e.name, err))
+				continue
+			}
+			*e.h = h
+		}
+		for name := range s.Hists {
+			switch name {
+			case "ttft", "tpot", "e2e":
+			default:
+				errs = append(errs, fmt.Errorf("group %q %s: not a distribution of a group", k, name))
+			}
+		}
+		if err := nonNegative(map[string]int64{
+			"completed": s.Completed, "failed": s.Failed, "input_tokens": s.InputTokens, "output_tokens": s.OutputTokens,
+			"cached_tokens": s.CachedTokens, "images": s.Images, "generated_images": s.GeneratedImages,
+			"text": s.Text, "generations": s.Generations,
+		}); err != nil {
+			errs = append(errs, fmt.Errorf("group %q: %w", k, err))
+		}
+		gr.Completed, gr.Failed, gr.InputTokens, gr.OutputTokens = s.Completed, s.Failed, s.InputTokens, s.OutputTokens
+		gr.CachedTokens, gr.Images, gr.GeneratedImages, gr.Text, gr.Generations = s.CachedTokens, s.Images, s.GeneratedImages, s.Text, s.Generations
+		g.m[k] = gr
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// State returns l's buckets in HistEncoding ("" when empty).
+func (l *LengthHist) State() (string, error) {
+	if l.h.TotalCount() == 0 {
+		return "", nil
+	}
+	b, err := l.h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	if err != nil {
+		return "", fmt.Errorf("encoding a length histogram: %w", err)
+	}
+	return string(b), nil
+}
+
+// lengthFromState rebuilds a length distribution from its encoding.
+func lengthFromState(enc string) (*LengthHist, error) {
+	l := NewLengthHist()
+	if enc == "" {
+		return l, nil
+	}
+	h, err := decodeHDR(enc, l.h)
+	if err != nil {
+		return nil, err
+	}
+	l.h = h
+	return l, nil
+}
+
+// GoodputState is goodput in its mergeable form: the requests that met
+// every target, those that finished, and the targets (ms).
+type GoodputState struct {
+	Good int64              `json:"good"`
+	All  int64              `json:"all"`
+	SLO  map[string]float64 `json:"slo_ms"`
+}
+
+// State returns g in its mergeable form.
+func (g *Goodput) State() GoodputState {
+	return GoodputState{Good: g.Good, All: g.All, SLO: g.SLO.Targets()}
+}
+
+// goodputFromState rebuilds goodput from its state.
+func goodputFromState(s GoodputState) (*Goodput, error) {
+	if s.Good < 0 || s.All < s.Good {
+		return nil, fmt.Errorf("goodput: %d good of %d finished", s.Good, s.All)
+	}
+	slo := NoSLO
+	for k, v := range s.SLO {
+		f := slo.field(k)
+		if f == nil || !(v >= 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("goodput: target %s %g", k, v)
+		}
+		*f = v
+	}
+	return &Goodput{SLO: slo, Good: s.Good, All: s.All}, nil
+}
