@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# Runs every Fuzz* target for the given time each (default 10s).
+# Runs every Fuzz* target of the module for the given time each (default 10s).
 set -euo pipefail
 T=${1:-10s}
 cd "$(dirname "$0")/.."
 status=0
-while IFS= read -r line; do
-  file=${line%%:*}
-  name=$(sed -E 's/^func (Fuzz[A-Za-z0-9_]*)\(.*/\1/' <<<"${line#*:}")
+count=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+# "file.go:func FuzzName(" → package directory and target name.
+while IFS=: read -r file decl; do
+  name=$(sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(.*/\1/' <<<"$decl")
   pkg=./$(dirname "$file")
   echo "fuzz $pkg $name ($T)"
-  if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$T" "$pkg" >/tmp/fuzz.$$.log 2>&1; then
-    cat /tmp/fuzz.$$.log
+  count=$((count + 1))
+  if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$T" "$pkg" >"$log" 2>&1; then
+    cat "$log"
+    status=1
+  elif grep -q "no fuzz tests to fuzz" "$log"; then
+    echo "fuzz.sh: $name in $pkg was not found by go test" >&2
     status=1
   fi
-done < <(grep -rn --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]*\(' pkg internal cmd 2>/dev/null | sort)
-rm -f /tmp/fuzz.$$.log
+done < <(grep -rE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]+\(' pkg internal cmd deploy 2>/dev/null | sort)
+echo "fuzz.sh: $count targets, $T each"
 exit $status

@@ -153,7 +153,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.APIKey != "" {
 		c.header.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
-	c.buffers.New = func() any { b := make([]byte, 0, 16<<10); return &b }
+	c.buffers.New = func() any { b := make([]byte, 0, 512); return &b } // grows to the bodies it carries
 	c.decode.New = func() any { return new(decoder) }
 	if !c.chat && !c.images {
 		twin := cfg
@@ -249,12 +249,27 @@ type Request struct {
 	// list of token ids) or the "content" of a chat user message (a string
 	// or a list of content parts).
 	Prompt []byte
+	// AppendPrompt, when set, is used instead of Prompt: it appends the
+	// prompt value straight into the request body, so a prompt is neither
+	// built in a buffer of its own nor copied.
+	AppendPrompt func(dst []byte) []byte
 	// Chat sends this request as a chat completion to /v1/chat/completions
 	// whatever the backend (requests with images).
 	Chat bool
 	// Gen is what an openai-images request generates (nil: one image, the
 	// server's default steps); Prompt is then a JSON string.
 	Gen *arrival.Generation
+}
+
+// appendPrompt appends req's prompt value; empty is the empty string.
+func (req *Request) appendPrompt(b []byte) []byte {
+	switch {
+	case req.AppendPrompt != nil:
+		return req.AppendPrompt(b)
+	case len(req.Prompt) > 0:
+		return append(b, req.Prompt...)
+	}
+	return append(b, `""`...)
 }
 
 // AppendBody appends the JSON request body for req.
@@ -290,7 +305,7 @@ func (c *Client) AppendBody(b []byte, req *Request) []byte {
 	if c.chat {
 		if member("messages") {
 			b = append(b, `[{"role":"user","content":`...)
-			b = append(b, req.Prompt...)
+			b = req.appendPrompt(b)
 			b = append(b, "}]"...)
 		}
 		if member("max_completion_tokens") {
@@ -298,7 +313,7 @@ func (c *Client) AppendBody(b []byte, req *Request) []byte {
 		}
 	} else {
 		if member("prompt") {
-			b = append(b, req.Prompt...)
+			b = req.appendPrompt(b)
 		}
 		if member("max_tokens") {
 			b = appendInt(b, req.MaxTokens)
@@ -370,7 +385,7 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 func (c *Client) attempt(ctx context.Context, body []byte, res *Result, first bool) time.Duration {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, newByteBody(body))
 	if err != nil {
 		c.fail(res, ErrProtocol, err.Error())
 		return -1

@@ -59,11 +59,7 @@ func (c *Client) appendImageBody(b []byte, req *Request) []byte {
 		b = appendJSONString(b, model)
 	}
 	if member("prompt") {
-		if len(req.Prompt) > 0 {
-			b = append(b, req.Prompt...)
-		} else {
-			b = append(b, `""`...)
-		}
+		b = req.appendPrompt(b)
 	}
 	if member("n") {
 		b = appendInt(b, n)

@@ -36,7 +36,7 @@ type decoder struct {
 // readStream consumes a server-sent event stream of completion chunks.
 func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 	if d.buf == nil {
-		d.buf = make([]byte, 32<<10)
+		d.buf = make([]byte, 1<<10) // SSE lines are short; the reader grows it for a long one
 	}
 	d.lines.reset(body, d.buf)
 	d.lines.now = time.Now

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -124,7 +125,7 @@ func (t *leanTransport) get(ctx context.Context, req *http.Request, key string) 
 		nc = tc
 	}
 	cc := &countingConn{Conn: nc}
-	return &leanConn{t: t, key: key, nc: nc, raw: raw, cc: cc, br: bufio.NewReaderSize(cc, 32<<10), wbuf: make([]byte, 0, 16<<10)}, false, nil
+	return &leanConn{t: t, key: key, nc: nc, raw: raw, cc: cc, br: bufio.NewReaderSize(cc, 4<<10), wbuf: make([]byte, 0, 512)}, false, nil
 }
 
 // put returns a connection whose response was read to the end.
@@ -214,9 +215,28 @@ func checkHeader(h http.Header) error {
 	return nil
 }
 
+// byteBody is a request body whose bytes the lean transport writes as
+// they are, without reading them into a copy.
+type byteBody struct {
+	bytes.Reader
+	b []byte
+}
+
+func newByteBody(b []byte) *byteBody {
+	bb := &byteBody{b: b}
+	bb.Reset(b)
+	return bb
+}
+
+// Close implements io.Closer.
+func (*byteBody) Close() error { return nil }
+
 func readAllBody(req *http.Request) ([]byte, error) {
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil, nil
+	}
+	if bb, ok := req.Body.(*byteBody); ok {
+		return bb.b, nil
 	}
 	if req.GetBody != nil {
 		rc, err := req.GetBody()
@@ -263,7 +283,15 @@ func (c *leanConn) roundTrip(ctx context.Context, req *http.Request, body []byte
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "\r\n"...)
-	b = append(b, body...)
+	// One write for head and body: writev on a plain connection (no copy of
+	// the body); a TLS connection gets one buffer, so one record.
+	var out net.Buffers
+	if c.raw == c.nc {
+		out = net.Buffers{b, body}
+	} else {
+		b = append(b, body...)
+		out = net.Buffers{b}
+	}
 	c.wbuf = b[:0]
 
 	// A canceled request closes its connection, which unblocks any read
@@ -280,7 +308,7 @@ func (c *leanConn) roundTrip(ctx context.Context, req *http.Request, body []byte
 		}
 		return nil, err
 	}
-	if _, err := c.nc.Write(b); err != nil {
+	if _, err := out.WriteTo(c.nc); err != nil {
 		if isConnGone(err) {
 			err = fmt.Errorf("%w: %w", errStale, err)
 		}

@@ -283,7 +283,7 @@ func collect(results <-chan *client.Result, col *metrics.Collector, records *rep
 	}
 }
 
-var resultPool = sync.Pool{New: func() any { return &client.Result{TokenTimes: make([]time.Duration, 0, 256)} }}
+var resultPool = sync.Pool{New: func() any { return &client.Result{TokenTimes: make([]time.Duration, 0, 64)} }}
 
 // sender turns arrivals into requests on the dispatcher's workers.
 type sender struct {
@@ -292,7 +292,6 @@ type sender struct {
 	results chan<- *client.Result
 	model   string
 	images  bool // openai-images: every request generates images
-	bufs    sync.Pool
 }
 
 var _ arrival.Sender = (*sender)(nil)
@@ -307,19 +306,13 @@ func (s *sender) Send(ctx context.Context, a arrival.Arrival) {
 	if res.Model == "" {
 		res.Model = s.model
 	}
-	bp, _ := s.bufs.Get().(*[]byte)
-	if bp == nil {
-		b := make([]byte, 0, 16<<10)
-		bp = &b
-	}
 	if s.images {
 		res.Generate = imagesAsked(&a)
 		a.Images = 0 // no input images: the prompt is text
 	}
-	req := client.Request{Model: a.Model, MaxTokens: max(a.OutputTokens, 1), Prompt: s.prompts.Append((*bp)[:0], &a), Chat: a.Images > 0, Gen: a.Gen}
+	req := client.Request{Model: a.Model, MaxTokens: max(a.OutputTokens, 1), Chat: a.Images > 0, Gen: a.Gen,
+		AppendPrompt: func(dst []byte) []byte { return s.prompts.Append(dst, &a) }}
 	s.client.Do(ctx, &req, res)
-	*bp = req.Prompt[:0]
-	s.bufs.Put(bp)
 	s.results <- res
 }
 
