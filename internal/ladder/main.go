@@ -69,9 +69,12 @@ func main() {
 	extras := flag.Bool("extras", true, "also measure per-token CPU, 2,000 concurrent streams and start-up")
 	soak := flag.Int64("soak", 0, "instead of the ladder: send this many requests at --soak-rate and sample the client's RSS")
 	soakRate := flag.Float64("soak-rate", 5000, "request rate of --soak")
+	replot := flag.String("replot", "", "instead of measuring: redraw the lag plot of this ladder.json into --out")
 	flag.Parse()
 	var err error
-	if *soak > 0 {
+	if *replot != "" {
+		err = replotFile(*replot, *out)
+	} else if *soak > 0 {
 		err = runSoak(*bin, *soak, *soakRate, *tokens, *input)
 	} else {
 		err = run(*bin, *rates, *dur, *tokens, *input, *out, *extras)
@@ -175,8 +178,10 @@ func run(bin, rateList string, dur time.Duration, tokens, input int, outDir stri
 	if err != nil {
 		return fmt.Errorf("baseline run: %w", err)
 	}
+	before := calibrate()
 	fmt.Printf("fineserve-gen rate ladder: mock-server in its own process (TTFT 0, ITL 0), %d input / %d streamed output tokens, %v per rate, %s\n",
 		input, tokens, dur, machine())
+	fmt.Printf("machine speed: one stream chunk decodes in %.0f ns (fastjson; lower is faster)\n", before)
 	fmt.Printf("fixed cost of a run (start, 1 request, exit): %.1f ms CPU\n\n", float64(base)/1e6)
 	fmt.Printf("%8s %9s %7s %9s %9s %9s %9s %9s %10s %10s %7s %7s %4s\n",
 		"rate", "achieved", "failed", "lag p50", "lag p99", "lag max", "ttft p50", "ttft p99", "client", "server", "cores", "rss", "sat")
@@ -210,7 +215,10 @@ func run(bin, rateList string, dur time.Duration, tokens, input int, outDir stri
 			rate, st.Achieved, st.Failed, st.LagP50, st.LagP99, st.LagMax, st.TTFTP50, st.TTFTP99,
 			st.CPUPerRequestUS, st.ServerCPUPerReq, st.ClientCores, st.RSSMB, sat)
 	}
-	res := map[string]any{"steps": steps, "input_tokens": input, "output_tokens": tokens, "duration_s": dur.Seconds(), "machine": machine()}
+	after := calibrate()
+	fmt.Printf("machine speed after the ladder: %.0f ns per chunk decode\n", after)
+	res := map[string]any{"steps": steps, "input_tokens": input, "output_tokens": tokens, "duration_s": dur.Seconds(), "machine": machine(),
+		"chunk_decode_ns_before": before, "chunk_decode_ns_after": after}
 	if extras {
 		ex, err := measureExtras(bin, m, input)
 		if err != nil {
@@ -308,4 +316,31 @@ func machine() string {
 		}
 	}
 	return fmt.Sprintf("%d CPUs (%s)", numCPU(), model)
+}
+
+// replotFile redraws the lag plot from a saved ladder.json.
+func replotFile(path, outDir string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var saved struct {
+		Steps []struct {
+			Rate   float64 `json:"rate"`
+			LagP50 float64 `json:"send_lag_p50_ms"`
+			LagP99 float64 `json:"send_lag_p99_ms"`
+			LagMax float64 `json:"send_lag_max_ms"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal(b, &saved); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	var steps []step
+	for _, m := range saved.Steps {
+		steps = append(steps, step{Rate: m.Rate, LagP50: m.LagP50, LagP99: m.LagP99, LagMax: m.LagMax})
+	}
+	if len(steps) == 0 {
+		return fmt.Errorf("%s: no steps", path)
+	}
+	return plotLag(steps, filepath.Join(outDir, "lag-vs-rate.svg"))
 }

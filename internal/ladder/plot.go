@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"image/color"
 	"runtime"
 
@@ -16,10 +17,12 @@ func numCPU() int { return runtime.NumCPU() }
 func plotLag(steps []step, path string) error {
 	p := plot.New()
 	p.Title.Text = "fineserve-gen: send lag vs request rate"
-	p.X.Label.Text = "offered rate (req/s)"
 	p.Y.Label.Text = "send lag (ms, log scale)"
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.X.Label.Text = "offered rate (req/s, log scale)"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.ConstantTicks(rateTicks(steps))
 	p.Legend.Top = true
 	p.Legend.Left = true
 	series := []struct {
@@ -64,5 +67,20 @@ func plotLag(steps []step, path string) error {
 		return err
 	}
 	p.Add(plotter.NewGrid())
+	// Leave the top decade free for the legend.
+	top := 5.0
+	for _, st := range steps {
+		top = max(top, st.LagMax)
+	}
+	p.Y.Min, p.Y.Max = 0.05, top*30
 	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
+}
+
+// rateTicks labels every rate of the ladder.
+func rateTicks(steps []step) []plot.Tick {
+	ticks := make([]plot.Tick, 0, len(steps))
+	for _, st := range steps {
+		ticks = append(ticks, plot.Tick{Value: st.Rate, Label: fmt.Sprintf("%g", st.Rate)})
+	}
+	return ticks
 }
