@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,31 +14,11 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
-
-// serveMock starts the built-in server on 127.0.0.1 for the test and
-// returns it and its port.
-func serveMock(t *testing.T, cfg mockserver.Config) (*mockserver.Server, int) {
-	t.Helper()
-	if len(cfg.Models) == 0 {
-		cfg.Models = []string{"mock-model"}
-	}
-	srv, err := mockserver.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { srv.Serve(ctx, ln); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return srv, ln.Addr().(*net.TCPAddr).Port
-}
 
 // toolRun is one in-process run of the command and what it wrote.
 type toolRun struct {
@@ -87,26 +66,7 @@ type record struct {
 
 // readRecords parses a results file, failing on any partial line.
 func readRecords(t *testing.T, path string) []record {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []record
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("%s: record %d is not whole JSON: %v: %q", path, len(out)+1, err, sc.Text())
-		}
-		out = append(out, r)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testenv.ReadJSONL[record](t, path)
 }
 
 // baseArgs is a short run against the mock on port: n requests at once,
@@ -141,7 +101,7 @@ func TestRunAgainstEveryFault(t *testing.T) {
 		{mockserver.FaultEndless, client.ErrTimeout, []string{"--request-timeout", "300ms", "--stall-timeout", "200ms"}},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
-			srv, port := serveMock(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
+			srv, port := mocktest.Start(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
 				Faults: []mockserver.Fault{{Kind: tc.kind, Rate: 1}}, Delay: 5 * time.Second,
 			}})
 			r := runTool(t, context.Background(), append(baseArgs(port, n), tc.args...)...)
@@ -207,7 +167,7 @@ func TestErrorBudget(t *testing.T) {
 		{"1", exitOK},
 	} {
 		t.Run("max-error-rate "+tc.budget, func(t *testing.T) {
-			_, port := serveMock(t, mockserver.Config{Faults: faults})
+			_, port := mocktest.Start(t, mockserver.Config{Faults: faults})
 			r := runTool(t, context.Background(), append(baseArgs(port, n), "--max-error-rate", tc.budget, "--max-concurrency", "16")...)
 			if r.code != tc.code {
 				t.Errorf("exit %d, want %d\n%s", r.code, tc.code, r.stderr)
@@ -226,7 +186,7 @@ func TestErrorBudget(t *testing.T) {
 func TestRetriesEndToEnd(t *testing.T) {
 	const n = 50
 	faults := mockserver.FaultConfig{Seed: 11, Faults: []mockserver.Fault{{Kind: mockserver.FaultHTTP503, Rate: 0.3}}}
-	srv, port := serveMock(t, mockserver.Config{Faults: faults})
+	srv, port := mocktest.Start(t, mockserver.Config{Faults: faults})
 	r := runTool(t, context.Background(), append(baseArgs(port, n), "--retries", "8")...)
 	s := r.summary(t)
 	// Every 503 made one retry: the server saw each request once more per
@@ -253,7 +213,7 @@ func TestRetriesEndToEnd(t *testing.T) {
 
 // TestExitCodes covers the codes not covered above.
 func TestExitCodes(t *testing.T) {
-	_, port := serveMock(t, mockserver.Config{})
+	_, port := mocktest.Start(t, mockserver.Config{})
 	t.Run("0: a clean run", func(t *testing.T) {
 		r := runTool(t, context.Background(), baseArgs(port, 20)...)
 		if r.code != exitOK {
@@ -273,7 +233,7 @@ func TestExitCodes(t *testing.T) {
 	})
 	t.Run("130: stopped while sending", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
-		srv, port := serveMock(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
+		srv, port := mocktest.Start(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
 			Faults: []mockserver.Fault{{Kind: mockserver.FaultStall, Rate: 1}}}})
 		go func() {
 			// Stop the run once requests are in flight.
@@ -300,7 +260,7 @@ func TestExitCodes(t *testing.T) {
 // sent.
 func TestBadArgumentsAreReportedTogether(t *testing.T) {
 	var requests atomic.Int64
-	_, port := serveMock(t, mockserver.Config{OnRequest: func(string, []byte) { requests.Add(1) }})
+	_, port := mocktest.Start(t, mockserver.Config{OnRequest: func(string, []byte) { requests.Add(1) }})
 	r := runTool(t, context.Background(), append(baseArgs(port, 5),
 		"--request-rate", "fast", "--port", "http", "--stall-timeout", "-3", "--max-error-rate", "2",
 		"--extra-request-body", `{"top_k": 5`, "--backend", "nope", "--retries", "-1")...)

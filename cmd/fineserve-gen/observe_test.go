@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
@@ -103,7 +104,7 @@ func TestObserveUsageErrors(t *testing.T) {
 // answers in about 20 ms, so ttft:1 fails every request and ttft:5000
 // none.
 func TestMinGoodputExitCode(t *testing.T) {
-	_, port := serveMock(t, mockserver.Config{TTFT: 20 * time.Millisecond})
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: 20 * time.Millisecond})
 	r := runTool(t, context.Background(), append(baseArgs(port, 10), "--goodput", "ttft:1", "tpot:1000", "--min-goodput", "0.5")...)
 	if r.code != exitBudget || !strings.Contains(r.stderr, "goodput target missed: 0 of 10 requests met every SLO (ttft:1,tpot:1000), share 0.0000 < --min-goodput 0.5") {
 		t.Errorf("exit %d, want %d\n%s", r.code, exitBudget, r.stderr)
@@ -126,7 +127,7 @@ func TestMinGoodputExitCode(t *testing.T) {
 // results JSONL (with and without the summary), from the summary alone,
 // and a comparison of two runs.
 func TestReportCommand(t *testing.T) {
-	_, port := serveMock(t, mockserver.Config{TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
 	a := runTool(t, context.Background(), append(baseArgs(port, 30), "--window-seconds", "0.5")...)
 	b := runTool(t, context.Background(), append(baseArgs(port, 30), "--window-seconds", "0.5", "--seed", "2")...)
 	if a.code != exitOK || b.code != exitOK {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
@@ -140,7 +141,7 @@ func TestFirstSignalDrainsAndWritesEverything(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			// Half the requests stall forever: only the drain timeout
 			// ends them. The others take a few milliseconds.
-			srv, port := serveMock(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
+			srv, port := mocktest.Start(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
 				Seed: 2, Faults: []mockserver.Fault{{Kind: mockserver.FaultStall, Rate: 0.5}},
 			}})
 			dir := t.TempDir()
@@ -189,7 +190,7 @@ func TestFirstSignalDrainsAndWritesEverything(t *testing.T) {
 // drain exits at once with 130, without waiting for the requests in flight
 // (--drain-timeout is long), and every record written is whole.
 func TestSecondSignalExitsAtOnceKeepingRecords(t *testing.T) {
-	srv, port := serveMock(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
+	srv, port := mocktest.Start(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
 		Seed: 2, Faults: []mockserver.Fault{{Kind: mockserver.FaultStall, Rate: 0.5}},
 	}})
 	dir := t.TempDir()

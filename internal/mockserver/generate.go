@@ -35,20 +35,40 @@ func readBody(r *http.Request, bp *[]byte) ([]byte, error) {
 	}
 }
 
-func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
+// receive reads a request's body into bp, shows it to Config.OnRequest and
+// applies the fault drawn for it when that fault answers before a response.
+// It reports false when the request has been answered.
+func (s *Server) receive(w http.ResponseWriter, r *http.Request, bp *[]byte) (body []byte, fault string, ok bool) {
 	s.requests.Add(1)
-	bp := bodyPool.Get().(*[]byte)
-	defer bodyPool.Put(bp)
 	body, err := readBody(r, bp)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "BadRequestError", "reading body: "+err.Error())
-		return
+		return nil, "", false
 	}
 	if s.cfg.OnRequest != nil {
 		s.cfg.OnRequest(r.URL.Path, body)
 	}
-	fault := s.faults.next()
+	fault = s.faults.next()
 	if fault != "" && s.faultBeforeResponse(w, r, fault) {
+		return nil, "", false
+	}
+	return body, fault, true
+}
+
+// served answers vLLM's 404 for a model the server does not serve.
+func (s *Server) served(w http.ResponseWriter, model string) bool {
+	if !s.models[model] {
+		writeError(w, http.StatusNotFound, "NotFoundError", "The model `"+model+"` does not exist.")
+		return false
+	}
+	return true
+}
+
+func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
+	bp := bodyPool.Get().(*[]byte)
+	defer bodyPool.Put(bp)
+	body, fault, ok := s.receive(w, r, bp)
+	if !ok {
 		return
 	}
 	req, err := s.parse(body, chat)
@@ -56,8 +76,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 		return
 	}
-	if !s.models[req.model] {
-		writeError(w, http.StatusNotFound, "NotFoundError", "The model `"+req.model+"` does not exist.")
+	if !s.served(w, req.model) {
 		return
 	}
 	if s.cfg.MaxModelLen > 0 && req.promptTokens+req.maxTokens > s.cfg.MaxModelLen {

@@ -130,20 +130,12 @@ func (s *Server) parseImage(body []byte) (imageRequest, error) {
 
 // handleImages serves POST /v1/images/generations.
 func (s *Server) handleImages(w http.ResponseWriter, r *http.Request) {
-	s.requests.Add(1)
 	bp := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(bp)
-	body, err := readBody(r, bp)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "BadRequestError", "reading body: "+err.Error())
-		return
-	}
-	if s.cfg.OnRequest != nil {
-		s.cfg.OnRequest(r.URL.Path, body)
-	}
 	// Only the faults that answer before a response apply (refuse, http_*,
 	// slow_headers): an image response is not streamed.
-	if fault := s.faults.next(); fault != "" && s.faultBeforeResponse(w, r, fault) {
+	body, _, ok := s.receive(w, r, bp)
+	if !ok {
 		return
 	}
 	req, err := s.parseImage(body)
@@ -151,8 +143,7 @@ func (s *Server) handleImages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 		return
 	}
-	if !s.models[req.model] {
-		writeError(w, http.StatusNotFound, "NotFoundError", "The model `"+req.model+"` does not exist.")
+	if !s.served(w, req.model) {
 		return
 	}
 	id := s.seq.Add(1)

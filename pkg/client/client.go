@@ -272,6 +272,48 @@ func (req *Request) appendPrompt(b []byte) []byte {
 	return append(b, `""`...)
 }
 
+// body is a JSON request body being appended: the members the client writes
+// by default, except those --extra-request-body overrides, then the extra
+// members. It lives on the stack of the function that writes the body.
+type body struct {
+	b     []byte
+	omit  map[string]bool
+	empty bool
+}
+
+func (c *Client) openBody(b []byte) body {
+	return body{b: append(b, '{'), omit: c.omit, empty: true}
+}
+
+// member starts the member key and reports true, or reports false when the
+// extra body overrides key (the caller then writes no value).
+func (o *body) member(key string) bool {
+	if o.omit[key] {
+		return false
+	}
+	if !o.empty {
+		o.b = append(o.b, ',')
+	}
+	o.empty = false
+	o.b = append(o.b, '"')
+	o.b = append(o.b, key...)
+	o.b = append(o.b, '"', ':')
+	return true
+}
+
+// closeBody appends the extra members and closes the object.
+func (c *Client) closeBody(o *body) []byte {
+	b := o.b
+	if len(c.extra) > 0 {
+		if o.empty { // every default overridden: the extra members open the object
+			b = append(b, c.extra[1:]...)
+		} else {
+			b = append(b, c.extra...)
+		}
+	}
+	return append(b, '}')
+}
+
 // AppendBody appends the JSON request body for req.
 func (c *Client) AppendBody(b []byte, req *Request) []byte {
 	if req.Chat && c.chatTwin != nil {
@@ -284,64 +326,43 @@ func (c *Client) AppendBody(b []byte, req *Request) []byte {
 	if model == "" {
 		model = c.cfg.Model
 	}
-	b = append(b, '{')
-	first := true
-	member := func(key string) bool {
-		if c.omit[key] {
-			return false
-		}
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = append(b, '"')
-		b = append(b, key...)
-		b = append(b, '"', ':')
-		return true
-	}
-	if member("model") {
-		b = appendJSONString(b, model)
+	o := c.openBody(b)
+	if o.member("model") {
+		o.b = appendJSONString(o.b, model)
 	}
 	if c.chat {
-		if member("messages") {
-			b = append(b, `[{"role":"user","content":`...)
-			b = req.appendPrompt(b)
-			b = append(b, "}]"...)
+		if o.member("messages") {
+			o.b = append(o.b, `[{"role":"user","content":`...)
+			o.b = req.appendPrompt(o.b)
+			o.b = append(o.b, "}]"...)
 		}
-		if member("max_completion_tokens") {
-			b = appendInt(b, req.MaxTokens)
-		}
-	} else {
-		if member("prompt") {
-			b = req.appendPrompt(b)
-		}
-		if member("max_tokens") {
-			b = appendInt(b, req.MaxTokens)
-		}
-	}
-	if member("temperature") {
-		b = append(b, '0')
-	}
-	if member("stream") {
-		b = appendBool(b, c.cfg.Stream)
-	}
-	if c.cfg.Stream && member("stream_options") {
-		b = append(b, `{"include_usage":true}`...)
-	}
-	if member("ignore_eos") {
-		b = appendBool(b, c.cfg.IgnoreEOS)
-	}
-	if c.cfg.IgnoreEOS && member("min_tokens") {
-		b = appendInt(b, req.MaxTokens)
-	}
-	if first { // every default overridden: the extra members open the object
-		if len(c.extra) > 0 {
-			b = append(b, c.extra[1:]...)
+		if o.member("max_completion_tokens") {
+			o.b = appendInt(o.b, req.MaxTokens)
 		}
 	} else {
-		b = append(b, c.extra...)
+		if o.member("prompt") {
+			o.b = req.appendPrompt(o.b)
+		}
+		if o.member("max_tokens") {
+			o.b = appendInt(o.b, req.MaxTokens)
+		}
 	}
-	return append(b, '}')
+	if o.member("temperature") {
+		o.b = append(o.b, '0')
+	}
+	if o.member("stream") {
+		o.b = appendBool(o.b, c.cfg.Stream)
+	}
+	if c.cfg.Stream && o.member("stream_options") {
+		o.b = append(o.b, `{"include_usage":true}`...)
+	}
+	if o.member("ignore_eos") {
+		o.b = appendBool(o.b, c.cfg.IgnoreEOS)
+	}
+	if c.cfg.IgnoreEOS && o.member("min_tokens") {
+		o.b = appendInt(o.b, req.MaxTokens)
+	}
+	return c.closeBody(&o)
 }
 
 // Do sends req and fills res (whose Index, Scheduled and target sizes the

@@ -40,60 +40,39 @@ func (c *Client) appendImageBody(b []byte, req *Request) []byte {
 		n, steps, neg = max(g.Images, 1), g.Steps, g.NegativeTokens
 		loras, cnets = g.LoRAs, g.ControlNets
 	}
-	b = append(b, '{')
-	first := true
-	member := func(key string) bool {
-		if c.omit[key] {
-			return false
-		}
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = append(b, '"')
-		b = append(b, key...)
-		b = append(b, '"', ':')
-		return true
+	o := c.openBody(b)
+	if o.member("model") {
+		o.b = appendJSONString(o.b, model)
 	}
-	if member("model") {
-		b = appendJSONString(b, model)
+	if o.member("prompt") {
+		o.b = req.appendPrompt(o.b)
 	}
-	if member("prompt") {
-		b = req.appendPrompt(b)
+	if o.member("n") {
+		o.b = appendInt(o.b, n)
 	}
-	if member("n") {
-		b = appendInt(b, n)
+	if c.cfg.ImageSize != "" && o.member("size") {
+		o.b = appendJSONString(o.b, c.cfg.ImageSize)
 	}
-	if c.cfg.ImageSize != "" && member("size") {
-		b = appendJSONString(b, c.cfg.ImageSize)
+	if steps > 0 && o.member("num_inference_steps") {
+		o.b = appendInt(o.b, steps)
 	}
-	if steps > 0 && member("num_inference_steps") {
-		b = appendInt(b, steps)
-	}
-	if neg > 0 && member("negative_prompt") {
-		b = append(b, '"')
+	if neg > 0 && o.member("negative_prompt") {
+		o.b = append(o.b, '"')
 		for i := range neg {
 			if i > 0 {
-				b = append(b, ' ')
+				o.b = append(o.b, ' ')
 			}
-			b = append(b, negativeWords[i%len(negativeWords)]...)
+			o.b = append(o.b, negativeWords[i%len(negativeWords)]...)
 		}
-		b = append(b, '"')
+		o.b = append(o.b, '"')
 	}
-	if len(loras) > 0 && member("loras") {
-		b = appendStrings(b, loras)
+	if len(loras) > 0 && o.member("loras") {
+		o.b = appendStrings(o.b, loras)
 	}
-	if len(cnets) > 0 && member("controlnets") {
-		b = appendStrings(b, cnets)
+	if len(cnets) > 0 && o.member("controlnets") {
+		o.b = appendStrings(o.b, cnets)
 	}
-	if first {
-		if len(c.extra) > 0 {
-			b = append(b, c.extra[1:]...)
-		}
-	} else {
-		b = append(b, c.extra...)
-	}
-	return append(b, '}')
+	return c.closeBody(&o)
 }
 
 func appendStrings(b []byte, s []string) []byte {

@@ -736,51 +736,9 @@ func (s *arrayScanner) value() (tooLong bool, err error) {
 // readT2ILines reads the text-to-image trace written as JSON Lines.
 func readT2ILines(br *bufio.Reader, t *Trace, o *Options) error {
 	p := newT2IParser(t, o)
-	var jp fastjson.Parser
-	lr := lineReader{br: br}
-	for line := 1; ; line++ {
-		b, tooLong, err := lr.next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("replay: %s: line %d: %w", t.Path, line, err)
-		}
-		if tooLong {
-			t.Rows++
-			if err := p.b.skip(line, "", errLineTooLong); err != nil {
-				return err
-			}
-			continue
-		}
-		if len(bytesTrimSpace(b)) == 0 {
-			continue
-		}
-		v, err := jp.ParseBytes(b)
-		if err == nil && v.Type() != fastjson.TypeObject {
-			err = errors.New("not a JSON object")
-		}
-		if err != nil {
-			t.Rows++
-			if err := p.b.skip(line, "", fmt.Errorf("invalid JSON: %s", clip(err.Error()))); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := p.object(line, v); err != nil {
-			return err
-		}
+	if err := eachJSONObject(br, t, p.b, p.object); err != nil {
+		return err
 	}
 	p.b.finish()
 	return nil
-}
-
-func bytesTrimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r') {
-		b = b[:len(b)-1]
-	}
-	return b
 }

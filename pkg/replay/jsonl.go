@@ -115,7 +115,6 @@ func readJSONL(br *bufio.Reader, t *Trace, o *Options, first []byte) error {
 		c.model = sp.name[fModel] != ""
 	}
 	p := newRowParser(t, o, sp, c)
-	var jp fastjson.Parser
 	var v *fastjson.Value
 	var num []byte
 	get := func(k int) (string, bool) {
@@ -153,40 +152,55 @@ func readJSONL(br *bufio.Reader, t *Trace, o *Options, first []byte) error {
 	if !c.blocks {
 		blocks = nil
 	}
+	err := eachJSONObject(br, t, p.b, func(line int, obj *fastjson.Value) error {
+		v = obj
+		return p.parse(line, get, blocks)
+	})
+	if err != nil {
+		return err
+	}
+	p.b.finish()
+	return nil
+}
+
+// eachJSONObject calls fn with every non-blank line of a JSON Lines file,
+// parsed, and its line number; lines too long or not a JSON object are
+// skipped and counted (an error in strict mode). The value is valid during
+// the call.
+func eachJSONObject(br *bufio.Reader, t *Trace, b *builder, fn func(line int, v *fastjson.Value) error) error {
+	var jp fastjson.Parser
 	lr := lineReader{br: br}
 	for line := 1; ; line++ {
-		b, tooLong, err := lr.next()
+		raw, tooLong, err := lr.next()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("replay: %s: line %d: %w", t.Path, line, err)
 		}
 		if tooLong {
 			t.Rows++
-			if err := p.b.skip(line, "", errLineTooLong); err != nil {
+			if err := b.skip(line, "", errLineTooLong); err != nil {
 				return err
 			}
 			continue
 		}
-		if len(bytes.TrimSpace(b)) == 0 {
+		if len(bytes.TrimSpace(raw)) == 0 {
 			continue
 		}
-		v, err = jp.ParseBytes(b)
+		v, err := jp.ParseBytes(raw)
 		if err == nil && v.Type() != fastjson.TypeObject {
 			err = errors.New("not a JSON object")
 		}
 		if err != nil {
 			t.Rows++
-			if err := p.b.skip(line, "", fmt.Errorf("invalid JSON: %s", clip(err.Error()))); err != nil {
+			if err := b.skip(line, "", fmt.Errorf("invalid JSON: %s", clip(err.Error()))); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := p.parse(line, get, blocks); err != nil {
+		if err := fn(line, v); err != nil {
 			return err
 		}
 	}
-	p.b.finish()
-	return nil
 }

@@ -100,11 +100,21 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 	t.row("Mean TPOT (ms):", s.TPOT.Mean)
 	t.row("Median TPOT (ms):", s.TPOT.Median)
 	t.row("P99 TPOT (ms):", s.TPOT.P99)
+	writeScheduleKeeping(t, s, true)
+	writeErrors(t, s)
+	return t.err
+}
+
+// writeScheduleKeeping prints how well the schedule was kept; tokens adds
+// TTFT from the scheduled time (runs that stream tokens).
+func writeScheduleKeeping(t *table, s *metrics.Summary, tokens bool) {
 	t.line("%s", center("Schedule Keeping", '-', 50))
 	t.row("Send lag P50 (ms):", s.SendLag.Median)
 	t.row("Send lag P99 (ms):", s.SendLag.P99)
 	t.row("Send lag Max (ms):", s.SendLag.Max)
-	t.row("P99 TTFT from scheduled time (ms):", s.TTFTFromScheduled.P99)
+	if tokens {
+		t.row("P99 TTFT from scheduled time (ms):", s.TTFTFromScheduled.P99)
+	}
 	t.row("P99 E2E from scheduled time (ms):", s.E2EFromScheduled.P99)
 	if s.Queued > 0 {
 		t.row("Waited for a concurrency slot:", s.Queued)
@@ -112,8 +122,6 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 	if s.PromptTokensCounted > 0 {
 		t.row("Prompt tokens vs target, mean |err|:", s.PromptTokensErrorMean)
 	}
-	writeErrors(t, s)
-	return t.err
 }
 
 // writeImageLatency ends the table of an image-generation run: TTFT and
@@ -123,17 +131,7 @@ func writeImageLatency(t *table, s *metrics.Summary) {
 	t.line("not applicable: image generation has no tokens (end-to-end only)")
 	t.line("%s", center("Inter-Token Latency", '-', 50))
 	t.line("not applicable: image generation has no tokens (end-to-end only)")
-	t.line("%s", center("Schedule Keeping", '-', 50))
-	t.row("Send lag P50 (ms):", s.SendLag.Median)
-	t.row("Send lag P99 (ms):", s.SendLag.P99)
-	t.row("Send lag Max (ms):", s.SendLag.Max)
-	t.row("P99 E2E from scheduled time (ms):", s.E2EFromScheduled.P99)
-	if s.Queued > 0 {
-		t.row("Waited for a concurrency slot:", s.Queued)
-	}
-	if s.PromptTokensCounted > 0 {
-		t.row("Prompt tokens vs target, mean |err|:", s.PromptTokensErrorMean)
-	}
+	writeScheduleKeeping(t, s, false)
 	writeErrors(t, s)
 }
 

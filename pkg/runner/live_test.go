@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
@@ -42,27 +42,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// startMockServer is startMock that also returns the server.
-func startMockServer(t *testing.T, cfg mockserver.Config) (*mockserver.Server, int) {
-	t.Helper()
-	if len(cfg.Models) == 0 {
-		cfg.Models = []string{"mock-model"}
-	}
-	srv, err := mockserver.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { srv.Serve(ctx, ln); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return srv, ln.Addr().(*net.TCPAddr).Port
-}
-
 var liveLineRE = regexp.MustCompile(`(?m)^\[\d\d:\d\d–\d\d:\d\d\] offered [\d.]+/s achieved [\d.]+/s in flight \d+ errors \d+ \| `)
 
 // TestLiveOutputWindowsReportAndMetrics runs 1.5 s of Poisson traffic
@@ -73,7 +52,7 @@ var liveLineRE = regexp.MustCompile(`(?m)^\[\d\d:\d\d–\d\d:\d\d\] offered [\d.
 // generator's /metrics, scraped while the run goes on, parses with the
 // official parser.
 func TestLiveOutputWindowsReportAndMetrics(t *testing.T) {
-	_, port := startMockServer(t, mockserver.Config{TTFT: 5 * time.Millisecond, ITL: 2 * time.Millisecond})
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: 5 * time.Millisecond, ITL: 2 * time.Millisecond})
 	dir := t.TempDir()
 	o := testOptions(port)
 	o.Quiet = false
@@ -220,7 +199,7 @@ func scrapeGenerator(t *testing.T, url string) map[string]float64 {
 // returns above which live lines are printed; --disable-tqdm removes the
 // bar only.
 func TestProgressBarOnATerminal(t *testing.T) {
-	_, port := startMockServer(t, mockserver.Config{TTFT: 2 * time.Millisecond, ITL: time.Millisecond})
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: 2 * time.Millisecond, ITL: time.Millisecond})
 	for _, disable := range []bool{false, true} {
 		o := testOptions(port)
 		o.Quiet, o.DisableProgress = false, disable
@@ -250,7 +229,7 @@ func TestProgressBarOnATerminal(t *testing.T) {
 // (absolute): 1 − 4 × 0.3 s / the time observed.
 func TestTimingServerIdleFraction(t *testing.T) {
 	testenv.SkipUnderRace(t)
-	srv, port := startMockServer(t, mockserver.Config{TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond})
+	srv, port := mocktest.Start(t, mockserver.Config{TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond})
 	o := testOptions(port)
 	o.RandomInputLen, o.RandomOutputLen = 16, 21
 	o.Observe.ServerMetricsInterval = 10 * time.Millisecond

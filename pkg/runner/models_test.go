@@ -100,7 +100,7 @@ func TestBurstGPTModelMap(t *testing.T) {
 	mapFile := filepath.Join(dir, "models.yaml")
 	os.WriteFile(mapFile, []byte("# BurstGPT's products → served models\nChatGPT: llama-8b\nGPT-4: llama-70b\n"), 0o644)
 	var log serverLog
-	port := replayMock(t, mockserver.Config{Models: []string{"llama-8b", "llama-70b"}, OnRequest: log.hook})
+	port := startMock(t, mockserver.Config{Models: []string{"llama-8b", "llama-70b"}, OnRequest: log.hook})
 	o := replayOptions(trace)
 	o.Port = port
 	o.Replay.TargetRate = 1000
@@ -138,7 +138,7 @@ func TestBurstGPTModelMap(t *testing.T) {
 func TestModelRoutingDefaults(t *testing.T) {
 	trace := tracePath(t, "burstgpt.csv")
 	var log serverLog
-	port := replayMock(t, mockserver.Config{Models: []string{"served", "ChatGPT"}, OnRequest: log.hook})
+	port := startMock(t, mockserver.Config{Models: []string{"served", "ChatGPT"}, OnRequest: log.hook})
 	o := replayOptions(trace)
 	o.Port = port
 	o.TimeScale = 1000
@@ -259,7 +259,7 @@ func TestAlibabaLoRAImages(t *testing.T) {
 	}
 	slices.Sort(served)
 	var log serverLog
-	port := replayMock(t, mockserver.Config{Models: served, OnRequest: log.hook, MaxNumSeqs: 4,
+	port := startMock(t, mockserver.Config{Models: served, OnRequest: log.hook, MaxNumSeqs: 4,
 		Images: mockserver.ImageConfig{Base: 5e6, PerStep: 1e5, PerImage: 1e6}})
 	o := replayOptions(trace)
 	o.Port = port
@@ -355,7 +355,7 @@ func mapsEqual(a, b map[string]int) bool {
 func TestAlibabaT2IScene(t *testing.T) {
 	trace := tracePath(t, "alibaba_t2i.json")
 	var log serverLog
-	port := replayMock(t, mockserver.Config{Models: []string{"sd15", "sdxl"}, OnRequest: log.hook})
+	port := startMock(t, mockserver.Config{Models: []string{"sd15", "sdxl"}, OnRequest: log.hook})
 	o := replayOptions(trace)
 	o.Port = port
 	o.Backend = "openai-images"

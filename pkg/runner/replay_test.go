@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -13,7 +12,6 @@ import (
 	"image/png"
 	"io"
 	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -40,27 +38,6 @@ func tracePath(t *testing.T, name string) string {
 		t.Skipf("trace %s: %v", p, err)
 	}
 	return p
-}
-
-// replayMock serves cfg on 127.0.0.1:0 for the test and returns its port.
-func replayMock(t *testing.T, cfg mockserver.Config) int {
-	t.Helper()
-	if len(cfg.Models) == 0 {
-		cfg.Models = []string{"mock-model"}
-	}
-	srv, err := mockserver.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { srv.Serve(ctx, ln); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // replayOptions are a quiet, seeded replay of trace.
@@ -417,7 +394,7 @@ func TestTimingReplayAzureAgainstMock(t *testing.T) {
 		t.Skip("replays 15 s of traffic")
 	}
 	path := tracePath(t, "azure2023_code.csv.gz")
-	port := replayMock(t, mockserver.Config{TTFT: 20 * time.Millisecond})
+	port := startMock(t, mockserver.Config{TTFT: 20 * time.Millisecond})
 	o := replayOptions(path)
 	o.Port = port
 	o.TimeScale = 20
@@ -445,7 +422,7 @@ func TestTimingReplayAzureAgainstMock(t *testing.T) {
 // trace and finds its 6,350 skipped rows in the summary.
 func TestReplaySummaryReportsSkippedRows(t *testing.T) {
 	path := tracePath(t, "fineserve_Dense_30to100B.csv.gz")
-	port := replayMock(t, mockserver.Config{})
+	port := startMock(t, mockserver.Config{})
 	o := replayOptions(path)
 	o.Port = port
 	o.TimeScale = 1000
@@ -487,7 +464,7 @@ func TestReplayStrict(t *testing.T) {
 func TestMooncakePrefixCache(t *testing.T) {
 	path := tracePath(t, "mooncake_synthetic_trace.jsonl.gz")
 	const start = 929505 * time.Millisecond // the timestamp of row 3600
-	port := replayMock(t, mockserver.Config{PrefixCache: mockserver.PrefixCacheConfig{Blocks: 1 << 20}})
+	port := startMock(t, mockserver.Config{PrefixCache: mockserver.PrefixCacheConfig{Blocks: 1 << 20}})
 	o := replayOptions(path)
 	o.Port = port
 	o.TimeScale = 1e6 // all due at once; --max-concurrency 1 keeps the order
@@ -560,17 +537,10 @@ func TestMooncakePrefixCache(t *testing.T) {
 }
 
 func readLines(t *testing.T, path string) [][]byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out [][]byte
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		out = append(out, slices.Clone(sc.Bytes()))
+	raw := testenv.ReadJSONL[json.RawMessage](t, path)
+	out := make([][]byte, len(raw))
+	for i, r := range raw {
+		out[i] = r
 	}
 	return out
 }
@@ -593,7 +563,7 @@ func TestAzureLMMImages(t *testing.T) {
 	var mu sync.Mutex
 	var reqs []seen
 	var parseErr error
-	port := replayMock(t, mockserver.Config{TokensPerImage: tpi, OnRequest: func(p string, body []byte) {
+	port := startMock(t, mockserver.Config{TokensPerImage: tpi, OnRequest: func(p string, body []byte) {
 		var b struct {
 			Prompt   json.RawMessage `json:"prompt"`
 			MaxToks  int             `json:"max_tokens"`

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,30 +14,16 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
-// startMock serves a mock on 127.0.0.1 for the test and returns its port.
+// startMock serves cfg on 127.0.0.1 for the test and returns its port.
 func startMock(t *testing.T, cfg mockserver.Config) int {
-	t.Helper()
-	if len(cfg.Models) == 0 {
-		cfg.Models = []string{"mock-model"}
-	}
-	srv, err := mockserver.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { srv.Serve(ctx, ln); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return ln.Addr().(*net.TCPAddr).Port
+	_, port := mocktest.Start(t, cfg)
+	return port
 }
 
 func testOptions(port int) Options {
@@ -75,23 +60,7 @@ type record struct {
 }
 
 func readRecords(t *testing.T, path string) []record {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []record
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("record %q: %v", sc.Text(), err)
-		}
-		out = append(out, r)
-	}
-	return out
+	return testenv.ReadJSONL[record](t, path)
 }
 
 // TestTimingPoissonBenchmarkAgainstMock is the walking skeleton's

@@ -75,9 +75,10 @@ func value(m *dto.Metric) (float64, bool) {
 	return 0, false
 }
 
-func sum(f *dto.MetricFamily) float64 {
+// total adds the family's values, returning how many there were.
+func total(f *dto.MetricFamily) (float64, int) {
 	if f == nil {
-		return math.NaN()
+		return 0, 0
 	}
 	t, n := 0.0, 0
 	for _, m := range f.Metric {
@@ -86,23 +87,21 @@ func sum(f *dto.MetricFamily) float64 {
 			n++
 		}
 	}
+	return t, n
+}
+
+// sum is the family's total over its series (NaN without a value).
+func sum(f *dto.MetricFamily) float64 {
+	t, n := total(f)
 	if n == 0 {
 		return math.NaN()
 	}
 	return t
 }
 
+// mean is the family's mean over its series (NaN without a value).
 func mean(f *dto.MetricFamily) float64 {
-	if f == nil {
-		return math.NaN()
-	}
-	t, n := 0.0, 0
-	for _, m := range f.Metric {
-		if v, ok := value(m); ok && !math.IsNaN(v) {
-			t += v
-			n++
-		}
-	}
+	t, n := total(f)
 	if n == 0 {
 		return math.NaN()
 	}
