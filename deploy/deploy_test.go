@@ -351,8 +351,8 @@ func shellWords(t *testing.T, s string) []string {
 	return words
 }
 
-// built is the command built with the Dockerfile's build command (a plain
-// go build here: no container engine), once for the tests.
+// built is the command built with the Dockerfile's build command, run as a
+// plain go build (the tests need no container engine), once for the tests.
 var built struct {
 	once sync.Once
 	dir  string

@@ -32,7 +32,7 @@ func routed(s arrival.Schedule) []string {
 }
 
 func TestStrategies(t *testing.T) {
-	trace := []string{"ChatGPT", "GPT-4", "ChatGPT", "Claude", "GPT-4", ""}
+	trace := []string{"ChatGPT", "GPT-4", "ChatGPT", "Mixtral", "GPT-4", ""}
 	served := []string{"a", "b", "c"}
 	cases := []struct {
 		name string
@@ -44,7 +44,7 @@ func TestStrategies(t *testing.T) {
 		{"table with *", &Map{Strategy: Table, Table: map[string]string{"ChatGPT": "a", "GPT-4": "b", "*": "c"}}, []string{"a", "b", "a", "c", "b", "c"}},
 		{"table without * sends the rest to --model", &Map{Strategy: Table, Table: map[string]string{"ChatGPT": "a"}}, []string{"a", "", "a", "", "", ""}},
 		// Round-robin deals the values in order of first appearance:
-		// ChatGPT→a, GPT-4→b, Claude→c; a request without a value (index 5)
+		// ChatGPT→a, GPT-4→b, Mixtral→c; a request without a value (index 5)
 		// takes served[5 % 3] = c.
 		{"round-robin", &Map{Strategy: RoundRobin, Served: served}, []string{"a", "b", "a", "c", "b", "c"}},
 	}
