@@ -44,7 +44,7 @@ var subcommands = map[string]func(ctx context.Context, args []string, stdout, st
 }
 
 func main() {
-	ctx, stop := signalContext()
+	ctx, stop := signalContext(announcesSignals(os.Args[1:]))
 	defer stop()
 	os.Exit(dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -90,11 +90,17 @@ Run "fineserve-gen COMMAND --help" for a command's flags.
 `)
 }
 
+// announcesSignals reports whether the command run by args says that a
+// signal stops it (every command but mock-server).
+func announcesSignals(args []string) bool { return len(args) == 0 || args[0] != "mock-server" }
+
 // signalContext returns a context canceled by the first SIGINT or SIGTERM:
 // the run stops sending, drains (--drain-timeout), writes every record and
 // its summary and exits with exitInterrupted. A second signal exits at once,
 // after the run has written the records it has received (see flushFinished).
-func signalContext() (context.Context, func()) {
+// announce says so on the first signal (the mock server, for which a signal
+// is the normal way to stop, prints its own line instead).
+func signalContext(announce bool) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	abort := make(chan chan<- struct{})
 	ctx = context.WithValue(ctx, abortKey{}, (<-chan chan<- struct{})(abort))
@@ -102,7 +108,9 @@ func signalContext() (context.Context, func()) {
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		sig := <-ch
-		fmt.Fprintf(os.Stderr, "fineserve-gen: %v: stopping (send it again to exit at once)\n", sig)
+		if announce {
+			fmt.Fprintf(os.Stderr, "fineserve-gen: %v: stopping (send it again to exit at once)\n", sig)
+		}
 		cancel()
 		<-ch
 		fmt.Fprintln(os.Stderr, "fineserve-gen: second signal: writing the finished records and exiting now")

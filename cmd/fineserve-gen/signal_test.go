@@ -31,7 +31,7 @@ func TestCLIProcess(t *testing.T) {
 		t.Skip("runs only as the child process of the signal tests")
 	}
 	args := os.Args[slices.Index(os.Args, "--")+1:]
-	ctx, stop := signalContext()
+	ctx, stop := signalContext(announcesSignals(args))
 	code := dispatch(ctx, args, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

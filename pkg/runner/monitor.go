@@ -345,7 +345,8 @@ func (m *monitor) closeLive(p *period) {
 	srv := m.lastServer
 	m.lastServer = nil
 	m.mu.Unlock()
-	line := liveLine(&w, m.inFlightNow(), srv)
+	sliver := w.End-w.Start < m.o.Observe.ReportInterval.Seconds()/4
+	line := liveLine(&w, m.inFlightNow(), srv, sliver)
 	switch {
 	case !m.o.Quiet:
 		m.println(line)

@@ -57,10 +57,19 @@ func clock(secs float64) string {
 // lag p99, the server's last sample when scraped, and the self-check.
 //
 //	[00:10–00:20] offered 50.0/s achieved 49.6/s in flight 12 errors 0 | TTFT p50 31.2 p99 48.0 ms | ITL p50 10.0 p99 12.1 ms | lag p99 0.21 ms
-func liveLine(w *metrics.WindowStats, inFlight int64, srv *servermetrics.Sample) string {
+//
+// sliver marks a last interval much shorter than the others: its figures
+// are counts, not rates.
+func liveLine(w *metrics.WindowStats, inFlight int64, srv *servermetrics.Sample, sliver bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[%s–%s] offered %s/s achieved %s/s in flight %d errors %d",
-		clock(w.Start), clock(w.End), num(w.OfferedRate), num(w.AchievedRate), inFlight, w.Failed)
+	if sliver {
+		// A rate over the last sliver of a run says nothing: give counts.
+		fmt.Fprintf(&b, "[%s–%s] offered %d achieved %d (last %.2f s) in flight %d errors %d",
+			clock(w.Start), clock(w.End), w.Offered, w.Completed, w.End-w.Start, inFlight, w.Failed)
+	} else {
+		fmt.Fprintf(&b, "[%s–%s] offered %s/s achieved %s/s in flight %d errors %d",
+			clock(w.Start), clock(w.End), num(w.OfferedRate), num(w.AchievedRate), inFlight, w.Failed)
+	}
 	switch {
 	case w.Completed > 0 && w.TTFTP99 == 0: // no streamed tokens: image generations
 		fmt.Fprintf(&b, " | E2E p50 %s p99 %s ms", num(w.E2EP50), num(w.E2EP99))
