@@ -368,38 +368,6 @@ func readLoRA(cr *csv.Reader, header []string, t *Trace, o *Options) error {
 	return nil
 }
 
-// eachCSVRecord calls fn with every record of cr and its line; malformed
-// lines are skipped and counted (an error in strict mode).
-func eachCSVRecord(cr *csv.Reader, t *Trace, b *builder, fn func(line int, rec []string) error) error {
-	lastOffset := cr.InputOffset()
-	for {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			var pe *csv.ParseError
-			if !errors.As(err, &pe) {
-				return fmt.Errorf("replay: %s: %w", t.Path, err)
-			}
-			if cr.InputOffset() == lastOffset { // no progress: give up
-				return &RowError{Path: t.Path, Line: pe.StartLine, Err: pe.Err}
-			}
-			lastOffset = cr.InputOffset()
-			t.Rows++
-			if err := b.skip(pe.StartLine, "", pe.Err); err != nil {
-				return err
-			}
-			continue
-		}
-		lastOffset = cr.InputOffset()
-		line, _ := cr.FieldPos(0)
-		if err := fn(line, rec); err != nil {
-			return err
-		}
-	}
-}
-
 // The text-to-image trace's keys.
 const (
 	t2iTS          = "timestamp"

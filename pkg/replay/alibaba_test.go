@@ -2,9 +2,9 @@ package replay
 
 import (
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,24 +27,12 @@ type loraRow struct {
 
 func readLoRAOracle(t *testing.T, path string) (rows []loraRow, failed, unusable int) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range recs[0] {
-		col[h] = i
-	}
+	col, recs := testenv.ReadCSV(t, path)
 	num := func(s string) (int, bool) {
 		v, err := strconv.ParseFloat(s, 64)
 		return int(v), err == nil
 	}
-	for _, r := range recs[1:] {
+	for _, r := range recs {
 		at, err := time.Parse(time.DateTime, r[col["gmt_create"]])
 		in, ok1 := num(r[col["prompt_length"]])
 		im, ok2 := num(r[col["num_images_per_prompt"]])

@@ -283,11 +283,25 @@ func readCSV(br *bufio.Reader, t *Trace, o *Options) error {
 		}
 		return rec[i], true
 	}
+	err = eachCSVRecord(cr, t, p.b, func(line int, fields []string) error {
+		rec = fields
+		return p.parse(line, get, nil)
+	})
+	if err != nil {
+		return err
+	}
+	p.b.finish()
+	return nil
+}
+
+// eachCSVRecord calls fn with every record of cr and its line; malformed
+// lines are skipped and counted (an error in strict mode).
+func eachCSVRecord(cr *csv.Reader, t *Trace, b *builder, fn func(line int, rec []string) error) error {
 	lastOffset := cr.InputOffset()
 	for {
-		rec, err = cr.Read()
+		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
 			var pe *csv.ParseError
@@ -299,19 +313,17 @@ func readCSV(br *bufio.Reader, t *Trace, o *Options) error {
 			}
 			lastOffset = cr.InputOffset()
 			t.Rows++
-			if err := p.b.skip(pe.StartLine, "", pe.Err); err != nil {
+			if err := b.skip(pe.StartLine, "", pe.Err); err != nil {
 				return err
 			}
 			continue
 		}
 		lastOffset = cr.InputOffset()
 		line, _ := cr.FieldPos(0)
-		if err := p.parse(line, get, nil); err != nil {
+		if err := fn(line, rec); err != nil {
 			return err
 		}
 	}
-	p.b.finish()
-	return nil
 }
 
 func slicesClone(s []string) []string {

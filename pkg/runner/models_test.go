@@ -3,10 +3,10 @@ package runner
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"math"
 	"os"
 	"path/filepath"
@@ -62,21 +62,9 @@ func perModel(t *testing.T, sum *metrics.Summary) map[string]metrics.GroupSummar
 // keep accepts.
 func csvColumnCounts(t *testing.T, path, column string, keep func(col func(string) string) bool) map[string]int {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := map[string]int{}
-	for i, h := range recs[0] {
-		idx[h] = i
-	}
+	idx, rows := testenv.ReadCSV(t, path)
 	out := map[string]int{}
-	for _, r := range recs[1:] {
+	for _, r := range rows {
 		col := func(name string) string { return r[idx[name]] }
 		if keep(col) {
 			out[col(column)]++

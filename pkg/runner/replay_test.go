@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"image/png"
 	"io"
 	"math/big"
@@ -74,20 +75,14 @@ type schedRow struct {
 
 func readSchedule(t *testing.T, path string) []schedRow {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(recs[0], ",") != "index,time_s,input_len,output_len,model,num_images,burst" {
-		t.Fatalf("header %v", recs[0])
+	col, rows := testenv.ReadCSV(t, path)
+	for i, name := range strings.Split(arrival.ScheduleHeader, ",") {
+		if col[name] != i || len(col) != 7 {
+			t.Fatalf("%s: header %v, want %s", path, col, arrival.ScheduleHeader)
+		}
 	}
 	var out []schedRow
-	for _, r := range recs[1:] {
+	for _, r := range rows {
 		atoi := func(s string) int { v, _ := strconv.Atoi(s); return v }
 		out = append(out, schedRow{Index: atoi(r[0]), Time: r[1], Input: atoi(r[2]), Output: atoi(r[3]), Model: r[4], Images: atoi(r[5]), Burst: atoi(r[6])})
 	}
