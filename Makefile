@@ -13,6 +13,7 @@ build:
 # The test suite CI runs (.ci/run): vet, race-enabled tests, the timing
 # tests without the race detector (it distorts latency), short fuzzing.
 test:
+	@test -z "$$(gofmt -l .)" || { echo "gofmt: these files need formatting:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
 	$(GO) test -count=1 -timeout 10m -p 1 -run 'Timing' $(PKGS)
