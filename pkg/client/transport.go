@@ -284,13 +284,13 @@ func (c *leanConn) roundTrip(ctx context.Context, req *http.Request, body []byte
 	}
 	b = append(b, "\r\n"...)
 	// One write for head and body: writev on a plain connection (no copy of
-	// the body); a TLS connection gets one buffer, so one record.
+	// the body); a TLS connection gets one buffer, so one record. A
+	// race-enabled build uses write(2) instead (see raceEnabled).
 	var out net.Buffers
-	if c.raw == c.nc {
+	if c.raw == c.nc && !raceEnabled {
 		out = net.Buffers{b, body}
 	} else {
 		b = append(b, body...)
-		out = net.Buffers{b}
 	}
 	c.wbuf = b[:0]
 
@@ -308,7 +308,13 @@ func (c *leanConn) roundTrip(ctx context.Context, req *http.Request, body []byte
 		}
 		return nil, err
 	}
-	if _, err := out.WriteTo(c.nc); err != nil {
+	var err error
+	if out != nil {
+		_, err = out.WriteTo(c.nc)
+	} else {
+		_, err = c.nc.Write(b)
+	}
+	if err != nil {
 		if isConnGone(err) {
 			err = fmt.Errorf("%w: %w", errStale, err)
 		}

@@ -251,3 +251,28 @@ func TestLeanTransportNeverResendsADeliveredRequest(t *testing.T) {
 		t.Errorf("the server received %d requests for 2 sent: a delivered request was sent again", seen)
 	}
 }
+
+// TestLeanTransportOrdersWritesForRaceDetector: a value the client writes
+// before sending a request is read by the server's handler with no lock; the
+// request itself orders the two. Under -race this fails if the transport
+// sends with a write the detector does not see (writev).
+func TestLeanTransportOrdersWritesForRaceDetector(t *testing.T) {
+	var seen []int
+	var got int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		seen = append(seen, got)
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	tr := newLeanTransport(1, false)
+	for i := range 3 {
+		got = i + 1
+		if _, err := leanGet(t, tr, context.Background(), srv.URL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(seen) != "[1 2 3]" {
+		t.Fatalf("server saw %v", seen)
+	}
+}
