@@ -640,6 +640,16 @@ func (m *merger) merge() (*MergeResult, error) {
 		}
 	}
 
+	// An input that is itself a merge keeps what its own merge said.
+	for _, r := range m.rs {
+		var earlier []string
+		if ok, err := r.s.GetExtra(KeyMergeWarnings, &earlier); ok && err == nil {
+			for _, w := range earlier {
+				m.warnf("%s (an earlier merge): %s", r.name, w)
+			}
+		}
+	}
+
 	// Identity.
 	if m.all(func(r *input) string { return r.hash }) && first.hash != "" {
 		set(KeyScheduleHash, first.hash)

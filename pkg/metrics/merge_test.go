@@ -522,3 +522,37 @@ func FuzzHistState(f *testing.F) {
 		}
 	})
 }
+
+// TestMergeOfMergeKeepsWarnings: merging two shards of three warns that one
+// is missing; merging that result with the third is complete, and still
+// says what the first merge found.
+func TestMergeOfMergeKeepsWarnings(t *testing.T) {
+	start := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	in := shardSummaries(t, 3, start)
+	in[1].Summary = roundTrip(t, in[1].Summary)
+	must(t, in[1].Summary.SetExtra(KeyStartAt, "2025-06-01T12:00:05Z"))
+	part, err := MergeSummaries(in[:2])
+	must(t, err)
+	if len(part.Warnings) != 2 {
+		t.Fatalf("first merge warns %q", part.Warnings)
+	}
+	whole, err := MergeSummaries([]MergeInput{{"part.json", part.Summary}, in[2]})
+	must(t, err)
+	for _, w := range whole.Warnings {
+		if strings.Contains(w, "shards missing") && !strings.Contains(w, "earlier merge") {
+			t.Errorf("the complete merge says %q", w)
+		}
+	}
+	found := 0
+	for _, w := range part.Warnings {
+		for _, v := range whole.Warnings {
+			if strings.HasPrefix(v, "part.json (an earlier merge): ") && strings.HasSuffix(v, w) {
+				found++
+			}
+		}
+	}
+	t.Logf("first %q\nwhole %q", part.Warnings, whole.Warnings)
+	if found != len(part.Warnings) {
+		t.Fatalf("the merge of the merge lost its warnings: %q (first merge: %q)", whole.Warnings, part.Warnings)
+	}
+}
