@@ -157,12 +157,24 @@ func New(cfg Config) (*Client, error) {
 	c.decode.New = func() any { return new(decoder) }
 	if !c.chat && !c.images {
 		twin := cfg
-		twin.Backend, twin.Endpoint, twin.Transport = BackendChat, "", tr
+		twin.Backend, twin.Endpoint, twin.Transport = BackendChat, chatPath(path), tr
 		if c.chatTwin, err = New(twin); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// chatPath is where a completions client sends its image-bearing requests:
+// the chat endpoint beside its own, so a server mounted under a prefix
+// (--endpoint /gateway/v1/completions) gets them at
+// /gateway/v1/chat/completions. A path not ending in /completions leaves
+// the chat default.
+func chatPath(completions string) string {
+	if prefix, ok := strings.CutSuffix(completions, "/completions"); ok && !strings.HasSuffix(prefix, "/chat") {
+		return prefix + "/chat/completions"
+	}
+	return ""
 }
 
 // SetModel sets the default model. Like SetEpoch, it must be called before

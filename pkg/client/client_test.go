@@ -247,3 +247,26 @@ func TestAppendBodyIsValidJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestChatRequestsFollowEndpoint: a completions client sends its chat
+// requests (those with images) beside its own endpoint.
+func TestChatRequestsFollowEndpoint(t *testing.T) {
+	for _, c := range []struct{ endpoint, text, chat string }{
+		{"", "/v1/completions", "/v1/chat/completions"},
+		{"/gateway/v1/completions", "/gateway/v1/completions", "/gateway/v1/chat/completions"},
+		{"/generate", "/generate", "/v1/chat/completions"},
+	} {
+		cap := &capture{respond: sse(`{"choices":[{"text":"a"}]}`, "[DONE]")}
+		srv := httptest.NewServer(cap)
+		cl := newTestClient(t, srv, Config{Backend: BackendVLLM, Endpoint: c.endpoint, Stream: true})
+		for _, chat := range []bool{false, true} {
+			var res Result
+			res.Reset()
+			cl.Do(context.Background(), &Request{Prompt: []byte(`"p"`), MaxTokens: 1, Chat: chat}, &res)
+		}
+		srv.Close()
+		if len(cap.paths) != 2 || cap.paths[0] != c.text || cap.paths[1] != c.chat {
+			t.Errorf("--endpoint %q: paths %v, want [%s %s]", c.endpoint, cap.paths, c.text, c.chat)
+		}
+	}
+}
