@@ -50,7 +50,7 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 	fs.IntVar(&o.SharegptOutputLen, "sharegpt-output-len", o.SharegptOutputLen, "fixed output length for dataset prompts")
 	fs.IntVar(&o.SharegptContextLen, "sharegpt-context-len", o.SharegptContextLen, "skip dataset prompts whose input+output exceed this")
 	fs.StringVar(&o.PromptFormat, "prompt-format", o.PromptFormat, "completions prompt: token-ids (exact length) or text")
-	fs.StringVar(&o.PromptSuffix, "prompt-suffix", o.PromptSuffix, "text appended to text prompts")
+	fs.StringVar(&o.PromptSuffix, "prompt-suffix", o.PromptSuffix, "text appended to text prompts (its tokens come on top of the target input length)")
 	fs.Int64Var(&o.PromptSalt, "prompt-salt", o.PromptSalt, "fix the prompt content across runs (0: new content every run, so no prefix cache carries over)")
 	fs.BoolVar(&o.ApplyChatTemplate, "apply-chat-template", o.ApplyChatTemplate, "FineServe compatibility: use --backend openai-chat to have the server apply its template")
 
