@@ -352,7 +352,12 @@ func warmup(ctx context.Context, o *Options, cli *client.Client, prompts *prompt
 			return nil
 		}
 	}
-	return fmt.Errorf("warm-up failed: every warm-up request failed; first error (%s): %s", res[0].ErrorClass, res[0].Error)
+	what := "the warm-up request failed"
+	if len(res) > 1 {
+		what = fmt.Sprintf("all %d warm-up requests failed", len(res))
+	}
+	return fmt.Errorf("warm-up failed: %s; first error (%s): %s (--warmup-requests N sends more, 0 none: a server meant to fail some requests needs one of them)",
+		what, res[0].ErrorClass, res[0].Error)
 }
 
 // writeOutputs prints the table and writes the summary files.

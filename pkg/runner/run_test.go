@@ -265,7 +265,13 @@ func TestUnreachableServerFailsClearly(t *testing.T) {
 	o.WarmupRequests = 1
 	o.Model = "m"
 	_, err := Run(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
-	if err == nil || !strings.Contains(err.Error(), "warm-up failed") || !strings.Contains(err.Error(), "connect") {
+	if err == nil || !strings.Contains(err.Error(), "warm-up failed: the warm-up request failed") || !strings.Contains(err.Error(), "connect") ||
+		!strings.Contains(err.Error(), "--warmup-requests") {
+		t.Errorf("err = %v", err)
+	}
+	o.WarmupRequests = 3
+	_, err = Run(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+	if err == nil || !strings.Contains(err.Error(), "all 3 warm-up requests failed") {
 		t.Errorf("err = %v", err)
 	}
 }
