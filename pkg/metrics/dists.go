@@ -42,6 +42,31 @@ func CDF(h *Hist) [][2]float64 {
 	return out
 }
 
+// CDFs samples c's latency distributions for the summary's KeyCDFs entry,
+// leaving out those that are empty.
+func (c *Collector) CDFs() map[string][][2]float64 {
+	cdfs := map[string][][2]float64{}
+	for k, h := range map[string]*Hist{"ttft": c.TTFT, "tpot": c.TPOT, "itl": c.ITL, "e2e": c.E2E, "send_lag": c.Lag} {
+		if cdf := CDF(h); cdf != nil {
+			cdfs[k] = cdf
+		}
+	}
+	return cdfs
+}
+
+// LengthHistograms bins the input and output length distributions for the
+// summary's KeyLengths entry, leaving out those that are empty.
+func LengthHistograms(in, out *LengthHist) map[string]*LengthBins {
+	bins := map[string]*LengthBins{}
+	if b := in.Bins(40); b != nil {
+		bins["input"] = b
+	}
+	if b := out.Bins(40); b != nil {
+		bins["output"] = b
+	}
+	return bins
+}
+
 // LengthHist is a distribution of token counts (prompt or output lengths),
 // exact below 100 and within 1 % above, in constant memory.
 type LengthHist struct {

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"encoding/json"
-	"sort"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
@@ -99,14 +98,7 @@ func (g *Groups) Merge(o *Groups) {
 }
 
 // Keys returns the group names, sorted.
-func (g *Groups) Keys() []string {
-	keys := make([]string, 0, len(g.m))
-	for k := range g.m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func (g *Groups) Keys() []string { return sortedKeys(g.m) }
 
 // Get returns the group named k, or nil.
 func (g *Groups) Get(k string) *Group { return g.m[k] }

@@ -30,7 +30,7 @@ type Hist struct {
 
 // NewHist returns an empty distribution.
 func NewHist() *Hist {
-	return &Hist{h: hdrhistogram.New(0, histMaxMicros, histSigFigs)}
+	return newHistWith(histMaxMicros, histSigFigs)
 }
 
 // Record adds one value; negative values count as 0 and values beyond a

@@ -386,13 +386,8 @@ func (m *merger) checkCoverage() {
 			where[i] = append(where[i], r.name)
 		}
 	}
-	idx := make([]int64, 0, len(where))
-	for i := range where {
-		idx = append(idx, i)
-	}
-	sort.Slice(idx, func(a, b int) bool { return idx[a] < idx[b] })
 	present := int64(0)
-	for _, i := range idx {
+	for _, i := range sortedKeys(where) {
 		present++
 		if files := where[i]; len(files) > 1 {
 			m.warnf("shard %d/%d is in %s: its requests are counted %d times", i, n, strings.Join(files, " and "), len(files))
@@ -519,11 +514,7 @@ func (m *merger) merge() (*MergeResult, error) {
 
 	var errs []error
 	set := func(k string, v any) { errs = append(errs, s.SetExtra(k, v)) }
-	st := MergeState{Version: MergeStateVersion, HistEncoding: HistEncoding, ElapsedNS: int64(dur)}
-	var err error
-	if st.Collector, err = col.State(); err != nil {
-		return nil, err
-	}
+	run := RunState{Collector: col, Elapsed: dur, Groups: groups, InputLengths: lengths["input"], OutputLengths: lengths["output"]}
 
 	// Windows.
 	if m.haveWindows() {
@@ -531,7 +522,7 @@ func (m *merger) merge() (*MergeResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		st.Windows = wst
+		run.Windows = wst
 		set(KeyWindowSeconds, first.winSecs)
 		set(KeyWindows, ws)
 		var sat []WindowStats
@@ -567,41 +558,19 @@ func (m *merger) merge() (*MergeResult, error) {
 	// Goodput, distributions, breakdowns.
 	switch {
 	case good != nil && goodAll:
-		st.Goodput = &GoodputState{Good: good.Good, All: good.All, SLO: good.SLO.Targets()}
+		run.Goodput = good
 		errs = append(errs, good.Annotate(s, dur))
 	case good != nil:
 		m.warnf("goodput is in some summaries only: it is left out of the merged summary")
 	}
-	cdfs := map[string][][2]float64{}
-	for k, h := range map[string]*Hist{"ttft": col.TTFT, "tpot": col.TPOT, "itl": col.ITL, "e2e": col.E2E, "send_lag": col.Lag} {
-		if c := CDF(h); c != nil {
-			cdfs[k] = c
-		}
-	}
-	set(KeyCDFs, cdfs)
-	bins := map[string]*LengthBins{}
-	st.Lengths = map[string]string{}
-	for k, l := range lengths {
-		if b := l.Bins(40); b != nil {
-			bins[k] = b
-		}
-		enc, err := l.State()
-		if err != nil {
-			return nil, err
-		}
-		if enc != "" {
-			st.Lengths[k] = enc
-		}
-	}
-	set(KeyLengths, bins)
-	if len(groups) > 0 {
-		st.Groups = map[string]map[string]GroupState{}
-	}
+	set(KeyCDFs, col.CDFs())
+	set(KeyLengths, LengthHistograms(run.InputLengths, run.OutputLengths))
 	for k, g := range groups {
 		set(k, g.Summary(dur))
-		if st.Groups[k], err = g.State(); err != nil {
-			return nil, err
-		}
+	}
+	st, err := NewMergeState(run)
+	if err != nil {
+		return nil, err
 	}
 
 	// Keys the merge does not compute: taken from the first summary that
@@ -736,11 +705,7 @@ func (m *merger) mergeWindows() ([]WindowStats, []WindowState, error) {
 			by[w.Index] = append(by[w.Index], windowPart{r, w})
 		}
 	}
-	idx := make([]int, 0, len(by))
-	for i := range by {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
+	idx := sortedKeys(by)
 	acc := NewWindowAcc()
 	out := make([]WindowStats, 0, len(idx))
 	states := make([]WindowState, 0, len(idx))

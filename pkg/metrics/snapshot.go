@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -171,15 +172,20 @@ type CollectorState struct {
 	LastEndNS       int64                `json:"last_end_ns"`
 }
 
-// collectorHists names a Collector's distributions in its state.
-func (c *Collector) hists() []struct {
+// namedHist is a distribution with its key in a state's hists.
+type namedHist struct {
 	name string
 	h    **Hist
-} {
-	return []struct {
-		name string
-		h    **Hist
-	}{
+}
+
+// namesHist reports whether one of hs is named k.
+func namesHist(hs []namedHist, k string) bool {
+	return slices.ContainsFunc(hs, func(e namedHist) bool { return e.name == k })
+}
+
+// hists names a Collector's distributions in its state.
+func (c *Collector) hists() []namedHist {
+	return []namedHist{
 		{"ttft", &c.TTFT}, {"tpot", &c.TPOT}, {"itl", &c.ITL}, {"e2e", &c.E2E},
 		{"send_lag", &c.Lag}, {"ttft_from_scheduled", &c.TTFTSched}, {"e2e_from_scheduled", &c.E2ESched},
 	}
@@ -215,7 +221,8 @@ func (c *Collector) State() (CollectorState, error) {
 func CollectorFromState(s CollectorState) (*Collector, error) {
 	c := NewCollector()
 	var errs []error
-	for _, e := range c.hists() {
+	hs := c.hists()
+	for _, e := range hs {
 		h, err := histFromState(s.Hists[e.name], histSigFigs)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("hists.%s: %w", e.name, err))
@@ -224,7 +231,7 @@ func CollectorFromState(s CollectorState) (*Collector, error) {
 		*e.h = h
 	}
 	for k := range s.Hists {
-		if !isCollectorHist(k) {
+		if !namesHist(hs, k) {
 			errs = append(errs, fmt.Errorf("hists.%s: not a distribution of a run", k))
 		}
 	}
@@ -252,15 +259,6 @@ func CollectorFromState(s CollectorState) (*Collector, error) {
 	return c, nil
 }
 
-func isCollectorHist(k string) bool {
-	for _, e := range NewCollector().hists() {
-		if e.name == k {
-			return true
-		}
-	}
-	return false
-}
-
 // nonNegative reports the counters below 0, by name.
 func nonNegative(m map[string]int64) error {
 	var errs []error
@@ -280,14 +278,8 @@ type WindowState struct {
 	Hists map[string]HistState `json:"hists"`
 }
 
-func (a *WindowAcc) hists() []struct {
-	name string
-	h    **Hist
-} {
-	return []struct {
-		name string
-		h    **Hist
-	}{{"ttft", &a.TTFT}, {"tpot", &a.TPOT}, {"itl", &a.ITL}, {"e2e", &a.E2E}, {"send_lag", &a.Lag}}
+func (a *WindowAcc) hists() []namedHist {
+	return []namedHist{{"ttft", &a.TTFT}, {"tpot", &a.TPOT}, {"itl", &a.ITL}, {"e2e", &a.E2E}, {"send_lag", &a.Lag}}
 }
 
 // State returns the distributions of the window index in their mergeable
@@ -309,7 +301,8 @@ func (a *WindowAcc) State(index int) (WindowState, error) {
 // mergeState adds the distributions of s to a's.
 func (a *WindowAcc) mergeState(s WindowState) error {
 	var errs []error
-	for _, e := range a.hists() {
+	hs := a.hists()
+	for _, e := range hs {
 		h, err := histFromState(s.Hists[e.name], windowSigFigs)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", e.name, err))
@@ -318,9 +311,7 @@ func (a *WindowAcc) mergeState(s WindowState) error {
 		(*e.h).Merge(h)
 	}
 	for k := range s.Hists {
-		switch k {
-		case "ttft", "tpot", "itl", "e2e", "send_lag":
-		default:
+		if !namesHist(hs, k) {
 			errs = append(errs, fmt.Errorf("%s: not a distribution of a window", k))
 		}
 	}
@@ -342,14 +333,8 @@ type GroupState struct {
 	Generations     int64                `json:"generations"`
 }
 
-func (g *Group) hists() []struct {
-	name string
-	h    **Hist
-} {
-	return []struct {
-		name string
-		h    **Hist
-	}{{"ttft", &g.TTFT}, {"tpot", &g.TPOT}, {"e2e", &g.E2E}}
+func (g *Group) hists() []namedHist {
+	return []namedHist{{"ttft", &g.TTFT}, {"tpot", &g.TPOT}, {"e2e", &g.E2E}}
 }
 
 // State returns every group of g in its mergeable form, by name.
@@ -384,7 +369,8 @@ func GroupsFromState(m map[string]GroupState) (*Groups, error) {
 	for _, k := range sortedKeys(m) {
 		s := m[k]
 		gr := newGroup()
-		for _, e := range gr.hists() {
+		hs := gr.hists()
+		for _, e := range hs {
 			h, err := histFromState(s.Hists[e.name], histSigFigs)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("group %q %s: %w", k, e.name, err))
@@ -393,9 +379,7 @@ func GroupsFromState(m map[string]GroupState) (*Groups, error) {
 			*e.h = h
 		}
 		for name := range s.Hists {
-			switch name {
-			case "ttft", "tpot", "e2e":
-			default:
+			if !namesHist(hs, name) {
 				errs = append(errs, fmt.Errorf("group %q %s: not a distribution of a group", k, name))
 			}
 		}

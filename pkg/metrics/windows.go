@@ -109,7 +109,7 @@ type WindowAcc struct {
 
 // NewWindowAcc returns an empty accumulator.
 func NewWindowAcc() *WindowAcc {
-	nh := func() *Hist { return newHistWith(histMaxMicros, 2) }
+	nh := func() *Hist { return newHistWith(histMaxMicros, windowSigFigs) }
 	return &WindowAcc{TTFT: nh(), TPOT: nh(), ITL: nh(), E2E: nh(), Lag: nh(), ErrorsByClass: map[string]int64{}}
 }
 

@@ -33,15 +33,19 @@ type delta struct {
 	Text, Class string
 }
 
-// compareRows lines up the runs' main figures.
-func compareRows(runs []*Data) ([]compareRow, error) {
+// compareRows reads the runs' extensions and lines up their main figures.
+func compareRows(runs []*Data) ([]compareRow, []extras, error) {
+	if len(runs) < 2 {
+		return nil, nil, errors.New("compare: want at least two runs")
+	}
+	xs := make([]extras, len(runs))
 	all := make([][]figure, len(runs))
 	for i, d := range runs {
-		x, err := readExtras(d.Summary)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", d.label(i), err)
+		var err error
+		if xs[i], err = readExtras(d.Summary); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", d.label(i), err)
 		}
-		all[i] = figures(d.Summary, &x)
+		all[i] = figures(d.Summary, &xs[i])
 	}
 	// Rows in the first run's order, then any figure only later runs have.
 	var order []string
@@ -82,7 +86,7 @@ func compareRows(runs []*Data) ([]compareRow, error) {
 		}
 		rows = append(rows, row)
 	}
-	return rows, nil
+	return rows, xs, nil
 }
 
 // diff is f − base, absolute and relative, classed by which way is better.
@@ -109,10 +113,7 @@ func diff(base, f figure) delta {
 // WriteCompareTable prints the runs' main figures side by side, with each
 // later run's difference to the first.
 func WriteCompareTable(w io.Writer, runs []*Data) error {
-	if len(runs) < 2 {
-		return errors.New("compare: want at least two runs")
-	}
-	rows, err := compareRows(runs)
+	rows, _, err := compareRows(runs)
 	if err != nil {
 		return err
 	}
@@ -167,17 +168,12 @@ type compareRun struct {
 // figures side by side with differences to the first run, and their
 // latency CDFs and achieved rates overlaid.
 func WriteCompareHTML(w io.Writer, runs []*Data) error {
-	if len(runs) < 2 {
-		return errors.New("compare: want at least two runs")
-	}
-	rows, err := compareRows(runs)
+	rows, xs, err := compareRows(runs)
 	if err != nil {
 		return err
 	}
 	pg := comparePage{Rows: rows}
-	xs := make([]extras, len(runs))
 	for i, d := range runs {
-		xs[i], _ = readExtras(d.Summary)
 		s := d.Summary
 		pg.Runs = append(pg.Runs, compareRun{N: i + 1, Label: d.label(i), Command: s.Command, Model: s.Model, Seed: s.Seed, Started: s.StartedAt})
 	}

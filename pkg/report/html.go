@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -318,7 +319,7 @@ func WriteHTML(w io.Writer, d *Data) error {
 	}
 
 	// Requests: lengths and errors.
-	for _, l := range []struct{ name, key, title, axis string }{
+	for i, l := range []struct{ name, key, title, axis string }{
 		{PlotInput, "input", "Input length distribution", "prompt tokens (target)"},
 		{PlotOutput, "output", "Output length distribution", "output tokens"},
 	} {
@@ -329,11 +330,7 @@ func WriteHTML(w io.Writer, d *Data) error {
 			}
 			continue
 		}
-		i := 0
-		if l.key == "output" {
-			i = 1
-		}
-		svg, err := plotHistogram(l.name, l.title, l.axis, b.Edges, b.Counts, i)
+		svg, err := plotHistogram(l.name, l.title, l.axis, b.Edges, b.Counts, i) // palette colour: input 0, output 1
 		if err := add(&pg.Requests, l.name, l.title, svg, err, ""); err != nil {
 			return err
 		}
@@ -477,11 +474,7 @@ func errorBars(m map[string]int64) ([]string, []float64) {
 	}
 	var other []string
 	for c := range m {
-		known := false
-		for _, k := range client.ErrorClasses {
-			known = known || k == c
-		}
-		if !known {
+		if !slices.Contains(client.ErrorClasses, c) {
 			other = append(other, c)
 		}
 	}

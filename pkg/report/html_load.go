@@ -237,20 +237,10 @@ func (b *RecordBuilder) Data() (*Data, error) {
 
 // annotate adds the distributions (and goodput) of the records to s.
 func (b *RecordBuilder) annotate(s *metrics.Summary, dur time.Duration) error {
-	cdfs := map[string][][2]float64{}
-	for k, h := range map[string]*metrics.Hist{"ttft": b.col.TTFT, "tpot": b.col.TPOT, "itl": b.col.ITL, "e2e": b.col.E2E, "send_lag": b.col.Lag} {
-		if c := metrics.CDF(h); c != nil {
-			cdfs[k] = c
-		}
+	errs := []error{
+		s.SetExtra(metrics.KeyCDFs, b.col.CDFs()),
+		s.SetExtra(metrics.KeyLengths, metrics.LengthHistograms(b.inLen, b.outLen)),
 	}
-	lengths := map[string]*metrics.LengthBins{}
-	if l := b.inLen.Bins(40); l != nil {
-		lengths["input"] = l
-	}
-	if l := b.outLen.Bins(40); l != nil {
-		lengths["output"] = l
-	}
-	errs := []error{s.SetExtra(metrics.KeyCDFs, cdfs), s.SetExtra(metrics.KeyLengths, lengths)}
 	if b.good.SLO.Set() {
 		errs = append(errs, b.good.Annotate(s, dur))
 	}

@@ -470,21 +470,8 @@ func (m *monitor) annotate(sum *metrics.Summary, elapsed time.Duration) error {
 	if m.slo.Set() {
 		errs = append(errs, m.good.Annotate(sum, elapsed))
 	}
-	cdfs := map[string][][2]float64{}
-	for k, h := range map[string]*metrics.Hist{"ttft": m.col.TTFT, "tpot": m.col.TPOT, "itl": m.col.ITL, "e2e": m.col.E2E, "send_lag": m.col.Lag} {
-		if c := metrics.CDF(h); c != nil {
-			cdfs[k] = c
-		}
-	}
-	set(metrics.KeyCDFs, cdfs)
-	lengths := map[string]*metrics.LengthBins{}
-	if b := m.inLen.Bins(40); b != nil {
-		lengths["input"] = b
-	}
-	if b := m.outLen.Bins(40); b != nil {
-		lengths["output"] = b
-	}
-	set(metrics.KeyLengths, lengths)
+	set(metrics.KeyCDFs, m.col.CDFs())
+	set(metrics.KeyLengths, metrics.LengthHistograms(m.inLen, m.outLen))
 	if m.server != nil {
 		set(metrics.KeyServerMetrics, m.server)
 	}
