@@ -44,14 +44,10 @@ type Report struct {
 // instance (nInstances instances, ids 0…nInstances−1).
 func Analyze(reqs []Request, nInstances int, slots []int, policies []Policy, perInstance bool) Report {
 	var all []uint32
-	seen := map[uint32]bool{}
 	for _, r := range reqs {
 		all = append(all, r.Items...)
-		for _, it := range r.Items {
-			seen[it] = true
-		}
 	}
-	rep := Report{Requests: len(reqs), Accesses: len(all), Distinct: len(seen)}
+	rep := Report{Requests: len(reqs), Accesses: len(all), Distinct: distinct(all)}
 	runs := func(acc []uint32) []Run {
 		out := make([]Run, 0, len(slots)*len(policies))
 		for _, n := range slots {
@@ -81,11 +77,7 @@ func Analyze(reqs []Request, nInstances int, slots []int, policies []Policy, per
 		if count[id] == 0 {
 			continue
 		}
-		d := map[uint32]bool{}
-		for _, it := range acc {
-			d[it] = true
-		}
-		ir := InstanceReport{Instance: uint32(id), Requests: count[id], Accesses: len(acc), Distinct: len(d), Runs: runs(acc)}
+		ir := InstanceReport{Instance: uint32(id), Requests: count[id], Accesses: len(acc), Distinct: distinct(acc), Runs: runs(acc)}
 		for k, r := range ir.Runs {
 			tot := &rep.InstanceTotal[k]
 			tot.Slots, tot.Policy = r.Slots, r.Policy
@@ -97,4 +89,13 @@ func Analyze(reqs []Request, nInstances int, slots []int, policies []Policy, per
 		rep.InstanceTotal[k].HitRatio = rep.InstanceTotal[k].Counts.HitRatio()
 	}
 	return rep
+}
+
+// distinct is the number of distinct items of acc.
+func distinct(acc []uint32) int {
+	seen := map[uint32]bool{}
+	for _, it := range acc {
+		seen[it] = true
+	}
+	return len(seen)
 }

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -63,17 +64,6 @@ const (
 	maxGenAdapters = 1<<16 - 1
 )
 
-func (g *genColumns) intern(name string) uint32 {
-	id, ok := g.idx[name]
-	if !ok {
-		id = uint32(len(g.names))
-		name = strings.Clone(name)
-		g.names = append(g.names, name)
-		g.idx[name] = id
-	}
-	return id
-}
-
 // add stores r (already checked against the limits).
 func (g *genColumns) add(r *genRow) {
 	g.images = append(g.images, uint16(r.images))
@@ -81,10 +71,10 @@ func (g *genColumns) add(r *genRow) {
 	g.neg = append(g.neg, r.neg)
 	g.nlora = append(g.nlora, uint16(len(r.loras)))
 	for _, n := range r.loras {
-		g.ids = append(g.ids, g.intern(n))
+		g.ids = append(g.ids, intern(g.idx, &g.names, n))
 	}
 	for _, n := range r.controlnets {
-		g.ids = append(g.ids, g.intern(n))
+		g.ids = append(g.ids, intern(g.idx, &g.names, n))
 	}
 	g.off = append(g.off, len(g.ids))
 }
@@ -94,13 +84,7 @@ func (g *genColumns) permute(idx []int32) {
 	g.steps = permute(g.steps, idx)
 	g.neg = permute(g.neg, idx)
 	g.nlora = permute(g.nlora, idx)
-	off := make([]int, 1, len(g.off))
-	ids := make([]uint32, 0, len(g.ids))
-	for _, i := range idx {
-		ids = append(ids, g.ids[g.off[i]:g.off[i+1]]...)
-		off = append(off, len(ids))
-	}
-	g.off, g.ids = off, ids
+	g.off, g.ids = permuteRuns(g.off, g.ids, idx)
 }
 
 // check reports the first field of r beyond the limits.
@@ -232,12 +216,6 @@ func isLoRAHeader(has func(string) bool) bool {
 // readLoRA reads a GenTD26 lora_request_trace.csv after its header.
 func readLoRA(cr *csv.Reader, header []string, t *Trace, o *Options) error {
 	t.Format = AlibabaLoRA
-	name := func(def, override string) string {
-		if override != "" {
-			return override
-		}
-		return def
-	}
 	const (
 		cTS = iota
 		cIn
@@ -252,7 +230,7 @@ func readLoRA(cr *csv.Reader, header []string, t *Trace, o *Options) error {
 		nCols
 	)
 	names := [nCols]string{
-		name(loraTS, o.TimestampColumn), name(loraIn, o.InputColumn), name(loraModel, o.ModelColumn),
+		cmp.Or(o.TimestampColumn, loraTS), cmp.Or(o.InputColumn, loraIn), cmp.Or(o.ModelColumn, loraModel),
 		loraImages, loraSteps, loraCount, loraNeg, loraStatus, loraType, loraGroup,
 	}
 	var idx [nCols]int
@@ -266,10 +244,7 @@ func readLoRA(cr *csv.Reader, header []string, t *Trace, o *Options) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("replay: %s: line 1: %s format: no column %s in the header %q", t.Path, AlibabaLoRA, strings.Join(missing, ", no column "), clipHeader(header))
 	}
-	unit := DateTime
-	if o.Unit != UnitDefault {
-		unit = o.Unit
-	}
+	unit := cmp.Or(o.Unit, DateTime)
 	t.Unit = unit
 	b := newBuilder(t, o, columns{in: true, model: true, gen: true, instance: idx[cGroup] >= 0})
 	t.Skipped.FailedWhy = "predict_status other than SUCCEED"
@@ -385,30 +360,21 @@ func isT2IObject(v *fastjson.Value) bool {
 
 // t2iParser turns text-to-image objects into rows.
 type t2iParser struct {
-	t          *Trace
-	o          *Options
-	b          *builder
-	r          row
-	ts, model  string
-	unit       Unit
-	num        []byte
-	loraNames  []string
-	cnetNames  []string
-	nameBuffer []byte
+	t         *Trace
+	o         *Options
+	b         *builder
+	r         row
+	ts, model string
+	unit      Unit
+	num       []byte
+	loraNames []string
+	cnetNames []string
 }
 
 func newT2IParser(t *Trace, o *Options) *t2iParser {
 	t.Format = AlibabaT2I
-	p := &t2iParser{t: t, o: o, ts: t2iTS, model: t2iModel, unit: Seconds}
-	if o.TimestampColumn != "" {
-		p.ts = o.TimestampColumn
-	}
-	if o.ModelColumn != "" {
-		p.model = o.ModelColumn
-	}
-	if o.Unit != UnitDefault {
-		p.unit = o.Unit
-	}
+	p := &t2iParser{t: t, o: o, ts: cmp.Or(o.TimestampColumn, t2iTS),
+		model: cmp.Or(o.ModelColumn, t2iModel), unit: cmp.Or(o.Unit, Seconds)}
 	t.Unit = p.unit
 	p.b = newBuilder(t, o, columns{model: true, gen: true, instance: true})
 	return p
@@ -417,10 +383,15 @@ func newT2IParser(t *Trace, o *Options) *t2iParser {
 // text returns a scalar member as text: a string as it is, a number as
 // written; ok is false when the key is absent, null or not a scalar.
 func (p *t2iParser) text(v *fastjson.Value, key string) (string, bool) {
-	x := v.Get(key)
-	if x == nil {
-		return "", false
+	if x := v.Get(key); x != nil {
+		return p.scalar(x)
 	}
+	return "", false
+}
+
+// scalar returns a string as it is and a number as written; ok is false
+// for any other value.
+func (p *t2iParser) scalar(x *fastjson.Value) (string, bool) {
 	switch x.Type() {
 	case fastjson.TypeString:
 		return string(x.GetStringBytes()), true
@@ -444,15 +415,11 @@ func (p *t2iParser) names(v *fastjson.Value, key string, dst []string) ([]string
 		return dst, errors.New("want a list of names or null")
 	}
 	for j, e := range arr {
-		switch e.Type() {
-		case fastjson.TypeString:
-			dst = append(dst, string(e.GetStringBytes()))
-		case fastjson.TypeNumber:
-			p.num = e.MarshalTo(p.num[:0])
-			dst = append(dst, string(p.num))
-		default:
+		name, ok := p.scalar(e)
+		if !ok {
 			return dst, fmt.Errorf("element %d: want a name (string or number), got %s", j, clip(string(e.MarshalTo(nil))))
 		}
+		dst = append(dst, name)
 	}
 	return dst, nil
 }

@@ -3,6 +3,7 @@ package replay
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"encoding/csv"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -69,14 +71,14 @@ func Read(r io.Reader, name string, o Options) (*Trace, error) {
 		return nil, err
 	}
 	if t.Len() == 0 {
-		msg := "no usable row"
+		why := ""
 		if t.Skipped.Rows > 0 {
-			msg += fmt.Sprintf(" (%d skipped; first: %s)", t.Skipped.Rows, t.Skipped.First)
+			why += fmt.Sprintf(" (%d skipped; first: %s)", t.Skipped.Rows, t.Skipped.First)
 		}
 		if t.Skipped.Failed > 0 {
-			msg += fmt.Sprintf(" (%d failed requests left out; --keep-failed keeps them)", t.Skipped.Failed)
+			why += fmt.Sprintf(" (%d failed requests left out; --keep-failed keeps them)", t.Skipped.Failed)
 		}
-		return t, fmt.Errorf("replay: %s: %w%s", label, errNoRows, strings.TrimPrefix(msg, errNoRows.Error()))
+		return t, fmt.Errorf("replay: %s: %w%s", label, errNoRows, why)
 	}
 	return t, nil
 }
@@ -160,21 +162,11 @@ func specFor(f Format, o *Options) spec {
 		s.name[fIn], s.name[fOut] = "input_length", "output_length"
 		s.optional = true
 	}
-	if o.TimestampColumn != "" {
-		s.name[fTS] = o.TimestampColumn
-	}
-	if o.InputColumn != "" {
-		s.name[fIn] = o.InputColumn
-	}
-	if o.OutputColumn != "" {
-		s.name[fOut] = o.OutputColumn
-	}
-	if o.ModelColumn != "" {
-		s.name[fModel] = o.ModelColumn
-	}
-	if o.Unit != UnitDefault {
-		s.unit = o.Unit
-	}
+	s.name[fTS] = cmp.Or(o.TimestampColumn, s.name[fTS])
+	s.name[fIn] = cmp.Or(o.InputColumn, s.name[fIn])
+	s.name[fOut] = cmp.Or(o.OutputColumn, s.name[fOut])
+	s.name[fModel] = cmp.Or(o.ModelColumn, s.name[fModel])
+	s.unit = cmp.Or(o.Unit, s.unit)
 	return s
 }
 
@@ -237,7 +229,7 @@ func readCSV(br *bufio.Reader, t *Trace, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("replay: %s: header: %w", t.Path, err)
 	}
-	header = slicesClone(header)
+	header = slices.Clone(header) // the reader reuses the slice (ReuseRecord)
 	f := o.Format
 	if f == FormatAuto {
 		if f, err = detectCSV(header, o); err != nil {
@@ -324,14 +316,6 @@ func eachCSVRecord(cr *csv.Reader, t *Trace, b *builder, fn func(line int, rec [
 			return err
 		}
 	}
-}
-
-func slicesClone(s []string) []string {
-	out := make([]string, len(s))
-	for i, v := range s {
-		out[i] = strings.Clone(v)
-	}
-	return out
 }
 
 // rowParser turns fields into stored rows, following a spec.
@@ -435,8 +419,6 @@ func (p *rowParser) colPresent(k int) bool {
 		return p.t.images != nil
 	case fBurst:
 		return p.t.burst != nil
-	case fModel:
-		return p.t.model != nil
 	}
 	return false
 }

@@ -395,14 +395,7 @@ func (b *builder) add(r *row) error {
 		t.images = append(t.images, uint16(r.images))
 	}
 	if t.model != nil {
-		id, ok := b.modelIdx[r.model]
-		if !ok {
-			id = uint32(len(t.models))
-			name := strings.Clone(r.model)
-			t.models = append(t.models, name)
-			b.modelIdx[name] = id
-		}
-		t.model = append(t.model, id)
+		t.model = append(t.model, intern(b.modelIdx, &t.models, r.model))
 	}
 	if t.burst != nil {
 		t.burst = append(t.burst, r.burst)
@@ -415,21 +408,27 @@ func (b *builder) add(r *row) error {
 		t.gen.add(&r.gen)
 	}
 	if t.inst != nil {
-		id, ok := b.instIdx[r.instance]
-		if !ok {
-			id = uint32(len(t.insts))
-			name := strings.Clone(r.instance)
-			t.insts = append(t.insts, name)
-			b.instIdx[name] = id
-		}
-		t.inst = append(t.inst, id)
+		t.inst = append(t.inst, intern(b.instIdx, &t.insts, r.instance))
 	}
 	return nil
 }
 
+// intern returns name's id: its index in *names, where a copy of it (the
+// row's text may alias a reused buffer) is appended on first sight.
+func intern(idx map[string]uint32, names *[]string, name string) uint32 {
+	id, ok := idx[name]
+	if !ok {
+		id = uint32(len(*names))
+		name = strings.Clone(name)
+		*names = append(*names, name)
+		idx[name] = id
+	}
+	return id
+}
+
 // finish sorts the rows by time if needed and makes times relative to the
 // first row.
-func (b *builder) finish() *Trace {
+func (b *builder) finish() {
 	t := b.t
 	if b.unordered {
 		b.sort()
@@ -441,7 +440,6 @@ func (b *builder) finish() *Trace {
 			t.at[i] -= lead
 		}
 	}
-	return t
 }
 
 // sort orders the rows by time, stably, by sorting an index and applying
@@ -466,13 +464,7 @@ func (b *builder) sort() {
 		t.burst = permute(t.burst, idx)
 	}
 	if t.blockOff != nil {
-		off := make([]int, 1, len(t.blockOff))
-		blocks := make([]uint64, 0, len(t.blocks))
-		for _, i := range idx {
-			blocks = append(blocks, t.blocks[t.blockOff[i]:t.blockOff[i+1]]...)
-			off = append(off, len(blocks))
-		}
-		t.blockOff, t.blocks = off, blocks
+		t.blockOff, t.blocks = permuteRuns(t.blockOff, t.blocks, idx)
 	}
 	if t.gen != nil {
 		t.gen.permute(idx)
@@ -488,6 +480,18 @@ func permute[T any](s []T, idx []int32) []T {
 		out[j] = s[i]
 	}
 	return out
+}
+
+// permuteRuns is permute for a column of variable-length runs: row i's
+// values are vals[off[i]:off[i+1]].
+func permuteRuns[T any](off []int, vals []T, idx []int32) ([]int, []T) {
+	newOff := make([]int, 1, len(off))
+	newVals := make([]T, 0, len(vals))
+	for _, i := range idx {
+		newVals = append(newVals, vals[off[i]:off[i+1]]...)
+		newOff = append(newOff, len(newVals))
+	}
+	return newOff, newVals
 }
 
 // errNoRows is returned when a trace has no usable row.
