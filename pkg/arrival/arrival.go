@@ -78,13 +78,16 @@ const (
 	StreamParams  uint64 = 5
 )
 
+// maxSeconds is the longest offset a time.Duration holds, in seconds.
+const maxSeconds = float64(math.MaxInt64) / 1e9
+
 // Seconds converts a non-negative offset in seconds to a Duration, rounding
 // to the nanosecond and saturating instead of overflowing.
 func Seconds(s float64) time.Duration {
 	if s <= 0 || math.IsNaN(s) {
 		return 0
 	}
-	if s >= float64(math.MaxInt64)/1e9 {
+	if s >= maxSeconds {
 		return time.Duration(math.MaxInt64)
 	}
 	return time.Duration(math.Round(s * 1e9))

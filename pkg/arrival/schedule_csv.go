@@ -74,9 +74,6 @@ func appendCSVField(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// maxSeconds bounds time_s: the longest offset a time.Duration holds.
-const maxSeconds = float64(1<<63-1) / 1e9
-
 // ReadCSV parses a schedule CSV written by WriteCSV. Errors name the line.
 func ReadCSV(r io.Reader) ([]Arrival, error) {
 	cr := csv.NewReader(r)
@@ -111,6 +108,7 @@ func ReadCSV(r io.Reader) ([]Arrival, error) {
 		}
 		a.Index = num("index", 0)
 		sec, err := strconv.ParseFloat(rec[1], 64)
+		// Below maxSeconds: Seconds would saturate rather than fail.
 		if err != nil || !(sec >= 0 && sec < maxSeconds) {
 			errs = append(errs, fmt.Errorf("time_s: invalid %q (want seconds ≥ 0)", rec[1]))
 		}

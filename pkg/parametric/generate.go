@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"time"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -90,8 +89,7 @@ type generator struct {
 	winEnd  float64 // end of the current window on the process clock
 	gamma   distuv.Gamma
 	ek      float64
-	bursts  *burstSampler
-	burstR  *rand.Rand // burst offsets (the bursts' stream)
+	bursts  *burstSampler // its source also draws the burst offsets
 	pend    pendingHeap
 	offs    []float64
 	seq     uint64
@@ -113,9 +111,7 @@ func newGenerator(c Config) *generator {
 	g.windows = c.Plan.source(c.Seed)
 	g.gamma.Src = arrival.Rand(c.Seed, arrival.StreamTimes)
 	if c.NB != nil {
-		br := arrival.Rand(c.Seed, arrival.StreamBursts)
-		g.bursts = newBurstSampler(*c.NB, br)
-		g.burstR = br
+		g.bursts = newBurstSampler(*c.NB, arrival.Rand(c.Seed, arrival.StreamBursts))
 	}
 	g.setWindow(g.windows.next())
 	return g
@@ -187,7 +183,7 @@ func (g *generator) burst(wall float64, id int64) {
 	k := g.bursts.draw()
 	g.offs = g.offs[:0]
 	for range k - 1 {
-		u := g.burstR.Float64() * burstWidth
+		u := g.bursts.src.Float64() * burstWidth
 		// insertion sort: bursts are small
 		i := len(g.offs)
 		g.offs = append(g.offs, u)

@@ -45,17 +45,10 @@ func ReadLengthPairs(r io.Reader, name, inCol, outCol string) (*LengthPairs, err
 	if err != nil {
 		return nil, &ParseError{File: name, Line: csvLine(err, 1), Err: csvCause(err)}
 	}
-	iIn, iOut := -1, -1
-	for i, h := range head {
-		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
-		if h == inCol && iIn < 0 {
-			iIn = i
-		}
-		if h == outCol && iOut < 0 {
-			iOut = i
-		}
-	}
-	if iIn < 0 || iOut < 0 {
+	col := headerColumns(head)
+	iIn, okIn := col[inCol]
+	iOut, okOut := col[outCol]
+	if !okIn || !okOut {
 		return nil, &ParseError{File: name, Line: 1, Err: fmt.Errorf("header %q lacks %s or %s", strings.Join(head, ","), inCol, outCol)}
 	}
 	lp := &LengthPairs{}

@@ -47,12 +47,7 @@ func (n NB) Validate() error {
 
 // P0 is the probability of K = 0 under the untruncated model:
 // (1 + Alpha·Mu)^(−1/Alpha), or e^(−Mu) for Alpha 0.
-func (n NB) P0() float64 {
-	if n.Alpha == 0 {
-		return math.Exp(-n.Mu)
-	}
-	return math.Exp(-math.Log1p(n.Alpha*n.Mu) / n.Alpha)
-}
+func (n NB) P0() float64 { return math.Exp(logP0(n)) }
 
 // Mean is E[K | K ≥ 1] = Mu / (1 − P0): the mean burst size, by which
 // event gaps are stretched.

@@ -81,13 +81,7 @@ func ReadGammaCSV(r io.Reader, name string, c Columns) (*Table, error) {
 	if err != nil {
 		return nil, perr(csvLine(err, 1), "", csvCause(err))
 	}
-	col := map[string]int{}
-	for i, h := range head {
-		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
-		if _, dup := col[h]; !dup {
-			col[h] = i
-		}
-	}
+	col := headerColumns(head)
 	var missing []string
 	for _, n := range []string{c.Shape, c.Scale} {
 		if _, ok := col[n]; !ok {
@@ -195,6 +189,19 @@ func checkRow(r Row, bounds bool, prevEnd float64, c Columns) *fieldErr {
 		return &fieldErr{c.WindowStart, fmt.Errorf("%g ms is before the previous window's end (%g ms): windows must be sorted and not overlap", r.StartMS, prevEnd)}
 	}
 	return nil
+}
+
+// headerColumns maps each name of a CSV header (trimmed, without a byte
+// order mark) to its first column.
+func headerColumns(head []string) map[string]int {
+	col := map[string]int{}
+	for i, h := range head {
+		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
+		if _, dup := col[h]; !dup {
+			col[h] = i
+		}
+	}
+	return col
 }
 
 func csvLine(err error, def int) int {

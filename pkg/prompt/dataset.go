@@ -187,11 +187,8 @@ func (c *lineCounter) entryError(start int64, i int, err error) error {
 	}
 	// The decoder's syntax error offsets do not count the bytes it skipped
 	// between elements: find the error again in the element's own bytes.
-	k := c.index(start)
-	v := c.buf[k:]
-	for len(v) > 0 && (v[0] == ',' || v[0] == ' ' || v[0] == '\t' || v[0] == '\r' || v[0] == '\n') {
-		v, k = v[1:], k+1
-	}
+	v := bytes.TrimLeft(c.buf[c.index(start):], ", \t\r\n")
+	k := len(c.buf) - len(v)
 	var raw json.RawMessage
 	var se *json.SyntaxError
 	if rerr := json.NewDecoder(bytes.NewReader(v)).Decode(&raw); errors.As(rerr, &se) && se.Offset > 0 {
@@ -232,11 +229,11 @@ func CountWords(s string) int {
 // appendText writes prompt i mod Len, trimmed or repeated to n words and
 // JSON-escaped (FineServe's adjust_prompt_to_target_length, in words).
 func (d *Dataset) appendText(dst []byte, i int64, n int) []byte {
-	p := d.Prompts[int(i%int64(len(d.Prompts)))]
+	words := strings.Fields(d.Prompts[int(i%int64(len(d.Prompts)))])
 	written := 0
 	for written < n {
 		start := written
-		for _, w := range strings.Fields(p) {
+		for _, w := range words {
 			if written > 0 {
 				dst = append(dst, ' ')
 			}
