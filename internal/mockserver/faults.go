@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,11 +87,7 @@ type FaultConfig struct {
 func ParseFault(s string) (Fault, error) {
 	kind, rate, hasRate := strings.Cut(strings.TrimSpace(s), ":")
 	f := Fault{Kind: strings.ToLower(strings.TrimSpace(kind)), Rate: 1}
-	known := false
-	for _, k := range FaultKinds {
-		known = known || k == f.Kind
-	}
-	if !known {
+	if !slices.Contains(FaultKinds, f.Kind) {
 		return Fault{}, fmt.Errorf("fault %q: unknown kind %q (want one of %s)", s, kind, strings.Join(FaultKinds, ", "))
 	}
 	if hasRate {
@@ -309,11 +306,7 @@ func (s *Server) faultBody(ctx context.Context, w http.ResponseWriter, kind stri
 			b = g.appendChunk(b, k)
 		}
 		if g.req.usage {
-			b = append(b, "data: "...)
-			b = g.head(b, true)
-			b = append(b, `,"choices":[],`...)
-			b = g.appendUsage(b)
-			b = append(b, "}\n\n"...)
+			b = g.appendUsageChunk(b)
 		}
 		w.Write(b)
 	case FaultStall:

@@ -92,14 +92,15 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		return
 	}
 	defer s.release()
+	cached := 0
 	if s.prefix != nil {
-		req.cached = s.prefix.admit(req.blocks, req.promptTokens)
+		cached = s.prefix.admit(req.blocks, req.promptTokens)
 	}
 	out := s.outputTokens(req, id)
 	defer s.kv.hold(req.promptTokens + out)()
-	first := time.Now().Add(s.cfg.TTFT + time.Duration(req.promptTokens-req.cached)*s.cfg.PrefillPerToken)
+	first := time.Now().Add(s.cfg.TTFT + time.Duration(req.promptTokens-cached)*s.cfg.PrefillPerToken)
 
-	g := generation{s: s, req: req, chat: chat, out: out, id: id, created: time.Now().Unix(), cached: req.cached}
+	g := generation{s: s, req: req, chat: chat, out: out, id: id, created: time.Now().Unix(), cached: cached}
 	if faultWritesBody(fault, req.stream) {
 		s.faultBody(ctx, w, fault, &g, first)
 		return
@@ -216,6 +217,16 @@ func (g *generation) appendUsage(b []byte) []byte {
 	return append(b, "}}"...)
 }
 
+// appendUsageChunk appends the SSE event that carries the usage, after the
+// last token.
+func (g *generation) appendUsageChunk(b []byte) []byte {
+	b = append(b, "data: "...)
+	b = g.head(b, true)
+	b = append(b, `,"choices":[],`...)
+	b = g.appendUsage(b)
+	return append(b, "}\n\n"...)
+}
+
 // stream writes the event stream; it reports false if the client left.
 func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first time.Time) bool {
 	h := w.Header()
@@ -261,11 +272,7 @@ func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first ti
 		b = g.appendChunk(b, k)
 	}
 	if g.req.usage {
-		b = append(b, "data: "...)
-		b = g.head(b, true)
-		b = append(b, `,"choices":[],`...)
-		b = g.appendUsage(b)
-		b = append(b, "}\n\n"...)
+		b = g.appendUsageChunk(b)
 	}
 	b = append(b, "data: [DONE]\n\n"...)
 	_, err := w.Write(b)

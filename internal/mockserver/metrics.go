@@ -34,9 +34,6 @@ func (k *kvCache) init(capacity int) {
 // hold reserves n tokens and returns the function that releases them.
 func (k *kvCache) hold(n int) func() {
 	k.mu.Lock()
-	if k.capacity == 0 {
-		k.capacity = DefaultKVCacheTokens
-	}
 	if k.held+int64(n) > k.capacity {
 		k.preemptions++
 	}

@@ -140,7 +140,7 @@ func (b *blockHasher) words(s []byte) {
 	var h uint64
 	in := false
 	for _, c := range s {
-		sp := c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
+		sp := isSpace(c)
 		switch {
 		case !sp && !in:
 			h = (0xcbf29ce484222325 ^ uint64(c)) * 0x100000001b3

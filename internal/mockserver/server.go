@@ -207,7 +207,6 @@ type request struct {
 	stream       bool
 	usage        bool
 	blocks       []uint64 // prefix cache block hashes (prefixcache.go)
-	cached       int
 }
 
 // parse reads a completion or chat request body.
@@ -304,16 +303,22 @@ func (s *Server) countContent(c *fastjson.Value, req *request) error {
 	return nil
 }
 
+// countWords counts a prompt's tokens: its whitespace-separated words.
 func countWords(b []byte) int {
 	n, in := 0, false
 	for _, c := range b {
-		sp := c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
+		sp := isSpace(c)
 		if !sp && !in {
 			n++
 		}
 		in = !sp
 	}
 	return n
+}
+
+// isSpace reports whether c separates words (tokens) of a prompt.
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
 }
 
 func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {

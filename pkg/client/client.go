@@ -83,7 +83,6 @@ type Client struct {
 	images  bool // openai-images (images.go)
 	http    *http.Client
 	header  http.Header
-	head    []byte // body prefix up to the model value
 	extra   []byte // ",k:v,…" members of ExtraBody
 	omit    map[string]bool
 	buffers sync.Pool

@@ -4,28 +4,25 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 )
 
 // faultServer starts the built-in server injecting one fault kind into
-// every generation request.
-func faultServer(t *testing.T, kind string, delay time.Duration) *httptest.Server {
+// every generation request, and returns its base URL.
+func faultServer(t *testing.T, kind string, delay time.Duration) string {
 	t.Helper()
-	srv, err := mockserver.New(mockserver.Config{
+	_, port := mocktest.Start(t, mockserver.Config{
 		Models: []string{"m"}, ITL: time.Millisecond,
 		Faults: mockserver.FaultConfig{Faults: []mockserver.Fault{{Kind: kind, Rate: 1}}, Delay: delay},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return hs
+	return "http://127.0.0.1:" + strconv.Itoa(port)
 }
 
 func faultClient(t *testing.T, url string, cfg Config) *Client {
@@ -84,9 +81,9 @@ func TestEveryFaultIsClassified(t *testing.T) {
 			name += "/stall-timeout"
 		}
 		t.Run(name, func(t *testing.T) {
-			hs := faultServer(t, tc.kind, 10*short)
+			url := faultServer(t, tc.kind, 10*short)
 			tc.cfg.Stream = tc.stream
-			c := faultClient(t, hs.URL, tc.cfg)
+			c := faultClient(t, url, tc.cfg)
 			for i := range 3 { // fresh and reused connections
 				res := faultDo(c)
 				if res.ErrorClass != tc.class || !strings.Contains(res.Error, tc.message) {
@@ -107,8 +104,8 @@ func TestEveryFaultIsClassified(t *testing.T) {
 // not an error, when no timeout is set.
 func TestSlowHeadersWithoutTimeoutSucceeds(t *testing.T) {
 	delay := 100 * time.Millisecond
-	hs := faultServer(t, mockserver.FaultSlowHeaders, delay)
-	res := faultDo(faultClient(t, hs.URL, Config{Stream: true}))
+	url := faultServer(t, mockserver.FaultSlowHeaders, delay)
+	res := faultDo(faultClient(t, url, Config{Stream: true}))
 	if !res.OK() || res.TTFT() < delay {
 		t.Errorf("class %q (%s), ttft %v: want success with ttft ≥ %v", res.ErrorClass, res.Error, res.TTFT(), delay)
 	}
@@ -189,16 +186,16 @@ func TestRetries(t *testing.T) {
 	})
 	for _, kind := range []string{mockserver.FaultReset, mockserver.FaultStall, mockserver.FaultGarbageSSE} {
 		t.Run(kind+" is not retried", func(t *testing.T) {
-			hs := faultServer(t, kind, 0)
-			res := faultDo(faultClient(t, hs.URL, Config{Stream: true, Retries: 3, StallTimeout: 100 * time.Millisecond}))
+			url := faultServer(t, kind, 0)
+			res := faultDo(faultClient(t, url, Config{Stream: true, Retries: 3, StallTimeout: 100 * time.Millisecond}))
 			if res.OK() || res.Retries != 0 {
 				t.Errorf("class %q retries %d: want a failure without retry", res.ErrorClass, res.Retries)
 			}
 		})
 	}
 	t.Run("refused connections are retried", func(t *testing.T) {
-		hs := faultServer(t, mockserver.FaultRefuse, 0)
-		res := faultDo(faultClient(t, hs.URL, Config{Stream: true, Retries: 2}))
+		url := faultServer(t, mockserver.FaultRefuse, 0)
+		res := faultDo(faultClient(t, url, Config{Stream: true, Retries: 2}))
 		if res.ErrorClass != ErrConnect || res.Retries != 2 {
 			t.Errorf("class %q retries %d: want connect after 2 retries", res.ErrorClass, res.Retries)
 		}
@@ -220,8 +217,8 @@ func TestRetryAfter(t *testing.T) {
 }
 
 func TestRunStopCancelsInFlight(t *testing.T) {
-	hs := faultServer(t, mockserver.FaultStall, 0)
-	c := faultClient(t, hs.URL, Config{Stream: true})
+	url := faultServer(t, mockserver.FaultStall, 0)
+	c := faultClient(t, url, Config{Stream: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	res := &Result{}
 	res.Reset()
