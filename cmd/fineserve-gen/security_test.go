@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 // leakKey is the key the leak test hands the tool; nothing it writes may
@@ -216,7 +217,7 @@ func TestTLSVerification(t *testing.T) {
 // 127.0.0.1 only; bad --fault values are usage errors.
 func TestMockServerBindsLoopback(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	stderr := &lockedBuffer{}
+	stderr := &testenv.SyncBuffer{}
 	done := make(chan int)
 	go func() {
 		done <- mockServerCommand(ctx, []string{"--port", "0", "--fault", "http_503:0.5"}, io.Discard, stderr)

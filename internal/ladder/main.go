@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -134,6 +135,13 @@ func (m *mock) cpu() time.Duration {
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }
 
+// clientArgs is the command line of a quiet, seeded run against the mock
+// on port, without warm-up, writing its summary to summaryFile; args follow.
+func clientArgs(port int, summaryFile string, args ...string) []string {
+	return append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--seed", "1",
+		"--disable-tqdm", "--quiet", "--warmup-requests", "0", "--summary-json", summaryFile}, args...)
+}
+
 // client runs fineserve-gen once and returns its summary and resources.
 func client(bin string, port int, args ...string) (summary, time.Duration, float64, time.Time, error) {
 	dir, err := os.MkdirTemp("", "ladder")
@@ -142,9 +150,7 @@ func client(bin string, port int, args ...string) (summary, time.Duration, float
 	}
 	defer os.RemoveAll(dir)
 	sf := filepath.Join(dir, "s.json")
-	all := append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--seed", "1",
-		"--disable-tqdm", "--quiet", "--warmup-requests", "0", "--summary-json", sf}, args...)
-	cmd := exec.Command(bin, all...)
+	cmd := exec.Command(bin, clientArgs(port, sf, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	t0 := time.Now()
@@ -315,7 +321,7 @@ func machine() string {
 			break
 		}
 	}
-	return fmt.Sprintf("%d CPUs (%s)", numCPU(), model)
+	return fmt.Sprintf("%d CPUs (%s)", runtime.NumCPU(), model)
 }
 
 // replotFile redraws the lag plot from a saved ladder.json.

@@ -3,14 +3,11 @@ package main
 import (
 	"fmt"
 	"image/color"
-	"runtime"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 )
-
-func numCPU() int { return runtime.NumCPU() }
 
 // plotLag draws send lag (p50, p99, max) against the offered rate, with the
 // goals, as an SVG.

@@ -43,11 +43,10 @@ func runSoak(bin string, n int64, rate float64, tokens, input int) error {
 	}
 	defer os.RemoveAll(dir)
 	sf := filepath.Join(dir, "s.json")
-	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", strconv.Itoa(m.port), "--seed", "1",
-		"--disable-tqdm", "--quiet", "--warmup-requests", "0", "--summary-json", sf,
+	cmd := exec.Command(bin, clientArgs(m.port, sf,
 		"--random-input-len", strconv.Itoa(input), "--random-output-len", strconv.Itoa(tokens),
 		"--request-rate", strconv.FormatFloat(rate, 'g', -1, 64), "--num-prompts", strconv.FormatInt(n, 10),
-		"--results-jsonl", filepath.Join(dir, "r.jsonl"))
+		"--results-jsonl", filepath.Join(dir, "r.jsonl"))...)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	if err := cmd.Start(); err != nil {

@@ -61,8 +61,8 @@ type Exporter struct {
 // Go runtime's and the process's.
 func New(cfg Config) *Exporter {
 	reg := prometheus.NewRegistry()
-	f := func(name string) prometheus.Opts {
-		return prometheus.Opts{Namespace: Namespace, Name: name, ConstLabels: cfg.Labels}
+	opts := func(name, help string) prometheus.Opts {
+		return prometheus.Opts{Namespace: Namespace, Name: name, Help: help, ConstLabels: cfg.Labels}
 	}
 	hist := func(name, help string, lo, hi float64) prometheus.Histogram {
 		return prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -70,11 +70,7 @@ func New(cfg Config) *Exporter {
 			Buckets: niceBuckets(lo, hi),
 		})
 	}
-	counterOpts := func(name, help string) prometheus.CounterOpts {
-		o := f(name)
-		o.Help = help
-		return prometheus.CounterOpts(o)
-	}
+	counterOpts := func(name, help string) prometheus.CounterOpts { return prometheus.CounterOpts(opts(name, help)) }
 	e := &Exporter{
 		reg: reg,
 		requests: prometheus.NewCounterVec(counterOpts("requests_total",
@@ -89,28 +85,22 @@ func New(cfg Config) *Exporter {
 		inTokens:  prometheus.NewCounter(counterOpts("input_tokens_total", "Prompt tokens of completed requests (target sizes).")),
 		outTokens: prometheus.NewCounter(counterOpts("output_tokens_total", "Output tokens of completed requests (server usage, else chunks).")),
 		good:      prometheus.NewCounter(counterOpts("goodput_requests_total", "Requests that met every --goodput target.")),
-		saturated: prometheus.NewGauge(prometheus.GaugeOpts(func() prometheus.Opts {
-			o := f("client_saturated")
-			o.Help = "1 while the last closed report interval showed the client falling behind (send lag p99 over 1 ms or CPU saturated)."
-			return o
-		}())),
+		saturated: prometheus.NewGauge(prometheus.GaugeOpts(opts("client_saturated",
+			"1 while the last closed report interval showed the client falling behind (send lag p99 over 1 ms or CPU saturated)."))),
 		byClass: map[string]prometheus.Counter{},
 		byCode:  map[int][2]prometheus.Counter{},
 	}
 	reg.MustRegister(e.requests, e.errs, e.ttft, e.tpot, e.itl, e.e2e, e.lag, e.inTokens, e.outTokens, e.good, e.saturated)
 	if cfg.InFlight != nil {
-		o := f("requests_in_flight")
-		o.Help = "Requests being sent or streamed now."
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts(o), func() float64 { return float64(cfg.InFlight()) }))
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("requests_in_flight", "Requests being sent or streamed now.")),
+			func() float64 { return float64(cfg.InFlight()) }))
 	}
 	if cfg.Dispatched != nil {
-		o := f("requests_dispatched_total")
-		o.Help = "Arrivals handed to a sender at their due time (or later, when the client falls behind)."
-		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts(o), func() float64 { return float64(cfg.Dispatched()) }))
+		reg.MustRegister(prometheus.NewCounterFunc(counterOpts("requests_dispatched_total",
+			"Arrivals handed to a sender at their due time (or later, when the client falls behind)."),
+			func() float64 { return float64(cfg.Dispatched()) }))
 	}
-	o := f("requests_scheduled")
-	o.Help = "Requests in the run's schedule."
-	sched := prometheus.NewGauge(prometheus.GaugeOpts(o))
+	sched := prometheus.NewGauge(prometheus.GaugeOpts(opts("requests_scheduled", "Requests in the run's schedule.")))
 	sched.Set(float64(cfg.Scheduled))
 	reg.MustRegister(sched)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

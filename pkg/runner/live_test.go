@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,24 +22,6 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 var liveLineRE = regexp.MustCompile(`(?m)^\[\d\d:\d\d–\d\d:\d\d\] offered [\d.]+/s achieved [\d.]+/s in flight \d+ errors \d+ \| `)
 
@@ -63,7 +44,7 @@ func TestLiveOutputWindowsReportAndMetrics(t *testing.T) {
 	o.Observe.MetricsAddr = "127.0.0.1:0"
 	o.Observe.ReportHTML = filepath.Join(dir, "report.html")
 	o.SummaryJSON = filepath.Join(dir, "summary.json")
-	var errb syncBuffer
+	var errb testenv.SyncBuffer
 	var out bytes.Buffer
 	type ran struct {
 		sum *metrics.Summary
@@ -206,7 +187,7 @@ func TestProgressBarOnATerminal(t *testing.T) {
 		o.RequestRate, o.NumPrompts, o.NumPromptsSet = 50, 40, true
 		o.RandomInputLen, o.RandomOutputLen = 16, 4
 		o.Observe.ReportInterval = 200 * time.Millisecond
-		var errb syncBuffer
+		var errb testenv.SyncBuffer
 		if _, err := Run(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &errb, Terminal: true}); err != nil {
 			t.Fatal(err)
 		}

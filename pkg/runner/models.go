@@ -6,11 +6,9 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
-	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/routing"
 )
 
@@ -117,11 +115,7 @@ func routeModels(o *Options, seed uint64, log *logger, w *workload, s arrival.Sc
 		}
 	}
 	if m.Strategy != routing.Default || len(w.traceModels) > 0 || o.isImages() {
-		models := metrics.NewGroups(func(r *client.Result) string { return r.Model })
-		w.observe = append(w.observe, models.Add)
-		w.annotate = append(w.annotate, func(sum *metrics.Summary, elapsed time.Duration) error {
-			return sum.SetExtra("per_model", models.Summary(elapsed))
-		})
+		w.breakdown("per_model", func(r *client.Result) string { return r.Model })
 	}
 	return m.Apply(s, seed), nil
 }

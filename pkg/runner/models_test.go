@@ -424,3 +424,32 @@ func TestModelOptionErrors(t *testing.T) {
 		t.Fatalf("dry run: %v", err)
 	}
 }
+
+// TestMergeStateKeepsPerModel: a run's merge state holds the same per-model
+// breakdown its summary shows, so merged shards can rebuild per_model.
+func TestMergeStateKeepsPerModel(t *testing.T) {
+	port := startMock(t, mockserver.Config{Models: []string{"a", "b"}})
+	o := testOptions(port)
+	o.RequestRate = math.Inf(1)
+	o.NumPrompts, o.NumPromptsSet = 40, true
+	o.Models.Map = "round-robin"
+	o.Models.Served = []string{"a", "b"}
+	sum, _ := run(t, o)
+	pm := perModel(t, sum)
+	var st metrics.MergeState
+	if ok, err := sum.GetExtra(metrics.KeyMergeState, &st); !ok || err != nil {
+		t.Fatalf("no merge state: %v", err)
+	}
+	kept := st.Groups["per_model"]
+	if len(pm) != 2 || len(kept) != 2 {
+		t.Fatalf("per_model %v; merge state keeps %d groups", pm, len(kept))
+	}
+	for name, g := range pm {
+		if g.Completed != 20 || kept[name].Completed != g.Completed || kept[name].InputTokens == 0 {
+			t.Errorf("%s: summary %d completed, merge state %+v", name, g.Completed, kept[name])
+		}
+	}
+	if _, ok := st.Groups["per_kind"]; ok {
+		t.Errorf("merge state keeps per_kind, which the summary does not show")
+	}
+}

@@ -104,9 +104,7 @@ func num(v float64) string {
 	switch {
 	case math.IsNaN(v) || math.IsInf(v, 0):
 		return "-"
-	case v >= 1000 || v == 0:
-		return fmt.Sprintf("%.0f", v)
-	case v >= 100:
+	case v >= 100 || v == 0:
 		return fmt.Sprintf("%.0f", v)
 	case v >= 10:
 		return fmt.Sprintf("%.1f", v)

@@ -206,11 +206,7 @@ func replaySchedule(o *Options, seed uint64, log *logger, w *workload) (arrival.
 		if clamped > 0 {
 			log.Warnf("replay: %d image request(s) have a context no larger than their images (%d tokens each): their text is 1 token", clamped, img.TokensPerImage)
 		}
-		kinds := metrics.NewGroups(requestKind)
-		w.observe = append(w.observe, kinds.Add)
-		w.annotate = append(w.annotate, func(sum *metrics.Summary, elapsed time.Duration) error {
-			return sum.SetExtra("per_kind", kinds.Summary(elapsed))
-		})
+		w.breakdown("per_kind", requestKind)
 	}
 	w.annotate = append(w.annotate, func(sum *metrics.Summary, _ time.Duration) error {
 		return sum.SetExtra("replay", info)

@@ -44,6 +44,23 @@ type workload struct {
 	scheduleModels bool
 	// hash is the whole (unsharded) schedule's hash (shard.go).
 	hash *scheduleHash
+	// groups are the summary's breakdowns by their key (per_model,
+	// per_kind), which the merge state also keeps (shard.go).
+	groups map[string]*metrics.Groups
+}
+
+// breakdown registers a breakdown of the results by group, added to the
+// summary under key.
+func (w *workload) breakdown(key string, group func(*client.Result) string) {
+	g := metrics.NewGroups(group)
+	w.observe = append(w.observe, g.Add)
+	w.annotate = append(w.annotate, func(sum *metrics.Summary, elapsed time.Duration) error {
+		return sum.SetExtra(key, g.Summary(elapsed))
+	})
+	if w.groups == nil {
+		w.groups = map[string]*metrics.Groups{}
+	}
+	w.groups[key] = g
 }
 
 // buildSchedule returns the schedule of o's mode, cut to its length and

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -174,31 +173,22 @@ func (h *scheduleHash) result() (sum string, n int64, ok bool) {
 }
 
 // shardRecorder keeps what a run's summary needs to merge with other
-// copies' (metrics.MergeState): the states of the closed windows, and the
-// breakdowns per model and per kind with their distributions.
+// copies' (metrics.MergeState): the states of the closed windows; the
+// breakdowns and distributions are the run's own (wl.groups, the monitor's).
 type shardRecorder struct {
-	o        *Options
-	wl       *workload
-	mon      *monitor
-	col      *metrics.Collector
-	perModel *metrics.Groups
-	perKind  *metrics.Groups
-	windows  []metrics.WindowState
-	err      error
+	o       *Options
+	wl      *workload
+	mon     *monitor
+	col     *metrics.Collector
+	windows []metrics.WindowState
+	err     error
 }
 
-// watchShard starts recording the run's merge state: it observes every
-// result, keeps each window's distributions when the monitor closes it,
-// and annotates the summary last. Call it before the collector starts.
+// watchShard starts recording the run's merge state: it keeps each
+// window's distributions when the monitor closes it, and annotates the
+// summary last. Call it before the monitor begins.
 func watchShard(o *Options, wl *workload, mon *monitor, col *metrics.Collector) *shardRecorder {
-	r := &shardRecorder{
-		o: o, wl: wl, mon: mon, col: col,
-		// The same keys as the breakdowns the summary shows (models.go,
-		// replay.go); only those the summary holds are kept.
-		perModel: metrics.NewGroups(func(r *client.Result) string { return r.Model }),
-		perKind:  metrics.NewGroups(requestKind),
-	}
-	wl.observe = append(wl.observe, r.observe)
+	r := &shardRecorder{o: o, wl: wl, mon: mon, col: col}
 	closeWindow := mon.win.onClose
 	mon.win.onClose = func(p *period) {
 		closeWindow(p)
@@ -212,11 +202,6 @@ func watchShard(o *Options, wl *workload, mon *monitor, col *metrics.Collector) 
 	}
 	wl.annotate = append(wl.annotate, r.annotate)
 	return r
-}
-
-func (r *shardRecorder) observe(res *client.Result) {
-	r.perModel.Add(res)
-	r.perKind.Add(res)
 }
 
 // annotate adds the run's identity and merge state to the summary: the
@@ -234,8 +219,8 @@ func (r *shardRecorder) annotate(sum *metrics.Summary, elapsed time.Duration) er
 		errs = append(errs, sum.SetExtra(metrics.KeyStartAt, r.o.StartAt.UTC().Format(time.RFC3339Nano)))
 	}
 	groups := map[string]*metrics.Groups{}
-	for k, g := range map[string]*metrics.Groups{"per_model": r.perModel, "per_kind": r.perKind} {
-		if _, ok := sum.Extra[k]; ok {
+	for k, g := range r.wl.groups {
+		if _, ok := sum.Extra[k]; ok { // only those the summary holds
 			groups[k] = g
 		}
 	}

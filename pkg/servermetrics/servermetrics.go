@@ -119,16 +119,29 @@ type totals struct {
 	RunningArea, WaitingArea float64 // request-seconds
 	WaitingWeight            float64
 	KVArea, KVWeight         float64
-	RunningMax, WaitingMax   float64
-	KVMax                    float64
+	peak                     peaks
 	Preemptions              float64
-	HasPreemptions, HasKV    bool
-	HasRunning, HasWaiting   bool
 	last                     Sample
 	lastAt                   time.Duration
 	started                  bool
 	lastCounter              float64
 	haveCounter              bool
+}
+
+// peaks are the largest gauges of the samples seen (0 when none reported
+// one).
+type peaks struct{ Running, Waiting, KVCache float64 }
+
+func (p *peaks) add(s Sample) {
+	if !math.IsNaN(s.Running) {
+		p.Running = max(p.Running, s.Running)
+	}
+	if !math.IsNaN(s.Waiting) {
+		p.Waiting = max(p.Waiting, s.Waiting)
+	}
+	if !math.IsNaN(s.KVCache) {
+		p.KVCache = max(p.KVCache, s.KVCache)
+	}
 }
 
 // add folds in a sample taken at offset at (non-decreasing).
@@ -155,20 +168,8 @@ func (t *totals) add(at time.Duration, s Sample) {
 		}
 	}
 	t.Samples++
-	if !math.IsNaN(s.Running) {
-		t.HasRunning = true
-		t.RunningMax = max(t.RunningMax, s.Running)
-	}
-	if !math.IsNaN(s.Waiting) {
-		t.HasWaiting = true
-		t.WaitingMax = max(t.WaitingMax, s.Waiting)
-	}
-	if !math.IsNaN(s.KVCache) {
-		t.HasKV = true
-		t.KVMax = max(t.KVMax, s.KVCache)
-	}
+	t.peak.add(s)
 	if !math.IsNaN(s.Preemptions) {
-		t.HasPreemptions = true
 		if t.haveCounter {
 			if d := s.Preemptions - t.lastCounter; d >= 0 {
 				t.Preemptions += d
@@ -185,7 +186,7 @@ func (t *totals) add(at time.Duration, s Sample) {
 // whole period t has seen (see Scraper.Window for per-window maxima).
 func (t *totals) Stats() metrics.ServerStats {
 	st := metrics.ServerStats{Samples: t.Samples, Observed: t.Weight, Preemptions: t.Preemptions,
-		RunningMax: t.RunningMax, WaitingMax: t.WaitingMax, KVCacheMax: t.KVMax}
+		RunningMax: t.peak.Running, WaitingMax: t.peak.Waiting, KVCacheMax: t.peak.KVCache}
 	if t.Weight > 0 {
 		st.RunningMean = t.RunningArea / t.Weight
 		st.IdleFraction = t.Idle / t.Weight
@@ -251,7 +252,7 @@ type Scraper struct {
 	mu       sync.Mutex
 	total    totals
 	mark     totals // totals at the start of the current window
-	winMax   metrics.ServerStats
+	winPeak  peaks
 	failures int64
 	lastErr  error
 	quit     chan struct{}
@@ -331,15 +332,7 @@ func (s *Scraper) scrapeOnce(ctx context.Context) {
 	}
 	s.lastErr = nil
 	s.total.add(at, sample)
-	if !math.IsNaN(sample.Running) {
-		s.winMax.RunningMax = max(s.winMax.RunningMax, sample.Running)
-	}
-	if !math.IsNaN(sample.Waiting) {
-		s.winMax.WaitingMax = max(s.winMax.WaitingMax, sample.Waiting)
-	}
-	if !math.IsNaN(sample.KVCache) {
-		s.winMax.KVCacheMax = max(s.winMax.KVCacheMax, sample.KVCache)
-	}
+	s.winPeak.add(sample)
 	if s.cfg.OnSample != nil {
 		s.cfg.OnSample(at, sample)
 	}
@@ -379,9 +372,9 @@ func (s *Scraper) Window() *metrics.ServerStats {
 		return nil
 	}
 	st := s.total.sub(&s.mark)
-	st.RunningMax, st.WaitingMax, st.KVCacheMax = s.winMax.RunningMax, s.winMax.WaitingMax, s.winMax.KVCacheMax
+	st.RunningMax, st.WaitingMax, st.KVCacheMax = s.winPeak.Running, s.winPeak.Waiting, s.winPeak.KVCache
 	s.mark = s.total
-	s.winMax = metrics.ServerStats{}
+	s.winPeak = peaks{}
 	return &st
 }
 
