@@ -198,9 +198,6 @@ const (
 
 func tokenID(v uint64) uint64 { return idLow + v%idRange }
 
-// CountTokenIDs and CountWords are how the built-in server counts prompt
-// tokens, consistently with how this package sizes them.
-
 // mix hashes its inputs into one well-spread value.
 func mix(a, b, c uint64) uint64 {
 	h := a ^ bits.RotateLeft64(b, 21) ^ bits.RotateLeft64(c, 42)

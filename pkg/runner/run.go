@@ -167,7 +167,7 @@ func execute(ctx context.Context, o *Options, seed uint64, wl *workload, st arri
 		}
 	}
 	sum.Scheduled = st.Count
-	sum.NotSent = ds.NotSent + (st.Count - ds.Dispatched - ds.NotSent)
+	sum.NotSent = st.Count - ds.Dispatched // dropped at a stop, or never reached
 	sum.Queued, sum.MaxInFlight = ds.Queued, ds.MaxInFlight
 	sum.ScheduleSpan = st.Last.Seconds()
 	sum.Interrupted = ctx.Err() != nil
