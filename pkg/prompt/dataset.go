@@ -228,8 +228,13 @@ func CountWords(s string) int {
 
 // appendText writes prompt i mod Len, trimmed or repeated to n words and
 // JSON-escaped (FineServe's adjust_prompt_to_target_length, in words).
+// Negative indexes (the warm-up's) wrap around like any other.
 func (d *Dataset) appendText(dst []byte, i int64, n int) []byte {
-	words := strings.Fields(d.Prompts[int(i%int64(len(d.Prompts)))])
+	k := i % int64(len(d.Prompts))
+	if k < 0 {
+		k += int64(len(d.Prompts))
+	}
+	words := strings.Fields(d.Prompts[k])
 	written := 0
 	for written < n {
 		start := written

@@ -123,3 +123,17 @@ func FuzzReadDataset(f *testing.F) {
 		}
 	})
 }
+
+func TestDatasetNegativeIndexWraps(t *testing.T) {
+	// The warm-up sends arrivals with negative indexes; they pick a prompt
+	// like any other index, counting back from the end.
+	d := &Dataset{Prompts: []string{"a b", "c d", "e f"}}
+	for _, tc := range []struct {
+		i    int64
+		want string
+	}{{-1, "e f"}, {-3, "a b"}, {-4, "e f"}, {4, "c d"}} {
+		if got := string(d.appendText(nil, tc.i, 2)); got != tc.want {
+			t.Errorf("index %d: %q, want %q", tc.i, got, tc.want)
+		}
+	}
+}
