@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+// fineServeREADMELines are the command lines of FineServe's README
+// (github.com/hihiztc1/FineServe, Readme.md), each written there after
+// `python Generator.py`, as printed there. TestFineServeREADMELines runs
+// each unchanged but for what substitute says.
+var fineServeREADMELines = []struct{ name, line string }{
+	{"poisson", `--backend vllm --host 127.0.0.1 --port 8000 --mode poisson --request-rate 50 --dataset-path "/path/to/dataset.json" --model "/path/to/model" --tokenizer "/path/to/tokenizer" --num-prompts 1000`},
+	{"replay", `--backend vllm --host 127.0.0.1 --port 8000 --mode replay --request-trace-csv "datasets/replay/Dense_10to30B.csv" --time-scale 1.0 --dataset-path "/path/to/dataset.json" --model "/path/to/model" --tokenizer "/path/to/tokenizer"`},
+	{"replay columns", `--backend vllm --host 127.0.0.1 --port 8000 --mode replay --request-trace-csv "datasets/replay/Dense_10to30B.csv" --time-scale 1.0 --dataset-path "/path/to/dataset.json" --model "/path/to/model" --tokenizer "/path/to/tokenizer" --timestamp-column timestamp --input-length-column input_length --output-length-column output_length`},
+	{"parametric model class", `--backend vllm --host 127.0.0.1 --port 8000 --mode parametric --model-class Dense_lt10B --dataset-path "/path/to/dataset.json" --model "/path/to/model" --tokenizer "/path/to/tokenizer" --num-prompts 1000`},
+	{"parametric gamma file", `--backend vllm --host 127.0.0.1 --port 8000 --mode parametric --gamma-params-csv "datasets/Parametric/gamma/Dense_lt10B_gamma_5min.csv" --dataset-path "/path/to/dataset.json" --model "/path/to/model" --tokenizer "/path/to/tokenizer" --num-prompts 1000`},
+	{"parametric repeat_jitter", `--backend vllm --host 127.0.0.1 --port 8000 --mode parametric --model-class Dense_lt10B --parametric-extension-mode repeat_jitter --parametric-jitter-ratio 0.10 --dataset-path "/path/to/dataset.json" --model "/path/to/model" --tokenizer "/path/to/tokenizer" --num-prompts 1000`},
+	{"parametric model_sample", `--backend vllm --host 127.0.0.1 --port 8000 --mode parametric --model-class Dense_10to30B --parametric-extension-mode model_sample --parametric-window-seconds 300 --dataset-path "/path/to/dataset.json" --model "/path/to/model" --tokenizer "/path/to/tokenizer" --num-prompts 1000`},
+	{"parametric NB file", `--backend vllm --host 127.0.0.1 --port 8000 --mode parametric --model-class Dense_lt10B --parametric-nb-json "datasets/Parametric/nb/Dense_lt10B_nb.json" --dataset-path "/path/to/dataset.json" --model "/path/to/model" --tokenizer "/path/to/tokenizer" --num-prompts 1000`},
+	{"parametric NB disabled", `--backend vllm --host 127.0.0.1 --port 8000 --mode parametric --model-class Dense_lt10B --disable-parametric-nb-lt10b --dataset-path "/path/to/dataset.json" --model "/path/to/model" --tokenizer "/path/to/tokenizer" --num-prompts 1000`},
+}
+
+// shellFields splits a command line as a shell would for these lines:
+// on blanks, with double quotes grouping (no escapes occur in them).
+func shellFields(t *testing.T, line string) []string {
+	t.Helper()
+	var out []string
+	var cur strings.Builder
+	in, quoted := false, false
+	for _, r := range line {
+		switch {
+		case r == '"':
+			quoted, in = !quoted, true
+		case r == ' ' && !quoted:
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+			}
+			in = false
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if quoted {
+		t.Fatalf("unbalanced quote in %q", line)
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// readmeFixtures maps the README's file paths to the files the test uses:
+// its own parametric files are this repository's datasets/ (FineServe's,
+// unchanged); its replay trace, which is not bundled, becomes the first 200
+// rows of FineServe's Dense_30to100B trace (same format).
+var readmeFixtures = map[string]string{
+	"datasets/replay/Dense_10to30B.csv":                    "testdata/fineserve_Dense_30to100B_head200.csv",
+	"datasets/Parametric/gamma/Dense_lt10B_gamma_5min.csv": "../../datasets/Parametric/gamma/Dense_lt10B_gamma_5min.csv",
+	"datasets/Parametric/nb/Dense_lt10B_nb.json":           "../../datasets/Parametric/nb/Dense_lt10B_nb.json",
+}
+
+// substitute changes only what the brief of these tests allows: file paths
+// (fixtures), the port (the mock's), a lower --num-prompts (a replay line
+// without one gets one) and a higher --time-scale, so each line runs in
+// about a second.
+func substitute(t *testing.T, args []string, port int, dataset string) []string {
+	t.Helper()
+	out := slices.Clone(args)
+	hasScale, hasCount := false, false
+	for i := 0; i+1 < len(out); i++ {
+		v := &out[i+1]
+		switch out[i] {
+		case "--port":
+			*v = strconv.Itoa(port)
+		case "--dataset-path":
+			*v = dataset
+		case "--request-trace-csv", "--gamma-params-csv", "--parametric-nb-json":
+			f, ok := readmeFixtures[*v]
+			if !ok {
+				t.Fatalf("no fixture for %s %s", out[i], *v)
+			}
+			*v = f
+		case "--num-prompts":
+			*v, hasCount = "40", true
+		case "--time-scale":
+			*v, hasScale = "1000", true
+		}
+	}
+	if !hasCount {
+		out = append(out, "--num-prompts", "40")
+	}
+	if !hasScale {
+		out = append(out, "--time-scale", "100")
+	}
+	return out
+}
+
+// TestFineServeREADMELines runs every command line of FineServe's README
+// against the built-in server serving the README's model name, with each
+// ShareGPT format: exit 0, every scheduled request completed, and the
+// model and prompt sizes are the ones the line asks for.
+func TestFineServeREADMELines(t *testing.T) {
+	for _, line := range fineServeREADMELines {
+		for _, format := range []string{"sharegpt", "sharegpt_pre"} {
+			t.Run(line.name+"/"+format, func(t *testing.T) {
+				var mu sync.Mutex
+				var models []string
+				srv, port := mocktest.Start(t, mockserver.Config{Models: []string{"/path/to/model"}, OnRequest: func(path string, body []byte) {
+					var b struct{ Model string }
+					if json.Unmarshal(body, &b) == nil {
+						mu.Lock()
+						models = append(models, b.Model)
+						mu.Unlock()
+					}
+				}})
+				args := substitute(t, shellFields(t, line.line), port, "testdata/"+format+".json")
+				if format == "sharegpt_pre" {
+					args = append(args, "--dataset-name", "sharegpt_pre") // FineServe's flag, which the README leaves at its default
+				}
+				dir := t.TempDir()
+				sumPath, recPath := filepath.Join(dir, "summary.json"), filepath.Join(dir, "results.jsonl")
+				args = append(args, "--summary-json", sumPath, "--results-jsonl", recPath, "--seed", "1", "--disable-tqdm", "--quiet")
+				var stdout, stderr bytes.Buffer
+				code := dispatch(context.Background(), args, &stdout, &stderr)
+				if code != exitOK {
+					t.Fatalf("exit %d, want 0\nargs: %q\nstderr:\n%s", code, args, stderr.String())
+				}
+				b, err := os.ReadFile(sumPath)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var s metrics.Summary
+				if err := json.Unmarshal(b, &s); err != nil {
+					t.Fatal(err)
+				}
+				if s.Scheduled == 0 || s.Completed != s.Scheduled || s.Failed != 0 || s.Model != "/path/to/model" {
+					t.Errorf("scheduled %d completed %d failed %d model %q", s.Scheduled, s.Completed, s.Failed, s.Model)
+				}
+				recs := testenv.ReadJSONL[matrixRecord](t, recPath)
+				if int64(len(recs)) != s.Scheduled {
+					t.Errorf("%d records for %d scheduled", len(recs), s.Scheduled)
+				}
+				for _, r := range recs {
+					if r.PromptTokens == nil || *r.PromptTokens != r.InputLen {
+						t.Errorf("record %d: prompt tokens %v, target %d", r.Index, r.PromptTokens, r.InputLen)
+						break
+					}
+				}
+				// The server saw the warm-up and every request, each for the
+				// README's model.
+				if got := srv.Stats().Requests; got != s.Scheduled+1 {
+					t.Errorf("server saw %d requests, want %d and the warm-up", got, s.Scheduled)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for _, m := range models {
+					if m != "/path/to/model" {
+						t.Fatalf("a request named model %q", m)
+					}
+				}
+			})
+		}
+	}
+}
+
+// matrixRecord is the part of a --results-jsonl record these tests check.
+type matrixRecord struct {
+	Index        int64   `json:"index"`
+	Scheduled    float64 `json:"scheduled_s"`
+	Sent         float64 `json:"sent_s"`
+	InputLen     int     `json:"input_len"`
+	OutputLen    int     `json:"output_len"`
+	PromptTokens *int    `json:"prompt_tokens"`
+	Images       int     `json:"images"`
+	Model        string  `json:"model"`
+	Status       int     `json:"status"`
+	ErrorClass   string  `json:"error_class"`
+	Error        string  `json:"error"`
+	Retries      int     `json:"retries"`
+}
