@@ -1,0 +1,773 @@
+package main
+
+// The combination matrix: the real command, in process, against the
+// built-in server, over every dimension a run has. docs/TESTING.md says how
+// to run one case and how to add a dimension.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+// dimension is one axis of the matrix: named values, each adding flags.
+type dimension struct {
+	name   string
+	values []string
+}
+
+// The dimensions, in the order of a case's name. The first three (workload,
+// backend, prompt source) are crossed in full where valid; every pair of
+// values of any two dimensions appears in at least one case.
+const (
+	dWorkload = iota
+	dBackend
+	dSource
+	dWarmup
+	dConcurrency
+	dRetries
+	dShard
+	dStartAt
+	dModelMap
+	dStream
+	dEOS
+	dDuration
+	dDryRun
+	dScheduleOut
+	dSummary
+	dHTML
+	dMetrics
+)
+
+var matrixDims = []dimension{
+	dWorkload: {"workload", []string{"poisson", "poisson-bursty", "poisson-inf",
+		"replay-fineserve", "replay-azure2023", "replay-azure-lmm", "replay-mooncake", "replay-burstgpt",
+		"replay-alibaba-lora", "replay-generic", "parametric-class-nb", "parametric-gamma"}},
+	dBackend:     {"backend", []string{"vllm", "openai", "openai-chat", "openai-images"}},
+	dSource:      {"source", []string{"random-ids", "trace-ids", "text", "sharegpt", "sharegpt_pre", "hash-ids", "images"}},
+	dWarmup:      {"warmup", []string{"0", "1", "3"}},
+	dConcurrency: {"concurrency", []string{"open", "max2"}},
+	dRetries:     {"retries", []string{"none", "retry-503"}},
+	dShard:       {"shard", []string{"whole", "shard1of2"}},
+	dStartAt:     {"start", []string{"now", "start-at"}},
+	dModelMap:    {"models", []string{"model", "map-hash"}},
+	dStream:      {"stream", []string{"stream", "no-stream"}},
+	dEOS:         {"eos", []string{"ignore-eos", "eos"}},
+	dDuration:    {"duration", []string{"count", "duration"}},
+	dDryRun:      {"dry", []string{"send", "dry-run"}},
+	dScheduleOut: {"schedule", []string{"no-schedule", "schedule-out"}},
+	dSummary:     {"summary", []string{"summary-json", "output-file", "output-stdout"}},
+	dHTML:        {"html", []string{"no-html", "html"}},
+	dMetrics:     {"metrics", []string{"no-metrics", "metrics"}},
+}
+
+// val returns the value index of name in dimension d (the table's names
+// are the validity function's vocabulary; a typo fails every test).
+func val(d int, name string) int {
+	i := slices.Index(matrixDims[d].values, name)
+	if i < 0 {
+		panic(fmt.Sprintf("matrix: dimension %s has no value %q", matrixDims[d].name, name))
+	}
+	return i
+}
+
+// is reports whether row (a partial row: testenv.Free where unset) has
+// one of names in dimension d; an unset dimension is "maybe" (true).
+func is(row []int, d int, names ...string) bool {
+	if row[d] == testenv.Free {
+		return true
+	}
+	return slices.Contains(names, matrixDims[d].values[row[d]])
+}
+
+// set reports whether dimension d of row has a value.
+func set(row []int, d int) bool { return row[d] != testenv.Free }
+
+var (
+	imageTraces    = []string{"replay-azure-lmm", "replay-alibaba-lora"}
+	textTraces     = []string{"replay-fineserve", "replay-azure2023", "replay-burstgpt", "replay-generic"}
+	syntheticModes = []string{"poisson", "poisson-bursty", "poisson-inf", "parametric-class-nb", "parametric-gamma"}
+)
+
+// validCase is the matrix's validity function. Invalid combinations are
+// not generated (TestMatrixInvalidCombinations checks that the ones the
+// command can detect are refused with exit 2):
+//   - random-ids (--random-* lengths, token ids) only in poisson and
+//     parametric modes; trace-ids (the trace's lengths, token ids) only
+//     with a text trace; both only with the completions backends (chat and
+//     image requests are text);
+//   - text and ShareGPT prompts with every text backend and workload but
+//     the image and Mooncake traces;
+//   - hash-ids (Mooncake's prefix blocks) is the Mooncake trace's only
+//     source, and images the image traces' only one;
+//   - --backend openai-images only with the diffusion trace (Alibaba
+//     GenTD26), which needs it; Azure LMM (images in chat messages) with
+//     the other backends.
+func validCase(r []int) bool {
+	w, b, s := set(r, dWorkload), set(r, dBackend), set(r, dSource)
+	if s && is(r, dSource, "random-ids", "trace-ids") && b && !is(r, dBackend, "vllm", "openai") {
+		return false
+	}
+	if s && w {
+		switch {
+		case is(r, dSource, "random-ids"):
+			return is(r, dWorkload, syntheticModes...)
+		case is(r, dSource, "trace-ids"):
+			return is(r, dWorkload, textTraces...)
+		case is(r, dSource, "hash-ids"):
+			return is(r, dWorkload, "replay-mooncake")
+		case is(r, dSource, "images"):
+			if !is(r, dWorkload, imageTraces...) {
+				return false
+			}
+		default: // text, sharegpt, sharegpt_pre
+			if is(r, dWorkload, append(imageTraces, "replay-mooncake")...) {
+				return false
+			}
+		}
+	}
+	if b && is(r, dBackend, "openai-images") {
+		if (w && !is(r, dWorkload, "replay-alibaba-lora")) || (s && !is(r, dSource, "images")) {
+			return false
+		}
+	}
+	if w && is(r, dWorkload, "replay-alibaba-lora") && b && !is(r, dBackend, "openai-images") {
+		return false
+	}
+	return true
+}
+
+// matrixCase is one generated combination.
+type matrixCase struct {
+	row  []int
+	name string
+}
+
+func (c matrixCase) v(d int) string { return matrixDims[d].values[c.row[d]] }
+
+// matrixCases generates the cases: first the full product of workload ×
+// backend × prompt source where valid (as seeds, their other dimensions
+// chosen to cover pairs), then greedy pairwise rows until every allowed
+// pair is covered.
+func matrixCases(t testing.TB) ([]matrixCase, testenv.Pairwise) {
+	sizes := make([]int, len(matrixDims))
+	for i, d := range matrixDims {
+		sizes[i] = len(d.values)
+	}
+	var seeds [][]int
+	for w := range sizes[dWorkload] {
+		for b := range sizes[dBackend] {
+			for s := range sizes[dSource] {
+				row := make([]int, len(sizes))
+				for i := range row {
+					row[i] = testenv.Free
+				}
+				row[dWorkload], row[dBackend], row[dSource] = w, b, s
+				if validCase(row) {
+					seeds = append(seeds, row)
+				}
+			}
+		}
+	}
+	p := testenv.Pairwise{Sizes: sizes, Valid: validCase, Seeds: seeds}
+	rows, unc := p.Generate()
+	if len(unc) > 0 {
+		t.Fatalf("the validity function allows pairs no valid case holds: %v", unc)
+	}
+	cases := make([]matrixCase, len(rows))
+	for i, r := range rows {
+		parts := make([]string, len(r))
+		for d, v := range r {
+			parts[d] = matrixDims[d].values[v]
+		}
+		cases[i] = matrixCase{row: r, name: fmt.Sprintf("%03d_%s", i, strings.Join(parts, ","))}
+	}
+	return cases, p
+}
+
+// knownBugs are cases that fail for a bug found by the matrix and left to
+// another part of the project; the case runs, and its failure is logged
+// instead of failing the test. Keyed by the part of the case name after
+// its number. Remove an entry once its fix is merged.
+var knownBugs = map[string]string{}
+
+const replayData = "../../pkg/replay/testdata/"
+
+// matrixTokensPerImage is what an image counts for, on both sides.
+const matrixTokensPerImage = 16
+
+// workloadArgs are the flags of each workload: a handful of requests due
+// within a fraction of a second.
+var workloadArgs = map[string][]string{
+	"poisson":             {"--mode", "poisson", "--request-rate", "200", "--num-prompts", "6"},
+	"poisson-bursty":      {"--mode", "poisson", "--request-rate", "200", "--burstiness", "0.5", "--num-prompts", "6"},
+	"poisson-inf":         {"--mode", "poisson", "--request-rate", "inf", "--num-prompts", "6"},
+	"replay-fineserve":    {"--mode", "replay", "--request-trace-csv", "testdata/fineserve_Dense_30to100B_head200.csv", "--time-scale", "1000", "--num-prompts", "6"},
+	"replay-azure2023":    {"--mode", "replay", "--trace", replayData + "azure2023_code.csv.gz", "--time-scale", "100", "--num-prompts", "6"},
+	"replay-azure-lmm":    {"--mode", "replay", "--trace", replayData + "azure_lmm_2025.csv", "--time-scale", "100", "--image-size", "64x64", "--tokens-per-image", strconv.Itoa(matrixTokensPerImage)},
+	"replay-mooncake":     {"--mode", "replay", "--trace", replayData + "mooncake_synthetic_trace.jsonl.gz", "--time-scale", "1000", "--num-prompts", "4"},
+	"replay-burstgpt":     {"--mode", "replay", "--trace", replayData + "burstgpt_models.csv", "--time-scale", "1000", "--num-prompts", "6"},
+	"replay-alibaba-lora": {"--mode", "replay", "--trace", replayData + "alibaba_lora_head300.csv", "--time-scale", "1000000", "--num-prompts", "5"},
+	"replay-generic": {"--mode", "replay", "--trace", "testdata/generic.csv", "--timestamp-column", "created_ms", "--timestamp-unit", "ms",
+		"--input-length-column", "prompt_len", "--output-length-column", "gen_len", "--model-column", "model_name", "--time-scale", "20", "--num-prompts", "6"},
+	"parametric-class-nb": {"--mode", "parametric", "--model-class", "Dense_lt10B", "--time-scale", "100", "--num-prompts", "8"},
+	"parametric-gamma":    {"--mode", "parametric", "--gamma-params-csv", "../../datasets/Parametric/gamma/Dense_10to30B_gamma_5min.csv", "--time-scale", "100", "--num-prompts", "6"},
+}
+
+var sourceArgs = map[string][]string{
+	"random-ids":   {"--random-input-len", "24", "--random-output-len", "4", "--random-range-ratio", "0.5"},
+	"trace-ids":    nil,
+	"text":         {"--prompt-format", "text", "--random-input-len", "24", "--random-output-len", "4"},
+	"sharegpt":     {"--dataset-path", "testdata/sharegpt.json"},
+	"sharegpt_pre": {"--dataset-name", "sharegpt_pre", "--dataset-path", "testdata/sharegpt_pre.json"},
+	"hash-ids":     nil,
+	"images":       nil,
+}
+
+// caseRun is what one case's run left.
+type caseRun struct {
+	code           int
+	stdout, stderr string
+	dir            string
+	scraped        string // the metrics page, read while the run was going
+}
+
+func (r *caseRun) path(name string) string { return filepath.Join(r.dir, name) }
+
+// caseArgs builds the command line of c against port, writing outputs to
+// dir. It also returns the dry run of the same schedule (no outputs).
+func caseArgs(c matrixCase, port int, dir string) (args, dry []string) {
+	common := []string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model", "--seed", "7", "--disable-tqdm"}
+	sched := append(slices.Clone(workloadArgs[c.v(dWorkload)]), "--backend", c.v(dBackend))
+	sched = append(sched, sourceArgs[c.v(dSource)]...)
+	if c.v(dShard) == "shard1of2" {
+		sched = append(sched, "--shard", "1/2")
+	}
+	if c.v(dModelMap) == "map-hash" {
+		sched = append(sched, "--model-map", "hash", "--served-models", "m-a,m-b")
+	}
+	if c.v(dDuration) == "duration" {
+		sched = append(sched, "--duration", "50ms")
+	}
+	args = append(slices.Clone(common), sched...)
+	args = append(args, "--warmup-requests", c.v(dWarmup))
+	if c.v(dConcurrency) == "max2" {
+		args = append(args, "--max-concurrency", "2")
+	}
+	if c.v(dRetries) == "retry-503" {
+		args = append(args, "--retries", "3")
+	}
+	if c.v(dStartAt) == "start-at" {
+		args = append(args, "--start-at", time.Now().Add(400*time.Millisecond).Format(time.RFC3339Nano))
+	}
+	if c.v(dStream) == "no-stream" {
+		args = append(args, "--disable-stream")
+	}
+	if c.v(dEOS) == "eos" {
+		args = append(args, "--disable-ignore-eos")
+	}
+	if c.v(dDryRun) == "dry-run" {
+		args = append(args, "--dry-run")
+	}
+	if c.v(dScheduleOut) == "schedule-out" {
+		args = append(args, "--schedule-out", filepath.Join(dir, "schedule.csv"))
+	}
+	args = append(args, "--results-jsonl", filepath.Join(dir, "results.jsonl"))
+	switch c.v(dSummary) {
+	case "summary-json":
+		args = append(args, "--summary-json", filepath.Join(dir, "summary.json"))
+	case "output-file":
+		args = append(args, "--output-file", filepath.Join(dir, "summary.jsonl"))
+	case "output-stdout":
+		args = append(args, "--output-file", "-")
+	}
+	if c.v(dHTML) == "html" {
+		args = append(args, "--report-html", filepath.Join(dir, "report.html"))
+	}
+	if c.v(dMetrics) == "metrics" {
+		args = append(args, "--metrics-addr", "127.0.0.1:0") // its URL is logged: no --quiet
+	} else {
+		args = append(args, "--quiet")
+	}
+	dry = append(slices.Clone(common), sched...)
+	dry = append(dry, "--dry-run", "--quiet")
+	return args, dry
+}
+
+// drySchedule runs args (a dry run) writing the schedule to path, and
+// returns its rows by index and its bytes.
+func drySchedule(t testing.TB, args []string, path string) (map[int64][]string, []byte) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), append(slices.Clone(args), "--schedule-out", path), &out, &errb); code != exitOK {
+		t.Fatalf("dry run: exit %d\nargs %q\n%s", code, args, errb.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col, rows := testenv.ReadCSV(t, path)
+	if len(col) != len(strings.Split(arrival.ScheduleHeader, ",")) {
+		t.Fatalf("dry run schedule header %v", col)
+	}
+	byIndex := map[int64][]string{}
+	for _, r := range rows {
+		i, err := strconv.ParseInt(r[col["index"]], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byIndex[i] = r
+	}
+	return byIndex, b
+}
+
+// TestMatrix runs every generated case. Run one with
+// go test -race -run 'TestMatrix/003_' ./cmd/fineserve-gen.
+func TestMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the matrix runs a hundred short benchmarks")
+	}
+	cases, p := matrixCases(t)
+	rows := make([][]int, len(cases))
+	for i, c := range cases {
+		rows[i] = c.row
+	}
+	if m := p.Missing(rows); len(m) > 0 {
+		t.Fatalf("pairs not covered: %v", m)
+	}
+	start := time.Now()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			runMatrixCase(t, c)
+		})
+	}
+	t.Logf("matrix: %d cases (%d dimensions) in %v", len(cases), len(matrixDims), time.Since(start).Round(time.Millisecond))
+}
+
+// runMatrixCase runs c and checks everything it can: a bug listed in
+// knownBugs turns its failures into log lines.
+func runMatrixCase(t *testing.T, c matrixCase) {
+	key := c.name[strings.Index(c.name, "_")+1:]
+	if why, ok := knownBugs[key]; ok {
+		rec := &recorder{TB: t}
+		done := make(chan struct{})
+		go func() { // a Fatal of the recorder ends this goroutine only
+			defer close(done)
+			checkMatrixCase(rec, t, c)
+		}()
+		<-done
+		if rec.failed {
+			t.Logf("known bug (%s); the case failed as expected:\n%s", why, rec.log.String())
+		} else {
+			t.Errorf("known bug (%s) no longer shows: remove its knownBugs entry", why)
+		}
+		return
+	}
+	checkMatrixCase(t, t, c)
+}
+
+// recorder collects a case's failures instead of reporting them.
+type recorder struct {
+	testing.TB
+	failed bool
+	log    strings.Builder
+}
+
+func (r *recorder) Errorf(format string, a ...any) {
+	r.failed = true
+	fmt.Fprintf(&r.log, format+"\n", a...)
+}
+
+func (r *recorder) Error(a ...any) { r.Errorf("%s", fmt.Sprint(a...)) }
+func (r *recorder) Fatal(a ...any) { r.Fatalf("%s", fmt.Sprint(a...)) }
+func (r *recorder) Fail()          { r.failed = true }
+func (r *recorder) FailNow()       { r.failed = true; runtime.Goexit() }
+func (r *recorder) Failed() bool   { return r.failed }
+
+func (r *recorder) Fatalf(format string, a ...any) {
+	r.Errorf(format, a...)
+	runtime.Goexit()
+}
+
+// checkMatrixCase runs c: t reports failures, tt owns temporary
+// directories and cleanups.
+func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
+	cfg := mockserver.Config{Models: []string{"mock-model", "m-a", "m-b"}, EOSMeanTokens: 3, TokensPerImage: matrixTokensPerImage}
+	if c.v(dRetries) == "retry-503" {
+		cfg.Faults = mockserver.FaultConfig{Seed: 5, Faults: []mockserver.Fault{{Kind: mockserver.FaultHTTP503, Rate: 0.25}}}
+	}
+	var stderr testenv.SyncBuffer
+	r := &caseRun{dir: tt.TempDir()}
+	var scrapeOnce sync.Mutex
+	cfg.OnRequest = func(path string, body []byte) {
+		// While the run goes (its first measured request reached the
+		// server), read the generator's metrics page once.
+		if c.v(dMetrics) != "metrics" {
+			return
+		}
+		scrapeOnce.Lock()
+		defer scrapeOnce.Unlock()
+		if r.scraped != "" {
+			return
+		}
+		_, url, ok := strings.Cut(stderr.String(), "metrics: serving ")
+		if !ok {
+			return // the warm-up
+		}
+		url, _, _ = strings.Cut(url, "\n")
+		resp, err := http.Get(url)
+		if err != nil {
+			r.scraped = "error: " + err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		r.scraped = string(b)
+	}
+	srv, port := mocktest.Start(tt, cfg)
+	args, dryArgs := caseArgs(c, port, r.dir)
+
+	// The schedule facts, from a dry run of the same schedule flags (and,
+	// for a shard, of the whole schedule: the summary's hash is its).
+	dryRows, dryCSV := drySchedule(t, dryArgs, filepath.Join(r.dir, "dry.csv"))
+	wholeCSV := dryCSV
+	if c.v(dShard) != "whole" {
+		_, wholeCSV = drySchedule(t, slices.DeleteFunc(slices.Clone(dryArgs), func(s string) bool { return s == "--shard" || s == "1/2" }), filepath.Join(r.dir, "whole.csv"))
+	}
+
+	var stdout bytes.Buffer
+	r.code = dispatch(context.Background(), args, &stdout, &stderr)
+	r.stdout, r.stderr = stdout.String(), stderr.String()
+	fail := func(format string, a ...any) {
+		t.Errorf("%s\nargs: %q\nstderr:\n%s", fmt.Sprintf(format, a...), args, r.stderr)
+	}
+
+	if c.v(dScheduleOut) == "schedule-out" {
+		b, err := os.ReadFile(r.path("schedule.csv"))
+		if err != nil {
+			fail("--schedule-out: %v", err)
+		} else if !bytes.Equal(b, dryCSV) {
+			fail("--schedule-out differs from the dry run's schedule")
+		} else if first, _, _ := strings.Cut(string(b), "\n"); first != arrival.ScheduleHeader {
+			fail("--schedule-out header %q, want %q", first, arrival.ScheduleHeader)
+		}
+	}
+	if c.v(dDryRun) == "dry-run" {
+		if r.code != exitOK {
+			fail("dry run: exit %d", r.code)
+		}
+		if n := srv.Stats().Requests; n != 0 {
+			fail("a dry run sent %d requests", n)
+		}
+		for _, f := range []string{"results.jsonl", "summary.json", "summary.jsonl", "report.html"} {
+			if _, err := os.Stat(r.path(f)); err == nil {
+				fail("a dry run wrote %s", f)
+			}
+		}
+		return
+	}
+
+	sum := readCaseSummary(t, c, r, fail)
+	switch {
+	case sum == nil:
+		return
+	case r.code == exitBudget && sum.Failed > 0 && c.v(dRetries) == "retry-503":
+		// Retries ran out for a request: a failure, judged by the budget.
+	case r.code != exitOK:
+		fail("exit %d, want 0", r.code)
+		return
+	}
+	// Schedule facts against the dry run.
+	if sum.Scheduled != int64(len(dryRows)) || sum.NotSent != 0 || sum.Completed+sum.Failed != sum.Scheduled {
+		fail("scheduled %d (dry run %d), completed %d + failed %d, not sent %d", sum.Scheduled, len(dryRows), sum.Completed, sum.Failed, sum.NotSent)
+	}
+	last := 0.0
+	for _, row := range dryRows {
+		last = math.Max(last, mustFloat(t, row[1]))
+	}
+	if math.Abs(sum.ScheduleSpan-last) > 1e-6 {
+		fail("schedule span %v s, dry run %v s", sum.ScheduleSpan, last)
+	}
+	h := sha256.Sum256(wholeCSV)
+	if got := extraString(sum, metrics.KeyScheduleHash); got != "sha256:"+hex.EncodeToString(h[:]) {
+		fail("schedule hash %q, dry run sha256:%x", got, h)
+	}
+	if c.v(dConcurrency) == "max2" && sum.MaxInFlight > 2 {
+		fail("max in flight %d with --max-concurrency 2", sum.MaxInFlight)
+	}
+	if c.v(dStartAt) == "start-at" && extraString(sum, metrics.KeyStartAt) == "" {
+		fail("no start_at in the summary of a --start-at run")
+	}
+
+	// Records: one per finished request, each as scheduled.
+	recs := testenv.ReadJSONL[matrixRecord](t, r.path("results.jsonl"))
+	if int64(len(recs)) != sum.Completed+sum.Failed {
+		fail("%d records, %d completed + %d failed", len(recs), sum.Completed, sum.Failed)
+	}
+	seen := map[int64]bool{}
+	var inTokens, outTokens int64
+	textual := c.v(dBackend) == "openai-chat" || !is(c.row, dSource, "random-ids", "trace-ids", "hash-ids")
+	for _, rec := range recs {
+		row, ok := dryRows[rec.Index]
+		if !ok || seen[rec.Index] {
+			fail("record index %d: not in the schedule, or twice", rec.Index)
+			return
+		}
+		seen[rec.Index] = true
+		if math.Abs(rec.Scheduled-mustFloat(t, row[1])) > 1e-6 {
+			fail("record %d scheduled at %v s, schedule says %s", rec.Index, rec.Scheduled, row[1])
+		}
+		if want := mustInt(t, row[2]); rec.InputLen != want && c.v(dBackend) != "openai-images" {
+			fail("record %d input_len %d, schedule %d", rec.Index, rec.InputLen, want)
+		}
+		wantModel := row[4]
+		if wantModel == "" {
+			wantModel = "mock-model"
+		}
+		if rec.Model != wantModel {
+			fail("record %d model %q, schedule %q", rec.Index, rec.Model, wantModel)
+		}
+		if c.v(dModelMap) == "map-hash" && rec.Model != "m-a" && rec.Model != "m-b" {
+			fail("record %d model %q with --model-map hash over m-a,m-b", rec.Index, rec.Model)
+		}
+		if rec.ErrorClass != "" {
+			if c.v(dRetries) != "retry-503" || rec.ErrorClass != "http_5xx" {
+				fail("record %d failed: %s %s", rec.Index, rec.ErrorClass, rec.Error)
+			}
+			continue
+		}
+		if rec.Status != 200 {
+			fail("record %d status %d without an error", rec.Index, rec.Status)
+		}
+		// Prompt sizes: token-id prompts are exact; text prompts are sized
+		// in words, which the built-in server counts as one token each, so
+		// they are exact against it too (images count --tokens-per-image
+		// each, on top of the text, also exact). Image generations report
+		// no usage.
+		if rec.Sent < rec.Scheduled-1e-6 {
+			fail("record %d sent at %v s, before its time %v s", rec.Index, rec.Sent, rec.Scheduled)
+		}
+		if c.v(dBackend) == "openai-images" {
+			continue
+		}
+		// Output: exactly the length asked for with ignore_eos; at most it
+		// (and at least one token) when the server may stop early.
+		if want := mustInt(t, row[3]); rec.CompletionTokens != want && (c.v(dEOS) == "ignore-eos" || rec.CompletionTokens > want || rec.CompletionTokens < 1) {
+			fail("record %d: %d completion tokens, output_len %d (%s)", rec.Index, rec.CompletionTokens, want, c.v(dEOS))
+		}
+		outTokens += int64(rec.CompletionTokens)
+		if rec.PromptTokens != nil {
+			inTokens += int64(*rec.PromptTokens)
+		}
+		if rec.PromptTokens == nil {
+			fail("record %d: no prompt_tokens from the server", rec.Index)
+		} else if d := *rec.PromptTokens - rec.InputLen; d != 0 {
+			fail("record %d: prompt tokens %d, target %d (text prompt: %v)", rec.Index, *rec.PromptTokens, rec.InputLen, textual)
+		}
+	}
+	if c.v(dBackend) != "openai-images" && (sum.TotalInputTokens != inTokens || sum.TotalOutputTokens != outTokens) {
+		fail("summary tokens in %d out %d; the records' sums %d, %d", sum.TotalInputTokens, sum.TotalOutputTokens, inTokens, outTokens)
+	}
+	if sum.Backend != c.v(dBackend) || sum.Mode != workloadArgs[c.v(dWorkload)][1] {
+		fail("summary backend %q mode %q", sum.Backend, sum.Mode)
+	}
+	if c.v(dShard) == "shard1of2" {
+		for i := range seen {
+			if i%2 != 1 {
+				fail("shard 1/2 sent index %d", i)
+			}
+		}
+	}
+	// The server saw each request once per attempt, plus the warm-up.
+	warm := int64(mustInt(t, c.v(dWarmup)))
+	got := srv.Stats().Requests
+	attempts := sum.Completed + sum.Failed + sum.Retries
+	if c.v(dRetries) == "retry-503" {
+		served := srv.FaultCounts()[mockserver.FaultHTTP503]
+		if served < sum.Retries+sum.ErrorsByClass["http_5xx"] || got < attempts+warm {
+			fail("server: %d requests, %d 503s; summary: %d attempts, %d retries, %d http_5xx, warm-up %d", got, served, attempts, sum.Retries, sum.ErrorsByClass["http_5xx"], warm)
+		}
+	} else if got != attempts+warm || sum.Retries != 0 {
+		fail("server saw %d requests, want %d attempts + %d warm-up", got, attempts, warm)
+	}
+
+	if c.v(dHTML) == "html" {
+		b, err := os.ReadFile(r.path("report.html"))
+		if err != nil || !bytes.Contains(b, []byte("<svg")) {
+			fail("--report-html: %v, %d bytes, svg %v", err, len(b), bytes.Contains(b, []byte("<svg")))
+		}
+	}
+	if c.v(dMetrics) == "metrics" && !strings.Contains(r.scraped, "fineserve_gen_requests_in_flight") {
+		fail("--metrics-addr: no metrics page read during the run: %.200q", r.scraped)
+	}
+}
+
+// readCaseSummary reads the summary from where the case asked for it.
+func readCaseSummary(t testing.TB, c matrixCase, r *caseRun, fail func(string, ...any)) *metrics.Summary {
+	var b []byte
+	switch c.v(dSummary) {
+	case "summary-json":
+		var err error
+		if b, err = os.ReadFile(r.path("summary.json")); err != nil {
+			fail("--summary-json: %v", err)
+			return nil
+		}
+	case "output-file", "output-stdout":
+		text := r.stdout
+		if c.v(dSummary) == "output-file" {
+			f, err := os.ReadFile(r.path("summary.jsonl"))
+			if err != nil {
+				fail("--output-file: %v", err)
+				return nil
+			}
+			text = string(f)
+			if n := strings.Count(text, "\n"); n != 1 {
+				fail("--output-file has %d lines, want one JSON line", n)
+			}
+		}
+		sc := bufio.NewScanner(strings.NewReader(text))
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "{") {
+				b = slices.Clone(sc.Bytes())
+			}
+		}
+		if b == nil {
+			fail("--output-file %s: no JSON line in:\n%s", c.v(dSummary), text)
+			return nil
+		}
+	}
+	var s metrics.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		fail("summary: %v", err)
+		return nil
+	}
+	return &s
+}
+
+func extraString(s *metrics.Summary, key string) string {
+	var v string
+	if raw, ok := s.Extra[key]; ok {
+		json.Unmarshal(raw, &v)
+	}
+	return v
+}
+
+func mustFloat(t testing.TB, s string) float64 {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return f
+}
+
+func mustInt(t testing.TB, s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return n
+}
+
+// TestMatrixCasesCoverThePlan checks the generated plan itself: every
+// valid workload × backend × source combination is a case, no case is
+// invalid, and the case list is the same on every run (case names are
+// stable, so one can be run alone).
+func TestMatrixCasesCoverThePlan(t *testing.T) {
+	cases, _ := matrixCases(t)
+	again, _ := matrixCases(t)
+	if len(cases) != len(again) {
+		t.Fatal("two generations differ")
+	}
+	product := map[[3]int]bool{}
+	for i, c := range cases {
+		if c.name != again[i].name {
+			t.Fatalf("case %d: %s, then %s", i, c.name, again[i].name)
+		}
+		if !validCase(c.row) {
+			t.Errorf("invalid case %s", c.name)
+		}
+		product[[3]int{c.row[dWorkload], c.row[dBackend], c.row[dSource]}] = true
+	}
+	want := 0
+	for w := range matrixDims[dWorkload].values {
+		for b := range matrixDims[dBackend].values {
+			for s := range matrixDims[dSource].values {
+				row := make([]int, len(matrixDims))
+				for i := range row {
+					row[i] = testenv.Free
+				}
+				row[dWorkload], row[dBackend], row[dSource] = w, b, s
+				if validCase(row) {
+					want++
+					if !product[[3]int{w, b, s}] {
+						t.Errorf("no case for %s × %s × %s", matrixDims[dWorkload].values[w], matrixDims[dBackend].values[b], matrixDims[dSource].values[s])
+					}
+				}
+			}
+		}
+	}
+	// Every workload and every source has at least one valid combination.
+	for _, d := range []int{dWorkload, dBackend, dSource} {
+		for v, name := range matrixDims[d].values {
+			found := false
+			for _, c := range cases {
+				found = found || c.row[d] == v
+			}
+			if !found {
+				t.Errorf("%s %s appears in no case", matrixDims[d].name, name)
+			}
+		}
+	}
+	t.Logf("%d cases, %d of them the valid workload × backend × source product", len(cases), want)
+	_ = val
+}
+
+// TestMatrixInvalidCombinations: the combinations the matrix leaves out
+// that the command can tell are wrong are refused before anything is
+// sent, with exit 2 and a message naming the problem.
+func TestMatrixInvalidCombinations(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"diffusion trace with a text backend", append(slices.Clone(workloadArgs["replay-alibaba-lora"]), "--backend", "vllm"), "--backend openai-images"},
+		{"sharegpt_pre without a file", append(slices.Clone(workloadArgs["poisson"]), "--dataset-name", "sharegpt_pre"), "needs --dataset-path"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, port := mocktest.Start(t, mockserver.Config{})
+			var out, errb bytes.Buffer
+			args := append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--seed", "1", "--quiet"}, tc.args...)
+			code := dispatch(context.Background(), args, &out, &errb)
+			if code != exitUsage || !strings.Contains(errb.String(), tc.want) {
+				t.Errorf("exit %d, want %d with %q in:\n%s", code, exitUsage, tc.want, errb.String())
+			}
+			if n := srv.Stats().Requests; n != 0 {
+				t.Errorf("%d requests sent", n)
+			}
+		})
+	}
+}
