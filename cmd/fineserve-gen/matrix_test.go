@@ -527,7 +527,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		fail("%d records, %d completed + %d failed", len(recs), sum.Completed, sum.Failed)
 	}
 	seen := map[int64]bool{}
-	var inTokens, outTokens int64
+	var inTokens, outTokens, retries, images int64
 	textual := c.v(dBackend) == "openai-chat" || !is(c.row, dSource, "random-ids", "trace-ids", "hash-ids")
 	for _, rec := range recs {
 		row, ok := dryRows[rec.Index]
@@ -536,6 +536,11 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 			return
 		}
 		seen[rec.Index] = true
+		retries += int64(rec.Retries)
+		images += int64(rec.Images)
+		if want := mustInt(t, row[5]); rec.Images != want && c.v(dBackend) != "openai-images" {
+			fail("record %d: %d images, schedule %d", rec.Index, rec.Images, want)
+		}
 		if math.Abs(rec.Scheduled-mustFloat(t, row[1])) > 1e-6 {
 			fail("record %d scheduled at %v s, schedule says %s", rec.Index, rec.Scheduled, row[1])
 		}
@@ -589,6 +594,9 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	}
 	if c.v(dBackend) != "openai-images" && (sum.TotalInputTokens != inTokens || sum.TotalOutputTokens != outTokens) {
 		fail("summary tokens in %d out %d; the records' sums %d, %d", sum.TotalInputTokens, sum.TotalOutputTokens, inTokens, outTokens)
+	}
+	if sum.Retries != retries || sum.Images != images {
+		fail("summary retries %d images %d; the records' sums %d, %d", sum.Retries, sum.Images, retries, images)
 	}
 	if sum.Backend != c.v(dBackend) || sum.Mode != workloadArgs[c.v(dWorkload)][1] {
 		fail("summary backend %q mode %q", sum.Backend, sum.Mode)
