@@ -457,6 +457,9 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		_, wholeCSV = drySchedule(t, slices.DeleteFunc(slices.Clone(dryArgs), func(s string) bool { return s == "--shard" || s == "1/2" }), filepath.Join(r.dir, "whole.csv"))
 	}
 
+	if c.v(dStartAt) == "start-at" {
+		args, _ = caseArgs(c, port, r.dir) // --start-at counts from now, not from before the dry runs
+	}
 	var stdout bytes.Buffer
 	r.code = dispatch(context.Background(), args, &stdout, &stderr)
 	r.stdout, r.stderr = stdout.String(), stderr.String()
