@@ -83,16 +83,6 @@ var matrixDims = []dimension{
 	dMetrics:     {"metrics", []string{"no-metrics", "metrics"}},
 }
 
-// val returns the value index of name in dimension d (the table's names
-// are the validity function's vocabulary; a typo fails every test).
-func val(d int, name string) int {
-	i := slices.Index(matrixDims[d].values, name)
-	if i < 0 {
-		panic(fmt.Sprintf("matrix: dimension %s has no value %q", matrixDims[d].name, name))
-	}
-	return i
-}
-
 // is reports whether row (a partial row: testenv.Free where unset) has
 // one of names in dimension d; an unset dimension is "maybe" (true).
 func is(row []int, d int, names ...string) bool {
@@ -753,7 +743,6 @@ func TestMatrixCasesCoverThePlan(t *testing.T) {
 		}
 	}
 	t.Logf("%d cases, %d of them the valid workload × backend × source product", len(cases), want)
-	_ = val
 }
 
 // TestMatrixInvalidCombinations: the combinations the matrix leaves out
