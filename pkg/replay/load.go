@@ -5,7 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"compress/gzip"
-		"errors"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -418,4 +418,3 @@ func (p *rowParser) colPresent(k int) bool {
 }
 
 var errMissing = errors.New("missing")
-
