@@ -242,7 +242,7 @@ func (p *ParametricOptions) lengths(o *Options, log *logger) (arrival.Lengths, e
 		}
 	}
 	if data == nil {
-		u, err := lengthSource(o, nil)
+		u, err := lengthSource(o, nil, log)
 		if err != nil {
 			return nil, err
 		}
@@ -261,8 +261,12 @@ func (p *ParametricOptions) lengths(o *Options, log *logger) (arrival.Lengths, e
 	if lp.Skipped > 0 {
 		log.Warnf("%s: skipped %d rows without two lengths ≥ 1 (first at lines %v)", name, lp.Skipped, lp.SkippedLines)
 	}
-	log.Infof("parametric: request sizes drawn jointly from %d (input, output) pairs of %s", len(lp.Pairs), name)
-	return arrival.PairLengths{Pairs: lp.Pairs}, nil
+	pairs, err := limitPairs(o, log, name, lp.Pairs)
+	if err != nil {
+		return nil, err
+	}
+	log.Infof("parametric: request sizes drawn jointly from %d (input, output) pairs of %s", len(pairs), name)
+	return arrival.PairLengths{Pairs: pairs}, nil
 }
 
 // readFile reads a named input file, at most 1 GiB.
