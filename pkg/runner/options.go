@@ -53,13 +53,13 @@ type Options struct {
 	MaxModelLen int
 	// serverLimit is the served model's max_model_len (serverLimitFrom
 	// names it), found before the schedule is built (limits.go).
-	serverLimit     int
-	serverLimitFrom string
-	PromptFormat       string // token-ids or text
-	PromptSuffix       string
-	PromptSalt         int64 // 0: derived per run
-	ApplyChatTemplate  bool
-	Tokenizer          string
+	serverLimit       int
+	serverLimitFrom   string
+	PromptFormat      string // token-ids or text
+	PromptSuffix      string
+	PromptSalt        int64 // 0: derived per run
+	ApplyChatTemplate bool
+	Tokenizer         string
 
 	// Request shape.
 	Stream           bool
