@@ -269,19 +269,24 @@ func (p *ParametricOptions) lengths(o *Options, log *logger) (arrival.Lengths, e
 	return arrival.PairLengths{Pairs: pairs}, nil
 }
 
-// readFile reads a named input file, at most 1 GiB.
+// maxInputFile bounds the small input files read whole (Gamma and length
+// CSVs, NB JSON, model maps): a larger one is an error, not a read of
+// gigabytes.
+const maxInputFile = 256 << 20
+
+// readFile reads a named input file, at most maxInputFile bytes.
 func readFile(name, flag string) ([]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, 1<<30+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxInputFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", flag, name, err)
 	}
-	if len(data) > 1<<30 {
-		return nil, fmt.Errorf("%s %s: larger than 1 GiB", flag, name)
+	if len(data) > maxInputFile {
+		return nil, fmt.Errorf("%s %s: larger than %d MiB, the limit of this input", flag, name, maxInputFile>>20)
 	}
 	return data, nil
 }
