@@ -16,6 +16,10 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 )
 
+// defaultMockMaxModelLen is the built-in server's default context length,
+// a long-context model's (128 Ki tokens).
+const defaultMockMaxModelLen = 128 << 10
+
 func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("mock-server", pflag.ContinueOnError)
 	fs.SortFlags = false
@@ -28,7 +32,7 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.Var(millisValue{&cfg.ITL}, "itl-ms", "inter-token latency, in ms")
 	fs.Var(microsValue{&cfg.PrefillPerToken}, "prefill-us-per-token", "added to the time to first token per prompt token, in µs")
 	fs.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", 0, "requests generating at once; more wait in a queue (0: unbounded)")
-	fs.IntVar(&cfg.MaxModelLen, "max-model-len", 0, "reject prompt+max_tokens above this with vLLM's 400 (0: no limit)")
+	fs.IntVar(&cfg.MaxModelLen, "max-model-len", defaultMockMaxModelLen, "context length: reported as max_model_len at /v1/models; prompt+max_tokens above it get vLLM's 400 (0: no limit, none reported)")
 	fs.IntVar(&cfg.EOSMeanTokens, "eos-mean-tokens", 0, "without ignore_eos, stop after a geometric number of tokens of this mean (0: always max_tokens)")
 	fs.IntVar(&cfg.TokensPerImage, "tokens-per-image", defaultTokensPerImage, "prompt tokens counted per image part of a chat message (the run's default for 512x512 images)")
 	cfg.Images = mockserver.ImageConfig{Base: mockserver.DefaultImageBase, PerStep: mockserver.DefaultImagePerStep, PerImage: mockserver.DefaultImagePerImage, DefaultSteps: mockserver.DefaultImageSteps}

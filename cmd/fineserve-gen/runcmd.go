@@ -49,6 +49,7 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 	fs.Float64Var(&o.RandomRangeRatio, "random-range-ratio", o.RandomRangeRatio, "random lengths are uniform in [L·(1−r), L·(1+r)]")
 	fs.IntVar(&o.SharegptOutputLen, "sharegpt-output-len", o.SharegptOutputLen, "fixed output length for dataset prompts")
 	fs.IntVar(&o.SharegptContextLen, "sharegpt-context-len", o.SharegptContextLen, "skip dataset prompts whose input+output exceed this")
+	fs.IntVar(&o.MaxModelLen, "max-model-len", o.MaxModelLen, "most input+output tokens of one request; trace rows above it are left out and counted (default: the server's max_model_len from /v1/models, else 1048576)")
 	fs.StringVar(&o.PromptFormat, "prompt-format", o.PromptFormat, "completions prompt: token-ids (exact length) or text")
 	fs.StringVar(&o.PromptSuffix, "prompt-suffix", o.PromptSuffix, "text appended to text prompts (its tokens come on top of the target input length)")
 	fs.Int64Var(&o.PromptSalt, "prompt-salt", o.PromptSalt, "fix the prompt content across runs (0: new content every run, so no prefix cache carries over)")

@@ -33,6 +33,18 @@ func (u UniformLengths) Validate() error {
 	return nil
 }
 
+// Max returns the largest input and output lengths Draw can return.
+func (u UniformLengths) Max() (in, out int) {
+	hi := func(l int) int {
+		if u.RangeRatio == 0 {
+			return l
+		}
+		lo := max(1, int(math.Floor(float64(l)*(1-u.RangeRatio))))
+		return max(lo, int(math.Ceil(float64(l)*(1+u.RangeRatio))))
+	}
+	return hi(u.Input), hi(u.Output)
+}
+
 // Draw implements Lengths.
 func (u UniformLengths) Draw(r *rand.Rand, _ int64) (int, int) {
 	return uniformAround(r, u.Input, u.RangeRatio), uniformAround(r, u.Output, u.RangeRatio)

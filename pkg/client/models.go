@@ -59,3 +59,43 @@ func (c *Client) Tokenize(ctx context.Context, model, text string) (int, error) 
 	}
 	return len(out.Tokens), nil
 }
+
+// ModelLimits returns the context length (max_model_len) of each model the
+// server lists at GET /v1/models, for the servers that report it (vLLM
+// does); a model listed without one is absent from the map.
+func (c *Client) ModelLimits(ctx context.Context) (map[string]int, error) {
+	base := strings.TrimRight(c.cfg.BaseURL, "/")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header = c.header
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, errors.New(c.redact(err.Error()))
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, errors.New(c.redact(err.Error()))
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, errors.New(c.redact(errorMessage(resp.Status, raw)))
+	}
+	var list struct {
+		Data []struct {
+			ID          string `json:"id"`
+			MaxModelLen int64  `json:"max_model_len"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf("models list: %w", err)
+	}
+	limits := map[string]int{}
+	for _, m := range list.Data {
+		if m.MaxModelLen > 0 && m.MaxModelLen <= 1<<40 {
+			limits[m.ID] = int(m.MaxModelLen)
+		}
+	}
+	return limits, nil
+}

@@ -38,6 +38,19 @@ func (d *Dataset) Lengths(fixedOutput int) [][2]int {
 	return out
 }
 
+// Bounds of a dataset file: one array element (a conversation) and the
+// prompt text kept from the whole file. A file beyond either is an error
+// naming the element, never memory without bound.
+const (
+	MaxDatasetElement = 16 << 20
+	MaxDatasetText    = 512 << 20
+)
+
+// maxDatasetText is MaxDatasetText, lowered by tests.
+var maxDatasetText = MaxDatasetText
+
+var errElementTooLarge = fmt.Errorf("an element larger than %d MiB (the limit of one dataset entry)", MaxDatasetElement>>20)
+
 // LoadDataset reads FineServe's dataset files: "sharegpt" (a JSON array of
 // {"conversations": [{"from", "value"}, …]}, also "conversation") or
 // "sharegpt_pre" (a JSON array of {"input_text", "output_length"}). Entries
@@ -69,6 +82,7 @@ func ReadDataset(r io.Reader, kind string, limit int) (*Dataset, error) {
 		return nil, fmt.Errorf("line 1: want a JSON array, got %v", tok)
 	}
 	d := &Dataset{}
+	text := 0 // bytes of prompt text kept
 	i := 0
 	for ; dec.More(); i++ {
 		var e struct {
@@ -114,6 +128,10 @@ func ReadDataset(r io.Reader, kind string, limit int) (*Dataset, error) {
 			d.Prompts = append(d.Prompts, conv[0].Value)
 			d.Outputs = append(d.Outputs, CountWords(conv[1].Value))
 		}
+		if text += len(d.Prompts[len(d.Prompts)-1]); text > maxDatasetText {
+			return nil, fmt.Errorf("line %d: element [%d]: the prompts kept so far exceed %d MiB of text (the limit of a dataset): use a smaller file",
+				lc.line(start), i, maxDatasetText>>20)
+		}
 		if limit > 0 && len(d.Prompts) >= limit {
 			return d, nil
 		}
@@ -151,7 +169,11 @@ type lineCounter struct {
 }
 
 func (c *lineCounter) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
+	room := MaxDatasetElement + 1 - len(c.buf)
+	if room <= 0 {
+		return 0, errElementTooLarge
+	}
+	n, err := c.r.Read(p[:min(len(p), room)])
 	c.buf = append(c.buf, p[:n]...)
 	return n, err
 }

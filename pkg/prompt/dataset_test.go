@@ -2,8 +2,11 @@ package prompt
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -135,5 +138,53 @@ func TestDatasetNegativeIndexWraps(t *testing.T) {
 		if got := string(d.appendText(nil, tc.i, 2)); got != tc.want {
 			t.Errorf("index %d: %q, want %q", tc.i, got, tc.want)
 		}
+	}
+}
+
+type repeatByte byte
+
+func (r repeatByte) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
+}
+
+// A giant element is an error naming it, read with bounded memory.
+func TestDatasetElementIsBounded(t *testing.T) {
+	const n = 256 << 20
+	r := io.MultiReader(strings.NewReader(`[{"conversations": [{"value": "hi"}, {"value": "there"}]},`+"\n"+`{"conversations": [{"value": "`),
+		io.LimitReader(repeatByte('x'), n), strings.NewReader(`"}, {"value": "y"}]}]`))
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	_, err := ReadDataset(r, "sharegpt", 0)
+	runtime.ReadMemStats(&b)
+	if err == nil || !strings.Contains(err.Error(), "element [1]") || !strings.Contains(err.Error(), "larger than 16 MiB") {
+		t.Fatalf("error %v", err)
+	}
+	if alloc := b.TotalAlloc - a.TotalAlloc; alloc > 200<<20 { // the element is read and decoded once more to place the error: a few times the 16 MiB limit, not the 256 MiB element
+		t.Errorf("reading a %d MiB element allocated %d MiB", n>>20, alloc>>20)
+	}
+}
+
+// The prompt text kept from a file is bounded too.
+func TestDatasetTextIsBounded(t *testing.T) {
+	defer func(m int) { maxDatasetText = m }(maxDatasetText)
+	maxDatasetText = 1000
+	var sb strings.Builder
+	sb.WriteString("[")
+	for i := range 30 {
+		if i > 0 {
+			sb.WriteString(",\n")
+		}
+		fmt.Fprintf(&sb, `{"conversations": [{"value": "%s"}, {"value": "y"}]}`, strings.Repeat("w ", 25))
+	}
+	sb.WriteString("]")
+	_, err := ReadDataset(strings.NewReader(sb.String()), "sharegpt", 0)
+	if err == nil || !strings.Contains(err.Error(), "line 21: element [20]: the prompts kept so far exceed") {
+		t.Fatalf("error %v", err)
+	}
+	if _, err := ReadDataset(strings.NewReader(sb.String()), "sharegpt", 20); err != nil {
+		t.Fatalf("20 prompts: %v", err)
 	}
 }

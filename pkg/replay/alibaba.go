@@ -3,7 +3,6 @@ package replay
 import (
 	"bufio"
 	"cmp"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -214,7 +213,7 @@ func isLoRAHeader(has func(string) bool) bool {
 }
 
 // readLoRA reads a GenTD26 lora_request_trace.csv after its header.
-func readLoRA(cr *csv.Reader, header []string, t *Trace, o *Options) error {
+func readLoRA(cl *csvLines, header []string, t *Trace, o *Options) error {
 	t.Format = AlibabaLoRA
 	const (
 		cTS = iota
@@ -332,7 +331,7 @@ func readLoRA(cr *csv.Reader, header []string, t *Trace, o *Options) error {
 		}
 		return b.add(&r)
 	}
-	err := eachCSVRecord(cr, t, b, func(line int, fields []string) error {
+	err := eachCSVRecord(cl, t, b, func(line int, fields []string) error {
 		rec = fields
 		return parseRow(line)
 	})

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"encoding/csv"
 	"errors"
 	"math/big"
 	"slices"
@@ -22,18 +23,25 @@ var (
 		"Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n5,ChatGPT,472,18,490,Conversation log\n45,ChatGPT,1087,0,1087,Conversation log\n",
 		"index,time_s,input_len,output_len,model,num_images,burst\n0,0.012500,100,10,,0,0\n1,0.500000,200,20,\"m,c\",2,1\n",
 		"gmt_create,predict_type,predict_status,exec_time_seconds,groupId,prompt_length\n2024-11-15 16:57:50,TXT_2_IMG,SUCCEED,32.0,G0000,63.0\n",
+		"arrival_time,input_tokens,output_tokens\n0.0,100,20\n0.8,\"1,2\n1.6,2147483647,1\n2.4,7,\"8\"x\n",
+		"Created_At,Prompt_Tokens,Completion_Tokens\n2024-10-15T12:00:00Z,5,6\n2024-10-15T12:00:01Z,5,6\n",
 	}
 	jsonlSeeds = []string{
 		`{"timestamp": 0, "input_length": 40160, "output_length": 6, "hash_ids": [0, 1, 2]}` + "\n" + `{"timestamp": 3, "input_length": 700, "output_length": 4, "hash_ids": [0, 79]}` + "\n",
 		`{"t": 100.5, "in": 10, "out": 20, "m": "a"}` + "\n\n" + `{"t": "oops"}` + "\nnot json\n",
+		`{"ts": 1700000000000, "prompt_tokens": 10, "completion_tokens": 2}` + "\n" + `{"ts": 1700000000400, "prompt_tokens": 4000000, "completion_tokens": 1}` + "\n",
 	}
 )
 
 // checkTrace asserts what every successfully loaded trace satisfies.
 func checkTrace(t *testing.T, tr *Trace) {
 	t.Helper()
-	if got := tr.Len() + tr.Skipped.Rows + tr.Skipped.Failed + tr.Skipped.Scene; got != tr.Rows {
-		t.Fatalf("%d usable + %d skipped + %d failed + %d other scenes != %d rows read", tr.Len(), tr.Skipped.Rows, tr.Skipped.Failed, tr.Skipped.Scene, tr.Rows)
+	if got := tr.Len() + tr.Skipped.Rows + tr.Skipped.Failed + tr.Skipped.Scene + tr.Skipped.OverLimit; got != tr.Rows {
+		t.Fatalf("%d usable + %d skipped + %d failed + %d other scenes + %d over the limit != %d rows read",
+			tr.Len(), tr.Skipped.Rows, tr.Skipped.Failed, tr.Skipped.Scene, tr.Skipped.OverLimit, tr.Rows)
+	}
+	if len(tr.Skipped.OverLimitLines) != min(tr.Skipped.OverLimit, MaxSkippedLines) {
+		t.Fatalf("over-limit info %+v", tr.Skipped)
 	}
 	if tr.Len() > 0 && tr.At(0) != 0 {
 		t.Fatalf("first row at %v", tr.At(0))
@@ -44,6 +52,9 @@ func checkTrace(t *testing.T, tr *Trace) {
 		}
 		if (tr.HasInput && tr.InputTokens(i) < 1) || (tr.HasOutput && tr.OutputTokens(i) < 1) || tr.Images(i) < 0 {
 			t.Fatalf("row %d: sizes %d/%d/%d", i, tr.InputTokens(i), tr.OutputTokens(i), tr.Images(i))
+		}
+		if n := tr.InputTokens(i) + tr.OutputTokens(i); n > DefaultTokenLimit {
+			t.Fatalf("row %d: %d tokens, above the limit %d", i, n, DefaultTokenLimit)
 		}
 	}
 	if len(tr.Skipped.Lines) != min(tr.Skipped.Rows, MaxSkippedLines) || (tr.Skipped.Rows > 0) != (tr.Skipped.First != "") {
@@ -67,15 +78,20 @@ func fuzzLoad(t *testing.T, data []byte, name string, o Options) {
 	o.Strict = true
 	strict, serr := Read(bytes.NewReader(data), name, o)
 	var re *RowError
+	bad := tr.Skipped.Rows + tr.Skipped.OverLimit
+	first := 0
+	if bad > 0 {
+		first = slices.Min(append(slices.Clone(tr.Skipped.Lines), tr.Skipped.OverLimitLines...))
+	}
 	switch {
-	case tr.Skipped.Rows == 0 && serr != nil:
+	case bad == 0 && serr != nil:
 		t.Fatalf("strict load failed on a trace with no unusable row: %v", serr)
-	case tr.Skipped.Rows == 0 && strict.Len() != tr.Len():
+	case bad == 0 && strict.Len() != tr.Len():
 		t.Fatalf("strict load: %d rows, lenient %d", strict.Len(), tr.Len())
-	case tr.Skipped.Rows > 0 && !errors.As(serr, &re):
+	case bad > 0 && !errors.As(serr, &re):
 		t.Fatalf("strict load of a trace with unusable rows: %v, want a *RowError", serr)
-	case tr.Skipped.Rows > 0 && re.Line != tr.Skipped.Lines[0]:
-		t.Fatalf("strict error at line %d, lenient first skip at line %d", re.Line, tr.Skipped.Lines[0])
+	case bad > 0 && re.Line != first:
+		t.Fatalf("strict error at line %d, lenient first skip at line %d", re.Line, first)
 	}
 }
 
@@ -250,4 +266,35 @@ func hugeExponent(s string) bool {
 		return false
 	}
 	return len(strings.TrimLeft(s[i+1:], "+-0")) > 6
+}
+
+// FuzzCSVLine checks the line splitter against encoding/csv: a line that
+// encoding/csv reads as one record splits into the same fields, and no
+// line panics or yields more fields than it has commas plus one.
+func FuzzCSVLine(f *testing.F) {
+	for _, s := range []string{`a,b,c`, `1,"2,3",4`, `"x""y",z`, `"unclosed,1,2`, `7,"8"x`, `a"b,c`, ``, `,,`, `"",""`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		if strings.ContainsAny(line, "\r\n") {
+			return // the line reader never hands the splitter a line break
+		}
+		var cl csvLines
+		rec, err := cl.split(line)
+		if err == nil && len(rec) > strings.Count(line, ",")+1 {
+			t.Fatalf("%q: %d fields", line, len(rec))
+		}
+		cr := csv.NewReader(strings.NewReader(line))
+		cr.FieldsPerRecord = -1
+		want, werr := cr.Read()
+		if werr != nil || len(line) == 0 {
+			return
+		}
+		if err != nil {
+			t.Fatalf("%q: %v; encoding/csv reads %q", line, err, want)
+		}
+		if !slices.Equal(rec, want) {
+			t.Fatalf("%q: fields %q, encoding/csv %q", line, rec, want)
+		}
+	})
 }

@@ -10,10 +10,15 @@ import (
 	"github.com/valyala/fastjson"
 )
 
-// maxLineBytes bounds one JSON line; longer lines are skipped as unusable.
-const maxLineBytes = 64 << 20
+// MaxRecordBytes bounds one record of a trace: a CSV or JSON Lines line,
+// an element of a JSON array. A longer one is skipped as unusable (its
+// rest is read and dropped, never held), so no line costs more memory
+// than this.
+const MaxRecordBytes = 1 << 20
 
-var errLineTooLong = fmt.Errorf("line longer than %d MiB", maxLineBytes>>20)
+const maxLineBytes = MaxRecordBytes
+
+var errLineTooLong = fmt.Errorf("longer than %d MiB (the limit of one record)", maxLineBytes>>20)
 
 // lineReader yields the lines of a stream without their newline.
 type lineReader struct {
@@ -63,18 +68,26 @@ func detectJSONL(first []byte, o *Options) (Format, error) {
 		return "", errors.New("line 1: not a JSON object; give --trace-format")
 	}
 	has := func(k string) bool { return v.Exists(k) }
+	keys := objectKeys(v)
 	switch {
 	case isT2IObject(v) && o.TimestampColumn == "":
 		return AlibabaT2I, nil
 	case has("hash_ids") || (has("timestamp") && has("input_length") && has("output_length") && o.TimestampColumn == ""):
 		return Mooncake, nil
-	case o.TimestampColumn != "":
+	case o.TimestampColumn != "" || findAlias(keys, timeAliases) != "":
 		return GenericJSONL, nil
 	}
+	return "", noTimeColumn(keys)
+}
+
+// objectKeys lists the keys of a JSON object (nil for any other value).
+func objectKeys(v *fastjson.Value) []string {
 	var keys []string
+	if v == nil || v.Type() != fastjson.TypeObject {
+		return nil
+	}
 	v.GetObject().Visit(func(k []byte, _ *fastjson.Value) { keys = append(keys, string(k)) })
-	return "", fmt.Errorf("cannot tell the trace format from the keys %q: give --trace-format, or --timestamp-column (with --timestamp-unit and the length columns) for any JSON Lines file",
-		clipHeader(keys))
+	return keys
 }
 
 // readJSONL reads a JSON Lines trace: one object per line.
@@ -94,13 +107,20 @@ func readJSONL(br *bufio.Reader, t *Trace, o *Options, first []byte) error {
 	}
 	sp := specFor(f, o)
 	t.Format = f
-	if sp.name[fTS] == "" {
-		return fmt.Errorf("replay: %s: give --timestamp-column for a JSON Lines trace", t.Path)
-	}
 	// Which fields the trace carries: all of a named format's; for a
 	// generic one, those the first object has (or the flags name).
 	var fp fastjson.Parser
 	fv, ferr := fp.ParseBytes(first)
+	if sp.optional {
+		if err := sp.resolveGeneric(objectKeys(fv), o); err != nil {
+			return fmt.Errorf("replay: %s: line 1: %w", t.Path, err)
+		}
+	}
+	if sp.unit == UnitDefault {
+		if err := sp.inferUnit(sampleJSONL(br, sp.name[fTS])); err != nil {
+			return fmt.Errorf("replay: %s: %w", t.Path, err)
+		}
+	}
 	present := func(k int) bool {
 		return sp.name[k] != "" && ferr == nil && fv.Type() == fastjson.TypeObject && fv.Exists(sp.name[k])
 	}
@@ -115,6 +135,9 @@ func readJSONL(br *bufio.Reader, t *Trace, o *Options, first []byte) error {
 		c.model = sp.name[fModel] != ""
 	}
 	p := newRowParser(t, o, sp, c)
+	if sp.optional {
+		t.Detected = sp.describe(c.in, c.out)
+	}
 	var v *fastjson.Value
 	var num []byte
 	get := func(k int) (string, bool) {

@@ -5,13 +5,11 @@ import (
 	"bytes"
 	"cmp"
 	"compress/gzip"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
@@ -78,6 +76,9 @@ func Read(r io.Reader, name string, o Options) (*Trace, error) {
 		if t.Skipped.Failed > 0 {
 			why += fmt.Sprintf(" (%d failed requests left out; --keep-failed keeps them)", t.Skipped.Failed)
 		}
+		if s := &t.Skipped; s.OverLimit > 0 {
+			why += fmt.Sprintf(" (%d above the token limit %d, %s; first at line %d; --max-model-len sets it)", s.OverLimit, s.Limit, s.LimitFrom, s.OverLimitLines[0])
+		}
 		return t, fmt.Errorf("replay: %s: %w%s", label, errNoRows, why)
 	}
 	return t, nil
@@ -135,6 +136,8 @@ type spec struct {
 	optional bool
 	// failedZeroOut: an output length of 0 marks a failed request.
 	failedZeroOut bool
+	// unitRule says how an inferred unit was chosen (generic.go).
+	unitRule string
 }
 
 // specFor returns f's columns with o's overrides.
@@ -159,8 +162,7 @@ func specFor(f Format, o *Options) spec {
 		s.unit, s.name[fTS], s.name[fIn], s.name[fOut] = Seconds, "time_s", "input_len", "output_len"
 		s.name[fModel], s.name[fImages], s.name[fBurst] = "model", "num_images", "burst"
 	case GenericCSV, GenericJSONL:
-		s.name[fIn], s.name[fOut] = "input_length", "output_length"
-		s.optional = true
+		s.optional = true // the columns are found by name (generic.go)
 	}
 	s.name[fTS] = cmp.Or(o.TimestampColumn, s.name[fTS])
 	s.name[fIn] = cmp.Or(o.InputColumn, s.name[fIn])
@@ -189,11 +191,10 @@ func detectCSV(header []string, o *Options) (Format, error) {
 		return AlibabaLoRA, nil
 	case has("input_length") && has("output_length") && (has("timestamp") || o.TimestampColumn != ""):
 		return FineServe, nil
-	case o.TimestampColumn != "":
+	case o.TimestampColumn != "" || findAlias(header, timeAliases) != "":
 		return GenericCSV, nil
 	}
-	return "", fmt.Errorf("cannot tell the trace format from the header %q: give --trace-format, or --timestamp-column (with --timestamp-unit and the length columns) for any CSV",
-		clipHeader(header))
+	return "", noTimeColumn(header)
 }
 
 func clipHeader(h []string) string {
@@ -220,16 +221,13 @@ func colIndex(header []string, name string) int {
 	return -1
 }
 
-// readCSV reads a CSV trace.
+// readCSV reads a CSV trace, one record per line.
 func readCSV(br *bufio.Reader, t *Trace, o *Options) error {
-	cr := csv.NewReader(br)
-	cr.ReuseRecord = true
-	cr.FieldsPerRecord = -1
-	header, err := cr.Read()
+	cl := &csvLines{lr: lineReader{br: br}}
+	header, err := cl.header(t.Path)
 	if err != nil {
-		return fmt.Errorf("replay: %s: header: %w", t.Path, err)
+		return err
 	}
-	header = slices.Clone(header) // the reader reuses the slice (ReuseRecord)
 	f := o.Format
 	if f == FormatAuto {
 		if f, err = detectCSV(header, o); err != nil {
@@ -240,10 +238,15 @@ func readCSV(br *bufio.Reader, t *Trace, o *Options) error {
 		return fmt.Errorf("replay: %s: --trace-format %s needs a JSON Lines file", t.Path, f)
 	}
 	if f == AlibabaLoRA {
-		return readLoRA(cr, header, t, o)
+		return readLoRA(cl, header, t, o)
 	}
 	sp := specFor(f, o)
 	t.Format = f
+	if sp.optional {
+		if err := sp.resolveGeneric(header, o); err != nil {
+			return fmt.Errorf("replay: %s: line 1: %w", t.Path, err)
+		}
+	}
 	var idx [nFields]int
 	var missing []string
 	for k := range nFields {
@@ -263,10 +266,19 @@ func readCSV(br *bufio.Reader, t *Trace, o *Options) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("replay: %s: line 1: %s format: no %s in the header %q", t.Path, f, strings.Join(missing, ", no "), clipHeader(header))
 	}
+	if sp.unit == UnitDefault {
+		vals := sampleCSV(br, idx[fTS])
+		if err := sp.inferUnit(vals); err != nil {
+			return fmt.Errorf("replay: %s: %w", t.Path, err)
+		}
+	}
 	p := newRowParser(t, o, sp, columns{
 		in: idx[fIn] >= 0, out: idx[fOut] >= 0, images: idx[fImages] >= 0,
 		model: idx[fModel] >= 0, burst: idx[fBurst] >= 0,
 	})
+	if sp.optional {
+		t.Detected = sp.describe(idx[fIn] >= 0, idx[fOut] >= 0)
+	}
 	var rec []string
 	get := func(k int) (string, bool) {
 		i := idx[k]
@@ -275,7 +287,7 @@ func readCSV(br *bufio.Reader, t *Trace, o *Options) error {
 		}
 		return rec[i], true
 	}
-	err = eachCSVRecord(cr, t, p.b, func(line int, fields []string) error {
+	err = eachCSVRecord(cl, t, p.b, func(line int, fields []string) error {
 		rec = fields
 		return p.parse(line, get, nil)
 	})
@@ -286,32 +298,24 @@ func readCSV(br *bufio.Reader, t *Trace, o *Options) error {
 	return nil
 }
 
-// eachCSVRecord calls fn with every record of cr and its line; malformed
-// lines are skipped and counted (an error in strict mode).
-func eachCSVRecord(cr *csv.Reader, t *Trace, b *builder, fn func(line int, rec []string) error) error {
-	lastOffset := cr.InputOffset()
+// eachCSVRecord calls fn with every record of cl and its line; a malformed
+// line is skipped and counted as one row (an error in strict mode).
+func eachCSVRecord(cl *csvLines, t *Trace, b *builder, fn func(line int, rec []string) error) error {
 	for {
-		rec, err := cr.Read()
+		rec, line, lineErr, err := cl.next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			var pe *csv.ParseError
-			if !errors.As(err, &pe) {
-				return fmt.Errorf("replay: %s: %w", t.Path, err)
-			}
-			if cr.InputOffset() == lastOffset { // no progress: give up
-				return &RowError{Path: t.Path, Line: pe.StartLine, Err: pe.Err}
-			}
-			lastOffset = cr.InputOffset()
+			return fmt.Errorf("replay: %s: line %d: %w", t.Path, line, err)
+		}
+		if lineErr != nil {
 			t.Rows++
-			if err := b.skip(pe.StartLine, "", pe.Err); err != nil {
+			if err := b.skip(line, "", lineErr); err != nil {
 				return err
 			}
 			continue
 		}
-		lastOffset = cr.InputOffset()
-		line, _ := cr.FieldPos(0)
 		if err := fn(line, rec); err != nil {
 			return err
 		}
@@ -343,16 +347,6 @@ func (p *rowParser) parse(line int, get func(k int) (string, bool), blocks func(
 	ts, ok := get(fTS)
 	if !ok {
 		return p.b.skip(line, p.sp.name[fTS], errMissing)
-	}
-	if p.unit == UnitDefault {
-		u, err := p.guessUnit(ts)
-		if err != nil {
-			return err
-		}
-		if u == UnitDefault { // an empty timestamp: decide on a later row
-			return p.b.skip(line, p.sp.name[fTS], errEmpty)
-		}
-		p.unit, p.t.Unit = u, u
 	}
 	at, err := parseTimestamp(ts, p.unit)
 	if err != nil {
@@ -424,17 +418,3 @@ func (p *rowParser) colPresent(k int) bool {
 }
 
 var errMissing = errors.New("missing")
-
-// guessUnit decides the unit of a generic trace from its first timestamp:
-// a date and time is unambiguous; a number needs --timestamp-unit.
-func (p *rowParser) guessUnit(ts string) (Unit, error) {
-	ts = trimSpace(ts)
-	if ts == "" {
-		return UnitDefault, nil
-	}
-	if _, err := parseDateTime(ts); err == nil {
-		return DateTime, nil
-	}
-	return UnitDefault, fmt.Errorf("replay: %s: the %s column %q holds numbers (%q): give --timestamp-unit s, ms, us or ns",
-		p.t.Path, p.sp.format, p.sp.name[fTS], clip(ts))
-}

@@ -254,8 +254,10 @@ func TestDetectionAndErrors(t *testing.T) {
 		err              string // "" : loads
 		format           Format
 	}{
-		{"unknown header", "a.csv", "x,y\n1,2\n", Options{}, "cannot tell the trace format", ""},
-		{"numeric generic needs a unit", "b.csv", "t,n\n1,2\n", Options{TimestampColumn: "t"}, "give --timestamp-unit", ""},
+		{"no time column", "a.csv", "x,y\n1,2\n", Options{}, `no time column: none of timestamp, arrival_time, time, ts, created_at (any case) among its columns "x,y"`, ""},
+		{"no time column in jsonl", "a.jsonl", "{\"x\":1,\"input_tokens\":2}\n", Options{}, `no time column: none of timestamp, arrival_time, time, ts, created_at (any case) among its columns "x,input_tokens"`, ""},
+		{"numeric generic infers its unit", "b.csv", "t,n\n1,2\n", Options{TimestampColumn: "t"}, "", GenericCSV},
+		{"a unit needs a value to infer from", "b2.csv", "t,n\nabc,2\n", Options{TimestampColumn: "t"}, "give --timestamp-unit", ""},
 		{"missing override column", "c.csv", "timestamp,input_length,output_length\n1,2,3\n", Options{InputColumn: "prompt"}, `no input length column "prompt"`, ""},
 		{"empty file", "d.csv", "", Options{}, "empty file", ""},
 		{"header only", "e.csv", "timestamp,input_length,output_length\n", Options{}, "no usable row", ""},

@@ -90,6 +90,26 @@ type Options struct {
 	// trace; "" keeps every row). Rows of other scenes are counted in
 	// Skipped.Scene.
 	Scene string
+	// TokenLimit bounds a row's input plus output tokens (the served
+	// model's context, max_model_len); rows above it are left out and
+	// counted in Skipped.OverLimit (an error with Strict). 0 is
+	// DefaultTokenLimit. TokenLimitFrom says where the limit comes from,
+	// for messages ("--max-model-len").
+	TokenLimit     int
+	TokenLimitFrom string
+}
+
+// DefaultTokenLimit is the token limit of a row, and of any request, when
+// neither --max-model-len nor the server gives one: it keeps a mistyped
+// length (2147483647) from building a prompt of gigabytes.
+const DefaultTokenLimit = 1 << 20
+
+// Limit returns o's token limit and where it comes from.
+func (o *Options) Limit() (int, string) {
+	if o.TokenLimit > 0 {
+		return o.TokenLimit, cmp.Or(o.TokenLimitFrom, "the token limit")
+	}
+	return DefaultTokenLimit, "the built-in cap"
 }
 
 // RowError is an unusable row: the file, line and field, and why.
@@ -136,22 +156,26 @@ type Skipped struct {
 	// OutOfOrder counts rows earlier than the row before them; the trace
 	// was sorted by time (stably: equal times keep their file order).
 	OutOfOrder int `json:"out_of_order_rows,omitempty"`
+	// OverLimit counts rows whose input plus output tokens exceed Limit
+	// (Options.TokenLimit), left out; OverLimitLines are the first
+	// MaxSkippedLines of their line numbers and LimitFrom where the limit
+	// comes from.
+	OverLimit      int    `json:"over_limit_rows,omitempty"`
+	OverLimitLines []int  `json:"over_limit_lines,omitempty"`
+	Limit          int    `json:"token_limit,omitempty"`
+	LimitFrom      string `json:"token_limit_from,omitempty"`
 }
 
 // Warnings describes s as human-readable warnings, one a line.
 func (s *Skipped) Warnings() []string {
 	var w []string
 	if s.Rows > 0 {
-		lines := make([]string, len(s.Lines))
-		for i, l := range s.Lines {
-			lines[i] = fmt.Sprint(l)
-		}
-		more := ""
-		if s.Rows > len(s.Lines) {
-			more = ", …"
-		}
-		w = append(w, fmt.Sprintf("skipped %d unusable row(s) (lines %s%s); first: %s; --strict makes this an error",
-			s.Rows, strings.Join(lines, ", "), more, s.First))
+		w = append(w, fmt.Sprintf("skipped %d unusable row(s) (lines %s); first: %s; --strict makes this an error",
+			s.Rows, joinLines(s.Lines, s.Rows), s.First))
+	}
+	if s.OverLimit > 0 {
+		w = append(w, fmt.Sprintf("left out %d row(s) above the token limit %d (input + output tokens; %s) (lines %s); --max-model-len sets the limit",
+			s.OverLimit, s.Limit, s.LimitFrom, joinLines(s.OverLimitLines, s.OverLimit)))
 	}
 	if s.Failed > 0 {
 		why := s.FailedWhy
@@ -175,6 +199,19 @@ func (s *Skipped) Warnings() []string {
 	return w
 }
 
+// joinLines writes the first line numbers of n, with "…" when some are
+// not listed.
+func joinLines(lines []int, n int) string {
+	parts := make([]string, len(lines), len(lines)+1)
+	for i, l := range lines {
+		parts[i] = fmt.Sprint(l)
+	}
+	if n > len(lines) {
+		parts = append(parts, "…")
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Trace is a trace's usable rows, sorted by time and stored by column (no
 // per-row strings: model names are interned). Row i's time At(i) is its
 // offset from the first row (unscaled), so At(0) == 0.
@@ -196,6 +233,10 @@ type Trace struct {
 	HasInput, HasOutput bool
 	// Skipped tells what was left out or changed.
 	Skipped Skipped
+	// Detected says in one line how a generic CSV or JSON Lines trace is
+	// read: its time column and unit (and how the unit was inferred) and
+	// its length columns ("" for the known formats).
+	Detected string
 
 	at        []int64 // ns since the first row
 	in, out   []int32
@@ -307,6 +348,8 @@ type builder struct {
 	t         *Trace
 	o         *Options
 	minOut    int32
+	limit     int64
+	limitFrom string
 	prev      int64
 	modelIdx  map[string]uint32
 	instIdx   map[string]uint32
@@ -315,6 +358,8 @@ type builder struct {
 
 func newBuilder(t *Trace, o *Options, c columns) *builder {
 	b := &builder{t: t, o: o, minOut: int32(max(o.MinOutputLen, 1))}
+	limit, from := o.Limit()
+	b.limit, b.limitFrom = int64(limit), from
 	t.HasInput, t.HasOutput = c.in, c.out
 	if c.images {
 		t.images = []uint16{}
@@ -366,6 +411,22 @@ func (b *builder) skip(line int, field string, err error) error {
 	return nil
 }
 
+// overLimit records a row of n tokens, above the limit: left out and
+// counted, or the error in strict mode.
+func (b *builder) overLimit(r *row, n int64) error {
+	s := &b.t.Skipped
+	err := fmt.Errorf("%d input + %d output tokens = %d, above the token limit %d (%s)", r.in, r.out, n, b.limit, b.limitFrom)
+	if b.o.Strict {
+		return &RowError{Path: b.t.Path, Line: r.line, Field: "input length + output length", Err: err}
+	}
+	s.OverLimit++
+	s.Limit, s.LimitFrom = int(b.limit), b.limitFrom
+	if len(s.OverLimitLines) < MaxSkippedLines {
+		s.OverLimitLines = append(s.OverLimitLines, r.line)
+	}
+	return nil
+}
+
 // maxImages bounds the image count of a request (uint16 storage).
 const maxImages = 1<<16 - 1
 
@@ -382,6 +443,9 @@ func (b *builder) add(r *row) error {
 	if t.HasOutput && r.out == 0 {
 		r.out = b.minOut
 		t.Skipped.ZeroOutput++
+	}
+	if n := int64(r.in) + int64(r.out); n > b.limit {
+		return b.overLimit(r, n)
 	}
 	if len(t.at) > 0 && r.at < b.prev {
 		t.Skipped.OutOfOrder++

@@ -3,7 +3,6 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -53,7 +52,7 @@ func parseModelMap(mo *ModelOptions) (*routing.Map, error) {
 			m = sm
 			break
 		}
-		data, rerr := os.ReadFile(spec)
+		data, rerr := readFile(spec, "--model-map")
 		if rerr != nil {
 			return nil, fmt.Errorf("--model-map %q: neither a strategy (hash, round-robin, zipf:S, keep, default), a FROM=TO list nor a readable file: %w", spec, rerr)
 		}

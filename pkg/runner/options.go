@@ -46,11 +46,20 @@ type Options struct {
 	RandomRangeRatio   float64
 	SharegptOutputLen  int
 	SharegptContextLen int
-	PromptFormat       string // token-ids or text
-	PromptSuffix       string
-	PromptSalt         int64 // 0: derived per run
-	ApplyChatTemplate  bool
-	Tokenizer          string
+	// MaxModelLen bounds a request's input plus output tokens
+	// (--max-model-len, vLLM's name); 0 takes the served model's
+	// max_model_len from /v1/models when the server reports one, else
+	// replay.DefaultTokenLimit.
+	MaxModelLen int
+	// serverLimit is the served model's max_model_len (serverLimitFrom
+	// names it), found before the schedule is built (limits.go).
+	serverLimit       int
+	serverLimitFrom   string
+	PromptFormat      string // token-ids or text
+	PromptSuffix      string
+	PromptSalt        int64 // 0: derived per run
+	ApplyChatTemplate bool
+	Tokenizer         string
 
 	// Request shape.
 	Stream           bool
@@ -160,6 +169,9 @@ func (o *Options) Validate() error {
 	}
 	if o.BaseURL != "" && !strings.HasPrefix(o.BaseURL, "http://") && !strings.HasPrefix(o.BaseURL, "https://") {
 		add("--base-url %q: must start with http:// or https://", o.BaseURL)
+	}
+	if o.MaxModelLen < 0 {
+		add("--max-model-len %d: want ≥ 1 (or leave unset)", o.MaxModelLen)
 	}
 	if o.NumPromptsSet && o.NumPrompts < 1 {
 		add("--num-prompts %d: want ≥ 1", o.NumPrompts)

@@ -242,7 +242,7 @@ func (p *ParametricOptions) lengths(o *Options, log *logger) (arrival.Lengths, e
 		}
 	}
 	if data == nil {
-		u, err := lengthSource(o, nil)
+		u, err := lengthSource(o, nil, log)
 		if err != nil {
 			return nil, err
 		}
@@ -261,23 +261,32 @@ func (p *ParametricOptions) lengths(o *Options, log *logger) (arrival.Lengths, e
 	if lp.Skipped > 0 {
 		log.Warnf("%s: skipped %d rows without two lengths ≥ 1 (first at lines %v)", name, lp.Skipped, lp.SkippedLines)
 	}
-	log.Infof("parametric: request sizes drawn jointly from %d (input, output) pairs of %s", len(lp.Pairs), name)
-	return arrival.PairLengths{Pairs: lp.Pairs}, nil
+	pairs, err := limitPairs(o, log, name, lp.Pairs)
+	if err != nil {
+		return nil, err
+	}
+	log.Infof("parametric: request sizes drawn jointly from %d (input, output) pairs of %s", len(pairs), name)
+	return arrival.PairLengths{Pairs: pairs}, nil
 }
 
-// readFile reads a named input file, at most 1 GiB.
+// maxInputFile bounds the small input files read whole (Gamma and length
+// CSVs, NB JSON, model maps): a larger one is an error, not a read of
+// gigabytes.
+const maxInputFile = 256 << 20
+
+// readFile reads a named input file, at most maxInputFile bytes.
 func readFile(name, flag string) ([]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, 1<<30+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxInputFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", flag, name, err)
 	}
-	if len(data) > 1<<30 {
-		return nil, fmt.Errorf("%s %s: larger than 1 GiB", flag, name)
+	if len(data) > maxInputFile {
+		return nil, fmt.Errorf("%s %s: larger than %d MiB, the limit of this input", flag, name, maxInputFile>>20)
 	}
 	return data, nil
 }

@@ -118,19 +118,23 @@ func replaySchedule(o *Options, seed uint64, log *logger, w *workload) (arrival.
 		return nil, usage(err)
 	}
 	format, _ := replay.ParseFormat(r.TraceFormat)
+	limit, from := o.tokenLimit()
 	unit, _ := replay.ParseUnit(r.TimestampUnit)
 	tr, err := replay.Load(r.TracePath, replay.Options{
 		Format: format, Unit: unit,
 		TimestampColumn: r.TimestampColumn, InputColumn: r.InputLengthColumn,
 		OutputColumn: r.OutputLengthColumn, ModelColumn: r.ModelColumn,
 		Strict: r.Strict, KeepFailed: r.KeepFailed, MinOutputLen: r.MinOutputLen,
-		Scene: r.Scene,
+		Scene: r.Scene, TokenLimit: limit, TokenLimitFrom: from,
 	})
 	if err != nil {
 		return nil, usage(err)
 	}
 	log.Infof("trace %s: %s format, %d usable of %d rows over %s (mean %.3f req/s)",
 		r.TracePath, tr.Format, tr.Len(), tr.Rows, tr.Span().Round(time.Millisecond), tr.MeanRate())
+	if tr.Detected != "" {
+		log.Infof("trace %s: %s", r.TracePath, tr.Detected)
+	}
 	for _, wn := range tr.Skipped.Warnings() {
 		log.Warnf("trace %s: %s", r.TracePath, wn)
 	}
@@ -164,7 +168,7 @@ func replaySchedule(o *Options, seed uint64, log *logger, w *workload) (arrival.
 	// --random-output-len (or the dataset). Image generations have no
 	// output tokens.
 	if needOut := !tr.HasOutput && !tr.HasGenerations(); !tr.HasInput || needOut {
-		lengths, err := lengthSource(o, w.dataset)
+		lengths, err := lengthSource(o, w.dataset, log)
 		if err != nil {
 			return nil, err
 		}

@@ -48,6 +48,9 @@ func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
 		seed = uint64(time.Now().UnixNano()) & (1<<53 - 1)
 		log.Infof("seed: %d (pass --seed %d to repeat this schedule)", seed, seed)
 	}
+	if err := serverLimit(ctx, &o, log); err != nil {
+		return nil, err
+	}
 	wl, err := buildSchedule(&o, seed, log)
 	if err != nil {
 		return nil, err

@@ -75,7 +75,7 @@ func buildSchedule(o *Options, seed uint64, log *logger) (*workload, error) {
 	var s arrival.Schedule
 	switch o.Mode {
 	case "poisson":
-		s, err = poissonSchedule(o, seed, ds)
+		s, err = poissonSchedule(o, seed, ds, log)
 	case "replay":
 		s, err = replaySchedule(o, seed, log, w)
 	case "parametric":
@@ -114,7 +114,7 @@ func loadDataset(o *Options, log *logger) (*prompt.Dataset, error) {
 
 // lengthSource picks how a synthetic schedule sizes its requests: the
 // dataset's own lengths (sharegpt modes) or --random-* lengths.
-func lengthSource(o *Options, ds *prompt.Dataset) (arrival.Lengths, error) {
+func lengthSource(o *Options, ds *prompt.Dataset, log *logger) (arrival.Lengths, error) {
 	if ds != nil && o.DatasetName != "random" {
 		pairs := ds.Lengths(o.SharegptOutputLen)
 		if o.SharegptContextLen > 0 {
@@ -129,17 +129,24 @@ func lengthSource(o *Options, ds *prompt.Dataset) (arrival.Lengths, error) {
 			}
 			pairs = kept
 		}
+		pairs, err := limitPairs(o, log, "dataset "+o.DatasetPath, pairs)
+		if err != nil {
+			return nil, err
+		}
 		return arrival.SequenceLengths{Pairs: pairs}, nil
 	}
 	u := arrival.UniformLengths{Input: o.RandomInputLen, Output: o.RandomOutputLen, RangeRatio: o.RandomRangeRatio}
 	if err := u.Validate(); err != nil {
 		return nil, usage(err)
 	}
+	if err := checkUniform(o, u); err != nil {
+		return nil, err
+	}
 	return u, nil
 }
 
-func poissonSchedule(o *Options, seed uint64, ds *prompt.Dataset) (arrival.Schedule, error) {
-	lengths, err := lengthSource(o, ds)
+func poissonSchedule(o *Options, seed uint64, ds *prompt.Dataset, log *logger) (arrival.Schedule, error) {
+	lengths, err := lengthSource(o, ds, log)
 	if err != nil {
 		return nil, err
 	}
