@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
@@ -204,7 +205,7 @@ func (m *monitor) begin(start time.Time, col *metrics.Collector, inFlight, dispa
 		})
 	}
 	m.started = true
-	go m.loop()
+	safe.Go(m.loop)
 }
 
 // loop cuts and closes windows and live intervals at their absolute
