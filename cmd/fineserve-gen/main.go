@@ -265,7 +265,7 @@ func parseAll(fs *pflag.FlagSet, args []string) (valueErrs []error, err error) {
 			r()
 		}
 	}()
-	err = fs.Parse(args)
+	err = parseFlags(fs, args)
 	return valueErrs, err
 }
 
