@@ -82,17 +82,8 @@ func execute(ctx context.Context, o *Options, seed uint64, wl *workload, st arri
 	if err != nil {
 		return nil, usage(err)
 	}
-	if o.Model == "" {
-		ids, err := cli.ListModels(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("no --model given and the server did not list one: %w", err)
-		}
-		if len(ids) == 0 {
-			return nil, errors.New("no --model given and the server lists no model")
-		}
-		o.Model = ids[0]
-		log.Infof("model: %s (first of /v1/models)", o.Model)
-		cli.SetModel(o.Model)
+	if err := checkTarget(ctx, o, cli, log); err != nil {
+		return nil, err
 	}
 	format, err := prompt.ParseFormat(o.PromptFormat)
 	if err != nil {
