@@ -261,6 +261,28 @@ func TestExitCodes(t *testing.T) {
 		if r.code != exitBudget || !strings.Contains(r.stderr, "error budget exceeded") {
 			t.Errorf("exit %d, want %d\n%s", r.code, exitBudget, r.stderr)
 		}
+		// Every request failed: no latency, shown as such and re-read as such.
+		if !strings.Contains(r.stdout, "n/a") {
+			t.Errorf("the table shows no n/a:\n%s", r.stdout)
+		}
+		raw, _ := os.ReadFile(r.path("summary.json"))
+		if !strings.Contains(string(raw), `"mean_ttft_ms": null`) {
+			t.Errorf("summary without null latencies:\n%s", raw)
+		}
+		for _, args := range [][]string{
+			{"report", r.path("summary.json"), "-o", r.path("report.html")},
+			{"report", r.path("results.jsonl"), "--summary", r.path("summary.json"), "-o", r.path("report2.html")},
+			{"merge", r.path("summary.json"), "-o", r.path("merged.json")},
+		} {
+			var out, errb bytes.Buffer
+			if code := dispatch(context.Background(), args, &out, &errb); code != exitOK {
+				t.Errorf("%v: exit %d\n%s", args, code, errb.String())
+			}
+		}
+		merged, _ := os.ReadFile(r.path("merged.json"))
+		if !strings.Contains(string(merged), `"p99_ttft_ms": null`) {
+			t.Errorf("merged summary without null latencies:\n%.2000s", merged)
+		}
 	})
 	t.Run("130: stopped while sending", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
