@@ -61,7 +61,11 @@ type monitor struct {
 	lastServer *servermetrics.Sample
 
 	// The monitor goroutine's own state (then stop's).
-	windows    []metrics.WindowStats
+	windows []metrics.WindowStats
+	// liveSat are the live intervals flagged CLIENT SATURATED (at most
+	// metrics.MaxSaturatedIntervals; liveSatN counts them all).
+	liveSat    []metrics.SaturatedInterval
+	liveSatN   int
 	cpuOK      bool
 	next       func() (arrival.Arrival, bool)
 	stopPull   func()
@@ -342,12 +346,17 @@ func (m *monitor) closeLive(p *period) {
 	if m.prom != nil {
 		m.prom.SetSaturated(w.Saturated)
 	}
+	if w.Saturated {
+		m.liveSatN++
+		if len(m.liveSat) < metrics.MaxSaturatedIntervals {
+			m.liveSat = append(m.liveSat, metrics.SaturatedInterval{Start: w.Start, End: w.End, Reasons: w.Reasons})
+		}
+	}
 	m.mu.Lock()
 	srv := m.lastServer
 	m.lastServer = nil
 	m.mu.Unlock()
-	sliver := w.End-w.Start < m.o.Observe.ReportInterval.Seconds()/4
-	line := liveLine(&w, m.inFlightNow(), srv, sliver)
+	line := liveLine(&w, m.inFlightNow(), srv, m.o.Observe.ReportInterval.Seconds())
 	switch {
 	case !m.o.Quiet:
 		m.println(line)
@@ -456,14 +465,19 @@ func (m *monitor) annotate(sum *metrics.Summary, elapsed time.Duration) error {
 	set(metrics.KeyWindowSeconds, m.o.Observe.Window.Seconds())
 	set(metrics.KeyWindows, m.windows)
 	sat := m.saturated()
-	set(metrics.KeyClientSaturated, len(sat) > 0)
+	set(metrics.KeyClientSaturated, len(sat) > 0 || m.liveSatN > 0)
 	if len(sat) > 0 {
 		idx := make([]int, len(sat))
 		for i, w := range sat {
 			idx[i] = w.Index
 		}
 		set(metrics.KeySaturatedWindows, idx)
-		set(metrics.KeySaturationReason, saturationReason(sat))
+	}
+	if len(sat) > 0 || m.liveSatN > 0 {
+		set(metrics.KeySaturationReason, m.saturationReason(sat))
+	}
+	if m.liveSatN > 0 {
+		set(metrics.KeySaturatedIntervals, m.liveSat)
 	}
 	if cpu, ok := processCPU(); ok && elapsed > 0 {
 		set(metrics.KeyClientCPU, cpu.Seconds()/(elapsed.Seconds()*float64(m.cores)))
@@ -479,15 +493,27 @@ func (m *monitor) annotate(sum *metrics.Summary, elapsed time.Duration) error {
 	return errors.Join(errs...)
 }
 
-// saturationReason says in one line how the client fell behind.
-func saturationReason(sat []metrics.WindowStats) string {
-	parts := make([]string, 0, len(sat))
+// saturationReason says in one line how the client fell behind: in the
+// windows sat and in the live intervals the live output flagged.
+func (m *monitor) saturationReason(sat []metrics.WindowStats) string {
+	var parts []string
 	for i, w := range sat {
 		if i == 3 {
 			parts = append(parts, fmt.Sprintf("and %d more", len(sat)-3))
 			break
 		}
 		parts = append(parts, fmt.Sprintf("window %d (%s–%s): %s", w.Index, clock(w.Start), clock(w.End), strings.Join(w.Reasons, ", ")))
+	}
+	if m.liveSatN > 0 {
+		var live []string
+		for i, v := range m.liveSat {
+			if i == 3 {
+				live = append(live, fmt.Sprintf("and %d more", m.liveSatN-3))
+				break
+			}
+			live = append(live, fmt.Sprintf("%s–%s: %s", clock(v.Start), clock(v.End), strings.Join(v.Reasons, ", ")))
+		}
+		parts = append(parts, fmt.Sprintf("live intervals flagged %d (%s)", m.liveSatN, strings.Join(live, "; ")))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -500,9 +526,9 @@ func (m *monitor) finish(sum *metrics.Summary) error {
 	if m.slo.Set() {
 		writeGoodput(m.stdio.Out, sum)
 	}
-	if sat := m.saturated(); len(sat) > 0 {
-		fmt.Fprintf(m.stdio.Err, "warning: the client fell behind its schedule in %d of %d windows (%s): latencies there include the client's delay, not only the server's; see client_saturated in the summary\n",
-			len(sat), len(m.windows), saturationReason(sat))
+	if sat := m.saturated(); len(sat) > 0 || m.liveSatN > 0 {
+		fmt.Fprintf(m.stdio.Err, "warning: the client fell behind its schedule in %d of %d windows and %d live intervals (%s): latencies there include the client's delay, not only the server's; see client_saturated in the summary\n",
+			len(sat), len(m.windows), m.liveSatN, m.saturationReason(sat))
 	}
 	if path := m.o.Observe.ReportHTML; path != "" {
 		m.mu.Lock()

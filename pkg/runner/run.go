@@ -62,8 +62,7 @@ func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
 		log.Infof("schedule: %d arrivals written to %s", n, o.ScheduleOut)
 	}
 	st := arrival.Summarize(wl.schedule)
-	log.Infof("schedule: %d requests over %.3f s (mean %.2f req/s), %d input and %d output tokens",
-		st.Count, st.Last.Seconds(), st.MeanRate(), st.Input, st.Output)
+	log.Infof("%s", scheduleLine(st))
 	if h, n, ok := wl.hash.result(); ok && o.ShardCount > 1 {
 		log.Infof("shard %d/%d: %d of the schedule's %d arrivals; schedule %s", o.ShardIndex, o.ShardCount, st.Count, n, h)
 	}
@@ -74,6 +73,19 @@ func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
 		return nil, usage(errors.New("the schedule is empty: nothing to send"))
 	}
 	return execute(ctx, &o, seed, wl, st, stdio, log)
+}
+
+// scheduleLine describes a schedule in one line; a rate only when it has
+// one (two arrivals or more, not all due at once).
+func scheduleLine(st arrival.Stats) string {
+	tokens := fmt.Sprintf("%d input and %d output tokens", st.Input, st.Output)
+	switch {
+	case st.Count == 1:
+		return fmt.Sprintf("schedule: 1 request at %.3f s, %s", st.Last.Seconds(), tokens)
+	case st.Count == 0 || st.Last <= 0:
+		return fmt.Sprintf("schedule: %d requests, all due at the start, %s", st.Count, tokens)
+	}
+	return fmt.Sprintf("schedule: %d requests over %.3f s (mean %.2f req/s), %s", st.Count, st.Last.Seconds(), st.MeanRate(), tokens)
 }
 
 // execute sends the schedule and reports.
