@@ -6,6 +6,7 @@ import (
 	"iter"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -504,18 +505,30 @@ func (m *monitor) saturationReason(sat []metrics.WindowStats) string {
 		}
 		parts = append(parts, fmt.Sprintf("window %d (%s–%s): %s", w.Index, clock(w.Start), clock(w.End), strings.Join(w.Reasons, ", ")))
 	}
-	if m.liveSatN > 0 {
+	if extra := m.liveOutside(sat); len(extra) > 0 {
 		var live []string
-		for i, v := range m.liveSat {
+		for i, v := range extra {
 			if i == 3 {
-				live = append(live, fmt.Sprintf("and %d more", m.liveSatN-3))
+				live = append(live, fmt.Sprintf("and %d more", len(extra)-3))
 				break
 			}
 			live = append(live, fmt.Sprintf("%s–%s: %s", clock(v.Start), clock(v.End), strings.Join(v.Reasons, ", ")))
 		}
-		parts = append(parts, fmt.Sprintf("live intervals flagged %d (%s)", m.liveSatN, strings.Join(live, "; ")))
+		parts = append(parts, fmt.Sprintf("live intervals %s", strings.Join(live, "; ")))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// liveOutside returns the flagged live intervals that are not one of the
+// flagged windows sat (a run shorter than both periods has one of each).
+func (m *monitor) liveOutside(sat []metrics.WindowStats) []metrics.SaturatedInterval {
+	var out []metrics.SaturatedInterval
+	for _, v := range m.liveSat {
+		if !slices.ContainsFunc(sat, func(w metrics.WindowStats) bool { return w.Start == v.Start && w.End == v.End }) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // finish runs after the summary is written: it prints the goodput lines
@@ -527,8 +540,12 @@ func (m *monitor) finish(sum *metrics.Summary) error {
 		writeGoodput(m.stdio.Out, sum)
 	}
 	if sat := m.saturated(); len(sat) > 0 || m.liveSatN > 0 {
-		fmt.Fprintf(m.stdio.Err, "warning: the client fell behind its schedule in %d of %d windows and %d live intervals (%s): latencies there include the client's delay, not only the server's; see client_saturated in the summary\n",
-			len(sat), len(m.windows), m.liveSatN, m.saturationReason(sat))
+		where := fmt.Sprintf("%d of %d windows", len(sat), len(m.windows))
+		if n := len(m.liveOutside(sat)); n > 0 {
+			where += fmt.Sprintf(" and %d live intervals", n)
+		}
+		fmt.Fprintf(m.stdio.Err, "warning: the client fell behind its schedule in %s (%s): latencies there include the client's delay, not only the server's; see client_saturated in the summary\n",
+			where, m.saturationReason(sat))
 	}
 	if path := m.o.Observe.ReportHTML; path != "" {
 		m.mu.Lock()
