@@ -295,7 +295,7 @@ func (v *lenientValue) Set(s string) error {
 //   - exitInterrupted: stopped by a signal (the records and summary of an
 //     interrupted run are written, marked interrupted);
 //   - exitFailure: the run could not be carried out (server unreachable,
-//     warm-up failed, an output could not be written);
+//     --model not served, warm-up failed, an output could not be written);
 //   - exitInternal: requests failed with class internal (their work
 //     panicked: a bug), whatever the error budget says;
 //   - exitBudget: the run completed but missed a target (see verdict);
