@@ -51,8 +51,8 @@ func TestOutcome(t *testing.T) {
 		{"server unreachable", live, o, nil, errors.New("warm-up failed"), exitFailure, "warm-up failed"},
 		{"stopped before sending", stopped, o, nil, fmt.Errorf("warm-up failed: %w", context.Canceled), exitInterrupted, "interrupted"},
 		{"outputs not written", live, o, done(1, 0), errors.New("summary x: permission denied"), exitFailure, "permission denied"},
-		{"requests hit an internal error", live, loose, internal(9, 1), nil, exitInternal, "1 requests hit an internal error"},
-		{"internal errors and the budget", live, o, internal(5, 5), nil, exitInternal, "error budget exceeded"},
+		{"requests hit an internal error", live, loose, internal(9, 1), nil, exitInternal, "1 request hit an internal error"},
+		{"internal errors and the budget", live, o, internal(5, 5), nil, exitInternal, "5 requests hit an internal error"},
 		{"internal errors while stopping", stopped, o, &metrics.Summary{Interrupted: true, Failed: 1, ErrorsByClass: map[string]int64{"internal": 1}}, nil, exitInterrupted, "interrupted"},
 		{"a panic before the schedule", live, o, nil, fmt.Errorf("warm-up failed: %w", &safe.Panic{Value: "boom"}), exitInternal, "internal error: boom"},
 	} {

@@ -322,7 +322,11 @@ func outcome(ctx context.Context, o *runner.Options, sum *metrics.Summary, err e
 		fmt.Fprintf(stderr, "fineserve-gen: %s\n", r)
 	}
 	if n := sum.ErrorsByClass[client.ErrInternal]; n > 0 {
-		fmt.Fprintf(stderr, "fineserve-gen: %d requests hit an internal error (a bug in fineserve-gen: the stack is printed above; their records say error_class internal)\n", n)
+		what := fmt.Sprintf("%d requests", n)
+		if n == 1 {
+			what = "1 request"
+		}
+		fmt.Fprintf(stderr, "fineserve-gen: %s hit an internal error (a bug in fineserve-gen: the stack is printed above; their records say error_class internal)\n", what)
 		return exitInternal
 	}
 	if len(reasons) > 0 {
