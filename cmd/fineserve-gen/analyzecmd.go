@@ -45,7 +45,7 @@ func analyzeCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintln(stderr, "Run 'fineserve-gen analyze --help' for the flags.")
 		return exitUsage
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprintf(stdout, "Usage: fineserve-gen analyze TRACE [flags]\n\n"+
 				"Replays the trace's request order (no clock, nothing sent) through caches of N adapter slots\n"+

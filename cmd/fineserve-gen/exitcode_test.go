@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
@@ -23,6 +25,11 @@ func TestOutcome(t *testing.T) {
 	done := func(completed, failed int64) *metrics.Summary {
 		return &metrics.Summary{Completed: completed, Failed: failed, ErrorRate: float64(failed) / float64(completed+failed),
 			ErrorsByClass: map[string]int64{"http_5xx": failed}}
+	}
+	internal := func(completed, failed int64) *metrics.Summary {
+		s := done(completed, failed)
+		s.ErrorsByClass = map[string]int64{"internal": failed}
+		return s
 	}
 	for _, tc := range []struct {
 		name string
@@ -44,6 +51,10 @@ func TestOutcome(t *testing.T) {
 		{"server unreachable", live, o, nil, errors.New("warm-up failed"), exitFailure, "warm-up failed"},
 		{"stopped before sending", stopped, o, nil, fmt.Errorf("warm-up failed: %w", context.Canceled), exitInterrupted, "interrupted"},
 		{"outputs not written", live, o, done(1, 0), errors.New("summary x: permission denied"), exitFailure, "permission denied"},
+		{"requests hit an internal error", live, loose, internal(9, 1), nil, exitInternal, "1 request hit an internal error"},
+		{"internal errors and the budget", live, o, internal(5, 5), nil, exitInternal, "5 requests hit an internal error"},
+		{"internal errors while stopping", stopped, o, &metrics.Summary{Interrupted: true, Failed: 1, ErrorsByClass: map[string]int64{"internal": 1}}, nil, exitInterrupted, "interrupted"},
+		{"a panic before the schedule", live, o, nil, fmt.Errorf("warm-up failed: %w", &safe.Panic{Value: "boom"}), exitInternal, "internal error: boom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var errb bytes.Buffer
@@ -66,5 +77,34 @@ func TestFlushFinishedWithoutARun(t *testing.T) {
 	go func() { done := <-abort; close(done) }()
 	if !flushFinished(abort, abortHandoff, abortWrite) {
 		t.Error("the flush was not acknowledged")
+	}
+}
+
+// TestPanicExitsWithItsOwnCode: a panic on the command's goroutine or on one
+// it starts ends the process with exitInternal, the panic and its stack on
+// stderr; never with Go's own 2, which means a usage error here.
+func TestPanicExitsWithItsOwnCode(t *testing.T) {
+	for _, where := range []string{"main", "goroutine"} {
+		t.Run(where, func(t *testing.T) {
+			c := startChild(t, "test-panic", where)
+			if code := c.wait(t, 60*time.Second); code != exitInternal {
+				t.Errorf("exit %d, want %d\n%s", code, exitInternal, c.stderr.String())
+			}
+			errs := c.stderr.String()
+			if !strings.Contains(errs, "fineserve-gen: internal error: crafted panic") || !strings.Contains(errs, "testPanicCommand") {
+				t.Errorf("stderr does not show the panic and its stack:\n%s", errs)
+			}
+		})
+	}
+}
+
+// TestRunTrappedReturnsTheCommandsCode: with no panic the command's own
+// exit code comes through.
+func TestRunTrappedReturnsTheCommandsCode(t *testing.T) {
+	trap, disarm := safe.Arm()
+	defer disarm()
+	var out, errb bytes.Buffer
+	if code := runTrapped(context.Background(), trap, []string{"--no-such-flag"}, &out, &errb); code != exitUsage {
+		t.Errorf("exit %d, want %d\n%s", code, exitUsage, errb.String())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -211,7 +212,8 @@ func TestRetriesEndToEnd(t *testing.T) {
 	}
 }
 
-// TestExitCodes covers the codes not covered above.
+// TestExitCodes runs the command for each exit code of the README's table
+// (4 is TestPanicExitsWithItsOwnCode's, in a process of its own).
 func TestExitCodes(t *testing.T) {
 	_, port := mocktest.Start(t, mockserver.Config{})
 	t.Run("0: a clean run", func(t *testing.T) {
@@ -224,11 +226,62 @@ func TestExitCodes(t *testing.T) {
 		ln, _ := net.Listen("tcp", "127.0.0.1:0")
 		dead := ln.Addr().(*net.TCPAddr).Port
 		ln.Close()
-		args := baseArgs(dead, 5)
-		args = append(args, "--warmup-requests", "1")
-		r := runTool(t, context.Background(), args...)
-		if r.code != exitFailure || !strings.Contains(r.stderr, "warm-up failed") || !strings.Contains(r.stderr, "connect") {
-			t.Errorf("exit %d, want %d with the warm-up's connect error\n%s", r.code, exitFailure, r.stderr)
+		for _, warmup := range []string{"0", "1"} {
+			args := append(baseArgs(dead, 5), "--warmup-requests", warmup)
+			r := runTool(t, context.Background(), args...)
+			if says := fmt.Sprintf("cannot reach the server at 127.0.0.1:%d: is the server up?", dead); r.code != exitFailure || !strings.Contains(r.stderr, says) {
+				t.Errorf("--warmup-requests %s: exit %d, want %d saying %q\n%s", warmup, r.code, exitFailure, says, r.stderr)
+			}
+		}
+	})
+	t.Run("1: --model is not served", func(t *testing.T) {
+		var requests atomic.Int64
+		_, port := mocktest.Start(t, mockserver.Config{Models: []string{"a", "b"}, OnRequest: func(string, []byte) { requests.Add(1) }})
+		for _, warmup := range []string{"0", "1"} {
+			args := append(baseArgs(port, 5), "--warmup-requests", warmup)
+			r := runTool(t, context.Background(), args...)
+			if r.code != exitFailure || !strings.Contains(r.stderr, "--model mock-model is not served at") || !strings.Contains(r.stderr, "it serves a, b") {
+				t.Errorf("--warmup-requests %s: exit %d, want %d naming the served models\n%s", warmup, r.code, exitFailure, r.stderr)
+			}
+		}
+		if n := requests.Load(); n != 0 {
+			t.Errorf("%d requests were sent", n)
+		}
+	})
+	t.Run("2: usage", func(t *testing.T) {
+		r := runTool(t, context.Background(), append(baseArgs(port, 5), "--request-rat", "5")...)
+		if r.code != exitUsage {
+			t.Errorf("exit %d, want %d\n%s", r.code, exitUsage, r.stderr)
+		}
+	})
+	t.Run("3: error budget", func(t *testing.T) {
+		_, port := mocktest.Start(t, mockserver.Config{Faults: mockserver.FaultConfig{
+			Faults: []mockserver.Fault{{Kind: mockserver.FaultHTTP500, Rate: 1}}}})
+		r := runTool(t, context.Background(), baseArgs(port, 5)...)
+		if r.code != exitBudget || !strings.Contains(r.stderr, "error budget exceeded") {
+			t.Errorf("exit %d, want %d\n%s", r.code, exitBudget, r.stderr)
+		}
+		// Every request failed: no latency, shown as such and re-read as such.
+		if !strings.Contains(r.stdout, "n/a") {
+			t.Errorf("the table shows no n/a:\n%s", r.stdout)
+		}
+		raw, _ := os.ReadFile(r.path("summary.json"))
+		if !strings.Contains(string(raw), `"mean_ttft_ms": null`) {
+			t.Errorf("summary without null latencies:\n%s", raw)
+		}
+		for _, args := range [][]string{
+			{"report", r.path("summary.json"), "-o", r.path("report.html")},
+			{"report", r.path("results.jsonl"), "--summary", r.path("summary.json"), "-o", r.path("report2.html")},
+			{"merge", r.path("summary.json"), "-o", r.path("merged.json")},
+		} {
+			var out, errb bytes.Buffer
+			if code := dispatch(context.Background(), args, &out, &errb); code != exitOK {
+				t.Errorf("%v: exit %d\n%s", args, code, errb.String())
+			}
+		}
+		merged, _ := os.ReadFile(r.path("merged.json"))
+		if !strings.Contains(string(merged), `"p99_ttft_ms": null`) {
+			t.Errorf("merged summary without null latencies:\n%.2000s", merged)
 		}
 	})
 	t.Run("130: stopped while sending", func(t *testing.T) {

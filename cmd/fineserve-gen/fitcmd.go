@@ -39,7 +39,7 @@ func fitCommand(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	bounds := fs.Bool("window-bounds", false, "also write window_start_ms,window_end_ms (the last window ends with the trace)")
 	out := fs.StringP("out", "o", "", "output prefix (default: the trace's name, in the current directory)")
 	quiet := fs.Bool("quiet", false, "do not print the summary")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprintf(stdout, "Usage: fineserve-gen fit TRACE [flags]\n\n"+
 				"Fits per-window Gamma parameters and a 1 ms NB micro-burst model to a trace (any format\n"+

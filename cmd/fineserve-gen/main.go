@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
@@ -30,6 +31,7 @@ const (
 	exitFailure     = 1   // the run could not be carried out (e.g. server unreachable)
 	exitUsage       = 2   // bad arguments or input files
 	exitBudget      = 3   // the run completed but missed a target: error budget or SLO
+	exitInternal    = 4   // a bug: a panic, or requests that failed with class internal
 	exitInterrupted = 130 // stopped by a signal
 )
 
@@ -44,9 +46,32 @@ var subcommands = map[string]func(ctx context.Context, args []string, stdout, st
 }
 
 func main() {
+	trap, _ := safe.Arm()
 	ctx, stop := signalContext(announcesSignals(os.Args[1:]))
-	defer stop()
-	os.Exit(dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	code := runTrapped(ctx, trap, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// runTrapped runs dispatch on a goroutine of its own and returns its exit
+// code; when trap catches a panic first (in dispatch or in any goroutine
+// started with safe.Go), it prints it with its stack, has the run write the
+// records it has received, and returns exitInternal. Go's own exit code for
+// an unrecovered panic, 2, would read as a usage error.
+func runTrapped(ctx context.Context, trap *safe.Trap, args []string, stdout, stderr io.Writer) int {
+	code := make(chan int, 1)
+	safe.Go(func() { code <- dispatch(ctx, args, stdout, stderr) })
+	select {
+	case c := <-code:
+		return c
+	case <-trap.Fired():
+	}
+	p := trap.Panic()
+	fmt.Fprintf(stderr, "fineserve-gen: internal error: %v (a bug in fineserve-gen; please report it with this stack)\n%s\n", p.Value, p.Stack)
+	if a := flushFrom(ctx); a != nil && flushFinished(a, abortHandoff, abortWrite) {
+		fmt.Fprintln(stderr, "fineserve-gen: the records of the finished requests are written; no summary")
+	}
+	return exitInternal
 }
 
 // dispatch runs the subcommand named by args[0], or "run" when args[0] is a
@@ -103,10 +128,10 @@ func announcesSignals(args []string) bool { return len(args) == 0 || args[0] != 
 func signalContext(announce bool) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	abort := make(chan chan<- struct{})
-	ctx = context.WithValue(ctx, abortKey{}, (<-chan chan<- struct{})(abort))
+	ctx = context.WithValue(ctx, abortKey{}, abort)
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	go func() {
+	safe.Go(func() {
 		sig := <-ch
 		if announce {
 			fmt.Fprintf(os.Stderr, "fineserve-gen: %v: stopping (send it again to exit at once)\n", sig)
@@ -116,16 +141,26 @@ func signalContext(announce bool) (context.Context, func()) {
 		fmt.Fprintln(os.Stderr, "fineserve-gen: second signal: writing the finished records and exiting now")
 		flushFinished(abort, abortHandoff, abortWrite)
 		os.Exit(exitInterrupted)
-	}()
+	})
 	return ctx, func() { signal.Stop(ch); cancel() }
 }
 
 // abortKey carries the channel a run listens on for a last flush.
 type abortKey struct{}
 
-// abortFrom returns the abort channel of ctx (nil outside a signal context).
+// abortFrom returns the abort channel of ctx (nil outside a signal context):
+// the run listens on it.
 func abortFrom(ctx context.Context) <-chan chan<- struct{} {
-	a, _ := ctx.Value(abortKey{}).(<-chan chan<- struct{})
+	if a := flushFrom(ctx); a != nil {
+		return a
+	}
+	return nil
+}
+
+// flushFrom returns the sending side of ctx's abort channel (nil outside a
+// signal context), for flushFinished.
+func flushFrom(ctx context.Context) chan chan<- struct{} {
+	a, _ := ctx.Value(abortKey{}).(chan chan<- struct{})
 	return a
 }
 
@@ -157,8 +192,9 @@ func flushFinished(abort chan<- chan<- struct{}, handoff, write time.Duration) b
 }
 
 // exitCode maps an error to an exit code, printing it: exitUsage for bad
-// arguments or input (every problem on its own line), exitFailure for a run
-// that could not be carried out.
+// arguments or input (every problem on its own line), exitInternal for a
+// panic (a *safe.Panic), exitFailure for a run that could not be carried
+// out.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
@@ -168,6 +204,10 @@ func exitCode(err error, stderr io.Writer) int {
 		return usageExit(stderr, err)
 	}
 	fmt.Fprintf(stderr, "fineserve-gen: %v\n", err)
+	var p *safe.Panic
+	if errors.As(err, &p) {
+		return exitInternal
+	}
 	return exitFailure
 }
 
@@ -225,7 +265,7 @@ func parseAll(fs *pflag.FlagSet, args []string) (valueErrs []error, err error) {
 			r()
 		}
 	}()
-	err = fs.Parse(args)
+	err = parseFlags(fs, args)
 	return valueErrs, err
 }
 
@@ -255,7 +295,9 @@ func (v *lenientValue) Set(s string) error {
 //   - exitInterrupted: stopped by a signal (the records and summary of an
 //     interrupted run are written, marked interrupted);
 //   - exitFailure: the run could not be carried out (server unreachable,
-//     warm-up failed, an output could not be written);
+//     --model not served, warm-up failed, an output could not be written);
+//   - exitInternal: requests failed with class internal (their work
+//     panicked: a bug), whatever the error budget says;
 //   - exitBudget: the run completed but missed a target (see verdict);
 //   - exitOK: the run completed within its targets, or a dry run.
 func outcome(ctx context.Context, o *runner.Options, sum *metrics.Summary, err error, stderr io.Writer) int {
@@ -275,10 +317,19 @@ func outcome(ctx context.Context, o *runner.Options, sum *metrics.Summary, err e
 			sum.Completed, sum.Failed, sum.NotSent)
 		return exitInterrupted
 	}
-	if reasons := verdict(o, sum); len(reasons) > 0 {
-		for _, r := range reasons {
-			fmt.Fprintf(stderr, "fineserve-gen: %s\n", r)
+	reasons := verdict(o, sum)
+	for _, r := range reasons {
+		fmt.Fprintf(stderr, "fineserve-gen: %s\n", r)
+	}
+	if n := sum.ErrorsByClass[client.ErrInternal]; n > 0 {
+		what := fmt.Sprintf("%d requests", n)
+		if n == 1 {
+			what = "1 request"
 		}
+		fmt.Fprintf(stderr, "fineserve-gen: %s hit an internal error (a bug in fineserve-gen: the stack is printed above; their records say error_class internal)\n", what)
+		return exitInternal
+	}
+	if len(reasons) > 0 {
 		return exitBudget
 	}
 	return exitOK

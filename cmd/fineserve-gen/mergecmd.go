@@ -46,7 +46,7 @@ func mergeCommand(_ context.Context, args []string, stdout, stderr io.Writer) in
 	out := fs.StringP("output", "o", "", "write the merged summary (JSON) to this file")
 	strict := fs.Bool("strict", false, "fail (exit 2, nothing written) when the summaries disagree or a shard is missing or repeated")
 	quiet := fs.Bool("quiet", false, "print warnings only, not the notes on how figures were combined")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprintf(stdout, "%s%s", mergeUsage, fs.FlagUsages())
 			return exitOK

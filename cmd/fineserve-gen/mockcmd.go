@@ -48,7 +48,7 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		strings.Join(mockserver.FaultKinds, ", ")+" (RATE: share of requests, default 1)")
 	fs.Uint64Var(&cfg.Faults.Seed, "fault-seed", 0, "which requests fault is a function of this seed and the request's arrival number")
 	fs.Var(durationValue{&cfg.Faults.Delay}, "fault-delay", "slow_headers: wait this long before the status line (default 5s)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if err == pflag.ErrHelp {
 			fmt.Fprintf(stdout, "Usage: fineserve-gen mock-server [flags]\n\n%s", fs.FlagUsages())
 			return exitOK

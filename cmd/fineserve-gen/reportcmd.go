@@ -37,7 +37,7 @@ func reportCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 	labels := fs.StringArray("label", nil, "name of each run in a comparison, in file order (repeatable; default: file names)")
 	slo := metrics.NoSLO
 	fs.Var(&sloValue{slo: &slo}, "goodput", "compute goodput from per-request records: ttft:MS tpot:MS e2el:MS")
-	if err := fs.Parse(joinGoodputArgs(args)); err != nil {
+	if err := parseFlags(fs, joinGoodputArgs(args)); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprintf(stdout, "%s%s", reportUsage, fs.FlagUsages())
 			return exitOK

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
+	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
@@ -30,10 +33,24 @@ func TestCLIProcess(t *testing.T) {
 		t.Skip("runs only as the child process of the signal tests")
 	}
 	args := os.Args[slices.Index(os.Args, "--")+1:]
+	subcommands["test-panic"] = testPanicCommand
+	trap, _ := safe.Arm()
 	ctx, stop := signalContext(announcesSignals(args))
-	code := dispatch(ctx, args, os.Stdout, os.Stderr)
+	code := runTrapped(ctx, trap, args, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// testPanicCommand panics where its argument says: "main" on the command's
+// own goroutine, "goroutine" on one it starts (as the monitor or a writer
+// would be).
+func testPanicCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "goroutine" {
+		safe.Go(func() { panic("crafted panic on a goroutine") })
+		<-ctx.Done() // a run that would go on forever
+		return exitOK
+	}
+	panic("crafted panic on the command's goroutine")
 }
 
 // child is the command running in a child process.

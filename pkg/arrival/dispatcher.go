@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 )
 
 // Sender performs the request of one arrival. It is called on a worker
@@ -67,7 +69,7 @@ func (d *Dispatcher) Run(dispatchCtx, reqCtx context.Context, s Schedule) Dispat
 	// The schedule is kept by one goroutine of its own: with the default
 	// sleeper it is pinned to an OS thread set up for precise wake-ups,
 	// and that thread is discarded when the goroutine returns.
-	go func() {
+	safe.Go(func() {
 		sleep := d.Sleep
 		if sleep == nil {
 			lockPreciseThread()
@@ -89,7 +91,7 @@ func (d *Dispatcher) Run(dispatchCtx, reqCtx context.Context, s Schedule) Dispat
 			p.dispatch(a)
 		}
 		done <- false
-	}()
+	})
 	return p.finish(<-done)
 }
 
@@ -128,7 +130,7 @@ func (p *pool) dispatch(a Arrival) {
 		p.live++
 		p.mu.Unlock()
 		p.workers.Add(1)
-		go p.worker(a)
+		safe.Go(func() { p.worker(a) })
 	default:
 		p.queue.push(a)
 		p.queued++

@@ -8,19 +8,67 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// ListModels returns the ids the server lists at GET /v1/models.
+// ModelsError is a failed GET /v1/models.
+type ModelsError struct {
+	URL string
+	// Status is the HTTP status of the answer, 0 when none arrived; Class
+	// is the error class (connect: nothing answered).
+	Status int
+	Class  string
+	Msg    string // never holds the API key
+	err    error
+}
+
+// Unwrap returns the underlying error (for errors.As; its text may hold
+// the API key: print Error instead).
+func (e *ModelsError) Unwrap() error { return e.err }
+
+// Error implements error.
+func (e *ModelsError) Error() string { return fmt.Sprintf("list models at %s: %s", e.URL, e.Msg) }
+
+// NoEndpoint reports whether the server answered that it has no model list
+// (404, 405 or 501): a server that only serves generations.
+func (e *ModelsError) NoEndpoint() bool {
+	return e.Status == http.StatusNotFound || e.Status == http.StatusMethodNotAllowed || e.Status == http.StatusNotImplemented
+}
+
+// redactURL hides a password in u.
+func redactURL(u string) string {
+	if p, err := url.Parse(u); err == nil {
+		return p.Redacted()
+	}
+	return u
+}
+
+// ListModels returns the ids the server lists at GET /v1/models. Its
+// error is a *ModelsError.
 func (c *Client) ListModels(ctx context.Context) ([]string, error) {
 	cfg := openai.DefaultConfig(c.cfg.APIKey)
 	cfg.BaseURL = strings.TrimRight(c.cfg.BaseURL, "/") + "/v1"
 	cfg.HTTPClient = c.http
 	list, err := openai.NewClientWithConfig(cfg).ListModels(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list models at %s/v1/models: %s", strings.TrimRight(c.cfg.BaseURL, "/"), c.redact(err.Error()))
+		me := &ModelsError{URL: redactURL(cfg.BaseURL + "/models"), Msg: c.redact(err.Error()), err: err}
+		var ae *openai.APIError
+		var re *openai.RequestError
+		switch {
+		case errors.As(err, &ae):
+			me.Status = ae.HTTPStatusCode
+		case errors.As(err, &re):
+			me.Status = re.HTTPStatusCode
+		}
+		if me.Status != 0 {
+			me.Class = statusClass(me.Status)
+		} else {
+			me.Class = classify(ctx, err, false)
+		}
+		return nil, me
 	}
 	ids := make([]string, 0, len(list.Models))
 	for _, m := range list.Models {

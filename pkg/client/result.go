@@ -88,10 +88,11 @@ const (
 	ErrReset    = "reset"    // the connection broke after the response started
 	ErrProtocol = "protocol" // not a valid OpenAI response or stream, or an unexpected status
 	ErrCanceled = "canceled" // the run was stopped while the request was in flight
+	ErrInternal = "internal" // a bug in fineserve-gen: the request's work panicked (set by the runner)
 )
 
 // ErrorClasses lists every class, in report order.
-var ErrorClasses = []string{ErrConnect, ErrTimeout, ErrHTTP4xx, ErrHTTP429, ErrHTTP5xx, ErrReset, ErrProtocol, ErrCanceled}
+var ErrorClasses = []string{ErrConnect, ErrTimeout, ErrHTTP4xx, ErrHTTP429, ErrHTTP5xx, ErrReset, ErrProtocol, ErrCanceled, ErrInternal}
 
 // errStall marks a response that stopped sending for --stall-timeout;
 // errRequestTimeout a request that outlived --request-timeout.

@@ -115,3 +115,55 @@ func TestSummaryRoundTripWritesEachKeyOnce(t *testing.T) {
 		t.Errorf("re-marshalled summary differs:\n%s\n%s", first, second)
 	}
 }
+
+// TestNoSampleIsNull: a run whose every request failed has no TTFT, TPOT,
+// ITL or E2E: those keys are null, not 0, and stay null through a re-read;
+// a distribution with samples (the send lag of failed requests) is a
+// number.
+func TestNoSampleIsNull(t *testing.T) {
+	c := NewCollector()
+	for i := range int64(3) {
+		r := &client.Result{}
+		r.Reset()
+		r.Index, r.Scheduled, r.Sent, r.End = i, ms(10*float64(i)), ms(10*float64(i)+0.5), ms(10*float64(i)+2)
+		r.ErrorClass, r.Error, r.Status = client.ErrHTTP5xx, "503", 503
+		c.Add(r)
+	}
+	var s Summary
+	c.Summarize(&s, time.Second)
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(b []byte) {
+		t.Helper()
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "p99_itl_ms", "max_itl_ms",
+			"mean_e2e_latency_ms", "p99_e2e_latency_ms", "ttft_from_scheduled_p99_ms", "e2e_from_scheduled_p99_ms"} {
+			if v, ok := m[k]; !ok || v != nil {
+				t.Errorf("%s = %v (present %v), want null", k, v, ok)
+			}
+		}
+		for _, k := range []string{"send_lag_p99_ms", "send_lag_mean_ms"} {
+			if v, ok := m[k].(float64); !ok || v <= 0 {
+				t.Errorf("%s = %v, want the failed requests' send lag", k, m[k])
+			}
+		}
+	}
+	check(b)
+	var back Summary
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !back.TTFT.Empty() || back.SendLag.Empty() {
+		t.Errorf("re-read: TTFT %+v, send lag %+v", back.TTFT, back.SendLag)
+	}
+	b2, err := json.Marshal(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(b2)
+}

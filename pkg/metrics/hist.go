@@ -110,3 +110,8 @@ type Dist struct {
 	Count                                       int64
 	Mean, Std, Median, P90, P95, P99, P999, Max float64
 }
+
+// Empty reports whether d has no sample (a run whose every request failed
+// has no TTFT): its figures are absent, not 0. A Dist read back from a
+// summary has no Count; it is empty when every figure is 0 (null).
+func (d Dist) Empty() bool { return d == Dist{} }

@@ -1,10 +1,12 @@
 package metrics
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -541,6 +543,19 @@ func (m *merger) merge() (*MergeResult, error) {
 			set(KeySaturationReason, saturationLine(sat))
 		}
 	}
+	// The live intervals every run flagged, in time order.
+	var live []SaturatedInterval
+	for _, r := range m.rs {
+		var iv []SaturatedInterval
+		if ok, err := r.s.GetExtra(KeySaturatedIntervals, &iv); ok && err == nil {
+			live = append(live, iv...)
+		}
+	}
+	if len(live) > 0 {
+		slices.SortStableFunc(live, func(a, b SaturatedInterval) int { return cmp.Compare(a.Start, b.Start) })
+		set(KeyClientSaturated, true)
+		set(KeySaturatedIntervals, live[:min(len(live), MaxSaturatedIntervals)])
+	}
 	cpu, haveCPU := 0.0, false
 	for _, r := range m.rs {
 		var v float64
@@ -577,7 +592,7 @@ func (m *merger) merge() (*MergeResult, error) {
 	// has them.
 	done := map[string]bool{
 		KeyWindows: true, KeyWindowSeconds: true, KeyClientSaturated: true, KeySaturatedWindows: true,
-		KeySaturationReason: true, KeyClientCPU: true, KeyRequestGoodput: true, KeyGoodputShare: true,
+		KeySaturationReason: true, KeySaturatedIntervals: true, KeyClientCPU: true, KeyRequestGoodput: true, KeyGoodputShare: true,
 		KeyGoodputCount: true, KeyGoodputSLO: true, KeyCDFs: true, KeyLengths: true, KeyScheduleHash: true,
 		KeyShard: true, KeyStartAt: true, KeyMergeState: true, KeyMergedFrom: true, KeyMergeWarnings: true, KeyMergeNotes: true,
 	}

@@ -62,7 +62,8 @@ type Summary struct {
 	PromptTokensErrorMean float64 `json:"prompt_tokens_error_mean"`
 	PromptTokensErrorMax  int64   `json:"prompt_tokens_error_max"`
 
-	// Distributions (ms). TTFT, TPOT, ITL and E2E marshal as
+	// Distributions (ms), null when there is no sample (Dist.Empty). TTFT,
+	// TPOT, ITL and E2E marshal as
 	// {mean,median,std,p90,p95,p99,p999,max}_{ttft,tpot,itl,e2e_latency}_ms;
 	// SendLag, TTFTFromScheduled and E2EFromScheduled as
 	// {send_lag,ttft_from_scheduled,e2e_from_scheduled}_{mean,p50,std,p90,p95,p99,p999,max}_ms.
@@ -170,8 +171,13 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 			continue // absent, not zero: image generations have no tokens
 		}
 		d := f.get(&s)
+		empty := d.Empty() // no sample: null, not 0
 		for _, st := range d.stats() {
 			fmt.Fprintf(&buf, ",%q:", f.key(st))
+			if empty {
+				buf.WriteString("null")
+				continue
+			}
 			v, err := json.Marshal(finite(*st.v))
 			if err != nil {
 				return nil, err

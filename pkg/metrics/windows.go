@@ -18,8 +18,11 @@ const (
 	KeyClientSaturated  = "client_saturated"         // bool
 	KeySaturatedWindows = "client_saturated_windows" // window indices
 	KeySaturationReason = "client_saturation_reason" // one line
-	KeyClientCPU        = "client_cpu_mean"          // CPU over the run, share of GOMAXPROCS cores
-	KeyServerMetrics    = "server_metrics"           // the server's figures over the run
+	// KeySaturatedIntervals lists the live report intervals flagged
+	// CLIENT SATURATED on the live output ([]SaturatedInterval).
+	KeySaturatedIntervals = "client_saturated_intervals"
+	KeyClientCPU          = "client_cpu_mean" // CPU over the run, share of GOMAXPROCS cores
+	KeyServerMetrics      = "server_metrics"  // the server's figures over the run
 )
 
 // WindowStats is one window of a run's time series (the summary's windows:
@@ -77,6 +80,17 @@ type WindowStats struct {
 	// Server is what the target's /metrics reported during the window.
 	Server *ServerStats `json:"server,omitempty"`
 }
+
+// SaturatedInterval is a live report interval where the client fell behind
+// (the same check as a window's, over the interval).
+type SaturatedInterval struct {
+	Start   float64  `json:"start_s"`
+	End     float64  `json:"end_s"`
+	Reasons []string `json:"saturation_reasons"`
+}
+
+// MaxSaturatedIntervals bounds the intervals a summary lists.
+const MaxSaturatedIntervals = 1000
 
 // ServerStats is what a server's own metrics said over a period:
 // time-weighted means of its gauges between scrapes, the preemptions

@@ -115,13 +115,21 @@ type figure struct {
 
 func (f figure) Text() string {
 	if math.IsNaN(f.Value) {
-		return "–"
+		return "n/a"
 	}
 	s := fmtFloat(f.Value, f.Prec)
 	if f.Unit != "" {
 		s += " " + f.Unit
 	}
 	return s
+}
+
+// stat is a figure of d, NaN (shown "n/a") when d has no sample.
+func stat(d metrics.Dist, v float64) float64 {
+	if d.Empty() {
+		return math.NaN()
+	}
+	return v
 }
 
 func fmtFloat(v float64, prec int) string {
@@ -151,27 +159,27 @@ func figures(s *metrics.Summary, e *extras) []figure {
 	f = append(f, figure{"Concurrency", s.Concurrency, "", neither, 2})
 	if tokens {
 		f = append(f,
-			figure{"Mean TTFT", s.TTFT.Mean, "ms", lower, 2},
-			figure{"Median TTFT", s.TTFT.Median, "ms", lower, 2},
-			figure{"P99 TTFT", s.TTFT.P99, "ms", lower, 2},
-			figure{"Mean TPOT", s.TPOT.Mean, "ms", lower, 2},
-			figure{"Median TPOT", s.TPOT.Median, "ms", lower, 2},
-			figure{"P99 TPOT", s.TPOT.P99, "ms", lower, 2},
-			figure{"Mean ITL", s.ITL.Mean, "ms", lower, 2},
-			figure{"Median ITL", s.ITL.Median, "ms", lower, 2},
-			figure{"P99 ITL", s.ITL.P99, "ms", lower, 2})
+			figure{"Mean TTFT", stat(s.TTFT, s.TTFT.Mean), "ms", lower, 2},
+			figure{"Median TTFT", stat(s.TTFT, s.TTFT.Median), "ms", lower, 2},
+			figure{"P99 TTFT", stat(s.TTFT, s.TTFT.P99), "ms", lower, 2},
+			figure{"Mean TPOT", stat(s.TPOT, s.TPOT.Mean), "ms", lower, 2},
+			figure{"Median TPOT", stat(s.TPOT, s.TPOT.Median), "ms", lower, 2},
+			figure{"P99 TPOT", stat(s.TPOT, s.TPOT.P99), "ms", lower, 2},
+			figure{"Mean ITL", stat(s.ITL, s.ITL.Mean), "ms", lower, 2},
+			figure{"Median ITL", stat(s.ITL, s.ITL.Median), "ms", lower, 2},
+			figure{"P99 ITL", stat(s.ITL, s.ITL.P99), "ms", lower, 2})
 	}
 	f = append(f,
-		figure{"Mean E2E latency", s.E2E.Mean, "ms", lower, 2},
-		figure{"Median E2E latency", s.E2E.Median, "ms", lower, 2},
-		figure{"P99 E2E latency", s.E2E.P99, "ms", lower, 2},
-		figure{"Send lag p50", s.SendLag.Median, "ms", lower, 3},
-		figure{"Send lag p99", s.SendLag.P99, "ms", lower, 3},
-		figure{"Send lag max", s.SendLag.Max, "ms", lower, 3})
+		figure{"Mean E2E latency", stat(s.E2E, s.E2E.Mean), "ms", lower, 2},
+		figure{"Median E2E latency", stat(s.E2E, s.E2E.Median), "ms", lower, 2},
+		figure{"P99 E2E latency", stat(s.E2E, s.E2E.P99), "ms", lower, 2},
+		figure{"Send lag p50", stat(s.SendLag, s.SendLag.Median), "ms", lower, 3},
+		figure{"Send lag p99", stat(s.SendLag, s.SendLag.P99), "ms", lower, 3},
+		figure{"Send lag max", stat(s.SendLag, s.SendLag.Max), "ms", lower, 3})
 	if tokens {
-		f = append(f, figure{"P99 TTFT from scheduled time", s.TTFTFromScheduled.P99, "ms", lower, 2})
+		f = append(f, figure{"P99 TTFT from scheduled time", stat(s.TTFTFromScheduled, s.TTFTFromScheduled.P99), "ms", lower, 2})
 	} else {
-		f = append(f, figure{"P99 E2E from scheduled time", s.E2EFromScheduled.P99, "ms", lower, 2})
+		f = append(f, figure{"P99 E2E from scheduled time", stat(s.E2EFromScheduled, s.E2EFromScheduled.P99), "ms", lower, 2})
 	}
 	if e.Goodput != nil {
 		f = append(f, figure{"Request goodput", *e.Goodput, "req/s", higher, 2})

@@ -130,3 +130,41 @@ func TestRecordWriterFlushesByTime(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNoSampleIsNotApplicable: the table and the HTML report show "n/a" for
+// a latency with no sample (every request failed), never 0.
+func TestNoSampleIsNotApplicable(t *testing.T) {
+	s := sampleSummary()
+	s.Completed, s.Failed = 0, 200
+	s.TTFT, s.TPOT, s.ITL, s.E2E, s.TTFTFromScheduled, s.E2EFromScheduled = metrics.Dist{}, metrics.Dist{}, metrics.Dist{}, metrics.Dist{}, metrics.Dist{}, metrics.Dist{}
+	var b bytes.Buffer
+	if err := WriteTable(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		latency := strings.Contains(line, "TTFT") || strings.Contains(line, "ITL") || strings.Contains(line, "TPOT") || strings.Contains(line, "E2E")
+		if latency && strings.HasSuffix(line, "(ms):") {
+			continue
+		}
+		if latency && strings.Contains(line, "(ms):") && !strings.Contains(line, "n/a") {
+			t.Errorf("no sample, yet %q", line)
+		}
+		if strings.Contains(line, "Send lag P99") && strings.Contains(line, "n/a") {
+			t.Errorf("the send lag has samples: %q", line)
+		}
+	}
+	var h bytes.Buffer
+	if err := WriteHTML(&h, &Data{Summary: s, Source: "all failed"}); err != nil {
+		t.Fatal(err)
+	}
+	page := h.String()
+	for _, label := range []string{"Mean TTFT", "P99 E2E latency"} {
+		i := strings.Index(page, label)
+		if i < 0 {
+			t.Fatalf("the report has no %q", label)
+		}
+		if rest := page[i:min(len(page), i+200)]; !strings.Contains(rest, "n/a") {
+			t.Errorf("%s is not n/a: %s", label, rest)
+		}
+	}
+}

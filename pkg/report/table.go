@@ -34,6 +34,15 @@ func (t *table) line(format string, a ...any) {
 	}
 }
 
+// stat prints one figure of d, "n/a" when d has no sample.
+func (t *table) stat(label string, d metrics.Dist, v float64) {
+	if d.Empty() {
+		t.row(label, "n/a")
+		return
+	}
+	t.row(label, v)
+}
+
 func (t *table) row(label string, v any) {
 	switch x := v.(type) {
 	case float64:
@@ -80,26 +89,26 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 		t.row("Image throughput (images/s):", s.ImageThroughput)
 	}
 	t.line("%s", center("End-to-End Latency", '-', 50))
-	t.row("Mean E2E Latency (ms):", s.E2E.Mean)
-	t.row("Median E2E Latency (ms):", s.E2E.Median)
-	t.row("P99 E2E Latency (ms):", s.E2E.P99)
+	t.stat("Mean E2E Latency (ms):", s.E2E, s.E2E.Mean)
+	t.stat("Median E2E Latency (ms):", s.E2E, s.E2E.Median)
+	t.stat("P99 E2E Latency (ms):", s.E2E, s.E2E.P99)
 	if s.NoTokenMetrics() {
 		writeImageLatency(t, s)
 		return t.err
 	}
 	t.line("%s", center("Time to First Token", '-', 50))
-	t.row("Mean TTFT (ms):", s.TTFT.Mean)
-	t.row("Median TTFT (ms):", s.TTFT.Median)
-	t.row("P99 TTFT (ms):", s.TTFT.P99)
+	t.stat("Mean TTFT (ms):", s.TTFT, s.TTFT.Mean)
+	t.stat("Median TTFT (ms):", s.TTFT, s.TTFT.Median)
+	t.stat("P99 TTFT (ms):", s.TTFT, s.TTFT.P99)
 	t.line("%s", center("Inter-Token Latency", '-', 50))
-	t.row("Mean ITL (ms):", s.ITL.Mean)
-	t.row("Median ITL (ms):", s.ITL.Median)
-	t.row("P95 ITL (ms):", s.ITL.P95)
-	t.row("P99 ITL (ms):", s.ITL.P99)
-	t.row("Max ITL (ms):", s.ITL.Max)
-	t.row("Mean TPOT (ms):", s.TPOT.Mean)
-	t.row("Median TPOT (ms):", s.TPOT.Median)
-	t.row("P99 TPOT (ms):", s.TPOT.P99)
+	t.stat("Mean ITL (ms):", s.ITL, s.ITL.Mean)
+	t.stat("Median ITL (ms):", s.ITL, s.ITL.Median)
+	t.stat("P95 ITL (ms):", s.ITL, s.ITL.P95)
+	t.stat("P99 ITL (ms):", s.ITL, s.ITL.P99)
+	t.stat("Max ITL (ms):", s.ITL, s.ITL.Max)
+	t.stat("Mean TPOT (ms):", s.TPOT, s.TPOT.Mean)
+	t.stat("Median TPOT (ms):", s.TPOT, s.TPOT.Median)
+	t.stat("P99 TPOT (ms):", s.TPOT, s.TPOT.P99)
 	writeScheduleKeeping(t, s, true)
 	writeErrors(t, s)
 	return t.err
@@ -109,13 +118,13 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 // TTFT from the scheduled time (runs that stream tokens).
 func writeScheduleKeeping(t *table, s *metrics.Summary, tokens bool) {
 	t.line("%s", center("Schedule Keeping", '-', 50))
-	t.row("Send lag P50 (ms):", s.SendLag.Median)
-	t.row("Send lag P99 (ms):", s.SendLag.P99)
-	t.row("Send lag Max (ms):", s.SendLag.Max)
+	t.stat("Send lag P50 (ms):", s.SendLag, s.SendLag.Median)
+	t.stat("Send lag P99 (ms):", s.SendLag, s.SendLag.P99)
+	t.stat("Send lag Max (ms):", s.SendLag, s.SendLag.Max)
 	if tokens {
-		t.row("P99 TTFT from scheduled time (ms):", s.TTFTFromScheduled.P99)
+		t.stat("P99 TTFT from scheduled time (ms):", s.TTFTFromScheduled, s.TTFTFromScheduled.P99)
 	}
-	t.row("P99 E2E from scheduled time (ms):", s.E2EFromScheduled.P99)
+	t.stat("P99 E2E from scheduled time (ms):", s.E2EFromScheduled, s.E2EFromScheduled.P99)
 	if s.Queued > 0 {
 		t.row("Waited for a concurrency slot:", s.Queued)
 	}

@@ -24,7 +24,7 @@ func countLines(t *testing.T, path string) int {
 	return bytes.Count(b, []byte("\n"))
 }
 
-func startCollect(t *testing.T) (results chan *client.Result, abort chan chan<- struct{}, path string, collected chan error) {
+func startCollect(t *testing.T, observe ...func(*client.Result)) (results chan *client.Result, abort chan chan<- struct{}, path string, collected chan error) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "results.jsonl")
 	records, err := report.CreateRecords(path)
@@ -35,7 +35,9 @@ func startCollect(t *testing.T) (results chan *client.Result, abort chan chan<- 
 	abort = make(chan chan<- struct{})
 	collected = make(chan error, 1)
 	var done atomic.Int64
-	go func() { collected <- collect(results, metrics.NewCollector(), records, &done, abort, nil) }()
+	go func() {
+		collected <- collect(results, metrics.NewCollector(), records, &done, abort, observe, &requestPanics{log: &logger{w: io.Discard}})
+	}()
 	return results, abort, path, collected
 }
 

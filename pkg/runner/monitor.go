@@ -6,11 +6,13 @@ import (
 	"iter"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
@@ -60,7 +62,11 @@ type monitor struct {
 	lastServer *servermetrics.Sample
 
 	// The monitor goroutine's own state (then stop's).
-	windows    []metrics.WindowStats
+	windows []metrics.WindowStats
+	// liveSat are the live intervals flagged CLIENT SATURATED (at most
+	// metrics.MaxSaturatedIntervals; liveSatN counts them all).
+	liveSat    []metrics.SaturatedInterval
+	liveSatN   int
 	cpuOK      bool
 	next       func() (arrival.Arrival, bool)
 	stopPull   func()
@@ -204,7 +210,7 @@ func (m *monitor) begin(start time.Time, col *metrics.Collector, inFlight, dispa
 		})
 	}
 	m.started = true
-	go m.loop()
+	safe.Go(m.loop)
 }
 
 // loop cuts and closes windows and live intervals at their absolute
@@ -341,12 +347,17 @@ func (m *monitor) closeLive(p *period) {
 	if m.prom != nil {
 		m.prom.SetSaturated(w.Saturated)
 	}
+	if w.Saturated {
+		m.liveSatN++
+		if len(m.liveSat) < metrics.MaxSaturatedIntervals {
+			m.liveSat = append(m.liveSat, metrics.SaturatedInterval{Start: w.Start, End: w.End, Reasons: w.Reasons})
+		}
+	}
 	m.mu.Lock()
 	srv := m.lastServer
 	m.lastServer = nil
 	m.mu.Unlock()
-	sliver := w.End-w.Start < m.o.Observe.ReportInterval.Seconds()/4
-	line := liveLine(&w, m.inFlightNow(), srv, sliver)
+	line := liveLine(&w, m.inFlightNow(), srv, m.o.Observe.ReportInterval.Seconds())
 	switch {
 	case !m.o.Quiet:
 		m.println(line)
@@ -455,14 +466,19 @@ func (m *monitor) annotate(sum *metrics.Summary, elapsed time.Duration) error {
 	set(metrics.KeyWindowSeconds, m.o.Observe.Window.Seconds())
 	set(metrics.KeyWindows, m.windows)
 	sat := m.saturated()
-	set(metrics.KeyClientSaturated, len(sat) > 0)
+	set(metrics.KeyClientSaturated, len(sat) > 0 || m.liveSatN > 0)
 	if len(sat) > 0 {
 		idx := make([]int, len(sat))
 		for i, w := range sat {
 			idx[i] = w.Index
 		}
 		set(metrics.KeySaturatedWindows, idx)
-		set(metrics.KeySaturationReason, saturationReason(sat))
+	}
+	if len(sat) > 0 || m.liveSatN > 0 {
+		set(metrics.KeySaturationReason, m.saturationReason(sat))
+	}
+	if m.liveSatN > 0 {
+		set(metrics.KeySaturatedIntervals, m.liveSat)
 	}
 	if cpu, ok := processCPU(); ok && elapsed > 0 {
 		set(metrics.KeyClientCPU, cpu.Seconds()/(elapsed.Seconds()*float64(m.cores)))
@@ -478,9 +494,10 @@ func (m *monitor) annotate(sum *metrics.Summary, elapsed time.Duration) error {
 	return errors.Join(errs...)
 }
 
-// saturationReason says in one line how the client fell behind.
-func saturationReason(sat []metrics.WindowStats) string {
-	parts := make([]string, 0, len(sat))
+// saturationReason says in one line how the client fell behind: in the
+// windows sat and in the live intervals the live output flagged.
+func (m *monitor) saturationReason(sat []metrics.WindowStats) string {
+	var parts []string
 	for i, w := range sat {
 		if i == 3 {
 			parts = append(parts, fmt.Sprintf("and %d more", len(sat)-3))
@@ -488,7 +505,30 @@ func saturationReason(sat []metrics.WindowStats) string {
 		}
 		parts = append(parts, fmt.Sprintf("window %d (%s–%s): %s", w.Index, clock(w.Start), clock(w.End), strings.Join(w.Reasons, ", ")))
 	}
+	if extra := m.liveOutside(sat); len(extra) > 0 {
+		var live []string
+		for i, v := range extra {
+			if i == 3 {
+				live = append(live, fmt.Sprintf("and %d more", len(extra)-3))
+				break
+			}
+			live = append(live, fmt.Sprintf("%s–%s: %s", clock(v.Start), clock(v.End), strings.Join(v.Reasons, ", ")))
+		}
+		parts = append(parts, fmt.Sprintf("live intervals %s", strings.Join(live, "; ")))
+	}
 	return strings.Join(parts, "; ")
+}
+
+// liveOutside returns the flagged live intervals that are not one of the
+// flagged windows sat (a run shorter than both periods has one of each).
+func (m *monitor) liveOutside(sat []metrics.WindowStats) []metrics.SaturatedInterval {
+	var out []metrics.SaturatedInterval
+	for _, v := range m.liveSat {
+		if !slices.ContainsFunc(sat, func(w metrics.WindowStats) bool { return w.Start == v.Start && w.End == v.End }) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // finish runs after the summary is written: it prints the goodput lines
@@ -499,9 +539,13 @@ func (m *monitor) finish(sum *metrics.Summary) error {
 	if m.slo.Set() {
 		writeGoodput(m.stdio.Out, sum)
 	}
-	if sat := m.saturated(); len(sat) > 0 {
-		fmt.Fprintf(m.stdio.Err, "warning: the client fell behind its schedule in %d of %d windows (%s): latencies there include the client's delay, not only the server's; see client_saturated in the summary\n",
-			len(sat), len(m.windows), saturationReason(sat))
+	if sat := m.saturated(); len(sat) > 0 || m.liveSatN > 0 {
+		where := fmt.Sprintf("%d of %d windows", len(sat), len(m.windows))
+		if n := len(m.liveOutside(sat)); n > 0 {
+			where += fmt.Sprintf(" and %d live intervals", n)
+		}
+		fmt.Fprintf(m.stdio.Err, "warning: the client fell behind its schedule in %s (%s): latencies there include the client's delay, not only the server's; see client_saturated in the summary\n",
+			where, m.saturationReason(sat))
 	}
 	if path := m.o.Observe.ReportHTML; path != "" {
 		m.mu.Lock()

@@ -213,3 +213,118 @@ func BenchmarkMonitorObserve(b *testing.B) {
 		m.observe(r)
 	}
 }
+
+// TestSummaryListsEveryFlaggedLiveInterval: a lag spike that a live
+// interval flags but its longer window does not (5 late sends of 100 in the
+// interval, of 1,000 in the window) still makes the summary say the client
+// fell behind, and lists that interval.
+func TestSummaryListsEveryFlaggedLiveInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := Defaults()
+		o.Backend = "openai"
+		o.RequestRate = 100
+		o.Observe.ReportInterval, o.Observe.Window = time.Second, 10*time.Second
+		sched := evenSchedule(1000, 10*time.Millisecond)
+		wl := &workload{schedule: sched}
+		var errb bytes.Buffer
+		m, err := newMonitor(&o, arrival.Summarize(sched), wl, IO{Err: &errb}, &logger{w: &errb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		col := metrics.NewCollector()
+		var done atomic.Int64
+		m.begin(start, col, func() int64 { return 1 }, func() int64 { return 0 }, &done)
+		for a := range sched {
+			lag := 100 * time.Microsecond
+			if a.Index >= 450 && a.Index < 455 { // due in 4–5 s
+				lag = 5 * time.Millisecond
+			}
+			end := a.At + 5*time.Millisecond + lag
+			time.Sleep(time.Until(start.Add(end)))
+			r := &client.Result{}
+			r.Reset()
+			r.Index, r.Scheduled, r.Sent = a.Index, a.At, a.At+lag
+			r.FirstToken, r.End, r.CompletionTokens, r.Status = r.Sent+time.Millisecond, end, 1, 200
+			r.TokenTimes = []time.Duration{r.FirstToken}
+			col.Add(r)
+			for _, f := range wl.observe {
+				f(r)
+			}
+			done.Add(1)
+		}
+		elapsed := time.Since(start)
+		m.stop(elapsed)
+		var sum metrics.Summary
+		for _, f := range wl.annotate {
+			if err := f(&sum, elapsed); err != nil {
+				t.Fatal(err)
+			}
+		}
+		flagged := regexp.MustCompile(`(?m)^\[(\d\d:\d\d)–(\d\d:\d\d)\] .*CLIENT SATURATED`).FindAllStringSubmatch(errb.String(), -1)
+		if len(flagged) != 1 || flagged[0][1] != "00:04" {
+			t.Fatalf("live lines flagged: %v, want the 4–5 s one\n%s", flagged, errb.String())
+		}
+		var ws []metrics.WindowStats
+		sum.GetExtra(metrics.KeyWindows, &ws)
+		if len(ws) == 0 || ws[0].Saturated {
+			t.Fatalf("windows %+v: the first should not be flagged, or the test proves nothing", ws)
+		}
+		var saturated bool
+		var live []metrics.SaturatedInterval
+		var reason string
+		sum.GetExtra(metrics.KeyClientSaturated, &saturated)
+		sum.GetExtra(metrics.KeySaturatedIntervals, &live)
+		sum.GetExtra(metrics.KeySaturationReason, &reason)
+		if !saturated || len(live) != 1 || live[0].Start != 4 || live[0].End != 5 || !strings.Contains(reason, "00:04–00:05") {
+			t.Errorf("client_saturated %v, intervals %+v, reason %q", saturated, live, reason)
+		}
+		var after bytes.Buffer
+		m.stdio.Err = &after
+		if err := m.finish(&sum); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(after.String(), "1 live intervals") {
+			t.Errorf("the warning after the table does not count the live interval: %q", after.String())
+		}
+	})
+}
+
+// TestLiveLineOfTheLastInterval: the last, shorter interval gives rates
+// with its length when it lasts long enough, counts when it is a sliver;
+// never an infinite rate.
+func TestLiveLineOfTheLastInterval(t *testing.T) {
+	for _, tc := range []struct {
+		d, interval float64
+		want        string
+	}{
+		{10, 10, `offered 50.0/s achieved 48.0/s in flight`},
+		{4, 10, `offered 50.0/s achieved 48.0/s (last 4.0 s) in flight`},
+		{1.5, 10, `offered 50.0/s achieved 48.0/s (last 1.5 s) in flight`},
+		{0.2, 10, `offered 10 achieved 9 (last 0.20 s) in flight`},
+		{0.2, 0.25, `offered 50.0/s achieved 48.0/s (last 0.2 s) in flight`},
+		{0.01, 0.25, `offered 10 achieved 9 (last 0.01 s) in flight`},
+	} {
+		w := &metrics.WindowStats{Start: 20, End: 20 + tc.d, Offered: 10, Completed: 9, OfferedRate: 50, AchievedRate: 48}
+		line := liveLine(w, 3, nil, tc.interval)
+		if !strings.Contains(line, tc.want) || strings.Contains(line, "Inf") {
+			t.Errorf("%v s of %v: %q, want %q", tc.d, tc.interval, line, tc.want)
+		}
+	}
+}
+
+// TestScheduleLine: one request, or all due at once, has no rate.
+func TestScheduleLine(t *testing.T) {
+	for _, tc := range []struct {
+		st   arrival.Stats
+		want string
+	}{
+		{arrival.Stats{Count: 1, Last: 0, Input: 8, Output: 4}, "schedule: 1 request at 0.000 s, 8 input and 4 output tokens"},
+		{arrival.Stats{Count: 5, Last: 0, Input: 40, Output: 20}, "schedule: 5 requests, all due at the start, 40 input and 20 output tokens"},
+		{arrival.Stats{Count: 11, Last: 2 * time.Second, Input: 1, Output: 1}, "schedule: 11 requests over 2.000 s (mean 5.00 req/s), 1 input and 1 output tokens"},
+	} {
+		if got := scheduleLine(tc.st); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.st, got, tc.want)
+		}
+	}
+}

@@ -58,15 +58,19 @@ func clock(secs float64) string {
 //
 //	[00:10–00:20] offered 50.0/s achieved 49.6/s in flight 12 errors 0 | TTFT p50 31.2 p99 48.0 ms | ITL p50 10.0 p99 12.1 ms | lag p99 0.21 ms
 //
-// sliver marks a last interval much shorter than the others: its figures
-// are counts, not rates.
-func liveLine(w *metrics.WindowStats, inFlight int64, srv *servermetrics.Sample, sliver bool) string {
+// interval is --report-interval in seconds. The last interval of a run is
+// shorter: its rates are given with its length, or, when it is a sliver too
+// short for a rate to mean anything (see sliver), its counts.
+func liveLine(w *metrics.WindowStats, inFlight int64, srv *servermetrics.Sample, interval float64) string {
 	var b strings.Builder
-	if sliver {
-		// A rate over the last sliver of a run says nothing: give counts.
+	switch d := w.End - w.Start; {
+	case sliver(d, interval):
 		fmt.Fprintf(&b, "[%s–%s] offered %d achieved %d (last %.2f s) in flight %d errors %d",
-			clock(w.Start), clock(w.End), w.Offered, w.Completed, w.End-w.Start, inFlight, w.Failed)
-	} else {
+			clock(w.Start), clock(w.End), w.Offered, w.Completed, d, inFlight, w.Failed)
+	case d < interval*0.99:
+		fmt.Fprintf(&b, "[%s–%s] offered %s/s achieved %s/s (last %.1f s) in flight %d errors %d",
+			clock(w.Start), clock(w.End), num(w.OfferedRate), num(w.AchievedRate), d, inFlight, w.Failed)
+	default:
 		fmt.Fprintf(&b, "[%s–%s] offered %s/s achieved %s/s in flight %d errors %d",
 			clock(w.Start), clock(w.End), num(w.OfferedRate), num(w.AchievedRate), inFlight, w.Failed)
 	}
@@ -98,6 +102,10 @@ func liveLine(w *metrics.WindowStats, inFlight int64, srv *servermetrics.Sample,
 	}
 	return b.String()
 }
+
+// sliver reports whether a last interval of d seconds is too short for a
+// rate: under a second and under a quarter of the report interval.
+func sliver(d, interval float64) bool { return d < min(1, interval/4) }
 
 // num formats a figure with three significant digits or so.
 func num(v float64) string {

@@ -130,8 +130,12 @@ func replaySchedule(o *Options, seed uint64, log *logger, w *workload) (arrival.
 	if err != nil {
 		return nil, usage(err)
 	}
-	log.Infof("trace %s: %s format, %d usable of %d rows over %s (mean %.3f req/s)",
-		r.TracePath, tr.Format, tr.Len(), tr.Rows, tr.Span().Round(time.Millisecond), tr.MeanRate())
+	if rate := tr.MeanRate(); rate > 0 {
+		log.Infof("trace %s: %s format, %d usable of %d rows over %s (mean %.3f req/s)",
+			r.TracePath, tr.Format, tr.Len(), tr.Rows, tr.Span().Round(time.Millisecond), rate)
+	} else {
+		log.Infof("trace %s: %s format, %d usable of %d rows, all at one time", r.TracePath, tr.Format, tr.Len(), tr.Rows)
+	}
 	if tr.Detected != "" {
 		log.Infof("trace %s: %s", r.TracePath, tr.Detected)
 	}
@@ -205,8 +209,10 @@ func replaySchedule(o *Options, seed uint64, log *logger, w *workload) (arrival.
 		}
 		info.ImageTextClamped = clamped
 		prompt.PrepareImages(img)
-		log.Infof("replay: %d of %d requests carry images (%dx%d, %d prompt tokens each: run the built-in server with --tokens-per-image %d); they go to /v1/chat/completions",
-			images, sl.Len(), img.Width, img.Height, img.TokensPerImage, img.TokensPerImage)
+		if images > 0 {
+			log.Infof("replay: %d of %d requests carry images (%dx%d, %d prompt tokens each: run the built-in server with --tokens-per-image %d); they go to /v1/chat/completions",
+				images, sl.Len(), img.Width, img.Height, img.TokensPerImage, img.TokensPerImage)
+		}
 		if clamped > 0 {
 			log.Warnf("replay: %d image request(s) have a context no larger than their images (%d tokens each): their text is 1 token", clamped, img.TokensPerImage)
 		}

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
@@ -63,8 +65,7 @@ func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
 		log.Infof("schedule: %d arrivals written to %s", n, o.ScheduleOut)
 	}
 	st := arrival.Summarize(wl.schedule)
-	log.Infof("schedule: %d requests over %.3f s (mean %.2f req/s), %d input and %d output tokens",
-		st.Count, st.Last.Seconds(), st.MeanRate(), st.Input, st.Output)
+	log.Infof("%s", scheduleLine(st))
 	if h, n, ok := wl.hash.result(); ok && o.ShardCount > 1 {
 		log.Infof("shard %d/%d: %d of the schedule's %d arrivals; schedule %s", o.ShardIndex, o.ShardCount, st.Count, n, h)
 	}
@@ -77,23 +78,27 @@ func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
 	return execute(ctx, &o, seed, wl, st, stdio, log)
 }
 
+// scheduleLine describes a schedule in one line; a rate only when it has
+// one (two arrivals or more, not all due at once).
+func scheduleLine(st arrival.Stats) string {
+	tokens := fmt.Sprintf("%d input and %d output tokens", st.Input, st.Output)
+	switch {
+	case st.Count == 1:
+		return fmt.Sprintf("schedule: 1 request at %.3f s, %s", st.Last.Seconds(), tokens)
+	case st.Count == 0 || st.Last <= 0:
+		return fmt.Sprintf("schedule: %d requests, all due at the start, %s", st.Count, tokens)
+	}
+	return fmt.Sprintf("schedule: %d requests over %.3f s (mean %.2f req/s), %s", st.Count, st.Last.Seconds(), st.MeanRate(), tokens)
+}
+
 // execute sends the schedule and reports.
 func execute(ctx context.Context, o *Options, seed uint64, wl *workload, st arrival.Stats, stdio IO, log *logger) (*metrics.Summary, error) {
 	cli, err := client.New(clientConfig(o))
 	if err != nil {
 		return nil, usage(err)
 	}
-	if o.Model == "" {
-		ids, err := cli.ListModels(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("no --model given and the server did not list one: %w", err)
-		}
-		if len(ids) == 0 {
-			return nil, errors.New("no --model given and the server lists no model")
-		}
-		o.Model = ids[0]
-		log.Infof("model: %s (first of /v1/models)", o.Model)
-		cli.SetModel(o.Model)
+	if err := checkTarget(ctx, o, cli, log); err != nil {
+		return nil, err
 	}
 	format, err := prompt.ParseFormat(o.PromptFormat)
 	if err != nil {
@@ -110,7 +115,8 @@ func execute(ctx context.Context, o *Options, seed uint64, wl *workload, st arri
 		Format: format, Chat: cli.Chat(), Salt: salt, Suffix: o.PromptSuffix, Dataset: wl.dataset,
 		Images: o.Replay.imageOptions(),
 	})
-	if err := warmup(ctx, o, cli, prompts, wl.schedule, log); err != nil {
+	panics := &requestPanics{log: log}
+	if err := warmup(ctx, o, cli, prompts, wl.schedule, log, panics); err != nil {
 		return nil, err
 	}
 
@@ -136,9 +142,9 @@ func execute(ctx context.Context, o *Options, seed uint64, wl *workload, st arri
 	results := make(chan *client.Result, 4096)
 	var done atomic.Int64
 	collected := make(chan error, 1)
-	go func() { collected <- collect(results, col, records, &done, stdio.Abort, wl.observe) }()
+	safe.Go(func() { collected <- collect(results, col, records, &done, stdio.Abort, wl.observe, panics) })
 
-	snd := &sender{client: cli, prompts: prompts, results: results, model: o.Model, images: o.isImages()}
+	snd := &sender{client: cli, prompts: prompts, results: results, model: o.Model, images: o.isImages(), panics: panics}
 	d := &arrival.Dispatcher{Start: start, MaxConcurrency: o.MaxConcurrency, Sender: snd}
 
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
@@ -183,6 +189,10 @@ func execute(ctx context.Context, o *Options, seed uint64, wl *workload, st arri
 	if werr != nil {
 		return sum, fmt.Errorf("results %s: %w", o.ResultsJSONL, werr)
 	}
+	if n := panics.recording.Load(); n > 0 {
+		return sum, fmt.Errorf("%d results could not be recorded whole (their records say error_class internal; the summary may count them as they were): %w",
+			n, &safe.Panic{Value: "recording a result panicked"})
+	}
 	return sum, nil
 }
 
@@ -205,7 +215,7 @@ func clientConfig(o *Options) client.Config {
 func drainOnStop(ctx context.Context, o *Options, cancel context.CancelFunc, log *logger) func() {
 	quit := make(chan struct{})
 	var once sync.Once
-	go func() {
+	safe.Go(func() {
 		select {
 		case <-quit:
 			return
@@ -225,25 +235,51 @@ func drainOnStop(ctx context.Context, o *Options, cancel context.CancelFunc, log
 			log.Warnf("drain timeout: canceling the requests still in flight")
 			cancel()
 		}
-	}()
+	})
 	return func() { once.Do(func() { close(quit) }) }
 }
 
 // collect consumes results on one goroutine: metrics and the JSONL stream.
 // A record reaches the file at most report.FlushInterval after its request
 // finished (the ticker flushes even when no result arrives); a request on
-// abort writes every record received so far at once.
-func collect(results <-chan *client.Result, col *metrics.Collector, records *report.RecordWriter, done *atomic.Int64, abort <-chan chan<- struct{}, observe []func(*client.Result)) error {
+// abort writes every record received so far at once. When recording a
+// result panics, the consumer that panicked and those after it take it as an
+// internal error instead (those before it have taken it as it was), and the
+// panic is counted in panics.recording.
+func collect(results <-chan *client.Result, col *metrics.Collector, records *report.RecordWriter, done *atomic.Int64, abort <-chan chan<- struct{}, observe []func(*client.Result), panics *requestPanics) error {
 	var werr error
 	tick := time.NewTicker(report.FlushInterval)
 	defer tick.Stop()
-	add := func(r *client.Result) {
-		col.Add(r)
-		for _, f := range observe {
-			f(r)
+	// record gives r to the consumers from the from-th on (0: the
+	// collector, then the observers, then the records file); a panic
+	// returns the consumer it happened in.
+	record := func(r *client.Result, from int) (at int, p *safe.Panic) {
+		defer func() {
+			if v := recover(); v != nil {
+				p = &safe.Panic{Value: v, Stack: debug.Stack()}
+			}
+		}()
+		if at = from; at == 0 {
+			col.Add(r)
 		}
+		for i, f := range observe {
+			if at = i + 1; at >= from {
+				f(r)
+			}
+		}
+		at = len(observe) + 1
 		if records != nil && werr == nil {
 			werr = records.Write(r)
+		}
+		return at, nil
+	}
+	add := func(r *client.Result) {
+		if at, p := record(r, 0); p != nil {
+			panics.recording.Add(1)
+			panics.record(r, p.Value, p.Stack)
+			if _, p := record(r, at); p != nil {
+				panic(p) // recording a failure panics too: the process's trap takes it
+			}
 		}
 		done.Add(1)
 		resultPool.Put(r)
@@ -295,6 +331,7 @@ type sender struct {
 	results chan<- *client.Result
 	model   string
 	images  bool // openai-images: every request generates images
+	panics  *requestPanics
 }
 
 var _ arrival.Sender = (*sender)(nil)
@@ -303,6 +340,13 @@ var _ arrival.Sender = (*sender)(nil)
 func (s *sender) Send(ctx context.Context, a arrival.Arrival) {
 	res := resultPool.Get().(*client.Result)
 	res.Reset()
+	s.do(ctx, a, res)
+	s.results <- res
+}
+
+// do performs a's request into res; a panic makes it res's failure.
+func (s *sender) do(ctx context.Context, a arrival.Arrival, res *client.Result) {
+	defer s.panics.recoverInto(res)
 	res.Index, res.Scheduled = a.Index, a.At
 	res.InputLen, res.OutputLen, res.Images = a.InputTokens, a.OutputTokens, a.Images
 	res.Model = a.Model
@@ -314,14 +358,13 @@ func (s *sender) Send(ctx context.Context, a arrival.Arrival) {
 		a.Images = 0 // no input images: the prompt is text
 	}
 	req := client.Request{Model: a.Model, MaxTokens: max(a.OutputTokens, 1), Chat: a.Images > 0, Gen: a.Gen,
-		AppendPrompt: func(dst []byte) []byte { return s.prompts.Append(dst, &a) }}
+		AppendPrompt: func(dst []byte) []byte { return appendPrompt(s.prompts, dst, &a) }}
 	s.client.Do(ctx, &req, res)
-	s.results <- res
 }
 
 // warmup sends o.WarmupRequests requests shaped like the first arrival (at
 // most 32 output tokens) and fails the run if none succeeds.
-func warmup(ctx context.Context, o *Options, cli *client.Client, prompts *prompt.Builder, s arrival.Schedule, log *logger) error {
+func warmup(ctx context.Context, o *Options, cli *client.Client, prompts *prompt.Builder, s arrival.Schedule, log *logger, panics *requestPanics) error {
 	if o.WarmupRequests == 0 {
 		return nil
 	}
@@ -339,13 +382,14 @@ func warmup(ctx context.Context, o *Options, cli *client.Client, prompts *prompt
 		go func() {
 			defer wg.Done()
 			res[i].Reset()
+			defer panics.recoverInto(&res[i])
 			a := first
 			a.Index = -1 - int64(i)
 			a.PrefixBlocks = nil // the warm-up must not put the first request's prefix in the server's cache
 			if o.isImages() {
 				a.Images = 0
 			}
-			req := client.Request{Model: a.Model, MaxTokens: a.OutputTokens, Prompt: prompts.Append(nil, &a), Chat: a.Images > 0, Gen: a.Gen}
+			req := client.Request{Model: a.Model, MaxTokens: a.OutputTokens, Prompt: appendPrompt(prompts, nil, &a), Chat: a.Images > 0, Gen: a.Gen}
 			cli.Do(ctx, &req, &res[i])
 		}()
 	}
@@ -358,6 +402,9 @@ func warmup(ctx context.Context, o *Options, cli *client.Client, prompts *prompt
 	what := "the warm-up request failed"
 	if len(res) > 1 {
 		what = fmt.Sprintf("all %d warm-up requests failed", len(res))
+	}
+	if res[0].ErrorClass == client.ErrInternal {
+		return fmt.Errorf("warm-up failed: %s: %w", what, &safe.Panic{Value: res[0].Error})
 	}
 	return fmt.Errorf("warm-up failed: %s; first error (%s): %s (--warmup-requests N sends more, 0 none: a server meant to fail some requests needs one of them)",
 		what, res[0].ErrorClass, res[0].Error)

@@ -265,7 +265,21 @@ func TestUnreachableServerFailsClearly(t *testing.T) {
 	o.WarmupRequests = 1
 	o.Model = "m"
 	_, err := Run(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
-	if err == nil || !strings.Contains(err.Error(), "warm-up failed: the warm-up request failed") || !strings.Contains(err.Error(), "connect") ||
+	if err == nil || !strings.Contains(err.Error(), "is the server up?") || !strings.Contains(err.Error(), ln.Addr().String()) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// TestWarmupFailureSaysHow: a server that lists its models but fails every
+// generation stops the run at the warm-up, which says how many failed and
+// how to send more or none.
+func TestWarmupFailureSaysHow(t *testing.T) {
+	port := startMock(t, mockserver.Config{Faults: mockserver.FaultConfig{
+		Faults: []mockserver.Fault{{Kind: mockserver.FaultHTTP503, Rate: 1}}}})
+	o := testOptions(port)
+	o.WarmupRequests = 1
+	_, err := Run(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+	if err == nil || !strings.Contains(err.Error(), "warm-up failed: the warm-up request failed") || !strings.Contains(err.Error(), "http_5xx") ||
 		!strings.Contains(err.Error(), "--warmup-requests") {
 		t.Errorf("err = %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -276,7 +277,7 @@ func Start(cfg Config) *Scraper {
 		cfg.Warnf = func(string, ...any) {}
 	}
 	s := &Scraper{cfg: cfg, quit: make(chan struct{}), done: make(chan struct{})}
-	go s.loop()
+	safe.Go(s.loop)
 	return s
 }
 

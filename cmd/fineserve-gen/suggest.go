@@ -1,0 +1,81 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// parseFlags parses args with fs; an unknown flag's error names the
+// command's flag nearest to it: "unknown flag: --request-rat (did you mean
+// --request-rate?)".
+func parseFlags(fs *pflag.FlagSet, args []string) error {
+	return suggestFlag(fs, fs.Parse(args))
+}
+
+// suggestFlag adds to an unknown-flag error the nearest flag of fs, if one
+// is near enough to be a typo; any other error is returned as it is.
+func suggestFlag(fs *pflag.FlagSet, err error) error {
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) {
+		return err
+	}
+	typed := ne.GetSpecifiedName()
+	if short := ne.GetSpecifiedShortnames(); short != "" {
+		// -request-rate: one dash, read by pflag as shorthand letters.
+		if typed = short; len(typed) < 2 {
+			return err
+		}
+	}
+	typed, _, _ = strings.Cut(typed, "=")
+	if best := nearestFlag(fs, typed); best != "" {
+		return fmt.Errorf("%w (did you mean --%s?)", err, best)
+	}
+	return err
+}
+
+// nearestFlag returns the flag of fs nearest to name by edit distance, when
+// the distance is at most a third of name's length (at least 1), or the one
+// flag name is a prefix of; else "".
+func nearestFlag(fs *pflag.FlagSet, name string) string {
+	best, bestD := "", max(1, len(name)/3)+1
+	var prefixed []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		if d := editDistance(name, f.Name); d < bestD || d == bestD && best != "" && f.Name < best {
+			best, bestD = f.Name, d
+		}
+		if len(name) >= 3 && strings.HasPrefix(f.Name, name) {
+			prefixed = append(prefixed, f.Name)
+		}
+	})
+	if best == "" && len(prefixed) == 1 {
+		return prefixed[0]
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,78 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+)
+
+// modelsTimeout bounds the model list asked for before the run.
+const modelsTimeout = 30 * time.Second
+
+// checkTarget asks the server for its models before anything is sent: a
+// server nobody answers for, or one that does not serve --model, stops the
+// run here (naming what it serves). Without --model the first listed model
+// is used. A server without a model list (404) runs with a warning when
+// --model is given.
+func checkTarget(ctx context.Context, o *Options, cli *client.Client, log *logger) error {
+	lctx, cancel := context.WithTimeout(ctx, modelsTimeout)
+	defer cancel()
+	ids, err := cli.ListModels(lctx)
+	var me *client.ModelsError
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return err
+	case errors.As(err, &me) && me.Status == 0 && me.Class == client.ErrConnect:
+		if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+			return fmt.Errorf("cannot reach the server at %s: is the server up? (%s)", hostPort(o.baseURL()), me.Msg)
+		}
+		return fmt.Errorf("cannot connect to the server at %s (connect: %s)", hostPort(o.baseURL()), me.Msg)
+	case errors.As(err, &me) && me.Status == 0 && me.Class == client.ErrTimeout:
+		return fmt.Errorf("the server at %s did not answer for its model list within %v: is it up? (%s)", hostPort(o.baseURL()), modelsTimeout, me.Msg)
+	case errors.As(err, &me) && me.NoEndpoint() && o.Model != "":
+		log.Warnf("the server has no model list (%s answers %d): --model %s is not checked", me.URL, me.Status, o.Model)
+		return nil
+	case o.Model == "":
+		return fmt.Errorf("no --model given and the server did not list one: %w", err)
+	default:
+		return fmt.Errorf("%w (a server without a model list, answering 404, runs with a warning)", err)
+	}
+	switch {
+	case len(ids) == 0 && o.Model == "":
+		return errors.New("no --model given and the server lists no model")
+	case o.Model == "":
+		o.Model = ids[0]
+		log.Infof("model: %s (first of /v1/models)", o.Model)
+		cli.SetModel(o.Model)
+	case !slices.Contains(ids, o.Model):
+		return fmt.Errorf("--model %s is not served at %s; it serves %s", o.Model, hostPort(o.baseURL()), modelList(ids))
+	}
+	return nil
+}
+
+// hostPort is base's host and port, without a password or path.
+func hostPort(base string) string {
+	if u, err := url.Parse(base); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return base
+}
+
+// modelList names the served models (at most 10).
+func modelList(ids []string) string {
+	if len(ids) == 0 {
+		return "no model"
+	}
+	if len(ids) > 10 {
+		return fmt.Sprintf("%d models: %s, …", len(ids), strings.Join(ids[:10], ", "))
+	}
+	return strings.Join(ids, ", ")
+}
