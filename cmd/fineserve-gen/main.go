@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
@@ -315,26 +315,12 @@ func classCounts(m map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// safeArgs returns args fit for the summary's command line: the API key and
-// URL passwords are hidden wherever they appear.
-func safeArgs(args []string, key string) []string {
+// safeArgs returns args fit for the summary's command line: the API key
+// and URL credentials are hidden wherever they appear.
+func safeArgs(args []string, secrets *secret.Redactor) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
-		if key != "" {
-			a = client.Redact(a, key)
-		}
-		prefix, value := "", a
-		if strings.HasPrefix(a, "--") {
-			if name, v, ok := strings.Cut(a, "="); ok {
-				prefix, value = name+"=", v
-			}
-		}
-		if strings.Contains(value, "://") && strings.Contains(value, "@") {
-			if u, err := url.Parse(value); err == nil && u.User != nil {
-				value = u.Redacted() // the password becomes xxxxx
-			}
-		}
-		out[i] = prefix + value
+		out[i] = secrets.String(a)
 	}
 	return out
 }

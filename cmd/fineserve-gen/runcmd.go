@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
@@ -141,6 +142,15 @@ func checkKey(from, key string) (string, error) {
 }
 
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	terminal := false
+	if f, ok := stderr.(*os.File); ok {
+		terminal = term.IsTerminal(int(f.Fd()))
+	}
+	// Everything printed goes through the run's secrets: URL credentials
+	// from the start, the API key and the credentials of the flags and the
+	// environment once they are parsed.
+	secrets := &secret.Redactor{}
+	stdout, stderr = secret.Writer(stdout, secrets), secret.Writer(stderr, secrets)
 	o := runner.Defaults()
 	var prof profiles
 	fs, finish := runFlags(&o, &prof)
@@ -161,6 +171,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err := finish(); err != nil {
 		errs = append(errs, err)
 	}
+	*secrets = *o.Secrets()
 	if len(errs) > 0 {
 		return usageExit(stderr, append(errs, o.Validate())...)
 	}
@@ -170,11 +181,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if o.Insecure {
 		fmt.Fprintln(stderr, "warning: --insecure: TLS certificates are not verified")
 	}
-	o.Command = commandLine(safeArgs(args, o.APIKey))
-	terminal := false
-	if f, ok := stderr.(*os.File); ok {
-		terminal = term.IsTerminal(int(f.Fd()))
-	}
+	o.Command = commandLine(safeArgs(args, secrets))
 	stopProfiles, err := startProfiles(prof.cpu, prof.mem)
 	if err != nil {
 		return exitCode(&runner.UsageError{Err: err}, stderr)

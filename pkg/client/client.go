@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
@@ -73,12 +74,17 @@ type Config struct {
 	// ImageSize is the size ("WxH") of generated images (openai-images;
 	// "" sends none: the server's default).
 	ImageSize string
+	// Secrets hides credentials in the messages of failed requests (nil:
+	// the API key and the user and password of BaseURL). URL credentials
+	// are always hidden.
+	Secrets *secret.Redactor
 }
 
 // Client sends requests to one server. It is safe for concurrent use.
 type Client struct {
 	cfg     Config
 	url     string
+	secrets *secret.Redactor
 	chat    bool
 	images  bool // openai-images (images.go)
 	http    *http.Client
@@ -94,10 +100,14 @@ type Client struct {
 
 // New validates cfg and returns a Client.
 func New(cfg Config) (*Client, error) {
-	c := &Client{cfg: cfg}
+	c := &Client{cfg: cfg, secrets: cfg.Secrets}
+	if c.secrets == nil {
+		c.secrets = secret.New(cfg.APIKey)
+		c.secrets.AddURL(cfg.BaseURL)
+	}
 	base := strings.TrimRight(cfg.BaseURL, "/")
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-		return nil, fmt.Errorf("client: base URL %q must start with http:// or https://", cfg.BaseURL)
+		return nil, fmt.Errorf("client: base URL %q must start with http:// or https://", secret.URL(cfg.BaseURL))
 	}
 	path := cfg.Endpoint
 	switch cfg.Backend {
@@ -582,41 +592,9 @@ func (c *Client) failErr(ctx context.Context, res *Result, err error, gotRespons
 	c.fail(res, class, msg)
 }
 
-// redact removes the API key from a message, should a server echo it.
-func (c *Client) redact(s string) string { return Redact(s, c.cfg.APIKey) }
-
-// Redact returns s without secret: every occurrence is replaced by
-// "[redacted]", and so is every run of at least redactMin characters that
-// starts like secret (a copy cut short by truncation).
-func Redact(s, secret string) string {
-	if secret == "" {
-		return s
-	}
-	s = strings.ReplaceAll(s, secret, "[redacted]")
-	k := min(len(secret), redactMin)
-	var b strings.Builder
-	for {
-		i := strings.Index(s, secret[:k])
-		if i < 0 {
-			break
-		}
-		n := k
-		for n < len(secret) && i+n < len(s) && s[i+n] == secret[n] {
-			n++
-		}
-		b.WriteString(s[:i])
-		b.WriteString("[redacted]")
-		s = s[i+n:]
-	}
-	if b.Len() == 0 {
-		return s
-	}
-	b.WriteString(s)
-	return b.String()
-}
-
-// redactMin is the shortest start of the key that is redacted on its own.
-const redactMin = 6
+// redact hides the API key and URL credentials in a message, should a
+// server or an error echo them.
+func (c *Client) redact(s string) string { return c.secrets.String(s) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

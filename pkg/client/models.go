@@ -20,7 +20,7 @@ func (c *Client) ListModels(ctx context.Context) ([]string, error) {
 	cfg.HTTPClient = c.http
 	list, err := openai.NewClientWithConfig(cfg).ListModels(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list models at %s/v1/models: %s", strings.TrimRight(c.cfg.BaseURL, "/"), c.redact(err.Error()))
+		return nil, errors.New(c.redact(fmt.Sprintf("list models at %s/v1/models: %s", strings.TrimRight(c.cfg.BaseURL, "/"), err)))
 	}
 	ids := make([]string, 0, len(list.Models))
 	for _, m := range list.Models {

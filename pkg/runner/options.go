@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
@@ -237,4 +238,16 @@ func (o *Options) baseURL() string {
 		host = "[" + host + "]"
 	}
 	return fmt.Sprintf("http://%s:%d", host, o.Port)
+}
+
+// Secrets returns what a run must never print or write: the API key, and
+// the users and passwords of the base URL, the server-metrics URL and the
+// proxies set in the environment. URL credentials are hidden wherever a
+// URL is printed, whoever's they are.
+func (o *Options) Secrets() *secret.Redactor {
+	r := secret.New(o.APIKey)
+	r.AddURL(o.BaseURL)
+	r.AddURL(o.Observe.ServerMetricsURL)
+	r.AddProxyEnv()
+	return r
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
@@ -36,6 +37,9 @@ type IO struct {
 // in the summary, not in the error; the error reports a run that could not
 // be carried out (bad options or input: *UsageError).
 func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
+	secrets := o.Secrets()
+	stdio.Out, stdio.Err = secret.Writer(stdio.Out, secrets), secret.Writer(stdio.Err, secrets)
+	o.Command = secrets.String(o.Command)
 	log := &logger{w: stdio.Err, quiet: o.Quiet}
 	if err := o.Validate(); err != nil {
 		return nil, usage(err)
@@ -190,6 +194,7 @@ func clientConfig(o *Options) client.Config {
 		APIKey: o.APIKey, Stream: o.Stream, IgnoreEOS: o.IgnoreEOS,
 		ExtraBody: []byte(o.ExtraRequestBody), MaxConns: o.MaxConcurrency,
 		RequestTimeout: o.RequestTimeout, StallTimeout: o.StallTimeout, Insecure: o.Insecure,
+		Secrets:      o.Secrets(),
 		StdTransport: o.HTTPTransport == "std",
 		Retries:      o.Retries,
 		ImageSize:    fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
