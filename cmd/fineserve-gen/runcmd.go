@@ -62,7 +62,7 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 	fs.IntVar(&o.WarmupRequests, "warmup-requests", o.WarmupRequests, "warm-up requests sent before the run (not measured)")
 	fs.Var(durationValue{&o.RequestTimeout}, "request-timeout", "give up on a request after this long (0: never)")
 	fs.StringVar(&o.HTTPTransport, "http-transport", "lean", "lean (requests read on their own goroutine) or std (net/http's transport)")
-	fs.Var(durationValue{&o.StallTimeout}, "stall-timeout", "give up on a response that sends no byte for this long (0: never)")
+	fs.Var(durationValue{&o.StallTimeout}, "stall-timeout", "give up on a response that sends no byte for this long, waiting for the first token included (0: never)")
 	// Failures and stopping (README "Failures and exit codes").
 	fs.IntVar(&o.Retries, "retries", o.Retries, "re-send a request that failed before its first token with connect, http_429 or http_5xx, up to N times (0: never)")
 	fs.Var(durationValue{&o.DrainTimeout}, "drain-timeout", "on SIGINT/SIGTERM, wait this long for requests in flight before canceling them")

@@ -174,6 +174,22 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
+// boundedTokens is the max_tokens a stream of req is held to: req's, when
+// the client sends it as it is. It is 0 (no bound) when req sets none, or
+// when --extra-request-body sets the limit itself or asks for several
+// choices (n, best_of), whose tokens all come in one stream.
+func (c *Client) boundedTokens(req *Request) int {
+	if c.images || req.MaxTokens <= 0 {
+		return 0
+	}
+	for _, k := range []string{"max_tokens", "max_completion_tokens", "n", "best_of"} {
+		if c.omit[k] {
+			return 0
+		}
+	}
+	return req.MaxTokens
+}
+
 // chatPath is where a completions client sends its image-bearing requests:
 // the chat endpoint beside its own, so a server mounted under a prefix
 // (--endpoint /gateway/v1/completions) gets them at
@@ -409,8 +425,9 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 		ctx, stop = context.WithTimeoutCause(ctx, c.cfg.RequestTimeout, errRequestTimeout)
 		defer stop()
 	}
+	maxTokens := c.boundedTokens(req)
 	for first := true; ; first = false {
-		wait := c.attempt(ctx, body, res, first)
+		wait := c.attempt(ctx, body, maxTokens, res, first)
 		if wait < 0 || res.Retries >= c.cfg.Retries {
 			return
 		}
@@ -423,8 +440,9 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 }
 
 // attempt sends body once. It returns how long to wait before a retry, or
-// -1 when the failure (or success) is final.
-func (c *Client) attempt(ctx context.Context, body []byte, res *Result, first bool) time.Duration {
+// -1 when the failure (or success) is final. maxTokens bounds a stream
+// (see streamBound; 0: no bound).
+func (c *Client) attempt(ctx context.Context, body []byte, maxTokens int, res *Result, first bool) time.Duration {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, newByteBody(body))
@@ -435,10 +453,10 @@ func (c *Client) attempt(ctx context.Context, body []byte, res *Result, first bo
 	hreq.Header = c.header
 	hreq.ContentLength = int64(len(body))
 
-	var watchdog *time.Timer
+	var watch *stallWatch
 	if c.cfg.StallTimeout > 0 {
-		watchdog = time.AfterFunc(c.cfg.StallTimeout, func() { cancel(errStall) })
-		defer watchdog.Stop()
+		watch = watchStall(c.cfg.StallTimeout, cancel)
+		defer watch.end()
 	}
 	if first {
 		res.Sent = c.since()
@@ -450,9 +468,9 @@ func (c *Client) attempt(ctx context.Context, body []byte, res *Result, first bo
 	}
 	defer resp.Body.Close()
 	var rd io.Reader = resp.Body
-	if watchdog != nil {
-		watchdog.Reset(c.cfg.StallTimeout) // the headers were bytes too
-		rd = &stallReader{r: resp.Body, t: watchdog, d: c.cfg.StallTimeout}
+	if watch != nil {
+		watch.touch(time.Now()) // the headers were bytes too
+		rd = &stallReader{r: resp.Body, w: watch}
 	}
 	res.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
@@ -466,11 +484,8 @@ func (c *Client) attempt(ctx context.Context, body []byte, res *Result, first bo
 	}
 	d := c.decode.Get().(*decoder)
 	defer c.decode.Put(d)
-	if watchdog != nil {
-		d.lines.onRead = func() { watchdog.Reset(c.cfg.StallTimeout) }
-	} else {
-		d.lines.onRead = nil
-	}
+	d.lines.watch = watch
+	d.maxTokens = maxTokens
 	if c.images {
 		err = c.readImages(d, rd, res)
 	} else if c.cfg.Stream && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
@@ -553,21 +568,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// stallReader re-arms the stall watchdog whenever a read returns bytes.
-type stallReader struct {
-	r io.Reader
-	t *time.Timer
-	d time.Duration
-}
-
-func (s *stallReader) Read(p []byte) (int, error) {
-	n, err := s.r.Read(p)
-	if n > 0 {
-		s.t.Reset(s.d)
-	}
-	return n, err
 }
 
 func (c *Client) since() time.Duration { return time.Since(c.cfg.Epoch) }

@@ -104,6 +104,12 @@ type Options struct {
 	Command string
 }
 
+// DefaultStallTimeout is --stall-timeout's default: long enough for a
+// queued request's first token on a loaded server, short enough that a
+// server that stops sending does not hold a run for the hour of
+// --request-timeout.
+const DefaultStallTimeout = 5 * time.Minute
+
 // Defaults returns FineServe's defaults.
 func Defaults() Options {
 	return Options{
@@ -114,6 +120,7 @@ func Defaults() Options {
 		PromptFormat: "token-ids",
 		Stream:       true, IgnoreEOS: true, WarmupRequests: 1,
 		RequestTimeout: time.Hour,
+		StallTimeout:   DefaultStallTimeout,
 		DrainTimeout:   30 * time.Second,
 		Replay:         DefaultReplayOptions(),
 		Parametric:     DefaultParametricOptions(),
