@@ -186,7 +186,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return exitCode(&runner.UsageError{Err: err}, stderr)
 	}
-	sum, err := runner.Run(ctx, o, runner.IO{Out: stdout, Err: stderr, Terminal: terminal, Abort: abortFrom(ctx)})
+	sum, err := runner.Run(ctx, o, runner.IO{Out: stdout, Err: stderr, Terminal: terminal, Abort: abortFrom(ctx), Hurry: hurryFrom(ctx)})
 	if perr := stopProfiles(); perr != nil {
 		fmt.Fprintf(stderr, "fineserve-gen: %v\n", perr)
 	}

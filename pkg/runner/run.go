@@ -30,6 +30,10 @@ type IO struct {
 	// the run writes the records it has received to the results file and
 	// closes the channel it was given.
 	Abort <-chan chan<- struct{}
+	// Hurry, when set, is closed to cut the drain of a stopped run short
+	// (a second signal): the requests in flight are canceled at once, and
+	// the run records them and writes its outputs as after a drain.
+	Hurry <-chan struct{}
 }
 
 // Run performs the run o describes and returns its summary. A run that
@@ -144,7 +148,7 @@ func execute(ctx context.Context, o *Options, seed uint64, wl *workload, st arri
 
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
-	stopDrain := drainOnStop(ctx, o, cancelRequests, log)
+	stopDrain := drainOnStop(ctx, o, stdio.Hurry, cancelRequests, log)
 	mon.begin(start, col, d.InFlight, d.Dispatched, &done)
 	ds := d.Run(ctx, reqCtx, wl.schedule)
 	stopDrain()
@@ -202,9 +206,9 @@ func clientConfig(o *Options) client.Config {
 }
 
 // drainOnStop cancels the requests in flight once ctx is done (the run was
-// stopped: no new request is sent) and o.DrainTimeout has passed. The
-// returned function stops the watch.
-func drainOnStop(ctx context.Context, o *Options, cancel context.CancelFunc, log *logger) func() {
+// stopped: no new request is sent) and o.DrainTimeout has passed, or hurry
+// is closed. The returned function stops the watch.
+func drainOnStop(ctx context.Context, o *Options, hurry <-chan struct{}, cancel context.CancelFunc, log *logger) func() {
 	quit := make(chan struct{})
 	var once sync.Once
 	go func() {
@@ -225,6 +229,9 @@ func drainOnStop(ctx context.Context, o *Options, cancel context.CancelFunc, log
 		case <-quit:
 		case <-t.C:
 			log.Warnf("drain timeout: canceling the requests still in flight")
+			cancel()
+		case <-hurry:
+			log.Warnf("canceling the requests still in flight")
 			cancel()
 		}
 	}()
