@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
 func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -83,6 +84,7 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		return exitFailure
 	}
 	addr := ln.Addr().(*net.TCPAddr)
+	runner.WarnExposed(stderr, "mock-server --host "+*host, addr)
 	if *portFile != "" {
 		if err := os.WriteFile(*portFile, []byte(strconv.Itoa(addr.Port)+"\n"), 0o644); err != nil {
 			fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", err)

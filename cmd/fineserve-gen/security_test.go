@@ -229,7 +229,7 @@ func TestMockServerBindsLoopback(t *testing.T) {
 	if code := <-done; code != exitOK {
 		t.Errorf("exit %d", code)
 	}
-	if out := stderr.String(); !strings.Contains(out, "on http://127.0.0.1:") || !strings.Contains(out, "http_503:0.5") {
+	if out := stderr.String(); !strings.Contains(out, "on http://127.0.0.1:") || !strings.Contains(out, "http_503:0.5") || strings.Contains(out, "reachable") {
 		t.Errorf("stderr:\n%s", out)
 	}
 	var errb strings.Builder
@@ -343,6 +343,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 			code := <-done
 			if code != exitOK {
 				t.Errorf("exit %d\n%s", code, stderr.String())
+			}
+			if strings.Contains(stderr.String(), "reachable from other machines") {
+				t.Errorf("--metrics-addr 127.0.0.1:0 is warned about:\n%s", stderr.String())
 			}
 			outputs := map[string]string{"stdout": stdout.String(), "stderr": stderr.String(), "prometheus": string(prom)}
 			for _, f := range []string{"results.jsonl", "summary.json", "report.html", "out.jsonl", "schedule.csv"} {
