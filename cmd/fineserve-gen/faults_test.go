@@ -99,7 +99,10 @@ func TestRunAgainstEveryFault(t *testing.T) {
 		{mockserver.FaultTruncatedJSON, client.ErrProtocol, nil},
 		{mockserver.FaultNoDone, client.ErrProtocol, nil},
 		{mockserver.FaultStall, client.ErrTimeout, []string{"--stall-timeout", "200ms"}},
-		{mockserver.FaultEndless, client.ErrTimeout, []string{"--request-timeout", "300ms", "--stall-timeout", "200ms"}},
+		// A runaway stream ends at max_tokens plus the margin, with no
+		// timeout given; not streamed, the request timeout ends it.
+		{mockserver.FaultEndless, client.ErrProtocol, nil},
+		{mockserver.FaultEndless, client.ErrTimeout, []string{"--disable-stream", "--request-timeout", "300ms"}},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			srv, port := mocktest.Start(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{

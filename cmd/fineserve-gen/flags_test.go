@@ -111,3 +111,25 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("run --help: exit %d\n%s", code, out.String())
 	}
 }
+
+// TestDefaultTimeoutsEnd: with no timeout flag, a response that stops
+// sending is ended within minutes (--stall-timeout), not after the hour of
+// --request-timeout; both still turn off with 0.
+func TestDefaultTimeoutsEnd(t *testing.T) {
+	o := runner.Defaults()
+	fs, finish := runFlags(&o, &profiles{})
+	if err := fs.Parse(nil); err != nil || finish() != nil {
+		t.Fatal(err)
+	}
+	if o.StallTimeout <= 0 || o.StallTimeout > 10*time.Minute || o.StallTimeout >= o.RequestTimeout {
+		t.Errorf("default --stall-timeout %v (--request-timeout %v): want a few minutes", o.StallTimeout, o.RequestTimeout)
+	}
+	if f := fs.Lookup("stall-timeout"); f == nil || f.DefValue != "5m0s" {
+		t.Errorf("--stall-timeout's help does not show its default: %+v", f)
+	}
+	o = runner.Defaults()
+	fs, _ = runFlags(&o, &profiles{})
+	if err := fs.Parse([]string{"--stall-timeout", "0", "--request-timeout", "0"}); err != nil || o.StallTimeout != 0 || o.RequestTimeout != 0 {
+		t.Errorf("0 does not turn them off: %v, stall %v, request %v", err, o.StallTimeout, o.RequestTimeout)
+	}
+}

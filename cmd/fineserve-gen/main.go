@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
+	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
@@ -121,28 +121,54 @@ func announcesSignals(args []string) bool { return len(args) == 0 || args[0] != 
 
 // signalContext returns a context canceled by the first SIGINT or SIGTERM:
 // the run stops sending, drains (--drain-timeout), writes every record and
-// its summary and exits with exitInterrupted. A second signal exits at once,
-// after the run has written the records it has received (see flushFinished).
-// announce says so on the first signal (the mock server, for which a signal
-// is the normal way to stop, prints its own line instead).
+// its summary and exits with exitInterrupted. A second signal cuts the
+// drain short: the requests in flight are canceled and recorded as such,
+// and the records, summary and report are written from what came; should
+// that take more than abortGrace, or a third signal come, the process
+// exits at once after the run has written the records it has received
+// (see flushFinished). announce says so on the first signal (the mock
+// server, for which a signal is the normal way to stop, prints its own
+// line instead).
 func signalContext(announce bool) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	abort := make(chan chan<- struct{})
+	hurry := make(chan struct{})
 	ctx = context.WithValue(ctx, abortKey{}, abort)
-	ch := make(chan os.Signal, 2)
+	ctx = context.WithValue(ctx, hurryKey{}, (<-chan struct{})(hurry))
+	ch := make(chan os.Signal, 3)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	safe.Go(func() {
 		sig := <-ch
 		if announce {
-			fmt.Fprintf(os.Stderr, "fineserve-gen: %v: stopping (send it again to exit at once)\n", sig)
+			fmt.Fprintf(os.Stderr, "fineserve-gen: %v: stopping (send it again to cancel the requests in flight)\n", sig)
 		}
 		cancel()
 		<-ch
-		fmt.Fprintln(os.Stderr, "fineserve-gen: second signal: writing the finished records and exiting now")
+		if announce {
+			fmt.Fprintln(os.Stderr, "fineserve-gen: second signal: canceling the requests in flight, then writing the records and the summary (a third signal exits at once)")
+		}
+		close(hurry)
+		t := time.NewTimer(abortGrace)
+		select {
+		case <-ch:
+			fmt.Fprintln(os.Stderr, "fineserve-gen: third signal: writing the finished records and exiting now")
+		case <-t.C:
+			fmt.Fprintf(os.Stderr, "fineserve-gen: the run did not end within %v of the second signal: writing the finished records and exiting now\n", abortGrace)
+		}
 		flushFinished(abort, abortHandoff, abortWrite)
 		os.Exit(exitInterrupted)
 	})
 	return ctx, func() { signal.Stop(ch); cancel() }
+}
+
+// hurryKey carries the channel closed by a second signal.
+type hurryKey struct{}
+
+// hurryFrom returns the channel of ctx closed by a second signal (nil
+// outside a signal context).
+func hurryFrom(ctx context.Context) <-chan struct{} {
+	h, _ := ctx.Value(hurryKey{}).(<-chan struct{})
+	return h
 }
 
 // abortKey carries the channel a run listens on for a last flush.
@@ -164,9 +190,11 @@ func flushFrom(ctx context.Context) chan chan<- struct{} {
 	return a
 }
 
-// How long a second signal waits for the run to take its flush request (no
-// run may be collecting results yet) and to write the records.
+// How long a second signal waits for the run to end by itself; then how
+// long it waits for the run to take its flush request (no run may be
+// collecting results yet) and to write the records.
 const (
+	abortGrace   = 3 * time.Second
 	abortHandoff = 500 * time.Millisecond
 	abortWrite   = 5 * time.Second
 )
@@ -366,26 +394,12 @@ func classCounts(m map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// safeArgs returns args fit for the summary's command line: the API key and
-// URL passwords are hidden wherever they appear.
-func safeArgs(args []string, key string) []string {
+// safeArgs returns args fit for the summary's command line: the API key
+// and URL credentials are hidden wherever they appear.
+func safeArgs(args []string, secrets *secret.Redactor) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
-		if key != "" {
-			a = client.Redact(a, key)
-		}
-		prefix, value := "", a
-		if strings.HasPrefix(a, "--") {
-			if name, v, ok := strings.Cut(a, "="); ok {
-				prefix, value = name+"=", v
-			}
-		}
-		if strings.Contains(value, "://") && strings.Contains(value, "@") {
-			if u, err := url.Parse(value); err == nil && u.User != nil {
-				value = u.Redacted() // the password becomes xxxxx
-			}
-		}
-		out[i] = prefix + value
+		out[i] = secrets.String(a)
 	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
 // defaultMockMaxModelLen is the built-in server's default context length,
@@ -87,6 +88,7 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		return exitFailure
 	}
 	addr := ln.Addr().(*net.TCPAddr)
+	runner.WarnExposed(stderr, "mock-server --host "+*host, addr)
 	if *portFile != "" {
 		if err := os.WriteFile(*portFile, []byte(strconv.Itoa(addr.Port)+"\n"), 0o644); err != nil {
 			fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
@@ -62,7 +63,7 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 	fs.IntVar(&o.WarmupRequests, "warmup-requests", o.WarmupRequests, "warm-up requests sent before the run (not measured)")
 	fs.Var(durationValue{&o.RequestTimeout}, "request-timeout", "give up on a request after this long (0: never)")
 	fs.StringVar(&o.HTTPTransport, "http-transport", "lean", "lean (requests read on their own goroutine) or std (net/http's transport)")
-	fs.Var(durationValue{&o.StallTimeout}, "stall-timeout", "give up on a response that sends no byte for this long (0: never)")
+	fs.Var(durationValue{&o.StallTimeout}, "stall-timeout", "give up on a response that sends no byte for this long, waiting for the first token included (0: never)")
 	// Failures and stopping (README "Failures and exit codes").
 	fs.IntVar(&o.Retries, "retries", o.Retries, "re-send a request that failed before its first token with connect, http_429 or http_5xx, up to N times (0: never)")
 	fs.Var(durationValue{&o.DrainTimeout}, "drain-timeout", "on SIGINT/SIGTERM, wait this long for requests in flight before canceling them")
@@ -142,6 +143,15 @@ func checkKey(from, key string) (string, error) {
 }
 
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	terminal := false
+	if f, ok := stderr.(*os.File); ok {
+		terminal = term.IsTerminal(int(f.Fd()))
+	}
+	// Everything printed goes through the run's secrets: URL credentials
+	// from the start, the API key and the credentials of the flags and the
+	// environment once they are parsed.
+	secrets := &secret.Redactor{}
+	stdout, stderr = secret.Writer(stdout, secrets), secret.Writer(stderr, secrets)
 	o := runner.Defaults()
 	var prof profiles
 	fs, finish := runFlags(&o, &prof)
@@ -162,6 +172,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err := finish(); err != nil {
 		errs = append(errs, err)
 	}
+	*secrets = *o.Secrets()
 	if len(errs) > 0 {
 		return usageExit(stderr, append(errs, o.Validate())...)
 	}
@@ -171,16 +182,12 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if o.Insecure {
 		fmt.Fprintln(stderr, "warning: --insecure: TLS certificates are not verified")
 	}
-	o.Command = commandLine(safeArgs(args, o.APIKey))
-	terminal := false
-	if f, ok := stderr.(*os.File); ok {
-		terminal = term.IsTerminal(int(f.Fd()))
-	}
+	o.Command = commandLine(safeArgs(args, secrets))
 	stopProfiles, err := startProfiles(prof.cpu, prof.mem)
 	if err != nil {
 		return exitCode(&runner.UsageError{Err: err}, stderr)
 	}
-	sum, err := runner.Run(ctx, o, runner.IO{Out: stdout, Err: stderr, Terminal: terminal, Abort: abortFrom(ctx)})
+	sum, err := runner.Run(ctx, o, runner.IO{Out: stdout, Err: stderr, Terminal: terminal, Abort: abortFrom(ctx), Hurry: hurryFrom(ctx)})
 	if perr := stopProfiles(); perr != nil {
 		fmt.Fprintf(stderr, "fineserve-gen: %v\n", perr)
 	}

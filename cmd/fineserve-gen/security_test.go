@@ -9,12 +9,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
@@ -171,9 +173,9 @@ func TestSafeArgs(t *testing.T) {
 	got := safeArgs([]string{
 		"--base-url", "https://user:hunter2@example.test:8443/x", "--base-url=http://u:pw@h/", "--extra-request-body",
 		`{"k":"sk-secret-123456"}`, "--model", "sk-secret-1", "--prompt-suffix", "sk-se", "--port", "8000",
-	}, "sk-secret-123456")
+	}, secret.New("sk-secret-123456"))
 	want := []string{
-		"--base-url", "https://user:xxxxx@example.test:8443/x", "--base-url=http://u:xxxxx@h/", "--extra-request-body",
+		"--base-url", "https://xxxxx:xxxxx@example.test:8443/x", "--base-url=http://xxxxx:xxxxx@h/", "--extra-request-body",
 		`{"k":"[redacted]"}`, "--model", "[redacted]", "--prompt-suffix", "sk-se", "--port", "8000",
 	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
@@ -227,7 +229,7 @@ func TestMockServerBindsLoopback(t *testing.T) {
 	if code := <-done; code != exitOK {
 		t.Errorf("exit %d", code)
 	}
-	if out := stderr.String(); !strings.Contains(out, "on http://127.0.0.1:") || !strings.Contains(out, "http_503:0.5") {
+	if out := stderr.String(); !strings.Contains(out, "on http://127.0.0.1:") || !strings.Contains(out, "http_503:0.5") || strings.Contains(out, "reachable") {
 		t.Errorf("stderr:\n%s", out)
 	}
 	var errb strings.Builder
@@ -236,5 +238,136 @@ func TestMockServerBindsLoopback(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errb.String(), want) {
 			t.Errorf("exit %d, stderr does not say %q:\n%s", code, want, errb.String())
 		}
+	}
+}
+
+// TestSecretsNeverLeak plants a distinct secret in every place a user can
+// give one — the API key ($OPENAI_API_KEY or --api-key-file), the user and
+// password of --base-url and --server-metrics-url, and of the proxies of
+// the environment — and greps every output of a full run for each: stdout,
+// stderr, the summary, the records, the HTML report, the output file, the
+// schedule and a scrape of --metrics-addr. The server fails its /metrics
+// (the warning names the URL) and closes some connections unanswered (the
+// HTTP client's error names the URL, user and all).
+func TestSecretsNeverLeak(t *testing.T) {
+	const (
+		envKey      = "sk-envkey-Q7w9e2r4t6y8u0"
+		fileKey     = "sk-filekey-Z1x3c5v7b9n2m4"
+		baseUser    = "fsgBaseUser1x"
+		basePass    = "fsgBasePass1y"
+		metricsUser = "fsgMetricsUser2x"
+		metricsPass = "fsgMetricsPass2y"
+	)
+	proxies := map[string]string{
+		"HTTP_PROXY":  "fsgProxyUser3x:fsgProxyPass3y",
+		"HTTPS_PROXY": "fsgProxyUser4x:fsgProxyPass4y",
+		"ALL_PROXY":   "fsgProxyUser5x:fsgProxyPass5y",
+	}
+	secrets := []string{envKey, fileKey, baseUser, basePass, metricsUser, metricsPass}
+	for _, lc := range []string{"http_proxy", "https_proxy", "all_proxy"} {
+		t.Setenv(lc, "")
+	}
+	for k, cred := range proxies {
+		// Loopback targets are never proxied, so the run is not disturbed.
+		t.Setenv(k, "http://"+cred+"@127.0.0.1:9")
+		u, p, _ := strings.Cut(cred, ":")
+		secrets = append(secrets, u, p)
+	}
+	t.Setenv("OPENAI_API_KEY", envKey)
+
+	srv, err := mockserver.New(mockserver.Config{Models: []string{"mock-model"}, ITL: 5 * time.Millisecond,
+		Faults: mockserver.FaultConfig{Seed: 3, Faults: []mockserver.Fault{{Kind: mockserver.FaultRefuse, Rate: 0.2}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := srv.Handler()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			http.Error(w, "metrics are down", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	hostPort := strings.TrimPrefix(hs.URL, "http://")
+
+	for _, tc := range []struct {
+		name  string
+		extra []string
+	}{
+		{"env key, metrics at the base URL", nil},
+		{"key file, metrics URL", []string{"--api-key-file", "KEYFILE",
+			"--server-metrics-url", "http://" + metricsUser + ":" + metricsPass + "@" + hostPort + "/metrics"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			keyFile := filepath.Join(dir, "key")
+			os.WriteFile(keyFile, []byte(fileKey+"\n"), 0o600)
+			out := func(name string) string { return filepath.Join(dir, name) }
+			args := []string{"--base-url", "http://" + baseUser + ":" + basePass + "@" + hostPort,
+				"--model", "mock-model", "--num-prompts", "60", "--request-rate", "20",
+				"--random-input-len", "8", "--random-output-len", "8", "--seed", "1", "--warmup-requests", "0",
+				"--max-error-rate", "1", "--scrape-server-metrics", "--server-metrics-interval", "200ms",
+				"--metrics-addr", "127.0.0.1:0", "--disable-tqdm",
+				"--results-jsonl", out("results.jsonl"), "--summary-json", out("summary.json"),
+				"--report-html", out("report.html"), "--output-file", out("out.jsonl"), "--schedule-out", out("schedule.csv"),
+			}
+			for _, a := range tc.extra {
+				if a == "KEYFILE" {
+					a = keyFile
+				}
+				args = append(args, a)
+			}
+			stdout, stderr := &testenv.SyncBuffer{}, &testenv.SyncBuffer{}
+			before := srv.Stats().Completed
+			done := make(chan int, 1)
+			go func() { done <- dispatch(context.Background(), args, stdout, stderr) }()
+			// Scrape the generator's metrics mid-run (the run lasts about
+			// 3 s; 10 answered requests take about 0.5 s).
+			var promURL string
+			waitFor(t, 30*time.Second, "the metrics endpoint", func() bool {
+				_, rest, ok := strings.Cut(stderr.String(), "metrics: serving ")
+				promURL, _, _ = strings.Cut(rest, "\n")
+				return ok && strings.HasSuffix(promURL, "/metrics")
+			})
+			waitFor(t, 30*time.Second, "10 answered requests", func() bool { return srv.Stats().Completed >= before+10 })
+			resp, err := http.Get(promURL)
+			if err != nil {
+				t.Fatalf("scrape %s: %v", promURL, err)
+			}
+			prom, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !regexp.MustCompile(`(?m)^fineserve_gen_e2e_latency_seconds_count [1-9]`).Match(prom) {
+				t.Errorf("the scrape holds no request:\n%s", prom)
+			}
+			code := <-done
+			if code != exitOK {
+				t.Errorf("exit %d\n%s", code, stderr.String())
+			}
+			if strings.Contains(stderr.String(), "reachable from other machines") {
+				t.Errorf("--metrics-addr 127.0.0.1:0 is warned about:\n%s", stderr.String())
+			}
+			outputs := map[string]string{"stdout": stdout.String(), "stderr": stderr.String(), "prometheus": string(prom)}
+			for _, f := range []string{"results.jsonl", "summary.json", "report.html", "out.jsonl", "schedule.csv"} {
+				b, err := os.ReadFile(out(f))
+				if err != nil {
+					t.Errorf("%s: %v", f, err)
+				}
+				outputs[f] = string(b)
+			}
+			for what, text := range outputs {
+				for _, s := range secrets {
+					if i := strings.Index(text, s); i >= 0 {
+						t.Errorf("%s holds the secret %q: …%s…", what, s, text[max(0, i-60):min(len(text), i+40)])
+					}
+				}
+			}
+			// The places the secrets were hidden from are there.
+			sum := outputs["summary.json"]
+			if !strings.Contains(outputs["stderr"], "xxxxx:xxxxx@"+hostPort+"/metrics") || !strings.Contains(sum, `"url": "http://xxxxx:xxxxx@`+hostPort+`/metrics"`) ||
+				!strings.Contains(outputs["results.jsonl"], "xxxxx:xxxxx@"+hostPort) || !strings.Contains(sum, "--base-url http://xxxxx:xxxxx@"+hostPort) {
+				t.Errorf("want the redacted URLs in the metrics warning, the summary's server_metrics.url and command, and the records\nstderr:\n%s\nsummary:\n%s", outputs["stderr"], sum)
+			}
+		})
 	}
 }

@@ -184,51 +184,69 @@ func TestFirstSignalDrainsAndWritesEverything(t *testing.T) {
 	}
 }
 
-// TestSecondSignalExitsAtOnceKeepingRecords: a second signal during the
-// drain exits at once with 130, without waiting for the requests in flight
-// (--drain-timeout is long), and every record written is whole.
-func TestSecondSignalExitsAtOnceKeepingRecords(t *testing.T) {
+// TestSecondSignalCancelsAndWritesEverything: a second signal during a
+// long drain cancels the requests in flight at once; they are recorded as
+// canceled with the token that came before the cut, the summary and the
+// HTML report are written, and the process exits with 130 within about a
+// second (asserted with a 5× margin).
+func TestSecondSignalCancelsAndWritesEverything(t *testing.T) {
 	srv, port := mocktest.Start(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
 		Seed: 2, Faults: []mockserver.Fault{{Kind: mockserver.FaultStall, Rate: 0.5}},
 	}})
 	dir := t.TempDir()
-	c := startChild(t, signalArgs(port, dir, "--drain-timeout", "10m")...)
+	c := startChild(t, signalArgs(port, dir, "--drain-timeout", "10m", "--report-html", filepath.Join(dir, "report.html"))...)
 	waitFor(t, 30*time.Second, "40 requests at the server", func() bool { return srv.Stats().Requests >= 40 })
 	c.cmd.Process.Signal(syscall.SIGINT)
 	waitFor(t, 30*time.Second, "the drain to start", func() bool { return strings.Contains(c.stderr.String(), "waiting up to") })
-	// Wait until every request that does not stall has been answered, and
-	// has been for a while (so the child has read it to the end): their
-	// records are in the child's buffer or on disk, none in flight.
-	var completed int64
-	stableSince := time.Now()
+	// Wait until every request that does not stall has been answered: the
+	// requests in flight are then the stalled ones.
 	waitFor(t, 30*time.Second, "the answered requests to settle", func() bool {
 		st := srv.Stats()
-		settled := st.Completed+srv.FaultCounts()[mockserver.FaultStall] == st.Requests
-		if !settled || st.Completed != completed {
-			completed, stableSince = st.Completed, time.Now()
-			return false
-		}
-		return time.Since(stableSince) > 20*time.Millisecond
+		return st.Completed+srv.FaultCounts()[mockserver.FaultStall] == st.Requests
 	})
+	st := srv.Stats()
+	stalled := srv.FaultCounts()[mockserver.FaultStall]
+	sent := time.Now()
 	c.cmd.Process.Signal(syscall.SIGINT)
 	// The drain would last 10 minutes: exiting means the second signal
 	// was obeyed.
-	if code := c.wait(t, 30*time.Second); code != exitInterrupted {
+	code := c.wait(t, 30*time.Second)
+	took := time.Since(sent)
+	if code != exitInterrupted {
 		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitInterrupted, c.stderr.String())
 	}
-	recs := readRecords(t, filepath.Join(dir, "results.jsonl"))
-	if int64(len(recs)) < completed {
-		t.Errorf("%d records on disk, but %d requests had completed before the second signal", len(recs), completed)
+	if took > 5*time.Second {
+		t.Errorf("the process exited %v after the second signal, want about a second", took)
 	}
+	t.Logf("exit %v after the second signal", took)
+	recs := testenv.ReadJSONL[struct {
+		record
+		TTFT *float64 `json:"ttft_ms"`
+	}](t, filepath.Join(dir, "results.jsonl"))
+	byClass := map[string]int64{}
+	seen := map[int64]bool{}
 	for _, r := range recs {
-		if r.ErrorClass != "" {
-			t.Errorf("record %+v: only finished requests are written", r)
+		if seen[r.Index] {
+			t.Fatalf("two records for request %d", r.Index)
+		}
+		seen[r.Index] = true
+		byClass[r.ErrorClass]++
+		if r.ErrorClass == client.ErrCanceled && (r.TTFT == nil || *r.TTFT <= 0) {
+			t.Errorf("canceled record %+v: want the TTFT of the token that came before the cut", r)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "summary.json")); err == nil {
-		t.Errorf("a summary was written: the second signal must not wait for the run to end")
+	if int64(len(recs)) != st.Requests || byClass[client.ErrCanceled] != stalled || byClass[""] != st.Completed {
+		t.Errorf("%d records by class %v; the server had %d requests, completed %d and stalled %d", len(recs), byClass, st.Requests, st.Completed, stalled)
 	}
-	if !strings.Contains(c.stderr.String(), "second signal") {
-		t.Errorf("stderr:\n%s", c.stderr.String())
+	sum := (&toolRun{dir: dir}).summary(t)
+	if !sum.Interrupted || sum.Failed != stalled || sum.ErrorsByClass[client.ErrCanceled] != stalled || sum.Completed != st.Completed {
+		t.Errorf("summary: interrupted %v, completed %d, failed %d, by class %v; want %d canceled, %d completed",
+			sum.Interrupted, sum.Completed, sum.Failed, sum.ErrorsByClass, stalled, st.Completed)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "report.html")); err != nil || !strings.Contains(string(b), "canceled") {
+		t.Errorf("HTML report: %v", err)
+	}
+	if e := c.stderr.String(); !strings.Contains(e, "second signal") || strings.Contains(e, "exiting now") {
+		t.Errorf("stderr:\n%s", e)
 	}
 }

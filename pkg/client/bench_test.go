@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +85,76 @@ func BenchmarkAppendBody(b *testing.B) {
 	for b.Loop() {
 		buf = c.AppendBody(buf[:0], req)
 	}
+}
+
+// BenchmarkReadStreamStallWatch measures a 16-token stream read one event
+// per read, as a server streaming token by token sends it, without and
+// with --stall-timeout: the watch must cost a read nothing measurable.
+func BenchmarkReadStreamStallWatch(b *testing.B) {
+	b.Run("off", func(b *testing.B) { benchStallWatch(b, false) })
+	b.Run("on", func(b *testing.B) { benchStallWatch(b, true) })
+}
+
+func benchStallWatch(b *testing.B, on bool) {
+	c, err := New(Config{BaseURL: "http://x", Backend: BackendVLLM, Stream: true, Epoch: time.Now()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	stream := benchStream(16)
+	d := new(decoder)
+	res := &Result{TokenTimes: make([]time.Duration, 0, 64)}
+	r := &eventReader{}
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r.rest = stream
+		res.Reset()
+		d.lines.watch = nil
+		if on {
+			d.lines.watch = watchStall(5*time.Minute, func(error) {})
+		}
+		if err := c.readStream(d, r, res); err != nil || res.CompletionTokens != 16 {
+			b.Fatal(err, res.CompletionTokens)
+		}
+		if on {
+			d.lines.watch.end()
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/16, "ns/token")
+}
+
+// eventReader returns one server-sent event per read.
+type eventReader struct{ rest []byte }
+
+func (e *eventReader) Read(p []byte) (int, error) {
+	if len(e.rest) == 0 {
+		return 0, io.EOF
+	}
+	n := len(e.rest)
+	if i := bytes.Index(e.rest, []byte("\n\n")); i >= 0 {
+		n = i + 2
+	}
+	n = copy(p, e.rest[:n])
+	e.rest = e.rest[n:]
+	return n, nil
+}
+
+// BenchmarkStallPerRead compares what a read costs the stall watch
+// (touch: an atomic store) with re-arming a timer on every read.
+func BenchmarkStallPerRead(b *testing.B) {
+	b.Run("touch", func(b *testing.B) {
+		w := watchStall(5*time.Minute, func(error) {})
+		defer w.end()
+		now := time.Now()
+		for b.Loop() {
+			w.touch(now)
+		}
+	})
+	b.Run("timer-reset", func(b *testing.B) {
+		t := time.AfterFunc(5*time.Minute, func() {})
+		defer t.Stop()
+		for b.Loop() {
+			t.Reset(5 * time.Minute)
+		}
+	})
 }

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
@@ -73,12 +74,17 @@ type Config struct {
 	// ImageSize is the size ("WxH") of generated images (openai-images;
 	// "" sends none: the server's default).
 	ImageSize string
+	// Secrets hides credentials in the messages of failed requests (nil:
+	// the API key and the user and password of BaseURL). URL credentials
+	// are always hidden.
+	Secrets *secret.Redactor
 }
 
 // Client sends requests to one server. It is safe for concurrent use.
 type Client struct {
 	cfg     Config
 	url     string
+	secrets *secret.Redactor
 	chat    bool
 	images  bool // openai-images (images.go)
 	http    *http.Client
@@ -94,10 +100,14 @@ type Client struct {
 
 // New validates cfg and returns a Client.
 func New(cfg Config) (*Client, error) {
-	c := &Client{cfg: cfg}
+	c := &Client{cfg: cfg, secrets: cfg.Secrets}
+	if c.secrets == nil {
+		c.secrets = secret.New(cfg.APIKey)
+		c.secrets.AddURL(cfg.BaseURL)
+	}
 	base := strings.TrimRight(cfg.BaseURL, "/")
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-		return nil, fmt.Errorf("client: base URL %q must start with http:// or https://", cfg.BaseURL)
+		return nil, fmt.Errorf("client: base URL %q must start with http:// or https://", secret.URL(cfg.BaseURL))
 	}
 	path := cfg.Endpoint
 	switch cfg.Backend {
@@ -162,6 +172,22 @@ func New(cfg Config) (*Client, error) {
 		}
 	}
 	return c, nil
+}
+
+// boundedTokens is the max_tokens a stream of req is held to: req's, when
+// the client sends it as it is. It is 0 (no bound) when req sets none, or
+// when --extra-request-body sets the limit itself or asks for several
+// choices (n, best_of), whose tokens all come in one stream.
+func (c *Client) boundedTokens(req *Request) int {
+	if c.images || req.MaxTokens <= 0 {
+		return 0
+	}
+	for _, k := range []string{"max_tokens", "max_completion_tokens", "n", "best_of"} {
+		if c.omit[k] {
+			return 0
+		}
+	}
+	return req.MaxTokens
 }
 
 // chatPath is where a completions client sends its image-bearing requests:
@@ -399,8 +425,9 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 		ctx, stop = context.WithTimeoutCause(ctx, c.cfg.RequestTimeout, errRequestTimeout)
 		defer stop()
 	}
+	maxTokens := c.boundedTokens(req)
 	for first := true; ; first = false {
-		wait := c.attempt(ctx, body, res, first)
+		wait := c.attempt(ctx, body, maxTokens, res, first)
 		if wait < 0 || res.Retries >= c.cfg.Retries {
 			return
 		}
@@ -413,8 +440,9 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 }
 
 // attempt sends body once. It returns how long to wait before a retry, or
-// -1 when the failure (or success) is final.
-func (c *Client) attempt(ctx context.Context, body []byte, res *Result, first bool) time.Duration {
+// -1 when the failure (or success) is final. maxTokens bounds a stream
+// (see streamBound; 0: no bound).
+func (c *Client) attempt(ctx context.Context, body []byte, maxTokens int, res *Result, first bool) time.Duration {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, newByteBody(body))
@@ -425,10 +453,10 @@ func (c *Client) attempt(ctx context.Context, body []byte, res *Result, first bo
 	hreq.Header = c.header
 	hreq.ContentLength = int64(len(body))
 
-	var watchdog *time.Timer
+	var watch *stallWatch
 	if c.cfg.StallTimeout > 0 {
-		watchdog = time.AfterFunc(c.cfg.StallTimeout, func() { cancel(errStall) })
-		defer watchdog.Stop()
+		watch = watchStall(c.cfg.StallTimeout, cancel)
+		defer watch.end()
 	}
 	if first {
 		res.Sent = c.since()
@@ -440,9 +468,9 @@ func (c *Client) attempt(ctx context.Context, body []byte, res *Result, first bo
 	}
 	defer resp.Body.Close()
 	var rd io.Reader = resp.Body
-	if watchdog != nil {
-		watchdog.Reset(c.cfg.StallTimeout) // the headers were bytes too
-		rd = &stallReader{r: resp.Body, t: watchdog, d: c.cfg.StallTimeout}
+	if watch != nil {
+		watch.touch(time.Now()) // the headers were bytes too
+		rd = &stallReader{r: resp.Body, w: watch}
 	}
 	res.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
@@ -456,11 +484,8 @@ func (c *Client) attempt(ctx context.Context, body []byte, res *Result, first bo
 	}
 	d := c.decode.Get().(*decoder)
 	defer c.decode.Put(d)
-	if watchdog != nil {
-		d.lines.onRead = func() { watchdog.Reset(c.cfg.StallTimeout) }
-	} else {
-		d.lines.onRead = nil
-	}
+	d.lines.watch = watch
+	d.maxTokens = maxTokens
 	if c.images {
 		err = c.readImages(d, rd, res)
 	} else if c.cfg.Stream && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
@@ -545,21 +570,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// stallReader re-arms the stall watchdog whenever a read returns bytes.
-type stallReader struct {
-	r io.Reader
-	t *time.Timer
-	d time.Duration
-}
-
-func (s *stallReader) Read(p []byte) (int, error) {
-	n, err := s.r.Read(p)
-	if n > 0 {
-		s.t.Reset(s.d)
-	}
-	return n, err
-}
-
 func (c *Client) since() time.Duration { return time.Since(c.cfg.Epoch) }
 
 func (c *Client) fail(res *Result, class, msg string) {
@@ -582,41 +592,9 @@ func (c *Client) failErr(ctx context.Context, res *Result, err error, gotRespons
 	c.fail(res, class, msg)
 }
 
-// redact removes the API key from a message, should a server echo it.
-func (c *Client) redact(s string) string { return Redact(s, c.cfg.APIKey) }
-
-// Redact returns s without secret: every occurrence is replaced by
-// "[redacted]", and so is every run of at least redactMin characters that
-// starts like secret (a copy cut short by truncation).
-func Redact(s, secret string) string {
-	if secret == "" {
-		return s
-	}
-	s = strings.ReplaceAll(s, secret, "[redacted]")
-	k := min(len(secret), redactMin)
-	var b strings.Builder
-	for {
-		i := strings.Index(s, secret[:k])
-		if i < 0 {
-			break
-		}
-		n := k
-		for n < len(secret) && i+n < len(s) && s[i+n] == secret[n] {
-			n++
-		}
-		b.WriteString(s[:i])
-		b.WriteString("[redacted]")
-		s = s[i+n:]
-	}
-	if b.Len() == 0 {
-		return s
-	}
-	b.WriteString(s)
-	return b.String()
-}
-
-// redactMin is the shortest start of the key that is redacted on its own.
-const redactMin = 6
+// redact hides the API key and URL credentials in a message, should a
+// server or an error echo them.
+func (c *Client) redact(s string) string { return c.secrets.String(s) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -70,7 +72,10 @@ func TestEveryFaultIsClassified(t *testing.T) {
 		{mockserver.FaultStall, true, Config{StallTimeout: short}, ErrTimeout, "stall"},
 		{mockserver.FaultStall, false, Config{StallTimeout: short}, ErrTimeout, "stall"},
 		{mockserver.FaultStall, true, Config{RequestTimeout: short}, ErrTimeout, "request timeout"},
-		{mockserver.FaultEndless, true, Config{RequestTimeout: short, StallTimeout: short / 2}, ErrTimeout, "request timeout"},
+		// A stream that goes on past max_tokens (4) plus the margin (8)
+		// is cut at once, whatever the timeouts.
+		{mockserver.FaultEndless, true, Config{}, ErrProtocol, "stream exceeded max_tokens (13 > 4)"},
+		{mockserver.FaultEndless, true, Config{RequestTimeout: short, ExtraBody: []byte(`{"max_tokens": 4}`)}, ErrTimeout, "request timeout"},
 		{mockserver.FaultEndless, false, Config{RequestTimeout: short}, ErrTimeout, "request timeout"},
 	} {
 		name := tc.kind
@@ -234,25 +239,6 @@ func TestRunStopCancelsInFlight(t *testing.T) {
 	}
 }
 
-func TestRedact(t *testing.T) {
-	const key = "sk-test-0123456789abcdef"
-	for _, tc := range []struct{ in, want string }{
-		{"no secret here", "no secret here"},
-		{"Bearer " + key + " echoed", "Bearer [redacted] echoed"},
-		{key + key, "[redacted][redacted]"},
-		{`"Bearer sk-test-0123…"`, `"Bearer [redacted]…"`},
-		{"sk-tes", "[redacted]"},
-		{"sk-te", "sk-te"},
-	} {
-		if got := Redact(tc.in, key); got != tc.want {
-			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-	if got := Redact("abc", ""); got != "abc" {
-		t.Errorf("empty secret: %q", got)
-	}
-}
-
 // endlessBody is a stream of text chunks that never ends.
 type endlessBody struct{ n int }
 
@@ -268,6 +254,77 @@ func (e *endlessBody) Read(p []byte) (int, error) {
 
 func (e *endlessBody) Close() error { return nil }
 
+// TestStreamBoundedByMaxTokens: a stream may send max_tokens plus a margin
+// (a tenth, at least 8) of chunks carrying text; one more is a protocol
+// error that keeps the tokens that came. Without a max_tokens of the
+// client's own (the extra body sets it, or asks for several choices) a
+// stream is not held to it.
+func TestStreamBoundedByMaxTokens(t *testing.T) {
+	stream := func(n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteString("data: {\"choices\":[{\"text\":\"x\"}]}\n\n")
+		}
+		return b.String() + "data: [DONE]\n\n"
+	}
+	for _, tc := range []struct {
+		maxTokens, chunks int
+		extra             string
+		err               string
+	}{
+		{4, 12, "", ""},
+		{4, 13, "", "stream exceeded max_tokens (13 > 4)"},
+		{100, 110, "", ""},
+		{100, 111, "", "stream exceeded max_tokens (111 > 100)"},
+		{1000, 1101, "", "stream exceeded max_tokens (1101 > 1000)"},
+		{4, 13, `{"max_tokens": 100}`, ""},
+		{4, 13, `{"n": 4}`, ""},
+		{4, 13, `{"best_of": 2}`, ""},
+		{0, 500, "", ""},
+	} {
+		t.Run(fmt.Sprintf("%d/%d/%s", tc.maxTokens, tc.chunks, tc.extra), func(t *testing.T) {
+			body := stream(tc.chunks)
+			tr := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				h := http.Header{"Content-Type": {"text/event-stream"}}
+				return &http.Response{StatusCode: 200, Status: "200 OK", Header: h, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+			})
+			c := faultClient(t, "http://x", Config{Stream: true, Transport: tr, ExtraBody: []byte(tc.extra)})
+			res := &Result{}
+			res.Reset()
+			c.Do(context.Background(), &Request{MaxTokens: tc.maxTokens, Prompt: []byte("[1]")}, res)
+			switch {
+			case tc.err == "" && !res.OK():
+				t.Errorf("class %q (%s), want success", res.ErrorClass, res.Error)
+			case tc.err != "" && (res.ErrorClass != ErrProtocol || res.Error != tc.err || len(res.TokenTimes) != tc.chunks || res.FirstToken <= 0):
+				t.Errorf("class %q (%s), %d token times, first token %v: want protocol %q with every token that came", res.ErrorClass, res.Error, len(res.TokenTimes), res.FirstToken, tc.err)
+			}
+		})
+	}
+}
+
+// TestStallWatchLetsASlowStreamGoOn: a stream whose gaps are each well
+// under the stall timeout goes on for many times the timeout (the watch
+// looks again after every period rather than ending the request).
+func TestStallWatchLetsASlowStreamGoOn(t *testing.T) {
+	const gap, stall, tokens = 10 * time.Millisecond, 100 * time.Millisecond, 40
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for range tokens {
+			io.WriteString(w, "data: {\"choices\":[{\"text\":\"x\"}]}\n\n")
+			w.(http.Flusher).Flush()
+			time.Sleep(gap)
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	res := &Result{}
+	res.Reset()
+	faultClient(t, srv.URL, Config{Stream: true, StallTimeout: stall}).Do(context.Background(), &Request{MaxTokens: tokens, Prompt: []byte("[1]")}, res)
+	if !res.OK() || len(res.TokenTimes) != tokens || res.E2E() < 2*stall {
+		t.Errorf("class %q (%s), %d tokens over %v: want all %d, over more than %v", res.ErrorClass, res.Error, len(res.TokenTimes), res.E2E(), tokens, 2*stall)
+	}
+}
+
 // TestEndlessStreamIsBounded: a stream that never ends stops at maxChunks
 // as a protocol error, however fast it comes, instead of growing without
 // bound until the request timeout.
@@ -278,7 +335,9 @@ func TestEndlessStreamIsBounded(t *testing.T) {
 		return &http.Response{StatusCode: 200, Status: "200 OK", Header: h, Body: body, Request: req}, nil
 	})
 	c := faultClient(t, "http://x", Config{Stream: true, Transport: tr})
-	res := faultDo(c)
+	res := &Result{}
+	res.Reset()
+	c.Do(context.Background(), &Request{Prompt: []byte("[1]")}, res) // no max_tokens: no bound of its own
 	if res.ErrorClass != ErrProtocol || !strings.Contains(res.Error, "does not end") || len(res.TokenTimes) != maxChunks+1 {
 		t.Errorf("class %q (%s), %d token times", res.ErrorClass, res.Error, len(res.TokenTimes))
 	}

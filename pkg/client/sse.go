@@ -23,9 +23,9 @@ type lineReader struct {
 	scanned    int // buf[head:scanned] holds no '\n' (a long line is scanned once)
 	at         time.Time
 	now        func() time.Time
-	// onRead, when set, is called after every read that returned bytes
-	// (the stall watchdog uses it).
-	onRead func()
+	// watch, when set, is told the time of every read that returned
+	// bytes (--stall-timeout).
+	watch *stallWatch
 	// err is the error of the last read, acted on once the bytes that came
 	// with it are consumed.
 	err error
@@ -76,8 +76,8 @@ func (l *lineReader) next() ([]byte, time.Time, error) {
 		if n > 0 {
 			l.at = l.now()
 			l.tail += n
-			if l.onRead != nil {
-				l.onRead()
+			if l.watch != nil {
+				l.watch.touch(l.at)
 			}
 		}
 		l.err = err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/valyala/fastjson"
@@ -12,6 +13,19 @@ import (
 
 // maxChunks bounds the text chunks of one response (8 MiB of token times).
 const maxChunks = 1 << 20
+
+// streamBound is how many chunks carrying text a stream asked for
+// maxTokens tokens may send before it is cut as a protocol error: a server
+// sends at most max_tokens tokens (with ignore_eos, exactly that many),
+// one or more a chunk, so the margin — a tenth of max_tokens, at least 8 —
+// only forgives a server that counts a few tokens differently. maxTokens 0
+// sets no bound.
+func streamBound(maxTokens int) int {
+	if maxTokens <= 0 {
+		return math.MaxInt
+	}
+	return maxTokens + max(8, maxTokens/10)
+}
 
 // protocolError is a response that is not a valid OpenAI response.
 type protocolError struct{ msg string }
@@ -27,10 +41,13 @@ func (e streamError) Error() string { return e.msg }
 
 // decoder holds the per-request reading state; pooled by the Client.
 type decoder struct {
-	lines  lineReader
-	buf    []byte
-	data   []byte
-	parser fastjson.Parser
+	lines lineReader
+	// maxTokens is the request's max_tokens a stream is held to (0: none;
+	// see streamBound).
+	maxTokens int
+	buf       []byte
+	data      []byte
+	parser    fastjson.Parser
 }
 
 // readStream consumes a server-sent event stream of completion chunks.
@@ -46,7 +63,7 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 	defer func() { d.data = data[:0] }()
 	var dataAt time.Time
 	haveData, done, usage := false, false, false
-	chunks := 0
+	chunks, bound := 0, streamBound(d.maxTokens)
 	flush := func() error {
 		if !haveData {
 			return nil
@@ -70,6 +87,9 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 			}
 			res.TokenTimes = append(res.TokenTimes, t)
 			chunks++
+			if chunks > bound {
+				return protocolError{fmt.Sprintf("stream exceeded max_tokens (%d > %d)", chunks, d.maxTokens)}
+			}
 			if chunks > maxChunks { // a stream that never ends must not exhaust memory
 				return protocolError{fmt.Sprintf("more than %d chunks carrying text: the stream does not end", maxChunks)}
 			}

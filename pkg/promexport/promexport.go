@@ -194,7 +194,9 @@ func (e *Exporter) Handler() http.Handler {
 // Server serves an Exporter's /metrics.
 type Server struct {
 	// URL is the address of the metrics page, e.g. http://127.0.0.1:9090/metrics.
-	URL      string
+	URL string
+	// Addr is the address the server is bound to.
+	Addr     net.Addr
 	srv      *http.Server
 	done     chan error
 	once     sync.Once
@@ -210,7 +212,7 @@ func Serve(addr string, e *Exporter) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", e.Handler())
-	s := &Server{URL: "http://" + ln.Addr().String() + "/metrics", done: make(chan error, 1),
+	s := &Server{URL: "http://" + ln.Addr().String() + "/metrics", Addr: ln.Addr(), done: make(chan error, 1),
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
@@ -98,7 +99,7 @@ func TestDrainTimeout(t *testing.T) {
 		ctx, stop := context.WithCancel(context.Background())
 		canceled := make(chan time.Time, 1)
 		o := &Options{DrainTimeout: d}
-		stopWatch := drainOnStop(ctx, o, func() { canceled <- time.Now() }, log)
+		stopWatch := drainOnStop(ctx, o, nil, func() { canceled <- time.Now() }, log)
 		start := time.Now()
 		stop()
 		select {
@@ -111,4 +112,31 @@ func TestDrainTimeout(t *testing.T) {
 		}
 		stopWatch()
 	}
+}
+
+// TestHurryCutsTheDrain: during a long drain, closing hurry (a second
+// signal) cancels the requests in flight at once; before the run is
+// stopped it does nothing.
+func TestHurryCutsTheDrain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		hurry := make(chan struct{})
+		var canceledAt time.Duration
+		start := time.Now()
+		stopWatch := drainOnStop(ctx, &Options{DrainTimeout: time.Hour}, hurry, func() { canceledAt = time.Since(start) }, &logger{w: io.Discard})
+		defer stopWatch()
+		time.Sleep(time.Minute)
+		stop()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if canceledAt != 0 {
+			t.Fatalf("canceled at %v, before the hurry", canceledAt)
+		}
+		close(hurry)
+		synctest.Wait()
+		if canceledAt != 2*time.Minute {
+			t.Errorf("canceled at %v, want at the hurry (2m), not after the hour's drain", canceledAt)
+		}
+	})
 }

@@ -121,6 +121,7 @@ func newMonitor(o *Options, st arrival.Stats, wl *workload, stdio IO, log *logge
 		}
 		m.promSrv = srv
 		log.Infof("metrics: serving %s", srv.URL)
+		WarnExposed(stdio.Err, "--metrics-addr "+o.Observe.MetricsAddr, srv.Addr)
 	}
 	wl.observe = append(wl.observe, m.observe)
 	wl.annotate = append(wl.annotate, m.annotate)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
@@ -112,6 +113,12 @@ type Options struct {
 	Command string
 }
 
+// DefaultStallTimeout is --stall-timeout's default: long enough for a
+// queued request's first token on a loaded server, short enough that a
+// server that stops sending does not hold a run for the hour of
+// --request-timeout.
+const DefaultStallTimeout = 5 * time.Minute
+
 // Defaults returns FineServe's defaults.
 func Defaults() Options {
 	return Options{
@@ -122,6 +129,7 @@ func Defaults() Options {
 		PromptFormat: "token-ids",
 		Stream:       true, IgnoreEOS: true, WarmupRequests: 1,
 		RequestTimeout: time.Hour,
+		StallTimeout:   DefaultStallTimeout,
 		DrainTimeout:   30 * time.Second,
 		Replay:         DefaultReplayOptions(),
 		Parametric:     DefaultParametricOptions(),
@@ -249,4 +257,16 @@ func (o *Options) baseURL() string {
 		host = "[" + host + "]"
 	}
 	return fmt.Sprintf("http://%s:%d", host, o.Port)
+}
+
+// Secrets returns what a run must never print or write: the API key, and
+// the users and passwords of the base URL, the server-metrics URL and the
+// proxies set in the environment. URL credentials are hidden wherever a
+// URL is printed, whoever's they are.
+func (o *Options) Secrets() *secret.Redactor {
+	r := secret.New(o.APIKey)
+	r.AddURL(o.BaseURL)
+	r.AddURL(o.Observe.ServerMetricsURL)
+	r.AddProxyEnv()
+	return r
 }

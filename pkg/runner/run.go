@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
+	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
@@ -31,6 +32,10 @@ type IO struct {
 	// the run writes the records it has received to the results file and
 	// closes the channel it was given.
 	Abort <-chan chan<- struct{}
+	// Hurry, when set, is closed to cut the drain of a stopped run short
+	// (a second signal): the requests in flight are canceled at once, and
+	// the run records them and writes its outputs as after a drain.
+	Hurry <-chan struct{}
 }
 
 // Run performs the run o describes and returns its summary. A run that
@@ -38,6 +43,9 @@ type IO struct {
 // in the summary, not in the error; the error reports a run that could not
 // be carried out (bad options or input: *UsageError).
 func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
+	secrets := o.Secrets()
+	stdio.Out, stdio.Err = secret.Writer(stdio.Out, secrets), secret.Writer(stdio.Err, secrets)
+	o.Command = secrets.String(o.Command)
 	log := &logger{w: stdio.Err, quiet: o.Quiet}
 	if err := o.Validate(); err != nil {
 		return nil, usage(err)
@@ -149,7 +157,7 @@ func execute(ctx context.Context, o *Options, seed uint64, wl *workload, st arri
 
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
-	stopDrain := drainOnStop(ctx, o, cancelRequests, log)
+	stopDrain := drainOnStop(ctx, o, stdio.Hurry, cancelRequests, log)
 	mon.begin(start, col, d.InFlight, d.Dispatched, &done)
 	ds := d.Run(ctx, reqCtx, wl.schedule)
 	stopDrain()
@@ -203,6 +211,7 @@ func clientConfig(o *Options) client.Config {
 		APIKey: o.APIKey, Stream: o.Stream, IgnoreEOS: o.IgnoreEOS,
 		ExtraBody: []byte(o.ExtraRequestBody), MaxConns: o.MaxConcurrency,
 		RequestTimeout: o.RequestTimeout, StallTimeout: o.StallTimeout, Insecure: o.Insecure,
+		Secrets:      o.Secrets(),
 		StdTransport: o.HTTPTransport == "std",
 		Retries:      o.Retries,
 		ImageSize:    fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
@@ -210,9 +219,9 @@ func clientConfig(o *Options) client.Config {
 }
 
 // drainOnStop cancels the requests in flight once ctx is done (the run was
-// stopped: no new request is sent) and o.DrainTimeout has passed. The
-// returned function stops the watch.
-func drainOnStop(ctx context.Context, o *Options, cancel context.CancelFunc, log *logger) func() {
+// stopped: no new request is sent) and o.DrainTimeout has passed, or hurry
+// is closed. The returned function stops the watch.
+func drainOnStop(ctx context.Context, o *Options, hurry <-chan struct{}, cancel context.CancelFunc, log *logger) func() {
 	quit := make(chan struct{})
 	var once sync.Once
 	safe.Go(func() {
@@ -233,6 +242,9 @@ func drainOnStop(ctx context.Context, o *Options, cancel context.CancelFunc, log
 		case <-quit:
 		case <-t.C:
 			log.Warnf("drain timeout: canceling the requests still in flight")
+			cancel()
+		case <-hurry:
+			log.Warnf("canceling the requests still in flight")
 			cancel()
 		}
 	})

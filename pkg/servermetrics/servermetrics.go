@@ -6,6 +6,7 @@ package servermetrics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
+	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -249,6 +251,8 @@ type Config struct {
 // Scraper polls a metrics endpoint on its own goroutine.
 type Scraper struct {
 	cfg Config
+	// shown is the URL as printed and recorded: without credentials.
+	shown string
 
 	mu       sync.Mutex
 	total    totals
@@ -276,7 +280,7 @@ func Start(cfg Config) *Scraper {
 	if cfg.Warnf == nil {
 		cfg.Warnf = func(string, ...any) {}
 	}
-	s := &Scraper{cfg: cfg, quit: make(chan struct{}), done: make(chan struct{})}
+	s := &Scraper{cfg: cfg, shown: secret.URL(cfg.URL), quit: make(chan struct{}), done: make(chan struct{})}
 	safe.Go(s.loop)
 	return s
 }
@@ -329,7 +333,7 @@ func (s *Scraper) scrapeOnce(ctx context.Context) {
 		return
 	}
 	if s.lastErr != nil && s.total.Samples > 0 {
-		s.cfg.Warnf("server metrics: %s answers again", s.cfg.URL)
+		s.cfg.Warnf("server metrics: %s answers again", s.shown)
 	}
 	s.lastErr = nil
 	s.total.add(at, sample)
@@ -342,24 +346,24 @@ func (s *Scraper) scrapeOnce(ctx context.Context) {
 func (s *Scraper) fetch(ctx context.Context) (Sample, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.URL, nil)
 	if err != nil {
-		return Sample{}, err
+		return Sample{}, errors.New(secret.URLs(err.Error()))
 	}
 	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
 	resp, err := s.cfg.Client.Do(req)
 	if err != nil {
-		return Sample{}, fmt.Errorf("GET %s: %w", s.cfg.URL, err)
+		return Sample{}, fmt.Errorf("GET %s: %s", s.shown, secret.URLs(err.Error()))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return Sample{}, fmt.Errorf("GET %s: %s", s.cfg.URL, resp.Status)
+		return Sample{}, fmt.Errorf("GET %s: %s", s.shown, resp.Status)
 	}
 	smp, err := Parse(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return Sample{}, fmt.Errorf("GET %s: %w", s.cfg.URL, err)
+		return Sample{}, fmt.Errorf("GET %s: %w", s.shown, err)
 	}
 	if math.IsNaN(smp.Running) && math.IsNaN(smp.Waiting) && math.IsNaN(smp.KVCache) {
-		return Sample{}, fmt.Errorf("GET %s: no vLLM metric (%s, %s, %s) in the answer", s.cfg.URL, MetricRunning, MetricWaiting, MetricKVCache)
+		return Sample{}, fmt.Errorf("GET %s: no vLLM metric (%s, %s, %s) in the answer", s.shown, MetricRunning, MetricWaiting, MetricKVCache)
 	}
 	return smp, nil
 }
@@ -400,7 +404,7 @@ func (s *Scraper) Stop() Result {
 	cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	res := Result{URL: s.cfg.URL, Interval: s.cfg.Interval.Seconds(), Failures: s.failures, Available: s.total.Samples > 0}
+	res := Result{URL: s.shown, Interval: s.cfg.Interval.Seconds(), Failures: s.failures, Available: s.total.Samples > 0}
 	if s.lastErr != nil {
 		res.LastError = s.lastErr.Error()
 	}
