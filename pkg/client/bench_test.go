@@ -122,7 +122,7 @@ func BenchmarkLeanRoundTrip(b *testing.B) {
 			}()
 		}
 	}()
-	tr := newLeanTransport(4, false)
+	tr := newLeanTransport(4)
 	defer tr.CloseIdleConnections()
 	url := "http://" + ln.Addr().String() + "/v1/completions"
 	body := []byte(`{"model":"m","prompt":"hello","max_tokens":16,"stream":false}`)

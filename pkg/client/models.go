@@ -17,7 +17,7 @@ import (
 func (c *Client) ListModels(ctx context.Context) ([]string, error) {
 	cfg := openai.DefaultConfig(c.cfg.APIKey)
 	cfg.BaseURL = strings.TrimRight(c.cfg.BaseURL, "/") + "/v1"
-	cfg.HTTPClient = c.http
+	cfg.HTTPClient = auxDoer{c}
 	list, err := openai.NewClientWithConfig(cfg).ListModels(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list models at %s/v1/models: %s", strings.TrimRight(c.cfg.BaseURL, "/"), c.redact(err.Error()))
@@ -38,7 +38,7 @@ func (c *Client) Tokenize(ctx context.Context, model, text string) (int, error) 
 		return 0, err
 	}
 	req.Header = c.header
-	resp, err := c.http.Do(req)
+	resp, err := auxDoer{c}.Do(req)
 	if err != nil {
 		return 0, errors.New(c.redact(err.Error()))
 	}

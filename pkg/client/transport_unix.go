@@ -10,7 +10,7 @@ import (
 // neither closed it nor sent anything unsolicited. It peeks at the socket
 // without blocking (one system call).
 func (c *leanConn) alive() bool {
-	sc, ok := c.raw.(syscall.Conn)
+	sc, ok := c.nc.(syscall.Conn)
 	if !ok {
 		return true
 	}

@@ -80,6 +80,7 @@ func execute(ctx context.Context, o *Options, seed uint64, wl *workload, st arri
 	if err != nil {
 		return nil, usage(err)
 	}
+	defer cli.CloseIdleConnections() // the server sees the run's connections close with it
 	if o.Model == "" {
 		ids, err := cli.ListModels(ctx)
 		if err != nil {
@@ -189,10 +190,10 @@ func clientConfig(o *Options) client.Config {
 		BaseURL: o.baseURL(), Backend: o.Backend, Endpoint: o.Endpoint, Model: o.Model,
 		APIKey: o.APIKey, Stream: o.Stream, IgnoreEOS: o.IgnoreEOS,
 		ExtraBody: []byte(o.ExtraRequestBody), MaxConns: o.MaxConcurrency,
-		RequestTimeout: o.RequestTimeout, StallTimeout: o.StallTimeout, Insecure: o.Insecure,
-		StdTransport: o.HTTPTransport == "std",
-		Retries:      o.Retries,
-		ImageSize:    fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
+		RequestTimeout: o.RequestTimeout, StallTimeout: o.StallTimeout,
+		Insecure: o.Insecure, CACert: o.CACert, Host: o.HostHeader, HTTPTransport: o.HTTPTransport,
+		Retries:   o.Retries,
+		ImageSize: fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
 	}
 }
 
