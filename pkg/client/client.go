@@ -88,6 +88,7 @@ type Client struct {
 	chat    bool
 	images  bool // openai-images (images.go)
 	http    *http.Client
+	rewind  bool // set GetBody: net/http re-sends requests a server refused unprocessed
 	header  http.Header
 	extra   []byte // ",k:v,…" members of ExtraBody
 	omit    map[string]bool
@@ -142,6 +143,8 @@ func New(cfg Config) (*Client, error) {
 		}
 	}
 	c.http = &http.Client{Transport: tr}
+	_, lean := tr.(*leanTransport)
+	c.rewind = !lean
 	c.header = http.Header{"Content-Type": {"application/json"}, "User-Agent": {"fineserve-gen"}}
 	if cfg.APIKey != "" {
 		c.header.Set("Authorization", "Bearer "+cfg.APIKey)
@@ -420,6 +423,12 @@ func (c *Client) attempt(ctx context.Context, body []byte, res *Result, first bo
 	hreq.ContentLength = int64(len(body))
 	if c.cfg.Host != "" {
 		hreq.Host = c.cfg.Host
+	}
+	if c.rewind {
+		// net/http sends a request again, on another connection or stream,
+		// when the server refused it unprocessed (an HTTP/2 GOAWAY or
+		// REFUSED_STREAM) — if it can read the body again.
+		hreq.GetBody = func() (io.ReadCloser, error) { return newByteBody(body), nil }
 	}
 
 	var watchdog *time.Timer

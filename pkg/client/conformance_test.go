@@ -161,9 +161,10 @@ type testServer struct {
 	*httptest.Server
 	caFile string // the server certificate, PEM (TLS only)
 
-	mu    sync.Mutex
-	conns int
-	seen  []seen
+	mu     sync.Mutex
+	conns  int
+	seen   []seen
+	onConn func(net.Conn, http.ConnState) // called under mu when set
 }
 
 func startServer(t *testing.T, mode serverMode, wrap func(http.Handler) http.Handler) *testServer {
@@ -188,11 +189,14 @@ func startServer(t *testing.T, mode serverMode, wrap func(http.Handler) http.Han
 		inner.ServeHTTP(w, r)
 	}))
 	ts.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes of the negative tests
-	ts.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+	ts.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
 		if st == http.StateNew {
-			ts.mu.Lock()
 			ts.conns++
-			ts.mu.Unlock()
+		}
+		if ts.onConn != nil {
+			ts.onConn(c, st)
 		}
 	}
 	switch mode {
