@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -37,6 +38,8 @@ type behaviour struct {
 	closes bool
 	// tlsOnly: the behaviour exists over TLS only.
 	tlsOnly bool
+	// fails: the error class every request gets ("": none).
+	fails string
 }
 
 var behaviours = []behaviour{
@@ -48,6 +51,20 @@ var behaviours = []behaviour{
 	// TLS 1.3 session tickets: every connection is closed after its
 	// response, and every one after the first resumes the session.
 	{name: "tls13-resumption", wrap: withHeader("Connection", "close"), closes: true, tlsOnly: true},
+	// An overloaded server's refusal, in the OpenAI error format.
+	{name: "503-overloaded", wrap: withStatus(http.StatusServiceUnavailable), fails: ErrHTTP5xx},
+}
+
+// withStatus answers every request with code and an OpenAI error object.
+func withStatus(code int) func(http.Handler) http.Handler {
+	return func(http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			io.WriteString(w, `{"error":{"message":"the server is overloaded","type":"ServiceUnavailable","code":503}}`)
+		})
+	}
 }
 
 // withContentLength buffers the whole response (a stream too) and sends it
@@ -262,33 +279,32 @@ var tableRequests = []Request{
 
 // TestTransportConformance runs the table: every behaviour, server mode and
 // transport, streamed and not; every row must give the reference records
-// (the first row's), speak the protocol expected of the transport, reuse or
+// (the first row's with the same outcome: success or an error class), speak the protocol expected of the transport, reuse or
 // open connections as the server asks, send the URL's host as Host, and
 // over TLS resume sessions on new connections.
 func TestTransportConformance(t *testing.T) {
 	for _, stream := range []bool{true, false} {
-		var ref []record // the first row's records
+		refs := map[string][]record{} // by error class: the first row's records
 		for _, b := range behaviours {
 			for _, mode := range []serverMode{plainHTTP1, plainH2C, overTLS} {
 				if b.tlsOnly && mode != overTLS {
 					continue
 				}
 				transports := transportsFor(mode)
-				for _, name := range slices.Sorted(func(yield func(string) bool) {
-					for k := range transports {
-						if !yield(k) {
-							return
-						}
-					}
-				}) {
+				for _, name := range slices.Sorted(maps.Keys(transports)) {
 					rowName := fmt.Sprintf("stream=%v/%s/%s/%s", stream, b.name, mode, name)
 					t.Run(rowName, func(t *testing.T) {
 						got := runRow(t, b, mode, name, stream, transports[name])
-						if ref == nil {
+						ref, ok := refs[b.fails]
+						if !ok {
 							ref = got
+							refs[b.fails] = ref
 							for i, r := range got {
-								if r.Status != 200 || r.ErrorClass != "" || r.Completion != 5 || r.PromptTokens != 4 || !r.TTFT {
+								if b.fails == "" && (r.Status != 200 || r.ErrorClass != "" || r.Completion != 5 || r.PromptTokens != 4 || !r.TTFT) {
 									t.Fatalf("reference request %d: %+v, want status 200, 4 prompt and 5 completion tokens, a TTFT", i, r)
+								}
+								if b.fails != "" && (r.ErrorClass != b.fails || r.TTFT || !strings.Contains(r.Error, "overloaded")) {
+									t.Fatalf("reference request %d: %+v, want %s with the server's message and no TTFT", i, r, b.fails)
 								}
 							}
 						}
