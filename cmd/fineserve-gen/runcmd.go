@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
@@ -30,6 +31,8 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 	fs.StringVar(&o.Model, "model", o.Model, "model name (default: the first model the server lists)")
 	fs.StringVar(&o.Tokenizer, "tokenizer", o.Tokenizer, "accepted for FineServe compatibility; token counts come from the server's usage")
 	fs.BoolVar(&o.Insecure, "insecure", o.Insecure, "skip TLS certificate verification (warned)")
+	fs.StringVar(&o.CACert, "ca-cert", o.CACert, "verify the server's TLS certificate against the CAs in this PEM file instead of the system's")
+	fs.StringVar(&o.HostHeader, "host-header", o.HostHeader, "send this Host header (and TLS server name) instead of the base URL's host, e.g. a gateway's virtual host")
 	apiKeyFile := fs.String("api-key-file", "", "read the API key from this file (default: $OPENAI_API_KEY)")
 
 	// Workload (FineServe).
@@ -62,7 +65,7 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 	fs.StringVar(&o.ExtraRequestBody, "extra-request-body", o.ExtraRequestBody, `JSON object merged into every request body, e.g. '{"top_k": 5}'`)
 	fs.IntVar(&o.WarmupRequests, "warmup-requests", o.WarmupRequests, "warm-up requests sent before the run (not measured)")
 	fs.Var(durationValue{&o.RequestTimeout}, "request-timeout", "give up on a request after this long (0: never)")
-	fs.StringVar(&o.HTTPTransport, "http-transport", "lean", "lean (requests read on their own goroutine) or std (net/http's transport)")
+	fs.StringVar(&o.HTTPTransport, "http-transport", client.TransportAuto, "auto (lean for http://, net/http with HTTP/2 for https://), lean (plain HTTP/1.1), net/http, h2 (HTTP/2 only) or http1 (net/http, HTTP/1.1 only)")
 	fs.Var(durationValue{&o.StallTimeout}, "stall-timeout", "give up on a response that sends no byte for this long, waiting for the first token included (0: never)")
 	// Failures and stopping (README "Failures and exit codes").
 	fs.IntVar(&o.Retries, "retries", o.Retries, "re-send a request that failed before its first token with connect, http_429 or http_5xx, up to N times (0: never)")

@@ -1,9 +1,12 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -157,4 +160,60 @@ func BenchmarkStallPerRead(b *testing.B) {
 			t.Reset(5 * time.Minute)
 		}
 	})
+}
+
+// BenchmarkLeanRoundTrip measures one request through the lean transport on
+// a kept-alive loopback connection: write the request, parse the response
+// head, read a short body. The server is a bare loop over the connection so
+// that most of the time is the client's.
+func BenchmarkLeanRoundTrip(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	tr := newLeanTransport(4)
+	defer tr.CloseIdleConnections()
+	url := "http://" + ln.Addr().String() + "/v1/completions"
+	body := []byte(`{"model":"m","prompt":"hello","max_tokens":16,"stream":false}`)
+	header := http.Header{"Content-Type": {"application/json"}, "User-Agent": {"fineserve-gen"}, "Authorization": {"Bearer sk-x"}}
+	buf := make([]byte, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		req, _ := http.NewRequest(http.MethodPost, url, newByteBody(body))
+		req.Header = header
+		req.ContentLength = int64(len(body))
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			if _, err := resp.Body.Read(buf); err != nil {
+				break
+			}
+		}
+		resp.Body.Close()
+	}
 }

@@ -6,12 +6,10 @@ package client
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -64,13 +62,21 @@ type Config struct {
 	Retries int
 	// Insecure skips TLS certificate verification.
 	Insecure bool
+	// CACert is a PEM file of the certificate authorities that server
+	// certificates are verified against, instead of the system's.
+	CACert string
+	// Host, when set, is sent as the Host header instead of the base URL's
+	// host[:port], and is the TLS server name (SNI) certificates are
+	// checked against: a gateway's virtual host reached by address.
+	Host string
 	// Epoch is the instant Result offsets are measured from.
 	Epoch time.Time
 	// Transport replaces the default transport (tests).
 	Transport http.RoundTripper
-	// StdTransport uses net/http's Transport instead of the lean HTTP/1.1
-	// transport (which is also not used when a proxy applies).
-	StdTransport bool
+	// HTTPTransport selects the transport (TransportAuto when empty; see
+	// httptransport.go): the lean HTTP/1.1 one for plain HTTP, net/http's
+	// with HTTP/2 over TLS.
+	HTTPTransport string
 	// ImageSize is the size ("WxH") of generated images (openai-images;
 	// "" sends none: the server's default).
 	ImageSize string
@@ -88,6 +94,7 @@ type Client struct {
 	chat    bool
 	images  bool // openai-images (images.go)
 	http    *http.Client
+	rewind  bool // set GetBody: net/http re-sends requests a server refused unprocessed
 	header  http.Header
 	extra   []byte // ",k:v,…" members of ExtraBody
 	omit    map[string]bool
@@ -141,23 +148,13 @@ func New(cfg Config) (*Client, error) {
 		if idle <= 0 {
 			idle = 1 << 16
 		}
-		if !cfg.StdTransport && !proxied(base) {
-			tr = newLeanTransport(idle, cfg.Insecure)
-		} else {
-			tr = &http.Transport{
-				Proxy:               http.ProxyFromEnvironment,
-				DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-				MaxIdleConns:        idle,
-				MaxIdleConnsPerHost: idle,
-				IdleConnTimeout:     90 * time.Second,
-				DisableCompression:  true,
-				TLSClientConfig:     &tls.Config{InsecureSkipVerify: cfg.Insecure}, //nolint:gosec // --insecure, warned about
-				WriteBufferSize:     32 << 10,
-				ReadBufferSize:      32 << 10,
-			}
+		if tr, err = newTransport(&cfg, base, idle); err != nil {
+			return nil, fmt.Errorf("client: %w", err)
 		}
 	}
 	c.http = &http.Client{Transport: tr}
+	_, lean := tr.(*leanTransport)
+	c.rewind = !lean
 	c.header = http.Header{"Content-Type": {"application/json"}, "User-Agent": {"fineserve-gen"}}
 	if cfg.APIKey != "" {
 		c.header.Set("Authorization", "Bearer "+cfg.APIKey)
@@ -452,6 +449,15 @@ func (c *Client) attempt(ctx context.Context, body []byte, maxTokens int, res *R
 	}
 	hreq.Header = c.header
 	hreq.ContentLength = int64(len(body))
+	if c.cfg.Host != "" {
+		hreq.Host = c.cfg.Host
+	}
+	if c.rewind {
+		// net/http sends a request again, on another connection or stream,
+		// when the server refused it unprocessed (an HTTP/2 GOAWAY or
+		// REFUSED_STREAM) — if it can read the body again.
+		hreq.GetBody = func() (io.ReadCloser, error) { return newByteBody(body), nil }
+	}
 
 	var watch *stallWatch
 	if c.cfg.StallTimeout > 0 {

@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // ModelsError is a failed GET /v1/models.
@@ -46,35 +44,62 @@ func redactURL(u string) string {
 	return u
 }
 
-// ListModels returns the ids the server lists at GET /v1/models. Its
-// error is a *ModelsError.
-func (c *Client) ListModels(ctx context.Context) ([]string, error) {
-	cfg := openai.DefaultConfig(c.cfg.APIKey)
-	cfg.BaseURL = strings.TrimRight(c.cfg.BaseURL, "/") + "/v1"
-	cfg.HTTPClient = c.http
-	list, err := openai.NewClientWithConfig(cfg).ListModels(ctx)
+// ModelInfo is one model the server lists at GET /v1/models.
+type ModelInfo struct {
+	ID string
+	// MaxModelLen is the model's context length in tokens (vLLM lists
+	// it), 0 when the server does not say.
+	MaxModelLen int
+}
+
+// maxModelsList bounds the model list read from a server.
+const maxModelsList = 16 << 20
+
+// ListModels returns the models the server lists at GET /v1/models, with
+// their context length where the server reports it. Its error is a
+// *ModelsError.
+func (c *Client) ListModels(ctx context.Context) ([]ModelInfo, error) {
+	u := strings.TrimRight(c.cfg.BaseURL, "/") + "/v1/models"
+	fail := func(status int, class string, err error) error {
+		return &ModelsError{URL: redactURL(u), Status: status, Class: class, Msg: c.redact(err.Error()), err: err}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		me := &ModelsError{URL: redactURL(cfg.BaseURL + "/models"), Msg: c.redact(err.Error()), err: err}
-		var ae *openai.APIError
-		var re *openai.RequestError
-		switch {
-		case errors.As(err, &ae):
-			me.Status = ae.HTTPStatusCode
-		case errors.As(err, &re):
-			me.Status = re.HTTPStatusCode
-		}
-		if me.Status != 0 {
-			me.Class = statusClass(me.Status)
-		} else {
-			me.Class = classify(ctx, err, false)
-		}
-		return nil, me
+		return nil, fail(0, ErrProtocol, err)
 	}
-	ids := make([]string, 0, len(list.Models))
-	for _, m := range list.Models {
-		ids = append(ids, m.ID)
+	req.Header = c.header
+	resp, err := auxDoer{c}.Do(req)
+	if err != nil {
+		return nil, fail(0, classify(ctx, err, false), err)
 	}
-	return ids, nil
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxModelsList+1))
+	switch {
+	case err != nil:
+		return nil, fail(resp.StatusCode, classify(ctx, err, true), err)
+	case resp.StatusCode != http.StatusOK:
+		return nil, fail(resp.StatusCode, statusClass(resp.StatusCode), errors.New(errorMessage(resp.Status, raw)))
+	case len(raw) > maxModelsList:
+		return nil, fail(resp.StatusCode, ErrProtocol, fmt.Errorf("the list is longer than %d MiB", maxModelsList>>20))
+	}
+	var list struct {
+		Data []struct {
+			ID          string `json:"id"`
+			MaxModelLen int64  `json:"max_model_len"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fail(resp.StatusCode, ErrProtocol, fmt.Errorf("not an OpenAI model list: %w", err))
+	}
+	models := make([]ModelInfo, 0, len(list.Data))
+	for _, m := range list.Data {
+		mi := ModelInfo{ID: m.ID}
+		if m.MaxModelLen > 0 && m.MaxModelLen <= 1<<40 {
+			mi.MaxModelLen = int(m.MaxModelLen)
+		}
+		models = append(models, mi)
+	}
+	return models, nil
 }
 
 // Tokenize asks the server's /tokenize endpoint (vLLM) how many tokens text
@@ -86,7 +111,7 @@ func (c *Client) Tokenize(ctx context.Context, model, text string) (int, error) 
 		return 0, err
 	}
 	req.Header = c.header
-	resp, err := c.http.Do(req)
+	resp, err := auxDoer{c}.Do(req)
 	if err != nil {
 		return 0, errors.New(c.redact(err.Error()))
 	}
@@ -106,44 +131,4 @@ func (c *Client) Tokenize(ctx context.Context, model, text string) (int, error) 
 		return *out.Count, nil
 	}
 	return len(out.Tokens), nil
-}
-
-// ModelLimits returns the context length (max_model_len) of each model the
-// server lists at GET /v1/models, for the servers that report it (vLLM
-// does); a model listed without one is absent from the map.
-func (c *Client) ModelLimits(ctx context.Context) (map[string]int, error) {
-	base := strings.TrimRight(c.cfg.BaseURL, "/")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header = c.header
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, errors.New(c.redact(err.Error()))
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, errors.New(c.redact(err.Error()))
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, errors.New(c.redact(errorMessage(resp.Status, raw)))
-	}
-	var list struct {
-		Data []struct {
-			ID          string `json:"id"`
-			MaxModelLen int64  `json:"max_model_len"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, fmt.Errorf("models list: %w", err)
-	}
-	limits := map[string]int{}
-	for _, m := range list.Data {
-		if m.MaxModelLen > 0 && m.MaxModelLen <= 1<<40 {
-			limits[m.ID] = int(m.MaxModelLen)
-		}
-	}
-	return limits, nil
 }

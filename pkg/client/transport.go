@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -24,10 +23,11 @@ import (
 // wake-ups per request that show up in the client's CPU and lag at
 // thousands of requests per second. Responses are parsed by
 // http.ReadResponse, so framing (chunked, Content-Length, Connection:
-// close) is net/http's own.
+// close) is net/http's own; interim 1xx responses are skipped, as net/http
+// does. It speaks plain HTTP only: https:// targets go through net/http's
+// transport (httptransport.go).
 type leanTransport struct {
 	dialer      net.Dialer
-	tlsConfig   *tls.Config
 	maxIdle     int
 	idleTimeout time.Duration
 
@@ -39,10 +39,9 @@ type leanTransport struct {
 
 var _ http.RoundTripper = (*leanTransport)(nil)
 
-func newLeanTransport(maxIdle int, insecure bool) *leanTransport {
+func newLeanTransport(maxIdle int) *leanTransport {
 	return &leanTransport{
 		dialer:      net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
-		tlsConfig:   &tls.Config{InsecureSkipVerify: insecure, NextProtos: []string{"http/1.1"}}, //nolint:gosec // --insecure, warned about
 		maxIdle:     maxIdle,
 		idleTimeout: 90 * time.Second,
 		idle:        map[string][]*leanConn{},
@@ -67,7 +66,6 @@ type leanConn struct {
 	t        *leanTransport
 	key      string
 	nc       net.Conn
-	raw      net.Conn // the TCP connection under nc
 	cc       *countingConn
 	br       *bufio.Reader
 	wbuf     []byte
@@ -75,14 +73,10 @@ type leanConn struct {
 }
 
 func hostPort(u *http.Request) string {
-	host := u.URL.Host
 	if u.URL.Port() == "" {
-		if u.URL.Scheme == "https" {
-			return net.JoinHostPort(u.URL.Hostname(), "443")
-		}
 		return net.JoinHostPort(u.URL.Hostname(), "80")
 	}
-	return host
+	return u.URL.Host
 }
 
 // get returns an idle connection for key or dials a new one. An idle
@@ -111,21 +105,8 @@ func (t *leanTransport) get(ctx context.Context, req *http.Request, key string) 
 	if err != nil {
 		return nil, false, err
 	}
-	raw := nc
-	if req.URL.Scheme == "https" {
-		cfg := t.tlsConfig.Clone()
-		if cfg.ServerName == "" {
-			cfg.ServerName = req.URL.Hostname()
-		}
-		tc := tls.Client(nc, cfg)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			nc.Close()
-			return nil, false, err
-		}
-		nc = tc
-	}
 	cc := &countingConn{Conn: nc}
-	return &leanConn{t: t, key: key, nc: nc, raw: raw, cc: cc, br: bufio.NewReaderSize(cc, 4<<10), wbuf: make([]byte, 0, 512)}, false, nil
+	return &leanConn{t: t, key: key, nc: nc, cc: cc, br: bufio.NewReaderSize(cc, 4<<10), wbuf: make([]byte, 0, 512)}, false, nil
 }
 
 // put returns a connection whose response was read to the end.
@@ -164,14 +145,14 @@ var errNoResponse = fmt.Errorf("server closed the connection before sending a re
 
 // RoundTrip implements http.RoundTripper.
 func (t *leanTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-		return nil, fmt.Errorf("unsupported scheme %q", req.URL.Scheme)
+	if req.URL.Scheme != "http" {
+		return nil, fmt.Errorf("the lean transport speaks plain HTTP only, not %q", req.URL.Scheme)
 	}
 	if err := checkHeader(req.Header); err != nil {
 		return nil, err
 	}
 	ctx := req.Context()
-	key := req.URL.Scheme + "://" + req.URL.Host
+	key := req.URL.Host
 	body, err := readAllBody(req)
 	if err != nil {
 		return nil, err
@@ -267,9 +248,16 @@ func (c *leanConn) roundTrip(ctx context.Context, req *http.Request, body []byte
 	b = append(b, ' ')
 	b = append(b, req.URL.RequestURI()...)
 	b = append(b, " HTTP/1.1\r\nHost: "...)
-	b = append(b, req.URL.Host...)
+	if req.Host != "" { // as net/http: Request.Host, else the URL's host
+		b = append(b, req.Host...)
+	} else {
+		b = append(b, req.URL.Host...)
+	}
 	b = append(b, "\r\n"...)
 	for k, vs := range req.Header {
+		if k == "Host" {
+			continue // net/http ignores it too: Request.Host is the Host
+		}
 		for _, v := range vs {
 			b = append(b, k...)
 			b = append(b, ": "...)
@@ -283,11 +271,10 @@ func (c *leanConn) roundTrip(ctx context.Context, req *http.Request, body []byte
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "\r\n"...)
-	// One write for head and body: writev on a plain connection (no copy of
-	// the body); a TLS connection gets one buffer, so one record. A
+	// One write for head and body: writev (no copy of the body). A
 	// race-enabled build uses write(2) instead (see raceEnabled).
 	var out net.Buffers
-	if c.raw == c.nc && !raceEnabled {
+	if !raceEnabled {
 		out = net.Buffers{b, body}
 	} else {
 		b = append(b, body...)
@@ -322,6 +309,15 @@ func (c *leanConn) roundTrip(ctx context.Context, req *http.Request, body []byte
 	}
 	before := c.cc.n
 	resp, err := http.ReadResponse(c.br, req)
+	// Interim responses (100 Continue, 103 Early Hints) have no body and
+	// come before the response; 101 Switching Protocols is final.
+	for n := 0; err == nil && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols; n++ {
+		if n == max1xx {
+			err = fmt.Errorf("more than %d interim (1xx) responses", max1xx)
+			break
+		}
+		resp, err = http.ReadResponse(c.br, req)
+	}
 	if err != nil {
 		if c.cc.n == before && ctx.Err() == nil && (isConnGone(err) || errors.Is(err, io.ErrUnexpectedEOF)) {
 			err = errNoResponse
@@ -331,6 +327,10 @@ func (c *leanConn) roundTrip(ctx context.Context, req *http.Request, body []byte
 	resp.Body = &leanBody{c: c, rc: resp.Body, stop: stop, ctx: ctx, reuse: !resp.Close}
 	return resp, nil
 }
+
+// max1xx bounds the interim responses read before a response, as net/http
+// bounds them.
+const max1xx = 5
 
 // isConnGone reports an error of a connection the peer has closed.
 func isConnGone(err error) bool {

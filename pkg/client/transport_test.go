@@ -38,7 +38,7 @@ func TestLeanTransportReusesConnections(t *testing.T) {
 				fmt.Fprintf(w, "%s %s", r.Header.Get("X-Test"), b)
 			}))
 			defer srv.Close()
-			tr := newLeanTransport(100, false)
+			tr := newLeanTransport(100)
 			for i := range 20 {
 				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/x?q=1", strings.NewReader(`{"i":`+fmt.Sprint(i)+`}`))
 				req.Header.Set("X-Test", "h")
@@ -74,7 +74,7 @@ func TestLeanTransportConcurrency(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	defer srv.Close()
-	tr := newLeanTransport(1000, false)
+	tr := newLeanTransport(1000)
 	var wg sync.WaitGroup
 	for range 40 {
 		wg.Add(1)
@@ -101,7 +101,7 @@ func TestLeanTransportConnectionClose(t *testing.T) {
 		io.WriteString(w, "bye")
 	}))
 	defer srv.Close()
-	tr := newLeanTransport(10, false)
+	tr := newLeanTransport(10)
 	for range 3 {
 		if b, err := leanGet(t, tr, context.Background(), srv.URL); err != nil || b != "bye" {
 			t.Fatalf("%q %v", b, err)
@@ -137,7 +137,7 @@ func TestLeanTransportRetriesStaleKeepAlive(t *testing.T) {
 			}()
 		}
 	}()
-	tr := newLeanTransport(10, false)
+	tr := newLeanTransport(10)
 	url := "http://" + ln.Addr().String()
 	for i := range 5 {
 		if b, err := leanGet(t, tr, context.Background(), url); err != nil || b != "ok" {
@@ -157,7 +157,7 @@ func TestLeanTransportCancelMidBody(t *testing.T) {
 		<-r.Context().Done()
 	}))
 	defer srv.Close()
-	tr := newLeanTransport(10, false)
+	tr := newLeanTransport(10)
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader("{}"))
 	resp, err := tr.RoundTrip(req)
@@ -176,19 +176,19 @@ func TestLeanTransportCancelMidBody(t *testing.T) {
 	resp.Body.Close()
 }
 
-func TestLeanTransportTLS(t *testing.T) {
+// TestLeanTransportIsPlainHTTPOnly: the lean transport refuses an https://
+// URL instead of sending it in clear or half-configured TLS.
+func TestLeanTransportIsPlainHTTPOnly(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "secure") }))
 	defer srv.Close()
-	if _, err := leanGet(t, newLeanTransport(1, false), context.Background(), srv.URL); err == nil {
-		t.Error("a self-signed certificate was accepted without --insecure")
-	}
-	if b, err := leanGet(t, newLeanTransport(1, true), context.Background(), srv.URL); err != nil || b != "secure" {
-		t.Errorf("--insecure: %q %v", b, err)
+	_, err := leanGet(t, newLeanTransport(1), context.Background(), srv.URL)
+	if err == nil || !strings.Contains(err.Error(), "plain HTTP only") {
+		t.Errorf("https:// through the lean transport: %v, want a plain-HTTP-only error", err)
 	}
 }
 
 func TestLeanTransportRejectsHeaderInjection(t *testing.T) {
-	tr := newLeanTransport(1, false)
+	tr := newLeanTransport(1)
 	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/", strings.NewReader("{}"))
 	req.Header.Set("Authorization", "Bearer x\r\nX-Evil: 1")
 	if _, err := tr.RoundTrip(req); err == nil || !strings.Contains(err.Error(), "header") {
@@ -233,7 +233,7 @@ func TestLeanTransportNeverResendsADeliveredRequest(t *testing.T) {
 			}()
 		}
 	}()
-	tr := newLeanTransport(10, false)
+	tr := newLeanTransport(10)
 	url := "http://" + ln.Addr().String()
 	if b, err := leanGet(t, tr, context.Background(), url); err != nil || b != "ok" {
 		t.Fatalf("first request: %q %v", b, err)
@@ -265,7 +265,7 @@ func TestLeanTransportOrdersWritesForRaceDetector(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	defer srv.Close()
-	tr := newLeanTransport(1, false)
+	tr := newLeanTransport(1)
 	for i := range 3 {
 		got = i + 1
 		if _, err := leanGet(t, tr, context.Background(), srv.URL); err != nil {

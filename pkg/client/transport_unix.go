@@ -10,7 +10,7 @@ import (
 // neither closed it nor sent anything unsolicited. It peeks at the socket
 // without blocking (one system call).
 func (c *leanConn) alive() bool {
-	sc, ok := c.raw.(syscall.Conn)
+	sc, ok := c.nc.(syscall.Conn)
 	if !ok {
 		return true
 	}
@@ -22,7 +22,7 @@ func (c *leanConn) alive() bool {
 	usable := false
 	err = rc.Read(func(fd uintptr) bool {
 		// EAGAIN: open and quiet. 0 bytes: closed. Bytes: a response nobody
-		// asked for (or a TLS alert). An error: broken.
+		// asked for. An error: broken.
 		_, _, rerr := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		usable = rerr == syscall.EAGAIN || rerr == syscall.EWOULDBLOCK
 		return true // never wait for readability

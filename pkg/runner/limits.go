@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"fmt"
 	"math"
 
@@ -25,40 +24,31 @@ func (o *Options) tokenLimit() (int, string) {
 	return replay.DefaultTokenLimit, "the built-in cap"
 }
 
-// serverLimit asks the server, before the schedule is built, for the
-// served model's max_model_len (vLLM lists it at /v1/models) when
-// --max-model-len is not given. A dry run asks nothing; a server that
-// reports no limit leaves the built-in cap.
-func serverLimit(ctx context.Context, o *Options, log *logger) error {
-	if o.DryRun || o.MaxModelLen > 0 {
-		return nil
-	}
-	cli, err := client.New(clientConfig(o))
-	if err != nil {
-		return usage(err)
-	}
-	limits, err := cli.ModelLimits(ctx)
-	if err != nil {
-		log.Infof("token limit: %d tokens a request (built-in cap; the server's /v1/models did not answer: %v); --max-model-len sets it", replay.DefaultTokenLimit, err)
-		return nil
-	}
-	if n, ok := limits[o.Model]; ok && o.Model != "" {
-		o.serverLimit, o.serverLimitFrom = n, fmt.Sprintf("the server's max_model_len for %s", o.Model)
-	} else {
-		// No --model, or a model the list does not name: the smallest
-		// limit listed holds for every model.
-		for id, n := range limits {
-			if o.serverLimit == 0 || n < o.serverLimit || (n == o.serverLimit && id < o.serverLimitFrom) {
-				o.serverLimit, o.serverLimitFrom = n, id
+// setServerLimit takes the served model's max_model_len from the server's
+// model list as the token limit, when --max-model-len is not given: that
+// of --model, else (no --model, or one the list does not name) the
+// smallest listed, which holds for every model. It says which limit holds.
+func setServerLimit(o *Options, models []client.ModelInfo, log *logger) {
+	if o.MaxModelLen == 0 {
+		var from string
+		for _, m := range models {
+			if m.MaxModelLen == 0 {
+				continue
+			}
+			if m.ID == o.Model {
+				o.serverLimit, from = m.MaxModelLen, m.ID
+				break
+			}
+			if o.serverLimit == 0 || m.MaxModelLen < o.serverLimit || (m.MaxModelLen == o.serverLimit && m.ID < from) {
+				o.serverLimit, from = m.MaxModelLen, m.ID
 			}
 		}
 		if o.serverLimit > 0 {
-			o.serverLimitFrom = fmt.Sprintf("the server's max_model_len for %s", o.serverLimitFrom)
+			o.serverLimitFrom = fmt.Sprintf("the server's max_model_len for %s", from)
 		}
 	}
-	n, from := o.tokenLimit()
-	log.Infof("token limit: %d tokens a request (input + output; %s)", n, from)
-	return nil
+	n, how := o.tokenLimit()
+	log.Infof("token limit: %d tokens a request (input + output; %s)", n, how)
 }
 
 // checkUniform rejects --random-input-len and --random-output-len whose

@@ -20,6 +20,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -229,7 +230,11 @@ func TestTimingServerIdleFraction(t *testing.T) {
 	wl := &workload{schedule: bursts}
 	busy0 := srv.Stats().Busy
 	var out, errb bytes.Buffer
-	sum, err := execute(context.Background(), &o, 1, wl, arrival.Summarize(wl.schedule), IO{Out: &out, Err: &errb}, &logger{w: &errb, quiet: true})
+	cli, err := client.New(clientConfig(&o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := execute(context.Background(), &o, 1, cli, wl, arrival.Summarize(wl.schedule), IO{Out: &out, Err: &errb}, &logger{w: &errb, quiet: true})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, errb.String())
 	}

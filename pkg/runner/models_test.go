@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/routing"
 )
@@ -393,6 +394,9 @@ func TestAlibabaT2IScene(t *testing.T) {
 // TestModelOptionErrors: bad routing options are usage errors, reported
 // before anything is sent; an image trace needs the images backend.
 func TestModelOptionErrors(t *testing.T) {
+	// A live server: the run asks it for its models before it reads its
+	// inputs, so these errors come after that check.
+	_, port := mocktest.Start(t, mockserver.Config{})
 	for _, c := range []struct {
 		name string
 		set  func(o *Options)
@@ -408,7 +412,7 @@ func TestModelOptionErrors(t *testing.T) {
 		{"bad backend", func(o *Options) { o.Backend = "images" }, "openai-images"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			o := testOptions(1)
+			o := testOptions(port)
 			c.set(&o)
 			_, err := Run(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
 			var ue *UsageError

@@ -28,6 +28,12 @@ type Options struct {
 	// APIKey comes from OPENAI_API_KEY or --api-key-file; never printed.
 	APIKey   string
 	Insecure bool
+	// CACert is a PEM file of the certificate authorities that verify the
+	// server (--ca-cert; default: the system's).
+	CACert string
+	// HostHeader replaces the base URL's host[:port] in the Host header and
+	// as the TLS server name (--host-header).
+	HostHeader string
 
 	// Workload.
 	Mode          string // poisson, replay, parametric
@@ -70,8 +76,8 @@ type Options struct {
 	MaxConcurrency   int
 	RequestTimeout   time.Duration
 	StallTimeout     time.Duration
-	// HTTPTransport is "lean" (the default: requests read on their own
-	// goroutine) or "std" (net/http's transport).
+	// HTTPTransport is one of client's Transport* names ("" or "auto": the
+	// lean transport for http://, net/http's with HTTP/2 for https://).
 	HTTPTransport string
 	// Retries re-sends requests that failed before their first token with
 	// a connect, http_429 or http_5xx error (0: never; see client.Do).
@@ -220,10 +226,14 @@ func (o *Options) Validate() error {
 	if err := client.CheckExtraBody([]byte(o.ExtraRequestBody)); err != nil {
 		add("--extra-request-body: %w", err)
 	}
-	switch o.HTTPTransport {
-	case "", "lean", "std":
-	default:
-		add("--http-transport %q: want lean or std", o.HTTPTransport)
+	if err := client.CheckTransport(o.HTTPTransport, o.baseURL()); err != nil {
+		add("--http-transport: %w", err)
+	}
+	if o.Insecure && o.CACert != "" {
+		add("--insecure and --ca-cert: choose one (--insecure verifies no certificate at all)")
+	}
+	if err := client.CheckHost(o.HostHeader); err != nil {
+		add("--host-header %w", err)
 	}
 	switch o.DatasetName {
 	case "", "random", "sharegpt", "sharegpt_pre":

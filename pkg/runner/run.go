@@ -58,8 +58,19 @@ func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
 		seed = uint64(time.Now().UnixNano()) & (1<<53 - 1)
 		log.Infof("seed: %d (pass --seed %d to repeat this schedule)", seed, seed)
 	}
-	if err := serverLimit(ctx, &o, log); err != nil {
-		return nil, err
+	// The server is asked for its models (and their context length, the
+	// schedule's token limit) before the schedule is built; a dry run asks
+	// nothing.
+	var cli *client.Client
+	if !o.DryRun {
+		var err error
+		if cli, err = client.New(clientConfig(&o)); err != nil {
+			return nil, usage(err)
+		}
+		defer cli.CloseIdleConnections() // the server sees the run's connections close with it
+		if err := checkTarget(ctx, &o, cli, log); err != nil {
+			return nil, err
+		}
 	}
 	wl, err := buildSchedule(&o, seed, log)
 	if err != nil {
@@ -83,7 +94,7 @@ func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
 	if st.Count == 0 {
 		return nil, usage(errors.New("the schedule is empty: nothing to send"))
 	}
-	return execute(ctx, &o, seed, wl, st, stdio, log)
+	return execute(ctx, &o, seed, cli, wl, st, stdio, log)
 }
 
 // scheduleLine describes a schedule in one line; a rate only when it has
@@ -100,14 +111,7 @@ func scheduleLine(st arrival.Stats) string {
 }
 
 // execute sends the schedule and reports.
-func execute(ctx context.Context, o *Options, seed uint64, wl *workload, st arrival.Stats, stdio IO, log *logger) (*metrics.Summary, error) {
-	cli, err := client.New(clientConfig(o))
-	if err != nil {
-		return nil, usage(err)
-	}
-	if err := checkTarget(ctx, o, cli, log); err != nil {
-		return nil, err
-	}
+func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, wl *workload, st arrival.Stats, stdio IO, log *logger) (*metrics.Summary, error) {
 	format, err := prompt.ParseFormat(o.PromptFormat)
 	if err != nil {
 		return nil, usage(err)
@@ -210,11 +214,11 @@ func clientConfig(o *Options) client.Config {
 		BaseURL: o.baseURL(), Backend: o.Backend, Endpoint: o.Endpoint, Model: o.Model,
 		APIKey: o.APIKey, Stream: o.Stream, IgnoreEOS: o.IgnoreEOS,
 		ExtraBody: []byte(o.ExtraRequestBody), MaxConns: o.MaxConcurrency,
-		RequestTimeout: o.RequestTimeout, StallTimeout: o.StallTimeout, Insecure: o.Insecure,
-		Secrets:      o.Secrets(),
-		StdTransport: o.HTTPTransport == "std",
-		Retries:      o.Retries,
-		ImageSize:    fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
+		RequestTimeout: o.RequestTimeout, StallTimeout: o.StallTimeout,
+		Insecure: o.Insecure, CACert: o.CACert, Host: o.HostHeader, HTTPTransport: o.HTTPTransport,
+		Secrets:   o.Secrets(),
+		Retries:   o.Retries,
+		ImageSize: fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
 	}
 }
 

@@ -16,15 +16,16 @@ import (
 // modelsTimeout bounds the model list asked for before the run.
 const modelsTimeout = 30 * time.Second
 
-// checkTarget asks the server for its models before anything is sent: a
-// server nobody answers for, or one that does not serve --model, stops the
-// run here (naming what it serves). Without --model the first listed model
-// is used. A server without a model list (404) runs with a warning when
-// --model is given.
+// checkTarget asks the server for its models before the schedule is
+// built: a server nobody answers for, or one that does not serve --model,
+// stops the run here (naming what it serves). Without --model the first
+// listed model is used. A server without a model list (404) runs with a
+// warning when --model is given. The same list gives the token limit
+// (setServerLimit).
 func checkTarget(ctx context.Context, o *Options, cli *client.Client, log *logger) error {
 	lctx, cancel := context.WithTimeout(ctx, modelsTimeout)
 	defer cancel()
-	ids, err := cli.ListModels(lctx)
+	models, err := cli.ListModels(lctx)
 	var me *client.ModelsError
 	switch {
 	case err == nil:
@@ -39,11 +40,16 @@ func checkTarget(ctx context.Context, o *Options, cli *client.Client, log *logge
 		return fmt.Errorf("the server at %s did not answer for its model list within %v: is it up? (%s)", hostPort(o.baseURL()), modelsTimeout, me.Msg)
 	case errors.As(err, &me) && me.NoEndpoint() && o.Model != "":
 		log.Warnf("the server has no model list (%s answers %d): --model %s is not checked", me.URL, me.Status, o.Model)
+		setServerLimit(o, nil, log)
 		return nil
 	case o.Model == "":
 		return fmt.Errorf("no --model given and the server did not list one: %w", err)
 	default:
 		return fmt.Errorf("%w (a server without a model list, answering 404, runs with a warning)", err)
+	}
+	ids := make([]string, len(models))
+	for i, m := range models {
+		ids[i] = m.ID
 	}
 	switch {
 	case len(ids) == 0 && o.Model == "":
@@ -55,6 +61,7 @@ func checkTarget(ctx context.Context, o *Options, cli *client.Client, log *logge
 	case !slices.Contains(ids, o.Model):
 		return fmt.Errorf("--model %s is not served at %s; it serves %s", o.Model, hostPort(o.baseURL()), modelList(ids))
 	}
+	setServerLimit(o, models, log)
 	return nil
 }
 
