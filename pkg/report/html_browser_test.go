@@ -34,6 +34,25 @@ func chromium() string {
 	return ""
 }
 
+// needChromium returns the browser for a test. Without one the test skips,
+// except in CI (CI=true), where .ci/run installs Debian's chromium and a
+// missing browser is a failure: a browser test that silently never runs
+// checks nothing.
+func needChromium(t *testing.T) string {
+	t.Helper()
+	bin := chromium()
+	ci := os.Getenv("CI") == "true"
+	switch {
+	case bin == "" && ci:
+		t.Fatal("CI=true and no chromium binary (chromium, chromium-browser, google-chrome or $CHROMIUM): .ci/run installs Debian's chromium; see its output")
+	case bin == "":
+		t.Skip("no chromium binary (chromium, chromium-browser, google-chrome or $CHROMIUM): the browser test needs one (apt-get install chromium); the structural tests still run")
+	case testing.Short() && !ci:
+		t.Skip("-short: no browser")
+	}
+	return bin
+}
+
 // cdp is a minimal client of the Chrome DevTools Protocol over one page's
 // websocket: commands with replies, and every event kept.
 type cdp struct {
@@ -218,16 +237,9 @@ func browserReport(t *testing.T) *Data {
 // TestBrowserRendersReport opens a report in headless Chromium: the page
 // loads with no console message of level error, no exception and no
 // network request, and every plot is laid out with a real size and drawn
-// paths. It skips when no Chromium is installed (CI has none); run it where
-// one is (apt-get install chromium).
+// paths. Without Chromium it skips, and fails in CI (needChromium).
 func TestBrowserRendersReport(t *testing.T) {
-	bin := chromium()
-	if bin == "" {
-		t.Skip("no chromium binary (chromium, chromium-browser, google-chrome or $CHROMIUM): the browser test needs one; the structural tests still run")
-	}
-	if testing.Short() {
-		t.Skip("-short: no browser")
-	}
+	bin := needChromium(t)
 	path := filepath.Join(t.TempDir(), "report.html")
 	if err := WriteHTMLFile(path, browserReport(t)); err != nil {
 		t.Fatal(err)
@@ -387,13 +399,7 @@ func (c *cdp) problems(url string) []string {
 // TestBrowserHarnessSeesProblems: the checks above would see a page that
 // throws, logs an error or fetches something.
 func TestBrowserHarnessSeesProblems(t *testing.T) {
-	bin := chromium()
-	if bin == "" {
-		t.Skip("no chromium binary (chromium, chromium-browser, google-chrome or $CHROMIUM)")
-	}
-	if testing.Short() {
-		t.Skip("-short: no browser")
-	}
+	bin := needChromium(t)
 	path := filepath.Join(t.TempDir(), "bad.html")
 	os.WriteFile(path, []byte(`<!DOCTYPE html><html><body><img src="http://127.0.0.1:9/x.png">`+
 		`<script>console.error("boom"); undefinedFunction();</script></body></html>`), 0o644)
