@@ -430,8 +430,8 @@ func plotTime(name, title, yLabel string, xs []float64, series []timeSeries, axi
 	default:
 		yMin = math.Min(0, yMin)
 		yMax = math.Max(yMax*1.1, yMin+1e-9)
-		if yMax == 0 {
-			yMax = 1
+		if yMax == 0 || axis == yCount && yMax < 1 {
+			yMax = 1 // a count axis shows at least 0 and 1
 		}
 	}
 	p.Y.Min, p.Y.Max = yMin, yMax
