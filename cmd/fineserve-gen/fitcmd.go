@@ -37,14 +37,15 @@ func fitCommand(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	burst := fs.String("burst-width", "1ms", "micro-burst width: a burst is a request and those less than this after it (0: no NB model)")
 	gammaOn := fs.String("gamma-on", "requests", "fit Gamma shapes to gaps between requests (to generate without NB) or bursts (to generate with the fitted NB)")
 	bounds := fs.Bool("window-bounds", false, "also write window_start_ms,window_end_ms (the last window ends with the trace)")
+	maxPairs := fs.Int("max-length-pairs", defaultMaxLengthPairs, "most (input, output) pairs written to PREFIX_lengths.csv: a larger trace's are a seeded uniform sample (0: no lengths file)")
 	out := fs.StringP("out", "o", "", "output prefix (default: the trace's name, in the current directory)")
 	quiet := fs.Bool("quiet", false, "do not print the summary")
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprintf(stdout, "Usage: fineserve-gen fit TRACE [flags]\n\n"+
 				"Fits per-window Gamma parameters and a 1 ms NB micro-burst model to a trace (any format\n"+
-				"--mode replay reads) and writes PREFIX_gamma_<window>.csv, PREFIX_nb.json and PREFIX_fit.txt\n"+
-				"for --gamma-params-csv and --parametric-nb-json.\n\n%s", fs.FlagUsages())
+				"--mode replay reads) and writes PREFIX_gamma_<window>.csv, PREFIX_nb.json, PREFIX_lengths.csv\n"+
+				"and PREFIX_fit.txt for --gamma-params-csv, --parametric-nb-json and --request-lengths-csv.\n\n%s", fs.FlagUsages())
 			return exitOK
 		}
 		return fitUsage(stderr, err)
@@ -57,6 +58,9 @@ func fitCommand(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	var err error
 	if ro.Format, err = replay.ParseFormat(*format); err != nil {
 		errs = append(errs, fmt.Errorf("--trace-format: %w", err))
+	}
+	if *maxPairs < 0 {
+		errs = append(errs, fmt.Errorf("--max-length-pairs %d: want 0 or more", *maxPairs))
 	}
 	if ro.Unit, err = replay.ParseUnit(*unit); err != nil {
 		errs = append(errs, fmt.Errorf("--timestamp-unit: %w", err))
@@ -126,6 +130,26 @@ func fitCommand(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if fit.NB == nil {
 		files = append(files[:1], files[2])
 	}
+	// The joint (input, output) lengths, as the replayer sends them, so that
+	// generating from the fit keeps the trace's request sizes.
+	lengthsFile := ""
+	switch {
+	case *maxPairs == 0:
+	case !tr.HasInput || !tr.HasOutput:
+		fmt.Fprintf(stderr, "fit: %s gives no input and output lengths: no lengths file\n", trace)
+	default:
+		lengthsFile = prefix + "_lengths.csv"
+		pairs := parametric.SampleLengthPairs(tr.Len(), *maxPairs, lengthsSeed, func(i int) [2]int {
+			return [2]int{tr.InputTokens(i), tr.OutputTokens(i)}
+		})
+		if len(pairs) < tr.Len() {
+			fmt.Fprintf(stderr, "fit: %s: a uniform sample of %d of the trace's %d length pairs (--max-length-pairs)\n", lengthsFile, len(pairs), tr.Len())
+		}
+		files = append(files, struct {
+			name  string
+			write func(io.Writer) error
+		}{lengthsFile, func(w io.Writer) error { return parametric.WriteLengthPairs(w, pairs) }})
+	}
 	for _, f := range files {
 		if err := writeFileWith(f.name, f.write); err != nil {
 			return fitFail(stderr, err)
@@ -143,9 +167,20 @@ func fitCommand(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if o.GammaOnBursts {
 		hint += " --parametric-nb-json " + prefix + "_nb.json"
 	}
+	if lengthsFile != "" {
+		hint += " --request-lengths-csv " + lengthsFile
+	}
 	fmt.Fprintf(stderr, "fit: generate from it with: %s …\n", hint)
 	return exitOK
 }
+
+// defaultMaxLengthPairs bounds PREFIX_lengths.csv (at most about 1.5 MB);
+// lengthsSeed seeds the sample of a larger trace's pairs, so the same trace
+// gives the same file.
+const (
+	defaultMaxLengthPairs = 100_000
+	lengthsSeed           = 1
+)
 
 func fitUsage(stderr io.Writer, err error) int {
 	fmt.Fprintf(stderr, "fineserve-gen fit: %v\nRun 'fineserve-gen fit --help' for the flags.\n", err)

@@ -3,13 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/parametric"
+	"github.com/fineserve-gen/fineserve-gen/pkg/replay"
 )
 
 // FineServe's Dense_30to100B replay trace, gzipped (read as --mode replay
@@ -95,4 +99,165 @@ func mustOpen(t *testing.T, name string) *os.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+// TestFitLengthsReproduceTrace: fit writes the trace's joint (input,
+// output) lengths and suggests --request-lengths-csv, so the suggested
+// parametric command generates requests of the trace's sizes (not the
+// 1024/128 defaults): every generated pair is one the trace has, and the
+// mean input and output lengths are the trace's within 5 standard errors.
+// A --max-length-pairs bound writes a seeded sample of that many pairs.
+func TestFitLengthsReproduceTrace(t *testing.T) {
+	const trace = "../../pkg/replay/testdata/azure2023_code.csv.gz"
+	dir := t.TempDir()
+	prefix := filepath.Join(dir, "az")
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), []string{"fit", trace, "-o", prefix, "--parametric-window-seconds", "60", "--quiet"}, &out, &errb); code != exitOK {
+		t.Fatalf("fit: exit %d\n%s", code, errb.String())
+	}
+	tr, err := replay.Load(trace, replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	had := map[[2]int]bool{}
+	var traceIn, traceOut []float64
+	for i := range tr.Len() {
+		had[[2]int{tr.InputTokens(i), tr.OutputTokens(i)}] = true
+		traceIn = append(traceIn, float64(tr.InputTokens(i)))
+		traceOut = append(traceOut, float64(tr.OutputTokens(i)))
+	}
+	lp, err := parametric.ReadLengthPairs(mustOpen(t, prefix+"_lengths.csv"), "az_lengths.csv", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lp.Pairs) != tr.Len() || lp.Skipped != 0 {
+		t.Errorf("lengths file: %d pairs (%d skipped), want the trace's %d", len(lp.Pairs), lp.Skipped, tr.Len())
+	}
+
+	// Run the suggested command, as printed, with --dry-run --schedule-out.
+	_, hint, ok := strings.Cut(errb.String(), "generate from it with: fineserve-gen ")
+	hint, _, _ = strings.Cut(hint, " …")
+	if !ok || !strings.Contains(hint, "--request-lengths-csv "+prefix+"_lengths.csv") {
+		t.Fatalf("the suggested command lacks --request-lengths-csv %s_lengths.csv:\n%s", prefix, errb.String())
+	}
+	sched := filepath.Join(dir, "s.csv")
+	args := append(strings.Fields(hint), "--seed", "5", "--dry-run", "--schedule-out", sched)
+	errb.Reset()
+	if code := dispatch(context.Background(), args, &out, &errb); code != exitOK {
+		t.Fatalf("%v: exit %d\n%s", args, code, errb.String())
+	}
+	rows, err := arrival.ReadCSV(mustOpen(t, sched))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) < tr.Len()/2 {
+		t.Fatalf("%d requests generated from a fit of %d", len(rows), tr.Len())
+	}
+	var genIn, genOut []float64
+	for _, r := range rows {
+		if !had[[2]int{r.InputTokens, r.OutputTokens}] {
+			t.Fatalf("request %d: (%d, %d) is no pair of the trace", r.Index, r.InputTokens, r.OutputTokens)
+		}
+		genIn, genOut = append(genIn, float64(r.InputTokens)), append(genOut, float64(r.OutputTokens))
+	}
+	for _, c := range []struct {
+		what       string
+		trace, gen []float64
+	}{{"input", traceIn, genIn}, {"output", traceOut, genOut}} {
+		m, sd := meanSD(c.trace)
+		g, _ := meanSD(c.gen)
+		if se := sd / math.Sqrt(float64(len(c.gen))); math.Abs(g-m) > 5*se {
+			t.Errorf("%s length: generated mean %.1f, trace mean %.1f (5 SE = %.1f)", c.what, g, m, 5*se)
+		}
+	}
+
+	// A bound: a seeded sample of that many of the trace's pairs, the same
+	// file every time.
+	read := func(name string) []byte {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var files [2][]byte
+	for i := range files {
+		errb.Reset()
+		small := filepath.Join(dir, "small"+strconv.Itoa(i))
+		if code := dispatch(context.Background(), []string{"fit", trace, "-o", small, "--max-length-pairs", "500", "--quiet"}, &out, &errb); code != exitOK {
+			t.Fatalf("fit --max-length-pairs 500: exit %d\n%s", code, errb.String())
+		}
+		if !strings.Contains(errb.String(), "a uniform sample of 500 of the trace's 8819 length pairs") {
+			t.Errorf("the sample is not reported:\n%s", errb.String())
+		}
+		files[i] = read(small + "_lengths.csv")
+	}
+	if !bytes.Equal(files[0], files[1]) {
+		t.Error("two fits of one trace wrote different length samples")
+	}
+	lp, err = parametric.ReadLengthPairs(bytes.NewReader(files[0]), "small_lengths.csv", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lp.Pairs) != 500 {
+		t.Errorf("%d pairs written under --max-length-pairs 500", len(lp.Pairs))
+	}
+	for _, p := range lp.Pairs {
+		if !had[p] {
+			t.Fatalf("sampled pair %v is no pair of the trace", p)
+		}
+	}
+
+	// 0 writes none, and the suggestion does not name one; a negative bound
+	// is a usage error.
+	errb.Reset()
+	none := filepath.Join(dir, "none")
+	if code := dispatch(context.Background(), []string{"fit", trace, "-o", none, "--max-length-pairs", "0", "--quiet"}, &out, &errb); code != exitOK {
+		t.Fatalf("--max-length-pairs 0: exit %d\n%s", code, errb.String())
+	}
+	if _, err := os.Stat(none + "_lengths.csv"); !os.IsNotExist(err) || strings.Contains(errb.String(), "--request-lengths-csv") {
+		t.Errorf("--max-length-pairs 0 wrote or suggested a lengths file: %v\n%s", err, errb.String())
+	}
+	errb.Reset()
+	if code := dispatch(context.Background(), []string{"fit", trace, "--max-length-pairs", "-1"}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "--max-length-pairs -1") {
+		t.Errorf("--max-length-pairs -1: exit %d, %q", code, errb.String())
+	}
+}
+
+// TestFitWithoutLengths: a trace that gives no lengths (timestamps only)
+// gets no lengths file, says so, and the suggestion names none.
+func TestFitWithoutLengths(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "times.csv")
+	var b strings.Builder
+	b.WriteString("ts\n")
+	for i := range 200 {
+		fmt.Fprintf(&b, "%d\n", i*250)
+	}
+	if err := os.WriteFile(trace, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	prefix := filepath.Join(dir, "t")
+	code := dispatch(context.Background(), []string{"fit", trace, "-o", prefix, "--timestamp-column", "ts", "--timestamp-unit", "ms", "--quiet"}, &out, &errb)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errb.String())
+	}
+	if _, err := os.Stat(prefix + "_lengths.csv"); !os.IsNotExist(err) {
+		t.Errorf("a lengths file was written for a trace without lengths: %v", err)
+	}
+	if !strings.Contains(errb.String(), "gives no input and output lengths") || strings.Contains(errb.String(), "--request-lengths-csv") {
+		t.Errorf("stderr:\n%s", errb.String())
+	}
+}
+
+func meanSD(xs []float64) (mean, sd float64) {
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	for _, x := range xs {
+		sd += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(sd / float64(len(xs)))
 }

@@ -39,7 +39,34 @@ func CDF(h *Hist) [][2]float64 {
 		}
 		out = append(out, [2]float64{math.Round(v*1e3) / 1e3, q})
 	}
+	// Values of 0 (under 1 µs: ITL gaps between chunks that arrived
+	// together) get an exact point, (0, their share), so a plot can say
+	// how many there were, not just to the nearest percent.
+	if z := h.zeros(); z > 0 && z < h.n {
+		share := float64(z) / float64(h.n)
+		i := 0
+		for i < len(out) && out[i][0] <= 0 && out[i][1] < share {
+			i++
+		}
+		if i == len(out) || out[i] != [2]float64{0, share} {
+			out = append(out[:i], append([][2]float64{{0, share}}, out[i:]...)...)
+		}
+	}
 	return out
+}
+
+// zeros is the number of values of 0 recorded (under 1 µs).
+func (h *Hist) zeros() int64 {
+	if h.h.Min() > 0 {
+		return 0
+	}
+	for _, b := range h.h.Distribution() {
+		if b.From == 0 && b.To == 0 {
+			return b.Count
+		}
+		break
+	}
+	return 0
 }
 
 // CDFs samples c's latency distributions for the summary's KeyCDFs entry,

@@ -186,3 +186,41 @@ func TestCDFAndLengthBins(t *testing.T) {
 		t.Errorf("a single length: %+v", b)
 	}
 }
+
+// TestCDFZeros: values of 0 get an exact (0, share) point, and the CDF
+// stays monotone; a distribution without zeros gets none.
+func TestCDFZeros(t *testing.T) {
+	h := NewHist()
+	for i := 0; i < 1000; i++ {
+		if i < 137 {
+			h.Record(0)
+		} else {
+			h.Record(time.Duration(i) * time.Microsecond * 10)
+		}
+	}
+	c := CDF(h)
+	found := false
+	for i, pt := range c {
+		if i > 0 && (pt[0] < c[i-1][0] || pt[1] < c[i-1][1]) {
+			t.Fatalf("CDF not monotone at %d: %v then %v", i, c[i-1], pt)
+		}
+		if pt[0] == 0 && pt[1] == 0.137 {
+			found = true
+		}
+		if pt[0] <= 0 && pt[1] > 0.137 {
+			t.Errorf("point %v: more than the 13.7 %% of values at 0", pt)
+		}
+	}
+	if !found {
+		t.Errorf("no exact point (0, 0.137) in %v", c[:20])
+	}
+	h = NewHist()
+	for i := 1; i <= 100; i++ {
+		h.Record(time.Duration(i) * time.Millisecond)
+	}
+	for _, pt := range CDF(h) {
+		if pt[0] <= 0 {
+			t.Errorf("no zeros recorded, but a point %v", pt)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -91,4 +93,46 @@ func length(rec []string, i int) (int, bool) {
 		return 0, false
 	}
 	return int(f), true
+}
+
+// SampleLengthPairs returns at most limit of the n pairs pair(0), …,
+// pair(n−1), in their order: all of them when n ≤ limit, else a uniform
+// sample without replacement (reservoir sampling from a source seeded with
+// seed: the same inputs give the same sample). Memory is O(limit).
+func SampleLengthPairs(n, limit int, seed uint64, pair func(i int) [2]int) [][2]int {
+	if n <= 0 || limit <= 0 {
+		return nil
+	}
+	idx := make([]int, 0, min(n, limit))
+	r := rand.New(rand.NewPCG(seed, 0x6c656e67746873)) // stream "lengths"
+	for i := range n {
+		if i < limit {
+			idx = append(idx, i)
+		} else if j := r.IntN(i + 1); j < limit {
+			idx[j] = i
+		}
+	}
+	slices.Sort(idx)
+	out := make([][2]int, len(idx))
+	for k, i := range idx {
+		out[k] = pair(i)
+	}
+	return out
+}
+
+// WriteLengthPairs writes pairs as the CSV ReadLengthPairs reads by
+// default (and --request-lengths-csv): a header input_length,output_length
+// and one row per pair.
+func WriteLengthPairs(w io.Writer, pairs [][2]int) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString("input_length,output_length\n")
+	var b []byte
+	for _, p := range pairs {
+		b = strconv.AppendInt(b[:0], int64(p[0]), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(p[1]), 10)
+		b = append(b, '\n')
+		bw.Write(b)
+	}
+	return bw.Flush()
 }

@@ -7,6 +7,11 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
 // label names a run in a comparison.
@@ -119,9 +124,14 @@ func WriteCompareTable(w io.Writer, runs []*Data) error {
 	}
 	const labelW, colW = 32, 18
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-*s", labelW, "")
+	// The runs' names in full, once; the columns are headed by number.
 	for i, d := range runs {
-		fmt.Fprintf(&b, " %*s", colW, clip(fmt.Sprintf("[%d] %s", i+1, d.label(i)), colW))
+		fmt.Fprintf(&b, "[%d] %s\n", i+1, d.label(i))
+	}
+	b.WriteByte('\n')
+	fmt.Fprintf(&b, "%-*s", labelW, "")
+	for i := range runs {
+		fmt.Fprintf(&b, " %*s", colW, fmt.Sprintf("[%d]", i+1))
 	}
 	for i := 1; i < len(runs); i++ {
 		fmt.Fprintf(&b, " %*s", colW+4, fmt.Sprintf("[%d] − [1]", i+1))
@@ -153,6 +163,7 @@ func clip(s string, n int) string {
 type comparePage struct {
 	Runs  []compareRun
 	Rows  []compareRow
+	Rates plotView
 	Plots []plotView
 	Notes []string
 }
@@ -162,6 +173,83 @@ type compareRun struct {
 	Label, Command, Model string
 	Seed                  uint64
 	Started               string
+	// The run's rates, as text for the rates table.
+	RateSet, Offered, Achieved, Goodput, OutputTok string
+}
+
+// runRates are a run's request rates for the comparison's bar chart: NaN
+// when the run does not say.
+type runRates struct {
+	offered, achieved, goodput float64
+}
+
+func ratesOf(s *metrics.Summary, x *extras) runRates {
+	r := runRates{offered: math.NaN(), achieved: s.RequestThroughput, goodput: math.NaN()}
+	if s.ScheduleSpan > 0 && s.Scheduled > 1 {
+		r.offered = float64(s.Scheduled-1) / s.ScheduleSpan // arrivals after the first over the span
+	}
+	if x.Goodput != nil {
+		r.goodput = *x.Goodput
+	}
+	return r
+}
+
+func rateCell(v float64, unit string) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmtFloat(v, 2) + " " + unit
+}
+
+// plotRunRates draws each run's offered, achieved and goodput request
+// rates as grouped bars, the runs numbered as in the tables.
+func plotRunRates(rates []runRates) (template.HTML, error) {
+	p := newPlot("Request rate by run", "run", "requests/s")
+	names := make([]string, len(rates))
+	for i := range rates {
+		names[i] = fmt.Sprintf("[%d]", i+1)
+	}
+	kinds := []struct {
+		label string
+		get   func(r runRates) float64
+	}{
+		{"offered (scheduled)", func(r runRates) float64 { return r.offered }},
+		{"achieved (completed)", func(r runRates) float64 { return r.achieved }},
+		{"goodput (met every SLO)", func(r runRates) float64 { return r.goodput }},
+	}
+	var shown []int
+	for k, kind := range kinds {
+		for _, r := range rates {
+			if !math.IsNaN(kind.get(r)) {
+				shown = append(shown, k)
+				break
+			}
+		}
+	}
+	const barW = 14
+	top := 0.0
+	for j, k := range shown {
+		vals := make(plotter.Values, len(rates))
+		for i, r := range rates {
+			if v := kinds[k].get(r); !math.IsNaN(v) {
+				vals[i] = v
+				top = math.Max(top, v)
+			}
+		}
+		b, err := plotter.NewBarChart(vals, vg.Points(barW))
+		if err != nil {
+			return "", err
+		}
+		b.Color = palette[k%len(palette)]
+		b.LineStyle.Width = 0
+		b.Offset = vg.Points(barW * (float64(j) - float64(len(shown)-1)/2))
+		p.Add(b)
+		p.addKey(kinds[k].label, b)
+	}
+	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.5, float64(len(rates))-0.5
+	p.Y.Min, p.Y.Max = 0, math.Max(top*1.15, 1)
+	return svgOf(p, PlotRunRates)
 }
 
 // WriteCompareHTML writes a self-contained page comparing runs: their
@@ -173,10 +261,20 @@ func WriteCompareHTML(w io.Writer, runs []*Data) error {
 		return err
 	}
 	pg := comparePage{Rows: rows}
+	var rates []runRates
 	for i, d := range runs {
 		s := d.Summary
-		pg.Runs = append(pg.Runs, compareRun{N: i + 1, Label: d.label(i), Command: s.Command, Model: s.Model, Seed: s.Seed, Started: s.StartedAt})
+		r := ratesOf(s, &xs[i])
+		rates = append(rates, r)
+		pg.Runs = append(pg.Runs, compareRun{N: i + 1, Label: d.label(i), Command: s.Command, Model: s.Model, Seed: s.Seed, Started: s.StartedAt,
+			RateSet: rateText(s.RequestRate), Offered: rateCell(r.offered, "req/s"), Achieved: rateCell(r.achieved, "req/s"),
+			Goodput: rateCell(r.goodput, "req/s"), OutputTok: rateCell(s.OutputThroughput, "tok/s")})
 	}
+	svg, err := plotRunRates(rates)
+	if err != nil {
+		return err
+	}
+	pg.Rates = plotView{Name: PlotRunRates, Title: "Request rate by run", SVG: svg}
 	for _, c := range []struct{ name, key, title string }{
 		{PlotTTFT, "ttft", "TTFT: CDF"}, {PlotITL, "itl", "ITL: CDF"}, {PlotE2E, "e2e", "E2E latency: CDF"}, {PlotTPOT, "tpot", "TPOT: CDF"},
 	} {
@@ -190,6 +288,13 @@ func WriteCompareHTML(w io.Writer, runs []*Data) error {
 				pg.Notes = append(pg.Notes, fmt.Sprintf("[%d] %s: %s CDF from the summary's percentiles only", i+1, d.label(i), strings.ToUpper(c.key)))
 			}
 			series = append(series, cdfSeries{Label: fmt.Sprintf("[%d] %s", i+1, d.label(i)), Points: pts, Coarse: coarse})
+		}
+		_, _, logX, _ := cdfRange(series)
+		for i, d := range runs {
+			pts, _ := cdfFor(d.Summary, &xs[i], c.key)
+			if n := zeroNote(c.key, pts, distCount(d.Summary, c.key), logX); n != "" {
+				pg.Notes = append(pg.Notes, fmt.Sprintf("[%d] %s: %s: %s", i+1, d.label(i), strings.ToUpper(c.key), n))
+			}
 		}
 		if len(series) == 0 {
 			pg.Plots = append(pg.Plots, plotView{Name: c.name, Title: c.title, Missing: "no run has these values"})
@@ -219,7 +324,7 @@ func WriteCompareHTML(w io.Writer, runs []*Data) error {
 		ts = append(ts, timeSeries{Label: fmt.Sprintf("[%d] %s", i+1, d.label(i)), X: x, Y: y})
 	}
 	if len(ts) > 0 {
-		svg, err := plotTime(PlotRate, "Achieved request rate", "completed requests/s", nil, ts, false)
+		svg, err := plotTime(PlotRate, "Achieved request rate", "completed requests/s", nil, ts, yLinear)
 		if err != nil {
 			return err
 		}
@@ -235,13 +340,19 @@ var compareTemplate = template.Must(template.New("compare").Parse(`<!DOCTYPE htm
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
 <title>fineserve-gen comparison</title>
-<style>` + styleSheet + `.better{color:#1e8449}.worse{color:#c0392b}</style>
+<style>` + styleSheet + `.better{color:#1e8449}.worse{color:#c0392b}td.run{text-align:left;overflow-wrap:anywhere;min-width:12em}</style>
 </head>
 <body>
 <h1>fineserve-gen comparison</h1>
 <table id="runs"><tr><th>Run</th><th>Model</th><th>Seed</th><th>Started</th><th>Command</th></tr>
-{{range .Runs}}<tr><td>[{{.N}}] {{.Label}}</td><td>{{.Model}}</td><td>{{.Seed}}</td><td>{{.Started}}</td><td class="msg">{{.Command}}</td></tr>
+{{range .Runs}}<tr><td class="run">[{{.N}}] {{.Label}}</td><td>{{.Model}}</td><td>{{.Seed}}</td><td>{{.Started}}</td><td class="msg">{{.Command}}</td></tr>
 {{end}}</table>
+<h2>Rates</h2>
+<table id="rates"><tr><th>Run</th><th>Request rate set</th><th>Offered</th><th>Achieved</th><th>Goodput</th><th>Output tokens</th></tr>
+{{range .Runs}}<tr><td class="run">[{{.N}}] {{.Label}}</td><td>{{.RateSet}}</td><td>{{.Offered}}</td><td>{{.Achieved}}</td><td>{{.Goodput}}</td><td>{{.OutputTok}}</td></tr>
+{{end}}</table>
+<p class="meta">Offered: the scheduled requests over the schedule's span; achieved: completed requests per second of the run; goodput: those meeting every SLO (--goodput).</p>
+<div class="grid">{{with .Rates}}<figure id="plot-{{.Name}}">{{.SVG}}</figure>{{end}}</div>
 <h2>Figures</h2>
 <table id="compare">
 <tr><th>Figure</th>{{range .Runs}}<th>[{{.N}}]</th>{{end}}{{range $i, $r := .Runs}}{{if $i}}<th>[{{$r.N}}] − [1]</th>{{end}}{{end}}</tr>

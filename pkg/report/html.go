@@ -49,6 +49,8 @@ const (
 	PlotInput    = "input_len"
 	PlotOutput   = "output_len"
 	PlotErrors   = "errors"
+	// PlotRunRates is the comparison's bar chart of each run's rates.
+	PlotRunRates = "run_rates"
 )
 
 // serverJSON is the summary's server_metrics entry.
@@ -201,6 +203,8 @@ type plotView struct {
 	Name, Title string
 	SVG         template.HTML
 	Missing     string
+	// Note says what the plot cannot show (values of 0 on a log axis).
+	Note string
 }
 
 // page is the template's data.
@@ -308,6 +312,8 @@ func WriteHTML(w io.Writer, d *Data) error {
 		if err := add(&pg.Latency, c.name, c.title+": CDF", svg, err, ""); err != nil {
 			return err
 		}
+		_, _, logX, _ := cdfRange([]cdfSeries{{Points: series}})
+		pg.Latency[len(pg.Latency)-1].Note = zeroNote(c.key, series, distCount(s, c.key), logX)
 	}
 
 	// Time series.
@@ -385,7 +391,7 @@ func timePlots(pg *page, pts []metrics.SeriesPoint, add func(*[]plotView, string
 		{Label: "offered (by scheduled time)", Y: col(func(p *metrics.SeriesPoint) float64 { return p.OfferedRate })},
 		{Label: "achieved (completed, by end time)", Y: col(func(p *metrics.SeriesPoint) float64 { return p.AchievedRate })},
 		{Label: "failed", Y: col(func(p *metrics.SeriesPoint) float64 { return p.FailedRate }), Dashed: true},
-	}, false)
+	}, yLinear)
 	if err := add(&pg.Time, PlotRate, "Offered and achieved request rate", svg, err, ""); err != nil {
 		return err
 	}
@@ -393,7 +399,7 @@ func timePlots(pg *page, pts []metrics.SeriesPoint, add func(*[]plotView, string
 		{Label: "p50", Y: col(func(p *metrics.SeriesPoint) float64 { return p.LagP50 })},
 		{Label: "p99", Y: col(func(p *metrics.SeriesPoint) float64 { return p.LagP99 })},
 		{Label: "max", Y: col(func(p *metrics.SeriesPoint) float64 { return p.LagMax }), Dashed: true},
-	}, true)
+	}, yLog)
 	if err := add(&pg.Time, PlotLag, "Send lag", svg, err, ""); err != nil {
 		return err
 	}
@@ -408,7 +414,7 @@ func timePlots(pg *page, pts []metrics.SeriesPoint, add func(*[]plotView, string
 			timeSeries{Label: "server: running", Y: col(func(p *metrics.SeriesPoint) float64 { return p.ServerRunning })},
 			timeSeries{Label: "server: waiting", Y: col(func(p *metrics.SeriesPoint) float64 { return p.ServerWaiting }), Dashed: true})
 	}
-	svg, err = plotTime(PlotInFlight, "Requests in flight", "requests", xs, flight, false)
+	svg, err = plotTime(PlotInFlight, "Requests in flight", "requests", xs, flight, yCount)
 	if err := add(&pg.Time, PlotInFlight, "Requests in flight", svg, err, ""); err != nil {
 		return err
 	}
@@ -416,12 +422,58 @@ func timePlots(pg *page, pts []metrics.SeriesPoint, add func(*[]plotView, string
 		svg, err = plotTime(PlotKVCache, "Server KV-cache usage and idle share", "share (1 = 100 %)", xs, []timeSeries{
 			{Label: "KV-cache usage", Y: col(func(p *metrics.SeriesPoint) float64 { return p.KVCache })},
 			{Label: "idle (nothing running)", Y: col(func(p *metrics.SeriesPoint) float64 { return p.ServerIdle }), Dashed: true},
-		}, false)
+		}, yLinear)
 		if err := add(&pg.Time, PlotKVCache, "Server KV-cache usage", svg, err, ""); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// distCount is the number of values of a latency distribution, 0 when the
+// summary does not say (one read from JSON).
+func distCount(s *metrics.Summary, key string) int64 {
+	switch key {
+	case "ttft":
+		return s.TTFT.Count
+	case "itl":
+		return s.ITL.Count
+	case "e2e":
+		return s.E2E.Count
+	case "tpot":
+		return s.TPOT.Count
+	}
+	return 0
+}
+
+// zeroNote says how many values of a CDF are 0 ms, "" when none is. ITL
+// has them when chunks arrive together (in one read); a log axis cannot
+// show 0, so the plot's curve starts at their share.
+func zeroNote(key string, points [][2]float64, n int64, logX bool) string {
+	share, ok := zeroShare(points)
+	if !ok {
+		return ""
+	}
+	what := "values"
+	if key == "itl" {
+		what = "gaps"
+	}
+	var text string
+	switch {
+	case share == 0: // only the minimum is 0
+		text = fmt.Sprintf("Some %s of 0 ms (under 1 %% of them)", what)
+	case n > 0:
+		text = fmt.Sprintf("%d %s of 0 ms (%.1f %% of %d)", int64(math.Round(share*float64(n))), what, 100*share, n)
+	default:
+		text = fmt.Sprintf("%.1f %% of the %s are 0 ms", 100*share, what)
+	}
+	if key == "itl" {
+		text += ": chunks that arrived together, under 1 µs apart"
+	}
+	if logX {
+		text += ". A log axis has no 0: the curve starts at their share"
+	}
+	return text + "."
 }
 
 // cdfFor returns the CDF points of a metric: the summary's latency_cdfs,
@@ -528,7 +580,7 @@ table{border-collapse:collapse;font-size:.9em}td,th{padding:.2em .7em;border-bot
 td:first-child,th:first-child{text-align:left}th{background:#fafafa}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:1em}
 figure{margin:0;border:1px solid #eee;padding:.4em}figure svg{width:100%;height:auto;display:block}
-.missing{color:#777;font-style:italic;padding:2em 1em}
+.missing{color:#777;font-style:italic;padding:2em 1em}.plot-note{color:#555;font-size:.85em;padding:.3em .5em}
 .warn{background:#fff4e5;border-left:4px solid #e67e22;padding:.6em 1em}
 .sat{color:#c0392b;font-weight:bold}.notes li{color:#555}
 .msg{text-align:left;font-family:monospace;white-space:pre-wrap;word-break:break-all}
@@ -562,7 +614,7 @@ var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(`<!DO
 
 <h2>Latency</h2>
 <div class="grid">
-{{range .Latency}}<figure id="plot-{{.Name}}">{{if .SVG}}{{.SVG}}{{else}}<figcaption>{{.Title}}</figcaption><p class="missing">{{.Missing}}</p>{{end}}</figure>
+{{range .Latency}}<figure id="plot-{{.Name}}">{{if .SVG}}{{.SVG}}{{with .Note}}<figcaption class="plot-note">{{.}}</figcaption>{{end}}{{else}}<figcaption>{{.Title}}</figcaption><p class="missing">{{.Missing}}</p>{{end}}</figure>
 {{end}}</div>
 
 <h2>Over time</h2>

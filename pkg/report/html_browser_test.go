@@ -34,6 +34,25 @@ func chromium() string {
 	return ""
 }
 
+// needChromium returns the browser for a test. Without one the test skips,
+// except in CI (CI=true), where .ci/run installs Debian's chromium and a
+// missing browser is a failure: a browser test that silently never runs
+// checks nothing.
+func needChromium(t *testing.T) string {
+	t.Helper()
+	bin := chromium()
+	ci := os.Getenv("CI") == "true"
+	switch {
+	case bin == "" && ci:
+		t.Fatal("CI=true and no chromium binary (chromium, chromium-browser, google-chrome or $CHROMIUM): .ci/run installs Debian's chromium; see its output")
+	case bin == "":
+		t.Skip("no chromium binary (chromium, chromium-browser, google-chrome or $CHROMIUM): the browser test needs one (apt-get install chromium); the structural tests still run")
+	case testing.Short() && !ci:
+		t.Skip("-short: no browser")
+	}
+	return bin
+}
+
 // cdp is a minimal client of the Chrome DevTools Protocol over one page's
 // websocket: commands with replies, and every event kept.
 type cdp struct {
@@ -218,64 +237,22 @@ func browserReport(t *testing.T) *Data {
 // TestBrowserRendersReport opens a report in headless Chromium: the page
 // loads with no console message of level error, no exception and no
 // network request, and every plot is laid out with a real size and drawn
-// paths. It skips when no Chromium is installed (CI has none); run it where
-// one is (apt-get install chromium).
+// paths. Without Chromium it skips, and fails in CI (needChromium).
 func TestBrowserRendersReport(t *testing.T) {
-	bin := chromium()
-	if bin == "" {
-		t.Skip("no chromium binary (chromium, chromium-browser, google-chrome or $CHROMIUM): the browser test needs one; the structural tests still run")
-	}
-	if testing.Short() {
-		t.Skip("-short: no browser")
-	}
+	bin := needChromium(t)
 	path := filepath.Join(t.TempDir(), "report.html")
 	if err := WriteHTMLFile(path, browserReport(t)); err != nil {
 		t.Fatal(err)
 	}
 	url := "file://" + path
 	c := browse(t, bin, url)
-	// Every plot: laid out, visible, and with drawn paths.
-	var eval struct {
-		Result struct {
-			Value string `json:"value"`
-		} `json:"result"`
-		ExceptionDetails json.RawMessage `json:"exceptionDetails"`
+	// Every plot the report should have: laid out, visible, with its data
+	// drawn and no text cut off.
+	checkPlots(t, c, PlotTTFT, PlotITL, PlotE2E, PlotTPOT, PlotRate, PlotLag,
+		PlotInFlight, PlotKVCache, PlotInput, PlotOutput, PlotErrors)
+	if n := evalString(t, c, `String(document.querySelectorAll("p.missing").length)`); n != "0" {
+		t.Errorf("%s plot(s) missing from the richest report", n)
 	}
-	const expr = `JSON.stringify([...document.querySelectorAll("svg[data-plot]")].map(s => {
-		const r = s.getBoundingClientRect();
-		const drawn = [...s.querySelectorAll("path")].filter(p => { const b = p.getBBox(); return b.width > 0 || b.height > 0; }).length;
-		return {name: s.dataset.plot, w: r.width, h: r.height, paths: drawn, texts: s.querySelectorAll("text").length};
-	}))`
-	if err := c.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &eval); err != nil {
-		t.Fatal(err)
-	}
-	if eval.ExceptionDetails != nil {
-		t.Fatalf("evaluating the plots: %s", eval.ExceptionDetails)
-	}
-	var plots []struct {
-		Name         string
-		W, H         float64
-		Paths, Texts int
-	}
-	if err := json.Unmarshal([]byte(eval.Result.Value), &plots); err != nil {
-		t.Fatalf("%v: %s", err, eval.Result.Value)
-	}
-	want := map[string]bool{PlotTTFT: true, PlotITL: true, PlotE2E: true, PlotTPOT: true, PlotRate: true, PlotLag: true,
-		PlotInFlight: true, PlotKVCache: true, PlotInput: true, PlotOutput: true, PlotErrors: true}
-	for _, p := range plots {
-		if !want[p.Name] {
-			t.Errorf("unexpected plot %q", p.Name)
-			continue
-		}
-		delete(want, p.Name)
-		if p.W < 200 || p.H < 100 || p.Paths < 5 || p.Texts < 3 {
-			t.Errorf("plot %s rendered %.0f×%.0f px with %d drawn paths and %d texts", p.Name, p.W, p.H, p.Paths, p.Texts)
-		}
-	}
-	for name := range want {
-		t.Errorf("plot %s not rendered", name)
-	}
-	t.Logf("%d plots rendered", len(plots))
 
 	// The server's <script> in an error message is text on the page.
 	var txt struct {
@@ -319,6 +296,114 @@ func TestBrowserRendersReport(t *testing.T) {
 	}
 
 	// Nothing went wrong while the page loaded and rendered.
+	for _, p := range c.problems(url) {
+		t.Error(p)
+	}
+}
+
+// evalString evaluates a JavaScript expression of string value in the page.
+func evalString(t *testing.T, c *cdp, expr string) string {
+	t.Helper()
+	var eval struct {
+		Result struct {
+			Value string `json:"value"`
+		} `json:"result"`
+		ExceptionDetails json.RawMessage `json:"exceptionDetails"`
+	}
+	if err := c.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &eval); err != nil {
+		t.Fatal(err)
+	}
+	if eval.ExceptionDetails != nil {
+		t.Fatalf("evaluating %s: %s", expr, eval.ExceptionDetails)
+	}
+	return eval.Result.Value
+}
+
+// plotsJS measures every plot of the page: its size on screen, its data
+// paths (paths in a palette colour at least a sixth of the plot wide or
+// high: lines, curves and bars, not legend swatches, axes or grid) and
+// the texts that reach outside it (cut off), with their margins in px.
+const plotsJS = `JSON.stringify([...document.querySelectorAll("svg[data-plot]")].map(s => {
+	const palette = new Set(%s);
+	const r = s.getBoundingClientRect();
+	const data = [...s.querySelectorAll("path")].filter(p => {
+		const st = getComputedStyle(p);
+		if (!palette.has(st.stroke) && !palette.has(st.fill)) return false;
+		const b = p.getBoundingClientRect();
+		return b.width > r.width / 6 || b.height > r.height / 6;
+	}).length;
+	const cut = [...s.querySelectorAll("text")].filter(x => {
+		const b = x.getBoundingClientRect();
+		return b.left < r.left - 4 || b.right > r.right + 4 || b.top < r.top - 4 || b.bottom > r.bottom + 4; // a text's box is its font's whole line, taller than its glyphs
+	}).map(x => { const b = x.getBoundingClientRect(); return x.textContent + " [" + [b.left - r.left, r.right - b.right, b.top - r.top, r.bottom - b.bottom].map(v => v.toFixed(1)).join(" ") + "]"; });
+	return {name: s.dataset.plot, w: r.width, h: r.height, data: data, texts: s.querySelectorAll("text").length, cut: cut};
+}))`
+
+// checkPlots asserts the page has exactly the named plots, each laid out
+// with a real size, its data drawn, and no text cut off.
+func checkPlots(t *testing.T, c *cdp, names ...string) {
+	t.Helper()
+	var colours []string
+	for _, p := range palette {
+		colours = append(colours, fmt.Sprintf("rgb(%d, %d, %d)", p.R, p.G, p.B))
+	}
+	js, _ := json.Marshal(colours)
+	var plots []struct {
+		Name  string
+		W, H  float64
+		Data  int
+		Texts int
+		Cut   []string
+	}
+	out := evalString(t, c, fmt.Sprintf(plotsJS, js))
+	if err := json.Unmarshal([]byte(out), &plots); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	for _, p := range plots {
+		if !want[p.Name] {
+			t.Errorf("unexpected plot %q", p.Name)
+			continue
+		}
+		delete(want, p.Name)
+		if p.W < 200 || p.H < 100 || p.Data < 1 || p.Texts < 3 {
+			t.Errorf("plot %s rendered %.0f×%.0f px with %d data paths and %d texts", p.Name, p.W, p.H, p.Data, p.Texts)
+		}
+		if len(p.Cut) > 0 {
+			t.Errorf("plot %s: text cut off at its edge: %q", p.Name, p.Cut)
+		}
+	}
+	for name := range want {
+		t.Errorf("plot %s not rendered", name)
+	}
+	t.Logf("%d plots rendered", len(plots))
+}
+
+// TestBrowserRendersComparison opens a comparison of two runs, one with a
+// long name, in headless Chromium: every plot is drawn with no text cut
+// off, the name is shown whole, and nothing goes wrong on the page.
+func TestBrowserRendersComparison(t *testing.T) {
+	bin := needChromium(t)
+	a, b := browserReport(t), browserReport(t)
+	a.Label = "baseline"
+	b.Label = "vllm-0.6.3-llama-3.1-8b-instruct-tp1-max-num-seqs-256-chunked-prefill-on-request-rate-20-2026-11-25.json"
+	path := filepath.Join(t.TempDir(), "compare.html")
+	var out strings.Builder
+	if err := WriteCompareHTML(&out, []*Data{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := "file://" + path
+	c := browse(t, bin, url)
+	checkPlots(t, c, PlotRunRates, PlotTTFT, PlotITL, PlotE2E, PlotTPOT, PlotRate)
+	if got := evalString(t, c, `document.getElementById("rates").innerText`); !strings.Contains(got, b.Label) {
+		t.Errorf("the rates table does not show %q whole: %q", b.Label, got)
+	}
 	for _, p := range c.problems(url) {
 		t.Error(p)
 	}
@@ -387,13 +472,7 @@ func (c *cdp) problems(url string) []string {
 // TestBrowserHarnessSeesProblems: the checks above would see a page that
 // throws, logs an error or fetches something.
 func TestBrowserHarnessSeesProblems(t *testing.T) {
-	bin := chromium()
-	if bin == "" {
-		t.Skip("no chromium binary (chromium, chromium-browser, google-chrome or $CHROMIUM)")
-	}
-	if testing.Short() {
-		t.Skip("-short: no browser")
-	}
+	bin := needChromium(t)
 	path := filepath.Join(t.TempDir(), "bad.html")
 	os.WriteFile(path, []byte(`<!DOCTYPE html><html><body><img src="http://127.0.0.1:9/x.png">`+
 		`<script>console.error("boom"); undefinedFunction();</script></body></html>`), 0o644)

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"image/color"
 	"math"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -31,8 +32,26 @@ const (
 	plotHeight = 3.2 * vg.Inch
 )
 
-// newPlot returns a plot with the report's fonts and grid.
-func newPlot(title, xLabel, yLabel string) *plot.Plot {
+// chart is a plot and its legend, which svgOf draws below the plot's axes,
+// never over the data.
+type chart struct {
+	*plot.Plot
+	keys []legendKey
+}
+
+// legendKey is one entry of a chart's legend.
+type legendKey struct {
+	label  string
+	thumbs []plot.Thumbnailer
+}
+
+// addKey adds a legend entry.
+func (c *chart) addKey(label string, thumbs ...plot.Thumbnailer) {
+	c.keys = append(c.keys, legendKey{label, thumbs})
+}
+
+// newPlot returns a chart with the report's fonts and grid.
+func newPlot(title, xLabel, yLabel string) *chart {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = xLabel
@@ -44,18 +63,106 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	p.X.Label.TextStyle.Font.Size = vg.Points(10)
 	p.Y.Label.TextStyle.Font.Size = vg.Points(10)
 	p.Legend.TextStyle.Font.Size = vg.Points(9)
-	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
-	return p
+	return &chart{Plot: p}
 }
 
-// svgOf renders p as an inline SVG element (no XML prolog). Every text in a
-// plot is escaped by the SVG canvas.
-func svgOf(p *plot.Plot, name string) (template.HTML, error) {
-	c := vgsvg.New(plotWidth, plotHeight)
-	p.Draw(draw.New(c))
+// Legend layout: thumbnail width, the gap after it and between entries.
+const (
+	keyThumb = 18
+	keyGap   = 5
+	keyAfter = 14
+)
+
+// legendLayout places the legend's entries in rows below the plot, left
+// to right, each at (x, row); a label too long for a row is wrapped over
+// several lines, never cut. It returns the lines of each entry's label,
+// their positions and the number of text lines used.
+func (c *chart) legendLayout(width vg.Length) (lines [][]string, xs []vg.Length, rows []int, nLines int) {
+	sty := c.Legend.TextStyle
+	x, row := vg.Length(0), 0
+	for _, k := range c.keys {
+		ls := wrapText(sty, k.label, width-keyThumb-keyGap)
+		w := keyThumb + keyGap + sty.Width(strings.Join(ls, "\n"))
+		if x > 0 && (len(ls) > 1 || x+w > width) {
+			x, row = 0, nLines
+		}
+		lines, xs, rows = append(lines, ls), append(xs, x), append(rows, row)
+		nLines = max(nLines, row+len(ls))
+		x += w + keyAfter
+		if len(ls) > 1 {
+			x = width // the next entry starts a new row
+		}
+	}
+	return lines, xs, rows, nLines
+}
+
+// wrapText splits s into lines no wider than width: at spaces, and inside
+// a word longer than a line.
+func wrapText(sty draw.TextStyle, s string, width vg.Length) []string {
+	if sty.Width(s) <= width {
+		return []string{s}
+	}
+	var lines []string
+	cur := ""
+	for _, word := range strings.Fields(s) {
+		try := word
+		if cur != "" {
+			try = cur + " " + word
+		}
+		if sty.Width(try) <= width {
+			cur = try
+			continue
+		}
+		if cur != "" {
+			lines = append(lines, cur)
+		}
+		cur = ""
+		for _, r := range word { // a word wider than a line: split it
+			if cur != "" && sty.Width(cur+string(r)) > width {
+				lines = append(lines, cur)
+				cur = ""
+			}
+			cur += string(r)
+		}
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	return lines
+}
+
+// svgOf renders c as an inline SVG element (no XML prolog): the plot, and
+// its legend in a strip below the axes. Every text in a plot is escaped by
+// the SVG canvas.
+func svgOf(c *chart, name string) (template.HTML, error) {
+	p := c.Plot
+	sty := p.Legend.TextStyle
+	lineH := sty.Height("Mg") * 1.25
+	lines, xs, rows, nLines := c.legendLayout(plotWidth - 2*vg.Points(keyGap) - 40)
+	legendH := vg.Length(0)
+	if nLines > 0 {
+		legendH = lineH*vg.Length(nLines) + vg.Points(6)
+	}
+	cv := vgsvg.New(plotWidth, plotHeight+legendH)
+	dc := draw.New(cv)
+	p.Draw(draw.Crop(dc, 0, 0, legendH, 0))
+	left := dc.Min.X + 40 // under the plotted area, past the y axis' labels
+	sty.YAlign = draw.YCenter
+	for i, k := range c.keys {
+		top := dc.Min.Y + legendH - vg.Points(3) - lineH*vg.Length(rows[i])
+		x := left + xs[i]
+		icon := &draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{
+			Min: vg.Point{X: x, Y: top - lineH}, Max: vg.Point{X: x + keyThumb, Y: top}}}
+		for _, t := range k.thumbs {
+			t.Thumbnail(icon)
+		}
+		for j, l := range lines[i] {
+			dc.FillText(sty, vg.Point{X: x + keyThumb + keyGap, Y: top - lineH*(vg.Length(j)+0.5)}, l)
+		}
+	}
 	var b bytes.Buffer
-	if _, err := c.WriteTo(&b); err != nil {
+	if _, err := cv.WriteTo(&b); err != nil {
 		return "", fmt.Errorf("plot %s: %w", name, err)
 	}
 	s := b.String()
@@ -70,7 +177,7 @@ func svgOf(p *plot.Plot, name string) (template.HTML, error) {
 }
 
 // line adds a line series to p, in palette colour i.
-func line(p *plot.Plot, pts plotter.XYs, label string, i int, dashed bool) error {
+func line(p *chart, pts plotter.XYs, label string, i int, dashed bool) error {
 	if len(pts) == 0 {
 		return nil
 	}
@@ -85,7 +192,7 @@ func line(p *plot.Plot, pts plotter.XYs, label string, i int, dashed bool) error
 	}
 	p.Add(l)
 	if label != "" {
-		p.Legend.Add(label, l)
+		p.addKey(label, l)
 	}
 	return nil
 }
@@ -97,13 +204,33 @@ type cdfSeries struct {
 	Coarse bool // only a few percentiles are known: draw points too
 }
 
-// plotCDF draws CDFs: on a logarithmic value axis when the values span
-// more than a factor of 20, else on a linear one.
+// plotCDF draws CDFs: on a logarithmic value axis when the positive
+// values span more than a factor of 20, else on a linear one. A log axis
+// has no 0: values of 0 are left off it, so a curve starts at the share of
+// its values that are 0 (zeroShare; the page says how many there were).
 func plotCDF(name, title string, series []cdfSeries) (template.HTML, error) {
-	lo, hi := math.Inf(1), math.Inf(-1)
+	lo, hi, logX, zeros := cdfRange(series)
+	xLabel := "ms"
+	if logX {
+		xLabel = "ms (log scale)"
+	} else if zeros {
+		lo = 0
+	}
+	return drawCDF(name, title, series, lo, hi, logX, xLabel)
+}
+
+// cdfRange is the range of the CDFs' positive values, whether they go on a
+// log axis (they span more than a factor of 20), and whether any value is 0.
+func cdfRange(series []cdfSeries) (lo, hi float64, logX, zeros bool) {
+	lo, hi = math.Inf(1), math.Inf(-1)
 	for _, s := range series {
 		for _, pt := range s.Points {
-			if v := pt[0]; !math.IsNaN(v) && !math.IsInf(v, 0) {
+			v := pt[0]
+			switch {
+			case math.IsNaN(v) || math.IsInf(v, 0):
+			case v <= 0:
+				zeros = true
+			default:
 				lo, hi = math.Min(lo, v), math.Max(hi, v)
 			}
 		}
@@ -111,12 +238,10 @@ func plotCDF(name, title string, series []cdfSeries) (template.HTML, error) {
 	if math.IsInf(lo, 0) {
 		lo, hi = 0, 1
 	}
-	logX := lo > 0 && hi/lo > 20 || lo <= 0 && hi > 1e-3*20
-	xLabel := "ms"
-	if logX {
-		xLabel = "ms (log scale)"
-		lo = math.Max(lo, 1e-3) // a log axis needs values > 0 (1 µs floor)
-	}
+	return lo, hi, lo > 0 && hi/lo > 20, zeros
+}
+
+func drawCDF(name, title string, series []cdfSeries, lo, hi float64, logX bool, xLabel string) (template.HTML, error) {
 	p := newPlot(title, xLabel, "share of requests ≤ x")
 	p.Y.Min, p.Y.Max = 0, 1
 	p.Legend.Top, p.Legend.Left = false, false
@@ -135,11 +260,8 @@ func plotCDF(name, title string, series []cdfSeries) (template.HTML, error) {
 		pts := make(plotter.XYs, 0, len(s.Points))
 		for _, pt := range s.Points {
 			v := pt[0]
-			if math.IsNaN(v) || math.IsInf(v, 0) {
+			if math.IsNaN(v) || math.IsInf(v, 0) || logX && v <= 0 {
 				continue
-			}
-			if logX {
-				v = math.Max(v, lo)
 			}
 			pts = append(pts, plotter.XY{X: v, Y: pt[1]})
 		}
@@ -157,6 +279,62 @@ func plotCDF(name, title string, series []cdfSeries) (template.HTML, error) {
 	}
 	return svgOf(p, name)
 }
+
+// zeroShare is the share of a CDF's values that are 0 (the largest
+// quantile at value 0), and whether any is.
+func zeroShare(points [][2]float64) (float64, bool) {
+	share, any := 0.0, false
+	for _, pt := range points {
+		if pt[0] <= 0 {
+			share, any = math.Max(share, pt[1]), true
+		}
+	}
+	return share, any
+}
+
+// intTicks marks a count axis at whole numbers only (no 2.5 requests):
+// steps of 1, 2 or 5 × 10^k, at most about six labels.
+type intTicks struct{}
+
+func (intTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi >= lo) || math.IsInf(hi-lo, 0) {
+		return nil
+	}
+	step := 1.0
+	for k := 1.0; ; k *= 10 {
+		if step = k; (hi-lo)/step <= 6 {
+			break
+		}
+		if step = 2 * k; (hi-lo)/step <= 6 {
+			break
+		}
+		if step = 5 * k; (hi-lo)/step <= 6 {
+			break
+		}
+	}
+	var ticks []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 0, 64)})
+	}
+	// Unlabelled minor ticks at whole numbers between the labels.
+	if minor := step / 5; minor >= 1 && minor == math.Trunc(minor) {
+		for v := math.Ceil(lo/minor) * minor; v <= hi; v += minor {
+			if math.Mod(v, step) != 0 {
+				ticks = append(ticks, plot.Tick{Value: v})
+			}
+		}
+	}
+	return ticks
+}
+
+// yAxis is how plotTime draws its y axis.
+type yAxis int
+
+const (
+	yLinear yAxis = iota
+	yLog          // log scale, values ≤ 0 at logFloor
+	yCount        // linear, ticks at whole numbers only
+)
 
 // timeUnit picks seconds, minutes or hours for a time axis of span seconds.
 func timeUnit(span float64) (string, float64) {
@@ -183,9 +361,9 @@ type timeSeries struct {
 const logFloor = 1e-3
 
 // plotTime draws series over time. xs are the points' middle times in
-// seconds, for the series without times of their own. logY draws y on a
-// log scale (values ≤ 0 at logFloor).
-func plotTime(name, title, yLabel string, xs []float64, series []timeSeries, logY bool) (template.HTML, error) {
+// seconds, for the series without times of their own.
+func plotTime(name, title, yLabel string, xs []float64, series []timeSeries, axis yAxis) (template.HTML, error) {
+	logY := axis == yLog
 	span := 0.0
 	if len(xs) > 0 {
 		span = xs[len(xs)-1]
@@ -200,6 +378,9 @@ func plotTime(name, title, yLabel string, xs []float64, series []timeSeries, log
 	if logY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	if axis == yCount {
+		p.Y.Tick.Marker = intTicks{}
 	}
 	yMin, yMax := math.Inf(1), math.Inf(-1)
 	for i, s := range series {
@@ -249,8 +430,8 @@ func plotTime(name, title, yLabel string, xs []float64, series []timeSeries, log
 	default:
 		yMin = math.Min(0, yMin)
 		yMax = math.Max(yMax*1.1, yMin+1e-9)
-		if yMax == 0 {
-			yMax = 1
+		if yMax == 0 || axis == yCount && yMax < 1 {
+			yMax = 1 // a count axis shows at least 0 and 1
 		}
 	}
 	p.Y.Min, p.Y.Max = yMin, yMax
@@ -258,9 +439,16 @@ func plotTime(name, title, yLabel string, xs []float64, series []timeSeries, log
 	return svgOf(p, name)
 }
 
-// plotHistogram draws a length distribution from pre-computed bins.
+// plotHistogram draws a length distribution from pre-computed bins. Both
+// axes count (tokens, requests): their ticks are whole numbers. Bins of one
+// value each ([v, v+1)) are drawn centred on v.
 func plotHistogram(name, title, xLabel string, edges []float64, counts []int64, i int) (template.HTML, error) {
 	p := newPlot(title, xLabel, "requests")
+	p.Y.Tick.Marker = intTicks{}
+	shift := 0.0
+	if unitBins(edges) {
+		shift = -0.5
+	}
 	h := &plotter.Histogram{FillColor: palette[i%len(palette)]}
 	h.LineStyle.Width = vg.Points(0.5)
 	h.LineStyle.Color = color.Gray{Y: 80}
@@ -269,7 +457,7 @@ func plotHistogram(name, title, xLabel string, edges []float64, counts []int64, 
 		if j+1 >= len(edges) {
 			break
 		}
-		h.Bins = append(h.Bins, plotter.HistogramBin{Min: edges[j], Max: edges[j+1], Weight: float64(c)})
+		h.Bins = append(h.Bins, plotter.HistogramBin{Min: edges[j] + shift, Max: edges[j+1] + shift, Weight: float64(c)})
 		top = math.Max(top, float64(c))
 	}
 	if len(h.Bins) == 0 {
@@ -281,8 +469,21 @@ func plotHistogram(name, title, xLabel string, edges []float64, counts []int64, 
 	if lo, hi := edges[0], edges[len(edges)-1]; lo >= 1 && hi/lo > 8 {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	} else {
+		p.X.Tick.Marker = intTicks{}
 	}
 	return svgOf(p, name)
+}
+
+// unitBins reports whether edges are consecutive whole numbers (one bin
+// per length).
+func unitBins(edges []float64) bool {
+	for j, e := range edges {
+		if e != math.Trunc(e) || j > 0 && e-edges[j-1] != 1 {
+			return false
+		}
+	}
+	return len(edges) > 1
 }
 
 // plotBars draws one bar per label (errors by class).
@@ -299,6 +500,7 @@ func plotBars(name, title, yLabel string, labels []string, values []float64) (te
 	b.LineStyle.Width = 0
 	p.Add(b)
 	p.NominalX(labels...)
+	p.Y.Tick.Marker = intTicks{}
 	top := 0.0
 	for _, v := range values {
 		top = math.Max(top, v)

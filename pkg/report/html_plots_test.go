@@ -1,0 +1,268 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+// svgText is one <text> of a plot: its position on the canvas (points, y
+// grows upwards) and content.
+type svgText struct {
+	X, Y float64
+	S    string
+}
+
+var textRE = regexp.MustCompile(`(?s)<text x="([-0-9.e]+)" y="([-0-9.e]+)"[^>]*>([^<]*)</text>`)
+
+// plotSVG returns the inline SVG of the plot named name in page, "" when
+// there is none.
+func plotSVG(page, name string) string {
+	i := strings.Index(page, fmt.Sprintf(`data-plot=%q`, name))
+	if i < 0 {
+		return ""
+	}
+	start := strings.LastIndex(page[:i], "<svg")
+	end := strings.Index(page[i:], "</svg>")
+	return page[start : i+end+len("</svg>")]
+}
+
+// texts lists a plot's texts. The canvas writes them with
+// transform="scale(1, -1)", so their y attribute is minus the position.
+func texts(svg string) []svgText {
+	var out []svgText
+	for _, m := range textRE.FindAllStringSubmatch(svg, -1) {
+		x, _ := strconv.ParseFloat(m[1], 64)
+		y, _ := strconv.ParseFloat(m[2], 64)
+		out = append(out, svgText{x, -y, m[3]})
+	}
+	return out
+}
+
+// yTickLabels are a plot's numeric texts that share their height with no
+// other numeric text: the y axis' labels (the x axis' share one height).
+func yTickLabels(svg string) []string {
+	byY := map[float64]int{}
+	var nums []svgText
+	for _, t := range texts(svg) {
+		if _, err := strconv.ParseFloat(t.S, 64); err == nil {
+			nums = append(nums, t)
+			byY[t.Y]++
+		}
+	}
+	var out []string
+	for _, t := range nums {
+		if byY[t.Y] == 1 {
+			out = append(out, t.S)
+		}
+	}
+	return out
+}
+
+// countReport is a run whose counts are small and whose in-flight means
+// are fractional: where a default tick marker puts 0.5, 2.5 or 32.5.
+func countReport(t *testing.T) []byte {
+	t.Helper()
+	s := &metrics.Summary{Completed: 12, Duration: 10, Backend: "vllm"}
+	var ws []metrics.WindowStats
+	for i := range 10 {
+		ws = append(ws, metrics.WindowStats{Index: i, Start: float64(2 * i), End: float64(2*i + 2), OfferedRate: 0.6, AchievedRate: 0.6,
+			Completed: 1, InFlightMean: 0.23 * float64(i%4)})
+	}
+	s.SetExtra(metrics.KeyWindows, ws)
+	s.SetExtra(metrics.KeyWindowSeconds, 2)
+	s.SetExtra(metrics.KeyLengths, map[string]*metrics.LengthBins{
+		"input":  {Edges: []float64{256, 257, 258}, Counts: []int64{11, 1}, Total: 12},
+		"output": {Edges: []float64{32, 33}, Counts: []int64{12}, Total: 12},
+	})
+	var b bytes.Buffer
+	if err := WriteHTML(&b, &Data{Summary: s}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestCountAxesHaveWholeNumberTicks: the axes that count requests or
+// tokens are labelled with whole numbers only (no 2.5 requests).
+func TestCountAxesHaveWholeNumberTicks(t *testing.T) {
+	for _, r := range [][2]float64{{0, 1}, {0, 1.15}, {0, 2.3}, {0, 5.5}, {31.5, 32.5}, {255.5, 257.5}, {0, 173}, {3, 1e6}, {0.2, 0.8}} {
+		ticks := intTicks{}.Ticks(r[0], r[1])
+		labelled := 0
+		for _, tk := range ticks {
+			if tk.Value != math.Trunc(tk.Value) || tk.Value < r[0] || tk.Value > r[1] {
+				t.Errorf("range %v: tick at %g", r, tk.Value)
+			}
+			if tk.Label != "" {
+				labelled++
+				if tk.Label != strconv.FormatFloat(tk.Value, 'f', 0, 64) {
+					t.Errorf("range %v: tick %g labelled %q", r, tk.Value, tk.Label)
+				}
+			}
+		}
+		if whole := math.Floor(r[1]) >= math.Ceil(r[0]); whole && labelled == 0 || labelled > 7 {
+			t.Errorf("range %v: %d labelled ticks", r, labelled)
+		}
+	}
+
+	page := string(countReport(t))
+	for _, c := range []struct {
+		plot  string
+		xToo  bool // the x axis counts too (tokens)
+		fewer int  // at least this many y labels
+	}{{PlotInFlight, false, 2}, {PlotErrors, false, 2}, {PlotInput, true, 2}, {PlotOutput, true, 2}} {
+		svg := plotSVG(page, c.plot)
+		if svg == "" {
+			t.Fatalf("no %s plot", c.plot)
+		}
+		labels := yTickLabels(svg)
+		if c.xToo {
+			labels = nil
+			for _, tx := range texts(svg) {
+				if _, err := strconv.ParseFloat(tx.S, 64); err == nil {
+					labels = append(labels, tx.S)
+				}
+			}
+		}
+		if len(labels) < c.fewer {
+			t.Errorf("%s: tick labels %q", c.plot, labels)
+		}
+		for _, l := range labels {
+			if v, _ := strconv.ParseFloat(l, 64); v != math.Trunc(v) || strings.Contains(l, ".") {
+				t.Errorf("%s: tick label %q on a count axis", c.plot, l)
+			}
+		}
+	}
+}
+
+// TestLegendBelowThePlot: a legend is drawn under the x axis' title, not
+// over the plotted lines.
+func TestLegendBelowThePlot(t *testing.T) {
+	page := string(countReport(t))
+	svg := plotSVG(page, PlotRate)
+	var axis, key *svgText
+	for _, tx := range texts(svg) {
+		switch tx.S {
+		case "time since start (s)":
+			axis = &tx
+		case "offered (by scheduled time)":
+			key = &tx
+		}
+	}
+	if axis == nil || key == nil {
+		t.Fatalf("rate plot: axis title %v, legend entry %v", axis, key)
+	}
+	if key.Y >= axis.Y {
+		t.Errorf("legend entry at height %.1f, above the x axis' title at %.1f: it is inside the plot", key.Y, axis.Y)
+	}
+}
+
+// TestLongRunNameWhole: a run's name is never cut: the comparison page's
+// tables, its plots' legends (wrapped over lines) and the console table all
+// hold it whole.
+func TestLongRunNameWhole(t *testing.T) {
+	a, b := loadFixture(t, ""), loadFixture(t, "")
+	long := "baseline-vllm-0.6.3-llama-3.1-8b-instruct-tp1-max-num-seqs-256-chunked-prefill-on-request-rate-20-run-2026-11-25.json"
+	spaced := "the second run of the day, with the prefix cache on and a very long description that goes on past the width of any plot"
+	a.Label, b.Label = long, spaced
+	var out bytes.Buffer
+	if err := WriteCompareHTML(&out, []*Data{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	p := parseHTML(t, out.Bytes())
+	for _, id := range []string{"runs", "rates"} {
+		for _, name := range []string{long, spaced} {
+			if !strings.Contains(p.text(id), name) {
+				t.Errorf("table %s lacks the whole name %q", id, name)
+			}
+		}
+	}
+	squash := func(s string) string { return strings.Join(strings.Fields(s), "") }
+	for _, plot := range []string{PlotTTFT, PlotE2E, PlotRate} {
+		svg := plotSVG(out.String(), plot)
+		var all strings.Builder
+		for _, tx := range texts(svg) {
+			all.WriteString(tx.S)
+		}
+		for i, name := range []string{long, spaced} {
+			if !strings.Contains(squash(all.String()), squash(fmt.Sprintf("[%d] %s", i+1, name))) {
+				t.Errorf("%s: the legend lacks the whole name %q", plot, name)
+			}
+		}
+	}
+	if plotSVG(out.String(), PlotRunRates) == "" {
+		t.Error("no bar chart of the runs' rates")
+	}
+	var text bytes.Buffer
+	if err := WriteCompareTable(&text, []*Data{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{long, spaced} {
+		if !strings.Contains(text.String(), name) {
+			t.Errorf("the console table lacks the whole name %q:\n%s", name, text.String())
+		}
+	}
+}
+
+// TestRunRates: the rates table gives each run's offered, achieved and
+// goodput rates.
+func TestRunRates(t *testing.T) {
+	a, b := loadFixture(t, "ttft:100"), loadFixture(t, "")
+	a.Summary.Scheduled, a.Summary.ScheduleSpan = 11, 4 // 10 gaps in 4 s
+	a.Summary.RequestThroughput = 2.25
+	var out bytes.Buffer
+	if err := WriteCompareHTML(&out, []*Data{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	rates := parseHTML(t, out.Bytes()).text("rates")
+	for _, want := range []string{"2.50 req/s", "2.25 req/s"} {
+		if !strings.Contains(rates, want) {
+			t.Errorf("rates table lacks %q: %s", want, rates)
+		}
+	}
+	var gp float64
+	if _, err := a.Summary.GetExtra(metrics.KeyRequestGoodput, &gp); err != nil || !strings.Contains(rates, fmtFloat(gp, 2)+" req/s") {
+		t.Errorf("rates table lacks run 1's goodput %v (%v): %s", gp, err, rates)
+	}
+}
+
+// TestZeroITLGapsNoted: ITL gaps of 0 ms are counted in a note under the
+// plot, not drawn at a 1 µs floor; a run without any has no note.
+func TestZeroITLGapsNoted(t *testing.T) {
+	render := func(cdf [][2]float64, count int64) string {
+		s := &metrics.Summary{Completed: 10, Duration: 1}
+		s.ITL = metrics.Dist{Count: count, Median: 8, Max: 20}
+		s.SetExtra(metrics.KeyCDFs, map[string][][2]float64{"itl": cdf})
+		var b bytes.Buffer
+		if err := WriteHTML(&b, &Data{Summary: s}); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	zeros := [][2]float64{{0, 0}, {0, 0.2}, {0, 0.3}, {0.05, 0.31}, {8, 0.5}, {9, 0.9}, {20, 1}}
+	page := render(zeros, 1000)
+	note := parseHTML(t, []byte(page)).text("plot-" + PlotITL)
+	if !strings.Contains(note, "300 gaps of 0 ms (30.0 % of 1000)") || !strings.Contains(note, "curve starts at their share") {
+		t.Errorf("ITL figure: %q", note)
+	}
+	// Nothing is drawn left of the smallest positive gap: the log axis
+	// starts there, not at a 0.001 floor.
+	for _, tx := range texts(plotSVG(page, PlotITL)) {
+		if tx.S == "0.001" {
+			t.Error("the ITL axis reaches down to a 0.001 ms floor")
+		}
+	}
+	// Without a count (a summary read from JSON), the share.
+	if note := parseHTML(t, []byte(render(zeros, 0))).text("plot-" + PlotITL); !strings.Contains(note, "30.0 % of the gaps are 0 ms") {
+		t.Errorf("ITL figure without a count: %q", note)
+	}
+	positive := [][2]float64{{0.05, 0}, {8, 0.5}, {9, 0.9}, {20, 1}}
+	if strings.Contains(render(positive, 1000), "gaps of 0 ms") {
+		t.Error("a run without zero gaps has a zero-gap note")
+	}
+}
