@@ -30,8 +30,6 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 )
 
-const replayData = "../../pkg/replay/testdata/"
-
 // goldenCase is one seeded run; its outputs go to testdata/golden/NAME.
 type goldenCase struct {
 	name string
