@@ -55,7 +55,7 @@ type Config struct {
 	MaxSteps int
 
 	// SLO and MinGoodput are the targets (--goodput, --min-goodput); with
-	// no SLO set a step is judged by its throughput and latency growth
+	// no SLO set (metrics.NoSLO; the zero SLO is three targets of 0 ms) a step is judged by its throughput and latency growth
 	// (see judge).
 	SLO        metrics.SLO
 	MinGoodput float64
