@@ -96,6 +96,13 @@ func WriteSweepHTML(w io.Writer, r *sweep.Result) error {
 		off = append(off, st.Figures.Offered)
 		ach = append(ach, st.Figures.Achieved)
 	}
+	if r.Capacity != nil { // marked at the offered rate of its step
+		for _, st := range steps {
+			if st.Index == r.Capacity.Step {
+				capRate = st.Figures.Offered
+			}
+		}
+	}
 	svg, err = plotThroughput(off, ach, capRate)
 	if err := add(PlotSweepThroughput, "throughput", svg, err); err != nil {
 		return err

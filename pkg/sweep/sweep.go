@@ -102,7 +102,8 @@ type Step struct {
 // Answer is the capacity found.
 type Answer struct {
 	// Value is the variable's value at the highest passing step, Rate the
-	// request rate it offered (achieved, for max-concurrency), in req/s.
+	// request rate the server completed there (req/s): what the
+	// deployment served within the targets.
 	Value float64 `json:"value"`
 	Rate  float64 `json:"rate"`
 	Step  int     `json:"step"`
@@ -396,11 +397,7 @@ func (s *search) answer() {
 		r.FailedAt = failed
 	}
 	if best != nil {
-		rate := best.Figures.Offered
-		if s.c.Variable == MaxConcurrency {
-			rate = best.Figures.Achieved
-		}
-		r.Capacity = &Answer{Value: best.Value, Rate: rate, Step: best.Index, AtLeast: r.FailedAt == 0}
+		r.Capacity = &Answer{Value: best.Value, Rate: best.Figures.Achieved, Step: best.Index, AtLeast: r.FailedAt == 0}
 	}
 	r.Limit = diagnose(r)
 	r.Line = line(s.c, r)

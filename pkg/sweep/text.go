@@ -27,7 +27,7 @@ func line(c *Config, r *Result) string {
 			at = "at least "
 		}
 		if r.Variable == MaxConcurrency {
-			fmt.Fprintf(&b, "%s%s concurrent requests (%.1f req/s achieved%s)", at, fmtValue(r.Variable, a.Value), a.Rate, of)
+			fmt.Fprintf(&b, "%s%s concurrent requests (%s req/s%s)", at, fmtValue(r.Variable, a.Value), trimFloat(a.Rate, 1), of)
 		} else {
 			fmt.Fprintf(&b, "%s%s req/s (%s %s%s)", at, trimFloat(a.Rate, 1), r.Variable, fmtValue(r.Variable, a.Value), of)
 		}
