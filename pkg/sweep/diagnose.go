@@ -11,7 +11,7 @@ const (
 	KVFull = 0.95
 	// RunningPinned is the share of its peak the mean running count must
 	// keep for running to count as held at its ceiling.
-	RunningPinned = 0.75
+	RunningPinned = 0.5
 	// PrefillTTFTGrowth and PrefillTPOTGrowth: TTFT grew at least this
 	// much from the lowest step while TPOT grew less than that.
 	PrefillTTFTGrowth = 2.0

@@ -46,6 +46,9 @@ type Figures struct {
 	LagP99          float64 `json:"send_lag_p99_ms"`
 	ClientSaturated bool    `json:"client_saturated"`
 	ClientReason    string  `json:"client_saturation_reason,omitempty"`
+	// ConcurrencyBound is true when the requests in flight reached the
+	// run's --max-concurrency: send lag is then queueing for a slot.
+	ConcurrencyBound bool `json:"concurrency_bound,omitempty"`
 	// ClientCPUMax is the client's highest CPU share of its cores over the
 	// step's windows (-1: not measured).
 	ClientCPUMax float64 `json:"client_cpu_max"`
@@ -86,6 +89,7 @@ func stepFigures(s *metrics.Summary) (Figures, error) {
 		TTFT: Quantiles{s.TTFT.Median, s.TTFT.P99}, TPOT: Quantiles{s.TPOT.Median, s.TPOT.P99},
 		E2E: Quantiles{s.E2E.Median, s.E2E.P99}, LagP90: s.SendLag.P90, LagP99: s.SendLag.P99,
 	}
+	f.ConcurrencyBound = s.MaxConcurrency != nil && s.MaxInFlight >= int64(*s.MaxConcurrency)
 	if s.ScheduleSpan > 0 {
 		f.Offered = float64(s.Scheduled) / s.ScheduleSpan
 	}

@@ -33,7 +33,8 @@ const (
 //     run's own self-check (a lag p99 over 1 ms or CPU over 90 % in a
 //     window) is reported with the step but does not stop a sweep: a
 //     client short of CPU shows it as lag, and a few ms of lag do not move
-//     a capacity.
+//     a capacity. A step whose requests in flight reached --max-concurrency
+//     is not judged on lag: its lag is queueing for a slot, by design.
 //   - Fail: more failed requests than MaxErrorRate allows; an achieved
 //     rate below ThroughputShare of the offered rate (but with
 //     max-concurrency); with an SLO, a goodput share below MinGoodput;
@@ -43,7 +44,7 @@ func judge(c *Config, f *Figures) (Verdict, []string) {
 	if f.Interrupted {
 		return Incomplete, []string{"stopped before its end"}
 	}
-	if f.LagP90 > c.MaxLag {
+	if f.LagP90 > c.MaxLag && !f.ConcurrencyBound {
 		why := fmt.Sprintf("client behind its schedule: send lag p90 %.1f ms > %g ms", f.LagP90, c.MaxLag)
 		if f.ClientCPUMax >= metrics.SaturationCPU {
 			why += fmt.Sprintf(", client CPU %.0f %% of its cores", 100*f.ClientCPUMax)
