@@ -90,7 +90,7 @@ func (w *Idle) read(ctx context.Context, cl *http.Client) (servermetrics.Sample,
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return servermetrics.Sample{}, fmt.Errorf("GET %s: %s", w.URL, resp.Status)
+		return servermetrics.Sample{}, fmt.Errorf("the metrics page answered %s", resp.Status)
 	}
 	return servermetrics.Parse(io.LimitReader(resp.Body, 64<<20))
 }
