@@ -43,6 +43,7 @@ var subcommands = map[string]func(ctx context.Context, args []string, stdout, st
 	"fit":         fitCommand,
 	"analyze":     analyzeCommand,
 	"merge":       mergeCommand,
+	"sweep":       sweepCommand,
 }
 
 func main() {
@@ -110,6 +111,7 @@ Usage:
   fineserve-gen report FILE… [-o F]   HTML report of a run, or a comparison of runs
   fineserve-gen analyze TRACE [flags]  adapter loads a cache of N slots needs (--max-loras)
   fineserve-gen merge S1.json S2.json… [-o F]  merge the summaries of a sharded run
+  fineserve-gen sweep [run flags] [sweep flags]  capacity: the highest load within the SLO, and its limit
 
 Run "fineserve-gen COMMAND --help" for a command's flags.
 `)

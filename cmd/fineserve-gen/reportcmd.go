@@ -17,12 +17,14 @@ import (
 const reportUsage = `Usage:
   fineserve-gen report RESULTS.jsonl|SUMMARY.json [-o REPORT.html] [--summary SUMMARY.json]
   fineserve-gen report A.json B.json [C.json…] [-o COMPARE.html]
+  fineserve-gen report SWEEP.json [-o SWEEP.html]
 
 With one file, prints the run's result table and, with -o, writes its HTML
 report: from per-request records (--results-jsonl) every plot is drawn; from
 a summary (--summary-json) the windows and distributions it holds. With
 several files, compares the runs side by side (figures, differences to the
-first, overlaid CDFs).
+first, overlaid CDFs). A sweep's --sweep-json prints its table of steps and
+answer and, with -o, writes its report.
 
 `
 
@@ -53,6 +55,9 @@ func reportCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 	case len(files) > 1 && *summary != "":
 		fmt.Fprintln(stderr, "fineserve-gen report: --summary goes with a single results file")
 		return exitUsage
+	}
+	if len(files) == 1 && *summary == "" && isSweepJSON(files[0]) {
+		return reportSweep(files[0], *out, stdout, stderr) // sweepcmd.go
 	}
 	opt := report.LoadOptions{SLO: slo}
 	runs := make([]*report.Data, 0, len(files))

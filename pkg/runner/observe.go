@@ -82,3 +82,14 @@ func (o *Options) scrapeServer() bool {
 	}
 	return o.Backend == "vllm"
 }
+
+// ServerMetricsTarget returns the address of the target's metrics
+// (--server-metrics-url, else the base URL + /metrics) and whether a run
+// scrapes it. A sweep reads it between steps to wait for an idle server.
+func (o *Options) ServerMetricsTarget() (string, bool) {
+	url := o.Observe.ServerMetricsURL
+	if url == "" {
+		url = o.baseURL() + "/metrics"
+	}
+	return url, o.scrapeServer()
+}

@@ -1,0 +1,339 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
+	"github.com/fineserve-gen/fineserve-gen/pkg/sweep"
+)
+
+// The built-in server of the capacity tests: S slots, TTFT T, ITL I and
+// requests of n output tokens complete at most S / (T + (n−1)·I) per
+// second: 4 / (20 ms + 15 × 5 ms) = 42.1 req/s.
+const (
+	sweepSlots  = 4
+	sweepTTFT   = 20 * time.Millisecond
+	sweepITL    = 5 * time.Millisecond
+	sweepTokens = 16
+)
+
+var analyticCapacity = float64(sweepSlots) / (sweepTTFT + (sweepTokens-1)*sweepITL).Seconds()
+
+func startSweepServer(t *testing.T) int {
+	_, port := mocktest.Start(t, mockserver.Config{MaxNumSeqs: sweepSlots, TTFT: sweepTTFT, ITL: sweepITL})
+	return port
+}
+
+// sweepArgs are the flags every capacity test shares: requests of
+// sweepTokens output tokens, short steps, no pause between steps beyond the
+// server's idle wait, a send-lag limit loose enough for a busy machine.
+func sweepArgs(port int, dir string, extra ...string) []string {
+	return append([]string{"sweep", "--port", strconv.Itoa(port), "--seed", "7",
+		"--random-input-len", "16", "--random-output-len", strconv.Itoa(sweepTokens), "--random-range-ratio", "0",
+		"--step-duration", "1s", "--sweep-quiet", "0", "--sweep-max-lag", "250", "--report-interval", "0",
+		"--sweep-json", filepath.Join(dir, "sweep.json")}, extra...)
+}
+
+// runSweep runs the command and reads its --sweep-json.
+func runSweep(t *testing.T, args []string, wantCode int) (*sweep.Result, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	start := time.Now()
+	code := dispatch(context.Background(), args, &out, &errb)
+	t.Logf("sweep: %d steps' run in %v", strings.Count(errb.String(), "sweep: step "), time.Since(start).Round(time.Millisecond))
+	if code != wantCode {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, wantCode, out.String(), errb.String())
+	}
+	i := slicesIndex(args, "--sweep-json")
+	if i < 0 {
+		return nil, out.String()
+	}
+	res, err := sweep.Load(args[i+1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", out.String())
+	return res, out.String()
+}
+
+func slicesIndex(a []string, s string) int {
+	for i, v := range a {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// ceiling is the highest achieved rate of the steps.
+func ceiling(r *sweep.Result) float64 {
+	c := 0.0
+	for _, st := range r.Steps {
+		c = max(c, st.Figures.Achieved)
+	}
+	return c
+}
+
+// checkSLOAnswer checks a goodput sweep's answer against its steps: every
+// step at or below the capacity met the goodput target, the lowest
+// failing one did not, and the limit is the server's slots.
+func checkSLOAnswer(t *testing.T, r *sweep.Result) {
+	t.Helper()
+	if r.Capacity == nil || r.FailedAt == 0 {
+		t.Fatalf("no capacity bracketed: %s", r.Line)
+	}
+	for _, st := range r.Steps {
+		g := *st.Figures.GoodputShare
+		switch {
+		case st.Value <= r.Capacity.Value && (st.Verdict != sweep.Pass || g < r.MinGoodput):
+			t.Errorf("step %d at %g ≤ capacity %g: %s, goodput %.3f", st.Index, st.Value, r.Capacity.Value, st.Verdict, g)
+		case st.Value == r.FailedAt && (st.Verdict != sweep.Fail || g >= r.MinGoodput && st.Figures.Achieved >= sweep.ThroughputShare*st.Figures.Offered):
+			t.Errorf("step %d at %g, the lowest failing: %s, goodput %.3f", st.Index, st.Value, st.Verdict, g)
+		}
+	}
+	if r.Limit == nil || r.Limit.Kind != "concurrency" || !strings.Contains(r.Limit.Detail, fmt.Sprintf("running = %d", sweepSlots)) {
+		t.Errorf("limit %+v, want concurrency at running = %d", r.Limit, sweepSlots)
+	}
+}
+
+// TestSweepAnalyticCapacity sweeps the Poisson rate against a server whose
+// capacity is known: the achieved rate of an overloaded step is its
+// ceiling within ±10 %, and the capacity under an SLO lies below it.
+func TestSweepAnalyticCapacity(t *testing.T) {
+	port := startSweepServer(t)
+	dir := t.TempDir()
+
+	// Twice the capacity offered: the server is busy throughout.
+	over, _ := runSweep(t, sweepArgs(port, dir, "--sweep-values", strconv.FormatFloat(2*analyticCapacity, 'f', 1, 64)), exitBudget)
+	got := ceiling(over)
+	t.Logf("ceiling %.1f req/s, analytic %.1f", got, analyticCapacity)
+	if r := got / analyticCapacity; r < 0.9 || r > 1.1 {
+		t.Errorf("achieved %.1f req/s at twice the capacity: %.2f of the analytic %.1f, want within ±10 %%", got, r, analyticCapacity)
+	}
+	if d := over.Limit; d == nil || d.Kind != "concurrency" {
+		t.Errorf("limit %+v, want concurrency", d)
+	}
+
+	html := filepath.Join(dir, "sweep.html")
+	res, out := runSweep(t, sweepArgs(port, dir, "--sweep-min", "10", "--sweep-max", "80", "--sweep-tolerance", "0.2",
+		"--goodput", "e2el:250", "--report-html", html), exitOK)
+	checkSLOAnswer(t, res)
+	if c := res.Capacity.Rate; c > 1.05*analyticCapacity {
+		t.Errorf("capacity %.1f req/s above the server's %.1f", c, analyticCapacity)
+	}
+	if (res.FailedAt-res.Capacity.Value)/res.Capacity.Value > 0.2 {
+		t.Errorf("answer between %g and %g: coarser than --sweep-tolerance 0.2", res.Capacity.Value, res.FailedAt)
+	}
+	if !strings.Contains(out, res.Line) || !strings.Contains(res.Line, "with e2el ≤ 250 ms for ≥ 90 % of requests; limited by: concurrency") {
+		t.Errorf("line %q not printed or not as documented", res.Line)
+	}
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, plot := range []string{"sweep_latency", "sweep_throughput", "sweep_goodput"} {
+		if !bytes.Contains(page, []byte(`data-plot="`+plot+`"`)) {
+			t.Errorf("HTML report without its %s plot", plot)
+		}
+	}
+	// The saved sweep renders again.
+	var rout, rerr bytes.Buffer
+	again := filepath.Join(dir, "again.html")
+	if code := dispatch(context.Background(), []string{"report", filepath.Join(dir, "sweep.json"), "-o", again}, &rout, &rerr); code != exitOK {
+		t.Fatalf("report sweep.json: exit %d: %s", code, rerr.String())
+	}
+	if !strings.Contains(rout.String(), res.Line) {
+		t.Errorf("report of the sweep prints no answer:\n%s", rout.String())
+	}
+	if b, _ := os.ReadFile(again); !bytes.Contains(b, []byte(`data-plot="sweep_throughput"`)) {
+		t.Error("report -o of a sweep has no throughput plot")
+	}
+}
+
+// fineServeTimestamps writes the first rows of the FineServe trace with
+// its timestamps and input lengths only (output lengths then come from
+// --random-output-len, so requests are the Poisson sweep's size).
+func fineServeTimestamps(t *testing.T, rows int) string {
+	f, err := os.Open(replayData + "fineserve_Dense_30to100B.csv.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := csv.NewReader(zr)
+	head, err := r.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, in := slicesIndex(head, "timestamp"), slicesIndex(head, "input_length")
+	var b strings.Builder
+	b.WriteString("timestamp,input_length\n")
+	for n := 0; n < rows; n++ {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s,%s\n", rec[ts], rec[in])
+	}
+	path := filepath.Join(t.TempDir(), "fineserve_timestamps.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestSweepTimeScaleAgreesWithPoisson sweeps the time scale of a parametric
+// day and of a FineServe trace against the same server and SLO: converted
+// to req/s, their capacity is at most the Poisson one's and not below half
+// of it (bursts make a workload meet its SLO at a lower mean rate).
+func TestSweepTimeScaleAgreesWithPoisson(t *testing.T) {
+	port := startSweepServer(t)
+	dir := t.TempDir()
+	slo := []string{"--goodput", "e2el:250", "--sweep-tolerance", "0.2"}
+	poisson, _ := runSweep(t, sweepArgs(port, dir, append(slo, "--sweep-min", "10", "--sweep-max", "80")...), exitOK)
+	checkSLOAnswer(t, poisson)
+	base := poisson.Capacity.Rate
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"parametric", []string{"--mode", "parametric", "--model-class", "Dense_10to30B", "--sweep-min", "0.5", "--sweep-max", "8"}},
+		{"replay", []string{"--mode", "replay", "--request-trace-csv", fineServeTimestamps(t, 3000), "--timestamp-column", "timestamp",
+			"--timestamp-unit", "us", "--input-length-column", "input_length", "--sweep-min", "10", "--sweep-max", "320"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _ := runSweep(t, sweepArgs(port, t.TempDir(), append(slo, tc.args...)...), exitOK)
+			if res.Variable != sweep.TimeScale {
+				t.Fatalf("variable %s, want time-scale by default", res.Variable)
+			}
+			checkSLOAnswer(t, res)
+			r := res.Capacity.Rate / base
+			t.Logf("%s: capacity %.1f req/s at time-scale %g; Poisson %.1f req/s; ratio %.2f", tc.name, res.Capacity.Rate, res.Capacity.Value, base, r)
+			if r < 0.5 || r > 1.2 {
+				t.Errorf("%s capacity %.1f req/s is %.2f of the Poisson one (%.1f): want 0.5–1.2", tc.name, res.Capacity.Rate, r, base)
+			}
+		})
+	}
+}
+
+// TestSweepMatrix runs each mode with each variable it takes, two short
+// steps each, rotating the outputs, and checks that every output is
+// written and the per-step files are numbered; combinations a sweep
+// refuses exit 2 before anything is sent.
+func TestSweepMatrix(t *testing.T) {
+	port := startSweepServer(t)
+	modes := map[string][]string{
+		"poisson": {"--mode", "poisson"},
+		"replay": {"--mode", "replay", "--request-trace-csv", fineServeTimestamps(t, 500), "--timestamp-column", "timestamp",
+			"--timestamp-unit", "us", "--input-length-column", "input_length"},
+		"parametric": {"--mode", "parametric", "--model-class", "Dense_10to30B"},
+	}
+	type sweepCase struct{ mode, variable, values, output string }
+	cases := []sweepCase{
+		{"poisson", "rate", "5,10", "json"},
+		{"poisson", "max-concurrency", "1,2", "html"},
+		{"replay", "time-scale", "5,10", "summary"},
+		{"replay", "max-concurrency", "1,2", "json"},
+		{"parametric", "time-scale", "0.25,0.5", "html"},
+		{"parametric", "max-concurrency", "1,2", "summary"},
+	}
+	for _, c := range cases {
+		t.Run(c.mode+","+c.variable+","+c.output, func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"sweep", "--port", strconv.Itoa(port), "--seed", "3", "--random-input-len", "8", "--random-output-len", "8",
+				"--step-duration", "0.5s", "--sweep-quiet", "0", "--sweep-max-lag", "250", "--report-interval", "0",
+				"--sweep-variable", c.variable, "--sweep-values", c.values, "--goodput", "e2el:5000"}
+			args = append(args, modes[c.mode]...)
+			if c.variable == "max-concurrency" && c.mode == "poisson" {
+				args = append(args, "--request-rate", "inf", "--num-prompts", "6", "--step-duration", "0")
+			}
+			var out string
+			switch c.output {
+			case "json":
+				args = append(args, "--sweep-json", filepath.Join(dir, "sweep.json"))
+			case "html":
+				args = append(args, "--report-html", filepath.Join(dir, "sweep.html"))
+			case "summary":
+				args = append(args, "--summary-json", filepath.Join(dir, "step.json"), "--results-jsonl", filepath.Join(dir, "rec.jsonl"))
+			}
+			res, out := runSweep(t, args, exitOK)
+			if !strings.Contains(out, "capacity: ") || !strings.Contains(out, "verdict") {
+				t.Errorf("no table or answer:\n%s", out)
+			}
+			switch c.output {
+			case "json":
+				if len(res.Steps) != 2 || string(res.Variable) != c.variable || res.Capacity == nil {
+					t.Errorf("sweep JSON: variable %s, %d steps, capacity %+v", res.Variable, len(res.Steps), res.Capacity)
+				}
+				for _, st := range res.Steps {
+					if st.Summary == nil || st.Summary.Completed == 0 || st.Summary.Completed+st.Summary.Failed != st.Summary.Scheduled {
+						t.Errorf("step %d: summary %+v", st.Index, st.Summary)
+					}
+				}
+			case "html":
+				b, err := os.ReadFile(filepath.Join(dir, "sweep.html"))
+				if err != nil || !bytes.Contains(b, []byte(`data-plot="sweep_goodput"`)) {
+					t.Errorf("HTML report: %v", err)
+				}
+			case "summary":
+				for _, f := range []string{"step-step01.json", "step-step02.json", "rec-step01.jsonl", "rec-step02.jsonl"} {
+					if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+						t.Errorf("per-step output: %v", err)
+					}
+				}
+			}
+		})
+	}
+	for _, bad := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"rate with replay", append([]string{"--sweep-variable", "rate"}, modes["replay"]...), "goes with --mode poisson"},
+		{"time-scale with poisson", []string{"--sweep-variable", "time-scale"}, "goes with --mode replay or parametric"},
+		{"concurrency without targets", []string{"--sweep-variable", "max-concurrency"}, "needs --goodput"},
+		{"shard", []string{"--shard", "0/2"}, "a sweep runs from one machine"},
+		{"dry run", []string{"--dry-run"}, "--dry-run"},
+		{"duration", []string{"--duration", "5s"}, "--step-duration"},
+		{"values and bounds", []string{"--sweep-values", "1,2", "--sweep-min", "1"}, "one or the other"},
+	} {
+		var o, e bytes.Buffer
+		args := append([]string{"sweep", "--port", strconv.Itoa(port), "--sweep-quiet", "0"}, bad.args...)
+		if code := dispatch(context.Background(), args, &o, &e); code != exitUsage || !strings.Contains(e.String(), bad.want) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", bad.name, code, e.String(), bad.want)
+		}
+	}
+}
+
+// TestSweepClientLimitStops makes the client the limit (a send-lag limit
+// no client keeps) and checks that the sweep stops there without blaming
+// the server.
+func TestSweepClientLimitStops(t *testing.T) {
+	port := startSweepServer(t)
+	dir := t.TempDir()
+	res, out := runSweep(t, append(sweepArgs(port, dir, "--sweep-values", "20,30"), "--sweep-max-lag", "1e-9", "--step-duration", "0.5s"), exitBudget)
+	if res.Stopped != "client" || len(res.Steps) != 1 || res.Steps[0].Verdict != sweep.Client || res.Capacity != nil {
+		t.Fatalf("stopped %q, %d steps: %+v", res.Stopped, len(res.Steps), res)
+	}
+	if !strings.Contains(out, "--shard") || !strings.Contains(out, "not the server's") {
+		t.Errorf("answer does not say the client is the limit:\n%s", out)
+	}
+}

@@ -1,0 +1,326 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/report"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
+	"github.com/fineserve-gen/fineserve-gen/pkg/sweep"
+)
+
+// sweepFlags are the flags a sweep adds to those of a run.
+type sweepFlags struct {
+	variable               string
+	min, max, tolerance    float64
+	values                 []float64
+	stepDuration, maxDur   time.Duration
+	idleQuiet, idleTimeout time.Duration
+	json                   string
+	maxSteps               int
+	maxLag                 float64
+}
+
+const sweepUsage = `Usage: fineserve-gen sweep [run flags] [sweep flags]
+
+Runs the workload at growing loads, each step a whole run, and answers with
+the highest load that meets the SLO (--goodput, --min-goodput) and the limit
+the server's metrics point to (docs/CAPACITY.md). Every flag of a run works;
+--report-html writes the sweep's report.
+
+`
+
+// addSweepFlags declares the sweep's own flags onto fs.
+func addSweepFlags(fs *pflag.FlagSet, f *sweepFlags) {
+	fs.StringVar(&f.variable, "sweep-variable", "", "what grows from step to step: rate (Poisson), time-scale (replay, parametric: the workload's shape is kept) or max-concurrency (default: rate for poisson, else time-scale)")
+	fs.Float64Var(&f.min, "sweep-min", 1, "the first step's load; the search grows it geometrically (×2) until a step fails")
+	fs.Float64Var(&f.max, "sweep-max", 0, "the highest load tried (default: 1024 × --sweep-min)")
+	fs.Float64SliceVar(&f.values, "sweep-values", nil, "run exactly these loads, in increasing order (e.g. 10,20,40), instead of a search")
+	fs.Float64Var(&f.tolerance, "sweep-tolerance", sweep.DefaultTolerance, "relative resolution of the answer: bisection stops once the failing load is within this share of the passing one")
+	fs.Var(durationValue{&f.stepDuration}, "step-duration", "length of each step's schedule (default 60s; with --num-prompts, whichever ends first)")
+	fs.Var(durationValue{&f.maxDur}, "max-duration", "stop the whole sweep after this long and answer from the finished steps (0: no limit)")
+	fs.Var(durationValue{&f.idleQuiet}, "sweep-quiet", "pause between steps when the server's metrics cannot say it is idle")
+	fs.Var(durationValue{&f.idleTimeout}, "sweep-idle-timeout", "wait at most this long between steps for the server to be idle")
+	fs.Float64Var(&f.maxLag, "sweep-max-lag", sweep.DefaultMaxLag, "a step whose send-lag p90 exceeds this many ms is the client's limit: the sweep stops there")
+	fs.IntVar(&f.maxSteps, "sweep-max-steps", sweep.DefaultMaxSteps, "run at most this many steps")
+	fs.StringVar(&f.json, "sweep-json", "", "write every step's summary and the answer as JSON (fineserve-gen report renders it)")
+}
+
+func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o := runner.Defaults()
+	var prof profiles
+	fs, finish := runFlags(&o, &prof)
+	sf := sweepFlags{idleQuiet: time.Second, idleTimeout: 2 * time.Minute}
+	addSweepFlags(fs, &sf)
+	args = joinGoodputArgs(args)
+	errs, err := parseAll(fs, args)
+	if err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintf(stdout, "%s%s", sweepUsage, fs.FlagUsages())
+			return exitOK
+		}
+		return usageExit(stderr, append(errs, err)...)
+	}
+	if fs.NArg() > 0 {
+		errs = append(errs, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	if err := finish(); err != nil {
+		errs = append(errs, err)
+	}
+	cfg, stepOpts, err := sweepSetup(fs, &o, &sf)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return usageExit(stderr, errs...)
+	}
+	if err := o.Validate(); err != nil {
+		return usageExit(stderr, err)
+	}
+	o.Command = commandLine(append([]string{"sweep"}, safeArgs(args, o.APIKey)...))
+	stopProfiles, err := startProfiles(prof.cpu, prof.mem)
+	if err != nil {
+		return exitCode(&runner.UsageError{Err: err}, stderr)
+	}
+
+	sctx := ctx
+	if sf.maxDur > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeoutCause(ctx, sf.maxDur, sweep.ErrMaxDuration)
+		defer cancel()
+	}
+	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
+	cfg.Logf = logf
+	if url, ok := o.ServerMetricsTarget(); ok || sf.idleQuiet > 0 {
+		if !ok {
+			url = ""
+		}
+		idle := &sweep.Idle{URL: url, Quiet: sf.idleQuiet, Timeout: sf.idleTimeout, Warnf: func(f string, a ...any) { logf("warning: "+f, a...) }}
+		cfg.Idle = idle.Wait
+	}
+	cfg.Run = func(ctx context.Context, step int, v float64) (*metrics.Summary, error) {
+		so := stepOpts(step, v)
+		return runner.Run(ctx, so, runner.IO{Out: io.Discard, Err: stderr, Abort: abortFrom(ctx)})
+	}
+	res, serr := sweep.Sweep(sctx, cfg)
+	if perr := stopProfiles(); perr != nil {
+		fmt.Fprintf(stderr, "fineserve-gen: %v\n", perr)
+	}
+	var ue *runner.UsageError
+	if res == nil || (serr != nil && errors.As(serr, &ue) && len(res.Steps) == 0) {
+		return exitCode(serr, stderr)
+	}
+	if err := sweepOutputs(&o, &sf, res, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "fineserve-gen: %v\n", err)
+		return exitFailure
+	}
+	switch {
+	case serr != nil:
+		return exitCode(serr, stderr)
+	case ctx.Err() != nil:
+		fmt.Fprintln(stderr, "fineserve-gen: interrupted; the finished steps and the answer so far are written")
+		return exitInterrupted
+	case res.Capacity == nil:
+		fmt.Fprintln(stderr, "fineserve-gen: no step met the target")
+		return exitBudget
+	}
+	return exitOK
+}
+
+// sweepSetup checks the sweep's flags against the run's and returns the
+// sweep's configuration and the options of each step.
+func sweepSetup(fs *pflag.FlagSet, o *runner.Options, sf *sweepFlags) (sweep.Config, func(step int, v float64) runner.Options, error) {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	v := sweep.Variable(sf.variable)
+	if v == "" {
+		v = sweep.TimeScale
+		if o.Mode == "poisson" {
+			v = sweep.Rate
+		}
+	}
+	switch {
+	case v == sweep.Rate && o.Mode != "poisson":
+		add("--sweep-variable rate goes with --mode poisson; replay and parametric sweep time-scale (their shape is kept)")
+	case v == sweep.TimeScale && o.Mode == "poisson":
+		add("--sweep-variable time-scale goes with --mode replay or parametric; poisson sweeps rate")
+	case v == sweep.TimeScale && o.Replay.TargetRate > 0:
+		add("--target-rate sets the time scale: leave it out of a time-scale sweep")
+	}
+	if fs.Changed("duration") {
+		add("--duration: in a sweep each step's length is --step-duration, and the whole sweep's --max-duration")
+	}
+	if fs.Changed("sweep-values") && (fs.Changed("sweep-min") || fs.Changed("sweep-max")) {
+		add("--sweep-values replaces --sweep-min/--sweep-max: give one or the other")
+	}
+	if o.DryRun {
+		add("--dry-run: a sweep judges results; use run --dry-run to see a schedule")
+	}
+	if o.ShardCount > 1 || !o.StartAt.IsZero() {
+		add("--shard and --start-at: a sweep runs from one machine; when its client is the limit, run the load found with --shard across machines (docs/SCALE_OUT.md)")
+	}
+	if o.OutputFile == "-" {
+		add("--output-file -: a sweep prints its table; use --sweep-json for the steps' summaries")
+	}
+	if sf.maxDur < 0 || sf.stepDuration < 0 {
+		add("--step-duration and --max-duration must be ≥ 0")
+	}
+	if !(sf.maxLag > 0) {
+		add("--sweep-max-lag %g: want > 0 ms", sf.maxLag)
+	}
+	if sf.maxSteps < 1 {
+		add("--sweep-max-steps %d: want ≥ 1", sf.maxSteps)
+	}
+	step := sf.stepDuration
+	if step == 0 && !o.NumPromptsSet {
+		step = time.Minute
+	}
+	allAtOnce := o.Mode == "poisson" && math.IsInf(o.RequestRate, 1) && v != sweep.Rate
+	if allAtOnce && step > 0 && fs.Changed("step-duration") {
+		add("--request-rate inf sends every request at once: give --num-prompts, not --step-duration")
+	}
+	if allAtOnce {
+		step = 0
+	}
+	minGood := o.Observe.MinGoodput
+	if o.Observe.Goodput.Set() && !fs.Changed("min-goodput") {
+		minGood = sweep.DefaultMinGoodput
+	}
+	cfg := sweep.Config{
+		Variable: v, Min: sf.min, Max: sf.max, Values: sf.values, Tolerance: sf.tolerance,
+		MaxSteps: sf.maxSteps, MaxLag: sf.maxLag, SLO: o.Observe.Goodput, MinGoodput: minGood, MaxErrorRate: o.MaxErrorRate,
+		Workload: workloadName(o), Run: func(context.Context, int, float64) (*metrics.Summary, error) { return nil, nil },
+	}
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	base := *o
+	base.Quiet = true
+	base.Observe.ReportHTML = ""
+	base.Observe.MinGoodput = 0 // judged by the sweep
+	base.Duration = step
+	if step > 0 {
+		if !fs.Changed("window-seconds") {
+			base.Observe.Window = max(step/4, 100*time.Millisecond)
+		}
+		if !fs.Changed("server-metrics-interval") {
+			base.Observe.ServerMetricsInterval = min(max(step/20, 50*time.Millisecond), 2*time.Second)
+		}
+	}
+	if base.Seed == -1 { // one schedule for every step: only the load changes
+		base.Seed = time.Now().UnixNano() & (1<<53 - 1)
+	}
+	stepOpts := func(n int, x float64) runner.Options {
+		so := base
+		switch v {
+		case sweep.Rate:
+			so.RequestRate = x
+		case sweep.TimeScale:
+			so.TimeScale = x
+		case sweep.MaxConcurrency:
+			so.MaxConcurrency = int(x)
+		}
+		so.SummaryJSON = stepPath(so.SummaryJSON, n)
+		so.ResultsJSONL = stepPath(so.ResultsJSONL, n)
+		so.ScheduleOut = stepPath(so.ScheduleOut, n)
+		return so
+	}
+	return cfg, stepOpts, errors.Join(errs...)
+}
+
+// stepPath names step n's copy of an output file: sum.json → sum-step03.json.
+func stepPath(path string, n int) string {
+	if path == "" {
+		return ""
+	}
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "-step" + fmt.Sprintf("%02d", n) + ext
+}
+
+// workloadName names the workload in the answer.
+func workloadName(o *runner.Options) string {
+	switch o.Mode {
+	case "replay":
+		return filepath.Base(o.Replay.TracePath)
+	case "parametric":
+		if p := o.Parametric.GammaParamsCSV; p != "" {
+			return filepath.Base(p)
+		}
+		return o.Parametric.ModelClass
+	}
+	return "poisson"
+}
+
+// sweepOutputs prints the table and writes --sweep-json and --report-html.
+func sweepOutputs(o *runner.Options, sf *sweepFlags, res *sweep.Result, stdout, stderr io.Writer) error {
+	if err := sweep.WriteTable(stdout, res); err != nil {
+		return err
+	}
+	var errs []error
+	if sf.json != "" {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err == nil {
+			err = writeFile(sf.json, func(w io.Writer) error { _, err := w.Write(append(b, '\n')); return err })
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--sweep-json %s: %w", sf.json, err))
+		}
+	}
+	if path := o.Observe.ReportHTML; path != "" {
+		if err := writeFile(path, func(w io.Writer) error { return report.WriteSweepHTML(w, res) }); err != nil {
+			errs = append(errs, fmt.Errorf("--report-html %s: %w", path, err))
+		} else {
+			fmt.Fprintf(stderr, "report: %s\n", path)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// isSweepJSON reports whether the file at path is a sweep's --sweep-json.
+func isSweepJSON(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var head [4096]byte
+	n, _ := io.ReadFull(f, head[:])
+	s := string(head[:n])
+	i := strings.IndexByte(s, '{')
+	return i >= 0 && strings.HasPrefix(strings.TrimLeft(s[i+1:], " \t\r\n"), strconv.Quote("variable"))
+}
+
+// reportSweep prints a saved sweep's table and, with out, writes its HTML
+// report (fineserve-gen report SWEEP.json).
+func reportSweep(path, out string, stdout, stderr io.Writer) int {
+	res, err := sweep.Load(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "fineserve-gen report: %v\n", err)
+		return exitFailure
+	}
+	if err := sweep.WriteTable(stdout, res); err != nil {
+		fmt.Fprintf(stderr, "fineserve-gen report: %v\n", err)
+		return exitFailure
+	}
+	if out == "" {
+		return exitOK
+	}
+	if err := writeFile(out, func(w io.Writer) error { return report.WriteSweepHTML(w, res) }); err != nil {
+		fmt.Fprintf(stderr, "fineserve-gen report: %s: %v\n", out, err)
+		return exitFailure
+	}
+	fmt.Fprintf(stderr, "report: %s\n", out)
+	return exitOK
+}

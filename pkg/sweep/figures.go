@@ -1,0 +1,145 @@
+package sweep
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+// Figures are what the sweep reads of one step's summary: its load, its
+// throughput, its latencies, its goodput, the client's self-check and the
+// server's own metrics. stepFigures is the only place that knows where they
+// live in a metrics.Summary.
+type Figures struct {
+	// Offered is the schedule's request rate (scheduled requests over the
+	// schedule's span), Achieved the rate the server completed them at
+	// (see stepFigures), both in req/s.
+	Offered  float64 `json:"offered_rate"`
+	Achieved float64 `json:"achieved_rate"`
+
+	Scheduled int64   `json:"scheduled"`
+	Completed int64   `json:"completed"`
+	Failed    int64   `json:"failed"`
+	NotSent   int64   `json:"not_sent"`
+	ErrorRate float64 `json:"error_rate"`
+	// Interrupted is true when the step was stopped before its end.
+	Interrupted bool `json:"interrupted"`
+
+	// GoodputShare is the share of requests that met every SLO target
+	// (nil without --goodput).
+	GoodputShare *float64 `json:"goodput_share,omitempty"`
+
+	// Latencies in ms. TTFT and TPOT are 0 for runs without tokens.
+	TTFT Quantiles `json:"ttft_ms"`
+	TPOT Quantiles `json:"tpot_ms"`
+	E2E  Quantiles `json:"e2e_ms"`
+	// E2EMin is the shortest end-to-end latency of the step.
+	E2EMin float64 `json:"e2e_min_ms"`
+	// NoTokens is true for image generations (no TTFT or TPOT).
+	NoTokens bool `json:"no_tokens,omitempty"`
+
+	// LagP90 and LagP99 are the client's send lag percentiles (ms);
+	// ClientSaturated is the run's client self-check verdict and
+	// ClientReason its one-line reason.
+	LagP90          float64 `json:"send_lag_p90_ms"`
+	LagP99          float64 `json:"send_lag_p99_ms"`
+	ClientSaturated bool    `json:"client_saturated"`
+	ClientReason    string  `json:"client_saturation_reason,omitempty"`
+	// ConcurrencyBound is true when the requests in flight reached the
+	// run's --max-concurrency: send lag is then queueing for a slot.
+	ConcurrencyBound bool `json:"concurrency_bound,omitempty"`
+	// ClientCPUMax is the client's highest CPU share of its cores over the
+	// step's windows (-1: not measured).
+	ClientCPUMax float64 `json:"client_cpu_max"`
+
+	// Server is the server's own metrics over the step (nil when they
+	// were not scraped or no scrape succeeded).
+	Server *metrics.ServerStats `json:"server,omitempty"`
+
+	// Windows are the step's windows, for the latency-growth check.
+	Windows []Window `json:"windows,omitempty"`
+}
+
+// Quantiles are a distribution's median and 99th percentile.
+type Quantiles struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+}
+
+// Window is what the growth check reads of one of a step's windows.
+type Window struct {
+	Start     float64 `json:"start_s"`
+	End       float64 `json:"end_s"`
+	Completed int64   `json:"completed"`
+	// Wait is the median time to first token counted from the scheduled
+	// time (send lag p50 + TTFT p50; E2E p50 for image generations), ms.
+	Wait float64 `json:"wait_p50_ms"`
+}
+
+// stepFigures reads a step's figures from its summary. Achieved is the
+// completed requests over the step's duration less its shortest latency:
+// no request can finish sooner than that after the start, so a step whose
+// server keeps up reports its offered rate, and an overloaded one the rate
+// at which the busy server completed requests.
+func stepFigures(s *metrics.Summary) (Figures, error) {
+	f := Figures{
+		Scheduled: s.Scheduled, Completed: s.Completed, Failed: s.Failed, NotSent: s.NotSent,
+		ErrorRate: s.ErrorRate, Interrupted: s.Interrupted, NoTokens: s.NoTokenMetrics(),
+		TTFT: Quantiles{s.TTFT.Median, s.TTFT.P99}, TPOT: Quantiles{s.TPOT.Median, s.TPOT.P99},
+		E2E: Quantiles{s.E2E.Median, s.E2E.P99}, LagP90: s.SendLag.P90, LagP99: s.SendLag.P99,
+	}
+	f.ConcurrencyBound = s.MaxConcurrency != nil && s.MaxInFlight >= int64(*s.MaxConcurrency)
+	if s.ScheduleSpan > 0 {
+		f.Offered = float64(s.Scheduled) / s.ScheduleSpan
+	}
+	var errs []error
+	get := func(key string, v any) {
+		if _, err := s.GetExtra(key, v); err != nil {
+			errs = append(errs, fmt.Errorf("summary %s: %w", key, err))
+		}
+	}
+	var cdfs map[string][][2]float64
+	get(metrics.KeyCDFs, &cdfs)
+	if e2e := cdfs["e2e"]; len(e2e) > 0 {
+		f.E2EMin = e2e[0][0]
+	}
+	if busy := s.Duration - f.E2EMin/1e3; busy > 0 {
+		f.Achieved = float64(s.Completed) / busy
+	}
+	if _, ok := s.Extra[metrics.KeyGoodputShare]; ok {
+		var share float64
+		get(metrics.KeyGoodputShare, &share)
+		f.GoodputShare = &share
+	}
+	get(metrics.KeyClientSaturated, &f.ClientSaturated)
+	get(metrics.KeySaturationReason, &f.ClientReason)
+	var server struct {
+		Available bool `json:"available"`
+		*metrics.ServerStats
+	}
+	get(metrics.KeyServerMetrics, &server)
+	if server.Available && server.ServerStats != nil {
+		f.Server = server.ServerStats
+	}
+	var ws []metrics.WindowStats
+	get(metrics.KeyWindows, &ws)
+	f.ClientCPUMax = -1
+	for _, w := range ws {
+		f.ClientCPUMax = math.Max(f.ClientCPUMax, w.ClientCPU)
+		wait := w.LagP50 + w.TTFTP50
+		if f.NoTokens {
+			wait = w.LagP50 + w.E2EP50
+		}
+		f.Windows = append(f.Windows, Window{Start: w.Start, End: w.End, Completed: w.Completed, Wait: wait})
+	}
+	for _, v := range []*float64{&f.Offered, &f.Achieved} {
+		if math.IsNaN(*v) || math.IsInf(*v, 0) {
+			*v = 0
+		}
+	}
+	if len(errs) > 0 {
+		return f, errs[0]
+	}
+	return f, nil
+}

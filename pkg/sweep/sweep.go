@@ -1,0 +1,404 @@
+// Package sweep searches for a deployment's capacity: it runs the same
+// workload as whole runs at growing loads (request rate, time scale or
+// concurrency), judges every step against the SLO, and answers with the
+// highest load that meets it and the limit the server's metrics point to.
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+// Variable is what a sweep varies from step to step.
+type Variable string
+
+// The variables a sweep can vary.
+const (
+	Rate           Variable = "rate"            // Poisson request rate (req/s)
+	TimeScale      Variable = "time-scale"      // replay/parametric speed-up; the workload's shape is kept
+	MaxConcurrency Variable = "max-concurrency" // requests in flight at most
+)
+
+// Variables lists the variables in the order the documentation gives.
+var Variables = []Variable{Rate, TimeScale, MaxConcurrency}
+
+// Defaults of a Config.
+const (
+	DefaultTolerance  = 0.05
+	DefaultGrowth     = 2
+	DefaultMaxSteps   = 40
+	DefaultMinGoodput = 0.9
+	DefaultMaxLag     = 10.0
+	// DefaultSpan is how far above Min a search without Max grows: Min
+	// times 1024 (ten doublings).
+	DefaultSpan = 1024
+)
+
+// Config configures a sweep.
+type Config struct {
+	Variable Variable
+	// Min and Max bound the search: the bracket starts at Min and grows
+	// geometrically by Growth until a step fails or Max is reached.
+	Min, Max float64
+	// Values, when set, are run in increasing order instead of a search.
+	Values []float64
+	// Tolerance is the relative resolution of the answer: bisection stops
+	// once the failing load is within Tolerance of the passing one.
+	Tolerance float64
+	Growth    float64
+	// MaxSteps bounds the number of steps.
+	MaxSteps int
+
+	// SLO and MinGoodput are the targets (--goodput, --min-goodput); with
+	// no SLO set (metrics.NoSLO; the zero SLO is three targets of 0 ms) a step is judged by its throughput and latency growth
+	// (see judge).
+	SLO        metrics.SLO
+	MinGoodput float64
+	// MaxErrorRate is the share of failed requests a step may have.
+	MaxErrorRate float64
+	// MaxLag is the send-lag p90 (ms) above which a step is the client's
+	// limit (default DefaultMaxLag).
+	MaxLag float64
+
+	// Workload names the workload in the answer (e.g. Dense_10to30B).
+	Workload string
+
+	// Run performs one whole run at load value and returns its summary
+	// (step counts from 1).
+	Run func(ctx context.Context, step int, value float64) (*metrics.Summary, error)
+	// Idle, when set, waits before every step until the server is idle.
+	Idle func(ctx context.Context) error
+	// Logf, when set, receives a line per step.
+	Logf func(format string, a ...any)
+}
+
+// Verdict is the outcome of one step.
+type Verdict string
+
+// The verdicts of a step.
+const (
+	Pass       Verdict = "pass"
+	Fail       Verdict = "fail"
+	Client     Verdict = "client" // the client could not keep its schedule: not a server failure
+	Incomplete Verdict = "incomplete"
+)
+
+// Step is one run of the sweep.
+type Step struct {
+	Index   int      `json:"step"`
+	Value   float64  `json:"value"`
+	Verdict Verdict  `json:"verdict"`
+	Reasons []string `json:"reasons,omitempty"`
+	Figures Figures  `json:"figures"`
+	// Summary is the step's whole summary.
+	Summary *metrics.Summary `json:"summary"`
+}
+
+// Answer is the capacity found.
+type Answer struct {
+	// Value is the variable's value at the highest passing step, Rate the
+	// request rate the server completed there (req/s): what the
+	// deployment served within the targets.
+	Value float64 `json:"value"`
+	Rate  float64 `json:"rate"`
+	Step  int     `json:"step"`
+	// AtLeast is true when no step failed: the capacity is at least this.
+	AtLeast bool `json:"at_least,omitempty"`
+}
+
+// Result is a sweep's steps and answer (the --sweep-json file).
+type Result struct {
+	Variable   Variable           `json:"variable"`
+	Workload   string             `json:"workload,omitempty"`
+	SLO        map[string]float64 `json:"slo_ms,omitempty"`
+	MinGoodput float64            `json:"min_goodput,omitempty"`
+	Tolerance  float64            `json:"tolerance"`
+	// Capacity is nil when even the lowest step failed.
+	Capacity *Answer `json:"capacity"`
+	// FailedAt is the lowest load that failed (0: none).
+	FailedAt float64    `json:"failed_at,omitempty"`
+	Limit    *Diagnosis `json:"limit,omitempty"`
+	// Stopped says why the sweep ended before its search did: "client",
+	// "interrupted", "max-steps" or "error" ("" when it finished).
+	Stopped string `json:"stopped,omitempty"`
+	// StopReason explains Stopped in one line.
+	StopReason string `json:"stop_reason,omitempty"`
+	Line       string `json:"line"`
+	Steps      []Step `json:"steps"`
+}
+
+// Validate returns every problem of c.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if !slices.Contains(Variables, c.Variable) {
+		add("--sweep-variable %q: want rate, time-scale or max-concurrency", c.Variable)
+	}
+	positive := func(v float64) bool { return v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
+	if len(c.Values) > 0 {
+		for _, v := range c.Values {
+			if !positive(v) {
+				add("--sweep-values %g: want numbers > 0", v)
+			}
+		}
+	} else {
+		if !positive(c.Min) {
+			add("--sweep-min %g: want > 0", c.Min)
+		}
+		if c.Max != 0 && !(positive(c.Max) && c.Max >= c.Min) {
+			add("--sweep-max %g: want ≥ --sweep-min %g", c.Max, c.Min)
+		}
+	}
+	if c.Variable == MaxConcurrency {
+		for _, v := range append([]float64{c.Min, c.Max}, c.Values...) {
+			if v != math.Trunc(v) {
+				add("--sweep-variable max-concurrency: %g is not a whole number", v)
+			}
+		}
+		if !c.SLO.Set() {
+			add("--sweep-variable max-concurrency needs --goodput targets: more concurrency never lowers the offered rate, so only latency targets bound it")
+		}
+	}
+	if !(c.Tolerance > 0 && c.Tolerance < 1) {
+		add("--sweep-tolerance %g: want a share in (0, 1)", c.Tolerance)
+	}
+	if !(c.MinGoodput >= 0 && c.MinGoodput <= 1) {
+		add("--min-goodput %g: want a share in [0, 1]", c.MinGoodput)
+	}
+	if c.Run == nil {
+		add("sweep: no Run function")
+	}
+	return errors.Join(errs...)
+}
+
+// Sweep runs the search c describes. It returns the result so far with
+// any error: a stopped context (an interrupt or --max-duration) ends the
+// sweep with the finished steps judged and answered.
+func Sweep(ctx context.Context, c Config) (*Result, error) {
+	if c.Growth <= 1 {
+		c.Growth = DefaultGrowth
+	}
+	if c.MaxSteps <= 0 {
+		c.MaxSteps = DefaultMaxSteps
+	}
+	if c.MaxLag <= 0 {
+		c.MaxLag = DefaultMaxLag
+	}
+	if c.Max == 0 && len(c.Values) == 0 {
+		c.Max = c.Min * DefaultSpan
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	s := &search{c: &c, res: &Result{Variable: c.Variable, Workload: c.Workload, Tolerance: c.Tolerance}}
+	if c.SLO.Set() {
+		s.res.SLO, s.res.MinGoodput = c.SLO.Targets(), c.MinGoodput
+	}
+	var err error
+	if len(c.Values) > 0 {
+		err = s.list(ctx)
+	} else {
+		err = s.bisect(ctx)
+	}
+	if err != nil && s.res.Stopped == "" {
+		s.res.Stopped, s.res.StopReason = "error", err.Error()
+	}
+	s.answer()
+	return s.res, err
+}
+
+// search is one sweep's state.
+type search struct {
+	c   *Config
+	res *Result
+}
+
+// errStop ends a search early; Result.Stopped says why.
+var errStop = errors.New("sweep stopped")
+
+// step runs and judges one step at value v.
+func (s *search) step(ctx context.Context, v float64) (Verdict, error) {
+	if len(s.res.Steps) >= s.c.MaxSteps {
+		s.res.Stopped, s.res.StopReason = "max-steps", fmt.Sprintf("%d steps run, the most a sweep runs", s.c.MaxSteps)
+		return "", errStop
+	}
+	if ctx.Err() != nil {
+		s.interrupted(ctx)
+		return "", errStop
+	}
+	if s.c.Idle != nil {
+		if err := s.c.Idle(ctx); err != nil {
+			if ctx.Err() != nil {
+				s.interrupted(ctx)
+				return "", errStop
+			}
+			return "", err
+		}
+	}
+	n := len(s.res.Steps) + 1
+	sum, err := s.c.Run(ctx, n, v)
+	if err != nil && (sum == nil || ctx.Err() == nil) {
+		if ctx.Err() != nil {
+			s.interrupted(ctx)
+			return "", errStop
+		}
+		return "", fmt.Errorf("step %d (%s %s): %w", n, s.c.Variable, fmtValue(s.c.Variable, v), err)
+	}
+	st := Step{Index: n, Value: v, Summary: sum}
+	f, ferr := stepFigures(sum)
+	st.Figures = f
+	st.Verdict, st.Reasons = judge(s.c, &f)
+	if ferr != nil {
+		st.Reasons = append(st.Reasons, "summary: "+ferr.Error())
+	}
+	s.res.Steps = append(s.res.Steps, st)
+	s.logStep(&st)
+	switch st.Verdict {
+	case Incomplete:
+		s.interrupted(ctx)
+		return st.Verdict, errStop
+	case Client:
+		s.res.Stopped = "client"
+		s.res.StopReason = fmt.Sprintf("the client could not keep its schedule at %s %s (%s): this is the client's limit, not the server's; split the load across machines with --shard (docs/SCALE_OUT.md)",
+			s.c.Variable, fmtValue(s.c.Variable, v), joinReasons(st.Reasons))
+		return st.Verdict, errStop
+	}
+	return st.Verdict, nil
+}
+
+func (s *search) interrupted(ctx context.Context) {
+	s.res.Stopped = "interrupted"
+	s.res.StopReason = "the sweep was stopped before its search ended; the answer is from the finished steps"
+	if errors.Is(context.Cause(ctx), ErrMaxDuration) {
+		s.res.StopReason = "--max-duration reached; the answer is from the finished steps"
+	}
+}
+
+// ErrMaxDuration is the cause of a sweep's context that ran out of
+// --max-duration.
+var ErrMaxDuration = errors.New("the sweep's --max-duration is reached")
+
+func (s *search) logStep(st *Step) {
+	if s.c.Logf == nil {
+		return
+	}
+	f := &st.Figures
+	good := ""
+	if f.GoodputShare != nil {
+		good = fmt.Sprintf(", goodput %.1f %%", 100**f.GoodputShare)
+	}
+	why := ""
+	if len(st.Reasons) > 0 {
+		why = ": " + joinReasons(st.Reasons)
+	}
+	s.c.Logf("sweep: step %d: %s %s: offered %.2f req/s, achieved %.2f req/s%s, TTFT p99 %.1f ms: %s%s",
+		st.Index, s.c.Variable, fmtValue(s.c.Variable, st.Value), f.Offered, f.Achieved, good, f.TTFT.P99, st.Verdict, why)
+}
+
+// list runs every value of c.Values in increasing order.
+func (s *search) list(ctx context.Context) error {
+	vals := slices.Clone(s.c.Values)
+	slices.Sort(vals)
+	vals = slices.Compact(vals)
+	for _, v := range vals {
+		if _, err := s.step(ctx, v); err != nil {
+			return ignoreStop(err)
+		}
+	}
+	return nil
+}
+
+// bisect brackets the capacity by growing the load geometrically from Min
+// until a step fails (or Max passes), then bisects to the tolerance.
+func (s *search) bisect(ctx context.Context) error {
+	c := s.c
+	lo, hi := 0.0, 0.0 // highest passing, lowest failing (0: none yet)
+	for v := c.Min; ; {
+		verdict, err := s.step(ctx, v)
+		if err != nil {
+			return ignoreStop(err)
+		}
+		if verdict == Fail {
+			hi = v
+			break
+		}
+		lo = v
+		if v >= c.Max {
+			return nil // no failure up to the bound
+		}
+		v = s.round(math.Min(v*c.Growth, c.Max))
+		if v <= lo {
+			return nil
+		}
+	}
+	if lo == 0 {
+		return nil // even the lowest load fails
+	}
+	for {
+		mid := s.round((lo + hi) / 2)
+		if (hi-lo)/lo <= c.Tolerance || mid <= lo || mid >= hi {
+			return nil
+		}
+		verdict, err := s.step(ctx, mid)
+		if err != nil {
+			return ignoreStop(err)
+		}
+		if verdict == Pass {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+}
+
+// round rounds a load to what the variable takes: whole numbers of
+// requests in flight, else four significant digits.
+func (s *search) round(v float64) float64 {
+	if s.c.Variable == MaxConcurrency {
+		return math.Floor(v)
+	}
+	if v <= 0 {
+		return v
+	}
+	e := math.Pow(10, math.Floor(math.Log10(v))-3)
+	return math.Round(v/e) * e
+}
+
+func ignoreStop(err error) error {
+	if errors.Is(err, errStop) {
+		return nil
+	}
+	return err
+}
+
+// answer sets the capacity, the diagnosis and the line from the steps: the
+// capacity is the highest passing step below the lowest failing one.
+func (s *search) answer() {
+	r := s.res
+	failed := math.Inf(1)
+	for _, st := range r.Steps {
+		if st.Verdict == Fail && st.Value < failed {
+			failed = st.Value
+		}
+	}
+	var best *Step
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		if st.Verdict == Pass && st.Value < failed && (best == nil || st.Value > best.Value) {
+			best = st
+		}
+	}
+	if !math.IsInf(failed, 1) {
+		r.FailedAt = failed
+	}
+	if best != nil {
+		r.Capacity = &Answer{Value: best.Value, Rate: best.Figures.Achieved, Step: best.Index, AtLeast: r.FailedAt == 0}
+	}
+	r.Limit = diagnose(r)
+	r.Line = line(s.c, r)
+}

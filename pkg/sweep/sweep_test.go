@@ -1,0 +1,381 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+// queue is a synthetic server of known capacity: offered load v (req/s)
+// over span seconds; it completes min(v, capacity) req/s, and its TTFT
+// grows as the load nears capacity (an M/M/1-like 1/(1−ρ)).
+type queue struct {
+	capacity float64
+	span     float64
+	ttft     float64 // ms at no load
+	slots    float64 // running ceiling reported on /metrics
+	kvFull   bool
+	lag      float64 // send lag p90 (ms) from this load on
+	lagFrom  float64
+	cancelAt float64 // load at which the context is canceled during the step
+	cancel   context.CancelFunc
+	calls    []float64
+}
+
+func (q *queue) run(ctx context.Context, step int, v float64) (*metrics.Summary, error) {
+	q.calls = append(q.calls, v)
+	s := &metrics.Summary{Mode: "poisson", Scheduled: int64(math.Round(v * q.span)), ScheduleSpan: q.span}
+	served := math.Min(v, q.capacity)
+	rho := v / q.capacity
+	s.Completed = int64(math.Round(served * q.span))
+	s.Duration = float64(s.Scheduled)/served + 0.1 // + the shortest latency, 100 ms
+	ttft := q.ttft / math.Max(1-rho, 0.02)
+	s.TTFT = metrics.Dist{Median: ttft, P99: 3 * ttft}
+	s.TPOT = metrics.Dist{Median: 5, P99: 6}
+	s.E2E = metrics.Dist{Median: ttft + 75, P99: 3*ttft + 90}
+	if q.lag > 0 && v >= q.lagFrom {
+		s.SendLag = metrics.Dist{P90: q.lag, P99: q.lag}
+	}
+	s.SetExtra(metrics.KeyCDFs, map[string][][2]float64{"e2e": {{100, 0}, {200, 1}}})
+	busy := ttft > 200 // the queue builds
+	good := 1.0
+	if busy {
+		good = 0.5
+	}
+	s.SetExtra(metrics.KeyGoodputShare, good)
+	waiting := 0.0
+	if busy {
+		waiting = 5
+	}
+	kv := 0.3
+	if q.kvFull && busy {
+		kv = 1
+	}
+	s.SetExtra(metrics.KeyServerMetrics, map[string]any{"available": true, "running_max": q.slots, "running_mean": q.slots * math.Min(rho, 1),
+		"waiting_max": waiting, "kv_cache_usage_max": kv, "samples": 10})
+	if q.cancelAt > 0 && v >= q.cancelAt {
+		q.cancel()
+		s.Interrupted = true
+		return s, errors.New("interrupted")
+	}
+	return s, nil
+}
+
+func TestSweepBracketsThenBisectsToTheTolerance(t *testing.T) {
+	q := &queue{capacity: 84.2, span: 60, ttft: 20, slots: 8}
+	res, err := Sweep(context.Background(), Config{Variable: Rate, Min: 10, Tolerance: 0.05, SLO: metrics.NoSLO, Run: q.run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Bracket 10, 20, 40, 80, 160 (fails), then bisect between 80 and 160.
+	want := []float64{10, 20, 40, 80, 160}
+	for i, v := range want {
+		if q.calls[i] != v {
+			t.Fatalf("step %d at %g, want %g (calls %v)", i+1, q.calls[i], v, q.calls)
+		}
+	}
+	if res.Capacity == nil {
+		t.Fatalf("no capacity: %s", res.Line)
+	}
+	// The rule: achieved ≥ 95 % of offered, so the answer is the highest
+	// load ≤ 84.2/0.95 = 88.6 the bisection reached, within 5 %.
+	limit := q.capacity / ThroughputShare
+	if c := res.Capacity.Value; c > limit || c < limit/(1+0.05)/(1+0.05) {
+		t.Errorf("capacity %g, want in (%g/1.05², %g]", c, limit, limit)
+	}
+	if hi := res.FailedAt; (hi-res.Capacity.Value)/res.Capacity.Value > 0.05 {
+		t.Errorf("failed at %g and passed at %g: wider than the tolerance", hi, res.Capacity.Value)
+	}
+	if res.Limit.Kind != "concurrency" {
+		t.Errorf("limit %+v, want concurrency", res.Limit)
+	}
+	if !strings.HasPrefix(res.Line, "capacity: ") || !strings.Contains(res.Line, "limited by: concurrency (waiting > 0 while running = 8)") {
+		t.Errorf("line %q", res.Line)
+	}
+}
+
+func TestSweepWithSLOJudgesGoodput(t *testing.T) {
+	q := &queue{capacity: 100, span: 60, ttft: 20, slots: 8, kvFull: true}
+	slo, _ := metrics.ParseSLO([]string{"ttft:200"})
+	res, err := Sweep(context.Background(), Config{Variable: Rate, Min: 10, Max: 100, Tolerance: 0.02, SLO: slo, MinGoodput: 0.9, Run: q.run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// TTFT 20/(1−ρ) ≤ 200 ms while ρ ≤ 0.9: capacity 90 req/s.
+	if res.Capacity == nil || res.Capacity.Value > 90 || res.Capacity.Value < 90/1.02/1.02 {
+		t.Fatalf("capacity %+v, want just below 90: %s", res.Capacity, res.Line)
+	}
+	for _, st := range res.Steps {
+		if pass := *st.Figures.GoodputShare >= 0.9; pass != (st.Verdict == Pass) {
+			t.Errorf("step %d at %g: goodput %g but verdict %s", st.Index, st.Value, *st.Figures.GoodputShare, st.Verdict)
+		}
+	}
+	if res.Limit.Kind != "memory" {
+		t.Errorf("limit %+v, want memory (KV cache full)", res.Limit)
+	}
+	if !strings.Contains(res.Line, "ttft ≤ 200 ms for ≥ 90 % of requests") {
+		t.Errorf("line %q", res.Line)
+	}
+}
+
+func TestSweepValuesRunsEveryValueInOrder(t *testing.T) {
+	q := &queue{capacity: 50, span: 10, ttft: 20, slots: 4}
+	res, err := Sweep(context.Background(), Config{Variable: Rate, Values: []float64{80, 20, 40, 20}, Tolerance: 0.05, SLO: metrics.NoSLO, Run: q.run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := q.calls; len(got) != 3 || got[0] != 20 || got[1] != 40 || got[2] != 80 {
+		t.Fatalf("ran %v, want 20 40 80", got)
+	}
+	if res.Capacity == nil || res.Capacity.Value != 40 || res.FailedAt != 80 {
+		t.Errorf("capacity %+v failed at %g, want 40 and 80", res.Capacity, res.FailedAt)
+	}
+}
+
+func TestSweepStopsWhereTheClientIsTheLimit(t *testing.T) {
+	q := &queue{capacity: 1000, span: 10, ttft: 20, slots: 8, lag: 25, lagFrom: 40}
+	res, err := Sweep(context.Background(), Config{Variable: Rate, Min: 10, Tolerance: 0.05, SLO: metrics.NoSLO, Run: q.run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.calls) != 3 || res.Stopped != "client" {
+		t.Fatalf("ran %v, stopped %q; want 10 20 40 and a client stop", q.calls, res.Stopped)
+	}
+	if res.Capacity == nil || res.Capacity.Value != 20 || !res.Capacity.AtLeast || res.Limit.Kind != "not-reached" {
+		t.Errorf("capacity %+v limit %+v, want at least 20, not reached", res.Capacity, res.Limit)
+	}
+	if !strings.Contains(res.Line, "--shard") || !strings.Contains(res.Line, "send lag p90 25.0 ms > 10 ms") {
+		t.Errorf("line %q", res.Line)
+	}
+}
+
+func TestSweepInterruptedKeepsTheFinishedSteps(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	q := &queue{capacity: 1000, span: 10, ttft: 20, slots: 8, cancelAt: 40, cancel: cancel}
+	res, err := Sweep(ctx, Config{Variable: Rate, Min: 10, Tolerance: 0.05, SLO: metrics.NoSLO, Run: q.run})
+	if err != nil {
+		t.Fatalf("an interrupted sweep is not an error: %v", err)
+	}
+	if res.Stopped != "interrupted" || len(res.Steps) != 3 || res.Steps[2].Verdict != Incomplete {
+		t.Fatalf("stopped %q, %d steps; want interrupted at the third", res.Stopped, len(res.Steps))
+	}
+	if res.Capacity == nil || res.Capacity.Value != 20 || !res.Capacity.AtLeast {
+		t.Errorf("capacity %+v, want at least 20 from the finished steps", res.Capacity)
+	}
+}
+
+func TestSweepLowestStepFails(t *testing.T) {
+	q := &queue{capacity: 0.5, span: 10, ttft: 20, slots: 2}
+	res, err := Sweep(context.Background(), Config{Variable: TimeScale, Min: 1, Tolerance: 0.05, SLO: metrics.NoSLO, Workload: "w.csv", Run: q.run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Capacity != nil || len(res.Steps) != 1 || !strings.HasPrefix(res.Line, "capacity: below time-scale 1 of w.csv") {
+		t.Errorf("capacity %+v, %d steps, line %q", res.Capacity, len(res.Steps), res.Line)
+	}
+}
+
+func TestSweepRunErrorKeepsSteps(t *testing.T) {
+	n := 0
+	run := func(ctx context.Context, step int, v float64) (*metrics.Summary, error) {
+		n++
+		if n == 2 {
+			return nil, errors.New("connection refused")
+		}
+		return (&queue{capacity: 100, span: 10, ttft: 20, slots: 8}).run(ctx, step, v)
+	}
+	res, err := Sweep(context.Background(), Config{Variable: Rate, Min: 10, Tolerance: 0.05, SLO: metrics.NoSLO, Run: run})
+	if err == nil || !strings.Contains(err.Error(), "step 2 (rate 20): connection refused") {
+		t.Fatalf("err %v", err)
+	}
+	if res == nil || len(res.Steps) != 1 || res.Stopped != "error" {
+		t.Fatalf("result %+v", res)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	run := func(context.Context, int, float64) (*metrics.Summary, error) { return nil, nil }
+	for _, tc := range []struct {
+		c    Config
+		want string
+	}{
+		{Config{Variable: "speed", Min: 1, Tolerance: 0.05, Run: run}, `--sweep-variable "speed"`},
+		{Config{Variable: Rate, Min: 0, Tolerance: 0.05, Run: run}, "--sweep-min 0"},
+		{Config{Variable: Rate, Min: 10, Max: 5, Tolerance: 0.05, Run: run}, "--sweep-max 5"},
+		{Config{Variable: Rate, Values: []float64{1, -2}, Tolerance: 0.05, Run: run}, "--sweep-values -2"},
+		{Config{Variable: Rate, Min: 1, Tolerance: 1.5, Run: run}, "--sweep-tolerance 1.5"},
+		{Config{Variable: MaxConcurrency, Min: 2, Tolerance: 0.05, SLO: metrics.NoSLO, Run: run}, "needs --goodput"},
+		{Config{Variable: MaxConcurrency, Min: 1.5, Tolerance: 0.05, SLO: metrics.NoSLO, Run: run}, "1.5 is not a whole number"},
+	} {
+		err := tc.c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.c, err, tc.want)
+		}
+	}
+}
+
+func TestGrowth(t *testing.T) {
+	w := func(c int64, wait float64) Window { return Window{Completed: c, Wait: wait} }
+	for _, tc := range []struct {
+		name string
+		ws   []Window
+		want bool
+	}{
+		{"steady", []Window{w(50, 30), w(50, 35), w(50, 40)}, false},
+		{"growing", []Window{w(50, 30), w(50, 80), w(50, 200)}, true},
+		{"doubled but small", []Window{w(50, 2), w(50, 30)}, false},
+		{"last window too small", []Window{w(50, 30), w(50, 40), w(3, 900)}, false},
+		{"one window", []Window{w(50, 30)}, false},
+	} {
+		if _, got := growth(tc.ws); got != tc.want {
+			t.Errorf("%s: growing %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestDiagnose(t *testing.T) {
+	step := func(i int, v float64, verdict Verdict, sv *metrics.ServerStats, ttft, tpot float64) Step {
+		return Step{Index: i, Value: v, Verdict: verdict, Figures: Figures{Server: sv, TTFT: Quantiles{P50: ttft}, TPOT: Quantiles{P50: tpot}}}
+	}
+	calm := &metrics.ServerStats{RunningMax: 4, RunningMean: 2}
+	for _, tc := range []struct {
+		name, want string
+		fail       *metrics.ServerStats
+		ttft, tpot float64
+	}{
+		{"kv full", "memory", &metrics.ServerStats{RunningMax: 6, RunningMean: 5, WaitingMax: 3, KVCacheMax: 0.99}, 100, 5},
+		{"preempted", "memory", &metrics.ServerStats{RunningMax: 6, RunningMean: 5, Preemptions: 2, KVCacheMax: 0.5}, 100, 5},
+		{"queue at the ceiling", "concurrency", &metrics.ServerStats{RunningMax: 8, RunningMean: 7.5, WaitingMax: 12, KVCacheMax: 0.3}, 100, 5},
+		{"queue below the ceiling", "other", &metrics.ServerStats{RunningMax: 8, RunningMean: 3, WaitingMax: 12, KVCacheMax: 0.3}, 20, 5},
+		{"prefill", "prefill", &metrics.ServerStats{RunningMax: 5, RunningMean: 4, KVCacheMax: 0.3}, 90, 5.5},
+		{"tpot grew too", "other", &metrics.ServerStats{RunningMax: 5, RunningMean: 4, KVCacheMax: 0.3}, 90, 12},
+		{"no metrics", "unknown", nil, 90, 5},
+	} {
+		r := &Result{Steps: []Step{
+			step(1, 10, Pass, calm, 20, 5),
+			step(2, 40, Fail, tc.fail, tc.ttft, tc.tpot),
+			step(3, 80, Fail, &metrics.ServerStats{RunningMax: 8, RunningMean: 8, WaitingMax: 40}, 500, 5),
+		}}
+		if d := diagnose(r); d.Kind != tc.want || d.Step != 2 {
+			t.Errorf("%s: %+v, want %s at step 2", tc.name, d, tc.want)
+		}
+	}
+}
+
+// TestStepFiguresReadTheSummaryJSON reads the figures from a summary as a
+// run writes it and reads it back: the adapter's keys must be the
+// summary's.
+func TestStepFiguresReadTheSummaryJSON(t *testing.T) {
+	s := &metrics.Summary{Backend: "vllm", Scheduled: 100, Completed: 98, Failed: 2, ErrorRate: 0.02, ScheduleSpan: 2, Duration: 2.2,
+		TTFT: metrics.Dist{Median: 21, P99: 40}, TPOT: metrics.Dist{Median: 5, P99: 6}, E2E: metrics.Dist{Median: 96, P99: 130},
+		SendLag: metrics.Dist{P90: 0.4, P99: 3}}
+	s.SetExtra(metrics.KeyCDFs, map[string][][2]float64{"e2e": {{95.5, 0}, {130, 1}}})
+	s.SetExtra(metrics.KeyGoodputShare, 0.93)
+	s.SetExtra(metrics.KeyClientSaturated, true)
+	s.SetExtra(metrics.KeySaturationReason, "window 0: send lag p99 3 ms > 1 ms")
+	s.SetExtra(metrics.KeyServerMetrics, map[string]any{"url": "x", "available": true, "running_max": 8, "waiting_max": 3, "kv_cache_usage_max": 0.2})
+	s.SetExtra(metrics.KeyWindows, []metrics.WindowStats{{Start: 0, End: 1, Completed: 50, TTFTP50: 20, LagP50: 0.1, ClientCPU: 0.2}, {Start: 1, End: 2, Completed: 48, TTFTP50: 30, LagP50: 0.2, ClientCPU: 0.4}})
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back metrics.Summary
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	f, err := stepFigures(&back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Offered != 50 || math.Abs(f.Achieved-98/(2.2-0.0955)) > 1e-9 || f.E2EMin != 95.5 {
+		t.Errorf("offered %g achieved %g e2e min %g", f.Offered, f.Achieved, f.E2EMin)
+	}
+	if f.GoodputShare == nil || *f.GoodputShare != 0.93 || !f.ClientSaturated || f.ClientReason == "" || f.LagP90 != 0.4 {
+		t.Errorf("goodput %v saturated %v %q lag %g", f.GoodputShare, f.ClientSaturated, f.ClientReason, f.LagP90)
+	}
+	if f.Server == nil || f.Server.RunningMax != 8 || f.Server.WaitingMax != 3 {
+		t.Errorf("server %+v", f.Server)
+	}
+	if len(f.Windows) != 2 || f.Windows[1].Wait != 30.2 || f.ClientCPUMax != 0.4 {
+		t.Errorf("windows %+v cpu %g", f.Windows, f.ClientCPUMax)
+	}
+	if f.TTFT.P99 != 40 || f.TPOT.P50 != 5 || f.E2E.P99 != 130 {
+		t.Errorf("latencies %+v %+v %+v", f.TTFT, f.TPOT, f.E2E)
+	}
+}
+
+func TestResultRoundTrip(t *testing.T) {
+	q := &queue{capacity: 50, span: 10, ttft: 20, slots: 4}
+	res, err := Sweep(context.Background(), Config{Variable: Rate, Values: []float64{20, 80}, Tolerance: 0.05, SLO: metrics.NoSLO, Run: q.run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "sweep.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Line != res.Line || len(back.Steps) != 2 || back.Steps[1].Summary.Scheduled != 800 || back.Capacity.Value != 20 {
+		t.Errorf("read back %+v", back)
+	}
+	os.WriteFile(path, []byte(`{"completed": 3}`), 0o644)
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "not a sweep") {
+		t.Errorf("a summary read as a sweep: %v", err)
+	}
+}
+
+// TestIdleWaitsForTheServer polls a metrics page that shows requests for
+// its first three answers.
+func TestIdleWaitsForTheServer(t *testing.T) {
+	var polls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		running := 0
+		if polls.Add(1) <= 3 {
+			running = 2
+		}
+		w.Write([]byte("vllm:num_requests_running " + string(rune('0'+running)) + "\nvllm:num_requests_waiting 0\n"))
+	}))
+	defer srv.Close()
+	idle := &Idle{URL: srv.URL, Poll: time.Millisecond, Quiet: time.Hour}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := idle.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := polls.Load(); n != 4 {
+		t.Errorf("%d polls, want 4 (three busy, one idle)", n)
+	}
+	// Still busy at the timeout: warned, and the sweep goes on.
+	polls.Store(-1 << 40)
+	var warned string
+	idle = &Idle{URL: srv.URL, Poll: time.Millisecond, Timeout: 20 * time.Millisecond, Warnf: func(f string, a ...any) { warned = f }}
+	if err := idle.Wait(ctx); err != nil || !strings.Contains(warned, "still busy") {
+		t.Errorf("err %v, warning %q", err, warned)
+	}
+	// No metrics: the quiet pause, cut short by the context.
+	idle = &Idle{Quiet: time.Hour}
+	short, cancel2 := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel2()
+	if err := idle.Wait(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err %v", err)
+	}
+}

@@ -1,0 +1,119 @@
+package sweep
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+)
+
+// line is the answer in one line the user can paste.
+func line(c *Config, r *Result) string {
+	var b strings.Builder
+	b.WriteString("capacity: ")
+	of := ""
+	if r.Workload != "" {
+		of = " of " + r.Workload
+	}
+	switch a := r.Capacity; {
+	case a == nil && r.FailedAt > 0:
+		fmt.Fprintf(&b, "below %s %s%s (the lowest step failed)", r.Variable, fmtValue(r.Variable, r.FailedAt), of)
+	case a == nil:
+		b.WriteString("unknown (no step finished)")
+	default:
+		at := ""
+		if a.AtLeast {
+			at = "at least "
+		}
+		if r.Variable == MaxConcurrency {
+			fmt.Fprintf(&b, "%s%s concurrent requests (%s req/s%s)", at, fmtValue(r.Variable, a.Value), trimFloat(a.Rate, 1), of)
+		} else {
+			fmt.Fprintf(&b, "%s%s req/s (%s %s%s)", at, trimFloat(a.Rate, 1), r.Variable, fmtValue(r.Variable, a.Value), of)
+		}
+	}
+	b.WriteString(" with ")
+	b.WriteString(criterion(c))
+	if d := r.Limit; d != nil {
+		switch d.Kind {
+		case "not-reached":
+			b.WriteString("; limited by: not reached (no step failed)")
+		default:
+			fmt.Fprintf(&b, "; limited by: %s (%s)", d.Kind, d.Detail)
+		}
+	}
+	if r.Stopped != "" {
+		fmt.Fprintf(&b, "; stopped: %s", r.StopReason)
+	}
+	return b.String()
+}
+
+// criterion says what a passing step met.
+func criterion(c *Config) string {
+	if !c.SLO.Set() {
+		return fmt.Sprintf("achieved ≥ %.0f %% of offered and no growing latency", 100*ThroughputShare)
+	}
+	var parts []string
+	for _, k := range []string{"ttft", "tpot", "e2el"} {
+		if v, ok := c.SLO.Targets()[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s ≤ %s ms", k, trimFloat(v, 1)))
+		}
+	}
+	return fmt.Sprintf("%s for ≥ %.0f %% of requests", strings.Join(parts, " and "), 100*c.MinGoodput)
+}
+
+// WriteTable writes the steps in load order, one a row, then the answer.
+func WriteTable(w io.Writer, r *Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "step\t"+string(r.Variable)+"\toffered/s\tachieved/s\tgoodput\tTTFT p50\tp99\tTPOT p50\tp99\tE2E p50\tp99\trunning\twaiting\tKV max\tlag p99\tverdict\t")
+	for _, st := range sortedSteps(r.Steps) {
+		f := &st.Figures
+		good := "–"
+		if f.GoodputShare != nil {
+			good = fmt.Sprintf("%.1f%%", 100**f.GoodputShare)
+		}
+		run, wait, kv := "–", "–", "–"
+		if sv := f.Server; sv != nil {
+			run, wait, kv = fmt.Sprintf("%.0f", sv.RunningMax), fmt.Sprintf("%.0f", sv.WaitingMax), fmt.Sprintf("%.0f%%", 100*sv.KVCacheMax)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+			st.Index, fmtValue(r.Variable, st.Value), f.Offered, f.Achieved, good,
+			ms(f.TTFT.P50, f.NoTokens), ms(f.TTFT.P99, f.NoTokens), ms(f.TPOT.P50, f.NoTokens), ms(f.TPOT.P99, f.NoTokens),
+			ms(f.E2E.P50, false), ms(f.E2E.P99, false), run, wait, kv, ms(f.LagP99, false), st.Verdict)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "(latencies in ms; running, waiting and KV: the server's maxima over the step)")
+	for _, st := range sortedSteps(r.Steps) {
+		if len(st.Reasons) > 0 {
+			fmt.Fprintf(w, "step %d: %s: %s\n", st.Index, st.Verdict, joinReasons(st.Reasons))
+		}
+	}
+	_, err := fmt.Fprintln(w, r.Line)
+	return err
+}
+
+func ms(v float64, absent bool) string {
+	if absent || math.IsNaN(v) {
+		return "–"
+	}
+	if v >= 100 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// sortedSteps returns the steps in load order (ties in run order).
+func sortedSteps(steps []Step) []Step {
+	out := append([]Step(nil), steps...)
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].Value < out[j-1].Value; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// SortedSteps returns r's steps in load order.
+func (r *Result) SortedSteps() []Step { return sortedSteps(r.Steps) }
