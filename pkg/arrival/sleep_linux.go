@@ -8,25 +8,33 @@ import (
 )
 
 // preciseClock sleeps with clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME),
-// the clock Go's monotonic readings come from, so a due time converts
-// exactly and no error accumulates.
+// the clock Go's monotonic readings come from. Each wait converts its due
+// time afresh: the time left is read on Go's clock first and the kernel's
+// clock second, so a pause between the two readings (a preempted thread)
+// makes the wake-up that much late, never early.
 type preciseClock struct {
-	base     time.Time
-	baseMono int64
+	available bool
+	// between, when set, runs between the two readings (tests).
+	between func()
 }
 
 func newPreciseClock() preciseClock {
 	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return preciseClock{}
-	}
-	return preciseClock{base: time.Now(), baseMono: ts.Nano()}
+	return preciseClock{available: unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil}
 }
 
-func (c preciseClock) ok() bool { return c.baseMono != 0 }
+func (c preciseClock) ok() bool { return c.available }
 
 func (c preciseClock) sleepUntil(t time.Time) {
-	ts := unix.NsecToTimespec(c.baseMono + int64(t.Sub(c.base)))
+	left := time.Until(t)
+	if c.between != nil {
+		c.between()
+	}
+	var now unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &now) != nil {
+		return
+	}
+	ts := unix.NsecToTimespec(now.Nano() + int64(left))
 	for unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil) == unix.EINTR {
 	}
 }
