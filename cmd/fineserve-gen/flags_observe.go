@@ -143,23 +143,3 @@ func joinGoodputArgs(args []string) []string {
 	}
 	return out
 }
-
-// goodputReasons is the --min-goodput part of the verdict: why the run
-// missed its goodput target (exit code 3), or nothing.
-func goodputReasons(o *runner.Options, sum *metrics.Summary) []string {
-	min := o.Observe.MinGoodput
-	if min <= 0 || !o.Observe.Goodput.Set() {
-		return nil
-	}
-	var share float64
-	var good int64
-	if ok, err := sum.GetExtra(metrics.KeyGoodputShare, &share); !ok || err != nil {
-		return []string{"goodput target: the summary has no goodput_share"}
-	}
-	sum.GetExtra(metrics.KeyGoodputCount, &good)
-	if share >= min {
-		return nil
-	}
-	return []string{fmt.Sprintf("goodput target missed: %d of %d requests met every SLO (%s), share %.4f < --min-goodput %g",
-		good, sum.Completed+sum.Failed, o.Observe.Goodput, share, min)}
-}

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
@@ -328,7 +326,7 @@ func (v *lenientValue) Set(s string) error {
 //     --model not served, warm-up failed, an output could not be written);
 //   - exitInternal: requests failed with class internal (their work
 //     panicked: a bug), whatever the error budget says;
-//   - exitBudget: the run completed but missed a target (see verdict);
+//   - exitBudget: the run completed but missed a target (runner.Verdict);
 //   - exitOK: the run completed within its targets, or a dry run.
 func outcome(ctx context.Context, o *runner.Options, sum *metrics.Summary, err error, stderr io.Writer) int {
 	var ue *runner.UsageError
@@ -347,53 +345,17 @@ func outcome(ctx context.Context, o *runner.Options, sum *metrics.Summary, err e
 			sum.Completed, sum.Failed, sum.NotSent)
 		return exitInterrupted
 	}
-	reasons := verdict(o, sum)
-	for _, r := range reasons {
-		fmt.Fprintf(stderr, "fineserve-gen: %s\n", r)
-	}
-	if n := sum.ErrorsByClass[client.ErrInternal]; n > 0 {
-		what := fmt.Sprintf("%d requests", n)
-		if n == 1 {
-			what = "1 request"
-		}
-		fmt.Fprintf(stderr, "fineserve-gen: %s hit an internal error (a bug in fineserve-gen: the stack is printed above; their records say error_class internal)\n", what)
-		return exitInternal
-	}
-	if len(reasons) > 0 {
-		return exitBudget
-	}
-	return exitOK
-}
-
-// verdict lists why a completed run misses its targets; any reason makes
-// the exit code exitBudget. The error budget (--max-error-rate) is one
-// target; SLO checks (--goodput: the share of requests meeting their
-// latency targets) add their reasons here, so every failed target exits
-// with the same code.
-func verdict(o *runner.Options, sum *metrics.Summary) []string {
-	var reasons []string
-	if sum.ErrorRate > o.MaxErrorRate {
-		reasons = append(reasons, fmt.Sprintf("error budget exceeded: %d of %d requests failed (error rate %.4f > --max-error-rate %g); by class: %s",
-			sum.Failed, sum.Failed+sum.Completed, sum.ErrorRate, o.MaxErrorRate, classCounts(sum.ErrorsByClass)))
-	}
-	reasons = append(reasons, goodputReasons(o, sum)...) // --min-goodput (flags_observe.go)
-	return reasons
-}
-
-// classCounts formats errors by class in report order.
-func classCounts(m map[string]int64) string {
-	var parts []string
-	for _, c := range client.ErrorClasses {
-		if n := m[c]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", c, n))
+	code := exitOK
+	for _, r := range runner.Verdict(o.Targets(), sum) {
+		fmt.Fprintf(stderr, "fineserve-gen: %s\n", r.Text)
+		switch {
+		case r.Kind == runner.InternalError:
+			code = exitInternal
+		case code == exitOK:
+			code = exitBudget
 		}
 	}
-	for c, n := range m { // classes the client does not list (none today)
-		if !slices.Contains(client.ErrorClasses, c) && n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", c, n))
-		}
-	}
-	return strings.Join(parts, ", ")
+	return code
 }
 
 // safeArgs returns args fit for the summary's command line: the API key

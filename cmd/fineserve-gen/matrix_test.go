@@ -504,13 +504,13 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		fail("schedule span %v s, dry run %v s", sum.ScheduleSpan, last)
 	}
 	h := sha256.Sum256(wholeCSV)
-	if got := extraString(sum, metrics.KeyScheduleHash); got != "sha256:"+hex.EncodeToString(h[:]) {
+	if got := sum.ScheduleHash; got != "sha256:"+hex.EncodeToString(h[:]) {
 		fail("schedule hash %q, dry run sha256:%x", got, h)
 	}
 	if c.v(dConcurrency) == "max2" && sum.MaxInFlight > 2 {
 		fail("max in flight %d with --max-concurrency 2", sum.MaxInFlight)
 	}
-	if c.v(dStartAt) == "start-at" && extraString(sum, metrics.KeyStartAt) == "" {
+	if c.v(dStartAt) == "start-at" && sum.StartAt == "" {
 		fail("no start_at in the summary of a --start-at run")
 	}
 
@@ -666,14 +666,6 @@ func readCaseSummary(t testing.TB, c matrixCase, r *caseRun, fail func(string, .
 		return nil
 	}
 	return &s
-}
-
-func extraString(s *metrics.Summary, key string) string {
-	var v string
-	if raw, ok := s.Extra[key]; ok {
-		json.Unmarshal(raw, &v)
-	}
-	return v
 }
 
 func mustFloat(t testing.TB, s string) float64 {

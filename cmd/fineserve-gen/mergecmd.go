@@ -180,13 +180,11 @@ func readMergeInput(path string) (*metrics.Summary, error) {
 
 // writeMergedGoodput prints the goodput lines of a summary that has them.
 func writeMergedGoodput(w io.Writer, s *metrics.Summary) error {
-	var rate, share float64
-	var good int64
-	if ok, _ := s.GetExtra(metrics.KeyRequestGoodput, &rate); !ok {
+	g := s.Goodput
+	if g == nil {
 		return nil
 	}
-	s.GetExtra(metrics.KeyGoodputShare, &share)
-	s.GetExtra(metrics.KeyGoodputCount, &good)
+	rate, share, good := g.Rate, g.Share, g.Requests
 	_, err := fmt.Fprintf(w, "%-40s %-10.2f\n%-40s %-10d\n%-40s %-10.2f\n%s\n",
 		"Request goodput (req/s):", rate, "Requests meeting every SLO:", good, "Share meeting every SLO (%):", 100*share, strings.Repeat("=", 50))
 	return err

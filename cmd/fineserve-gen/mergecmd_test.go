@@ -192,14 +192,12 @@ func TestShardedRunMergesLikeOneRun(t *testing.T) {
 	sum := sha256.Sum256(r.singleCSV)
 	wantHash := "sha256:" + hex.EncodeToString(sum[:])
 	for i, s := range append([]*metrics.Summary{r.single, r.merged}, r.shards...) {
-		var h string
-		if _, err := s.GetExtra(metrics.KeyScheduleHash, &h); err != nil || h != wantHash {
+		if h := s.ScheduleHash; h != wantHash {
 			t.Errorf("summary %d: schedule hash %q, want %q", i, h, wantHash)
 		}
 	}
-	var shard metrics.ShardInfo
-	if _, err := r.merged.GetExtra(metrics.KeyShard, &shard); err != nil || shard.String() != "{0,1,2}/3" {
-		t.Errorf("merged shards %v (%v)", shard, err)
+	if shard := r.merged.Shard; shard == nil || shard.String() != "{0,1,2}/3" {
+		t.Errorf("merged shards %v", shard)
 	}
 	if strings.Contains(r.mergeErr, "warning") {
 		t.Errorf("merge warned:\n%s", r.mergeErr)
@@ -234,10 +232,10 @@ func TestShardedRunMergesLikeOneRun(t *testing.T) {
 	}
 
 	// Distributions against the copies' records.
-	var st metrics.MergeState
-	if _, err := m.GetExtra(metrics.KeyMergeState, &st); err != nil {
-		t.Fatal(err)
+	if m.MergeState == nil {
+		t.Fatal("no merge state")
 	}
+	st := *m.MergeState
 	rec := r.records
 	for _, c := range []struct {
 		name      string
@@ -273,9 +271,9 @@ func TestShardedRunMergesLikeOneRun(t *testing.T) {
 	}
 
 	// Windows: every request ends in one window of one copy.
-	var ws []metrics.WindowStats
-	if _, err := m.GetExtra(metrics.KeyWindows, &ws); err != nil || len(ws) < 3 {
-		t.Fatalf("%d windows (%v)", len(ws), err)
+	ws := m.Windows
+	if len(ws) < 3 {
+		t.Fatalf("%d windows", len(ws))
 	}
 	var offered, completed, good int64
 	for _, w := range ws {
@@ -284,10 +282,10 @@ func TestShardedRunMergesLikeOneRun(t *testing.T) {
 			good += *w.Goodput
 		}
 	}
-	var goodAll int64
-	if _, err := m.GetExtra(metrics.KeyGoodputCount, &goodAll); err != nil {
-		t.Fatal(err)
+	if m.Goodput == nil {
+		t.Fatal("no goodput")
 	}
+	goodAll := m.Goodput.Requests
 	if offered != shardRequests || completed != shardRequests || good != goodAll {
 		t.Errorf("windows: %d offered, %d completed, %d good; want %d, %d, %d", offered, completed, good, shardRequests, shardRequests, goodAll)
 	}

@@ -113,9 +113,8 @@ func TestMinGoodputExitCode(t *testing.T) {
 		t.Errorf("no goodput section after the table:\n%s", r.stdout)
 	}
 	s := r.summary(t)
-	var share float64
-	if ok, _ := s.GetExtra(metrics.KeyGoodputShare, &share); !ok || share != 0 {
-		t.Errorf("goodput_share %v", share)
+	if s.Goodput == nil || s.Goodput.Share != 0 {
+		t.Errorf("goodput %+v", s.Goodput)
 	}
 	r = runTool(t, context.Background(), append(baseArgs(port, 10), "--goodput", "ttft:5000", "--min-goodput", "0.5")...)
 	if r.code != exitOK {

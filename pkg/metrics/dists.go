@@ -6,15 +6,6 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// Summary keys of the distributions kept for plots.
-const (
-	// KeyCDFs holds latency CDFs: {"ttft": [[ms, q], …], "tpot", "itl",
-	// "e2e", "send_lag"}.
-	KeyCDFs = "latency_cdfs"
-	// KeyLengths holds length histograms: {"input": LengthBins, "output": …}.
-	KeyLengths = "length_histograms"
-)
-
 // cdfGrid are the quantiles at which a CDF is sampled: every percent, and
 // the tail more finely.
 var cdfGrid = func() []float64 {

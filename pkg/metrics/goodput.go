@@ -157,25 +157,12 @@ func (g *Goodput) Share() float64 {
 	return float64(g.Good) / float64(g.All)
 }
 
-// Summary keys of goodput.
-const (
-	KeyRequestGoodput = "request_goodput"  // requests meeting every SLO per second (vLLM's key)
-	KeyGoodputShare   = "goodput_share"    // their share of the finished requests
-	KeyGoodputCount   = "goodput_requests" // their number
-	KeyGoodputSLO     = "goodput_slo_ms"   // the targets, by metric
-)
-
 // Annotate stores the goodput figures in s over a run of the given length
 // (request_goodput is per second of it, as vLLM computes it).
-func (g *Goodput) Annotate(s *Summary, dur time.Duration) error {
+func (g *Goodput) Annotate(s *Summary, dur time.Duration) {
 	rate := 0.0
 	if secs := dur.Seconds(); secs > 0 {
 		rate = float64(g.Good) / secs
 	}
-	return errors.Join(
-		s.SetExtra(KeyRequestGoodput, rate),
-		s.SetExtra(KeyGoodputShare, g.Share()),
-		s.SetExtra(KeyGoodputCount, g.Good),
-		s.SetExtra(KeyGoodputSLO, g.SLO.Targets()),
-	)
+	s.Goodput = &GoodputSummary{Rate: rate, Share: g.Share(), Requests: g.Good, SLO: g.SLO.Targets()}
 }

@@ -117,12 +117,8 @@ func TestGoodputHandComputation(t *testing.T) {
 		t.Fatalf("good %d of %d, want 3 of 7", g.Good, g.All)
 	}
 	var s Summary
-	if err := g.Annotate(&s, 2*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	var rate, share float64
-	s.GetExtra(KeyRequestGoodput, &rate)
-	s.GetExtra(KeyGoodputShare, &share)
+	g.Annotate(&s, 2*time.Second)
+	rate, share := s.Goodput.Rate, s.Goodput.Share
 	if rate != 1.5 || math.Abs(share-3.0/7) > 1e-12 {
 		t.Errorf("request_goodput %v share %v, want 1.5 and 3/7", rate, share)
 	}

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -11,31 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
-
-// Summary keys of scale-out (docs/SCALE_OUT.md): what each copy of a run
-// writes so that the copies' summaries merge exactly, and what a merge
-// adds.
-const (
-	// KeyScheduleHash is "sha256:" and the SHA-256 of the whole schedule
-	// (before sharding) as --schedule-out writes it, header included.
-	KeyScheduleHash = "schedule_hash"
-	// KeyShard is the part of the schedule the summary covers (ShardInfo).
-	KeyShard = "shard"
-	// KeyStartAt is the --start-at every copy started its schedule at
-	// (RFC 3339, UTC; absent without --start-at).
-	KeyStartAt = "start_at"
-	// KeyMergeState holds what merging needs exactly (MergeState).
-	KeyMergeState = "merge_state"
-	// KeyMergedFrom lists the summaries a merged summary was made of
-	// ([]MergedFrom).
-	KeyMergedFrom = "merged_from"
-	// KeyMergeWarnings lists what the merged summaries disagreed on, and
-	// missing or duplicated shards ([]string).
-	KeyMergeWarnings = "merge_warnings"
-	// KeyMergeNotes says how the figures that cannot be merged exactly were
-	// combined ([]string).
-	KeyMergeNotes = "merge_notes"
 )
 
 // MergeStateVersion is the version of MergeState this build writes and
@@ -200,12 +174,11 @@ func readInput(in MergeInput) (*input, error) {
 		return nil, errors.New("no summary")
 	}
 	r := &input{name: in.Name, s: s, shard: ShardInfo{Count: 1, Indices: []int64{0}}}
-	ok, err := s.GetExtra(KeyMergeState, &r.st)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("%s: %w", KeyMergeState, err)
-	case !ok:
+	if s.MergeState == nil {
 		return nil, fmt.Errorf("no %s: not a fineserve-gen run summary that can be merged (a summary written by --summary-json or --output-file holds it; a merge needs the summaries of the copies, not their results JSONL)", KeyMergeState)
+	}
+	r.st = *s.MergeState
+	switch {
 	case r.st.Version != MergeStateVersion:
 		return nil, fmt.Errorf("%s version %d: this build reads version %d", KeyMergeState, r.st.Version, MergeStateVersion)
 	case r.st.HistEncoding != HistEncoding:
@@ -213,28 +186,18 @@ func readInput(in MergeInput) (*input, error) {
 	case r.st.ElapsedNS < 0:
 		return nil, fmt.Errorf("%s: elapsed_ns %d < 0", KeyMergeState, r.st.ElapsedNS)
 	}
-	if ok, err := s.GetExtra(KeyShard, &r.shard); err != nil {
-		return nil, fmt.Errorf("%s: %w", KeyShard, err)
-	} else if ok {
+	if s.Shard != nil {
+		r.shard = *s.Shard
 		if err := r.shard.check(); err != nil {
 			return nil, err
 		}
 	}
-	if _, err := s.GetExtra(KeyScheduleHash, &r.hash); err != nil {
-		return nil, fmt.Errorf("%s: %w", KeyScheduleHash, err)
-	}
-	if _, err := s.GetExtra(KeyStartAt, &r.startAt); err != nil {
-		return nil, fmt.Errorf("%s: %w", KeyStartAt, err)
-	}
+	r.hash, r.startAt = s.ScheduleHash, s.StartAt
+	var err error
 	if r.start, err = time.Parse(time.RFC3339Nano, s.StartedAt); err != nil {
 		return nil, fmt.Errorf("started_at %q: want an RFC 3339 time: %w", s.StartedAt, err)
 	}
-	if _, err := s.GetExtra(KeyWindowSeconds, &r.winSecs); err != nil {
-		return nil, fmt.Errorf("%s: %w", KeyWindowSeconds, err)
-	}
-	if _, err := s.GetExtra(KeyWindows, &r.windows); err != nil {
-		return nil, fmt.Errorf("%s: %w", KeyWindows, err)
-	}
+	r.winSecs, r.windows = s.WindowSeconds, s.Windows
 	if len(r.windows) > maxMergeWindows {
 		return nil, fmt.Errorf("%s: %d windows", KeyWindows, len(r.windows))
 	}
@@ -514,8 +477,6 @@ func (m *merger) merge() (*MergeResult, error) {
 		m.notef("max_concurrency and max_in_flight are the sums of the copies' (an upper bound of the requests in flight at once)")
 	}
 
-	var errs []error
-	set := func(k string, v any) { errs = append(errs, s.SetExtra(k, v)) }
 	run := RunState{Collector: col, Elapsed: dur, Groups: groups, InputLengths: lengths["input"], OutputLengths: lengths["output"]}
 
 	// Windows.
@@ -525,46 +486,45 @@ func (m *merger) merge() (*MergeResult, error) {
 			return nil, err
 		}
 		run.Windows = wst
-		set(KeyWindowSeconds, first.winSecs)
-		set(KeyWindows, ws)
+		s.WindowSeconds, s.Windows = first.winSecs, ws
+		s.Saturation = &Saturation{}
 		var sat []WindowStats
 		for _, w := range ws {
 			if w.Saturated {
 				sat = append(sat, w)
 			}
 		}
-		set(KeyClientSaturated, len(sat) > 0)
 		if len(sat) > 0 {
-			idx := make([]int, len(sat))
-			for i, w := range sat {
-				idx[i] = w.Index
+			s.Saturation.Saturated = true
+			for _, w := range sat {
+				s.Saturation.Windows = append(s.Saturation.Windows, w.Index)
 			}
-			set(KeySaturatedWindows, idx)
-			set(KeySaturationReason, saturationLine(sat))
+			s.Saturation.Reason = saturationLine(sat)
 		}
 	}
 	// The live intervals every run flagged, in time order.
 	var live []SaturatedInterval
 	for _, r := range m.rs {
-		var iv []SaturatedInterval
-		if ok, err := r.s.GetExtra(KeySaturatedIntervals, &iv); ok && err == nil {
-			live = append(live, iv...)
+		if r.s.Saturation != nil {
+			live = append(live, r.s.Saturation.Intervals...)
 		}
 	}
 	if len(live) > 0 {
 		slices.SortStableFunc(live, func(a, b SaturatedInterval) int { return cmp.Compare(a.Start, b.Start) })
-		set(KeyClientSaturated, true)
-		set(KeySaturatedIntervals, live[:min(len(live), MaxSaturatedIntervals)])
+		if s.Saturation == nil {
+			s.Saturation = &Saturation{}
+		}
+		s.Saturation.Saturated = true
+		s.Saturation.Intervals = live[:min(len(live), MaxSaturatedIntervals)]
 	}
 	cpu, haveCPU := 0.0, false
 	for _, r := range m.rs {
-		var v float64
-		if ok, _ := r.s.GetExtra(KeyClientCPU, &v); ok {
-			cpu, haveCPU = max(cpu, v), true
+		if r.s.ClientCPU != nil {
+			cpu, haveCPU = max(cpu, *r.s.ClientCPU), true
 		}
 	}
 	if haveCPU {
-		set(KeyClientCPU, cpu)
+		s.ClientCPU = &cpu
 		if len(m.rs) > 1 {
 			m.notef("%s and each window's client_cpu are the busiest copy's (each copy runs on its own machine)", KeyClientCPU)
 		}
@@ -574,98 +534,73 @@ func (m *merger) merge() (*MergeResult, error) {
 	switch {
 	case good != nil && goodAll:
 		run.Goodput = good
-		errs = append(errs, good.Annotate(s, dur))
+		good.Annotate(s, dur)
 	case good != nil:
 		m.warnf("goodput is in some summaries only: it is left out of the merged summary")
 	}
-	set(KeyCDFs, col.CDFs())
-	set(KeyLengths, LengthHistograms(run.InputLengths, run.OutputLengths))
+	s.LatencyCDFs = col.CDFs()
+	s.LengthHistograms = LengthHistograms(run.InputLengths, run.OutputLengths)
 	for k, g := range groups {
-		set(k, g.Summary(dur))
+		if err := s.SetBreakdown(k, g.Summary(dur)); err != nil {
+			return nil, err
+		}
 	}
 	st, err := NewMergeState(run)
 	if err != nil {
 		return nil, err
 	}
 
-	// Keys the merge does not compute: taken from the first summary that
-	// has them.
-	done := map[string]bool{
-		KeyWindows: true, KeyWindowSeconds: true, KeyClientSaturated: true, KeySaturatedWindows: true,
-		KeySaturationReason: true, KeySaturatedIntervals: true, KeyClientCPU: true, KeyRequestGoodput: true, KeyGoodputShare: true,
-		KeyGoodputCount: true, KeyGoodputSLO: true, KeyCDFs: true, KeyLengths: true, KeyScheduleHash: true,
-		KeyShard: true, KeyStartAt: true, KeyMergeState: true, KeyMergedFrom: true, KeyMergeWarnings: true, KeyMergeNotes: true,
-	}
-	for k := range groups {
-		done[k] = true
-	}
+	// Sections the merge does not compute: taken from the first summary
+	// that has them; a breakdown without its merge state is left out.
 	copied := map[string]string{}
 	for _, r := range m.rs {
-		for _, k := range sortedKeys(r.s.Extra) {
-			if done[k] {
-				continue
-			}
-			if isBreakdownKey(k) {
+		for _, k := range BreakdownKeys {
+			if r.s.Breakdown(k) != nil && groups[k] == nil && copied[k] == "" {
 				m.warnf("%s: %s has no merge state: it is left out of the merged summary", r.name, k)
-				done[k] = true
-				continue
+				copied[k] = "-"
 			}
-			if s.Extra == nil {
-				s.Extra = map[string]json.RawMessage{}
-			}
-			s.Extra[k] = r.s.Extra[k]
-			copied[k] = r.name
-			done[k] = true
+		}
+		if r.s.Replay != nil && s.Replay == nil {
+			s.Replay, copied[KeyReplay] = r.s.Replay, r.name
+		}
+		if r.s.ServerMetrics != nil && s.ServerMetrics == nil {
+			s.ServerMetrics, copied[KeyServerMetrics] = r.s.ServerMetrics, r.name
 		}
 	}
 	if len(m.rs) > 1 {
 		for _, k := range sortedKeys(copied) {
-			m.notef("%s is %s's as it is (not merged)", k, copied[k])
+			if copied[k] != "-" {
+				m.notef("%s is %s's as it is (not merged)", k, copied[k])
+			}
 		}
 	}
 
 	// An input that is itself a merge keeps what its own merge said.
 	for _, r := range m.rs {
-		var earlier []string
-		if ok, err := r.s.GetExtra(KeyMergeWarnings, &earlier); ok && err == nil {
-			for _, w := range earlier {
-				m.warnf("%s (an earlier merge): %s", r.name, w)
-			}
+		for _, w := range r.s.MergeWarnings {
+			m.warnf("%s (an earlier merge): %s", r.name, w)
 		}
 	}
 
 	// Identity.
 	if m.all(func(r *input) string { return r.hash }) && first.hash != "" {
-		set(KeyScheduleHash, first.hash)
+		s.ScheduleHash = first.hash
 	}
 	if m.all(func(r *input) string { return r.startAt }) && first.startAt != "" {
-		set(KeyStartAt, first.startAt)
+		s.StartAt = first.startAt
 	}
-	set(KeyShard, m.coverage())
-	from := make([]MergedFrom, len(m.rs))
-	for i, r := range m.rs {
-		from[i] = MergedFrom{
+	cov := m.coverage()
+	s.Shard = &cov
+	for _, r := range m.rs {
+		s.MergedFrom = append(s.MergedFrom, MergedFrom{
 			File: r.name, Shard: r.shard.String(), StartedAt: r.s.StartedAt, Duration: r.s.Duration,
 			Completed: r.s.Completed, Failed: r.s.Failed, Seed: r.s.Seed, ScheduleHash: r.hash, Command: r.s.Command,
-		}
+		})
 	}
-	set(KeyMergedFrom, from)
-	if len(m.warnings) > 0 {
-		set(KeyMergeWarnings, m.warnings)
-	}
-	if len(m.notes) > 0 {
-		set(KeyMergeNotes, m.notes)
-	}
-	set(KeyMergeState, st)
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
+	s.MergeWarnings, s.MergeNotes = m.warnings, m.notes
+	s.MergeState = &st
 	return &MergeResult{Summary: s, Warnings: m.warnings, Notes: m.notes}, nil
 }
-
-// isBreakdownKey tells a keyed breakdown's summary entry (per_model,
-// per_kind, per_…).
-func isBreakdownKey(k string) bool { return strings.HasPrefix(k, "per_") }
 
 // all reports whether every input gives the same value.
 func (m *merger) all(val func(*input) string) bool {

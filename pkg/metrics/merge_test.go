@@ -113,25 +113,22 @@ func (p *runParts) summary(t testing.TB, shard ShardInfo, start time.Time, hash 
 		}
 		wst = append(wst, st)
 	}
-	must(t, s.SetExtra(KeyWindowSeconds, p.width.Seconds()))
-	must(t, s.SetExtra(KeyWindows, ws))
-	must(t, s.SetExtra("per_model", p.models.Summary(elapsed)))
-	must(t, p.good.Annotate(s, elapsed))
+	s.WindowSeconds, s.Windows = p.width.Seconds(), ws
+	s.PerModel = p.models.Summary(elapsed)
+	p.good.Annotate(s, elapsed)
 	cdfs := map[string][][2]float64{}
 	for k, h := range map[string]*Hist{"ttft": p.col.TTFT, "tpot": p.col.TPOT, "itl": p.col.ITL, "e2e": p.col.E2E, "send_lag": p.col.Lag} {
 		if c := CDF(h); c != nil {
 			cdfs[k] = c
 		}
 	}
-	must(t, s.SetExtra(KeyCDFs, cdfs))
-	must(t, s.SetExtra(KeyLengths, map[string]*LengthBins{"input": p.in.Bins(40), "output": p.out.Bins(40)}))
-	must(t, s.SetExtra(KeyScheduleHash, hash))
-	must(t, s.SetExtra(KeyShard, shard))
-	must(t, s.SetExtra(KeyStartAt, start.UTC().Format(time.RFC3339Nano)))
+	s.LatencyCDFs = cdfs
+	s.LengthHistograms = map[string]*LengthBins{"input": p.in.Bins(40), "output": p.out.Bins(40)}
+	s.ScheduleHash, s.Shard, s.StartAt = hash, &shard, start.UTC().Format(time.RFC3339Nano)
 	st, err := NewMergeState(RunState{Collector: p.col, Elapsed: elapsed, Windows: wst,
 		Groups: map[string]*Groups{"per_model": p.models}, Goodput: &p.good, InputLengths: p.in, OutputLengths: p.out})
 	must(t, err)
-	must(t, s.SetExtra(KeyMergeState, st))
+	s.MergeState = &st
 	return roundTrip(t, s)
 }
 
@@ -274,8 +271,11 @@ func TestMergeSummariesIsExact(t *testing.T) {
 		}
 	}
 	for _, k := range []string{KeyRequestGoodput, KeyGoodputCount, KeyGoodputShare, KeyCDFs, KeyLengths} {
-		if string(got.Extra[k]) != string(want.Extra[k]) {
-			t.Errorf("%s: %s, want %s", k, got.Extra[k], want.Extra[k])
+		var g, w json.RawMessage
+		getExtra(t, got, k, &g)
+		getExtra(t, want, k, &w)
+		if string(g) != string(w) {
+			t.Errorf("%s: %s, want %s", k, g, w)
 		}
 	}
 	var shard ShardInfo
@@ -304,11 +304,43 @@ func compareDist(t *testing.T, name string, got, want Dist) {
 	}
 }
 
+// getExtra decodes the section k of s, as s writes it, into v.
 func getExtra(t *testing.T, s *Summary, k string, v any) {
 	t.Helper()
-	if ok, err := s.GetExtra(k, v); !ok || err != nil {
-		t.Fatalf("%s: present %v, %v", k, ok, err)
+	all := sectionsOf(t, s)
+	raw, ok := all[k]
+	if !ok {
+		t.Fatalf("%s: not in the summary", k)
 	}
+	must(t, json.Unmarshal(raw, v))
+}
+
+func sectionsOf(t testing.TB, s *Summary) map[string]json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(s)
+	must(t, err)
+	var all map[string]json.RawMessage
+	must(t, json.Unmarshal(b, &all))
+	return all
+}
+
+// setSection returns s as it reads from a file whose key k holds v (nil:
+// without k).
+func setSection(t testing.TB, s *Summary, k string, v any) *Summary {
+	t.Helper()
+	all := sectionsOf(t, s)
+	if v == nil {
+		delete(all, k)
+	} else {
+		raw, err := json.Marshal(v)
+		must(t, err)
+		all[k] = raw
+	}
+	b, err := json.Marshal(all)
+	must(t, err)
+	var c Summary
+	must(t, json.Unmarshal(b, &c))
+	return &c
 }
 
 // shardSummaries returns valid summaries of shards of one run.
@@ -330,11 +362,7 @@ func shardSummaries(t testing.TB, shards int, start time.Time) []MergeInput {
 
 func TestMergeWarns(t *testing.T) {
 	start := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	set := func(s *Summary, k string, v any) *Summary {
-		c := roundTrip(t, s)
-		must(t, c.SetExtra(k, v))
-		return c
-	}
+	set := func(s *Summary, k string, v any) *Summary { return setSection(t, s, k, v) }
 	for _, tc := range []struct {
 		name string
 		edit func([]MergeInput) []MergeInput
@@ -360,8 +388,7 @@ func TestMergeWarns(t *testing.T) {
 		}, []string{"disagree on the start time"}},
 		{"no start-at", func(in []MergeInput) []MergeInput {
 			for i := range in {
-				c := roundTrip(t, in[i].Summary)
-				delete(c.Extra, KeyStartAt)
+				c := setSection(t, in[i].Summary, KeyStartAt, nil)
 				c.StartedAt = start.Add(time.Duration(i) * 1500 * time.Millisecond).Format(time.RFC3339Nano)
 				in[i].Summary = c
 			}
@@ -383,8 +410,7 @@ func TestMergeWarns(t *testing.T) {
 					t.Errorf("warning %q does not say %q", res.Warnings[i], w)
 				}
 			}
-			var kept []string
-			if _, err := res.Summary.GetExtra(KeyMergeWarnings, &kept); err != nil || len(kept) != len(tc.says) {
+			if kept := res.Summary.MergeWarnings; len(kept) != len(tc.says) {
 				t.Errorf("summary keeps %q", kept)
 			}
 		})
@@ -403,12 +429,10 @@ func TestMergeRefusesForeignSummaries(t *testing.T) {
 	whs, err := wh.State()
 	must(t, err)
 	editState := func(f func(st *MergeState)) *Summary {
-		c := roundTrip(t, good)
 		var st MergeState
-		getExtra(t, c, KeyMergeState, &st)
+		getExtra(t, good, KeyMergeState, &st)
 		f(&st)
-		must(t, c.SetExtra(KeyMergeState, st))
-		return c
+		return setSection(t, good, KeyMergeState, st)
 	}
 	for _, tc := range []struct {
 		name string
@@ -445,9 +469,7 @@ func TestMergeRefusesForeignSummaries(t *testing.T) {
 		{"unknown distribution", editState(func(st *MergeState) { st.Collector.Hists["typo"] = hs }), "hists.typo"},
 		{"window without state", editState(func(st *MergeState) { st.Windows = st.Windows[1:] }), "window 0 has no distributions"},
 		{"bad shard", func() *Summary {
-			c := roundTrip(t, good)
-			must(t, c.SetExtra(KeyShard, ShardInfo{Count: 2, Indices: []int64{2}}))
-			return c
+			return setSection(t, good, KeyShard, ShardInfo{Count: 2, Indices: []int64{2}})
 		}(), "shard: index 2 of 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -529,8 +551,7 @@ func FuzzHistState(f *testing.F) {
 func TestMergeOfMergeKeepsWarnings(t *testing.T) {
 	start := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	in := shardSummaries(t, 3, start)
-	in[1].Summary = roundTrip(t, in[1].Summary)
-	must(t, in[1].Summary.SetExtra(KeyStartAt, "2025-06-01T12:00:05Z"))
+	in[1].Summary = setSection(t, in[1].Summary, KeyStartAt, "2025-06-01T12:00:05Z")
 	part, err := MergeSummaries(in[:2])
 	must(t, err)
 	if len(part.Warnings) != 2 {

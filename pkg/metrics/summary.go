@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"reflect"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -75,9 +73,47 @@ type Summary struct {
 	TTFTFromScheduled Dist `json:"-"`
 	E2EFromScheduled  Dist `json:"-"`
 
-	// Extensions set by other parts of the tool (windows, per-model
-	// breakdowns, server metrics, histograms for merging…).
-	Extra map[string]json.RawMessage `json:"-"`
+	// Sections, written after the distributions in key order
+	// (sectionFields), each absent when unset.
+
+	// WindowSeconds is the length of the windows (window_seconds, > 0 in a
+	// run that keeps them); Windows the run's time series (windows).
+	WindowSeconds float64       `json:"-"`
+	Windows       []WindowStats `json:"-"`
+	// ClientCPU is the generator's CPU over the run as a share of
+	// GOMAXPROCS cores (client_cpu_mean; nil: not measured).
+	ClientCPU *float64 `json:"-"`
+	// Saturation is the client's self-check (client_saturated…).
+	Saturation *Saturation `json:"-"`
+	// Goodput is set with --goodput (request_goodput, goodput_share,
+	// goodput_requests, goodput_slo_ms).
+	Goodput *GoodputSummary `json:"-"`
+	// LatencyCDFs are the latency distributions sampled for plots
+	// (latency_cdfs); LengthHistograms the input and output lengths
+	// (length_histograms).
+	LatencyCDFs      map[string][][2]float64 `json:"-"`
+	LengthHistograms map[string]*LengthBins  `json:"-"`
+	// ServerMetrics is what the target's /metrics said over the run
+	// (server_metrics).
+	ServerMetrics *ServerSummary `json:"-"`
+	// PerModel and PerKind are the breakdowns by served model and by
+	// request kind (per_model, per_kind).
+	PerModel map[string]GroupSummary `json:"-"`
+	PerKind  map[string]GroupSummary `json:"-"`
+	// Replay describes the replayed trace (replay).
+	Replay *ReplayInfo `json:"-"`
+
+	// Scale-out (docs/SCALE_OUT.md): the whole schedule's hash
+	// (schedule_hash), the shards covered (shard), --start-at (start_at,
+	// RFC 3339 UTC), what merging needs (merge_state), and what a merge
+	// adds (merged_from, merge_warnings, merge_notes).
+	ScheduleHash  string       `json:"-"`
+	Shard         *ShardInfo   `json:"-"`
+	StartAt       string       `json:"-"`
+	MergeState    *MergeState  `json:"-"`
+	MergedFrom    []MergedFrom `json:"-"`
+	MergeWarnings []string     `json:"-"`
+	MergeNotes    []string     `json:"-"`
 }
 
 // Rate is a request rate that marshals +Inf as the string "inf" (JSON has
@@ -185,16 +221,15 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 			buf.Write(v)
 		}
 	}
-	for _, k := range sortedKeys(s.Extra) {
-		fmt.Fprintf(&buf, ",%q:", k)
-		buf.Write(s.Extra[k])
+	out, err := s.writeSections(buf.Bytes())
+	if err != nil {
+		return nil, err
 	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return append(out, '}'), nil
 }
 
 // UnmarshalJSON reads a summary written by MarshalJSON (or FineServe's line,
-// whose missing keys stay zero). Unknown keys are kept in Extra.
+// whose missing keys stay zero). Unknown keys are ignored.
 func (s *Summary) UnmarshalJSON(b []byte) error {
 	type plain Summary
 	var p plain
@@ -206,7 +241,6 @@ func (s *Summary) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &all); err != nil {
 		return err
 	}
-	known := knownKeys()
 	for _, f := range distFields {
 		d := f.get(s)
 		for _, st := range d.stats() {
@@ -216,54 +250,9 @@ func (s *Summary) UnmarshalJSON(b []byte) error {
 					return fmt.Errorf("%s: %w", k, err)
 				}
 			}
-			known[k] = true
 		}
 	}
-	for k, v := range all {
-		if !known[k] {
-			if s.Extra == nil {
-				s.Extra = map[string]json.RawMessage{}
-			}
-			s.Extra[k] = v
-		}
-	}
-	return nil
-}
-
-// SetExtra stores v under key in the summary's extensions.
-func (s *Summary) SetExtra(key string, v any) error {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("summary %s: %w", key, err)
-	}
-	if s.Extra == nil {
-		s.Extra = map[string]json.RawMessage{}
-	}
-	s.Extra[key] = raw
-	return nil
-}
-
-// GetExtra decodes the extension key into v; it reports whether it exists.
-func (s *Summary) GetExtra(key string, v any) (bool, error) {
-	raw, ok := s.Extra[key]
-	if !ok {
-		return false, nil
-	}
-	return true, json.Unmarshal(raw, v)
-}
-
-// knownKeys returns the JSON keys of Summary's own fields (omitempty ones
-// too), read from the struct tags.
-func knownKeys() map[string]bool {
-	m := map[string]bool{}
-	t := reflect.TypeFor[Summary]()
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			m[name] = true
-		}
-	}
-	return m
+	return s.readSections(all)
 }
 
 func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {

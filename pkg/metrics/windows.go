@@ -10,21 +10,6 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
-// Summary keys of the per-window time series, the client self-check and
-// the server's metrics.
-const (
-	KeyWindows          = "windows"
-	KeyWindowSeconds    = "window_seconds"
-	KeyClientSaturated  = "client_saturated"         // bool
-	KeySaturatedWindows = "client_saturated_windows" // window indices
-	KeySaturationReason = "client_saturation_reason" // one line
-	// KeySaturatedIntervals lists the live report intervals flagged
-	// CLIENT SATURATED on the live output ([]SaturatedInterval).
-	KeySaturatedIntervals = "client_saturated_intervals"
-	KeyClientCPU          = "client_cpu_mean" // CPU over the run, share of GOMAXPROCS cores
-	KeyServerMetrics      = "server_metrics"  // the server's figures over the run
-)
-
 // WindowStats is one window of a run's time series (the summary's windows:
 // [...]): what was offered, what finished and how, what the client and the
 // server were doing. Offered counts arrivals by their scheduled time; every

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"fmt"
 	"io"
 	"sort"
 	"strings"
@@ -12,8 +11,8 @@ import (
 // Breakdowns are the summary entries holding a metrics.Groups breakdown,
 // with their section titles, in print order.
 var Breakdowns = []struct{ Key, Title, Column string }{
-	{"per_kind", "Requests by Kind", "kind"},
-	{"per_model", "Requests by Model", "model"},
+	{metrics.KeyPerKind, "Requests by Kind", "kind"},
+	{metrics.KeyPerModel, "Requests by Model", "model"},
 }
 
 // WriteBreakdowns prints, after the result table, one short section per
@@ -23,12 +22,8 @@ var Breakdowns = []struct{ Key, Title, Column string }{
 func WriteBreakdowns(w io.Writer, s *metrics.Summary) error {
 	t := &table{w: w}
 	for _, b := range Breakdowns {
-		var groups map[string]metrics.GroupSummary
-		ok, err := s.GetExtra(b.Key, &groups)
-		if err != nil {
-			return fmt.Errorf("summary %s: %w", b.Key, err)
-		}
-		if !ok || len(groups) == 0 {
+		groups := s.Breakdown(b.Key)
+		if len(groups) == 0 {
 			continue
 		}
 		names := make([]string, 0, len(groups))

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -14,11 +15,9 @@ func TestWriteBreakdowns(t *testing.T) {
 	if err := WriteBreakdowns(&out, &s); err != nil || out.Len() != 0 {
 		t.Fatalf("no breakdown: %q, %v", out.String(), err)
 	}
-	if err := s.SetExtra("per_kind", map[string]metrics.GroupSummary{
+	s.PerKind = map[string]metrics.GroupSummary{
 		"text":  {Completed: 2, RequestThroughput: 1, MeanTTFT: 20, P99E2E: 130},
 		"image": {Completed: 1, Failed: 1, MeanTTFT: 50},
-	}); err != nil {
-		t.Fatal(err)
 	}
 	if err := WriteBreakdowns(&out, &s); err != nil {
 		t.Fatal(err)
@@ -31,8 +30,7 @@ func TestWriteBreakdowns(t *testing.T) {
 	if !strings.Contains(got[text:], "130.00") {
 		t.Errorf("text row lacks its P99 E2E:\n%s", got)
 	}
-	s.Extra["per_kind"] = []byte(`"broken"`)
-	if err := WriteBreakdowns(&out, &s); err == nil {
-		t.Error("a malformed entry gave no error")
+	if err := json.Unmarshal([]byte(`{"per_kind":"broken"}`), &s); err == nil || !strings.Contains(err.Error(), "per_kind") {
+		t.Errorf("a malformed entry: %v, want an error naming it", err)
 	}
 }

@@ -46,10 +46,7 @@ func compareRows(runs []*Data) ([]compareRow, []extras, error) {
 	xs := make([]extras, len(runs))
 	all := make([][]figure, len(runs))
 	for i, d := range runs {
-		var err error
-		if xs[i], err = readExtras(d.Summary); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", d.label(i), err)
-		}
+		xs[i] = readExtras(d.Summary)
 		all[i] = figures(d.Summary, &xs[i])
 	}
 	// Rows in the first run's order, then any figure only later runs have.

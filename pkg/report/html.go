@@ -53,23 +53,14 @@ const (
 	PlotRunRates = "run_rates"
 )
 
-// serverJSON is the summary's server_metrics entry.
-type serverJSON struct {
-	URL       string  `json:"url"`
-	Interval  float64 `json:"interval_s"`
-	Available bool    `json:"available"`
-	Failures  int64   `json:"failed_scrapes"`
-	LastError string  `json:"last_error"`
-	*metrics.ServerStats
-}
-
-// extras are the summary extensions the report reads.
+// extras are the summary sections the report reads, in the shape its
+// templates use.
 type extras struct {
 	Windows       []metrics.WindowStats
 	WindowSeconds float64
 	CDFs          map[string][][2]float64
 	Lengths       map[string]*metrics.LengthBins
-	Server        *serverJSON
+	Server        *metrics.ServerSummary
 	Saturated     bool
 	SatWindows    []int
 	SatReason     string
@@ -80,28 +71,19 @@ type extras struct {
 	ClientCPU     *float64
 }
 
-func readExtras(s *metrics.Summary) (extras, error) {
-	var e extras
-	var errs []error
-	get := func(k string, v any) {
-		if _, err := s.GetExtra(k, v); err != nil {
-			errs = append(errs, fmt.Errorf("summary %s: %w", k, err))
-		}
+func readExtras(s *metrics.Summary) extras {
+	e := extras{
+		Windows: s.Windows, WindowSeconds: s.WindowSeconds, CDFs: s.LatencyCDFs, Lengths: s.LengthHistograms,
+		Server: s.ServerMetrics, ClientCPU: s.ClientCPU,
 	}
-	get(metrics.KeyWindows, &e.Windows)
-	get(metrics.KeyWindowSeconds, &e.WindowSeconds)
-	get(metrics.KeyCDFs, &e.CDFs)
-	get(metrics.KeyLengths, &e.Lengths)
-	get(metrics.KeyServerMetrics, &e.Server)
-	get(metrics.KeyClientSaturated, &e.Saturated)
-	get(metrics.KeySaturatedWindows, &e.SatWindows)
-	get(metrics.KeySaturationReason, &e.SatReason)
-	get(metrics.KeyRequestGoodput, &e.Goodput)
-	get(metrics.KeyGoodputShare, &e.GoodputShare)
-	get(metrics.KeyGoodputCount, &e.GoodputCount)
-	get(metrics.KeyGoodputSLO, &e.GoodputSLO)
-	get(metrics.KeyClientCPU, &e.ClientCPU)
-	return e, errors.Join(errs...)
+	if c := s.Saturation; c != nil {
+		e.Saturated, e.SatWindows, e.SatReason = c.Saturated, c.Windows, c.Reason
+	}
+	if g := s.Goodput; g != nil {
+		rate, share, n := g.Rate, g.Share, g.Requests
+		e.Goodput, e.GoodputShare, e.GoodputCount, e.GoodputSLO = &rate, &share, &n, g.SLO
+	}
+	return e
 }
 
 // figure is one line of the summary table (and of a comparison).
@@ -225,7 +207,7 @@ type page struct {
 	Notes       []string
 	Errors      []errorRow
 	SLO         string
-	Server      *serverJSON
+	Server      *metrics.ServerSummary
 }
 
 type errorRow struct {
@@ -258,10 +240,7 @@ func WriteHTML(w io.Writer, d *Data) error {
 		return errors.New("report: no summary")
 	}
 	s := d.Summary
-	x, err := readExtras(s)
-	if err != nil {
-		return err
-	}
+	x := readExtras(s)
 	pg := page{
 		Title: "fineserve-gen report", Source: d.Source, S: s, X: x, Figures: figures(s, &x),
 		Rate: rateText(s.RequestRate), MaxConc: "not set", Windows: x.Windows, OpenWindows: len(x.Windows) <= 60,

@@ -214,17 +214,16 @@ func startChromium(t *testing.T, bin string) string {
 func browserReport(t *testing.T) *Data {
 	records := loadFixture(t, "ttft:100 tpot:20 e2el:1000")
 	s := *records.Summary
-	s.Extra = nil
+	s.LatencyCDFs, s.LengthHistograms, s.Goodput = nil, nil, nil
 	s.Backend, s.Mode, s.Seed, s.Command = "vllm", "poisson", 1, `fineserve-gen --request-rate 5 --goodput ttft:100 tpot:20 e2el:1000`
 	var ws []metrics.WindowStats
 	for i := 0; i < 2; i++ {
 		ws = append(ws, metrics.WindowStats{Index: i, Start: float64(i), End: float64(i + 1), Offered: 4, OfferedRate: 4, Completed: 4, AchievedRate: 4,
 			Server: &metrics.ServerStats{Samples: 10, RunningMean: 2, KVCacheMean: 0.2, IdleFraction: 0.3}})
 	}
-	s.SetExtra(metrics.KeyWindows, ws)
-	s.SetExtra(metrics.KeyWindowSeconds, 1)
-	s.SetExtra("server_metrics", map[string]any{"url": "http://127.0.0.1:8000/metrics", "interval_s": 2, "available": true, "samples": 20,
-		"running_mean": 2, "kv_cache_usage_mean": 0.2, "idle_fraction": 0.3})
+	s.Windows, s.WindowSeconds = ws, 1
+	s.ServerMetrics = &metrics.ServerSummary{URL: "http://127.0.0.1:8000/metrics", Interval: 2, Available: true,
+		ServerStats: &metrics.ServerStats{Samples: 20, RunningMean: 2, KVCacheMean: 0.2, IdleFraction: 0.3}}
 	d := Merge(&Data{Summary: &s, Source: "summary.json"}, records)
 	// Server samples on the fine series too, so the KV-cache plot is drawn.
 	for i := range d.Series {

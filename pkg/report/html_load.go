@@ -225,9 +225,7 @@ func (b *RecordBuilder) Data() (*Data, error) {
 	dur := b.col.LastEnd
 	b.col.Summarize(s, dur)
 	s.Scheduled = b.col.Completed + b.col.Failed
-	if err := b.annotate(s, dur); err != nil {
-		return nil, err
-	}
+	b.annotate(s, dur)
 	b.timeline.Reduce(SeriesPoints)
 	return &Data{
 		Summary: s, Series: b.timeline.Points(), SeriesNote: fmt.Sprintf("per-request records in bins of %v", b.timeline.Width()),
@@ -236,15 +234,12 @@ func (b *RecordBuilder) Data() (*Data, error) {
 }
 
 // annotate adds the distributions (and goodput) of the records to s.
-func (b *RecordBuilder) annotate(s *metrics.Summary, dur time.Duration) error {
-	errs := []error{
-		s.SetExtra(metrics.KeyCDFs, b.col.CDFs()),
-		s.SetExtra(metrics.KeyLengths, metrics.LengthHistograms(b.inLen, b.outLen)),
-	}
+func (b *RecordBuilder) annotate(s *metrics.Summary, dur time.Duration) {
+	s.LatencyCDFs = b.col.CDFs()
+	s.LengthHistograms = metrics.LengthHistograms(b.inLen, b.outLen)
 	if b.good.SLO.Set() {
-		errs = append(errs, b.good.Annotate(s, dur))
+		b.good.Annotate(s, dur)
 	}
-	return errors.Join(errs...)
 }
 
 // FromRecords streams per-request JSONL records from r and returns the
@@ -274,19 +269,20 @@ func FromRecords(r io.Reader, opt LoadOptions) (*Data, error) {
 }
 
 // Merge combines a run's summary file with its per-request records: the
-// summary's figures and extensions win; the records add the fine time
-// series and the distributions the summary lacks.
+// summary's figures and sections win; the records add the fine time
+// series and the sections the summary lacks (the distributions, goodput).
 func Merge(summary, records *Data) *Data {
 	out := *summary
 	s := *summary.Summary
-	s.Extra = map[string]json.RawMessage{}
-	for k, v := range summary.Summary.Extra {
-		s.Extra[k] = v
+	r := records.Summary
+	if s.LatencyCDFs == nil {
+		s.LatencyCDFs = r.LatencyCDFs
 	}
-	for k, v := range records.Summary.Extra {
-		if _, ok := s.Extra[k]; !ok {
-			s.Extra[k] = v
-		}
+	if s.LengthHistograms == nil {
+		s.LengthHistograms = r.LengthHistograms
+	}
+	if s.Goodput == nil {
+		s.Goodput = r.Goodput
 	}
 	out.Summary = &s
 	out.Series, out.SeriesNote = records.Series, records.SeriesNote

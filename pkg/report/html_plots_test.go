@@ -75,12 +75,11 @@ func countReport(t *testing.T) []byte {
 		ws = append(ws, metrics.WindowStats{Index: i, Start: float64(2 * i), End: float64(2*i + 2), OfferedRate: 0.6, AchievedRate: 0.6,
 			Completed: 1, InFlightMean: 0.23 * float64(i%4)})
 	}
-	s.SetExtra(metrics.KeyWindows, ws)
-	s.SetExtra(metrics.KeyWindowSeconds, 2)
-	s.SetExtra(metrics.KeyLengths, map[string]*metrics.LengthBins{
+	s.Windows, s.WindowSeconds = ws, 2
+	s.LengthHistograms = map[string]*metrics.LengthBins{
 		"input":  {Edges: []float64{256, 257, 258}, Counts: []int64{11, 1}, Total: 12},
 		"output": {Edges: []float64{32, 33}, Counts: []int64{12}, Total: 12},
-	})
+	}
 	var b bytes.Buffer
 	if err := WriteHTML(&b, &Data{Summary: s}); err != nil {
 		t.Fatal(err)
@@ -225,9 +224,8 @@ func TestRunRates(t *testing.T) {
 			t.Errorf("rates table lacks %q: %s", want, rates)
 		}
 	}
-	var gp float64
-	if _, err := a.Summary.GetExtra(metrics.KeyRequestGoodput, &gp); err != nil || !strings.Contains(rates, fmtFloat(gp, 2)+" req/s") {
-		t.Errorf("rates table lacks run 1's goodput %v (%v): %s", gp, err, rates)
+	if g := a.Summary.Goodput; g == nil || !strings.Contains(rates, fmtFloat(g.Rate, 2)+" req/s") {
+		t.Errorf("rates table lacks run 1's goodput %+v: %s", g, rates)
 	}
 }
 
@@ -237,7 +235,7 @@ func TestZeroITLGapsNoted(t *testing.T) {
 	render := func(cdf [][2]float64, count int64) string {
 		s := &metrics.Summary{Completed: 10, Duration: 1}
 		s.ITL = metrics.Dist{Count: count, Median: 8, Max: 20}
-		s.SetExtra(metrics.KeyCDFs, map[string][][2]float64{"itl": cdf})
+		s.LatencyCDFs = map[string][][2]float64{"itl": cdf}
 		var b bytes.Buffer
 		if err := WriteHTML(&b, &Data{Summary: s}); err != nil {
 			t.Fatal(err)

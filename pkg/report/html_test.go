@@ -144,9 +144,9 @@ func TestGoodputFixtureByHand(t *testing.T) {
 	s := d.Summary
 	var rate, share float64
 	var good int64
-	s.GetExtra(metrics.KeyRequestGoodput, &rate)
-	s.GetExtra(metrics.KeyGoodputShare, &share)
-	s.GetExtra(metrics.KeyGoodputCount, &good)
+	if g := s.Goodput; g != nil {
+		rate, share, good = g.Rate, g.Share, g.Requests
+	}
 	if good != 3 || share != 3.0/8 {
 		t.Errorf("goodput %d requests, share %v; want 3 and 3/8", good, share)
 	}
@@ -227,11 +227,8 @@ func TestHTMLReportFromSummary(t *testing.T) {
 			Server: &metrics.ServerStats{Samples: 5, RunningMean: 2, KVCacheMean: 0.3, IdleFraction: 0.2}})
 	}
 	ws[3].Saturated, ws[3].Reasons = true, []string{"send lag p99 3.00 ms > 1.00 ms"}
-	s.SetExtra(metrics.KeyWindows, ws)
-	s.SetExtra(metrics.KeyWindowSeconds, 10)
-	s.SetExtra("client_saturated", true)
-	s.SetExtra("client_saturated_windows", []int{3})
-	s.SetExtra("client_saturation_reason", "window 3 (00:30–00:40): send lag p99 3.00 ms > 1.00 ms")
+	s.Windows, s.WindowSeconds = ws, 10
+	s.Saturation = &metrics.Saturation{Saturated: true, Windows: []int{3}, Reason: "window 3 (00:30–00:40): send lag p99 3.00 ms > 1.00 ms"}
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
@@ -373,12 +370,10 @@ func TestCompare(t *testing.T) {
 	b := loadFixture(t, "")
 	b.Label = `<b>faster</b>`
 	// Make run B faster: halve its TTFT distribution.
-	var cdfs map[string][][2]float64
-	b.Summary.GetExtra(metrics.KeyCDFs, &cdfs)
+	cdfs := b.Summary.LatencyCDFs
 	for i := range cdfs["ttft"] {
 		cdfs["ttft"][i][0] /= 2
 	}
-	b.Summary.SetExtra(metrics.KeyCDFs, cdfs)
 	b.Summary.TTFT.Mean /= 2
 
 	var text bytes.Buffer

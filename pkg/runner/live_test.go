@@ -100,7 +100,7 @@ func TestLiveOutputWindowsReportAndMetrics(t *testing.T) {
 	}
 
 	var ws []metrics.WindowStats
-	if ok, err := sum.GetExtra(metrics.KeyWindows, &ws); !ok || err != nil {
+	if ok, err := sectionOf(t, sum, metrics.KeyWindows, &ws); !ok || err != nil {
 		t.Fatalf("no windows in the summary (%v)", err)
 	}
 	var offered, finished int64
@@ -123,7 +123,7 @@ func TestLiveOutputWindowsReportAndMetrics(t *testing.T) {
 		Samples   int64   `json:"samples"`
 		Running   float64 `json:"running_mean"`
 	}
-	if ok, _ := sum.GetExtra("server_metrics", &server); !ok || !server.Available || server.Samples < 10 {
+	if ok, _ := sectionOf(t, sum, "server_metrics", &server); !ok || !server.Available || server.Samples < 10 {
 		t.Errorf("server metrics %+v", server)
 	}
 	// The summary file has the same windows.
@@ -247,7 +247,7 @@ func TestTimingServerIdleFraction(t *testing.T) {
 		Observed float64 `json:"observed_s"`
 		Running  float64 `json:"running_max"`
 	}
-	if ok, err := sum.GetExtra("server_metrics", &server); !ok || err != nil {
+	if ok, err := sectionOf(t, sum, "server_metrics", &server); !ok || err != nil {
 		t.Fatalf("no server metrics (%v)", err)
 	}
 	implied := 1 - 4*0.3/server.Observed
@@ -261,7 +261,7 @@ func TestTimingServerIdleFraction(t *testing.T) {
 	}
 	// Per window: each second holds one burst, busy 0.3 s of it.
 	var ws []metrics.WindowStats
-	sum.GetExtra(metrics.KeyWindows, &ws)
+	sectionOf(t, sum, metrics.KeyWindows, &ws)
 	for _, w := range ws[:3] {
 		if w.Server == nil || math.Abs(w.Server.IdleFraction-0.7) > 0.07 {
 			t.Errorf("window %d: server %+v, want idle ≈ 0.7", w.Index, w.Server)

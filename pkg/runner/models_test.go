@@ -62,7 +62,7 @@ func (l *serverLog) models() map[string]int {
 func perModel(t *testing.T, sum *metrics.Summary) map[string]metrics.GroupSummary {
 	t.Helper()
 	var g map[string]metrics.GroupSummary
-	if ok, err := sum.GetExtra("per_model", &g); !ok || err != nil {
+	if ok, err := sectionOf(t, sum, "per_model", &g); !ok || err != nil {
 		t.Fatalf("summary has no per_model: %v", err)
 	}
 	return g
@@ -270,7 +270,7 @@ func TestAlibabaLoRAImages(t *testing.T) {
 		t.Fatalf("%d completed, %d failed, %d images (want 15, 0, %d)", sum.Completed, sum.Failed, sum.GeneratedImages, images)
 	}
 	var info ReplayInfo
-	sum.GetExtra("replay", &info)
+	sectionOf(t, sum, "replay", &info)
 	if info.Skipped.Rows != 3 || !slices.Equal(info.Skipped.Lines, []int{12, 13, 14}) || info.Skipped.Failed != 2 {
 		t.Fatalf("replay entry %+v", info)
 	}
@@ -311,7 +311,7 @@ func TestAlibabaLoRAImages(t *testing.T) {
 	if !bytes.Contains(b, []byte(`"total_generated_images":`)) || !bytes.Contains(b, []byte(`"mean_e2e_latency_ms"`)) {
 		t.Errorf("summary lacks images or E2E: %s", b)
 	}
-	pmRaw, _ := json.Marshal(sum.Extra["per_model"])
+	pmRaw, _ := json.Marshal(sum.PerModel)
 	if bytes.Contains(pmRaw, []byte("ttft")) {
 		t.Errorf("per_model has TTFT keys: %s", pmRaw)
 	}
@@ -366,7 +366,7 @@ func TestAlibabaT2IScene(t *testing.T) {
 		t.Fatalf("%d completed, %d images", sum.Completed, sum.GeneratedImages)
 	}
 	var info ReplayInfo
-	sum.GetExtra("replay", &info)
+	sectionOf(t, sum, "replay", &info)
 	if info.Skipped.Scene != 2 || info.Skipped.Rows != 2 || info.Format != "alibaba-t2i" {
 		t.Fatalf("replay entry %+v", info)
 	}
@@ -441,7 +441,7 @@ func TestMergeStateKeepsPerModel(t *testing.T) {
 	sum, _ := run(t, o)
 	pm := perModel(t, sum)
 	var st metrics.MergeState
-	if ok, err := sum.GetExtra(metrics.KeyMergeState, &st); !ok || err != nil {
+	if ok, err := sectionOf(t, sum, metrics.KeyMergeState, &st); !ok || err != nil {
 		t.Fatalf("no merge state: %v", err)
 	}
 	kept := st.Groups["per_model"]

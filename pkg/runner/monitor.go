@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"errors"
 	"fmt"
 	"iter"
 	"math"
@@ -462,37 +461,29 @@ func (m *monitor) saturated() []metrics.WindowStats {
 // annotate adds the monitor's figures to the summary (a workload
 // annotator: it runs once every result is collected).
 func (m *monitor) annotate(sum *metrics.Summary, elapsed time.Duration) error {
-	var errs []error
-	set := func(k string, v any) { errs = append(errs, sum.SetExtra(k, v)) }
-	set(metrics.KeyWindowSeconds, m.o.Observe.Window.Seconds())
-	set(metrics.KeyWindows, m.windows)
+	sum.WindowSeconds, sum.Windows = m.o.Observe.Window.Seconds(), m.windows
 	sat := m.saturated()
-	set(metrics.KeyClientSaturated, len(sat) > 0 || m.liveSatN > 0)
-	if len(sat) > 0 {
-		idx := make([]int, len(sat))
-		for i, w := range sat {
-			idx[i] = w.Index
-		}
-		set(metrics.KeySaturatedWindows, idx)
+	sum.Saturation = &metrics.Saturation{Saturated: len(sat) > 0 || m.liveSatN > 0}
+	for _, w := range sat {
+		sum.Saturation.Windows = append(sum.Saturation.Windows, w.Index)
 	}
 	if len(sat) > 0 || m.liveSatN > 0 {
-		set(metrics.KeySaturationReason, m.saturationReason(sat))
+		sum.Saturation.Reason = m.saturationReason(sat)
 	}
 	if m.liveSatN > 0 {
-		set(metrics.KeySaturatedIntervals, m.liveSat)
+		sum.Saturation.Intervals = m.liveSat
 	}
 	if cpu, ok := processCPU(); ok && elapsed > 0 {
-		set(metrics.KeyClientCPU, cpu.Seconds()/(elapsed.Seconds()*float64(m.cores)))
+		share := cpu.Seconds() / (elapsed.Seconds() * float64(m.cores))
+		sum.ClientCPU = &share
 	}
 	if m.slo.Set() {
-		errs = append(errs, m.good.Annotate(sum, elapsed))
+		m.good.Annotate(sum, elapsed)
 	}
-	set(metrics.KeyCDFs, m.col.CDFs())
-	set(metrics.KeyLengths, metrics.LengthHistograms(m.inLen, m.outLen))
-	if m.server != nil {
-		set(metrics.KeyServerMetrics, m.server)
-	}
-	return errors.Join(errs...)
+	sum.LatencyCDFs = m.col.CDFs()
+	sum.LengthHistograms = metrics.LengthHistograms(m.inLen, m.outLen)
+	sum.ServerMetrics = m.server
+	return nil
 }
 
 // saturationReason says in one line how the client fell behind: in the

@@ -90,7 +90,7 @@ func TestMonitorWindowsAndLiveLines(t *testing.T) {
 		}
 
 		var ws []metrics.WindowStats
-		if ok, err := sum.GetExtra(metrics.KeyWindows, &ws); !ok || err != nil {
+		if ok, err := sectionOf(t, &sum, metrics.KeyWindows, &ws); !ok || err != nil {
 			t.Fatalf("no windows: %v", err)
 		}
 		// 6.05 s: three full windows and a last partial one.
@@ -127,14 +127,14 @@ func TestMonitorWindowsAndLiveLines(t *testing.T) {
 		var saturated bool
 		var which []int
 		var reason string
-		sum.GetExtra("client_saturated", &saturated)
-		sum.GetExtra("client_saturated_windows", &which)
-		sum.GetExtra("client_saturation_reason", &reason)
+		sectionOf(t, &sum, "client_saturated", &saturated)
+		sectionOf(t, &sum, "client_saturated_windows", &which)
+		sectionOf(t, &sum, "client_saturation_reason", &reason)
 		if !saturated || len(which) != 1 || which[0] != 1 || !strings.Contains(reason, "window 1 (00:02–00:04): send lag p99 5.00 ms > 1.00 ms") {
 			t.Errorf("client_saturated %v windows %v reason %q", saturated, which, reason)
 		}
 		var share float64
-		sum.GetExtra(metrics.KeyGoodputShare, &share)
+		sectionOf(t, &sum, metrics.KeyGoodputShare, &share)
 		if share != 594.0/600 {
 			t.Errorf("goodput share %v, want 594/600", share)
 		}
@@ -266,16 +266,16 @@ func TestSummaryListsEveryFlaggedLiveInterval(t *testing.T) {
 			t.Fatalf("live lines flagged: %v, want the 4–5 s one\n%s", flagged, errb.String())
 		}
 		var ws []metrics.WindowStats
-		sum.GetExtra(metrics.KeyWindows, &ws)
+		sectionOf(t, &sum, metrics.KeyWindows, &ws)
 		if len(ws) == 0 || ws[0].Saturated {
 			t.Fatalf("windows %+v: the first should not be flagged, or the test proves nothing", ws)
 		}
 		var saturated bool
 		var live []metrics.SaturatedInterval
 		var reason string
-		sum.GetExtra(metrics.KeyClientSaturated, &saturated)
-		sum.GetExtra(metrics.KeySaturatedIntervals, &live)
-		sum.GetExtra(metrics.KeySaturationReason, &reason)
+		sectionOf(t, &sum, metrics.KeyClientSaturated, &saturated)
+		sectionOf(t, &sum, metrics.KeySaturatedIntervals, &live)
+		sectionOf(t, &sum, metrics.KeySaturationReason, &reason)
 		if !saturated || len(live) != 1 || live[0].Start != 4 || live[0].End != 5 || !strings.Contains(reason, "00:04–00:05") {
 			t.Errorf("client_saturated %v, intervals %+v, reason %q", saturated, live, reason)
 		}

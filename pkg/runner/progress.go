@@ -123,15 +123,11 @@ func num(v float64) string {
 // writeGoodput prints the goodput section after the result table, with the
 // labels of vLLM's benchmark.
 func writeGoodput(w io.Writer, sum *metrics.Summary) {
-	var rate, share float64
-	var good int64
-	var slo map[string]float64
-	if ok, _ := sum.GetExtra(metrics.KeyRequestGoodput, &rate); !ok {
+	g := sum.Goodput
+	if g == nil {
 		return
 	}
-	sum.GetExtra(metrics.KeyGoodputShare, &share)
-	sum.GetExtra(metrics.KeyGoodputCount, &good)
-	sum.GetExtra(metrics.KeyGoodputSLO, &slo)
+	rate, share, good, slo := g.Rate, g.Share, g.Requests, g.SLO
 	var targets []string
 	for _, k := range []string{"ttft", "tpot", "e2el"} {
 		if v, ok := slo[k]; ok {

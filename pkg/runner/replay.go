@@ -88,26 +88,7 @@ func (r *ReplayOptions) validate(o *Options) error {
 }
 
 // ReplayInfo is the summary's "replay" entry: what was read and replayed.
-type ReplayInfo struct {
-	Trace  string `json:"trace"`
-	Format string `json:"format"`
-	// RowsRead counts data rows; RowsUsable those kept.
-	RowsRead   int `json:"rows_read"`
-	RowsUsable int `json:"rows_usable"`
-	replay.Skipped
-	TimeScale     float64 `json:"time_scale"`
-	TargetRate    float64 `json:"target_rate,omitempty"`
-	TraceStartS   float64 `json:"trace_start_s"`
-	TraceDuration float64 `json:"trace_duration_s,omitempty"`
-	Replayed      int     `json:"replayed"`
-	// TraceRate is the mean rate of the replayed rows before scaling.
-	TraceRate float64 `json:"trace_rate"`
-	// ImageTextClamped counts image requests whose images alone reach the
-	// trace's context length: their text is 1 token, the total above it.
-	ImageTextClamped int `json:"image_text_clamped,omitempty"`
-	// Tasks counts the trace's usable rows by task (GenTD26 predict_type).
-	Tasks map[string]int `json:"tasks,omitempty"`
-}
+type ReplayInfo = metrics.ReplayInfo
 
 // replaySchedule builds the schedule of --mode replay, and registers the
 // replay's summary entry and, for traces with images, the per-kind
@@ -219,7 +200,8 @@ func replaySchedule(o *Options, seed uint64, log *logger, w *workload) (arrival.
 		w.breakdown("per_kind", requestKind)
 	}
 	w.annotate = append(w.annotate, func(sum *metrics.Summary, _ time.Duration) error {
-		return sum.SetExtra("replay", info)
+		sum.Replay = &info
+		return nil
 	})
 	return s, nil
 }

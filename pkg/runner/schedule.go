@@ -55,7 +55,7 @@ func (w *workload) breakdown(key string, group func(*client.Result) string) {
 	g := metrics.NewGroups(group)
 	w.observe = append(w.observe, g.Add)
 	w.annotate = append(w.annotate, func(sum *metrics.Summary, elapsed time.Duration) error {
-		return sum.SetExtra(key, g.Summary(elapsed))
+		return sum.SetBreakdown(key, g.Summary(elapsed))
 	})
 	if w.groups == nil {
 		w.groups = map[string]*metrics.Groups{}

@@ -210,17 +210,16 @@ func (r *shardRecorder) annotate(sum *metrics.Summary, elapsed time.Duration) er
 	if r.err != nil {
 		return fmt.Errorf("merge state: %w", r.err)
 	}
-	var errs []error
 	if h, _, ok := r.wl.hash.result(); ok {
-		errs = append(errs, sum.SetExtra(metrics.KeyScheduleHash, h))
+		sum.ScheduleHash = h
 	}
-	errs = append(errs, sum.SetExtra(metrics.KeyShard, metrics.ShardInfo{Count: r.o.ShardCount, Indices: []int64{r.o.ShardIndex}}))
+	sum.Shard = &metrics.ShardInfo{Count: r.o.ShardCount, Indices: []int64{r.o.ShardIndex}}
 	if !r.o.StartAt.IsZero() {
-		errs = append(errs, sum.SetExtra(metrics.KeyStartAt, r.o.StartAt.UTC().Format(time.RFC3339Nano)))
+		sum.StartAt = r.o.StartAt.UTC().Format(time.RFC3339Nano)
 	}
 	groups := map[string]*metrics.Groups{}
 	for k, g := range r.wl.groups {
-		if _, ok := sum.Extra[k]; ok { // only those the summary holds
+		if sum.Breakdown(k) != nil { // only those the summary holds
 			groups[k] = g
 		}
 	}
@@ -232,12 +231,9 @@ func (r *shardRecorder) annotate(sum *metrics.Summary, elapsed time.Duration) er
 		p.Goodput = &r.mon.good
 	}
 	st, err := metrics.NewMergeState(p)
-	if err == nil {
-		err = sum.SetExtra(metrics.KeyMergeState, st)
-	}
-	errs = append(errs, err)
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return fmt.Errorf("merge state: %w", err)
 	}
+	sum.MergeState = &st
 	return nil
 }

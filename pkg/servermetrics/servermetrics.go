@@ -383,16 +383,9 @@ func (s *Scraper) Window() *metrics.ServerStats {
 	return &st
 }
 
-// Result is the whole run's server figures for the summary.
-type Result struct {
-	URL      string  `json:"url"`
-	Interval float64 `json:"interval_s"`
-	// Available is false when no scrape succeeded.
-	Available bool   `json:"available"`
-	Failures  int64  `json:"failed_scrapes"`
-	LastError string `json:"last_error,omitempty"`
-	*metrics.ServerStats
-}
+// Result is the whole run's server figures for the summary (its
+// server_metrics section).
+type Result = metrics.ServerSummary
 
 // Stop ends polling, takes a last sample so the period covered reaches the
 // end of the run, and returns the run's figures.

@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
@@ -93,39 +92,24 @@ func stepFigures(s *metrics.Summary) (Figures, error) {
 	if s.ScheduleSpan > 0 {
 		f.Offered = float64(s.Scheduled) / s.ScheduleSpan
 	}
-	var errs []error
-	get := func(key string, v any) {
-		if _, err := s.GetExtra(key, v); err != nil {
-			errs = append(errs, fmt.Errorf("summary %s: %w", key, err))
-		}
-	}
-	var cdfs map[string][][2]float64
-	get(metrics.KeyCDFs, &cdfs)
-	if e2e := cdfs["e2e"]; len(e2e) > 0 {
+	if e2e := s.LatencyCDFs["e2e"]; len(e2e) > 0 {
 		f.E2EMin = e2e[0][0]
 	}
 	if busy := s.Duration - f.E2EMin/1e3; busy > 0 {
 		f.Achieved = float64(s.Completed) / busy
 	}
-	if _, ok := s.Extra[metrics.KeyGoodputShare]; ok {
-		var share float64
-		get(metrics.KeyGoodputShare, &share)
+	if s.Goodput != nil {
+		share := s.Goodput.Share
 		f.GoodputShare = &share
 	}
-	get(metrics.KeyClientSaturated, &f.ClientSaturated)
-	get(metrics.KeySaturationReason, &f.ClientReason)
-	var server struct {
-		Available bool `json:"available"`
-		*metrics.ServerStats
+	if c := s.Saturation; c != nil {
+		f.ClientSaturated, f.ClientReason = c.Saturated, c.Reason
 	}
-	get(metrics.KeyServerMetrics, &server)
-	if server.Available && server.ServerStats != nil {
-		f.Server = server.ServerStats
+	if srv := s.ServerMetrics; srv != nil && srv.Available && srv.ServerStats != nil {
+		f.Server = srv.ServerStats
 	}
-	var ws []metrics.WindowStats
-	get(metrics.KeyWindows, &ws)
 	f.ClientCPUMax = -1
-	for _, w := range ws {
+	for _, w := range s.Windows {
 		f.ClientCPUMax = math.Max(f.ClientCPUMax, w.ClientCPU)
 		wait := w.LagP50 + w.TTFTP50
 		if f.NoTokens {
@@ -137,9 +121,6 @@ func stepFigures(s *metrics.Summary) (Figures, error) {
 		if math.IsNaN(*v) || math.IsInf(*v, 0) {
 			*v = 0
 		}
-	}
-	if len(errs) > 0 {
-		return f, errs[0]
 	}
 	return f, nil
 }

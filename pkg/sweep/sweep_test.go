@@ -47,13 +47,13 @@ func (q *queue) run(ctx context.Context, step int, v float64) (*metrics.Summary,
 	if q.lag > 0 && v >= q.lagFrom {
 		s.SendLag = metrics.Dist{P90: q.lag, P99: q.lag}
 	}
-	s.SetExtra(metrics.KeyCDFs, map[string][][2]float64{"e2e": {{100, 0}, {200, 1}}})
+	s.LatencyCDFs = map[string][][2]float64{"e2e": {{100, 0}, {200, 1}}}
 	busy := ttft > 200 // the queue builds
 	good := 1.0
 	if busy {
 		good = 0.5
 	}
-	s.SetExtra(metrics.KeyGoodputShare, good)
+	s.Goodput = &metrics.GoodputSummary{Share: good}
 	waiting := 0.0
 	if busy {
 		waiting = 5
@@ -62,8 +62,8 @@ func (q *queue) run(ctx context.Context, step int, v float64) (*metrics.Summary,
 	if q.kvFull && busy {
 		kv = 1
 	}
-	s.SetExtra(metrics.KeyServerMetrics, map[string]any{"available": true, "running_max": q.slots, "running_mean": q.slots * math.Min(rho, 1),
-		"waiting_max": waiting, "kv_cache_usage_max": kv, "samples": 10})
+	s.ServerMetrics = &metrics.ServerSummary{Available: true, ServerStats: &metrics.ServerStats{RunningMax: q.slots, RunningMean: q.slots * math.Min(rho, 1),
+		WaitingMax: waiting, KVCacheMax: kv, Samples: 10}}
 	if q.cancelAt > 0 && v >= q.cancelAt {
 		q.cancel()
 		s.Interrupted = true
@@ -281,12 +281,11 @@ func TestStepFiguresReadTheSummaryJSON(t *testing.T) {
 	s := &metrics.Summary{Backend: "vllm", Scheduled: 100, Completed: 98, Failed: 2, ErrorRate: 0.02, ScheduleSpan: 2, Duration: 2.2,
 		TTFT: metrics.Dist{Median: 21, P99: 40}, TPOT: metrics.Dist{Median: 5, P99: 6}, E2E: metrics.Dist{Median: 96, P99: 130},
 		SendLag: metrics.Dist{P90: 0.4, P99: 3}}
-	s.SetExtra(metrics.KeyCDFs, map[string][][2]float64{"e2e": {{95.5, 0}, {130, 1}}})
-	s.SetExtra(metrics.KeyGoodputShare, 0.93)
-	s.SetExtra(metrics.KeyClientSaturated, true)
-	s.SetExtra(metrics.KeySaturationReason, "window 0: send lag p99 3 ms > 1 ms")
-	s.SetExtra(metrics.KeyServerMetrics, map[string]any{"url": "x", "available": true, "running_max": 8, "waiting_max": 3, "kv_cache_usage_max": 0.2})
-	s.SetExtra(metrics.KeyWindows, []metrics.WindowStats{{Start: 0, End: 1, Completed: 50, TTFTP50: 20, LagP50: 0.1, ClientCPU: 0.2}, {Start: 1, End: 2, Completed: 48, TTFTP50: 30, LagP50: 0.2, ClientCPU: 0.4}})
+	s.LatencyCDFs = map[string][][2]float64{"e2e": {{95.5, 0}, {130, 1}}}
+	s.Goodput = &metrics.GoodputSummary{Share: 0.93}
+	s.Saturation = &metrics.Saturation{Saturated: true, Reason: "window 0: send lag p99 3 ms > 1 ms"}
+	s.ServerMetrics = &metrics.ServerSummary{URL: "x", Available: true, ServerStats: &metrics.ServerStats{RunningMax: 8, WaitingMax: 3, KVCacheMax: 0.2}}
+	s.Windows = []metrics.WindowStats{{Start: 0, End: 1, Completed: 50, TTFTP50: 20, LagP50: 0.1, ClientCPU: 0.2}, {Start: 1, End: 2, Completed: 48, TTFTP50: 30, LagP50: 0.2, ClientCPU: 0.4}}
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)

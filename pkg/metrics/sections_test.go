@@ -1,0 +1,163 @@
+package metrics
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// fullSummary returns a summary with every section set.
+func fullSummary() *Summary {
+	cpu := 0.25
+	return &Summary{
+		Backend: "vllm", Mode: "replay", StartedAt: "2026-01-01T00:00:00Z",
+		WindowSeconds: 10, Windows: []WindowStats{{Index: 0, End: 10, Offered: 3}},
+		ClientCPU: &cpu,
+		Saturation: &Saturation{Saturated: true, Windows: []int{0}, Reason: "window 0: send lag",
+			Intervals: []SaturatedInterval{{Start: 1, End: 2, Reasons: []string{"send lag"}}}},
+		Goodput:          &GoodputSummary{Rate: 1.5, Share: 0.75, Requests: 3, SLO: map[string]float64{"ttft": 100}},
+		LatencyCDFs:      map[string][][2]float64{"e2e": {{1, 0}, {2, 1}}},
+		LengthHistograms: map[string]*LengthBins{"input": {Edges: []float64{1, 2}, Counts: []int64{4}, Total: 4}},
+		ServerMetrics:    &ServerSummary{URL: "http://127.0.0.1:1/metrics", Available: true, ServerStats: &ServerStats{Samples: 2}},
+		PerModel:         map[string]GroupSummary{"a": {Completed: 1}},
+		PerKind:          map[string]GroupSummary{"image": {Completed: 1, NoTokens: true}},
+		Replay:           &ReplayInfo{Trace: "t.csv", Format: "fineserve", Replayed: 4},
+		ScheduleHash:     "sha256:00",
+		Shard:            &ShardInfo{Count: 2, Indices: []int64{1}},
+		StartAt:          "2026-01-01T00:00:00Z",
+		MergeState:       &MergeState{Version: MergeStateVersion, HistEncoding: HistEncoding},
+		MergedFrom:       []MergedFrom{{File: "a.json", Shard: "1/2"}},
+		MergeWarnings:    []string{"w"},
+		MergeNotes:       []string{"n"},
+	}
+}
+
+// keysOf returns the top-level keys of a JSON object in their order.
+func keysOf(t *testing.T, b []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+// TestSectionsFollowTheDistributionsInKeyOrder: every section is written
+// once, after the distributions, in sorted key order.
+func TestSectionsFollowTheDistributionsInKeyOrder(t *testing.T) {
+	b, err := json.Marshal(fullSummary())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := keysOf(t, b)
+	last := slices.Index(keys, "e2e_from_scheduled_max_ms")
+	if last < 0 {
+		t.Fatalf("no distribution keys: %v", keys)
+	}
+	got := keys[last+1:]
+	want := make([]string, len(sectionFields))
+	for i, f := range sectionFields {
+		want[i] = f.key
+	}
+	if !slices.IsSorted(want) || !slices.Equal(got, want) {
+		t.Errorf("sections written as\n%v\nwant every one, sorted:\n%v", got, want)
+	}
+}
+
+// TestSectionsRoundTrip: a summary with every section reads back equal and
+// writes back the same bytes; an empty one writes no section.
+func TestSectionsRoundTrip(t *testing.T) {
+	s := fullSummary()
+	first, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Summary
+	if err := json.Unmarshal(first, &back); err != nil {
+		t.Fatal(err)
+	}
+	second, err := json.Marshal(&back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first, second) {
+		t.Errorf("re-written summary differs:\n%s\n%s", first, second)
+	}
+	if !reflect.DeepEqual(back.Saturation, s.Saturation) || !reflect.DeepEqual(back.Goodput, s.Goodput) ||
+		!reflect.DeepEqual(back.Replay, s.Replay) || !reflect.DeepEqual(back.PerKind, s.PerKind) || *back.ClientCPU != *s.ClientCPU {
+		t.Errorf("sections lost on reading:\n%+v\n%+v", back, s)
+	}
+	empty, _ := json.Marshal(&Summary{})
+	for _, f := range sectionFields {
+		if bytes.Contains(empty, []byte(`"`+f.key+`"`)) {
+			t.Errorf("an empty summary writes %s", f.key)
+		}
+	}
+}
+
+// TestSectionsWrittenByThePreviousFormat: summaries written when the
+// sections were an untyped map (a merge of a replay with goodput, live
+// saturation intervals and server metrics; a replay whose client fell
+// behind) read into the typed sections and write back byte for byte.
+func TestSectionsWrittenByThePreviousFormat(t *testing.T) {
+	for _, name := range []string{"testdata/summary-merged.json", "testdata/summary-replay.json"} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s Summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out, err := json.MarshalIndent(&s, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// From the last distribution key on: a distribution whose values
+		// are all 0 reads back as empty (its count is not written).
+		from := func(x []byte) string { return string(x[bytes.Index(x, []byte(`"e2e_from_scheduled_max_ms"`)):]) }
+		if got, want := from(append(out, '\n')), from(b); got != want {
+			i := 0
+			for i < len(got) && i < len(want) && got[i] == want[i] {
+				i++
+			}
+			t.Errorf("%s: written back differs at byte %d: %q, want %q", name, i, got[i:min(len(got), i+80)], want[i:min(len(want), i+80)])
+		}
+		if s.Goodput == nil || s.Saturation == nil || !s.Saturation.Saturated || s.Replay == nil || s.ServerMetrics == nil || s.MergeState == nil {
+			t.Errorf("%s: sections not read: %+v", name, s)
+		}
+	}
+}
+
+// TestSummaryIgnoresUnknownKeys: a key no section holds (FineServe's own,
+// or a newer build's) is ignored; a malformed section is an error naming it.
+func TestSummaryIgnoresUnknownKeys(t *testing.T) {
+	var s Summary
+	if err := json.Unmarshal([]byte(`{"backend":"vllm","burstiness":1.0,"per_user":{"a":{}}}`), &s); err != nil || s.Backend != "vllm" {
+		t.Fatalf("%+v, %v", s, err)
+	}
+	b, _ := json.Marshal(&s)
+	if strings.Contains(string(b), "burstiness") || strings.Contains(string(b), "per_user") {
+		t.Errorf("unknown keys written back: %s", b)
+	}
+	err := json.Unmarshal([]byte(`{"goodput_share":"high"}`), &s)
+	if err == nil || !strings.Contains(err.Error(), KeyGoodputShare) {
+		t.Errorf("malformed goodput_share: %v", err)
+	}
+}
