@@ -22,6 +22,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
 
 var liveLineRE = regexp.MustCompile(`(?m)^\[\d\d:\d\d–\d\d:\d\d\] offered [\d.]+/s achieved [\d.]+/s in flight \d+ errors \d+ \| `)
@@ -227,14 +228,14 @@ func TestTimingServerIdleFraction(t *testing.T) {
 			}
 		}
 	}
-	wl := &workload{schedule: bursts}
+	wl := &workload.Workload{Schedule: bursts, Stats: arrival.Summarize(bursts), First: arrival.Arrival{InputTokens: 16, OutputTokens: 21}}
 	busy0 := srv.Stats().Busy
 	var out, errb bytes.Buffer
 	cli, err := client.New(clientConfig(&o))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := execute(context.Background(), &o, 1, cli, wl, arrival.Summarize(wl.schedule), IO{Out: &out, Err: &errb}, &logger{w: &errb, quiet: true})
+	sum, err := execute(context.Background(), &o, 1, cli, wl, IO{Out: &out, Err: &errb}, &logger{w: &errb, quiet: true})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, errb.String())
 	}

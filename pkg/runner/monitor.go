@@ -85,11 +85,11 @@ type monitor struct {
 }
 
 // newMonitor prepares the monitor of a run, and starts the generator's
-// metrics endpoint when asked for. It adds itself to wl's observers and
-// annotators.
-func newMonitor(o *Options, st arrival.Stats, wl *workload, stdio IO, log *logger) (*monitor, error) {
+// metrics endpoint when asked for. The run gives it every result (observe)
+// and asks it for its part of the summary (annotate).
+func newMonitor(o *Options, st arrival.Stats, sched arrival.Schedule, stdio IO, log *logger) (*monitor, error) {
 	m := &monitor{
-		o: o, stdio: stdio, log: log, total: st.Count, span: st.Last, sched: wl.schedule,
+		o: o, stdio: stdio, log: log, total: st.Count, span: st.Last, sched: sched,
 		slo: o.Observe.Goodput, cores: runtime.GOMAXPROCS(0),
 		timeline: metrics.NewTimeline(timelineWidth(st.Last), 256),
 		inLen:    metrics.NewLengthHist(), outLen: metrics.NewLengthHist(),
@@ -123,8 +123,6 @@ func newMonitor(o *Options, st arrival.Stats, wl *workload, stdio IO, log *logge
 		log.Infof("metrics: serving %s", srv.URL)
 		WarnExposed(stdio.Err, "--metrics-addr "+o.Observe.MetricsAddr, srv.Addr)
 	}
-	wl.observe = append(wl.observe, m.observe)
-	wl.annotate = append(wl.annotate, m.annotate)
 	return m, nil
 }
 
@@ -459,8 +457,8 @@ func (m *monitor) saturated() []metrics.WindowStats {
 	return out
 }
 
-// annotate adds the monitor's figures to the summary (a workload
-// annotator: it runs once every result is collected).
+// annotate adds the monitor's figures to the summary once every result is
+// collected.
 func (m *monitor) annotate(sum *metrics.Summary, elapsed time.Duration) error {
 	var errs []error
 	set := func(k string, v any) { errs = append(errs, sum.SetExtra(k, v)) }

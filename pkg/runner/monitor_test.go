@@ -40,10 +40,9 @@ func TestMonitorWindowsAndLiveLines(t *testing.T) {
 		o.Observe.ReportInterval, o.Observe.Window = time.Second, 2*time.Second
 		o.Observe.Goodput = metrics.SLO{TTFT: 30, TPOT: 100, E2EL: 1e9}
 		sched := evenSchedule(600, 10*time.Millisecond)
-		wl := &workload{schedule: sched}
 		var errb bytes.Buffer
 		log := &logger{w: &errb}
-		m, err := newMonitor(&o, arrival.Summarize(sched), wl, IO{Err: &errb}, log)
+		m, err := newMonitor(&o, arrival.Summarize(sched), sched, IO{Err: &errb}, log)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,9 +72,7 @@ func TestMonitorWindowsAndLiveLines(t *testing.T) {
 					r.ErrorClass, r.Error, r.FirstToken, r.TokenTimes = client.ErrHTTP5xx, "boom", 0, nil
 				}
 				col.Add(r)
-				for _, f := range wl.observe {
-					f(r)
-				}
+				m.observe(r)
 				done.Add(1)
 			}
 		}()
@@ -83,10 +80,8 @@ func TestMonitorWindowsAndLiveLines(t *testing.T) {
 		end := time.Since(start)
 		m.stop(end)
 		var sum metrics.Summary
-		for _, f := range wl.annotate {
-			if err := f(&sum, end); err != nil {
-				t.Fatal(err)
-			}
+		if err := m.annotate(&sum, end); err != nil {
+			t.Fatal(err)
 		}
 
 		var ws []metrics.WindowStats
@@ -196,8 +191,8 @@ func BenchmarkMonitorObserve(b *testing.B) {
 	o := Defaults()
 	o.Backend = "openai"
 	o.Observe.Goodput = metrics.SLO{TTFT: 100, TPOT: 10, E2EL: 1000}
-	wl := &workload{schedule: evenSchedule(1, time.Millisecond)}
-	m, err := newMonitor(&o, arrival.Summarize(wl.schedule), wl, IO{Err: &bytes.Buffer{}}, &logger{w: &bytes.Buffer{}})
+	sched := evenSchedule(1, time.Millisecond)
+	m, err := newMonitor(&o, arrival.Summarize(sched), sched, IO{Err: &bytes.Buffer{}}, &logger{w: &bytes.Buffer{}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -225,9 +220,8 @@ func TestSummaryListsEveryFlaggedLiveInterval(t *testing.T) {
 		o.RequestRate = 100
 		o.Observe.ReportInterval, o.Observe.Window = time.Second, 10*time.Second
 		sched := evenSchedule(1000, 10*time.Millisecond)
-		wl := &workload{schedule: sched}
 		var errb bytes.Buffer
-		m, err := newMonitor(&o, arrival.Summarize(sched), wl, IO{Err: &errb}, &logger{w: &errb})
+		m, err := newMonitor(&o, arrival.Summarize(sched), sched, IO{Err: &errb}, &logger{w: &errb})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,18 +242,14 @@ func TestSummaryListsEveryFlaggedLiveInterval(t *testing.T) {
 			r.FirstToken, r.End, r.CompletionTokens, r.Status = r.Sent+time.Millisecond, end, 1, 200
 			r.TokenTimes = []time.Duration{r.FirstToken}
 			col.Add(r)
-			for _, f := range wl.observe {
-				f(r)
-			}
+			m.observe(r)
 			done.Add(1)
 		}
 		elapsed := time.Since(start)
 		m.stop(elapsed)
 		var sum metrics.Summary
-		for _, f := range wl.annotate {
-			if err := f(&sum, elapsed); err != nil {
-				t.Fatal(err)
-			}
+		if err := m.annotate(&sum, elapsed); err != nil {
+			t.Fatal(err)
 		}
 		flagged := regexp.MustCompile(`(?m)^\[(\d\d:\d\d)–(\d\d:\d\d)\] .*CLIENT SATURATED`).FindAllStringSubmatch(errb.String(), -1)
 		if len(flagged) != 1 || flagged[0][1] != "00:04" {
@@ -309,22 +299,6 @@ func TestLiveLineOfTheLastInterval(t *testing.T) {
 		line := liveLine(w, 3, nil, tc.interval)
 		if !strings.Contains(line, tc.want) || strings.Contains(line, "Inf") {
 			t.Errorf("%v s of %v: %q, want %q", tc.d, tc.interval, line, tc.want)
-		}
-	}
-}
-
-// TestScheduleLine: one request, or all due at once, has no rate.
-func TestScheduleLine(t *testing.T) {
-	for _, tc := range []struct {
-		st   arrival.Stats
-		want string
-	}{
-		{arrival.Stats{Count: 1, Last: 0, Input: 8, Output: 4}, "schedule: 1 request at 0.000 s, 8 input and 4 output tokens"},
-		{arrival.Stats{Count: 5, Last: 0, Input: 40, Output: 20}, "schedule: 5 requests, all due at the start, 40 input and 20 output tokens"},
-		{arrival.Stats{Count: 11, Last: 2 * time.Second, Input: 1, Output: 1}, "schedule: 11 requests over 2.000 s (mean 5.00 req/s), 1 input and 1 output tokens"},
-	} {
-		if got := scheduleLine(tc.st); got != tc.want {
-			t.Errorf("%+v: %q, want %q", tc.st, got, tc.want)
 		}
 	}
 }

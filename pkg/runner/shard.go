@@ -2,13 +2,10 @@ package runner
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
@@ -18,7 +15,8 @@ import (
 // Scale-out (docs/SCALE_OUT.md): N copies of one run each compute the same
 // seeded schedule, keep the arrivals with Index % N == I (--shard I/N),
 // start it at the same wall-clock instant (--start-at) and write a summary
-// that `fineserve-gen merge` combines exactly.
+// that `fineserve-gen merge` combines exactly. The schedule's hash is
+// measured with the workload (pkg/workload).
 
 // StartAtSlack is how far in the past --start-at may be when a copy is
 // ready to start: later, the copy refuses to run, since its first requests
@@ -117,67 +115,13 @@ func runSalt(o *Options, seed uint64) uint64 {
 	return uint64(time.Now().UnixNano()) ^ seed<<1
 }
 
-// scheduleHash computes the hash of the whole schedule on the first walk
-// that goes through it to the end (the runner walks it to count it before
-// sending anything): "sha256:" and the SHA-256 of the schedule CSV
-// --schedule-out writes for the unsharded schedule, header included, so
-// `fineserve-gen … --dry-run --schedule-out s.csv && sha256sum s.csv`
-// gives the same digits. Later walks pass through untouched.
-type scheduleHash struct {
-	mu   sync.Mutex
-	done bool
-	sum  string
-	n    int64
-}
-
-// wrap returns s, hashing it on its first complete walk. It must wrap the
-// unsharded schedule.
-func (h *scheduleHash) wrap(s arrival.Schedule) arrival.Schedule {
-	return func(yield func(arrival.Arrival) bool) {
-		h.mu.Lock()
-		done := h.done
-		h.mu.Unlock()
-		if done {
-			s(yield)
-			return
-		}
-		d := sha256.New()
-		d.Write([]byte(arrival.ScheduleHeader + "\n"))
-		var line []byte
-		var n int64
-		for a := range s {
-			line = arrival.AppendCSVRow(line[:0], a)
-			d.Write(line)
-			n++
-			if !yield(a) {
-				return
-			}
-		}
-		h.mu.Lock()
-		if !h.done {
-			h.done, h.sum, h.n = true, "sha256:"+hex.EncodeToString(d.Sum(nil)), n
-		}
-		h.mu.Unlock()
-	}
-}
-
-// result returns the hash and the number of arrivals of the whole schedule
-// (ok: a walk has completed).
-func (h *scheduleHash) result() (sum string, n int64, ok bool) {
-	if h == nil {
-		return "", 0, false
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.sum, h.n, h.done
-}
-
 // shardRecorder keeps what a run's summary needs to merge with other
 // copies' (metrics.MergeState): the states of the closed windows; the
-// breakdowns and distributions are the run's own (wl.groups, the monitor's).
+// breakdowns and distributions are the run's own (the run's groups, the
+// monitor's).
 type shardRecorder struct {
 	o       *Options
-	wl      *workload
+	hash    string
 	mon     *monitor
 	col     *metrics.Collector
 	windows []metrics.WindowState
@@ -187,8 +131,8 @@ type shardRecorder struct {
 // watchShard starts recording the run's merge state: it keeps each
 // window's distributions when the monitor closes it, and annotates the
 // summary last. Call it before the monitor begins.
-func watchShard(o *Options, wl *workload, mon *monitor, col *metrics.Collector) *shardRecorder {
-	r := &shardRecorder{o: o, wl: wl, mon: mon, col: col}
+func watchShard(o *Options, hash string, mon *monitor, col *metrics.Collector) *shardRecorder {
+	r := &shardRecorder{o: o, hash: hash, mon: mon, col: col}
 	closeWindow := mon.win.onClose
 	mon.win.onClose = func(p *period) {
 		closeWindow(p)
@@ -200,28 +144,26 @@ func watchShard(o *Options, wl *workload, mon *monitor, col *metrics.Collector) 
 		}
 		r.windows = append(r.windows, ws)
 	}
-	wl.annotate = append(wl.annotate, r.annotate)
 	return r
 }
 
 // annotate adds the run's identity and merge state to the summary: the
-// schedule hash, the shard, --start-at and metrics.KeyMergeState.
-func (r *shardRecorder) annotate(sum *metrics.Summary, elapsed time.Duration) error {
+// schedule hash, the shard, --start-at and metrics.KeyMergeState (with the
+// breakdowns the summary holds).
+func (r *shardRecorder) annotate(sum *metrics.Summary, elapsed time.Duration, breakdowns []breakdown) error {
 	if r.err != nil {
 		return fmt.Errorf("merge state: %w", r.err)
 	}
 	var errs []error
-	if h, _, ok := r.wl.hash.result(); ok {
-		errs = append(errs, sum.SetExtra(metrics.KeyScheduleHash, h))
-	}
+	errs = append(errs, sum.SetExtra(metrics.KeyScheduleHash, r.hash))
 	errs = append(errs, sum.SetExtra(metrics.KeyShard, metrics.ShardInfo{Count: r.o.ShardCount, Indices: []int64{r.o.ShardIndex}}))
 	if !r.o.StartAt.IsZero() {
 		errs = append(errs, sum.SetExtra(metrics.KeyStartAt, r.o.StartAt.UTC().Format(time.RFC3339Nano)))
 	}
 	groups := map[string]*metrics.Groups{}
-	for k, g := range r.wl.groups {
-		if _, ok := sum.Extra[k]; ok { // only those the summary holds
-			groups[k] = g
+	for _, g := range breakdowns {
+		if _, ok := sum.Extra[g.key]; ok { // only those the summary holds
+			groups[g.key] = g.Groups
 		}
 	}
 	p := metrics.RunState{
