@@ -3,7 +3,6 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"iter"
 	"math"
 	"runtime"
 	"slices"
@@ -26,7 +25,8 @@ import (
 const sampleEvery = 250 * time.Millisecond
 
 // monitor watches a run while it runs: it sees every result (observe, on
-// the collecting goroutine) and adds it to the current window and live
+// the collecting goroutine) and every arrival the dispatcher offers (offer,
+// on the dispatcher's) and adds them to the current window and live
 // interval (see stream); on a goroutine of its own it cuts windows and
 // intervals at their absolute boundaries, prints live lines and the
 // progress bar, and samples requests in flight and CPU time. Closed windows
@@ -42,7 +42,6 @@ type monitor struct {
 	total int64
 	span  time.Duration
 	col   *metrics.Collector
-	sched arrival.Schedule
 	check metrics.SaturationCheck
 	slo   metrics.SLO
 	cores int
@@ -68,9 +67,6 @@ type monitor struct {
 	liveSat    []metrics.SaturatedInterval
 	liveSatN   int
 	cpuOK      bool
-	next       func() (arrival.Arrival, bool)
-	stopPull   func()
-	pending    *arrival.Arrival
 	inFlightFn atomic.Pointer[func() int64]
 	dispatched atomic.Pointer[func() int64]
 	done       *atomic.Int64
@@ -87,9 +83,9 @@ type monitor struct {
 // newMonitor prepares the monitor of a run, and starts the generator's
 // metrics endpoint when asked for. The run gives it every result (observe)
 // and asks it for its part of the summary (annotate).
-func newMonitor(o *Options, st arrival.Stats, sched arrival.Schedule, stdio IO, log *logger) (*monitor, error) {
+func newMonitor(o *Options, st arrival.Stats, stdio IO, log *logger) (*monitor, error) {
 	m := &monitor{
-		o: o, stdio: stdio, log: log, total: st.Count, span: st.Last, sched: sched,
+		o: o, stdio: stdio, log: log, total: st.Count, span: st.Last,
 		slo: o.Observe.Goodput, cores: runtime.GOMAXPROCS(0),
 		timeline: metrics.NewTimeline(timelineWidth(st.Last), 256),
 		inLen:    metrics.NewLengthHist(), outLen: metrics.NewLengthHist(),
@@ -176,6 +172,17 @@ func (m *monitor) observe(r *client.Result) {
 	}
 }
 
+// offer counts an arrival the dispatcher offered in the periods its due
+// time falls in (on the dispatcher's goroutine).
+func (m *monitor) offer(a *arrival.Arrival) {
+	m.mu.Lock()
+	m.win.offer(a.At)
+	if m.live != nil {
+		m.live.offer(a.At)
+	}
+	m.mu.Unlock()
+}
+
 // begin starts watching a run whose offsets count from start: the
 // progress bar, live lines, windows and the server's metrics. col is the
 // run's collector (read after the run), inFlight and dispatched read the
@@ -186,7 +193,6 @@ func (m *monitor) begin(start time.Time, col *metrics.Collector, inFlight, dispa
 	m.dispatched.Store(&dispatched)
 	m.done = done
 	m.bar = m.stdio.Terminal && !m.o.DisableProgress
-	m.next, m.stopPull = iter.Pull(iter.Seq[arrival.Arrival](m.sched))
 	cpu, ok := processCPU()
 	m.cpuOK = ok
 	for _, s := range m.streams() {
@@ -228,7 +234,6 @@ func (m *monitor) loop() {
 		}
 		now := time.Since(m.start)
 		m.runDue(now)
-		m.advance(now)
 		if now >= nextSample {
 			v := m.inFlightNow()
 			for _, s := range m.streams() {
@@ -260,7 +265,6 @@ func (m *monitor) runDue(now time.Duration) {
 			return
 		}
 		at := next.due()
-		m.advance(at)
 		if next.prev != nil && next.closeAt == at {
 			m.mu.Lock()
 			p := next.takePrev()
@@ -285,27 +289,6 @@ func (m *monitor) cutStream(s *stream, at time.Duration) {
 	s.cur.end = at
 	s.cut(cpu)
 	m.mu.Unlock()
-}
-
-// advance counts the arrivals scheduled before offset to as offered in the
-// current periods.
-func (m *monitor) advance(to time.Duration) {
-	for {
-		if m.pending == nil {
-			a, ok := m.next()
-			if !ok {
-				return
-			}
-			m.pending = &a
-		}
-		if m.pending.At >= to {
-			return
-		}
-		for _, s := range m.streams() {
-			s.cur.offered++
-		}
-		m.pending = nil
-	}
 }
 
 // cpuShare returns the CPU used since *mark as a share of the cores over
@@ -403,7 +386,6 @@ func (m *monitor) stop(end time.Duration) {
 		m.server = &res
 	}
 	m.runDue(end)
-	m.advance(end)
 	for _, s := range m.streams() {
 		if s.prev != nil {
 			s.release(s.takePrev())
@@ -421,7 +403,6 @@ func (m *monitor) stop(end time.Duration) {
 		m.barShown = false
 		m.outMu.Unlock()
 	}
-	m.stopPull()
 }
 
 // close releases what the monitor holds (the metrics endpoint, the
@@ -431,7 +412,6 @@ func (m *monitor) close() {
 		close(m.quit)
 		<-m.stopped
 		m.started = false
-		m.stopPull()
 	}
 	m.closeOnce.Do(func() {
 		if m.scraper != nil && m.server == nil {

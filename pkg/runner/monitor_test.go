@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"context"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -25,6 +26,23 @@ func evenSchedule(n int, gap time.Duration) arrival.Schedule {
 	}
 }
 
+// dispatch runs a dispatcher over sched from start that sends nothing but
+// offers every arrival to m, as a run's does; wait returns once it is done.
+func dispatch(m *monitor, start time.Time, sched arrival.Schedule) (wait func()) {
+	d := &arrival.Dispatcher{Start: start, OnOffer: m.offer,
+		Sender: arrival.SenderFunc(func(context.Context, arrival.Arrival) {}),
+		Sleep: func(ctx context.Context, t time.Time) error {
+			time.Sleep(time.Until(t)) // the bubble's clock
+			return nil
+		}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Run(context.Background(), context.Background(), sched)
+	}()
+	return func() { <-done }
+}
+
 // TestMonitorWindowsAndLiveLines drives the monitor on a fake clock: 600
 // arrivals at 100 req/s for 6 s, each sent 0.1 ms late and finished 50 ms
 // after its due time, except those due in [2 s, 3.9 s), sent 5 ms late. With
@@ -42,7 +60,7 @@ func TestMonitorWindowsAndLiveLines(t *testing.T) {
 		sched := evenSchedule(600, 10*time.Millisecond)
 		var errb bytes.Buffer
 		log := &logger{w: &errb}
-		m, err := newMonitor(&o, arrival.Summarize(sched), sched, IO{Err: &errb}, log)
+		m, err := newMonitor(&o, arrival.Summarize(sched), IO{Err: &errb}, log)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,6 +68,7 @@ func TestMonitorWindowsAndLiveLines(t *testing.T) {
 		col := metrics.NewCollector()
 		var done atomic.Int64
 		m.begin(start, col, func() int64 { return 5 }, func() int64 { return 0 }, &done)
+		dispatched := dispatch(m, start, sched)
 
 		// Results arrive when their requests end.
 		finished := make(chan struct{})
@@ -77,6 +96,7 @@ func TestMonitorWindowsAndLiveLines(t *testing.T) {
 			}
 		}()
 		<-finished
+		dispatched()
 		end := time.Since(start)
 		m.stop(end)
 		var sum metrics.Summary
@@ -192,7 +212,7 @@ func BenchmarkMonitorObserve(b *testing.B) {
 	o.Backend = "openai"
 	o.Observe.Goodput = metrics.SLO{TTFT: 100, TPOT: 10, E2EL: 1000}
 	sched := evenSchedule(1, time.Millisecond)
-	m, err := newMonitor(&o, arrival.Summarize(sched), sched, IO{Err: &bytes.Buffer{}}, &logger{w: &bytes.Buffer{}})
+	m, err := newMonitor(&o, arrival.Summarize(sched), IO{Err: &bytes.Buffer{}}, &logger{w: &bytes.Buffer{}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -221,7 +241,7 @@ func TestSummaryListsEveryFlaggedLiveInterval(t *testing.T) {
 		o.Observe.ReportInterval, o.Observe.Window = time.Second, 10*time.Second
 		sched := evenSchedule(1000, 10*time.Millisecond)
 		var errb bytes.Buffer
-		m, err := newMonitor(&o, arrival.Summarize(sched), sched, IO{Err: &errb}, &logger{w: &errb})
+		m, err := newMonitor(&o, arrival.Summarize(sched), IO{Err: &errb}, &logger{w: &errb})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,6 +249,7 @@ func TestSummaryListsEveryFlaggedLiveInterval(t *testing.T) {
 		col := metrics.NewCollector()
 		var done atomic.Int64
 		m.begin(start, col, func() int64 { return 1 }, func() int64 { return 0 }, &done)
+		dispatched := dispatch(m, start, sched)
 		for a := range sched {
 			lag := 100 * time.Microsecond
 			if a.Index >= 450 && a.Index < 455 { // due in 4–5 s
@@ -245,6 +266,7 @@ func TestSummaryListsEveryFlaggedLiveInterval(t *testing.T) {
 			m.observe(r)
 			done.Add(1)
 		}
+		dispatched()
 		elapsed := time.Since(start)
 		m.stop(elapsed)
 		var sum metrics.Summary

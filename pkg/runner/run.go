@@ -151,7 +151,7 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	}
 
 	st := wl.Stats
-	mon, err := newMonitor(o, st, wl.Schedule, stdio, log)
+	mon, err := newMonitor(o, st, stdio, log)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	safe.Go(func() { collected <- collect(results, col, records, &done, stdio.Abort, observe, panics) })
 
 	snd := &sender{client: cli, prompts: prompts, results: results, model: o.Model, images: wl.Images, panics: panics}
-	d := &arrival.Dispatcher{Start: start, MaxConcurrency: o.MaxConcurrency, Sender: snd}
+	d := &arrival.Dispatcher{Start: start, MaxConcurrency: o.MaxConcurrency, Sender: snd, OnOffer: mon.offer}
 
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()

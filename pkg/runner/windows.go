@@ -48,8 +48,9 @@ func (f *flightSample) mean() float64 {
 // the run's length.
 //
 // The periods are swapped by the monitor goroutine under the monitor's
-// mutex; add runs under it on the collecting goroutine. The periods'
-// offered, flight and cpu fields belong to the monitor goroutine.
+// mutex; add runs under it on the collecting goroutine, offer on the
+// dispatcher's. The periods' flight and cpu fields belong to the monitor
+// goroutine.
 type stream struct {
 	every, grace     time.Duration
 	prev, cur, ahead *period
@@ -87,6 +88,21 @@ func (s *stream) add(r *client.Result, good bool) {
 		p = s.prev
 	}
 	p.acc.Add(r, good)
+}
+
+// offer counts an arrival due at offset at as offered in the period it is
+// due in (caller holds the mutex). The dispatcher offers an arrival at its
+// due time or, when it lags, a little later: a period stays open for its
+// grace for arrivals due before its end.
+func (s *stream) offer(at time.Duration) {
+	p := s.cur
+	switch {
+	case at >= p.end:
+		p = s.ahead
+	case at < p.start && s.prev != nil:
+		p = s.prev
+	}
+	p.offered++
 }
 
 // due is the next instant the stream has something to do.
