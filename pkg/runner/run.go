@@ -17,6 +17,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/monitor"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
 	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
@@ -151,11 +152,14 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	}
 
 	st := wl.Stats
-	mon, err := newMonitor(o, st, stdio, log)
+	mon, err := monitor.New(monitorConfig(o, st, stdio, log))
 	if err != nil {
 		return nil, err
 	}
-	defer mon.close()
+	defer mon.Close()
+	if addr := mon.MetricsAddr(); addr != nil {
+		WarnExposed(stdio.Err, "--metrics-addr "+o.Observe.MetricsAddr, addr)
+	}
 	var records *report.RecordWriter
 	if o.ResultsJSONL != "" {
 		if records, err = report.CreateRecords(o.ResultsJSONL); err != nil {
@@ -176,26 +180,25 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	for _, g := range groups {
 		observe = append(observe, g.Add)
 	}
-	observe = append(observe, mon.observe)
-	shard := watchShard(o, wl.Hash, mon, col)
+	observe = append(observe, mon.Observe)
 	results := make(chan *client.Result, 4096)
 	var done atomic.Int64
 	collected := make(chan error, 1)
 	safe.Go(func() { collected <- collect(results, col, records, &done, stdio.Abort, observe, panics) })
 
 	snd := &sender{client: cli, prompts: prompts, results: results, model: o.Model, images: wl.Images, panics: panics}
-	d := &arrival.Dispatcher{Start: start, MaxConcurrency: o.MaxConcurrency, Sender: snd, OnOffer: mon.offer}
+	d := &arrival.Dispatcher{Start: start, MaxConcurrency: o.MaxConcurrency, Sender: snd, OnOffer: mon.Offer}
 
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	stopDrain := drainOnStop(ctx, o, stdio.Hurry, cancelRequests, log)
-	mon.begin(start, col, d.InFlight, d.Dispatched, &done)
+	mon.Begin(start, col, d.InFlight, d.Dispatched, &done)
 	ds := d.Run(ctx, reqCtx, wl.Schedule)
 	stopDrain()
 	close(results)
 	werr := <-collected
 	elapsed := time.Since(start)
-	mon.stop(elapsed)
+	mon.Stop(elapsed)
 
 	sum := &metrics.Summary{
 		Backend: o.Backend, Mode: o.Mode, Model: o.Model, Seed: seed, Command: o.Command,
@@ -212,8 +215,8 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	annotate := []func() error{
 		func() error { return setBreakdowns(sum, groups, elapsed) },
 		func() error { return setReplay(sum, wl.Replay) },
-		func() error { return mon.annotate(sum, elapsed) },
-		func() error { return shard.annotate(sum, elapsed, groups) },
+		func() error { return mon.Annotate(sum, elapsed) },
+		func() error { return annotateShard(sum, o, wl.Hash, col, mon, elapsed, groups) },
 	}
 	for _, f := range annotate {
 		if err := f(); err != nil {
@@ -228,7 +231,7 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	if err := writeOutputs(o, sum, stdio, log); err != nil {
 		return sum, err
 	}
-	if err := mon.finish(sum); err != nil {
+	if err := mon.Finish(sum); err != nil {
 		return sum, err
 	}
 	if werr != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/monitor"
 )
 
 // Scale-out (docs/SCALE_OUT.md): N copies of one run each compute the same
@@ -115,50 +116,17 @@ func runSalt(o *Options, seed uint64) uint64 {
 	return uint64(time.Now().UnixNano()) ^ seed<<1
 }
 
-// shardRecorder keeps what a run's summary needs to merge with other
-// copies' (metrics.MergeState): the states of the closed windows; the
-// breakdowns and distributions are the run's own (the run's groups, the
-// monitor's).
-type shardRecorder struct {
-	o       *Options
-	hash    string
-	mon     *monitor
-	col     *metrics.Collector
-	windows []metrics.WindowState
-	err     error
-}
-
-// watchShard starts recording the run's merge state: it keeps each
-// window's distributions when the monitor closes it, and annotates the
-// summary last. Call it before the monitor begins.
-func watchShard(o *Options, hash string, mon *monitor, col *metrics.Collector) *shardRecorder {
-	r := &shardRecorder{o: o, hash: hash, mon: mon, col: col}
-	closeWindow := mon.win.onClose
-	mon.win.onClose = func(p *period) {
-		closeWindow(p)
-		// The monitor has just numbered and kept the window; its
-		// accumulator is reset after this returns.
-		ws, err := p.acc.State(len(mon.windows) - 1)
-		if err != nil && r.err == nil {
-			r.err = err
-		}
-		r.windows = append(r.windows, ws)
-	}
-	return r
-}
-
-// annotate adds the run's identity and merge state to the summary: the
-// schedule hash, the shard, --start-at and metrics.KeyMergeState (with the
-// breakdowns the summary holds).
-func (r *shardRecorder) annotate(sum *metrics.Summary, elapsed time.Duration, breakdowns []breakdown) error {
-	if r.err != nil {
-		return fmt.Errorf("merge state: %w", r.err)
-	}
+// annotateShard adds the run's identity and merge state to the summary:
+// the schedule hash, the shard, --start-at and metrics.KeyMergeState — the
+// collector, the breakdowns the summary holds, and the monitor's windows,
+// lengths and goodput — which `fineserve-gen merge` combines with other
+// copies'.
+func annotateShard(sum *metrics.Summary, o *Options, hash string, col *metrics.Collector, mon *monitor.Monitor, elapsed time.Duration, breakdowns []breakdown) error {
 	var errs []error
-	errs = append(errs, sum.SetExtra(metrics.KeyScheduleHash, r.hash))
-	errs = append(errs, sum.SetExtra(metrics.KeyShard, metrics.ShardInfo{Count: r.o.ShardCount, Indices: []int64{r.o.ShardIndex}}))
-	if !r.o.StartAt.IsZero() {
-		errs = append(errs, sum.SetExtra(metrics.KeyStartAt, r.o.StartAt.UTC().Format(time.RFC3339Nano)))
+	errs = append(errs, sum.SetExtra(metrics.KeyScheduleHash, hash))
+	errs = append(errs, sum.SetExtra(metrics.KeyShard, metrics.ShardInfo{Count: o.ShardCount, Indices: []int64{o.ShardIndex}}))
+	if !o.StartAt.IsZero() {
+		errs = append(errs, sum.SetExtra(metrics.KeyStartAt, o.StartAt.UTC().Format(time.RFC3339Nano)))
 	}
 	groups := map[string]*metrics.Groups{}
 	for _, g := range breakdowns {
@@ -166,12 +134,9 @@ func (r *shardRecorder) annotate(sum *metrics.Summary, elapsed time.Duration, br
 			groups[g.key] = g.Groups
 		}
 	}
-	p := metrics.RunState{
-		Collector: r.col, Elapsed: elapsed, Windows: r.windows, Groups: groups,
-		InputLengths: r.mon.inLen, OutputLengths: r.mon.outLen,
-	}
-	if r.mon.slo.Set() {
-		p.Goodput = &r.mon.good
+	p := metrics.RunState{Collector: col, Elapsed: elapsed, Groups: groups}
+	if err := mon.FillRunState(&p); err != nil {
+		return fmt.Errorf("merge state: %w", err)
 	}
 	st, err := metrics.NewMergeState(p)
 	if err == nil {

@@ -1,4 +1,4 @@
-package runner
+package monitor
 
 import (
 	"time"
@@ -136,4 +136,39 @@ func (s *stream) release(p *period) {
 	s.onClose(p)
 	p.acc.Reset()
 	s.free = append(s.free, p.acc)
+}
+
+// stats returns the figures of a closed period.
+func (m *Monitor) stats(p *period) metrics.WindowStats {
+	w := metrics.WindowStats{
+		Start: p.start.Seconds(), End: p.end.Seconds(), Offered: p.offered,
+		InFlightMean: p.flight.mean(), InFlightMax: p.flight.max, ClientCPU: p.cpu,
+	}
+	p.acc.Fill(&w, m.slo.Set())
+	return w
+}
+
+// closeWindow records a closed window.
+func (m *Monitor) closeWindow(p *period) {
+	w := m.stats(p)
+	w.Index = len(m.windows)
+	w.Server = p.server
+	m.check.Check(&w)
+	m.windows = append(m.windows, w)
+	ws, err := p.acc.State(w.Index)
+	if err != nil && m.stateErr == nil {
+		m.stateErr = err
+	}
+	m.states = append(m.states, ws)
+}
+
+// saturated returns the windows where the client fell behind.
+func (m *Monitor) saturated() []metrics.WindowStats {
+	var out []metrics.WindowStats
+	for _, w := range m.windows {
+		if w.Saturated {
+			out = append(out, w)
+		}
+	}
+	return out
 }

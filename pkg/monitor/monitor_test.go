@@ -1,8 +1,10 @@
-package runner
+package monitor
 
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -26,10 +28,30 @@ func evenSchedule(n int, gap time.Duration) arrival.Schedule {
 	}
 }
 
+// logger writes notes and warnings as a run does.
+type logger struct{ w io.Writer }
+
+func (l *logger) Infof(format string, a ...any) { fmt.Fprintf(l.w, format+"\n", a...) }
+func (l *logger) Warnf(format string, a ...any) { fmt.Fprintf(l.w, "warning: "+format+"\n", a...) }
+
+// testConfig is a monitor with the run's defaults: windows of a minute,
+// live lines every 10 s, no goodput, no endpoint, no server metrics.
+func testConfig() Config {
+	return Config{Window: time.Minute, ReportInterval: 10 * time.Second, Goodput: metrics.NoSLO,
+		Out: io.Discard, Err: io.Discard, Log: &logger{w: io.Discard}}
+}
+
+// withStats sets c's schedule figures from sched.
+func withStats(c Config, sched arrival.Schedule) Config {
+	st := arrival.Summarize(sched)
+	c.Scheduled, c.Span = st.Count, st.Last
+	return c
+}
+
 // dispatch runs a dispatcher over sched from start that sends nothing but
 // offers every arrival to m, as a run's does; wait returns once it is done.
-func dispatch(m *monitor, start time.Time, sched arrival.Schedule) (wait func()) {
-	d := &arrival.Dispatcher{Start: start, OnOffer: m.offer,
+func dispatch(m *Monitor, start time.Time, sched arrival.Schedule) (wait func()) {
+	d := &arrival.Dispatcher{Start: start, OnOffer: m.Offer,
 		Sender: arrival.SenderFunc(func(context.Context, arrival.Arrival) {}),
 		Sleep: func(ctx context.Context, t time.Time) error {
 			time.Sleep(time.Until(t)) // the bubble's clock
@@ -52,22 +74,20 @@ func dispatch(m *monitor, start time.Time, sched arrival.Schedule) (wait func())
 // so while it happens.
 func TestMonitorWindowsAndLiveLines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		o := Defaults()
-		o.Backend = "openai" // no server metrics
-		o.RequestRate = 100
-		o.Observe.ReportInterval, o.Observe.Window = time.Second, 2*time.Second
-		o.Observe.Goodput = metrics.SLO{TTFT: 30, TPOT: 100, E2EL: 1e9}
+		c := testConfig()
+		c.ReportInterval, c.Window = time.Second, 2*time.Second
+		c.Goodput = metrics.SLO{TTFT: 30, TPOT: 100, E2EL: 1e9}
 		sched := evenSchedule(600, 10*time.Millisecond)
 		var errb bytes.Buffer
-		log := &logger{w: &errb}
-		m, err := newMonitor(&o, arrival.Summarize(sched), IO{Err: &errb}, log)
+		c.Err, c.Log = &errb, &logger{w: &errb}
+		m, err := New(withStats(c, sched))
 		if err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
 		col := metrics.NewCollector()
 		var done atomic.Int64
-		m.begin(start, col, func() int64 { return 5 }, func() int64 { return 0 }, &done)
+		m.Begin(start, col, func() int64 { return 5 }, func() int64 { return 0 }, &done)
 		dispatched := dispatch(m, start, sched)
 
 		// Results arrive when their requests end.
@@ -91,16 +111,16 @@ func TestMonitorWindowsAndLiveLines(t *testing.T) {
 					r.ErrorClass, r.Error, r.FirstToken, r.TokenTimes = client.ErrHTTP5xx, "boom", 0, nil
 				}
 				col.Add(r)
-				m.observe(r)
+				m.Observe(r)
 				done.Add(1)
 			}
 		}()
 		<-finished
 		dispatched()
 		end := time.Since(start)
-		m.stop(end)
+		m.Stop(end)
 		var sum metrics.Summary
-		if err := m.annotate(&sum, end); err != nil {
+		if err := m.Annotate(&sum, end); err != nil {
 			t.Fatal(err)
 		}
 
@@ -208,11 +228,11 @@ func TestBarLineAndClock(t *testing.T) {
 // BenchmarkMonitorObserve is the monitor's cost per result on the
 // collecting goroutine (16 tokens, goodput on).
 func BenchmarkMonitorObserve(b *testing.B) {
-	o := Defaults()
-	o.Backend = "openai"
-	o.Observe.Goodput = metrics.SLO{TTFT: 100, TPOT: 10, E2EL: 1000}
+	c := testConfig()
+	c.Goodput = metrics.SLO{TTFT: 100, TPOT: 10, E2EL: 1000}
 	sched := evenSchedule(1, time.Millisecond)
-	m, err := newMonitor(&o, arrival.Summarize(sched), IO{Err: &bytes.Buffer{}}, &logger{w: &bytes.Buffer{}})
+	c.Err, c.Log = &bytes.Buffer{}, &logger{w: &bytes.Buffer{}}
+	m, err := New(withStats(c, sched))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -225,7 +245,7 @@ func BenchmarkMonitorObserve(b *testing.B) {
 	r.End = r.TokenTimes[15]
 	b.ReportAllocs()
 	for b.Loop() {
-		m.observe(r)
+		m.Observe(r)
 	}
 }
 
@@ -235,20 +255,22 @@ func BenchmarkMonitorObserve(b *testing.B) {
 // fell behind, and lists that interval.
 func TestSummaryListsEveryFlaggedLiveInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		o := Defaults()
-		o.Backend = "openai"
-		o.RequestRate = 100
-		o.Observe.ReportInterval, o.Observe.Window = time.Second, 10*time.Second
+		c := testConfig()
+		c.ReportInterval, c.Window = time.Second, 10*time.Second
+		// The fake clock's intervals are no measure of the real CPU time
+		// the test takes: only the send lag may flag the client here.
+		c.CPU = func() (time.Duration, bool) { return 0, true }
 		sched := evenSchedule(1000, 10*time.Millisecond)
 		var errb bytes.Buffer
-		m, err := newMonitor(&o, arrival.Summarize(sched), IO{Err: &errb}, &logger{w: &errb})
+		c.Err, c.Log = &errb, &logger{w: &errb}
+		m, err := New(withStats(c, sched))
 		if err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
 		col := metrics.NewCollector()
 		var done atomic.Int64
-		m.begin(start, col, func() int64 { return 1 }, func() int64 { return 0 }, &done)
+		m.Begin(start, col, func() int64 { return 1 }, func() int64 { return 0 }, &done)
 		dispatched := dispatch(m, start, sched)
 		for a := range sched {
 			lag := 100 * time.Microsecond
@@ -263,14 +285,14 @@ func TestSummaryListsEveryFlaggedLiveInterval(t *testing.T) {
 			r.FirstToken, r.End, r.CompletionTokens, r.Status = r.Sent+time.Millisecond, end, 1, 200
 			r.TokenTimes = []time.Duration{r.FirstToken}
 			col.Add(r)
-			m.observe(r)
+			m.Observe(r)
 			done.Add(1)
 		}
 		dispatched()
 		elapsed := time.Since(start)
-		m.stop(elapsed)
+		m.Stop(elapsed)
 		var sum metrics.Summary
-		if err := m.annotate(&sum, elapsed); err != nil {
+		if err := m.Annotate(&sum, elapsed); err != nil {
 			t.Fatal(err)
 		}
 		flagged := regexp.MustCompile(`(?m)^\[(\d\d:\d\d)–(\d\d:\d\d)\] .*CLIENT SATURATED`).FindAllStringSubmatch(errb.String(), -1)
@@ -292,8 +314,8 @@ func TestSummaryListsEveryFlaggedLiveInterval(t *testing.T) {
 			t.Errorf("client_saturated %v, intervals %+v, reason %q", saturated, live, reason)
 		}
 		var after bytes.Buffer
-		m.stdio.Err = &after
-		if err := m.finish(&sum); err != nil {
+		m.c.Err = &after
+		if err := m.Finish(&sum); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(after.String(), "1 live intervals") {
