@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -219,6 +220,22 @@ func TestLine(t *testing.T) {
 	} {
 		if got := (&Workload{Stats: tc.st}).Line(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.st, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkBuild1M builds a 1 M-arrival poisson workload with its schedule
+// CSV: the one pass keeps no arrival, so its memory does not grow with the
+// schedule (B/op stays near the size of the buffers).
+func BenchmarkBuild1M(b *testing.B) {
+	c := baseConfig()
+	c.NumPrompts, c.RequestRate = 1_000_000, 1000
+	c.ScheduleOut = io.Discard
+	b.ReportAllocs()
+	for b.Loop() {
+		w, err := Build(c, quiet{})
+		if err != nil || w.Stats.Count != 1_000_000 {
+			b.Fatal(err, w.Stats.Count)
 		}
 	}
 }
