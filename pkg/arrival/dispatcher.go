@@ -39,6 +39,13 @@ type Dispatcher struct {
 	// Sleep waits until an absolute instant or the context ends; nil uses
 	// the precise sleeper of the platform (see SleepUntil).
 	Sleep func(ctx context.Context, t time.Time) error
+	// OnOffer, when set, is told of every arrival the schedule offers, on
+	// the dispatcher's goroutine, in schedule order, right after the
+	// arrival is handed to a worker (or to the wait queue when every slot
+	// is taken): no later than its due time plus the dispatcher's own lag.
+	// It must return quickly. An arrival never reached because the run was
+	// stopped is not offered.
+	OnOffer func(a *Arrival)
 
 	dispatched atomic.Int64
 	queued     atomic.Int64
@@ -89,6 +96,9 @@ func (d *Dispatcher) Run(dispatchCtx, reqCtx context.Context, s Schedule) Dispat
 				}
 			}
 			p.dispatch(a)
+			if d.OnOffer != nil {
+				d.OnOffer(&a)
+			}
 		}
 		done <- false
 	})

@@ -191,3 +191,37 @@ func TestDispatcherStopAfterScheduleEndDropsQueued(t *testing.T) {
 		}
 	})
 }
+
+// TestDispatcherOffersEveryArrivalAtItsTime: OnOffer hears of each arrival
+// in schedule order at its due time, whether it went to a worker or to the
+// wait queue, and not of the arrivals a stop kept from being reached.
+func TestDispatcherOffersEveryArrivalAtItsTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		rec := &recorder{start: start, hold: 10 * time.Second}
+		ctx, stop := context.WithCancel(t.Context())
+		type offer struct {
+			index     int64
+			at, since time.Duration
+		}
+		var offers []offer // the dispatcher's goroutine only
+		d := &Dispatcher{Start: start, MaxConcurrency: 1, Sender: rec, Sleep: goSleep,
+			OnOffer: func(a *Arrival) { offers = append(offers, offer{a.Index, a.At, time.Since(start)}) }}
+		go func() {
+			time.Sleep(2 * time.Second) // before the arrival due at 3 s
+			stop()
+		}()
+		st := d.Run(ctx, t.Context(), fixed(0, 500*time.Millisecond, 500*time.Millisecond, time.Second, 3*time.Second))
+		if len(offers) != 4 {
+			t.Fatalf("%d offers %+v, want the 4 arrivals due before the stop", len(offers), offers)
+		}
+		for i, o := range offers {
+			if o.index != int64(i) || o.since != o.at {
+				t.Errorf("offer %d: %+v, want arrival %d at its due time", i, o, i)
+			}
+		}
+		if st.Dispatched != 1 || st.NotSent != 3 {
+			t.Errorf("stats %+v: 1 sent, 3 queued then dropped", st)
+		}
+	})
+}

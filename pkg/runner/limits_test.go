@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 // Length flags above the token limit are a usage error, with the limit
@@ -67,7 +68,7 @@ func TestServerTokenLimit(t *testing.T) {
 	o.Model = "mock-model"
 	sum, _, stderr := runReplay(t, o)
 	var info ReplayInfo
-	if ok, err := sectionOf(t, sum, "replay", &info); !ok || err != nil {
+	if ok, err := testenv.SectionOf(t, sum, "replay", &info); !ok || err != nil {
 		t.Fatalf("no replay entry (%v)", err)
 	}
 	if info.Skipped.OverLimit != 2 || info.Skipped.Limit != 4096 || info.Replayed != 2 || sum.Completed != 2 || over.Load() != 0 {
@@ -84,7 +85,7 @@ func TestServerTokenLimit(t *testing.T) {
 	// --max-model-len wins over the server's.
 	o.MaxModelLen = 200
 	sum, _, _ = runReplay(t, o)
-	if ok, _ := sectionOf(t, sum, "replay", &info); !ok || info.Skipped.OverLimit != 2 || info.Skipped.LimitFrom != "--max-model-len" || info.Replayed != 2 {
+	if ok, _ := testenv.SectionOf(t, sum, "replay", &info); !ok || info.Skipped.OverLimit != 2 || info.Skipped.LimitFrom != "--max-model-len" || info.Replayed != 2 {
 		t.Fatalf("with --max-model-len 200: %+v", info)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
 
 var liveLineRE = regexp.MustCompile(`(?m)^\[\d\d:\d\d–\d\d:\d\d\] offered [\d.]+/s achieved [\d.]+/s in flight \d+ errors \d+ \| `)
@@ -100,7 +101,7 @@ func TestLiveOutputWindowsReportAndMetrics(t *testing.T) {
 	}
 
 	var ws []metrics.WindowStats
-	if ok, err := sectionOf(t, sum, metrics.KeyWindows, &ws); !ok || err != nil {
+	if ok, err := testenv.SectionOf(t, sum, metrics.KeyWindows, &ws); !ok || err != nil {
 		t.Fatalf("no windows in the summary (%v)", err)
 	}
 	var offered, finished int64
@@ -123,7 +124,7 @@ func TestLiveOutputWindowsReportAndMetrics(t *testing.T) {
 		Samples   int64   `json:"samples"`
 		Running   float64 `json:"running_mean"`
 	}
-	if ok, _ := sectionOf(t, sum, "server_metrics", &server); !ok || !server.Available || server.Samples < 10 {
+	if ok, _ := testenv.SectionOf(t, sum, "server_metrics", &server); !ok || !server.Available || server.Samples < 10 {
 		t.Errorf("server metrics %+v", server)
 	}
 	// The summary file has the same windows.
@@ -227,14 +228,14 @@ func TestTimingServerIdleFraction(t *testing.T) {
 			}
 		}
 	}
-	wl := &workload{schedule: bursts}
+	wl := &workload.Workload{Schedule: bursts, Stats: arrival.Summarize(bursts), First: arrival.Arrival{InputTokens: 16, OutputTokens: 21}}
 	busy0 := srv.Stats().Busy
 	var out, errb bytes.Buffer
 	cli, err := client.New(clientConfig(&o))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := execute(context.Background(), &o, 1, cli, wl, arrival.Summarize(wl.schedule), IO{Out: &out, Err: &errb}, &logger{w: &errb, quiet: true})
+	sum, err := execute(context.Background(), &o, 1, cli, wl, IO{Out: &out, Err: &errb}, &logger{w: &errb, quiet: true})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, errb.String())
 	}
@@ -247,7 +248,7 @@ func TestTimingServerIdleFraction(t *testing.T) {
 		Observed float64 `json:"observed_s"`
 		Running  float64 `json:"running_max"`
 	}
-	if ok, err := sectionOf(t, sum, "server_metrics", &server); !ok || err != nil {
+	if ok, err := testenv.SectionOf(t, sum, "server_metrics", &server); !ok || err != nil {
 		t.Fatalf("no server metrics (%v)", err)
 	}
 	implied := 1 - 4*0.3/server.Observed
@@ -261,7 +262,7 @@ func TestTimingServerIdleFraction(t *testing.T) {
 	}
 	// Per window: each second holds one burst, busy 0.3 s of it.
 	var ws []metrics.WindowStats
-	sectionOf(t, sum, metrics.KeyWindows, &ws)
+	testenv.SectionOf(t, sum, metrics.KeyWindows, &ws)
 	for _, w := range ws[:3] {
 		if w.Server == nil || math.Abs(w.Server.IdleFraction-0.7) > 0.07 {
 			t.Errorf("window %d: server %+v, want idle ≈ 0.7", w.Index, w.Server)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/routing"
 )
@@ -62,7 +62,7 @@ func (l *serverLog) models() map[string]int {
 func perModel(t *testing.T, sum *metrics.Summary) map[string]metrics.GroupSummary {
 	t.Helper()
 	var g map[string]metrics.GroupSummary
-	if ok, err := sectionOf(t, sum, "per_model", &g); !ok || err != nil {
+	if ok, err := testenv.SectionOf(t, sum, "per_model", &g); !ok || err != nil {
 		t.Fatalf("summary has no per_model: %v", err)
 	}
 	return g
@@ -270,7 +270,7 @@ func TestAlibabaLoRAImages(t *testing.T) {
 		t.Fatalf("%d completed, %d failed, %d images (want 15, 0, %d)", sum.Completed, sum.Failed, sum.GeneratedImages, images)
 	}
 	var info ReplayInfo
-	sectionOf(t, sum, "replay", &info)
+	testenv.SectionOf(t, sum, "replay", &info)
 	if info.Skipped.Rows != 3 || !slices.Equal(info.Skipped.Lines, []int{12, 13, 14}) || info.Skipped.Failed != 2 {
 		t.Fatalf("replay entry %+v", info)
 	}
@@ -366,7 +366,7 @@ func TestAlibabaT2IScene(t *testing.T) {
 		t.Fatalf("%d completed, %d images", sum.Completed, sum.GeneratedImages)
 	}
 	var info ReplayInfo
-	sectionOf(t, sum, "replay", &info)
+	testenv.SectionOf(t, sum, "replay", &info)
 	if info.Skipped.Scene != 2 || info.Skipped.Rows != 2 || info.Format != "alibaba-t2i" {
 		t.Fatalf("replay entry %+v", info)
 	}
@@ -441,7 +441,7 @@ func TestMergeStateKeepsPerModel(t *testing.T) {
 	sum, _ := run(t, o)
 	pm := perModel(t, sum)
 	var st metrics.MergeState
-	if ok, err := sectionOf(t, sum, metrics.KeyMergeState, &st); !ok || err != nil {
+	if ok, err := testenv.SectionOf(t, sum, metrics.KeyMergeState, &st); !ok || err != nil {
 		t.Fatalf("no merge state: %v", err)
 	}
 	kept := st.Groups["per_model"]

@@ -3,9 +3,12 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/monitor"
 )
 
 // ObserveOptions configure how a run can be watched while it runs and read
@@ -92,4 +95,21 @@ func (o *Options) ServerMetricsTarget() (string, bool) {
 		url = o.baseURL() + "/metrics"
 	}
 	return url, o.scrapeServer()
+}
+
+// monitorConfig is the part of o that the monitor watches a run with.
+func monitorConfig(o *Options, st arrival.Stats, stdio IO, log *logger) monitor.Config {
+	c := monitor.Config{
+		Scheduled: st.Count, Span: st.Last,
+		Window: o.Observe.Window, ReportInterval: o.Observe.ReportInterval, Goodput: o.Observe.Goodput,
+		MaxConcurrency: o.MaxConcurrency, AllAtOnce: o.Mode == "poisson" && math.IsInf(o.RequestRate, 1),
+		MetricsAddr: o.Observe.MetricsAddr, ServerMetricsInterval: o.Observe.ServerMetricsInterval,
+		ReportHTML: o.Observe.ReportHTML,
+		Quiet:      o.Quiet, Bar: stdio.Terminal && !o.DisableProgress,
+		Out: stdio.Out, Err: stdio.Err, Log: log,
+	}
+	if url, ok := o.ServerMetricsTarget(); ok {
+		c.ServerMetricsURL = url
+	}
+	return c
 }

@@ -1,7 +1,7 @@
-// Package runner runs one benchmark end to end: it builds the schedule of
-// the chosen mode, sends it with the dispatcher and client, collects the
-// results and writes the reports. cmd/fineserve-gen only maps flags to
-// Options.
+// Package runner executes one benchmark: it has the workload built
+// (pkg/workload), warms up, sends the schedule with the dispatcher and
+// client, collects the results, drains and writes the outputs.
+// cmd/fineserve-gen only maps flags to Options.
 package runner
 
 import (
@@ -13,6 +13,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
 
 // Options is everything a run is configured with; the command line maps
@@ -119,6 +120,15 @@ type Options struct {
 	Command string
 }
 
+// The workload's option groups (pkg/workload), under the names the
+// command line knows them by.
+type (
+	ReplayOptions     = workload.ReplayOptions
+	ParametricOptions = workload.ParametricOptions
+	ModelOptions      = workload.ModelOptions
+	ReplayInfo        = workload.ReplayInfo
+)
+
 // DefaultStallTimeout is --stall-timeout's default: long enough for a
 // queued request's first token on a loaded server, short enough that a
 // server that stops sending does not hold a run for the hour of
@@ -137,8 +147,8 @@ func Defaults() Options {
 		RequestTimeout: time.Hour,
 		StallTimeout:   DefaultStallTimeout,
 		DrainTimeout:   30 * time.Second,
-		Replay:         DefaultReplayOptions(),
-		Parametric:     DefaultParametricOptions(),
+		Replay:         workload.DefaultReplayOptions(),
+		Parametric:     workload.DefaultParametricOptions(),
 		Observe:        DefaultObserveOptions(),
 		ShardCount:     1,
 	}
@@ -170,7 +180,7 @@ func (o *Options) Validate() error {
 	default:
 		add("--backend %q: want vllm, openai, openai-chat or openai-images", o.Backend)
 	}
-	if err := o.Models.validate(); err != nil {
+	if err := o.Models.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	switch o.Mode {
@@ -256,6 +266,27 @@ func (o *Options) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// workloadConfig is the part of o that builds the workload; seed is the
+// run's resolved seed.
+func (o *Options) workloadConfig(seed uint64) workload.Config {
+	limit, from := o.tokenLimit()
+	return workload.Config{
+		Mode: o.Mode, RequestRate: o.RequestRate, Burstiness: o.Burstiness,
+		NumPrompts: o.NumPrompts, NumPromptsSet: o.NumPromptsSet, Duration: o.Duration,
+		Seed: seed, TimeScale: o.TimeScale,
+		DatasetName: o.DatasetName, DatasetPath: o.DatasetPath,
+		RandomInputLen: o.RandomInputLen, RandomOutputLen: o.RandomOutputLen, RandomRangeRatio: o.RandomRangeRatio,
+		SharegptOutputLen: o.SharegptOutputLen, SharegptContextLen: o.SharegptContextLen,
+		TokenLimit: limit, TokenLimitFrom: from,
+		Backend: o.Backend, DryRun: o.DryRun,
+		Replay: o.Replay, Parametric: o.Parametric, Models: o.Models,
+		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount,
+	}
+}
+
+// isImages reports whether the run generates images.
+func (o *Options) isImages() bool { return o.Backend == client.BackendImages }
 
 // baseURL is the server root the client talks to.
 func (o *Options) baseURL() string {

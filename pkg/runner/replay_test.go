@@ -408,7 +408,7 @@ func TestTimingReplayAzureAgainstMock(t *testing.T) {
 		t.Errorf("send_lag_p99_ms %.3f > 5", sum.SendLag.P99)
 	}
 	var info ReplayInfo
-	if ok, err := sectionOf(t, sum, "replay", &info); !ok || err != nil || info.Replayed != 1379 || info.TimeScale != 20 || info.Format != "azure-llm" {
+	if ok, err := testenv.SectionOf(t, sum, "replay", &info); !ok || err != nil || info.Replayed != 1379 || info.TimeScale != 20 || info.Format != "azure-llm" {
 		t.Errorf("summary replay entry %+v (%v)", info, err)
 	}
 }
@@ -424,7 +424,7 @@ func TestReplaySummaryReportsSkippedRows(t *testing.T) {
 	o.NumPrompts, o.NumPromptsSet = 20, true
 	sum, _, stderr := runReplay(t, o)
 	var info ReplayInfo
-	if ok, err := sectionOf(t, sum, "replay", &info); !ok || err != nil {
+	if ok, err := testenv.SectionOf(t, sum, "replay", &info); !ok || err != nil {
 		t.Fatalf("no replay entry (%v)", err)
 	}
 	if info.Skipped.Rows != 6350 || info.RowsUsable != 21116 || info.Replayed != 20 || info.Skipped.Lines[0] != 21118 {
@@ -644,7 +644,7 @@ func TestAzureLMMImages(t *testing.T) {
 		}
 	}
 	var kinds map[string]metrics.GroupSummary
-	if ok, err := sectionOf(t, sum, "per_kind", &kinds); !ok || err != nil {
+	if ok, err := testenv.SectionOf(t, sum, "per_kind", &kinds); !ok || err != nil {
 		t.Fatalf("no per_kind entry (%v)", err)
 	}
 	if kinds["text"].Completed != 2 || kinds["image"].Completed != 6 || kinds["image"].Images != 24 || kinds["text"].TotalInputTokens != 848 {

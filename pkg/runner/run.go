@@ -17,8 +17,10 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/monitor"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
+	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
 
 // IO is where a run writes: the result table (Out) and notes, warnings and
@@ -72,51 +74,68 @@ func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
 			return nil, err
 		}
 	}
-	wl, err := buildSchedule(&o, seed, log)
-	if err != nil {
-		return nil, err
-	}
+	cfg := o.workloadConfig(seed)
+	var schedOut *os.File
 	if o.ScheduleOut != "" {
-		n, err := writeSchedule(o.ScheduleOut, wl.schedule)
-		if err != nil {
+		var err error
+		if schedOut, err = os.Create(o.ScheduleOut); err != nil {
 			return nil, err
 		}
-		log.Infof("schedule: %d arrivals written to %s", n, o.ScheduleOut)
+		cfg.ScheduleOut = schedOut
 	}
-	st := arrival.Summarize(wl.schedule)
-	log.Infof("%s", scheduleLine(st))
-	if h, n, ok := wl.hash.result(); ok && o.ShardCount > 1 {
-		log.Infof("shard %d/%d: %d of the schedule's %d arrivals; schedule %s", o.ShardIndex, o.ShardCount, st.Count, n, h)
+	wl, err := workload.Build(cfg, log)
+	if schedOut != nil {
+		if cerr := schedOut.Close(); err == nil && cerr != nil {
+			err = &workload.WriteError{Err: cerr}
+		}
+	}
+	if we := (*workload.WriteError)(nil); errors.As(err, &we) {
+		return nil, fmt.Errorf("schedule %s: %w", o.ScheduleOut, we.Err)
+	}
+	if err != nil {
+		return nil, usage(err)
+	}
+	if o.ScheduleOut != "" {
+		log.Infof("schedule: %d arrivals written to %s", wl.Stats.Count, o.ScheduleOut)
+	}
+	log.Infof("%s", wl.Line())
+	if o.ShardCount > 1 {
+		log.Infof("shard %d/%d: %d of the schedule's %d arrivals; schedule %s", o.ShardIndex, o.ShardCount, wl.Stats.Count, wl.Total, wl.Hash)
 	}
 	if o.DryRun {
 		return nil, nil
 	}
-	if st.Count == 0 {
+	if wl.Stats.Count == 0 {
 		return nil, usage(errors.New("the schedule is empty: nothing to send"))
 	}
-	return execute(ctx, &o, seed, cli, wl, st, stdio, log)
+	return execute(ctx, &o, seed, cli, wl, stdio, log)
 }
 
-// scheduleLine describes a schedule in one line; a rate only when it has
-// one (two arrivals or more, not all due at once).
-func scheduleLine(st arrival.Stats) string {
-	tokens := fmt.Sprintf("%d input and %d output tokens", st.Input, st.Output)
-	switch {
-	case st.Count == 1:
-		return fmt.Sprintf("schedule: 1 request at %.3f s, %s", st.Last.Seconds(), tokens)
-	case st.Count == 0 || st.Last <= 0:
-		return fmt.Sprintf("schedule: %d requests, all due at the start, %s", st.Count, tokens)
-	}
-	return fmt.Sprintf("schedule: %d requests over %.3f s (mean %.2f req/s), %s", st.Count, st.Last.Seconds(), st.MeanRate(), tokens)
+// logger writes progress notes and warnings to the error stream.
+type logger struct {
+	w     io.Writer
+	quiet bool
 }
+
+func (l *logger) Infof(format string, a ...any) {
+	if !l.quiet {
+		fmt.Fprintf(l.w, format+"\n", a...)
+	}
+}
+
+func (l *logger) Warnf(format string, a ...any) {
+	fmt.Fprintf(l.w, "warning: "+format+"\n", a...)
+}
+
+var _ workload.Logger = (*logger)(nil)
 
 // execute sends the schedule and reports.
-func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, wl *workload, st arrival.Stats, stdio IO, log *logger) (*metrics.Summary, error) {
+func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, wl *workload.Workload, stdio IO, log *logger) (*metrics.Summary, error) {
 	format, err := prompt.ParseFormat(o.PromptFormat)
 	if err != nil {
 		return nil, usage(err)
 	}
-	if o.isImages() {
+	if wl.Images {
 		format = prompt.Text // an image prompt is text
 	}
 	salt := uint64(o.PromptSalt)
@@ -124,19 +143,23 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 		salt = runSalt(o, seed)
 	}
 	prompts := prompt.New(prompt.Options{
-		Format: format, Chat: cli.Chat(), Salt: salt, Suffix: o.PromptSuffix, Dataset: wl.dataset,
-		Images: o.Replay.imageOptions(),
+		Format: format, Chat: cli.Chat(), Salt: salt, Suffix: o.PromptSuffix, Dataset: wl.Dataset,
+		Images: wl.ImageOptions,
 	})
 	panics := &requestPanics{log: log}
-	if err := warmup(ctx, o, cli, prompts, wl.schedule, log, panics); err != nil {
+	if err := warmup(ctx, o.WarmupRequests, wl.Images, cli, prompts, wl.First, log, panics); err != nil {
 		return nil, err
 	}
 
-	mon, err := newMonitor(o, st, wl, stdio, log)
+	st := wl.Stats
+	mon, err := monitor.New(monitorConfig(o, st, stdio, log))
 	if err != nil {
 		return nil, err
 	}
-	defer mon.close()
+	defer mon.Close()
+	if addr := mon.MetricsAddr(); addr != nil {
+		WarnExposed(stdio.Err, "--metrics-addr "+o.Observe.MetricsAddr, addr)
+	}
 	var records *report.RecordWriter
 	if o.ResultsJSONL != "" {
 		if records, err = report.CreateRecords(o.ResultsJSONL); err != nil {
@@ -150,25 +173,32 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	}
 	cli.SetEpoch(start)
 	col := metrics.NewCollector()
-	watchShard(o, wl, mon, col)
+	// Every result goes to the collector, the breakdowns, the monitor and
+	// the records file (collect), in that order.
+	groups := breakdowns(wl)
+	var observe []func(*client.Result)
+	for _, g := range groups {
+		observe = append(observe, g.Add)
+	}
+	observe = append(observe, mon.Observe)
 	results := make(chan *client.Result, 4096)
 	var done atomic.Int64
 	collected := make(chan error, 1)
-	safe.Go(func() { collected <- collect(results, col, records, &done, stdio.Abort, wl.observe, panics) })
+	safe.Go(func() { collected <- collect(results, col, records, &done, stdio.Abort, observe, panics) })
 
-	snd := &sender{client: cli, prompts: prompts, results: results, model: o.Model, images: o.isImages(), panics: panics}
-	d := &arrival.Dispatcher{Start: start, MaxConcurrency: o.MaxConcurrency, Sender: snd}
+	snd := &sender{client: cli, prompts: prompts, results: results, model: o.Model, images: wl.Images, panics: panics}
+	d := &arrival.Dispatcher{Start: start, MaxConcurrency: o.MaxConcurrency, Sender: snd, OnOffer: mon.Offer}
 
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	stopDrain := drainOnStop(ctx, o, stdio.Hurry, cancelRequests, log)
-	mon.begin(start, col, d.InFlight, d.Dispatched, &done)
-	ds := d.Run(ctx, reqCtx, wl.schedule)
+	mon.Begin(start, col, d.InFlight, d.Dispatched, &done)
+	ds := d.Run(ctx, reqCtx, wl.Schedule)
 	stopDrain()
 	close(results)
 	werr := <-collected
 	elapsed := time.Since(start)
-	mon.stop(elapsed)
+	mon.Stop(elapsed)
 
 	sum := &metrics.Summary{
 		Backend: o.Backend, Mode: o.Mode, Model: o.Model, Seed: seed, Command: o.Command,
@@ -182,8 +212,14 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 		sum.MaxConcurrency = &mc
 	}
 	col.Summarize(sum, elapsed)
-	for _, f := range wl.annotate {
-		if err := f(sum, elapsed); err != nil {
+	annotate := []func() error{
+		func() error { return setBreakdowns(sum, groups, elapsed) },
+		func() error { return setReplay(sum, wl.Replay) },
+		func() error { return mon.Annotate(sum, elapsed) },
+		func() error { return annotateShard(sum, o, wl.Hash, col, mon, elapsed, groups) },
+	}
+	for _, f := range annotate {
+		if err := f(); err != nil {
 			log.Warnf("%v", err)
 		}
 	}
@@ -195,7 +231,7 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	if err := writeOutputs(o, sum, stdio, log); err != nil {
 		return sum, err
 	}
-	if err := mon.finish(sum); err != nil {
+	if err := mon.Finish(sum); err != nil {
 		return sum, err
 	}
 	if werr != nil {
@@ -378,21 +414,17 @@ func (s *sender) do(ctx context.Context, a arrival.Arrival, res *client.Result) 
 	s.client.Do(ctx, &req, res)
 }
 
-// warmup sends o.WarmupRequests requests shaped like the first arrival (at
-// most 32 output tokens) and fails the run if none succeeds.
-func warmup(ctx context.Context, o *Options, cli *client.Client, prompts *prompt.Builder, s arrival.Schedule, log *logger, panics *requestPanics) error {
-	if o.WarmupRequests == 0 {
+// warmup sends n requests shaped like the first arrival (at most 32 output
+// tokens) and fails the run if none succeeds. images: the run generates
+// images (the prompt is text).
+func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts *prompt.Builder, first arrival.Arrival, log *logger, panics *requestPanics) error {
+	if n == 0 {
 		return nil
 	}
-	var first arrival.Arrival
-	for a := range s {
-		first = a
-		break
-	}
 	first.OutputTokens = min(max(first.OutputTokens, 1), 32)
-	log.Infof("warm-up: %d request(s)", o.WarmupRequests)
+	log.Infof("warm-up: %d request(s)", n)
 	var wg sync.WaitGroup
-	res := make([]client.Result, o.WarmupRequests)
+	res := make([]client.Result, n)
 	for i := range res {
 		wg.Add(1)
 		go func() {
@@ -402,7 +434,7 @@ func warmup(ctx context.Context, o *Options, cli *client.Client, prompts *prompt
 			a := first
 			a.Index = -1 - int64(i)
 			a.PrefixBlocks = nil // the warm-up must not put the first request's prefix in the server's cache
-			if o.isImages() {
+			if images {
 				a.Images = 0
 			}
 			req := client.Request{Model: a.Model, MaxTokens: a.OutputTokens, Prompt: appendPrompt(prompts, nil, &a), Chat: a.Images > 0, Gen: a.Gen}
@@ -490,4 +522,56 @@ func appendLine(path string, sum *metrics.Summary, stdout io.Writer) error {
 		err = cerr
 	}
 	return err
+}
+
+// imagesAsked is the number of images an arrival asks to generate: its
+// Generation's, else 1.
+func imagesAsked(a *arrival.Arrival) int {
+	if a.Gen != nil && a.Gen.Images > 0 {
+		return a.Gen.Images
+	}
+	return 1
+}
+
+// breakdown is one of the summary's breakdowns (per_kind, per_model) and
+// its accumulator.
+type breakdown struct {
+	key string
+	*metrics.Groups
+}
+
+// breakdowns returns the accumulators of the breakdowns wl calls for.
+func breakdowns(wl *workload.Workload) []breakdown {
+	var out []breakdown
+	for _, key := range wl.Breakdowns {
+		group := func(r *client.Result) string { return r.Model }
+		if key == workload.BreakdownKind {
+			group = requestKind
+		}
+		out = append(out, breakdown{key, metrics.NewGroups(group)})
+	}
+	return out
+}
+
+// requestKind splits requests with images from text-only ones.
+func requestKind(r *client.Result) string {
+	if r.Images > 0 {
+		return "image"
+	}
+	return "text"
+}
+
+// setBreakdowns adds the breakdowns to the summary.
+func setBreakdowns(sum *metrics.Summary, groups []breakdown, elapsed time.Duration) error {
+	var errs []error
+	for _, g := range groups {
+		errs = append(errs, sum.SetBreakdown(g.key, g.Summary(elapsed)))
+	}
+	return errors.Join(errs...)
+}
+
+// setReplay adds the replayed trace's description to the summary.
+func setReplay(sum *metrics.Summary, info *workload.ReplayInfo) error {
+	sum.Replay = info
+	return nil
 }

@@ -2,23 +2,22 @@ package runner
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/monitor"
 )
 
 // Scale-out (docs/SCALE_OUT.md): N copies of one run each compute the same
 // seeded schedule, keep the arrivals with Index % N == I (--shard I/N),
 // start it at the same wall-clock instant (--start-at) and write a summary
-// that `fineserve-gen merge` combines exactly.
+// that `fineserve-gen merge` combines exactly. The schedule's hash is
+// measured with the workload (pkg/workload).
 
 // StartAtSlack is how far in the past --start-at may be when a copy is
 // ready to start: later, the copy refuses to run, since its first requests
@@ -117,118 +116,26 @@ func runSalt(o *Options, seed uint64) uint64 {
 	return uint64(time.Now().UnixNano()) ^ seed<<1
 }
 
-// scheduleHash computes the hash of the whole schedule on the first walk
-// that goes through it to the end (the runner walks it to count it before
-// sending anything): "sha256:" and the SHA-256 of the schedule CSV
-// --schedule-out writes for the unsharded schedule, header included, so
-// `fineserve-gen … --dry-run --schedule-out s.csv && sha256sum s.csv`
-// gives the same digits. Later walks pass through untouched.
-type scheduleHash struct {
-	mu   sync.Mutex
-	done bool
-	sum  string
-	n    int64
-}
-
-// wrap returns s, hashing it on its first complete walk. It must wrap the
-// unsharded schedule.
-func (h *scheduleHash) wrap(s arrival.Schedule) arrival.Schedule {
-	return func(yield func(arrival.Arrival) bool) {
-		h.mu.Lock()
-		done := h.done
-		h.mu.Unlock()
-		if done {
-			s(yield)
-			return
-		}
-		d := sha256.New()
-		d.Write([]byte(arrival.ScheduleHeader + "\n"))
-		var line []byte
-		var n int64
-		for a := range s {
-			line = arrival.AppendCSVRow(line[:0], a)
-			d.Write(line)
-			n++
-			if !yield(a) {
-				return
-			}
-		}
-		h.mu.Lock()
-		if !h.done {
-			h.done, h.sum, h.n = true, "sha256:"+hex.EncodeToString(d.Sum(nil)), n
-		}
-		h.mu.Unlock()
-	}
-}
-
-// result returns the hash and the number of arrivals of the whole schedule
-// (ok: a walk has completed).
-func (h *scheduleHash) result() (sum string, n int64, ok bool) {
-	if h == nil {
-		return "", 0, false
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.sum, h.n, h.done
-}
-
-// shardRecorder keeps what a run's summary needs to merge with other
-// copies' (metrics.MergeState): the states of the closed windows; the
-// breakdowns and distributions are the run's own (wl.groups, the monitor's).
-type shardRecorder struct {
-	o       *Options
-	wl      *workload
-	mon     *monitor
-	col     *metrics.Collector
-	windows []metrics.WindowState
-	err     error
-}
-
-// watchShard starts recording the run's merge state: it keeps each
-// window's distributions when the monitor closes it, and annotates the
-// summary last. Call it before the monitor begins.
-func watchShard(o *Options, wl *workload, mon *monitor, col *metrics.Collector) *shardRecorder {
-	r := &shardRecorder{o: o, wl: wl, mon: mon, col: col}
-	closeWindow := mon.win.onClose
-	mon.win.onClose = func(p *period) {
-		closeWindow(p)
-		// The monitor has just numbered and kept the window; its
-		// accumulator is reset after this returns.
-		ws, err := p.acc.State(len(mon.windows) - 1)
-		if err != nil && r.err == nil {
-			r.err = err
-		}
-		r.windows = append(r.windows, ws)
-	}
-	wl.annotate = append(wl.annotate, r.annotate)
-	return r
-}
-
-// annotate adds the run's identity and merge state to the summary: the
-// schedule hash, the shard, --start-at and metrics.KeyMergeState.
-func (r *shardRecorder) annotate(sum *metrics.Summary, elapsed time.Duration) error {
-	if r.err != nil {
-		return fmt.Errorf("merge state: %w", r.err)
-	}
-	if h, _, ok := r.wl.hash.result(); ok {
-		sum.ScheduleHash = h
-	}
-	sum.Shard = &metrics.ShardInfo{Count: r.o.ShardCount, Indices: []int64{r.o.ShardIndex}}
-	if !r.o.StartAt.IsZero() {
-		sum.StartAt = r.o.StartAt.UTC().Format(time.RFC3339Nano)
+// annotateShard adds the run's identity and merge state to the summary:
+// the schedule hash, the shard, --start-at and the merge state — the
+// collector, the breakdowns the summary holds, and the monitor's windows,
+// lengths and goodput — which `fineserve-gen merge` combines with other
+// copies'.
+func annotateShard(sum *metrics.Summary, o *Options, hash string, col *metrics.Collector, mon *monitor.Monitor, elapsed time.Duration, breakdowns []breakdown) error {
+	sum.ScheduleHash = hash
+	sum.Shard = &metrics.ShardInfo{Count: o.ShardCount, Indices: []int64{o.ShardIndex}}
+	if !o.StartAt.IsZero() {
+		sum.StartAt = o.StartAt.UTC().Format(time.RFC3339Nano)
 	}
 	groups := map[string]*metrics.Groups{}
-	for k, g := range r.wl.groups {
-		if sum.Breakdown(k) != nil { // only those the summary holds
-			groups[k] = g
+	for _, g := range breakdowns {
+		if sum.Breakdown(g.key) != nil { // only those the summary holds
+			groups[g.key] = g.Groups
 		}
 	}
-	p := metrics.RunState{
-		Collector: r.col, Elapsed: elapsed, Windows: r.windows, Groups: groups,
-		InputLengths: r.mon.inLen, OutputLengths: r.mon.outLen,
-	}
-	if r.mon.slo.Set() {
-		p.Goodput = &r.mon.good
+	p := metrics.RunState{Collector: col, Elapsed: elapsed, Groups: groups}
+	if err := mon.FillRunState(&p); err != nil {
+		return fmt.Errorf("merge state: %w", err)
 	}
 	st, err := metrics.NewMergeState(p)
 	if err != nil {

@@ -3,15 +3,10 @@ package runner
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
-	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
 func TestParseStartAt(t *testing.T) {
@@ -104,91 +99,6 @@ func TestWaitForStartSleepsUntilStartAt(t *testing.T) {
 	o.StartAt = time.Now().Add(time.Hour)
 	if _, err := waitForStart(ctx, &o, &logger{w: io.Discard}); err == nil {
 		t.Error("waited an hour through a canceled context")
-	}
-}
-
-// TestShardsSplitTheScheduleInEveryMode builds the schedule of each mode
-// whole and as three shards: every copy computes the same schedule hash —
-// the SHA-256 of the unsharded schedule CSV — and the shards' CSV rows,
-// put together, are the whole schedule's, byte for byte.
-func TestShardsSplitTheScheduleInEveryMode(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		set  func(o *Options)
-	}{
-		{"poisson", func(o *Options) {
-			o.RequestRate, o.NumPrompts, o.NumPromptsSet, o.Burstiness = 40, 500, true, 0.5
-			o.RandomRangeRatio = 0.5
-		}},
-		{"replay", func(o *Options) {
-			o.Mode = "replay"
-			o.Replay.TracePath = tracePath(t, "burstgpt_models.csv")
-			o.TimeScale = 20
-		}},
-		{"parametric", func(o *Options) {
-			o.Mode = "parametric"
-			o.Parametric.ModelClass = "Dense_lt10B" // NB micro-bursts: shards split bursts
-			o.NumPrompts, o.NumPromptsSet = 2000, true
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			build := func(i, n int64) (rows []string, hash string) {
-				o := Defaults()
-				o.Seed, o.ShardIndex, o.ShardCount = 42, i, n
-				tc.set(&o)
-				if err := o.Validate(); err != nil {
-					t.Fatal(err)
-				}
-				wl, err := buildSchedule(&o, 42, &logger{w: io.Discard})
-				if err != nil {
-					t.Fatal(err)
-				}
-				var buf bytes.Buffer
-				if _, err := arrival.WriteCSV(&buf, wl.schedule); err != nil {
-					t.Fatal(err)
-				}
-				h, total, ok := wl.hash.result()
-				if !ok {
-					t.Fatal("no hash after a complete walk")
-				}
-				lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
-				if lines[0] != arrival.ScheduleHeader {
-					t.Fatalf("header %q", lines[0])
-				}
-				if n == 1 {
-					sum := sha256.Sum256(buf.Bytes())
-					if want := "sha256:" + hex.EncodeToString(sum[:]); h != want {
-						t.Errorf("hash %s, want the CSV's %s", h, want)
-					}
-					if total != int64(len(lines)-1) {
-						t.Errorf("hash over %d arrivals, the schedule has %d", total, len(lines)-1)
-					}
-				}
-				return lines[1:], h
-			}
-			whole, hash := build(0, 1)
-			if len(whole) < 100 {
-				t.Fatalf("only %d arrivals", len(whole))
-			}
-			var union []string
-			for i := range int64(3) {
-				rows, h := build(i, 3)
-				if h != hash {
-					t.Errorf("shard %d/3: hash %s, want %s", i, h, hash)
-				}
-				for _, r := range rows {
-					idx, _, _ := strings.Cut(r, ",")
-					if n := atoi(t, idx); int64(n%3) != i {
-						t.Fatalf("shard %d/3 holds arrival %d", i, n)
-					}
-				}
-				union = append(union, rows...)
-			}
-			slices.SortStableFunc(union, func(a, b string) int { return atoi(t, strings.Split(a, ",")[0]) - atoi(t, strings.Split(b, ",")[0]) })
-			if !slices.Equal(union, whole) {
-				t.Errorf("the shards' union (%d rows) is not the schedule (%d rows)", len(union), len(whole))
-			}
-		})
 	}
 }
 

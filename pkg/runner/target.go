@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/replay"
 )
 
 // modelsTimeout bounds the model list asked for before the run.
@@ -82,4 +83,46 @@ func modelList(ids []string) string {
 		return fmt.Sprintf("%d models: %s, …", len(ids), strings.Join(ids[:10], ", "))
 	}
 	return strings.Join(ids, ", ")
+}
+
+// tokenLimit is the most tokens (input plus output) one request may have,
+// and where that limit comes from: --max-model-len, else the served
+// model's max_model_len (serverLimit), else replay.DefaultTokenLimit. The
+// schedule is built with it, so a request above it is never built: trace
+// rows are left out and counted, length flags are a usage error.
+func (o *Options) tokenLimit() (int, string) {
+	switch {
+	case o.MaxModelLen > 0:
+		return o.MaxModelLen, "--max-model-len"
+	case o.serverLimit > 0:
+		return o.serverLimit, o.serverLimitFrom
+	}
+	return replay.DefaultTokenLimit, "the built-in cap"
+}
+
+// setServerLimit takes the served model's max_model_len from the server's
+// model list as the token limit, when --max-model-len is not given: that
+// of --model, else (no --model, or one the list does not name) the
+// smallest listed, which holds for every model. It says which limit holds.
+func setServerLimit(o *Options, models []client.ModelInfo, log *logger) {
+	if o.MaxModelLen == 0 {
+		var from string
+		for _, m := range models {
+			if m.MaxModelLen == 0 {
+				continue
+			}
+			if m.ID == o.Model {
+				o.serverLimit, from = m.MaxModelLen, m.ID
+				break
+			}
+			if o.serverLimit == 0 || m.MaxModelLen < o.serverLimit || (m.MaxModelLen == o.serverLimit && m.ID < from) {
+				o.serverLimit, from = m.MaxModelLen, m.ID
+			}
+		}
+		if o.serverLimit > 0 {
+			o.serverLimitFrom = fmt.Sprintf("the server's max_model_len for %s", from)
+		}
+	}
+	n, how := o.tokenLimit()
+	log.Infof("token limit: %d tokens a request (input + output; %s)", n, how)
 }

@@ -1,4 +1,4 @@
-package runner
+package workload
 
 import (
 	"bytes"
@@ -83,28 +83,28 @@ func (p *ParametricOptions) validate() error {
 }
 
 // parametricSchedule builds the schedule of --mode parametric.
-func parametricSchedule(o *Options, seed uint64, log *logger) (arrival.Schedule, error) {
-	p := &o.Parametric
+func parametricSchedule(c *Config, seed uint64, log Logger) (arrival.Schedule, error) {
+	p := &c.Parametric
 	if err := p.validate(); err != nil {
-		return nil, usage(err)
+		return nil, (err)
 	}
 	ext, _ := parametric.ParseExtension(p.ExtensionMode)
 	table, err := p.gammaTable()
 	if err != nil {
-		return nil, usage(err)
+		return nil, (err)
 	}
 	window := time.Duration(math.Round(p.WindowSeconds * 1e9))
 	plan, err := parametric.NewPlan(parametric.PlanConfig{Table: table, Window: window, Extension: ext, JitterRatio: p.JitterRatio})
 	if err != nil {
-		return nil, usage(fmt.Errorf("%s: %w", table.Name, err))
+		return nil, (fmt.Errorf("%s: %w", table.Name, err))
 	}
 	nb, nbName, err := p.nbModel()
 	if err != nil {
-		return nil, usage(err)
+		return nil, (err)
 	}
-	c := parametric.Config{Plan: plan, NB: nb, Duration: o.Duration, TimeScale: o.TimeScale, Seed: seed}
-	if o.NumPromptsSet {
-		c.Count = o.NumPrompts
+	pc := parametric.Config{Plan: plan, NB: nb, Duration: c.Duration, TimeScale: c.TimeScale, Seed: seed}
+	if c.NumPromptsSet {
+		pc.Count = c.NumPrompts
 	}
 
 	// Say what the run is made of.
@@ -129,27 +129,27 @@ func parametricSchedule(o *Options, seed uint64, log *logger) (arrival.Schedule,
 		log.Infof("parametric: NB micro-bursts off (--disable-parametric-nb-lt10b)")
 	}
 	scaled := func(d time.Duration) string {
-		if o.TimeScale == 1 {
+		if c.TimeScale == 1 {
 			return d.String()
 		}
-		return fmt.Sprintf("%v of parameters, %v at --time-scale %g", d, time.Duration(float64(d)/o.TimeScale).Round(time.Millisecond), o.TimeScale)
+		return fmt.Sprintf("%v of parameters, %v at --time-scale %g", d, time.Duration(float64(d)/c.TimeScale).Round(time.Millisecond), c.TimeScale)
 	}
 	switch {
-	case c.Count == 0 && c.Duration == 0:
+	case pc.Count == 0 && pc.Duration == 0:
 		log.Infof("parametric: one pass over the windows (%s); --duration or --num-prompts run longer or shorter", scaled(pass))
 	default:
 		what := []string{}
-		if c.Count > 0 {
-			what = append(what, fmt.Sprintf("%d requests", c.Count))
+		if pc.Count > 0 {
+			what = append(what, fmt.Sprintf("%d requests", pc.Count))
 		}
-		if c.Duration > 0 {
-			what = append(what, c.Duration.String())
+		if pc.Duration > 0 {
+			what = append(what, pc.Duration.String())
 		}
 		msg := "parametric: up to " + strings.Join(what, " or ")
 		if len(what) > 1 {
 			msg += ", whichever comes first"
 		}
-		if c.Duration > 0 && float64(c.Duration)*o.TimeScale > float64(pass) || c.Count > 0 && c.Duration == 0 {
+		if pc.Duration > 0 && float64(pc.Duration)*c.TimeScale > float64(pass) || pc.Count > 0 && pc.Duration == 0 {
 			msg += fmt.Sprintf("; past the file's %v, windows continue by %s", pass, ext)
 			if ext == parametric.RepeatJitter {
 				msg += fmt.Sprintf(" (r = %g)", p.JitterRatio)
@@ -157,13 +157,13 @@ func parametricSchedule(o *Options, seed uint64, log *logger) (arrival.Schedule,
 		}
 		log.Infof("%s", msg)
 	}
-	if c.Lengths, err = p.lengths(o, log); err != nil {
+	if pc.Lengths, err = p.lengths(c, log); err != nil {
 		return nil, err
 	}
-	if err := c.Validate(); err != nil {
-		return nil, usage(err)
+	if err := pc.Validate(); err != nil {
+		return nil, (err)
 	}
-	return parametric.Schedule(c), nil
+	return parametric.Schedule(pc), nil
 }
 
 // gammaTable reads the Gamma window file: --gamma-params-csv, else the
@@ -225,7 +225,7 @@ func (p *ParametricOptions) nbModel() (*parametric.NB, string, error) {
 
 // lengths picks the request sizes: --request-lengths-csv, else the model
 // class's bundled lengths, else --random-input-len/--random-output-len.
-func (p *ParametricOptions) lengths(o *Options, log *logger) (arrival.Lengths, error) {
+func (p *ParametricOptions) lengths(c *Config, log Logger) (arrival.Lengths, error) {
 	var data []byte
 	var name string
 	switch {
@@ -233,7 +233,7 @@ func (p *ParametricOptions) lengths(o *Options, log *logger) (arrival.Lengths, e
 		var err error
 		name = p.RequestLengthsCSV
 		if data, err = readFile(name, "--request-lengths-csv"); err != nil {
-			return nil, usage(err)
+			return nil, (err)
 		}
 	case p.ModelClass != "":
 		var ok bool
@@ -242,7 +242,7 @@ func (p *ParametricOptions) lengths(o *Options, log *logger) (arrival.Lengths, e
 		}
 	}
 	if data == nil {
-		u, err := lengthSource(o, nil, log)
+		u, err := lengthSource(c, nil, log)
 		if err != nil {
 			return nil, err
 		}
@@ -251,17 +251,17 @@ func (p *ParametricOptions) lengths(o *Options, log *logger) (arrival.Lengths, e
 			why = fmt.Sprintf(" (%s has no bundled lengths; --request-lengths-csv supplies some)", p.ModelClass)
 		}
 		log.Infof("parametric: request sizes from --random-input-len %d --random-output-len %d --random-range-ratio %g%s",
-			o.RandomInputLen, o.RandomOutputLen, o.RandomRangeRatio, why)
+			c.RandomInputLen, c.RandomOutputLen, c.RandomRangeRatio, why)
 		return u, nil
 	}
-	lp, err := parametric.ReadLengthPairs(bytes.NewReader(data), name, o.Replay.InputLengthColumn, o.Replay.OutputLengthColumn)
+	lp, err := parametric.ReadLengthPairs(bytes.NewReader(data), name, c.Replay.InputLengthColumn, c.Replay.OutputLengthColumn)
 	if err != nil {
-		return nil, usage(err)
+		return nil, (err)
 	}
 	if lp.Skipped > 0 {
 		log.Warnf("%s: skipped %d rows without two lengths ≥ 1 (first at lines %v)", name, lp.Skipped, lp.SkippedLines)
 	}
-	pairs, err := limitPairs(o, log, name, lp.Pairs)
+	pairs, err := limitPairs(c, log, name, lp.Pairs)
 	if err != nil {
 		return nil, err
 	}

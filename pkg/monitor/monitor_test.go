@@ -1,7 +1,10 @@
-package runner
+package monitor
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -9,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
@@ -25,6 +29,43 @@ func evenSchedule(n int, gap time.Duration) arrival.Schedule {
 	}
 }
 
+// logger writes notes and warnings as a run does.
+type logger struct{ w io.Writer }
+
+func (l *logger) Infof(format string, a ...any) { fmt.Fprintf(l.w, format+"\n", a...) }
+func (l *logger) Warnf(format string, a ...any) { fmt.Fprintf(l.w, "warning: "+format+"\n", a...) }
+
+// testConfig is a monitor with the run's defaults: windows of a minute,
+// live lines every 10 s, no goodput, no endpoint, no server metrics.
+func testConfig() Config {
+	return Config{Window: time.Minute, ReportInterval: 10 * time.Second, Goodput: metrics.NoSLO,
+		Out: io.Discard, Err: io.Discard, Log: &logger{w: io.Discard}}
+}
+
+// withStats sets c's schedule figures from sched.
+func withStats(c Config, sched arrival.Schedule) Config {
+	st := arrival.Summarize(sched)
+	c.Scheduled, c.Span = st.Count, st.Last
+	return c
+}
+
+// dispatch runs a dispatcher over sched from start that sends nothing but
+// offers every arrival to m, as a run's does; wait returns once it is done.
+func dispatch(m *Monitor, start time.Time, sched arrival.Schedule) (wait func()) {
+	d := &arrival.Dispatcher{Start: start, OnOffer: m.Offer,
+		Sender: arrival.SenderFunc(func(context.Context, arrival.Arrival) {}),
+		Sleep: func(ctx context.Context, t time.Time) error {
+			time.Sleep(time.Until(t)) // the bubble's clock
+			return nil
+		}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Run(context.Background(), context.Background(), sched)
+	}()
+	return func() { <-done }
+}
+
 // TestMonitorWindowsAndLiveLines drives the monitor on a fake clock: 600
 // arrivals at 100 req/s for 6 s, each sent 0.1 ms late and finished 50 ms
 // after its due time, except those due in [2 s, 3.9 s), sent 5 ms late. With
@@ -34,23 +75,21 @@ func evenSchedule(n int, gap time.Duration) arrival.Schedule {
 // so while it happens.
 func TestMonitorWindowsAndLiveLines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		o := Defaults()
-		o.Backend = "openai" // no server metrics
-		o.RequestRate = 100
-		o.Observe.ReportInterval, o.Observe.Window = time.Second, 2*time.Second
-		o.Observe.Goodput = metrics.SLO{TTFT: 30, TPOT: 100, E2EL: 1e9}
+		c := testConfig()
+		c.ReportInterval, c.Window = time.Second, 2*time.Second
+		c.Goodput = metrics.SLO{TTFT: 30, TPOT: 100, E2EL: 1e9}
 		sched := evenSchedule(600, 10*time.Millisecond)
-		wl := &workload{schedule: sched}
 		var errb bytes.Buffer
-		log := &logger{w: &errb}
-		m, err := newMonitor(&o, arrival.Summarize(sched), wl, IO{Err: &errb}, log)
+		c.Err, c.Log = &errb, &logger{w: &errb}
+		m, err := New(withStats(c, sched))
 		if err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
 		col := metrics.NewCollector()
 		var done atomic.Int64
-		m.begin(start, col, func() int64 { return 5 }, func() int64 { return 0 }, &done)
+		m.Begin(start, col, func() int64 { return 5 }, func() int64 { return 0 }, &done)
+		dispatched := dispatch(m, start, sched)
 
 		// Results arrive when their requests end.
 		finished := make(chan struct{})
@@ -73,24 +112,21 @@ func TestMonitorWindowsAndLiveLines(t *testing.T) {
 					r.ErrorClass, r.Error, r.FirstToken, r.TokenTimes = client.ErrHTTP5xx, "boom", 0, nil
 				}
 				col.Add(r)
-				for _, f := range wl.observe {
-					f(r)
-				}
+				m.Observe(r)
 				done.Add(1)
 			}
 		}()
 		<-finished
+		dispatched()
 		end := time.Since(start)
-		m.stop(end)
+		m.Stop(end)
 		var sum metrics.Summary
-		for _, f := range wl.annotate {
-			if err := f(&sum, end); err != nil {
-				t.Fatal(err)
-			}
+		if err := m.Annotate(&sum, end); err != nil {
+			t.Fatal(err)
 		}
 
 		var ws []metrics.WindowStats
-		if ok, err := sectionOf(t, &sum, metrics.KeyWindows, &ws); !ok || err != nil {
+		if ok, err := testenv.SectionOf(t, &sum, metrics.KeyWindows, &ws); !ok || err != nil {
 			t.Fatalf("no windows: %v", err)
 		}
 		// 6.05 s: three full windows and a last partial one.
@@ -127,14 +163,14 @@ func TestMonitorWindowsAndLiveLines(t *testing.T) {
 		var saturated bool
 		var which []int
 		var reason string
-		sectionOf(t, &sum, "client_saturated", &saturated)
-		sectionOf(t, &sum, "client_saturated_windows", &which)
-		sectionOf(t, &sum, "client_saturation_reason", &reason)
+		testenv.SectionOf(t, &sum, "client_saturated", &saturated)
+		testenv.SectionOf(t, &sum, "client_saturated_windows", &which)
+		testenv.SectionOf(t, &sum, "client_saturation_reason", &reason)
 		if !saturated || len(which) != 1 || which[0] != 1 || !strings.Contains(reason, "window 1 (00:02–00:04): send lag p99 5.00 ms > 1.00 ms") {
 			t.Errorf("client_saturated %v windows %v reason %q", saturated, which, reason)
 		}
 		var share float64
-		sectionOf(t, &sum, metrics.KeyGoodputShare, &share)
+		testenv.SectionOf(t, &sum, metrics.KeyGoodputShare, &share)
 		if share != 594.0/600 {
 			t.Errorf("goodput share %v, want 594/600", share)
 		}
@@ -193,11 +229,11 @@ func TestBarLineAndClock(t *testing.T) {
 // BenchmarkMonitorObserve is the monitor's cost per result on the
 // collecting goroutine (16 tokens, goodput on).
 func BenchmarkMonitorObserve(b *testing.B) {
-	o := Defaults()
-	o.Backend = "openai"
-	o.Observe.Goodput = metrics.SLO{TTFT: 100, TPOT: 10, E2EL: 1000}
-	wl := &workload{schedule: evenSchedule(1, time.Millisecond)}
-	m, err := newMonitor(&o, arrival.Summarize(wl.schedule), wl, IO{Err: &bytes.Buffer{}}, &logger{w: &bytes.Buffer{}})
+	c := testConfig()
+	c.Goodput = metrics.SLO{TTFT: 100, TPOT: 10, E2EL: 1000}
+	sched := evenSchedule(1, time.Millisecond)
+	c.Err, c.Log = &bytes.Buffer{}, &logger{w: &bytes.Buffer{}}
+	m, err := New(withStats(c, sched))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -210,7 +246,7 @@ func BenchmarkMonitorObserve(b *testing.B) {
 	r.End = r.TokenTimes[15]
 	b.ReportAllocs()
 	for b.Loop() {
-		m.observe(r)
+		m.Observe(r)
 	}
 }
 
@@ -220,21 +256,23 @@ func BenchmarkMonitorObserve(b *testing.B) {
 // fell behind, and lists that interval.
 func TestSummaryListsEveryFlaggedLiveInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		o := Defaults()
-		o.Backend = "openai"
-		o.RequestRate = 100
-		o.Observe.ReportInterval, o.Observe.Window = time.Second, 10*time.Second
+		c := testConfig()
+		c.ReportInterval, c.Window = time.Second, 10*time.Second
+		// The fake clock's intervals are no measure of the real CPU time
+		// the test takes: only the send lag may flag the client here.
+		c.CPU = func() (time.Duration, bool) { return 0, true }
 		sched := evenSchedule(1000, 10*time.Millisecond)
-		wl := &workload{schedule: sched}
 		var errb bytes.Buffer
-		m, err := newMonitor(&o, arrival.Summarize(sched), wl, IO{Err: &errb}, &logger{w: &errb})
+		c.Err, c.Log = &errb, &logger{w: &errb}
+		m, err := New(withStats(c, sched))
 		if err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
 		col := metrics.NewCollector()
 		var done atomic.Int64
-		m.begin(start, col, func() int64 { return 1 }, func() int64 { return 0 }, &done)
+		m.Begin(start, col, func() int64 { return 1 }, func() int64 { return 0 }, &done)
+		dispatched := dispatch(m, start, sched)
 		for a := range sched {
 			lag := 100 * time.Microsecond
 			if a.Index >= 450 && a.Index < 455 { // due in 4–5 s
@@ -248,40 +286,37 @@ func TestSummaryListsEveryFlaggedLiveInterval(t *testing.T) {
 			r.FirstToken, r.End, r.CompletionTokens, r.Status = r.Sent+time.Millisecond, end, 1, 200
 			r.TokenTimes = []time.Duration{r.FirstToken}
 			col.Add(r)
-			for _, f := range wl.observe {
-				f(r)
-			}
+			m.Observe(r)
 			done.Add(1)
 		}
+		dispatched()
 		elapsed := time.Since(start)
-		m.stop(elapsed)
+		m.Stop(elapsed)
 		var sum metrics.Summary
-		for _, f := range wl.annotate {
-			if err := f(&sum, elapsed); err != nil {
-				t.Fatal(err)
-			}
+		if err := m.Annotate(&sum, elapsed); err != nil {
+			t.Fatal(err)
 		}
 		flagged := regexp.MustCompile(`(?m)^\[(\d\d:\d\d)–(\d\d:\d\d)\] .*CLIENT SATURATED`).FindAllStringSubmatch(errb.String(), -1)
 		if len(flagged) != 1 || flagged[0][1] != "00:04" {
 			t.Fatalf("live lines flagged: %v, want the 4–5 s one\n%s", flagged, errb.String())
 		}
 		var ws []metrics.WindowStats
-		sectionOf(t, &sum, metrics.KeyWindows, &ws)
+		testenv.SectionOf(t, &sum, metrics.KeyWindows, &ws)
 		if len(ws) == 0 || ws[0].Saturated {
 			t.Fatalf("windows %+v: the first should not be flagged, or the test proves nothing", ws)
 		}
 		var saturated bool
 		var live []metrics.SaturatedInterval
 		var reason string
-		sectionOf(t, &sum, metrics.KeyClientSaturated, &saturated)
-		sectionOf(t, &sum, metrics.KeySaturatedIntervals, &live)
-		sectionOf(t, &sum, metrics.KeySaturationReason, &reason)
+		testenv.SectionOf(t, &sum, metrics.KeyClientSaturated, &saturated)
+		testenv.SectionOf(t, &sum, metrics.KeySaturatedIntervals, &live)
+		testenv.SectionOf(t, &sum, metrics.KeySaturationReason, &reason)
 		if !saturated || len(live) != 1 || live[0].Start != 4 || live[0].End != 5 || !strings.Contains(reason, "00:04–00:05") {
 			t.Errorf("client_saturated %v, intervals %+v, reason %q", saturated, live, reason)
 		}
 		var after bytes.Buffer
-		m.stdio.Err = &after
-		if err := m.finish(&sum); err != nil {
+		m.c.Err = &after
+		if err := m.Finish(&sum); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(after.String(), "1 live intervals") {
@@ -309,22 +344,6 @@ func TestLiveLineOfTheLastInterval(t *testing.T) {
 		line := liveLine(w, 3, nil, tc.interval)
 		if !strings.Contains(line, tc.want) || strings.Contains(line, "Inf") {
 			t.Errorf("%v s of %v: %q, want %q", tc.d, tc.interval, line, tc.want)
-		}
-	}
-}
-
-// TestScheduleLine: one request, or all due at once, has no rate.
-func TestScheduleLine(t *testing.T) {
-	for _, tc := range []struct {
-		st   arrival.Stats
-		want string
-	}{
-		{arrival.Stats{Count: 1, Last: 0, Input: 8, Output: 4}, "schedule: 1 request at 0.000 s, 8 input and 4 output tokens"},
-		{arrival.Stats{Count: 5, Last: 0, Input: 40, Output: 20}, "schedule: 5 requests, all due at the start, 40 input and 20 output tokens"},
-		{arrival.Stats{Count: 11, Last: 2 * time.Second, Input: 1, Output: 1}, "schedule: 11 requests over 2.000 s (mean 5.00 req/s), 1 input and 1 output tokens"},
-	} {
-		if got := scheduleLine(tc.st); got != tc.want {
-			t.Errorf("%+v: %q, want %q", tc.st, got, tc.want)
 		}
 	}
 }

@@ -1,9 +1,13 @@
-package runner
+// Package monitor watches a run while it runs: the window accumulators
+// (windows.go), the live display — live lines and the progress bar
+// (live.go) — and the Prometheus and server-metrics wiring, and adds what
+// it saw to the summary.
+package monitor
 
 import (
 	"fmt"
-	"iter"
-	"math"
+	"io"
+	"net"
 	"runtime"
 	"slices"
 	"strings"
@@ -20,12 +24,55 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/servermetrics"
 )
 
+// Logger receives the monitor's notes and warnings.
+type Logger interface {
+	Infof(format string, a ...any)
+	Warnf(format string, a ...any)
+}
+
+// Config is what a monitor watches and how.
+type Config struct {
+	// Scheduled is the number of arrivals to send, Span the offset of the
+	// last one.
+	Scheduled int64
+	Span      time.Duration
+	// Window is the length of the summary's windows; ReportInterval the
+	// time between live lines (0: none).
+	Window, ReportInterval time.Duration
+	// Goodput holds the SLO targets (metrics.NoSLO: none).
+	Goodput metrics.SLO
+	// MaxConcurrency and AllAtOnce (every request due at the start) tune
+	// the client's self-check (metrics.SaturationCheck).
+	MaxConcurrency int
+	AllAtOnce      bool
+	// MetricsAddr is where the generator serves its Prometheus metrics
+	// ("": nowhere).
+	MetricsAddr string
+	// ServerMetricsURL is the target's metrics, polled every
+	// ServerMetricsInterval ("": not polled).
+	ServerMetricsURL      string
+	ServerMetricsInterval time.Duration
+	// ReportHTML is the path of the HTML report ("": none).
+	ReportHTML string
+	// Quiet prints only the live lines that flag the client; Bar draws the
+	// progress bar (a terminal).
+	Quiet, Bar bool
+	// Out takes the goodput lines after the table; Err the live lines, the
+	// bar and warnings. Log takes notes.
+	Out, Err io.Writer
+	Log      Logger
+	// CPU reads the CPU time the process has used, and whether it can be
+	// measured (nil: the process's own, from the operating system).
+	CPU func() (time.Duration, bool)
+}
+
 // sampleEvery is how often the monitor samples the requests in flight and
 // redraws the progress bar.
 const sampleEvery = 250 * time.Millisecond
 
 // monitor watches a run while it runs: it sees every result (observe, on
-// the collecting goroutine) and adds it to the current window and live
+// the collecting goroutine) and every arrival the dispatcher offers (offer,
+// on the dispatcher's) and adds them to the current window and live
 // interval (see stream); on a goroutine of its own it cuts windows and
 // intervals at their absolute boundaries, prints live lines and the
 // progress bar, and samples requests in flight and CPU time. Closed windows
@@ -33,15 +80,12 @@ const sampleEvery = 250 * time.Millisecond
 // of requests. After the run it adds windows, the client self-check,
 // goodput, distributions and server metrics to the summary and writes the
 // HTML report.
-type monitor struct {
-	o     *Options
+type Monitor struct {
+	c     Config
 	start time.Time
-	stdio IO
-	log   *logger
 	total int64
 	span  time.Duration
 	col   *metrics.Collector
-	sched arrival.Schedule
 	check metrics.SaturationCheck
 	slo   metrics.SLO
 	cores int
@@ -62,14 +106,15 @@ type monitor struct {
 
 	// The monitor goroutine's own state (then stop's).
 	windows []metrics.WindowStats
+	// states are the closed windows' distributions, kept for the merge
+	// state (FillRunState); stateErr is the first failure to take one.
+	states   []metrics.WindowState
+	stateErr error
 	// liveSat are the live intervals flagged CLIENT SATURATED (at most
 	// metrics.MaxSaturatedIntervals; liveSatN counts them all).
 	liveSat    []metrics.SaturatedInterval
 	liveSatN   int
 	cpuOK      bool
-	next       func() (arrival.Arrival, bool)
-	stopPull   func()
-	pending    *arrival.Arrival
 	inFlightFn atomic.Pointer[func() int64]
 	dispatched atomic.Pointer[func() int64]
 	done       *atomic.Int64
@@ -83,29 +128,32 @@ type monitor struct {
 	closeOnce     sync.Once
 }
 
-// newMonitor prepares the monitor of a run, and starts the generator's
-// metrics endpoint when asked for. It adds itself to wl's observers and
-// annotators.
-func newMonitor(o *Options, st arrival.Stats, wl *workload, stdio IO, log *logger) (*monitor, error) {
-	m := &monitor{
-		o: o, stdio: stdio, log: log, total: st.Count, span: st.Last, sched: wl.schedule,
-		slo: o.Observe.Goodput, cores: runtime.GOMAXPROCS(0),
-		timeline: metrics.NewTimeline(timelineWidth(st.Last), 256),
+// New prepares the monitor of a run, and starts the generator's metrics
+// endpoint when asked for. The run gives it every arrival offered (Offer)
+// and every result (Observe), and asks it for its part of the summary
+// (Annotate).
+func New(c Config) (*Monitor, error) {
+	if c.CPU == nil {
+		c.CPU = processCPU
+	}
+	m := &Monitor{
+		c: c, total: c.Scheduled, span: c.Span,
+		slo: c.Goodput, cores: runtime.GOMAXPROCS(0),
+		timeline: metrics.NewTimeline(timelineWidth(c.Span), 256),
 		inLen:    metrics.NewLengthHist(), outLen: metrics.NewLengthHist(),
 		quit: make(chan struct{}), stopped: make(chan struct{}),
 	}
-	m.win = newStream(o.Observe.Window, m.closeWindow)
-	if o.Observe.ReportInterval > 0 {
-		m.live = newStream(o.Observe.ReportInterval, m.closeLive)
+	m.win = newStream(c.Window, m.closeWindow)
+	if c.ReportInterval > 0 {
+		m.live = newStream(c.ReportInterval, m.closeLive)
 	}
 	m.good.SLO = m.slo
 	m.check = metrics.SaturationCheck{
-		MaxConcurrency: o.MaxConcurrency, Cores: m.cores,
-		AllAtOnce: o.Mode == "poisson" && math.IsInf(o.RequestRate, 1),
+		MaxConcurrency: c.MaxConcurrency, Cores: m.cores, AllAtOnce: c.AllAtOnce,
 	}
-	if o.Observe.MetricsAddr != "" {
+	if c.MetricsAddr != "" {
 		m.prom = promexport.New(promexport.Config{
-			Scheduled: st.Count,
+			Scheduled: c.Scheduled,
 			InFlight:  m.inFlightNow,
 			Dispatched: func() int64 {
 				if d := m.dispatched.Load(); d != nil {
@@ -114,16 +162,13 @@ func newMonitor(o *Options, st arrival.Stats, wl *workload, stdio IO, log *logge
 				return 0
 			},
 		})
-		srv, err := promexport.Serve(o.Observe.MetricsAddr, m.prom)
+		srv, err := promexport.Serve(c.MetricsAddr, m.prom)
 		if err != nil {
 			return nil, fmt.Errorf("--metrics-addr: %w", err)
 		}
 		m.promSrv = srv
-		log.Infof("metrics: serving %s", srv.URL)
-		WarnExposed(stdio.Err, "--metrics-addr "+o.Observe.MetricsAddr, srv.Addr)
+		c.Log.Infof("metrics: serving %s", srv.URL)
 	}
-	wl.observe = append(wl.observe, m.observe)
-	wl.annotate = append(wl.annotate, m.annotate)
 	return m, nil
 }
 
@@ -140,7 +185,7 @@ func timelineWidth(span time.Duration) time.Duration {
 	return w
 }
 
-func (m *monitor) inFlightNow() int64 {
+func (m *Monitor) inFlightNow() int64 {
 	if f := m.inFlightFn.Load(); f != nil {
 		return (*f)()
 	}
@@ -148,15 +193,15 @@ func (m *monitor) inFlightNow() int64 {
 }
 
 // streams are the monitor's streams in a fixed order.
-func (m *monitor) streams() []*stream {
+func (m *Monitor) streams() []*stream {
 	if m.live == nil {
 		return []*stream{m.win}
 	}
 	return []*stream{m.win, m.live}
 }
 
-// observe takes one result (on the collecting goroutine).
-func (m *monitor) observe(r *client.Result) {
+// Observe takes one result (on the collecting goroutine).
+func (m *Monitor) Observe(r *client.Result) {
 	m.mu.Lock()
 	good := false
 	if m.slo.Set() {
@@ -177,29 +222,35 @@ func (m *monitor) observe(r *client.Result) {
 	}
 }
 
-// begin starts watching a run whose offsets count from start: the
+// Offer counts an arrival the dispatcher offered in the periods its due
+// time falls in (on the dispatcher's goroutine).
+func (m *Monitor) Offer(a *arrival.Arrival) {
+	m.mu.Lock()
+	m.win.offer(a.At)
+	if m.live != nil {
+		m.live.offer(a.At)
+	}
+	m.mu.Unlock()
+}
+
+// Begin starts watching a run whose offsets count from start: the
 // progress bar, live lines, windows and the server's metrics. col is the
 // run's collector (read after the run), inFlight and dispatched read the
 // dispatcher, done counts the results collected.
-func (m *monitor) begin(start time.Time, col *metrics.Collector, inFlight, dispatched func() int64, done *atomic.Int64) {
+func (m *Monitor) Begin(start time.Time, col *metrics.Collector, inFlight, dispatched func() int64, done *atomic.Int64) {
 	m.start, m.col = start, col
 	m.inFlightFn.Store(&inFlight)
 	m.dispatched.Store(&dispatched)
 	m.done = done
-	m.bar = m.stdio.Terminal && !m.o.DisableProgress
-	m.next, m.stopPull = iter.Pull(iter.Seq[arrival.Arrival](m.sched))
-	cpu, ok := processCPU()
+	m.bar = m.c.Bar
+	cpu, ok := m.c.CPU()
 	m.cpuOK = ok
 	for _, s := range m.streams() {
 		s.cpuMark = cpu
 	}
-	if m.o.scrapeServer() {
-		url := m.o.Observe.ServerMetricsURL
-		if url == "" {
-			url = m.o.baseURL() + "/metrics"
-		}
+	if m.c.ServerMetricsURL != "" {
 		m.scraper = servermetrics.Start(servermetrics.Config{
-			URL: url, Interval: m.o.Observe.ServerMetricsInterval, Epoch: m.start,
+			URL: m.c.ServerMetricsURL, Interval: m.c.ServerMetricsInterval, Epoch: m.start,
 			OnSample: func(at time.Duration, s servermetrics.Sample) {
 				m.mu.Lock()
 				m.timeline.AddServer(at, metrics.ServerSample{Running: s.Running, Waiting: s.Waiting, KVCache: s.KVCache})
@@ -216,7 +267,7 @@ func (m *monitor) begin(start time.Time, col *metrics.Collector, inFlight, dispa
 // loop cuts and closes windows and live intervals at their absolute
 // boundaries, samples the requests in flight and redraws the bar, until
 // stop.
-func (m *monitor) loop() {
+func (m *Monitor) loop() {
 	defer close(m.stopped)
 	nextSample := time.Duration(0)
 	t := time.NewTimer(time.Until(m.start))
@@ -229,7 +280,6 @@ func (m *monitor) loop() {
 		}
 		now := time.Since(m.start)
 		m.runDue(now)
-		m.advance(now)
 		if now >= nextSample {
 			v := m.inFlightNow()
 			for _, s := range m.streams() {
@@ -249,7 +299,7 @@ func (m *monitor) loop() {
 }
 
 // runDue does, in time order, every cut and close due by now.
-func (m *monitor) runDue(now time.Duration) {
+func (m *Monitor) runDue(now time.Duration) {
 	for {
 		var next *stream
 		for _, s := range m.streams() {
@@ -261,7 +311,6 @@ func (m *monitor) runDue(now time.Duration) {
 			return
 		}
 		at := next.due()
-		m.advance(at)
 		if next.prev != nil && next.closeAt == at {
 			m.mu.Lock()
 			p := next.takePrev()
@@ -275,7 +324,7 @@ func (m *monitor) runDue(now time.Duration) {
 
 // cutStream ends s's current period at offset at (its end, or earlier
 // when the run ends).
-func (m *monitor) cutStream(s *stream, at time.Duration) {
+func (m *Monitor) cutStream(s *stream, at time.Duration) {
 	cpu := m.cpuShare(&s.cpuMark, at-s.cur.start)
 	if s == m.win && m.scraper != nil {
 		// Not under m.mu: the scraper calls OnSample, which takes m.mu,
@@ -288,111 +337,22 @@ func (m *monitor) cutStream(s *stream, at time.Duration) {
 	m.mu.Unlock()
 }
 
-// advance counts the arrivals scheduled before offset to as offered in the
-// current periods.
-func (m *monitor) advance(to time.Duration) {
-	for {
-		if m.pending == nil {
-			a, ok := m.next()
-			if !ok {
-				return
-			}
-			m.pending = &a
-		}
-		if m.pending.At >= to {
-			return
-		}
-		for _, s := range m.streams() {
-			s.cur.offered++
-		}
-		m.pending = nil
-	}
-}
-
 // cpuShare returns the CPU used since *mark as a share of the cores over
 // wall, and moves the mark (-1 when not measured).
-func (m *monitor) cpuShare(mark *time.Duration, wall time.Duration) float64 {
+func (m *Monitor) cpuShare(mark *time.Duration, wall time.Duration) float64 {
 	if !m.cpuOK || wall <= 0 {
 		return -1
 	}
-	now, _ := processCPU()
+	now, _ := m.c.CPU()
 	d := now - *mark
 	*mark = now
 	return d.Seconds() / (wall.Seconds() * float64(m.cores))
 }
 
-// stats returns the figures of a closed period.
-func (m *monitor) stats(p *period) metrics.WindowStats {
-	w := metrics.WindowStats{
-		Start: p.start.Seconds(), End: p.end.Seconds(), Offered: p.offered,
-		InFlightMean: p.flight.mean(), InFlightMax: p.flight.max, ClientCPU: p.cpu,
-	}
-	p.acc.Fill(&w, m.slo.Set())
-	return w
-}
-
-// closeWindow records a closed window.
-func (m *monitor) closeWindow(p *period) {
-	w := m.stats(p)
-	w.Index = len(m.windows)
-	w.Server = p.server
-	m.check.Check(&w)
-	m.windows = append(m.windows, w)
-}
-
-// closeLive prints the line of a closed live interval.
-func (m *monitor) closeLive(p *period) {
-	w := m.stats(p)
-	m.check.Check(&w)
-	if m.prom != nil {
-		m.prom.SetSaturated(w.Saturated)
-	}
-	if w.Saturated {
-		m.liveSatN++
-		if len(m.liveSat) < metrics.MaxSaturatedIntervals {
-			m.liveSat = append(m.liveSat, metrics.SaturatedInterval{Start: w.Start, End: w.End, Reasons: w.Reasons})
-		}
-	}
-	m.mu.Lock()
-	srv := m.lastServer
-	m.lastServer = nil
-	m.mu.Unlock()
-	line := liveLine(&w, m.inFlightNow(), srv, m.o.Observe.ReportInterval.Seconds())
-	switch {
-	case !m.o.Quiet:
-		m.println(line)
-	case w.Saturated:
-		m.println("warning: " + line)
-	}
-}
-
-// println prints a line on the error stream, above the progress bar.
-func (m *monitor) println(s string) {
-	m.outMu.Lock()
-	defer m.outMu.Unlock()
-	if m.barShown {
-		fmt.Fprint(m.stdio.Err, "\r\033[K")
-		m.barShown = false
-	}
-	fmt.Fprintln(m.stdio.Err, s)
-}
-
-// drawBar redraws the progress bar (terminal only).
-func (m *monitor) drawBar(now time.Duration) {
-	if !m.bar {
-		return
-	}
-	line := barLine(m.done.Load(), m.total, m.inFlightNow(), now, m.span)
-	m.outMu.Lock()
-	fmt.Fprint(m.stdio.Err, "\r\033[K"+line)
-	m.barShown = true
-	m.outMu.Unlock()
-}
-
-// stop ends watching once every result is collected, at offset end of the
+// Stop ends watching once every result is collected, at offset end of the
 // run: the last (partial) window and live interval are closed and the
 // server's metrics are taken a last time.
-func (m *monitor) stop(end time.Duration) {
+func (m *Monitor) Stop(end time.Duration) {
 	if !m.started {
 		return
 	}
@@ -404,7 +364,6 @@ func (m *monitor) stop(end time.Duration) {
 		m.server = &res
 	}
 	m.runDue(end)
-	m.advance(end)
 	for _, s := range m.streams() {
 		if s.prev != nil {
 			s.release(s.takePrev())
@@ -418,21 +377,19 @@ func (m *monitor) stop(end time.Duration) {
 	if m.bar {
 		m.drawBar(end)
 		m.outMu.Lock()
-		fmt.Fprintln(m.stdio.Err)
+		fmt.Fprintln(m.c.Err)
 		m.barShown = false
 		m.outMu.Unlock()
 	}
-	m.stopPull()
 }
 
-// close releases what the monitor holds (the metrics endpoint, the
+// Close releases what the monitor holds (the metrics endpoint, the
 // scraper); safe to call more than once and after stop.
-func (m *monitor) close() {
+func (m *Monitor) Close() {
 	if m.started {
 		close(m.quit)
 		<-m.stopped
 		m.started = false
-		m.stopPull()
 	}
 	m.closeOnce.Do(func() {
 		if m.scraper != nil && m.server == nil {
@@ -441,27 +398,16 @@ func (m *monitor) close() {
 		}
 		if m.promSrv != nil {
 			if err := m.promSrv.Close(); err != nil {
-				m.log.Warnf("metrics endpoint: %v", err)
+				m.c.Log.Warnf("metrics endpoint: %v", err)
 			}
 		}
 	})
 }
 
-// saturated returns the windows where the client fell behind.
-func (m *monitor) saturated() []metrics.WindowStats {
-	var out []metrics.WindowStats
-	for _, w := range m.windows {
-		if w.Saturated {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-// annotate adds the monitor's figures to the summary (a workload
-// annotator: it runs once every result is collected).
-func (m *monitor) annotate(sum *metrics.Summary, elapsed time.Duration) error {
-	sum.WindowSeconds, sum.Windows = m.o.Observe.Window.Seconds(), m.windows
+// Annotate adds the monitor's figures to the summary once every result is
+// collected.
+func (m *Monitor) Annotate(sum *metrics.Summary, elapsed time.Duration) error {
+	sum.WindowSeconds, sum.Windows = m.c.Window.Seconds(), m.windows
 	sat := m.saturated()
 	sum.Saturation = &metrics.Saturation{Saturated: len(sat) > 0 || m.liveSatN > 0}
 	for _, w := range sat {
@@ -473,7 +419,7 @@ func (m *monitor) annotate(sum *metrics.Summary, elapsed time.Duration) error {
 	if m.liveSatN > 0 {
 		sum.Saturation.Intervals = m.liveSat
 	}
-	if cpu, ok := processCPU(); ok && elapsed > 0 {
+	if cpu, ok := m.c.CPU(); ok && elapsed > 0 {
 		share := cpu.Seconds() / (elapsed.Seconds() * float64(m.cores))
 		sum.ClientCPU = &share
 	}
@@ -488,7 +434,7 @@ func (m *monitor) annotate(sum *metrics.Summary, elapsed time.Duration) error {
 
 // saturationReason says in one line how the client fell behind: in the
 // windows sat and in the live intervals the live output flagged.
-func (m *monitor) saturationReason(sat []metrics.WindowStats) string {
+func (m *Monitor) saturationReason(sat []metrics.WindowStats) string {
 	var parts []string
 	for i, w := range sat {
 		if i == 3 {
@@ -513,7 +459,7 @@ func (m *monitor) saturationReason(sat []metrics.WindowStats) string {
 
 // liveOutside returns the flagged live intervals that are not one of the
 // flagged windows sat (a run shorter than both periods has one of each).
-func (m *monitor) liveOutside(sat []metrics.WindowStats) []metrics.SaturatedInterval {
+func (m *Monitor) liveOutside(sat []metrics.WindowStats) []metrics.SaturatedInterval {
 	var out []metrics.SaturatedInterval
 	for _, v := range m.liveSat {
 		if !slices.ContainsFunc(sat, func(w metrics.WindowStats) bool { return w.Start == v.Start && w.End == v.End }) {
@@ -523,23 +469,23 @@ func (m *monitor) liveOutside(sat []metrics.WindowStats) []metrics.SaturatedInte
 	return out
 }
 
-// finish runs after the summary is written: it prints the goodput lines
+// Finish runs after the summary is written: it prints the goodput lines
 // and the self-check's warning after the table, writes the HTML report and
 // releases the monitor.
-func (m *monitor) finish(sum *metrics.Summary) error {
-	defer m.close()
+func (m *Monitor) Finish(sum *metrics.Summary) error {
+	defer m.Close()
 	if m.slo.Set() {
-		writeGoodput(m.stdio.Out, sum)
+		writeGoodput(m.c.Out, sum)
 	}
 	if sat := m.saturated(); len(sat) > 0 || m.liveSatN > 0 {
 		where := fmt.Sprintf("%d of %d windows", len(sat), len(m.windows))
 		if n := len(m.liveOutside(sat)); n > 0 {
 			where += fmt.Sprintf(" and %d live intervals", n)
 		}
-		fmt.Fprintf(m.stdio.Err, "warning: the client fell behind its schedule in %s (%s): latencies there include the client's delay, not only the server's; see client_saturated in the summary\n",
+		fmt.Fprintf(m.c.Err, "warning: the client fell behind its schedule in %s (%s): latencies there include the client's delay, not only the server's; see client_saturated in the summary\n",
 			where, m.saturationReason(sat))
 	}
-	if path := m.o.Observe.ReportHTML; path != "" {
+	if path := m.c.ReportHTML; path != "" {
 		m.mu.Lock()
 		m.timeline.Reduce(seriesPoints)
 		pts := m.timeline.Points()
@@ -549,7 +495,31 @@ func (m *monitor) finish(sum *metrics.Summary) error {
 		if err := report.WriteHTMLFile(path, d); err != nil {
 			return fmt.Errorf("--report-html %s: %w", path, err)
 		}
-		m.log.Infof("report: %s", path)
+		m.c.Log.Infof("report: %s", path)
+	}
+	return nil
+}
+
+// MetricsAddr is the address the generator's metrics endpoint listens on
+// (nil: none).
+func (m *Monitor) MetricsAddr() net.Addr {
+	if m.promSrv == nil {
+		return nil
+	}
+	return m.promSrv.Addr
+}
+
+// FillRunState adds what the monitor kept for the merge state to p: the
+// closed windows' distributions, the length histograms and goodput. Call
+// it after Stop.
+func (m *Monitor) FillRunState(p *metrics.RunState) error {
+	if m.stateErr != nil {
+		return m.stateErr
+	}
+	p.Windows = m.states
+	p.InputLengths, p.OutputLengths = m.inLen, m.outLen
+	if m.slo.Set() {
+		p.Goodput = &m.good
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package runner
+package workload
 
 import (
 	"errors"
@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/routing"
 )
 
@@ -23,9 +22,6 @@ type ModelOptions struct {
 	// over (--served-models a,b,c); it overrides a file's served_models.
 	Served []string
 }
-
-// isImages reports whether the run generates images.
-func (o *Options) isImages() bool { return o.Backend == client.BackendImages }
 
 // parseModelMap resolves --model-map and --served-models into a Map (nil:
 // not given). It may read the map file.
@@ -69,9 +65,9 @@ func parseModelMap(mo *ModelOptions) (*routing.Map, error) {
 	return m, nil
 }
 
-// validate checks what can be checked of the model options without
+// Validate checks what can be checked of the model options without
 // reading a file.
-func (mo *ModelOptions) validate() error {
+func (mo *ModelOptions) Validate() error {
 	spec := strings.TrimSpace(mo.Map)
 	if spec == "" || strings.Contains(spec, "=") {
 		_, err := parseModelMap(mo)
@@ -85,12 +81,12 @@ func (mo *ModelOptions) validate() error {
 }
 
 // routeModels applies the model map to the mode's schedule (before it is
-// sharded, so every shard routes alike) and registers the per-model
+// sharded, so every shard routes alike) and calls for the per-model
 // breakdown. w.traceModels lists the names the trace gives.
-func routeModels(o *Options, seed uint64, log *logger, w *workload, s arrival.Schedule) (arrival.Schedule, error) {
-	m, err := parseModelMap(&o.Models)
+func routeModels(c *Config, seed uint64, log Logger, w *Workload, s arrival.Schedule) (arrival.Schedule, error) {
+	m, err := parseModelMap(&c.Models)
 	if err != nil {
-		return nil, usage(err)
+		return nil, (err)
 	}
 	if m == nil {
 		m = &routing.Map{Strategy: routing.Default}
@@ -103,7 +99,7 @@ func routeModels(o *Options, seed uint64, log *logger, w *workload, s arrival.Sc
 		}
 	} else {
 		log.Infof("models: routing %s", m)
-		if len(w.traceModels) == 0 && (m.Strategy == routing.Table || m.Strategy == routing.Keep) && o.Mode != "replay" {
+		if len(w.traceModels) == 0 && (m.Strategy == routing.Table || m.Strategy == routing.Keep) && c.Mode != "replay" {
 			log.Warnf("models: --model-map %s: this mode names no model per request; only hash, round-robin and zipf:S spread requests", m.Strategy)
 		}
 		if un := m.Unmapped(w.traceModels); len(un) > 0 {
@@ -113,19 +109,19 @@ func routeModels(o *Options, seed uint64, log *logger, w *workload, s arrival.Sc
 			log.Infof("models: zipf draws every request's served name; the trace's own model names are not used")
 		}
 	}
-	if m.Strategy != routing.Default || len(w.traceModels) > 0 || o.isImages() {
-		w.breakdown("per_model", func(r *client.Result) string { return r.Model })
+	if m.Strategy != routing.Default || len(w.traceModels) > 0 || c.images() {
+		w.Breakdowns = append(w.Breakdowns, BreakdownModel)
 	}
 	return m.Apply(s, seed), nil
 }
 
 // checkImageTrace rejects sending an image-generation trace to a text
 // backend (a dry run may look at it with any backend).
-func checkImageTrace(o *Options) error {
-	if o.DryRun || o.isImages() {
+func checkImageTrace(c *Config) error {
+	if c.DryRun || c.images() {
 		return nil
 	}
-	return fmt.Errorf("the trace is image-generation load (diffusion): give --backend openai-images (POST /v1/images/generations), not %s", o.Backend)
+	return fmt.Errorf("the trace is image-generation load (diffusion): give --backend openai-images (POST /v1/images/generations), not %s", c.Backend)
 }
 
 // describeTasks writes GenTD26's task counts ("TXT_2_IMG 212, …").
@@ -143,13 +139,4 @@ func describeTasks(tasks map[string]int) string {
 		parts[i] = fmt.Sprintf("%s %d", k, tasks[k])
 	}
 	return "tasks " + strings.Join(parts, ", ") + "; every task is sent as a generation (/v1/images/generations takes no input image)"
-}
-
-// imagesAsked is the number of images an arrival asks to generate: its
-// Generation's, else 1.
-func imagesAsked(a *arrival.Arrival) int {
-	if a.Gen != nil && a.Gen.Images > 0 {
-		return a.Gen.Images
-	}
-	return 1
 }

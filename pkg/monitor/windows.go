@@ -1,4 +1,4 @@
-package runner
+package monitor
 
 import (
 	"time"
@@ -48,8 +48,9 @@ func (f *flightSample) mean() float64 {
 // the run's length.
 //
 // The periods are swapped by the monitor goroutine under the monitor's
-// mutex; add runs under it on the collecting goroutine. The periods'
-// offered, flight and cpu fields belong to the monitor goroutine.
+// mutex; add runs under it on the collecting goroutine, offer on the
+// dispatcher's. The periods' flight and cpu fields belong to the monitor
+// goroutine.
 type stream struct {
 	every, grace     time.Duration
 	prev, cur, ahead *period
@@ -89,6 +90,21 @@ func (s *stream) add(r *client.Result, good bool) {
 	p.acc.Add(r, good)
 }
 
+// offer counts an arrival due at offset at as offered in the period it is
+// due in (caller holds the mutex). The dispatcher offers an arrival at its
+// due time or, when it lags, a little later: a period stays open for its
+// grace for arrivals due before its end.
+func (s *stream) offer(at time.Duration) {
+	p := s.cur
+	switch {
+	case at >= p.end:
+		p = s.ahead
+	case at < p.start && s.prev != nil:
+		p = s.prev
+	}
+	p.offered++
+}
+
 // due is the next instant the stream has something to do.
 func (s *stream) due() time.Duration {
 	if s.prev != nil {
@@ -120,4 +136,39 @@ func (s *stream) release(p *period) {
 	s.onClose(p)
 	p.acc.Reset()
 	s.free = append(s.free, p.acc)
+}
+
+// stats returns the figures of a closed period.
+func (m *Monitor) stats(p *period) metrics.WindowStats {
+	w := metrics.WindowStats{
+		Start: p.start.Seconds(), End: p.end.Seconds(), Offered: p.offered,
+		InFlightMean: p.flight.mean(), InFlightMax: p.flight.max, ClientCPU: p.cpu,
+	}
+	p.acc.Fill(&w, m.slo.Set())
+	return w
+}
+
+// closeWindow records a closed window.
+func (m *Monitor) closeWindow(p *period) {
+	w := m.stats(p)
+	w.Index = len(m.windows)
+	w.Server = p.server
+	m.check.Check(&w)
+	m.windows = append(m.windows, w)
+	ws, err := p.acc.State(w.Index)
+	if err != nil && m.stateErr == nil {
+		m.stateErr = err
+	}
+	m.states = append(m.states, ws)
+}
+
+// saturated returns the windows where the client fell behind.
+func (m *Monitor) saturated() []metrics.WindowStats {
+	var out []metrics.WindowStats
+	for _, w := range m.windows {
+		if w.Saturated {
+			out = append(out, w)
+		}
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package runner
+package workload
 
 import (
 	"errors"
@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 	"github.com/fineserve-gen/fineserve-gen/pkg/replay"
@@ -55,7 +54,7 @@ func (r *ReplayOptions) imageOptions() prompt.ImageOptions {
 }
 
 // validate returns every problem of the replay options.
-func (r *ReplayOptions) validate(o *Options) error {
+func (r *ReplayOptions) validate(c *Config) error {
 	var errs []error
 	if r.TracePath == "" {
 		errs = append(errs, errors.New("--mode replay needs --request-trace-csv FILE (alias --trace)"))
@@ -66,7 +65,7 @@ func (r *ReplayOptions) validate(o *Options) error {
 	if r.TargetRate < 0 {
 		errs = append(errs, fmt.Errorf("--target-rate %g: want > 0", r.TargetRate))
 	}
-	if r.TargetRate > 0 && o.TimeScale != 1 {
+	if r.TargetRate > 0 && c.TimeScale != 1 {
 		errs = append(errs, errors.New("--target-rate sets the time scale: give it or --time-scale, not both"))
 	}
 	if r.TraceBusiest && r.TraceDuration <= 0 {
@@ -93,13 +92,13 @@ type ReplayInfo = metrics.ReplayInfo
 // replaySchedule builds the schedule of --mode replay, and registers the
 // replay's summary entry and, for traces with images, the per-kind
 // breakdown.
-func replaySchedule(o *Options, seed uint64, log *logger, w *workload) (arrival.Schedule, error) {
-	r := &o.Replay
-	if err := r.validate(o); err != nil {
-		return nil, usage(err)
+func replaySchedule(c *Config, seed uint64, log Logger, w *Workload) (arrival.Schedule, error) {
+	r := &c.Replay
+	if err := r.validate(c); err != nil {
+		return nil, (err)
 	}
 	format, _ := replay.ParseFormat(r.TraceFormat)
-	limit, from := o.tokenLimit()
+	limit, from := c.tokenLimit()
 	unit, _ := replay.ParseUnit(r.TimestampUnit)
 	tr, err := replay.Load(r.TracePath, replay.Options{
 		Format: format, Unit: unit,
@@ -109,7 +108,7 @@ func replaySchedule(o *Options, seed uint64, log *logger, w *workload) (arrival.
 		Scene: r.Scene, TokenLimit: limit, TokenLimitFrom: from,
 	})
 	if err != nil {
-		return nil, usage(err)
+		return nil, (err)
 	}
 	if rate := tr.MeanRate(); rate > 0 {
 		log.Infof("trace %s: %s format, %d usable of %d rows over %s (mean %.3f req/s)",
@@ -124,19 +123,19 @@ func replaySchedule(o *Options, seed uint64, log *logger, w *workload) (arrival.
 		log.Warnf("trace %s: %s", r.TracePath, wn)
 	}
 	plan := replay.Plan{
-		TimeScale: o.TimeScale, TargetRate: r.TargetRate,
+		TimeScale: c.TimeScale, TargetRate: r.TargetRate,
 		Start: r.TraceStart, Span: r.TraceDuration, Busiest: r.TraceBusiest,
-		Duration: o.Duration,
+		Duration: c.Duration,
 	}
 	if r.TargetRate > 0 {
 		plan.TimeScale = 0
 	}
-	if o.NumPromptsSet {
-		plan.Count = o.NumPrompts
+	if c.NumPromptsSet {
+		plan.Count = c.NumPrompts
 	}
 	sl, err := tr.Resolve(plan)
 	if err != nil {
-		return nil, usage(fmt.Errorf("replay: %w", err))
+		return nil, (fmt.Errorf("replay: %w", err))
 	}
 	if r.TraceBusiest {
 		log.Infof("replay: busiest %s of the trace starts at %s", r.TraceDuration, sl.Start)
@@ -145,7 +144,7 @@ func replaySchedule(o *Options, seed uint64, log *logger, w *workload) (arrival.
 		log.Infof("replay: --target-rate %g req/s: time scale %.6g (the slice's mean rate is %.4g req/s)", r.TargetRate, sl.TimeScale, sl.SliceRate)
 	}
 	if sl.Len() == 0 {
-		return nil, usage(fmt.Errorf("replay: no row of %s falls in the selected slice (trace span %s)", r.TracePath, tr.Span()))
+		return nil, (fmt.Errorf("replay: no row of %s falls in the selected slice (trace span %s)", r.TracePath, tr.Span()))
 	}
 	s := tr.Schedule(sl)
 
@@ -153,7 +152,7 @@ func replaySchedule(o *Options, seed uint64, log *logger, w *workload) (arrival.
 	// --random-output-len (or the dataset). Image generations have no
 	// output tokens.
 	if needOut := !tr.HasOutput && !tr.HasGenerations(); !tr.HasInput || needOut {
-		lengths, err := lengthSource(o, w.dataset, log)
+		lengths, err := lengthSource(c, w.Dataset, log)
 		if err != nil {
 			return nil, err
 		}
@@ -165,8 +164,8 @@ func replaySchedule(o *Options, seed uint64, log *logger, w *workload) (arrival.
 		w.scheduleModels = tr.Format == replay.ScheduleCSV
 	}
 	if tr.HasGenerations() {
-		if err := checkImageTrace(o); err != nil {
-			return nil, usage(err)
+		if err := checkImageTrace(c); err != nil {
+			return nil, (err)
 		}
 		log.Infof("replay: image-generation trace: %s", describeTasks(tr.Tasks))
 	}
@@ -197,21 +196,10 @@ func replaySchedule(o *Options, seed uint64, log *logger, w *workload) (arrival.
 		if clamped > 0 {
 			log.Warnf("replay: %d image request(s) have a context no larger than their images (%d tokens each): their text is 1 token", clamped, img.TokensPerImage)
 		}
-		w.breakdown("per_kind", requestKind)
+		w.Breakdowns = append(w.Breakdowns, BreakdownKind)
 	}
-	w.annotate = append(w.annotate, func(sum *metrics.Summary, _ time.Duration) error {
-		sum.Replay = &info
-		return nil
-	})
+	w.Replay = &info
 	return s, nil
-}
-
-// requestKind splits requests with images from text-only ones.
-func requestKind(r *client.Result) string {
-	if r.Images > 0 {
-		return "image"
-	}
-	return "text"
 }
 
 func missingLengths(tr *replay.Trace) string {

@@ -1,4 +1,4 @@
-package runner
+package monitor
 
 import (
 	"fmt"
@@ -149,4 +149,53 @@ func center50(s string, c byte) string {
 		return s
 	}
 	return strings.Repeat(string(c), pad/2) + s + strings.Repeat(string(c), pad-pad/2)
+}
+
+// closeLive prints the line of a closed live interval.
+func (m *Monitor) closeLive(p *period) {
+	w := m.stats(p)
+	m.check.Check(&w)
+	if m.prom != nil {
+		m.prom.SetSaturated(w.Saturated)
+	}
+	if w.Saturated {
+		m.liveSatN++
+		if len(m.liveSat) < metrics.MaxSaturatedIntervals {
+			m.liveSat = append(m.liveSat, metrics.SaturatedInterval{Start: w.Start, End: w.End, Reasons: w.Reasons})
+		}
+	}
+	m.mu.Lock()
+	srv := m.lastServer
+	m.lastServer = nil
+	m.mu.Unlock()
+	line := liveLine(&w, m.inFlightNow(), srv, m.c.ReportInterval.Seconds())
+	switch {
+	case !m.c.Quiet:
+		m.println(line)
+	case w.Saturated:
+		m.println("warning: " + line)
+	}
+}
+
+// println prints a line on the error stream, above the progress bar.
+func (m *Monitor) println(s string) {
+	m.outMu.Lock()
+	defer m.outMu.Unlock()
+	if m.barShown {
+		fmt.Fprint(m.c.Err, "\r\033[K")
+		m.barShown = false
+	}
+	fmt.Fprintln(m.c.Err, s)
+}
+
+// drawBar redraws the progress bar (terminal only).
+func (m *Monitor) drawBar(now time.Duration) {
+	if !m.bar {
+		return
+	}
+	line := barLine(m.done.Load(), m.total, m.inFlightNow(), now, m.span)
+	m.outMu.Lock()
+	fmt.Fprint(m.c.Err, "\r\033[K"+line)
+	m.barShown = true
+	m.outMu.Unlock()
 }

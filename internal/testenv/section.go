@@ -1,15 +1,13 @@
-package runner
+package testenv
 
 import (
 	"encoding/json"
 	"testing"
-
-	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
-// sectionOf decodes the summary's key, as the summary writes it, into v;
-// it reports whether the summary has the key.
-func sectionOf(t testing.TB, sum *metrics.Summary, key string, v any) (bool, error) {
+// SectionOf decodes the key of a summary, as the summary writes it (sum
+// marshals to a JSON object), into v; it reports whether the key is there.
+func SectionOf(t testing.TB, sum any, key string, v any) (bool, error) {
 	t.Helper()
 	b, err := json.Marshal(sum)
 	if err != nil {

@@ -1,0 +1,319 @@
+// Package workload turns a mode's options into the schedule a run sends and
+// everything known about it (count, span, tokens, hash, metadata), measured
+// in one pass. It reads input files but never the clock or the network.
+package workload
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
+	"github.com/fineserve-gen/fineserve-gen/pkg/replay"
+)
+
+// Logger receives the notes and warnings that building a workload prints.
+type Logger interface {
+	Infof(format string, a ...any)
+	Warnf(format string, a ...any)
+}
+
+// Config is what a workload is built from: the mode and its options, the
+// request sizes, the token limit (found by the caller, e.g. from the
+// server's model list) and the shard.
+type Config struct {
+	Mode          string // poisson, replay, parametric
+	RequestRate   float64
+	Burstiness    float64
+	NumPrompts    int64
+	NumPromptsSet bool // --num-prompts was given explicitly
+	Duration      time.Duration
+	Seed          uint64
+	TimeScale     float64
+
+	// Request sizes.
+	DatasetName        string // sharegpt, sharegpt_pre, random, or ""
+	DatasetPath        string
+	RandomInputLen     int
+	RandomOutputLen    int
+	RandomRangeRatio   float64
+	SharegptOutputLen  int
+	SharegptContextLen int
+	// TokenLimit bounds a request's input plus output tokens (0:
+	// replay.DefaultTokenLimit); TokenLimitFrom names where it comes from.
+	TokenLimit     int
+	TokenLimitFrom string
+
+	// Backend is the backend the schedule is for: openai-images makes every
+	// request an image generation, and only it takes an image-generation
+	// trace (unless DryRun: nothing is sent).
+	Backend string
+	DryRun  bool
+
+	Replay     ReplayOptions
+	Parametric ParametricOptions
+	Models     ModelOptions
+
+	// Keep the arrivals with Index % ShardCount == ShardIndex.
+	ShardIndex, ShardCount int64
+
+	// ScheduleOut, when set, receives the schedule CSV (this shard's
+	// arrivals) during the one pass.
+	ScheduleOut io.Writer
+}
+
+// Workload is a built schedule and what is known about it. The facts are
+// measured in one walk of the whole schedule; the schedule can be walked
+// again (by the dispatcher) and yields the same arrivals.
+type Workload struct {
+	// Schedule yields this shard's arrivals.
+	Schedule arrival.Schedule
+	// Stats are this shard's count, span and token totals.
+	Stats arrival.Stats
+	// First is the shard's first arrival (zero when the schedule is empty).
+	First arrival.Arrival
+	// Hash is "sha256:" and the SHA-256 of the schedule CSV of the whole
+	// (unsharded) schedule, header included, so `--dry-run --schedule-out
+	// s.csv && sha256sum s.csv` gives the same digits; Total counts its
+	// arrivals.
+	Hash  string
+	Total int64
+	// Dataset is the prompt dataset (--dataset-path), nil without one.
+	Dataset *prompt.Dataset
+	// Replay describes the replayed trace (replay mode only).
+	Replay *ReplayInfo
+	// Breakdowns are the summary's breakdowns this workload calls for, in
+	// order: BreakdownKind (requests with images vs text) and
+	// BreakdownModel (per served model).
+	Breakdowns []string
+	// Images: every request generates images (openai-images).
+	Images bool
+	// ImageOptions is how requests with input images are built.
+	ImageOptions prompt.ImageOptions
+
+	// traceModels are the distinct model names a replayed trace gives, and
+	// scheduleModels tells that they are already served names (a schedule
+	// CSV): what routing starts from (models.go).
+	traceModels    []string
+	scheduleModels bool
+}
+
+// The breakdowns a workload may call for (the summary keys).
+const (
+	BreakdownKind  = "per_kind"
+	BreakdownModel = "per_model"
+)
+
+// Build returns the schedule of c's mode, routed to models, cut to its
+// length and sharded, with its facts. It reads input files but never the
+// clock. A failure to write c.ScheduleOut is a *WriteError; every other
+// error is a problem of the options or input.
+func Build(c Config, log Logger) (*Workload, error) {
+	w := &Workload{Images: c.images(), ImageOptions: c.Replay.imageOptions()}
+	ds, err := loadDataset(&c, log)
+	if err != nil {
+		return nil, err
+	}
+	w.Dataset = ds
+	var s arrival.Schedule
+	switch c.Mode {
+	case "poisson":
+		s, err = poissonSchedule(&c, ds, log)
+	case "replay":
+		s, err = replaySchedule(&c, c.Seed, log, w)
+	case "parametric":
+		s, err = parametricSchedule(&c, c.Seed, log)
+	default:
+		err = fmt.Errorf("--mode %q: want poisson, replay or parametric", c.Mode)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if s, err = routeModels(&c, c.Seed, log, w, s); err != nil {
+		return nil, err
+	}
+	if err := w.measure(s, &c); err != nil {
+		return nil, err
+	}
+	w.Schedule = arrival.Shard(s, c.ShardIndex, c.ShardCount)
+	return w, nil
+}
+
+// WriteError is a failure to write the schedule CSV.
+type WriteError struct{ Err error }
+
+func (e *WriteError) Error() string { return e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// measure walks the whole schedule s once: its hash and count, and this
+// shard's stats, first arrival and CSV rows.
+func (w *Workload) measure(s arrival.Schedule, c *Config) error {
+	d := sha256.New()
+	d.Write([]byte(arrival.ScheduleHeader + "\n"))
+	var out *csvOut
+	if c.ScheduleOut != nil {
+		out = newCSVOut(c.ScheduleOut)
+	}
+	var line []byte
+	for a := range s {
+		line = arrival.AppendCSVRow(line[:0], a)
+		d.Write(line)
+		w.Total++
+		if c.ShardCount > 1 && a.Index%c.ShardCount != c.ShardIndex {
+			continue
+		}
+		if w.Stats.Count == 0 {
+			w.First = a
+		}
+		w.Stats.Count++
+		w.Stats.Last = a.At
+		w.Stats.Input += int64(a.InputTokens)
+		w.Stats.Output += int64(a.OutputTokens)
+		w.Stats.Images += int64(a.Images)
+		out.write(line)
+	}
+	w.Hash = "sha256:" + hex.EncodeToString(d.Sum(nil))
+	if err := out.close(); err != nil {
+		return &WriteError{err}
+	}
+	return nil
+}
+
+// csvOut writes schedule rows through a buffer, keeping the first error.
+type csvOut struct {
+	w   io.Writer
+	buf []byte
+	err error
+}
+
+func newCSVOut(w io.Writer) *csvOut {
+	return &csvOut{w: w, buf: append(make([]byte, 0, 1<<16), arrival.ScheduleHeader+"\n"...)}
+}
+
+func (o *csvOut) write(line []byte) {
+	if o == nil || o.err != nil {
+		return
+	}
+	if len(o.buf)+len(line) > cap(o.buf) {
+		o.flush()
+	}
+	o.buf = append(o.buf, line...)
+}
+
+func (o *csvOut) flush() {
+	if o.err == nil && len(o.buf) > 0 {
+		_, o.err = o.w.Write(o.buf)
+	}
+	o.buf = o.buf[:0]
+}
+
+func (o *csvOut) close() error {
+	if o == nil {
+		return nil
+	}
+	o.flush()
+	return o.err
+}
+
+// images reports whether every request generates images.
+func (c *Config) images() bool { return c.Backend == client.BackendImages }
+
+// tokenLimit is the most tokens (input plus output) one request may have,
+// and where that limit comes from. The schedule is built with it, so a
+// request above it is never built: trace rows are left out and counted,
+// length flags are an error.
+func (c *Config) tokenLimit() (int, string) {
+	if c.TokenLimit > 0 {
+		return c.TokenLimit, c.TokenLimitFrom
+	}
+	return replay.DefaultTokenLimit, "the built-in cap"
+}
+
+// loadDataset reads --dataset-path when given.
+func loadDataset(c *Config, log Logger) (*prompt.Dataset, error) {
+	if c.DatasetPath == "" {
+		return nil, nil
+	}
+	kind := c.DatasetName
+	if kind == "" || kind == "random" {
+		kind = "sharegpt"
+	}
+	ds, err := prompt.LoadDataset(c.DatasetPath, kind, 0)
+	if err != nil {
+		return nil, err
+	}
+	if ds.Skipped > 0 {
+		log.Warnf("dataset %s: skipped %d entries without a prompt and a reply", c.DatasetPath, ds.Skipped)
+	}
+	log.Infof("dataset %s: %d prompts", c.DatasetPath, ds.Len())
+	return ds, nil
+}
+
+// lengthSource picks how a synthetic schedule sizes its requests: the
+// dataset's own lengths (sharegpt modes) or --random-* lengths.
+func lengthSource(c *Config, ds *prompt.Dataset, log Logger) (arrival.Lengths, error) {
+	if ds != nil && c.DatasetName != "random" {
+		pairs := ds.Lengths(c.SharegptOutputLen)
+		if c.SharegptContextLen > 0 {
+			kept := pairs[:0]
+			for _, p := range pairs {
+				if p[0]+p[1] <= c.SharegptContextLen {
+					kept = append(kept, p)
+				}
+			}
+			if len(kept) == 0 {
+				return nil, fmt.Errorf("--sharegpt-context-len %d leaves no prompt of the dataset", c.SharegptContextLen)
+			}
+			pairs = kept
+		}
+		pairs, err := limitPairs(c, log, "dataset "+c.DatasetPath, pairs)
+		if err != nil {
+			return nil, err
+		}
+		return arrival.SequenceLengths{Pairs: pairs}, nil
+	}
+	u := arrival.UniformLengths{Input: c.RandomInputLen, Output: c.RandomOutputLen, RangeRatio: c.RandomRangeRatio}
+	if err := u.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkUniform(c, u); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+func poissonSchedule(c *Config, ds *prompt.Dataset, log Logger) (arrival.Schedule, error) {
+	lengths, err := lengthSource(c, ds, log)
+	if err != nil {
+		return nil, err
+	}
+	pc := arrival.PoissonConfig{
+		Rate: c.RequestRate, Burstiness: c.Burstiness, Seed: c.Seed, Lengths: lengths,
+		Duration: c.Duration,
+	}
+	if c.Duration <= 0 || c.NumPromptsSet {
+		pc.Count = c.NumPrompts
+	}
+	if err := pc.Validate(); err != nil {
+		return nil, err
+	}
+	return arrival.Poisson(pc), nil
+}
+
+// Line describes the schedule in one line; a rate only when it has one
+// (two arrivals or more, not all due at once).
+func (w *Workload) Line() string {
+	st := w.Stats
+	tokens := fmt.Sprintf("%d input and %d output tokens", st.Input, st.Output)
+	switch {
+	case st.Count == 1:
+		return fmt.Sprintf("schedule: 1 request at %.3f s, %s", st.Last.Seconds(), tokens)
+	case st.Count == 0 || st.Last <= 0:
+		return fmt.Sprintf("schedule: %d requests, all due at the start, %s", st.Count, tokens)
+	}
+	return fmt.Sprintf("schedule: %d requests over %.3f s (mean %.2f req/s), %s", st.Count, st.Last.Seconds(), st.MeanRate(), tokens)
+}

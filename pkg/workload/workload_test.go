@@ -1,0 +1,241 @@
+package workload
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+)
+
+// quiet discards the notes of a build.
+type quiet struct{}
+
+func (quiet) Infof(string, ...any) {}
+func (quiet) Warnf(string, ...any) {}
+
+// baseConfig is a seeded poisson workload with FineServe's defaults.
+func baseConfig() Config {
+	return Config{
+		Mode: "poisson", RequestRate: 40, Burstiness: 1, NumPrompts: 100, NumPromptsSet: true,
+		Seed: 42, TimeScale: 1, RandomInputLen: 1024, RandomOutputLen: 128,
+		Backend: "vllm", Replay: DefaultReplayOptions(), Parametric: DefaultParametricOptions(),
+		ShardCount: 1,
+	}
+}
+
+func tracePath(t *testing.T, name string) string {
+	t.Helper()
+	p := filepath.Join("../replay/testdata", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("trace %s: %v", p, err)
+	}
+	return p
+}
+
+var modes = []struct {
+	name string
+	set  func(t *testing.T, c *Config)
+}{
+	{"poisson", func(t *testing.T, c *Config) {
+		c.RequestRate, c.NumPrompts, c.Burstiness, c.RandomRangeRatio = 40, 500, 0.5, 0.5
+	}},
+	{"replay", func(t *testing.T, c *Config) {
+		c.Mode = "replay"
+		c.Replay.TracePath = tracePath(t, "burstgpt_models.csv")
+		c.NumPromptsSet = false
+		c.TimeScale = 20
+	}},
+	{"parametric", func(t *testing.T, c *Config) {
+		c.Mode = "parametric"
+		c.Parametric.ModelClass = "Dense_lt10B" // NB micro-bursts: shards split bursts
+		c.NumPrompts = 2000
+	}},
+}
+
+// TestOnePassMatchesTheSchedule: the facts measured in the one pass (the
+// CSV written, the stats, the first arrival, the hash) are those of the
+// schedule the dispatcher walks afterwards, in every mode and shard.
+func TestOnePassMatchesTheSchedule(t *testing.T) {
+	for _, m := range modes {
+		for _, shard := range [][2]int64{{0, 1}, {1, 3}} {
+			t.Run(m.name+"/"+strconv.FormatInt(shard[0], 10), func(t *testing.T) {
+				c := baseConfig()
+				m.set(t, &c)
+				c.ShardIndex, c.ShardCount = shard[0], shard[1]
+				var pass bytes.Buffer
+				c.ScheduleOut = &pass
+				w, err := Build(c, quiet{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var walk bytes.Buffer
+				n, err := arrival.WriteCSV(&walk, w.Schedule)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(pass.Bytes(), walk.Bytes()) {
+					t.Errorf("the CSV of the pass (%d bytes) is not the schedule's (%d bytes)", pass.Len(), walk.Len())
+				}
+				if st := arrival.Summarize(w.Schedule); st != w.Stats || st.Count != n || n < 50 {
+					t.Errorf("stats %+v, a walk gives %+v (%d rows)", w.Stats, st, n)
+				}
+				for a := range w.Schedule {
+					if a.Index != w.First.Index || a.At != w.First.At || a.InputTokens != w.First.InputTokens {
+						t.Errorf("first %+v, the schedule starts with %+v", w.First, a)
+					}
+					break
+				}
+				if shard[1] == 1 {
+					sum := sha256.Sum256(walk.Bytes())
+					if want := "sha256:" + hex.EncodeToString(sum[:]); w.Hash != want || w.Total != n {
+						t.Errorf("hash %s over %d, want the CSV's %s over %d", w.Hash, w.Total, want, n)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestShardsSplitTheScheduleInEveryMode builds the schedule of each mode
+// whole and as three shards: every copy computes the same schedule hash —
+// the SHA-256 of the unsharded schedule CSV — and the shards' CSV rows,
+// put together, are the whole schedule's.
+func TestShardsSplitTheScheduleInEveryMode(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			build := func(i, n int64) (rows []string, hash string, total int64) {
+				c := baseConfig()
+				m.set(t, &c)
+				c.ShardIndex, c.ShardCount = i, n
+				var buf bytes.Buffer
+				c.ScheduleOut = &buf
+				w, err := Build(c, quiet{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+				if lines[0] != arrival.ScheduleHeader {
+					t.Fatalf("header %q", lines[0])
+				}
+				return lines[1:], w.Hash, w.Total
+			}
+			whole, hash, total := build(0, 1)
+			if len(whole) < 100 || total != int64(len(whole)) {
+				t.Fatalf("%d arrivals, hash over %d", len(whole), total)
+			}
+			var union []string
+			for i := range int64(3) {
+				rows, h, n := build(i, 3)
+				if h != hash || n != total {
+					t.Errorf("shard %d/3: hash %s over %d, want %s over %d", i, h, n, hash, total)
+				}
+				for _, r := range rows {
+					idx, _, _ := strings.Cut(r, ",")
+					if k := atoi(t, idx); int64(k%3) != i {
+						t.Fatalf("shard %d/3 holds arrival %d", i, k)
+					}
+				}
+				union = append(union, rows...)
+			}
+			slices.SortStableFunc(union, func(a, b string) int { return atoi(t, strings.Split(a, ",")[0]) - atoi(t, strings.Split(b, ",")[0]) })
+			if !slices.Equal(union, whole) {
+				t.Errorf("the shards' union (%d rows) is not the schedule (%d rows)", len(union), len(whole))
+			}
+		})
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// failWriter fails every write.
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// TestScheduleOutFailureIsAWriteError: a schedule CSV that cannot be
+// written is told apart from a problem of the input.
+func TestScheduleOutFailureIsAWriteError(t *testing.T) {
+	c := baseConfig()
+	c.ScheduleOut = failWriter{}
+	_, err := Build(c, quiet{})
+	var we *WriteError
+	if !errors.As(err, &we) || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("err %v, want a *WriteError", err)
+	}
+	c = baseConfig()
+	c.RandomInputLen = -1
+	if _, err := Build(c, quiet{}); err == nil || errors.As(err, &we) {
+		t.Fatalf("bad lengths: err %v, want an input error", err)
+	}
+}
+
+// TestBreakdownsAndReplayInfo: a replayed trace with model names calls for
+// the per-model breakdown and describes itself; poisson calls for none.
+func TestBreakdownsAndReplayInfo(t *testing.T) {
+	c := baseConfig()
+	w, err := Build(c, quiet{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Breakdowns) != 0 || w.Replay != nil {
+		t.Errorf("poisson: breakdowns %v, replay %v", w.Breakdowns, w.Replay)
+	}
+	c.Mode = "replay"
+	c.Replay.TracePath = tracePath(t, "burstgpt_models.csv")
+	c.NumPromptsSet = false
+	if w, err = Build(c, quiet{}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(w.Breakdowns, []string{BreakdownModel}) || w.Replay == nil || w.Replay.Replayed != int(w.Stats.Count) {
+		t.Errorf("replay: breakdowns %v, replay %+v, %d arrivals", w.Breakdowns, w.Replay, w.Stats.Count)
+	}
+}
+
+// TestLine: one request, or all due at once, has no rate.
+func TestLine(t *testing.T) {
+	for _, tc := range []struct {
+		st   arrival.Stats
+		want string
+	}{
+		{arrival.Stats{Count: 1, Last: 0, Input: 8, Output: 4}, "schedule: 1 request at 0.000 s, 8 input and 4 output tokens"},
+		{arrival.Stats{Count: 5, Last: 0, Input: 40, Output: 20}, "schedule: 5 requests, all due at the start, 40 input and 20 output tokens"},
+		{arrival.Stats{Count: 11, Last: 2 * time.Second, Input: 1, Output: 1}, "schedule: 11 requests over 2.000 s (mean 5.00 req/s), 1 input and 1 output tokens"},
+	} {
+		if got := (&Workload{Stats: tc.st}).Line(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.st, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkBuild1M builds a 1 M-arrival poisson workload with its schedule
+// CSV: the one pass keeps no arrival, so its memory does not grow with the
+// schedule (B/op stays near the size of the buffers).
+func BenchmarkBuild1M(b *testing.B) {
+	c := baseConfig()
+	c.NumPrompts, c.RequestRate = 1_000_000, 1000
+	c.ScheduleOut = io.Discard
+	b.ReportAllocs()
+	for b.Loop() {
+		w, err := Build(c, quiet{})
+		if err != nil || w.Stats.Count != 1_000_000 {
+			b.Fatal(err, w.Stats.Count)
+		}
+	}
+}
