@@ -2,8 +2,6 @@ package metrics
 
 import (
 	"time"
-
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
 // maxErrorSamples is how many failed requests' messages are kept.
@@ -54,62 +52,56 @@ func NewCollector() *Collector {
 	}
 }
 
-// Add records one result. It does not keep r.
-func (c *Collector) Add(r *client.Result) {
-	if !c.seen || r.Sent < c.FirstSent {
-		c.FirstSent = r.Sent
+// Add records one request's figures.
+func (c *Collector) Add(s *Sample) {
+	if !c.seen || s.Sent < c.FirstSent {
+		c.FirstSent = s.Sent
 	}
 	c.seen = true
-	c.LastEnd = max(c.LastEnd, r.End)
-	c.Retries += int64(r.Retries)
-	if r.Sent > 0 || r.OK() {
-		c.Lag.Record(r.Lag())
+	c.LastEnd = max(c.LastEnd, s.End)
+	c.Retries += int64(s.Retries)
+	if s.HasLag {
+		c.Lag.Record(s.Lag)
 	}
-	if !r.OK() {
+	if !s.OK {
 		c.Failed++
-		c.ErrorsByClass[r.ErrorClass]++
+		c.ErrorsByClass[s.ErrorClass]++
 		if len(c.ErrorSamples) < maxErrorSamples {
-			c.ErrorSamples = append(c.ErrorSamples, ErrorSample{Index: r.Index, Class: r.ErrorClass, Message: r.Error})
+			c.ErrorSamples = append(c.ErrorSamples, ErrorSample{Index: s.Index, Class: s.ErrorClass, Message: s.Error})
 		}
 		return
 	}
 	c.Completed++
-	c.InputTokens += int64(r.InputLen)
-	out := r.OutputTokens()
-	c.OutputTokens += int64(out)
-	c.Images += int64(r.Images)
-	if r.CachedTokens > 0 {
-		c.CachedTokens += int64(r.CachedTokens)
+	c.InputTokens += int64(s.InputLen)
+	c.OutputTokens += int64(s.OutputTokens)
+	c.Images += int64(s.Images)
+	if s.Generation {
+		c.GeneratedImages += int64(s.Generated)
 	}
-	if r.PromptTokens >= 0 {
-		e := int64(r.PromptTokens - r.InputLen)
-		if e < 0 {
-			e = -e
-		}
+	if s.CachedTokens > 0 {
+		c.CachedTokens += int64(s.CachedTokens)
+	}
+	if s.HasPromptError {
 		c.PromptCounted++
-		c.PromptErrSum += e
-		c.PromptErrMax = max(c.PromptErrMax, e)
-		if e == 0 {
+		c.PromptErrSum += s.PromptError
+		c.PromptErrMax = max(c.PromptErrMax, s.PromptError)
+		if s.PromptError == 0 {
 			c.PromptExact++
 		}
 	}
-	ttft := r.TTFT()
-	e2e := r.E2E()
-	if r.Generate > 0 { // an image generation: no tokens, end to end only
-		c.GeneratedImages += int64(r.Generated)
-		c.E2E.Record(e2e)
-		c.E2ESched.Record(r.End - r.Scheduled)
-		return
+	if s.HasE2E {
+		c.E2E.Record(s.E2E)
+		c.E2ESched.Record(s.E2EFromScheduled)
 	}
-	c.TTFT.Record(ttft)
-	c.E2E.Record(e2e)
-	c.TTFTSched.Record(r.FirstToken - r.Scheduled)
-	c.E2ESched.Record(r.End - r.Scheduled)
-	if out > 1 {
-		c.TPOT.Record((e2e - ttft) / time.Duration(out-1))
+	if s.HasTTFT {
+		c.TTFT.Record(s.TTFT)
+		c.TTFTSched.Record(s.TTFTFromScheduled)
 	}
-	for i := 1; i < len(r.TokenTimes); i++ {
-		c.ITL.Record(r.TokenTimes[i] - r.TokenTimes[i-1])
+	if s.HasTPOT {
+		c.TPOT.Record(s.TPOT)
+	}
+	for i := 1; i < len(s.ITLTimes); i++ {
+		c.ITL.Record(s.ITLTimes[i] - s.ITLTimes[i-1])
 	}
 }
 

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
 // windowSigFigs is the precision of a window's distributions (NewWindowAcc).
@@ -364,7 +362,7 @@ func (g *Groups) State() (map[string]GroupState, error) {
 // GroupsFromState rebuilds a breakdown from its state (it is only merged
 // and summarized, never added to: it has no key function).
 func GroupsFromState(m map[string]GroupState) (*Groups, error) {
-	g := &Groups{key: func(*client.Result) string { return "" }, m: map[string]*Group{}}
+	g := &Groups{key: func(*Sample) string { return "" }, m: map[string]*Group{}}
 	var errs []error
 	for _, k := range sortedKeys(m) {
 		s := m[k]

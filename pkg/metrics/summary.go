@@ -62,6 +62,10 @@ type Summary struct {
 	PromptTokensErrorMean float64 `json:"prompt_tokens_error_mean"`
 	PromptTokensErrorMax  int64   `json:"prompt_tokens_error_max"`
 
+	// RecordsBacklog is the most per-request records that waited in memory
+	// for a results file that fell behind (absent when it kept up).
+	RecordsBacklog *RecordsBacklog `json:"records_backlog,omitempty"`
+
 	// Distributions (ms), null when there is no sample (Dist.Empty). TTFT,
 	// TPOT, ITL and E2E marshal as
 	// {mean,median,std,p90,p95,p99,p999,max}_{ttft,tpot,itl,e2e_latency}_ms;
@@ -78,6 +82,12 @@ type Summary struct {
 	// Extensions set by other parts of the tool (windows, per-model
 	// breakdowns, server metrics, histograms for merging…).
 	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// RecordsBacklog is an amount of records waiting for the disk.
+type RecordsBacklog struct {
+	Records int64 `json:"records"`
+	Bytes   int64 `json:"bytes"`
 }
 
 // Rate is a request rate that marshals +Inf as the string "inf" (JSON has

@@ -83,7 +83,9 @@ func TestRecordFields(t *testing.T) {
 	r.TokenTimes = []time.Duration{2 * time.Second, 2*time.Second + 10*time.Millisecond, 2*time.Second + 25*time.Millisecond}
 	r.InputLen, r.OutputLen, r.PromptTokens, r.CompletionTokens = 10, 3, 10, 3
 	r.Model, r.Status, r.Error = "m\"<x>", 200, "bad \xff byte"
-	line := AppendRecord(nil, r)
+	var s metrics.Sample
+	s.From(r, metrics.NoSLO)
+	line := AppendRecord(nil, &s)
 	var m map[string]any
 	if err := json.Unmarshal(line, &m); err != nil {
 		t.Fatalf("record is not JSON: %v\n%s", err, line)
@@ -107,7 +109,10 @@ func TestRecordFields(t *testing.T) {
 	}
 }
 
-func TestRecordWriterFlushesByTime(t *testing.T) {
+// TestRecordWriterHandsOverByTime: records wait in memory at most
+// FlushInterval before they are handed to the writer, and are in the file
+// once Sync returns.
+func TestRecordWriterHandsOverByTime(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.jsonl")
 	w, err := CreateRecords(path)
 	if err != nil {
@@ -115,19 +120,30 @@ func TestRecordWriterFlushesByTime(t *testing.T) {
 	}
 	r := &client.Result{}
 	r.Reset()
-	if err := w.Write(r); err != nil {
-		t.Fatal(err)
+	var s metrics.Sample
+	s.From(r, metrics.NoSLO)
+	w.Add(&s)
+	if w.curN != 1 {
+		t.Fatalf("%d records kept before the interval passed, want 1", w.curN)
 	}
-	w.lastFlush = time.Now().Add(-FlushInterval) // the interval has passed
-	if err := w.Write(r); err != nil {
+	w.lastHand = time.Now().Add(-FlushInterval) // the interval has passed
+	w.Add(&s)
+	if w.curN != 0 {
+		t.Errorf("%d records kept after the interval passed, want them handed over", w.curN)
+	}
+	w.Add(&s)
+	if err := w.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(path)
-	if n := bytes.Count(b, []byte("\n")); n != 2 {
-		t.Errorf("%d records on disk before Close, want 2 (flushed after the interval)", n)
+	if n := bytes.Count(b, []byte("\n")); n != 3 {
+		t.Errorf("%d records on disk after Sync, want 3", n)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if bl := w.MaxBacklog(); bl != (Backlog{}) {
+		t.Errorf("backlog %+v with a writer that kept up, want none", bl)
 	}
 }
 

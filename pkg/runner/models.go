@@ -8,6 +8,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/routing"
 )
 
@@ -114,7 +115,7 @@ func routeModels(o *Options, seed uint64, log *logger, w *workload, s arrival.Sc
 		}
 	}
 	if m.Strategy != routing.Default || len(w.traceModels) > 0 || o.isImages() {
-		w.breakdown("per_model", func(r *client.Result) string { return r.Model })
+		w.breakdown("per_model", func(s *metrics.Sample) string { return s.Model })
 	}
 	return m.Apply(s, seed), nil
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/promexport"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
@@ -57,8 +56,7 @@ type monitor struct {
 	win, live  *stream // live: nil without live lines
 	timeline   *metrics.Timeline
 	good       metrics.Goodput
-	inLen      *metrics.LengthHist
-	outLen     *metrics.LengthHist
+	lengths    *metrics.Lengths
 	lastServer *servermetrics.Sample
 
 	// The monitor goroutine's own state (then stop's).
@@ -85,15 +83,15 @@ type monitor struct {
 }
 
 // newMonitor prepares the monitor of a run, and starts the generator's
-// metrics endpoint when asked for. It adds itself to wl's observers and
-// annotators.
+// metrics endpoint when asked for. It adds itself to wl's annotators; its
+// consumers of samples are sinks().
 func newMonitor(o *Options, st arrival.Stats, wl *workload, stdio IO, log *logger) (*monitor, error) {
 	m := &monitor{
 		o: o, stdio: stdio, log: log, total: st.Count, span: st.Last, sched: wl.schedule,
 		slo: o.Observe.Goodput, cores: runtime.GOMAXPROCS(0),
 		timeline: metrics.NewTimeline(timelineWidth(st.Last), 256),
-		inLen:    metrics.NewLengthHist(), outLen: metrics.NewLengthHist(),
-		quit: make(chan struct{}), stopped: make(chan struct{}),
+		lengths:  metrics.NewLengths(),
+		quit:     make(chan struct{}), stopped: make(chan struct{}),
 	}
 	m.win = newStream(o.Observe.Window, m.closeWindow)
 	if o.Observe.ReportInterval > 0 {
@@ -123,7 +121,6 @@ func newMonitor(o *Options, st arrival.Stats, wl *workload, stdio IO, log *logge
 		log.Infof("metrics: serving %s", srv.URL)
 		WarnExposed(stdio.Err, "--metrics-addr "+o.Observe.MetricsAddr, srv.Addr)
 	}
-	wl.observe = append(wl.observe, m.observe)
 	wl.annotate = append(wl.annotate, m.annotate)
 	return m, nil
 }
@@ -156,26 +153,36 @@ func (m *monitor) streams() []*stream {
 	return []*stream{m.win, m.live}
 }
 
-// observe takes one result (on the collecting goroutine).
-func (m *monitor) observe(r *client.Result) {
-	m.mu.Lock()
-	good := false
-	if m.slo.Set() {
-		good = m.good.Add(r)
-	}
-	m.win.add(r, good)
+// sinks are the monitor's consumers of samples, for the run's fan-out (on
+// the collecting goroutine): the windows, live intervals, timeline, length
+// distributions and goodput, which the monitor goroutine reads too (under
+// m.mu), and the Prometheus exporter.
+func (m *monitor) sinks() []metrics.Sink {
+	watched := metrics.Fanout{m.win}
 	if m.live != nil {
-		m.live.add(r, good)
+		watched = append(watched, m.live)
 	}
-	m.timeline.Add(r)
-	m.inLen.Record(r.InputLen)
-	if r.OK() {
-		m.outLen.Record(r.OutputTokens())
+	watched = append(watched, m.timeline, m.lengths)
+	if m.slo.Set() {
+		watched = append(watched, &m.good)
 	}
-	m.mu.Unlock()
+	out := []metrics.Sink{locked{&m.mu, watched}}
 	if m.prom != nil {
-		m.prom.Observe(r, good)
+		out = append(out, m.prom)
 	}
+	return out
+}
+
+// locked hands samples to its sinks holding a mutex.
+type locked struct {
+	mu    *sync.Mutex
+	sinks metrics.Fanout
+}
+
+func (l locked) Add(s *metrics.Sample) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sinks.Add(s)
 }
 
 // begin starts watching a run whose offsets count from start: the
@@ -488,7 +495,7 @@ func (m *monitor) annotate(sum *metrics.Summary, elapsed time.Duration) error {
 		errs = append(errs, m.good.Annotate(sum, elapsed))
 	}
 	set(metrics.KeyCDFs, m.col.CDFs())
-	set(metrics.KeyLengths, metrics.LengthHistograms(m.inLen, m.outLen))
+	set(metrics.KeyLengths, metrics.LengthHistograms(m.lengths.In, m.lengths.Out))
 	if m.server != nil {
 		set(metrics.KeyServerMetrics, m.server)
 	}

@@ -72,9 +72,11 @@ func TestMonitorWindowsAndLiveLines(t *testing.T) {
 				if a.Index%100 == 99 {
 					r.ErrorClass, r.Error, r.FirstToken, r.TokenTimes = client.ErrHTTP5xx, "boom", 0, nil
 				}
-				col.Add(r)
-				for _, f := range wl.observe {
-					f(r)
+				var s metrics.Sample
+				s.From(r, o.Observe.Goodput)
+				col.Add(&s)
+				for _, k := range m.sinks() {
+					k.Add(&s)
 				}
 				done.Add(1)
 			}
@@ -208,9 +210,12 @@ func BenchmarkMonitorObserve(b *testing.B) {
 		r.TokenTimes = append(r.TokenTimes, r.FirstToken+time.Duration(i)*5*time.Millisecond)
 	}
 	r.End = r.TokenTimes[15]
+	sinks := metrics.Fanout(m.sinks())
+	var s metrics.Sample
 	b.ReportAllocs()
 	for b.Loop() {
-		m.observe(r)
+		s.From(r, o.Observe.Goodput)
+		sinks.Add(&s)
 	}
 }
 
@@ -247,9 +252,11 @@ func TestSummaryListsEveryFlaggedLiveInterval(t *testing.T) {
 			r.Index, r.Scheduled, r.Sent = a.Index, a.At, a.At+lag
 			r.FirstToken, r.End, r.CompletionTokens, r.Status = r.Sent+time.Millisecond, end, 1, 200
 			r.TokenTimes = []time.Duration{r.FirstToken}
-			col.Add(r)
-			for _, f := range wl.observe {
-				f(r)
+			var s metrics.Sample
+			s.From(r, o.Observe.Goodput)
+			col.Add(&s)
+			for _, k := range m.sinks() {
+				k.Add(&s)
 			}
 			done.Add(1)
 		}

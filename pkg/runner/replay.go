@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 	"github.com/fineserve-gen/fineserve-gen/pkg/replay"
@@ -216,20 +215,12 @@ func replaySchedule(o *Options, seed uint64, log *logger, w *workload) (arrival.
 		if clamped > 0 {
 			log.Warnf("replay: %d image request(s) have a context no larger than their images (%d tokens each): their text is 1 token", clamped, img.TokensPerImage)
 		}
-		w.breakdown("per_kind", requestKind)
+		w.breakdown("per_kind", func(s *metrics.Sample) string { return s.Kind })
 	}
 	w.annotate = append(w.annotate, func(sum *metrics.Summary, _ time.Duration) error {
 		return sum.SetExtra("replay", info)
 	})
 	return s, nil
-}
-
-// requestKind splits requests with images from text-only ones.
-func requestKind(r *client.Result) string {
-	if r.Images > 0 {
-		return "image"
-	}
-	return "text"
 }
 
 func missingLengths(tr *replay.Trace) string {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 )
@@ -32,10 +31,9 @@ func (l *logger) Warnf(format string, a ...any) {
 type workload struct {
 	schedule arrival.Schedule
 	dataset  *prompt.Dataset
-	// observe sees every result as it is collected, and annotate adds to
-	// the summary once the run is over: mode-specific breakdowns and notes
-	// (replay: the trace's skipped rows, per-kind figures).
-	observe  []func(*client.Result)
+	// annotate adds to the summary once the run is over: mode-specific
+	// breakdowns and notes (replay: the trace's skipped rows, per-kind
+	// figures).
 	annotate []func(*metrics.Summary, time.Duration) error
 	// traceModels are the distinct model names a replayed trace gives, and
 	// scheduleModels tells that they are already served names (a schedule
@@ -45,15 +43,18 @@ type workload struct {
 	// hash is the whole (unsharded) schedule's hash (shard.go).
 	hash *scheduleHash
 	// groups are the summary's breakdowns by their key (per_model,
-	// per_kind), which the merge state also keeps (shard.go).
-	groups map[string]*metrics.Groups
+	// per_kind), which the merge state also keeps (shard.go); breakdowns
+	// lists them in the order they were registered (they see every
+	// request's Sample: run.go's fan-out).
+	groups     map[string]*metrics.Groups
+	breakdowns []*metrics.Groups
 }
 
 // breakdown registers a breakdown of the results by group, added to the
 // summary under key.
-func (w *workload) breakdown(key string, group func(*client.Result) string) {
+func (w *workload) breakdown(key string, group func(*metrics.Sample) string) {
 	g := metrics.NewGroups(group)
-	w.observe = append(w.observe, g.Add)
+	w.breakdowns = append(w.breakdowns, g)
 	w.annotate = append(w.annotate, func(sum *metrics.Summary, elapsed time.Duration) error {
 		return sum.SetExtra(key, g.Summary(elapsed))
 	})

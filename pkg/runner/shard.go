@@ -226,7 +226,7 @@ func (r *shardRecorder) annotate(sum *metrics.Summary, elapsed time.Duration) er
 	}
 	p := metrics.RunState{
 		Collector: r.col, Elapsed: elapsed, Windows: r.windows, Groups: groups,
-		InputLengths: r.mon.inLen, OutputLengths: r.mon.outLen,
+		InputLengths: r.mon.lengths.In, OutputLengths: r.mon.lengths.Out,
 	}
 	if r.mon.slo.Set() {
 		p.Goodput = &r.mon.good
