@@ -52,6 +52,15 @@ func NewCollector() *Collector {
 	}
 }
 
+// hists names the Collector's distributions, as its mergeable state
+// (snapshot.go) keys them.
+func (c *Collector) hists() []namedHist {
+	return []namedHist{
+		{"ttft", &c.TTFT}, {"tpot", &c.TPOT}, {"itl", &c.ITL}, {"e2e", &c.E2E},
+		{"send_lag", &c.Lag}, {"ttft_from_scheduled", &c.TTFTSched}, {"e2e_from_scheduled", &c.E2ESched},
+	}
+}
+
 // Add records one request's figures.
 func (c *Collector) Add(s *Sample) {
 	if !c.seen || s.Sent < c.FirstSent {

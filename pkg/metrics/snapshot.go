@@ -181,14 +181,6 @@ func namesHist(hs []namedHist, k string) bool {
 	return slices.ContainsFunc(hs, func(e namedHist) bool { return e.name == k })
 }
 
-// hists names a Collector's distributions in its state.
-func (c *Collector) hists() []namedHist {
-	return []namedHist{
-		{"ttft", &c.TTFT}, {"tpot", &c.TPOT}, {"itl", &c.ITL}, {"e2e", &c.E2E},
-		{"send_lag", &c.Lag}, {"ttft_from_scheduled", &c.TTFTSched}, {"e2e_from_scheduled", &c.E2ESched},
-	}
-}
-
 // State returns c in its mergeable form.
 func (c *Collector) State() (CollectorState, error) {
 	s := CollectorState{
