@@ -23,6 +23,8 @@ type Collector struct {
 	// TTFTSched and E2ESched are measured from the scheduled time, so a
 	// client that falls behind cannot hide its delay in the figures.
 	TTFTSched, E2ESched *Hist
+	// TTFTPer1k is TTFT per thousand prompt tokens (text requests).
+	TTFTPer1k *Hist
 
 	Completed, Failed         int64
 	InputTokens, OutputTokens int64 // of completed requests, as FineServe
@@ -47,7 +49,7 @@ type Collector struct {
 func NewCollector() *Collector {
 	return &Collector{
 		TTFT: NewHist(), TPOT: NewHist(), ITL: NewHist(), E2E: NewHist(),
-		Lag: NewHist(), TTFTSched: NewHist(), E2ESched: NewHist(),
+		Lag: NewHist(), TTFTSched: NewHist(), E2ESched: NewHist(), TTFTPer1k: NewHist(),
 		ErrorsByClass: map[string]int64{},
 	}
 }
@@ -58,6 +60,7 @@ func (c *Collector) hists() []namedHist {
 	return []namedHist{
 		{"ttft", &c.TTFT}, {"tpot", &c.TPOT}, {"itl", &c.ITL}, {"e2e", &c.E2E},
 		{"send_lag", &c.Lag}, {"ttft_from_scheduled", &c.TTFTSched}, {"e2e_from_scheduled", &c.E2ESched},
+		{"ttft_per_1k_prompt_tokens", &c.TTFTPer1k},
 	}
 }
 
@@ -106,6 +109,9 @@ func (c *Collector) Add(s *Sample) {
 		c.TTFT.Record(s.TTFT)
 		c.TTFTSched.Record(s.TTFTFromScheduled)
 	}
+	if s.HasTTFTPer1k {
+		c.TTFTPer1k.Record(s.TTFTPer1kPrompt)
+	}
 	if s.HasTPOT {
 		c.TPOT.Record(s.TPOT)
 	}
@@ -116,8 +122,9 @@ func (c *Collector) Add(s *Sample) {
 
 // Merge adds o's results to c (shards of one run, or windows).
 func (c *Collector) Merge(o *Collector) {
-	for _, p := range [][2]*Hist{{c.TTFT, o.TTFT}, {c.TPOT, o.TPOT}, {c.ITL, o.ITL}, {c.E2E, o.E2E}, {c.Lag, o.Lag}, {c.TTFTSched, o.TTFTSched}, {c.E2ESched, o.E2ESched}} {
-		p[0].Merge(p[1])
+	ch, oh := c.hists(), o.hists()
+	for i := range ch {
+		(*ch[i].h).Merge(*oh[i].h)
 	}
 	c.Completed += o.Completed
 	c.Failed += o.Failed

@@ -62,6 +62,12 @@ type Sample struct {
 	// TTFT is send to the first chunk carrying text (FirstToken − Sent,
 	// as observed); TTFTFromScheduled is measured from the due time.
 	TTFT, TTFTFromScheduled time.Duration
+	// HasTTFTPer1k: TTFTPer1kPrompt counts (HasTTFT, and a prompt of at
+	// least one token). TTFTPer1kPrompt is TTFT per thousand prompt tokens
+	// (the server's usage when given, else the target): the prefill cost
+	// compared across models.
+	HasTTFTPer1k    bool
+	TTFTPer1kPrompt time.Duration
 	// HasTPOT: TPOT counts (HasTTFT, and more than one output token).
 	HasTPOT bool
 	// TPOT is the time per output token after the first, vLLM's
@@ -116,6 +122,14 @@ func (s *Sample) From(r *client.Result, slo SLO) {
 		Images:       r.Images, Generate: r.Generate, Generated: r.Generated,
 	}
 	if s.HasTTFT {
+		prompt := r.InputLen
+		if r.PromptTokens >= 0 {
+			prompt = r.PromptTokens
+		}
+		if prompt > 0 {
+			s.HasTTFTPer1k = true
+			s.TTFTPer1kPrompt = time.Duration(float64(s.TTFT) * 1000 / float64(prompt))
+		}
 		s.ITLTimes = r.TokenTimes
 		if out > 1 {
 			s.HasTPOT = true

@@ -43,6 +43,16 @@ func TestSampleFigures(t *testing.T) {
 		t.Errorf("prompt error %d (%v), cached %d", s.PromptError, s.HasPromptError, s.CachedTokens)
 	}
 
+	// TTFT per 1k prompt tokens: by the server's count (60), else the
+	// target (64); an image generation has none.
+	if want := time.Duration(float64(ms(10)) * 1000 / 60); !s.HasTTFTPer1k || s.TTFTPer1kPrompt != want {
+		t.Errorf("ttft per 1k prompt tokens %v (%v), want %v", s.TTFTPer1kPrompt, s.HasTTFTPer1k, want)
+	}
+	text.PromptTokens = -1
+	if s := sampleOf(text); s.TTFTPer1kPrompt != ms(10)*1000/64 {
+		t.Errorf("ttft per 1k prompt tokens without usage %v, want %v (by the target)", s.TTFTPer1kPrompt, ms(10)*1000/64)
+	}
+
 	one := ok(1, 0, 0, ms(5), []time.Duration{ms(5)}, ms(5), 1)
 	if s := sampleOf(one); !s.HasTTFT || s.HasTPOT {
 		t.Errorf("one output token: ttft %v, tpot %v; want a TTFT and no TPOT", s.HasTTFT, s.HasTPOT)
@@ -50,7 +60,7 @@ func TestSampleFigures(t *testing.T) {
 
 	gen := ok(2, 0, ms(1), 0, nil, ms(40), 0)
 	gen.Generate, gen.Generated, gen.Images = 2, 2, 1
-	if s := sampleOf(gen); !s.Generation || s.HasTTFT || s.HasTPOT || s.ITLTimes != nil || !s.HasE2E || s.Kind != KindImage {
+	if s := sampleOf(gen); !s.Generation || s.HasTTFT || s.HasTTFTPer1k || s.HasTPOT || s.ITLTimes != nil || !s.HasE2E || s.Kind != KindImage {
 		t.Errorf("image generation: %+v; want end to end only", s)
 	}
 

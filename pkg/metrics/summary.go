@@ -78,6 +78,9 @@ type Summary struct {
 	SendLag           Dist `json:"-"`
 	TTFTFromScheduled Dist `json:"-"`
 	E2EFromScheduled  Dist `json:"-"`
+	// TTFTPer1kPrompt marshals as
+	// ttft_per_1k_prompt_tokens_{mean,p50,p90,p99}_ms.
+	TTFTPer1kPrompt Dist `json:"-"`
 
 	// Extensions set by other parts of the tool (windows, per-model
 	// breakdowns, server metrics, histograms for merging…).
@@ -128,6 +131,8 @@ type distField struct {
 	name   string
 	prefix bool // FineServe style: mean_ttft_ms; else send_lag_mean_ms
 	tokens bool // measured on tokens: absent from image-generation runs
+	// only lists the figures written, by their suffix name (nil: all).
+	only []string
 }
 
 // NoTokenMetrics reports whether the run generated images
@@ -136,13 +141,14 @@ type distField struct {
 func (s *Summary) NoTokenMetrics() bool { return s.Backend == "openai-images" }
 
 var distFields = []distField{
-	{func(s *Summary) *Dist { return &s.E2E }, "e2e_latency", true, false},
-	{func(s *Summary) *Dist { return &s.TTFT }, "ttft", true, true},
-	{func(s *Summary) *Dist { return &s.TPOT }, "tpot", true, true},
-	{func(s *Summary) *Dist { return &s.ITL }, "itl", true, true},
-	{func(s *Summary) *Dist { return &s.SendLag }, "send_lag", false, false},
-	{func(s *Summary) *Dist { return &s.TTFTFromScheduled }, "ttft_from_scheduled", false, true},
-	{func(s *Summary) *Dist { return &s.E2EFromScheduled }, "e2e_from_scheduled", false, false},
+	{func(s *Summary) *Dist { return &s.E2E }, "e2e_latency", true, false, nil},
+	{func(s *Summary) *Dist { return &s.TTFT }, "ttft", true, true, nil},
+	{func(s *Summary) *Dist { return &s.TPOT }, "tpot", true, true, nil},
+	{func(s *Summary) *Dist { return &s.ITL }, "itl", true, true, nil},
+	{func(s *Summary) *Dist { return &s.SendLag }, "send_lag", false, false, nil},
+	{func(s *Summary) *Dist { return &s.TTFTFromScheduled }, "ttft_from_scheduled", false, true, nil},
+	{func(s *Summary) *Dist { return &s.E2EFromScheduled }, "e2e_from_scheduled", false, false, nil},
+	{func(s *Summary) *Dist { return &s.TTFTPer1kPrompt }, "ttft_per_1k_prompt_tokens", false, true, []string{"mean", "p50", "p90", "p99"}},
 }
 
 // distStat is one figure of a Dist with its name in both key styles.
@@ -183,6 +189,9 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 		d := f.get(&s)
 		empty := d.Empty() // no sample: null, not 0
 		for _, st := range d.stats() {
+			if f.only != nil && !slices.Contains(f.only, st.suffix) {
+				continue
+			}
 			fmt.Fprintf(&buf, ",%q:", f.key(st))
 			if empty {
 				buf.WriteString("null")
@@ -311,6 +320,7 @@ func (c *Collector) Summarize(s *Summary, dur time.Duration) {
 	s.TotalThroughput = per(float64(c.InputTokens + c.OutputTokens))
 	s.TTFT, s.TPOT, s.ITL, s.E2E = c.TTFT.Dist(), c.TPOT.Dist(), c.ITL.Dist(), c.E2E.Dist()
 	s.SendLag, s.TTFTFromScheduled, s.E2EFromScheduled = c.Lag.Dist(), c.TTFTSched.Dist(), c.E2ESched.Dist()
+	s.TTFTPer1kPrompt = c.TTFTPer1k.Dist()
 	s.Concurrency = per(s.E2E.Mean * float64(s.E2E.Count) / 1e3)
 	s.ErrorsByClass = map[string]int64{}
 	for k, v := range c.ErrorsByClass {
