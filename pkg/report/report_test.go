@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
@@ -181,6 +183,42 @@ func TestNoSampleIsNotApplicable(t *testing.T) {
 		}
 		if rest := page[i:min(len(page), i+200)]; !strings.Contains(rest, "n/a") {
 			t.Errorf("%s is not n/a: %s", label, rest)
+		}
+	}
+}
+
+// TestRecordRoundTrip: a record read back (ParseRecord) and written again
+// gives the same bytes: the writer and the reader share one definition.
+func TestRecordRoundTrip(t *testing.T) {
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	text := &client.Result{}
+	text.Reset()
+	text.Index, text.Scheduled, text.Sent, text.FirstToken, text.End = 4, ms(10), ms(10.5), ms(30), ms(52)
+	text.TokenTimes = []time.Duration{ms(30), ms(41), ms(52)}
+	text.InputLen, text.OutputLen, text.PromptTokens, text.CompletionTokens, text.CachedTokens = 64, 3, 61, 3, 16
+	text.Model, text.Status, text.Retries, text.Images = "m\"<x>", 200, 1, 2
+	gen := &client.Result{}
+	gen.Reset()
+	gen.Index, gen.Sent, gen.End, gen.Generate, gen.Generated, gen.Status = 5, ms(1), ms(90), 2, 1, 200
+	failed := &client.Result{}
+	failed.Reset()
+	failed.Index, failed.Scheduled, failed.ErrorClass, failed.Error = 6, ms(3), client.ErrCanceled, "refused\n\"x\" <b> é"
+	var p fastjson.Parser
+	var back client.Result
+	for _, r := range []*client.Result{text, gen, failed} {
+		var s metrics.Sample
+		s.From(r, metrics.NoSLO)
+		line := AppendRecord(nil, &s)
+		v, err := p.ParseBytes(line)
+		if err != nil {
+			t.Fatalf("record %d is not JSON: %v\n%s", r.Index, err, line)
+		}
+		if err := ParseRecord(v, &back); err != nil {
+			t.Fatal(err)
+		}
+		s.From(&back, metrics.NoSLO)
+		if again := AppendRecord(nil, &s); !bytes.Equal(again, line) {
+			t.Errorf("record %d read back and written again:\n got %s\nwant %s", r.Index, again, line)
 		}
 	}
 }
