@@ -2,8 +2,6 @@ package metrics
 
 import (
 	"time"
-
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
 // maxErrorSamples is how many failed requests' messages are kept.
@@ -25,6 +23,8 @@ type Collector struct {
 	// TTFTSched and E2ESched are measured from the scheduled time, so a
 	// client that falls behind cannot hide its delay in the figures.
 	TTFTSched, E2ESched *Hist
+	// TTFTPer1k is TTFT per thousand prompt tokens (text requests).
+	TTFTPer1k *Hist
 
 	Completed, Failed         int64
 	InputTokens, OutputTokens int64 // of completed requests, as FineServe
@@ -49,74 +49,82 @@ type Collector struct {
 func NewCollector() *Collector {
 	return &Collector{
 		TTFT: NewHist(), TPOT: NewHist(), ITL: NewHist(), E2E: NewHist(),
-		Lag: NewHist(), TTFTSched: NewHist(), E2ESched: NewHist(),
+		Lag: NewHist(), TTFTSched: NewHist(), E2ESched: NewHist(), TTFTPer1k: NewHist(),
 		ErrorsByClass: map[string]int64{},
 	}
 }
 
-// Add records one result. It does not keep r.
-func (c *Collector) Add(r *client.Result) {
-	if !c.seen || r.Sent < c.FirstSent {
-		c.FirstSent = r.Sent
+// hists names the Collector's distributions, as its mergeable state
+// (snapshot.go) keys them.
+func (c *Collector) hists() []namedHist {
+	return []namedHist{
+		{"ttft", &c.TTFT}, {"tpot", &c.TPOT}, {"itl", &c.ITL}, {"e2e", &c.E2E},
+		{"send_lag", &c.Lag}, {"ttft_from_scheduled", &c.TTFTSched}, {"e2e_from_scheduled", &c.E2ESched},
+		{"ttft_per_1k_prompt_tokens", &c.TTFTPer1k},
+	}
+}
+
+// Add records one request's figures.
+func (c *Collector) Add(s *Sample) {
+	if !c.seen || s.Sent < c.FirstSent {
+		c.FirstSent = s.Sent
 	}
 	c.seen = true
-	c.LastEnd = max(c.LastEnd, r.End)
-	c.Retries += int64(r.Retries)
-	if r.Sent > 0 || r.OK() {
-		c.Lag.Record(r.Lag())
+	c.LastEnd = max(c.LastEnd, s.End)
+	c.Retries += int64(s.Retries)
+	if s.HasLag {
+		c.Lag.Record(s.Lag)
 	}
-	if !r.OK() {
+	if !s.OK {
 		c.Failed++
-		c.ErrorsByClass[r.ErrorClass]++
+		c.ErrorsByClass[s.ErrorClass]++
 		if len(c.ErrorSamples) < maxErrorSamples {
-			c.ErrorSamples = append(c.ErrorSamples, ErrorSample{Index: r.Index, Class: r.ErrorClass, Message: r.Error})
+			c.ErrorSamples = append(c.ErrorSamples, ErrorSample{Index: s.Index, Class: s.ErrorClass, Message: s.Error})
 		}
 		return
 	}
 	c.Completed++
-	c.InputTokens += int64(r.InputLen)
-	out := r.OutputTokens()
-	c.OutputTokens += int64(out)
-	c.Images += int64(r.Images)
-	if r.CachedTokens > 0 {
-		c.CachedTokens += int64(r.CachedTokens)
+	c.InputTokens += int64(s.InputLen)
+	c.OutputTokens += int64(s.OutputTokens)
+	c.Images += int64(s.Images)
+	if s.Generation {
+		c.GeneratedImages += int64(s.Generated)
 	}
-	if r.PromptTokens >= 0 {
-		e := int64(r.PromptTokens - r.InputLen)
-		if e < 0 {
-			e = -e
-		}
+	if s.CachedTokens > 0 {
+		c.CachedTokens += int64(s.CachedTokens)
+	}
+	if s.HasPromptError {
 		c.PromptCounted++
-		c.PromptErrSum += e
-		c.PromptErrMax = max(c.PromptErrMax, e)
-		if e == 0 {
+		c.PromptErrSum += s.PromptError
+		c.PromptErrMax = max(c.PromptErrMax, s.PromptError)
+		if s.PromptError == 0 {
 			c.PromptExact++
 		}
 	}
-	ttft := r.TTFT()
-	e2e := r.E2E()
-	if r.Generate > 0 { // an image generation: no tokens, end to end only
-		c.GeneratedImages += int64(r.Generated)
-		c.E2E.Record(e2e)
-		c.E2ESched.Record(r.End - r.Scheduled)
-		return
+	if s.HasE2E {
+		c.E2E.Record(s.E2E)
+		c.E2ESched.Record(s.E2EFromScheduled)
 	}
-	c.TTFT.Record(ttft)
-	c.E2E.Record(e2e)
-	c.TTFTSched.Record(r.FirstToken - r.Scheduled)
-	c.E2ESched.Record(r.End - r.Scheduled)
-	if out > 1 {
-		c.TPOT.Record((e2e - ttft) / time.Duration(out-1))
+	if s.HasTTFT {
+		c.TTFT.Record(s.TTFT)
+		c.TTFTSched.Record(s.TTFTFromScheduled)
 	}
-	for i := 1; i < len(r.TokenTimes); i++ {
-		c.ITL.Record(r.TokenTimes[i] - r.TokenTimes[i-1])
+	if s.HasTTFTPer1k {
+		c.TTFTPer1k.Record(s.TTFTPer1kPrompt)
+	}
+	if s.HasTPOT {
+		c.TPOT.Record(s.TPOT)
+	}
+	for i := 1; i < len(s.ITLTimes); i++ {
+		c.ITL.Record(s.ITLTimes[i] - s.ITLTimes[i-1])
 	}
 }
 
 // Merge adds o's results to c (shards of one run, or windows).
 func (c *Collector) Merge(o *Collector) {
-	for _, p := range [][2]*Hist{{c.TTFT, o.TTFT}, {c.TPOT, o.TPOT}, {c.ITL, o.ITL}, {c.E2E, o.E2E}, {c.Lag, o.Lag}, {c.TTFTSched, o.TTFTSched}, {c.E2ESched, o.E2ESched}} {
-		p[0].Merge(p[1])
+	ch, oh := c.hists(), o.hists()
+	for i := range ch {
+		(*ch[i].h).Merge(*oh[i].h)
 	}
 	c.Completed += o.Completed
 	c.Failed += o.Failed

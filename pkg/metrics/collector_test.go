@@ -25,11 +25,11 @@ func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millise
 func TestCollectorDefinitions(t *testing.T) {
 	c := NewCollector()
 	// Due at 0, sent at 2 ms, tokens at 12, 17, 27 ms, end at 30 ms.
-	c.Add(ok(0, 0, ms(2), ms(12), []time.Duration{ms(12), ms(17), ms(27)}, ms(30), 3))
+	c.Add(sampleOf(ok(0, 0, ms(2), ms(12), []time.Duration{ms(12), ms(17), ms(27)}, ms(30), 3)))
 	failed := &client.Result{}
 	failed.Reset()
 	failed.Index, failed.Sent, failed.End, failed.ErrorClass, failed.Error = 1, ms(5), ms(6), client.ErrHTTP5xx, "boom"
-	c.Add(failed)
+	c.Add(sampleOf(failed))
 	var s Summary
 	c.Summarize(&s, time.Second)
 	check := func(name string, got, want float64) {
@@ -57,7 +57,7 @@ func TestCollectorDefinitions(t *testing.T) {
 
 func TestSummaryJSONKeys(t *testing.T) {
 	c := NewCollector()
-	c.Add(ok(0, 0, ms(1), ms(2), []time.Duration{ms(2), ms(3)}, ms(4), 2))
+	c.Add(sampleOf(ok(0, 0, ms(1), ms(2), []time.Duration{ms(2), ms(3)}, ms(4), 2)))
 	s := Summary{Backend: "vllm", Mode: "poisson", RequestRate: Rate(math.Inf(1))}
 	c.Summarize(&s, time.Second)
 	s.WindowSeconds, s.Windows = 1, []WindowStats{{Index: 1}, {Index: 2}}
@@ -122,7 +122,7 @@ func TestNoSampleIsNull(t *testing.T) {
 		r.Reset()
 		r.Index, r.Scheduled, r.Sent, r.End = i, ms(10*float64(i)), ms(10*float64(i)+0.5), ms(10*float64(i)+2)
 		r.ErrorClass, r.Error, r.Status = client.ErrHTTP5xx, "503", 503
-		c.Add(r)
+		c.Add(sampleOf(r))
 	}
 	var s Summary
 	c.Summarize(&s, time.Second)

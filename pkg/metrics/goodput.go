@@ -109,24 +109,12 @@ func (s SLO) Targets() map[string]float64 {
 
 // Met reports whether r meets every target of s: r succeeded, its TTFT,
 // TPOT and E2E latency are each at most their target. TPOT is that of the
-// request, (E2E − TTFT)/(output tokens − 1), and 0 for a request of one
-// output token, as in vLLM's benchmark.
+// request (Sample.TPOT), and does not apply to a request of one output
+// token, as in vLLM's benchmark.
 func (s SLO) Met(r *client.Result) bool {
-	if !r.OK() {
-		return false
-	}
-	if !math.IsNaN(s.TTFT) && msOf(r.TTFT()) > s.TTFT {
-		return false
-	}
-	if !math.IsNaN(s.E2EL) && msOf(r.E2E()) > s.E2EL {
-		return false
-	}
-	if !math.IsNaN(s.TPOT) {
-		if out := r.OutputTokens(); out > 1 && msOf(r.E2E()-r.TTFT())/float64(out-1) > s.TPOT {
-			return false
-		}
-	}
-	return true
+	var smp Sample
+	smp.From(r, NoSLO)
+	return s.met(&smp)
 }
 
 func msOf(d time.Duration) float64 { return float64(d) / 1e6 }
@@ -138,14 +126,13 @@ type Goodput struct {
 	All  int64 // requests that finished, successful or not
 }
 
-// Add counts r and reports whether it met the SLO.
-func (g *Goodput) Add(r *client.Result) bool {
+// Add counts s, good when it met the SLO (Sample.Good: s must be derived
+// with g.SLO).
+func (g *Goodput) Add(s *Sample) {
 	g.All++
-	if g.SLO.Met(r) {
+	if s.Good {
 		g.Good++
-		return true
 	}
-	return false
 }
 
 // Share is the fraction of finished requests that met the SLO (0 when none

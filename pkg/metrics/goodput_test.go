@@ -109,9 +109,12 @@ func TestGoodputHandComputation(t *testing.T) {
 	}
 	g := Goodput{SLO: slo}
 	for i, c := range rs {
-		if got := g.Add(c.r); got != c.good {
-			t.Errorf("request %d: met = %v, want %v", i, got, c.good)
+		var s Sample
+		s.From(c.r, slo)
+		if s.Good != c.good {
+			t.Errorf("request %d: met = %v, want %v", i, s.Good, c.good)
 		}
+		g.Add(&s)
 	}
 	if g.Good != 3 || g.All != 7 {
 		t.Fatalf("good %d of %d, want 3 of 7", g.Good, g.All)

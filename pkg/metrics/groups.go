@@ -3,8 +3,6 @@ package metrics
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
 // Groups is a keyed breakdown of results: per kind of request (text or
@@ -12,7 +10,7 @@ import (
 // grows with the number of groups, never with the number of requests. Like
 // Collector, it is used by one goroutine.
 type Groups struct {
-	key func(*client.Result) string
+	key func(*Sample) string
 	m   map[string]*Group
 }
 
@@ -29,7 +27,7 @@ type Group struct {
 }
 
 // NewGroups returns an empty breakdown whose group of a result is key(r).
-func NewGroups(key func(*client.Result) string) *Groups {
+func NewGroups(key func(*Sample) string) *Groups {
 	return &Groups{key: key, m: map[string]*Group{}}
 }
 
@@ -37,40 +35,41 @@ func newGroup() *Group {
 	return &Group{TTFT: NewHist(), TPOT: NewHist(), E2E: NewHist()}
 }
 
-// Add records r in its group. It does not keep r.
-func (g *Groups) Add(r *client.Result) {
-	k := g.key(r)
+// Add records s in its group.
+func (g *Groups) Add(s *Sample) {
+	k := g.key(s)
 	gr := g.m[k]
 	if gr == nil {
 		gr = newGroup()
 		g.m[k] = gr
 	}
-	if r.Generate > 0 {
+	if s.Generation {
 		gr.Generations++
 	} else {
 		gr.Text++
 	}
-	if !r.OK() {
+	if !s.OK {
 		gr.Failed++
 		return
 	}
 	gr.Completed++
-	gr.InputTokens += int64(r.InputLen)
-	out := r.OutputTokens()
-	gr.OutputTokens += int64(out)
-	gr.Images += int64(r.Images)
-	if r.CachedTokens > 0 {
-		gr.CachedTokens += int64(r.CachedTokens)
+	gr.InputTokens += int64(s.InputLen)
+	gr.OutputTokens += int64(s.OutputTokens)
+	gr.Images += int64(s.Images)
+	if s.CachedTokens > 0 {
+		gr.CachedTokens += int64(s.CachedTokens)
 	}
-	ttft, e2e := r.TTFT(), r.E2E()
-	gr.E2E.Record(e2e)
-	if r.Generate > 0 { // an image generation: no tokens
-		gr.GeneratedImages += int64(r.Generated)
-		return
+	if s.Generation {
+		gr.GeneratedImages += int64(s.Generated)
 	}
-	gr.TTFT.Record(ttft)
-	if out > 1 {
-		gr.TPOT.Record((e2e - ttft) / time.Duration(out-1))
+	if s.HasE2E {
+		gr.E2E.Record(s.E2E)
+	}
+	if s.HasTTFT {
+		gr.TTFT.Record(s.TTFT)
+	}
+	if s.HasTPOT {
+		gr.TPOT.Record(s.TPOT)
 	}
 }
 

@@ -19,17 +19,12 @@ func groupResult(images int, ok bool, ttft, e2e time.Duration, out int) *client.
 }
 
 func TestGroups(t *testing.T) {
-	kind := func(r *client.Result) string {
-		if r.Images > 0 {
-			return "image"
-		}
-		return "text"
-	}
+	kind := func(s *Sample) string { return s.Kind }
 	a, b := NewGroups(kind), NewGroups(kind)
-	a.Add(groupResult(0, true, 10*time.Millisecond, 110*time.Millisecond, 11))
-	a.Add(groupResult(2, true, 50*time.Millisecond, 250*time.Millisecond, 5))
-	b.Add(groupResult(0, true, 30*time.Millisecond, 130*time.Millisecond, 11))
-	b.Add(groupResult(1, false, 0, time.Millisecond, 5))
+	a.Add(sampleOf(groupResult(0, true, 10*time.Millisecond, 110*time.Millisecond, 11)))
+	a.Add(sampleOf(groupResult(2, true, 50*time.Millisecond, 250*time.Millisecond, 5)))
+	b.Add(sampleOf(groupResult(0, true, 30*time.Millisecond, 130*time.Millisecond, 11)))
+	b.Add(sampleOf(groupResult(1, false, 0, time.Millisecond, 5)))
 	a.Merge(b)
 	if k := a.Keys(); len(k) != 2 || k[0] != "image" || k[1] != "text" {
 		t.Fatalf("keys %v", k)

@@ -63,7 +63,7 @@ type runParts struct {
 
 func newRunParts(w time.Duration, slo SLO) *runParts {
 	p := &runParts{
-		col: NewCollector(), models: NewGroups(func(r *client.Result) string { return r.Model }),
+		col: NewCollector(), models: NewGroups(func(s *Sample) string { return s.Model }),
 		in: NewLengthHist(), out: NewLengthHist(), windows: map[int]*WindowAcc{}, width: w, offered: map[int]int64{},
 	}
 	p.good.SLO = slo
@@ -71,9 +71,13 @@ func newRunParts(w time.Duration, slo SLO) *runParts {
 }
 
 func (p *runParts) add(r *client.Result) {
-	p.col.Add(r)
-	p.models.Add(r)
-	good := p.good.Add(r)
+	var s Sample
+	s.From(r, p.good.SLO)
+	p.col.Add(&s)
+	p.models.Add(&s)
+	if p.good.SLO.Set() {
+		p.good.Add(&s)
+	}
 	p.in.Record(r.InputLen)
 	if r.OK() {
 		p.out.Record(r.OutputTokens())
@@ -82,7 +86,7 @@ func (p *runParts) add(r *client.Result) {
 	if p.windows[i] == nil {
 		p.windows[i] = NewWindowAcc()
 	}
-	p.windows[i].Add(r, good)
+	p.windows[i].Add(&s)
 	p.offered[int(r.Scheduled/p.width)]++
 	p.lastEnd = max(p.lastEnd, r.End)
 }

@@ -66,7 +66,7 @@ func TestSectionsFollowTheDistributionsInKeyOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := keysOf(t, b)
-	last := slices.Index(keys, "e2e_from_scheduled_max_ms")
+	last := slices.Index(keys, lastDistKey())
 	if last < 0 {
 		t.Fatalf("no distribution keys: %v", keys)
 	}
@@ -129,10 +129,14 @@ func TestSectionsWrittenByThePreviousFormat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// From the last distribution key on: a distribution whose values
-		// are all 0 reads back as empty (its count is not written).
-		from := func(x []byte) string { return string(x[bytes.Index(x, []byte(`"e2e_from_scheduled_max_ms"`)):]) }
-		if got, want := from(append(out, '\n')), from(b); got != want {
+		// The sections, after the distributions: a distribution whose
+		// values are all 0 reads back as empty (its count is not written),
+		// and distributions added since are written too (as null).
+		after := func(x []byte, key string) string {
+			x = x[bytes.Index(x, []byte(`"`+key+`"`)):]
+			return string(x[bytes.IndexByte(x, '\n'):])
+		}
+		if got, want := after(append(out, '\n'), lastDistKey()), after(b, "e2e_from_scheduled_max_ms"); got != want {
 			i := 0
 			for i < len(got) && i < len(want) && got[i] == want[i] {
 				i++
@@ -143,6 +147,22 @@ func TestSectionsWrittenByThePreviousFormat(t *testing.T) {
 			t.Errorf("%s: sections not read: %+v", name, s)
 		}
 	}
+}
+
+// lastDistKey is the last distribution key a summary writes.
+func lastDistKey() string {
+	f := distFields[len(distFields)-1]
+	var d Dist
+	stats := d.stats()
+	last := stats[len(stats)-1]
+	if f.only != nil {
+		for _, st := range stats {
+			if st.suffix == f.only[len(f.only)-1] {
+				last = st
+			}
+		}
+	}
+	return f.key(last)
 }
 
 // TestSummaryIgnoresUnknownKeys: a key no section holds (FineServe's own,

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
 // windowSigFigs is the precision of a window's distributions (NewWindowAcc).
@@ -181,14 +179,6 @@ type namedHist struct {
 // namesHist reports whether one of hs is named k.
 func namesHist(hs []namedHist, k string) bool {
 	return slices.ContainsFunc(hs, func(e namedHist) bool { return e.name == k })
-}
-
-// hists names a Collector's distributions in its state.
-func (c *Collector) hists() []namedHist {
-	return []namedHist{
-		{"ttft", &c.TTFT}, {"tpot", &c.TPOT}, {"itl", &c.ITL}, {"e2e", &c.E2E},
-		{"send_lag", &c.Lag}, {"ttft_from_scheduled", &c.TTFTSched}, {"e2e_from_scheduled", &c.E2ESched},
-	}
 }
 
 // State returns c in its mergeable form.
@@ -364,7 +354,7 @@ func (g *Groups) State() (map[string]GroupState, error) {
 // GroupsFromState rebuilds a breakdown from its state (it is only merged
 // and summarized, never added to: it has no key function).
 func GroupsFromState(m map[string]GroupState) (*Groups, error) {
-	g := &Groups{key: func(*client.Result) string { return "" }, m: map[string]*Group{}}
+	g := &Groups{key: func(*Sample) string { return "" }, m: map[string]*Group{}}
 	var errs []error
 	for _, k := range sortedKeys(m) {
 		s := m[k]

@@ -60,6 +60,10 @@ type Summary struct {
 	PromptTokensErrorMean float64 `json:"prompt_tokens_error_mean"`
 	PromptTokensErrorMax  int64   `json:"prompt_tokens_error_max"`
 
+	// RecordsBacklog is the most per-request records that waited in memory
+	// for a results file that fell behind (absent when it kept up).
+	RecordsBacklog *RecordsBacklog `json:"records_backlog,omitempty"`
+
 	// Distributions (ms), null when there is no sample (Dist.Empty). TTFT,
 	// TPOT, ITL and E2E marshal as
 	// {mean,median,std,p90,p95,p99,p999,max}_{ttft,tpot,itl,e2e_latency}_ms;
@@ -72,6 +76,9 @@ type Summary struct {
 	SendLag           Dist `json:"-"`
 	TTFTFromScheduled Dist `json:"-"`
 	E2EFromScheduled  Dist `json:"-"`
+	// TTFTPer1kPrompt marshals as
+	// ttft_per_1k_prompt_tokens_{mean,p50,p90,p99}_ms.
+	TTFTPer1kPrompt Dist `json:"-"`
 
 	// Sections, written after the distributions in key order
 	// (sectionFields), each absent when unset.
@@ -116,6 +123,12 @@ type Summary struct {
 	MergeNotes    []string     `json:"-"`
 }
 
+// RecordsBacklog is an amount of records waiting for the disk.
+type RecordsBacklog struct {
+	Records int64 `json:"records"`
+	Bytes   int64 `json:"bytes"`
+}
+
 // Rate is a request rate that marshals +Inf as the string "inf" (JSON has
 // no infinity) and 0 as null (no rate: replay and parametric modes).
 type Rate float64
@@ -154,6 +167,8 @@ type distField struct {
 	name   string
 	prefix bool // FineServe style: mean_ttft_ms; else send_lag_mean_ms
 	tokens bool // measured on tokens: absent from image-generation runs
+	// only lists the figures written, by their suffix name (nil: all).
+	only []string
 }
 
 // NoTokenMetrics reports whether the run generated images
@@ -162,13 +177,14 @@ type distField struct {
 func (s *Summary) NoTokenMetrics() bool { return s.Backend == "openai-images" }
 
 var distFields = []distField{
-	{func(s *Summary) *Dist { return &s.E2E }, "e2e_latency", true, false},
-	{func(s *Summary) *Dist { return &s.TTFT }, "ttft", true, true},
-	{func(s *Summary) *Dist { return &s.TPOT }, "tpot", true, true},
-	{func(s *Summary) *Dist { return &s.ITL }, "itl", true, true},
-	{func(s *Summary) *Dist { return &s.SendLag }, "send_lag", false, false},
-	{func(s *Summary) *Dist { return &s.TTFTFromScheduled }, "ttft_from_scheduled", false, true},
-	{func(s *Summary) *Dist { return &s.E2EFromScheduled }, "e2e_from_scheduled", false, false},
+	{func(s *Summary) *Dist { return &s.E2E }, "e2e_latency", true, false, nil},
+	{func(s *Summary) *Dist { return &s.TTFT }, "ttft", true, true, nil},
+	{func(s *Summary) *Dist { return &s.TPOT }, "tpot", true, true, nil},
+	{func(s *Summary) *Dist { return &s.ITL }, "itl", true, true, nil},
+	{func(s *Summary) *Dist { return &s.SendLag }, "send_lag", false, false, nil},
+	{func(s *Summary) *Dist { return &s.TTFTFromScheduled }, "ttft_from_scheduled", false, true, nil},
+	{func(s *Summary) *Dist { return &s.E2EFromScheduled }, "e2e_from_scheduled", false, false, nil},
+	{func(s *Summary) *Dist { return &s.TTFTPer1kPrompt }, "ttft_per_1k_prompt_tokens", false, true, []string{"mean", "p50", "p90", "p99"}},
 }
 
 // distStat is one figure of a Dist with its name in both key styles.
@@ -209,6 +225,9 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 		d := f.get(&s)
 		empty := d.Empty() // no sample: null, not 0
 		for _, st := range d.stats() {
+			if f.only != nil && !slices.Contains(f.only, st.suffix) {
+				continue
+			}
 			fmt.Fprintf(&buf, ",%q:", f.key(st))
 			if empty {
 				buf.WriteString("null")
@@ -290,6 +309,7 @@ func (c *Collector) Summarize(s *Summary, dur time.Duration) {
 	s.TotalThroughput = per(float64(c.InputTokens + c.OutputTokens))
 	s.TTFT, s.TPOT, s.ITL, s.E2E = c.TTFT.Dist(), c.TPOT.Dist(), c.ITL.Dist(), c.E2E.Dist()
 	s.SendLag, s.TTFTFromScheduled, s.E2EFromScheduled = c.Lag.Dist(), c.TTFTSched.Dist(), c.E2ESched.Dist()
+	s.TTFTPer1kPrompt = c.TTFTPer1k.Dist()
 	s.Concurrency = per(s.E2E.Mean * float64(s.E2E.Count) / 1e3)
 	s.ErrorsByClass = map[string]int64{}
 	for k, v := range c.ErrorsByClass {

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Timeline is a run's time series for plots: a bounded number of bins of
@@ -22,7 +22,7 @@ type Timeline struct {
 
 type timelineBin struct {
 	offered, completed, failed int64
-	lag                        logHist
+	lag                        *hdrhistogram.Histogram // send lags in µs (nil: none)
 	lagMax                     time.Duration
 	inFlight                   float64 // request-seconds
 	server                     serverBin
@@ -85,7 +85,13 @@ func (b *timelineBin) merge(o *timelineBin) {
 	b.offered += o.offered
 	b.completed += o.completed
 	b.failed += o.failed
-	b.lag.merge(&o.lag)
+	switch {
+	case o.lag == nil:
+	case b.lag == nil:
+		b.lag = o.lag
+	default:
+		b.lag.Merge(o.lag)
+	}
 	b.lagMax = max(b.lagMax, o.lagMax)
 	b.inFlight += o.inFlight
 	s, os := &b.server, &o.server
@@ -99,21 +105,23 @@ func (b *timelineBin) merge(o *timelineBin) {
 	s.hasKV += os.hasKV
 }
 
-// Add places r in the timeline.
-func (t *Timeline) Add(r *client.Result) {
-	t.bin(r.Scheduled).offered++
-	if r.OK() {
-		t.bin(r.End).completed++
+// Add places a request in the timeline.
+func (t *Timeline) Add(s *Sample) {
+	t.bin(s.Scheduled).offered++
+	if s.OK {
+		t.bin(s.End).completed++
 	} else {
-		t.bin(r.End).failed++
+		t.bin(s.End).failed++
 	}
-	if r.Sent > 0 || r.OK() {
-		b := t.bin(r.Sent)
-		lag := max(r.Lag(), 0)
-		b.lag.record(lag)
-		b.lagMax = max(b.lagMax, lag)
+	if s.HasLag {
+		b := t.bin(s.Sent)
+		if b.lag == nil {
+			b.lag = newLagHist()
+		}
+		_ = b.lag.RecordValue(min(int64(s.Lag/time.Microsecond), histMaxMicros))
+		b.lagMax = max(b.lagMax, s.Lag)
 	}
-	t.addInterval(r.Sent, r.End)
+	t.addInterval(s.Sent, s.End)
 }
 
 // addInterval adds the time a request spent in flight to the bins it
@@ -190,8 +198,8 @@ func (t *Timeline) Points() []SeriesPoint {
 			InFlight:      b.inFlight / w,
 			ServerRunning: math.NaN(), ServerWaiting: math.NaN(), KVCache: math.NaN(), ServerIdle: math.NaN(),
 		}
-		if b.lag.n > 0 {
-			p.LagP50, p.LagP99 = b.lag.quantile(0.5), b.lag.quantile(0.99)
+		if b.lag != nil {
+			p.LagP50, p.LagP99 = lagQuantile(b.lag, 0.5), lagQuantile(b.lag, 0.99)
 			p.LagMax = float64(b.lagMax) / 1e6
 			p.LagP50, p.LagP99 = min(p.LagP50, p.LagMax), min(p.LagP99, p.LagMax)
 		}
@@ -211,57 +219,14 @@ func (t *Timeline) Points() []SeriesPoint {
 	return out
 }
 
-// logHist is a small latency histogram with buckets 10 % wide (quantiles
-// within 5 %), 1 µs to a day, for timeline bins.
-type logHist struct {
-	n      int64
-	counts [logHistBuckets]uint32
-}
+// lagSigFigs is the precision of a timeline bin's send lags: one
+// significant digit (buckets 1/16 wide), 1 µs to a day, about 4 KiB per bin
+// that holds a send (a plot needs no more, and bins are many).
+const lagSigFigs = 1
 
-const logHistBuckets = 272
+func newLagHist() *hdrhistogram.Histogram { return hdrhistogram.New(0, histMaxMicros, lagSigFigs) }
 
-var logHistStep = math.Log(1.1)
-
-func logHistIndex(d time.Duration) int {
-	us := float64(d) / 1e3
-	if us < 1 {
-		return 0
-	}
-	return min(1+int(math.Log(us)/logHistStep), logHistBuckets-1)
-}
-
-func (h *logHist) record(d time.Duration) {
-	h.counts[logHistIndex(d)]++
-	h.n++
-}
-
-func (h *logHist) merge(o *logHist) {
-	if o.n == 0 {
-		return
-	}
-	for i, c := range o.counts {
-		h.counts[i] += c
-	}
-	h.n += o.n
-}
-
-// quantile returns the q-quantile in ms: the geometric middle of its bucket.
-func (h *logHist) quantile(q float64) float64 {
-	if h.n == 0 {
-		return math.NaN()
-	}
-	rank := int64(math.Ceil(q * float64(h.n)))
-	rank = max(rank, 1)
-	var seen int64
-	for i, c := range h.counts {
-		seen += int64(c)
-		if seen >= rank {
-			if i == 0 {
-				return 0.0005
-			}
-			lo := math.Exp(float64(i-1) * logHistStep)
-			return lo * math.Sqrt(1.1) / 1e3
-		}
-	}
-	return math.NaN()
+// lagQuantile returns h's q-quantile in ms (h holds µs).
+func lagQuantile(h *hdrhistogram.Histogram, q float64) float64 {
+	return float64(h.ValueAtPercentile(q*100)) / 1e3
 }

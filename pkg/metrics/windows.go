@@ -6,8 +6,6 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
 // WindowStats is one window of a run's time series (the summary's windows:
@@ -123,34 +121,33 @@ func (h *Hist) reset() {
 	h.n, h.mean, h.m2, h.max, h.clamped = 0, 0, 0, 0, 0
 }
 
-// Add records r; good tells whether it met the run's SLO.
-func (a *WindowAcc) Add(r *client.Result, good bool) {
-	if r.Sent > 0 || r.OK() {
-		a.Lag.Record(r.Lag())
+// Add records s.
+func (a *WindowAcc) Add(s *Sample) {
+	if s.HasLag {
+		a.Lag.Record(s.Lag)
 	}
-	if good {
+	if s.Good {
 		a.Good++
 	}
-	if !r.OK() {
+	if !s.OK {
 		a.Failed++
-		a.ErrorsByClass[r.ErrorClass]++
+		a.ErrorsByClass[s.ErrorClass]++
 		return
 	}
 	a.Completed++
-	a.InputTokens += int64(r.InputLen)
-	out := r.OutputTokens()
-	a.OutputTokens += int64(out)
-	ttft, e2e := r.TTFT(), r.E2E()
-	a.E2E.Record(e2e)
-	if r.Generate > 0 { // an image generation: end to end only, as in the Collector
-		return
+	a.InputTokens += int64(s.InputLen)
+	a.OutputTokens += int64(s.OutputTokens)
+	if s.HasE2E {
+		a.E2E.Record(s.E2E)
 	}
-	a.TTFT.Record(ttft)
-	if out > 1 {
-		a.TPOT.Record((e2e - ttft) / time.Duration(out-1))
+	if s.HasTTFT {
+		a.TTFT.Record(s.TTFT)
 	}
-	for i := 1; i < len(r.TokenTimes); i++ {
-		a.ITL.Record(r.TokenTimes[i] - r.TokenTimes[i-1])
+	if s.HasTPOT {
+		a.TPOT.Record(s.TPOT)
+	}
+	for i := 1; i < len(s.ITLTimes); i++ {
+		a.ITL.Record(s.ITLTimes[i] - s.ITLTimes[i-1])
 	}
 }
 

@@ -13,12 +13,12 @@ import (
 func TestWindowAccFillAndReset(t *testing.T) {
 	a := NewWindowAcc()
 	// Two requests: due at 0, sent 2 ms late; tokens every 5 ms.
-	a.Add(ok(0, 0, ms(2), ms(12), []time.Duration{ms(12), ms(17), ms(22)}, ms(22), 3), true)
-	a.Add(ok(1, ms(100), ms(102), ms(132), []time.Duration{ms(132), ms(137)}, ms(137), 2), false)
+	a.Add(withGood(sampleOf(ok(0, 0, ms(2), ms(12), []time.Duration{ms(12), ms(17), ms(22)}, ms(22), 3))))
+	a.Add(sampleOf(ok(1, ms(100), ms(102), ms(132), []time.Duration{ms(132), ms(137)}, ms(137), 2)))
 	failed := &client.Result{}
 	failed.Reset()
 	failed.Sent, failed.End, failed.ErrorClass = ms(5), ms(6), client.ErrTimeout
-	a.Add(failed, false)
+	a.Add(sampleOf(failed))
 	w := WindowStats{Start: 10, End: 12, Offered: 4}
 	a.Fill(&w, true)
 	if w.Completed != 2 || w.Failed != 1 || w.ErrorsByClass[client.ErrTimeout] != 1 {
@@ -93,7 +93,7 @@ func TestTimelineKeepsTotalsWhenCoarsening(t *testing.T) {
 		for i := pass; i < 200; i += 2 {
 			at := time.Duration(i) * 50 * time.Millisecond
 			r := ok(int64(i), at, at+ms(1), at+ms(21), []time.Duration{at + ms(21), at + ms(121)}, at+ms(121), 2)
-			tl.Add(r)
+			tl.Add(sampleOf(r))
 			inFlight += 0.120
 			n++
 		}
@@ -110,7 +110,9 @@ func TestTimelineKeepsTotalsWhenCoarsening(t *testing.T) {
 		offered += b.offered
 		completed += b.completed
 		area += b.inFlight
-		lagN += b.lag.n
+		if b.lag != nil {
+			lagN += b.lag.TotalCount()
+		}
 	}
 	if offered != int64(n) || completed != int64(n) || lagN != int64(n) {
 		t.Errorf("offered %d completed %d lag samples %d, want %d each", offered, completed, lagN, n)

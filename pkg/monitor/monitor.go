@@ -17,7 +17,6 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/promexport"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
@@ -100,8 +99,7 @@ type Monitor struct {
 	win, live  *stream // live: nil without live lines
 	timeline   *metrics.Timeline
 	good       metrics.Goodput
-	inLen      *metrics.LengthHist
-	outLen     *metrics.LengthHist
+	lengths    *metrics.Lengths
 	lastServer *servermetrics.Sample
 
 	// The monitor goroutine's own state (then stop's).
@@ -130,8 +128,8 @@ type Monitor struct {
 
 // New prepares the monitor of a run, and starts the generator's metrics
 // endpoint when asked for. The run gives it every arrival offered (Offer)
-// and every result (Observe), and asks it for its part of the summary
-// (Annotate).
+// and every finished request's Sample (its Sinks), and asks it for its
+// part of the summary (Annotate).
 func New(c Config) (*Monitor, error) {
 	if c.CPU == nil {
 		c.CPU = processCPU
@@ -140,8 +138,8 @@ func New(c Config) (*Monitor, error) {
 		c: c, total: c.Scheduled, span: c.Span,
 		slo: c.Goodput, cores: runtime.GOMAXPROCS(0),
 		timeline: metrics.NewTimeline(timelineWidth(c.Span), 256),
-		inLen:    metrics.NewLengthHist(), outLen: metrics.NewLengthHist(),
-		quit: make(chan struct{}), stopped: make(chan struct{}),
+		lengths:  metrics.NewLengths(),
+		quit:     make(chan struct{}), stopped: make(chan struct{}),
 	}
 	m.win = newStream(c.Window, m.closeWindow)
 	if c.ReportInterval > 0 {
@@ -200,26 +198,36 @@ func (m *Monitor) streams() []*stream {
 	return []*stream{m.win, m.live}
 }
 
-// Observe takes one result (on the collecting goroutine).
-func (m *Monitor) Observe(r *client.Result) {
-	m.mu.Lock()
-	good := false
-	if m.slo.Set() {
-		good = m.good.Add(r)
-	}
-	m.win.add(r, good)
+// Sinks are the monitor's consumers of samples, for the run's fan-out (on
+// the collecting goroutine): the windows, live intervals, timeline, length
+// distributions and goodput, which the monitor goroutine reads too (under
+// m.mu), and the Prometheus exporter.
+func (m *Monitor) Sinks() []metrics.Sink {
+	watched := metrics.Fanout{m.win}
 	if m.live != nil {
-		m.live.add(r, good)
+		watched = append(watched, m.live)
 	}
-	m.timeline.Add(r)
-	m.inLen.Record(r.InputLen)
-	if r.OK() {
-		m.outLen.Record(r.OutputTokens())
+	watched = append(watched, m.timeline, m.lengths)
+	if m.slo.Set() {
+		watched = append(watched, &m.good)
 	}
-	m.mu.Unlock()
+	out := []metrics.Sink{locked{&m.mu, watched}}
 	if m.prom != nil {
-		m.prom.Observe(r, good)
+		out = append(out, m.prom)
 	}
+	return out
+}
+
+// locked hands samples to its sinks holding a mutex.
+type locked struct {
+	mu    *sync.Mutex
+	sinks metrics.Fanout
+}
+
+func (l locked) Add(s *metrics.Sample) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sinks.Add(s)
 }
 
 // Offer counts an arrival the dispatcher offered in the periods its due
@@ -427,7 +435,7 @@ func (m *Monitor) Annotate(sum *metrics.Summary, elapsed time.Duration) error {
 		m.good.Annotate(sum, elapsed)
 	}
 	sum.LatencyCDFs = m.col.CDFs()
-	sum.LengthHistograms = metrics.LengthHistograms(m.inLen, m.outLen)
+	sum.LengthHistograms = metrics.LengthHistograms(m.lengths.In, m.lengths.Out)
 	sum.ServerMetrics = m.server
 	return nil
 }
@@ -517,7 +525,7 @@ func (m *Monitor) FillRunState(p *metrics.RunState) error {
 		return m.stateErr
 	}
 	p.Windows = m.states
-	p.InputLengths, p.OutputLengths = m.inLen, m.outLen
+	p.InputLengths, p.OutputLengths = m.lengths.In, m.lengths.Out
 	if m.slo.Set() {
 		p.Goodput = &m.good
 	}

@@ -111,8 +111,12 @@ func TestMonitorWindowsAndLiveLines(t *testing.T) {
 				if a.Index%100 == 99 {
 					r.ErrorClass, r.Error, r.FirstToken, r.TokenTimes = client.ErrHTTP5xx, "boom", 0, nil
 				}
-				col.Add(r)
-				m.Observe(r)
+				var s metrics.Sample
+				s.From(r, c.Goodput)
+				col.Add(&s)
+				for _, k := range m.Sinks() {
+					k.Add(&s)
+				}
 				done.Add(1)
 			}
 		}()
@@ -244,9 +248,12 @@ func BenchmarkMonitorObserve(b *testing.B) {
 		r.TokenTimes = append(r.TokenTimes, r.FirstToken+time.Duration(i)*5*time.Millisecond)
 	}
 	r.End = r.TokenTimes[15]
+	sinks := metrics.Fanout(m.Sinks())
+	var s metrics.Sample
 	b.ReportAllocs()
 	for b.Loop() {
-		m.Observe(r)
+		s.From(r, c.Goodput)
+		sinks.Add(&s)
 	}
 }
 
@@ -285,8 +292,12 @@ func TestSummaryListsEveryFlaggedLiveInterval(t *testing.T) {
 			r.Index, r.Scheduled, r.Sent = a.Index, a.At, a.At+lag
 			r.FirstToken, r.End, r.CompletionTokens, r.Status = r.Sent+time.Millisecond, end, 1, 200
 			r.TokenTimes = []time.Duration{r.FirstToken}
-			col.Add(r)
-			m.Observe(r)
+			var s metrics.Sample
+			s.From(r, c.Goodput)
+			col.Add(&s)
+			for _, k := range m.Sinks() {
+				k.Add(&s)
+			}
 			done.Add(1)
 		}
 		dispatched()

@@ -3,7 +3,6 @@ package monitor
 import (
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -78,16 +77,17 @@ func (s *stream) open(start time.Duration) *period {
 	return &period{acc: acc, start: start, end: start + s.every}
 }
 
-// add accumulates r in the period it ended in (caller holds the mutex).
-func (s *stream) add(r *client.Result, good bool) {
+// Add accumulates a request in the period it ended in (caller holds the
+// monitor's mutex).
+func (s *stream) Add(smp *metrics.Sample) {
 	p := s.cur
 	switch {
-	case r.End >= p.end:
+	case smp.End >= p.end:
 		p = s.ahead
-	case r.End < p.start && s.prev != nil:
+	case smp.End < p.start && s.prev != nil:
 		p = s.prev
 	}
-	p.acc.Add(r, good)
+	p.acc.Add(smp)
 }
 
 // offer counts an arrival due at offset at as offered in the period it is

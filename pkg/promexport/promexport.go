@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
 // Namespace prefixes every metric name.
@@ -36,7 +37,7 @@ type Config struct {
 }
 
 // Exporter holds the metrics on a registry of its own (never the global
-// one). Observe may be called from one goroutine while the registry is
+// one). Add may be called from one goroutine while the registry is
 // scraped from others.
 type Exporter struct {
 	reg       *prometheus.Registry
@@ -51,7 +52,7 @@ type Exporter struct {
 	outTokens prometheus.Counter
 	good      prometheus.Counter
 	saturated prometheus.Gauge
-	// Cached children, so Observe does not look labels up.
+	// Cached children, so Add does not look labels up.
 	completed prometheus.Counter
 	byClass   map[string]prometheus.Counter
 	byCode    map[int][2]prometheus.Counter // [completed, failed]
@@ -129,43 +130,46 @@ func niceBuckets(lo, hi float64) []float64 {
 // Registry returns the exporter's registry.
 func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
 
-// Observe records one finished request; good tells whether it met the
-// run's SLO.
-func (e *Exporter) Observe(r *client.Result, good bool) {
-	if r.Sent > 0 || r.OK() {
-		e.lag.Observe(max(r.Lag(), 0).Seconds())
+// Add records one finished request (s.Good: it met the run's SLO).
+func (e *Exporter) Add(s *metrics.Sample) {
+	if s.HasLag {
+		e.lag.Observe(s.Lag.Seconds())
 	}
-	if good {
+	if s.Good {
 		e.good.Inc()
 	}
-	if !r.OK() {
-		e.code(r.Status)[1].Inc()
-		c, ok := e.byClass[r.ErrorClass]
+	if !s.OK {
+		e.code(s.Status)[1].Inc()
+		c, ok := e.byClass[s.ErrorClass]
 		if !ok {
-			c = e.errs.WithLabelValues(r.ErrorClass)
-			e.byClass[r.ErrorClass] = c
+			c = e.errs.WithLabelValues(s.ErrorClass)
+			e.byClass[s.ErrorClass] = c
 		}
 		c.Inc()
 		return
 	}
-	if r.Status == 200 {
+	if s.Status == 200 {
 		e.completed.Inc()
 	} else {
-		e.code(r.Status)[0].Inc()
+		e.code(s.Status)[0].Inc()
 	}
-	e.inTokens.Add(float64(r.InputLen))
-	out := r.OutputTokens()
-	e.outTokens.Add(float64(out))
-	ttft, e2e := r.TTFT(), r.E2E()
-	e.ttft.Observe(ttft.Seconds())
-	e.e2e.Observe(e2e.Seconds())
-	if out > 1 {
-		e.tpot.Observe(((e2e - ttft) / time.Duration(out-1)).Seconds())
+	e.inTokens.Add(float64(s.InputLen))
+	e.outTokens.Add(float64(s.OutputTokens))
+	if s.HasTTFT {
+		e.ttft.Observe(s.TTFT.Seconds())
 	}
-	for i := 1; i < len(r.TokenTimes); i++ {
-		e.itl.Observe((r.TokenTimes[i] - r.TokenTimes[i-1]).Seconds())
+	if s.HasE2E {
+		e.e2e.Observe(s.E2E.Seconds())
+	}
+	if s.HasTPOT {
+		e.tpot.Observe(s.TPOT.Seconds())
+	}
+	for i := 1; i < len(s.ITLTimes); i++ {
+		e.itl.Observe((s.ITLTimes[i] - s.ITLTimes[i-1]).Seconds())
 	}
 }
+
+var _ metrics.Sink = (*Exporter)(nil)
 
 func (e *Exporter) code(status int) [2]prometheus.Counter {
 	c, ok := e.byCode[status]

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
 func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
@@ -75,12 +76,17 @@ func TestScrapeParses(t *testing.T) {
 		r.Scheduled, r.Sent, r.FirstToken, r.End = 0, ms(0.5), ms(20), ms(40)
 		r.TokenTimes = []time.Duration{ms(20), ms(30), ms(40)}
 		r.InputLen, r.CompletionTokens, r.Status = 100, 3, 200
-		e.Observe(r, i < 2)
+		var s metrics.Sample
+		s.From(r, metrics.NoSLO)
+		s.Good = i < 2
+		e.Add(&s)
 	}
 	bad := &client.Result{}
 	bad.Reset()
 	bad.Sent, bad.End, bad.Status, bad.ErrorClass = ms(1), ms(2), 503, client.ErrHTTP5xx
-	e.Observe(bad, false)
+	var s metrics.Sample
+	s.From(bad, metrics.NoSLO)
+	e.Add(&s)
 	e.SetSaturated(true)
 
 	srv, err := Serve("127.0.0.1:0", e)

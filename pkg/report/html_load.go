@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -126,17 +125,19 @@ func ReadSummary(r io.Reader) (*metrics.Summary, int, error) {
 }
 
 // RecordBuilder turns per-request records into a report's data, one record
-// at a time: a Collector for the figures, a Timeline for plots over time,
-// length distributions and goodput. Its memory does not depend on the
-// number of records.
+// at a time: each record is read back into a Result (ParseRecord), its
+// Sample derived as in a run, and handed to a Collector for the figures, a
+// Timeline for plots over time, length distributions and goodput. Its
+// memory does not depend on the number of records.
 type RecordBuilder struct {
 	col      *metrics.Collector
 	timeline *metrics.Timeline
-	inLen    *metrics.LengthHist
-	outLen   *metrics.LengthHist
+	lengths  *metrics.Lengths
 	good     metrics.Goodput
+	sinks    metrics.Fanout
 	model    string
 	res      client.Result
+	sample   metrics.Sample
 	parser   fastjson.Parser
 	n        int64
 }
@@ -145,18 +146,16 @@ type RecordBuilder struct {
 func NewRecordBuilder(slo metrics.SLO) *RecordBuilder {
 	b := &RecordBuilder{
 		col: metrics.NewCollector(), timeline: metrics.NewTimeline(250*time.Millisecond, 256),
-		inLen: metrics.NewLengthHist(), outLen: metrics.NewLengthHist(),
+		lengths: metrics.NewLengths(),
 	}
 	b.good.SLO = slo
+	b.sinks = metrics.Fanout{b.col, b.timeline, b.lengths}
+	if slo.Set() {
+		b.sinks = append(b.sinks, &b.good)
+	}
 	b.res.TokenTimes = make([]time.Duration, 0, 256)
 	return b
 }
-
-func secs(v *fastjson.Value, k string) time.Duration {
-	return time.Duration(math.Round(v.GetFloat64(k) * 1e9))
-}
-
-func millis(f float64) time.Duration { return time.Duration(math.Round(f * 1e6)) }
 
 // AddLine adds one JSONL record.
 func (b *RecordBuilder) AddLine(line []byte) error {
@@ -164,54 +163,16 @@ func (b *RecordBuilder) AddLine(line []byte) error {
 	if err != nil {
 		return err
 	}
-	if v.Type() != fastjson.TypeObject || !v.Exists("scheduled_s") {
-		return errors.New("not a per-request record (no scheduled_s)")
-	}
-	r := &b.res
-	r.Reset()
-	r.Index = v.GetInt64("index")
-	r.Scheduled, r.Sent = secs(v, "scheduled_s"), secs(v, "sent_s")
-	r.End = r.Sent + millis(v.GetFloat64("e2e_ms"))
-	if t := v.Get("ttft_ms"); t != nil && t.Type() == fastjson.TypeNumber {
-		r.FirstToken = r.Sent + millis(t.GetFloat64())
-		r.TokenTimes = append(r.TokenTimes, r.FirstToken)
-		at := r.FirstToken
-		for _, g := range v.GetArray("itl_ms") {
-			at += millis(g.GetFloat64())
-			r.TokenTimes = append(r.TokenTimes, at)
-		}
-	}
-	r.InputLen, r.OutputLen = v.GetInt("input_len"), v.GetInt("output_len")
-	r.PromptTokens, r.CachedTokens = optInt(v, "prompt_tokens"), optInt(v, "cached_tokens")
-	r.CompletionTokens = v.GetInt("completion_tokens")
-	r.Images, r.Status, r.Retries = v.GetInt("images"), v.GetInt("status"), v.GetInt("retries")
-	r.Model = string(v.GetStringBytes("model"))
-	r.ErrorClass, r.Error = string(v.GetStringBytes("error_class")), string(v.GetStringBytes("error"))
-	if r.ErrorClass == "" && r.Error != "" {
-		r.ErrorClass = "error" // a record written before error classes existed
+	if err := ParseRecord(v, &b.res); err != nil {
+		return err
 	}
 	if b.model == "" {
-		b.model = r.Model
+		b.model = b.res.Model
 	}
-	b.col.Add(r)
-	b.timeline.Add(r)
-	b.inLen.Record(r.InputLen)
-	if r.OK() {
-		b.outLen.Record(r.OutputTokens())
-	}
-	if b.good.SLO.Set() {
-		b.good.Add(r)
-	}
+	b.sample.From(&b.res, b.good.SLO)
+	b.sinks.Add(&b.sample)
 	b.n++
 	return nil
-}
-
-func optInt(v *fastjson.Value, k string) int {
-	x := v.Get(k)
-	if x == nil || x.Type() != fastjson.TypeNumber {
-		return -1
-	}
-	return x.GetInt()
 }
 
 // Count is the number of records added.
@@ -236,7 +197,7 @@ func (b *RecordBuilder) Data() (*Data, error) {
 // annotate adds the distributions (and goodput) of the records to s.
 func (b *RecordBuilder) annotate(s *metrics.Summary, dur time.Duration) {
 	s.LatencyCDFs = b.col.CDFs()
-	s.LengthHistograms = metrics.LengthHistograms(b.inLen, b.outLen)
+	s.LengthHistograms = metrics.LengthHistograms(b.lengths.In, b.lengths.Out)
 	if b.good.SLO.Set() {
 		b.good.Annotate(s, dur)
 	}

@@ -309,8 +309,10 @@ func TestRecordsRebuildTheRunsFigures(t *testing.T) {
 			r.FirstToken, r.TokenTimes, r.CompletionTokens, r.Status = 0, nil, 0, 429
 			r.ErrorClass, r.Error = client.ErrHTTP429, "slow down"
 		}
-		col.Add(r)
-		jsonl = AppendRecord(jsonl, r)
+		var s metrics.Sample
+		s.From(r, metrics.NoSLO)
+		col.Add(&s)
+		jsonl = AppendRecord(jsonl, &s)
 	}
 	var want metrics.Summary
 	col.Summarize(&want, col.LastEnd)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
@@ -83,7 +85,9 @@ func TestRecordFields(t *testing.T) {
 	r.TokenTimes = []time.Duration{2 * time.Second, 2*time.Second + 10*time.Millisecond, 2*time.Second + 25*time.Millisecond}
 	r.InputLen, r.OutputLen, r.PromptTokens, r.CompletionTokens = 10, 3, 10, 3
 	r.Model, r.Status, r.Error = "m\"<x>", 200, "bad \xff byte"
-	line := AppendRecord(nil, r)
+	var s metrics.Sample
+	s.From(r, metrics.NoSLO)
+	line := AppendRecord(nil, &s)
 	var m map[string]any
 	if err := json.Unmarshal(line, &m); err != nil {
 		t.Fatalf("record is not JSON: %v\n%s", err, line)
@@ -107,7 +111,10 @@ func TestRecordFields(t *testing.T) {
 	}
 }
 
-func TestRecordWriterFlushesByTime(t *testing.T) {
+// TestRecordWriterHandsOverByTime: records wait in memory at most
+// FlushInterval before they are handed to the writer, and are in the file
+// once Sync returns.
+func TestRecordWriterHandsOverByTime(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.jsonl")
 	w, err := CreateRecords(path)
 	if err != nil {
@@ -115,19 +122,30 @@ func TestRecordWriterFlushesByTime(t *testing.T) {
 	}
 	r := &client.Result{}
 	r.Reset()
-	if err := w.Write(r); err != nil {
-		t.Fatal(err)
+	var s metrics.Sample
+	s.From(r, metrics.NoSLO)
+	w.Add(&s)
+	if w.curN != 1 {
+		t.Fatalf("%d records kept before the interval passed, want 1", w.curN)
 	}
-	w.lastFlush = time.Now().Add(-FlushInterval) // the interval has passed
-	if err := w.Write(r); err != nil {
+	w.lastHand = time.Now().Add(-FlushInterval) // the interval has passed
+	w.Add(&s)
+	if w.curN != 0 {
+		t.Errorf("%d records kept after the interval passed, want them handed over", w.curN)
+	}
+	w.Add(&s)
+	if err := w.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(path)
-	if n := bytes.Count(b, []byte("\n")); n != 2 {
-		t.Errorf("%d records on disk before Close, want 2 (flushed after the interval)", n)
+	if n := bytes.Count(b, []byte("\n")); n != 3 {
+		t.Errorf("%d records on disk after Sync, want 3", n)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if bl := w.MaxBacklog(); bl != (Backlog{}) {
+		t.Errorf("backlog %+v with a writer that kept up, want none", bl)
 	}
 }
 
@@ -165,6 +183,42 @@ func TestNoSampleIsNotApplicable(t *testing.T) {
 		}
 		if rest := page[i:min(len(page), i+200)]; !strings.Contains(rest, "n/a") {
 			t.Errorf("%s is not n/a: %s", label, rest)
+		}
+	}
+}
+
+// TestRecordRoundTrip: a record read back (ParseRecord) and written again
+// gives the same bytes: the writer and the reader share one definition.
+func TestRecordRoundTrip(t *testing.T) {
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	text := &client.Result{}
+	text.Reset()
+	text.Index, text.Scheduled, text.Sent, text.FirstToken, text.End = 4, ms(10), ms(10.5), ms(30), ms(52)
+	text.TokenTimes = []time.Duration{ms(30), ms(41), ms(52)}
+	text.InputLen, text.OutputLen, text.PromptTokens, text.CompletionTokens, text.CachedTokens = 64, 3, 61, 3, 16
+	text.Model, text.Status, text.Retries, text.Images = "m\"<x>", 200, 1, 2
+	gen := &client.Result{}
+	gen.Reset()
+	gen.Index, gen.Sent, gen.End, gen.Generate, gen.Generated, gen.Status = 5, ms(1), ms(90), 2, 1, 200
+	failed := &client.Result{}
+	failed.Reset()
+	failed.Index, failed.Scheduled, failed.ErrorClass, failed.Error = 6, ms(3), client.ErrCanceled, "refused\n\"x\" <b> é"
+	var p fastjson.Parser
+	var back client.Result
+	for _, r := range []*client.Result{text, gen, failed} {
+		var s metrics.Sample
+		s.From(r, metrics.NoSLO)
+		line := AppendRecord(nil, &s)
+		v, err := p.ParseBytes(line)
+		if err != nil {
+			t.Fatalf("record %d is not JSON: %v\n%s", r.Index, err, line)
+		}
+		if err := ParseRecord(v, &back); err != nil {
+			t.Fatal(err)
+		}
+		s.From(&back, metrics.NoSLO)
+		if again := AppendRecord(nil, &s); !bytes.Equal(again, line) {
+			t.Errorf("record %d read back and written again:\n got %s\nwant %s", r.Index, again, line)
 		}
 	}
 }

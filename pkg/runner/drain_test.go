@@ -3,9 +3,11 @@ package runner
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -25,7 +27,7 @@ func countLines(t *testing.T, path string) int {
 	return bytes.Count(b, []byte("\n"))
 }
 
-func startCollect(t *testing.T, observe ...func(*client.Result)) (results chan *client.Result, abort chan chan<- struct{}, path string, collected chan error) {
+func startCollect(t *testing.T, sinks ...metrics.Sink) (results chan *client.Result, abort chan chan<- struct{}, path string, collected chan error) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "results.jsonl")
 	records, err := report.CreateRecords(path)
@@ -37,7 +39,8 @@ func startCollect(t *testing.T, observe ...func(*client.Result)) (results chan *
 	collected = make(chan error, 1)
 	var done atomic.Int64
 	go func() {
-		collected <- collect(results, metrics.NewCollector(), records, &done, abort, observe, &requestPanics{log: &logger{w: io.Discard}})
+		sinks := append([]metrics.Sink{metrics.NewCollector()}, append(sinks, records)...)
+		collected <- collect(results, metrics.NoSLO, sinks, records, &done, abort, &requestPanics{log: &logger{w: io.Discard}})
 	}()
 	return results, abort, path, collected
 }
@@ -137,6 +140,70 @@ func TestHurryCutsTheDrain(t *testing.T) {
 		synctest.Wait()
 		if canceledAt != 2*time.Minute {
 			t.Errorf("canceled at %v, want at the hurry (2m), not after the hour's drain", canceledAt)
+		}
+	})
+}
+
+// slowDisk is an io.Writer that takes delay for every write, as a slow or
+// stalled disk does.
+type slowDisk struct {
+	mu    sync.Mutex
+	delay time.Duration
+	buf   bytes.Buffer
+}
+
+func (d *slowDisk) Write(p []byte) (int, error) {
+	time.Sleep(d.delay)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.buf.Write(p)
+}
+
+// TestSlowDiskHoldsNoWorker: with a results file whose every write takes
+// 300 ms, results handed to the collector on a 1 ms schedule are taken at
+// once (the workers that hand them over never wait, even with a results
+// channel of 4), every record reaches the file in order, and the writer's
+// backlog is reported.
+func TestSlowDiskHoldsNoWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		disk := &slowDisk{delay: 300 * time.Millisecond}
+		records := report.NewRecordWriter(disk)
+		results := make(chan *client.Result, 4)
+		collected := make(chan error, 1)
+		var done atomic.Int64
+		go func() {
+			sinks := []metrics.Sink{metrics.NewCollector(), records}
+			collected <- collect(results, metrics.NoSLO, sinks, records, &done, nil, &requestPanics{log: &logger{w: io.Discard}})
+		}()
+		const n = 2000
+		start := time.Now()
+		var worst time.Duration
+		for i := range int64(n) {
+			time.Sleep(time.Until(start.Add(time.Duration(i) * time.Millisecond)))
+			r := finishedResult(i)
+			r.Scheduled, r.Sent, r.End = time.Duration(i)*time.Millisecond, time.Duration(i)*time.Millisecond, time.Duration(i+1)*time.Millisecond
+			handed := time.Now()
+			results <- r
+			worst = max(worst, time.Since(handed))
+		}
+		if late := time.Since(start) - (n-1)*time.Millisecond; late != 0 || worst != 0 {
+			t.Errorf("handing results over waited up to %v (schedule %v late), want never", worst, late)
+		}
+		close(results)
+		if err := <-collected; err != nil {
+			t.Fatal(err)
+		}
+		lines := bytes.Split(bytes.TrimSuffix(disk.buf.Bytes(), []byte("\n")), []byte("\n"))
+		if len(lines) != n {
+			t.Fatalf("%d records in the file, want %d", len(lines), n)
+		}
+		for i, l := range lines {
+			if want := fmt.Sprintf(`{"index":%d,`, i); !bytes.HasPrefix(l, []byte(want)) {
+				t.Fatalf("record %d: %.40s…, want it in order", i, l)
+			}
+		}
+		if b := records.MaxBacklog(); b.Records == 0 || b.Bytes == 0 {
+			t.Errorf("backlog %+v, want the records that waited for the slow disk", b)
 		}
 	})
 }

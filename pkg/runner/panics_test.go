@@ -15,6 +15,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
 // panicOn makes building the prompt of the given arrivals panic, for the
@@ -104,11 +105,11 @@ func TestWarmupPanicIsAnInternalError(t *testing.T) {
 // observer) is counted again as an internal error, and the others are not
 // lost.
 func TestRecordingPanicIsARecord(t *testing.T) {
-	results, _, path, collected := startCollect(t, func(r *client.Result) {
-		if r.Index == 1 && r.OK() {
+	results, _, path, collected := startCollect(t, metrics.SinkFunc(func(s *metrics.Sample) {
+		if s.Index == 1 && s.OK {
 			panic("observer bug")
 		}
-	})
+	}))
 	for i := range int64(3) {
 		results <- finishedResult(i)
 	}

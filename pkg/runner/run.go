@@ -173,18 +173,24 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	}
 	cli.SetEpoch(start)
 	col := metrics.NewCollector()
-	// Every result goes to the collector, the breakdowns, the monitor and
-	// the records file (collect), in that order.
+	// The fan-out: collect derives every finished request's Sample once
+	// and hands it to each of these, in this order: the collector, the
+	// breakdowns, the monitor's consumers and the records file.
 	groups := breakdowns(wl)
-	var observe []func(*client.Result)
+	sinks := []metrics.Sink{col}
 	for _, g := range groups {
-		observe = append(observe, g.Add)
+		sinks = append(sinks, g.Groups)
 	}
-	observe = append(observe, mon.Observe)
+	sinks = append(sinks, mon.Sinks()...)
+	if records != nil {
+		sinks = append(sinks, records)
+	}
 	results := make(chan *client.Result, 4096)
 	var done atomic.Int64
 	collected := make(chan error, 1)
-	safe.Go(func() { collected <- collect(results, col, records, &done, stdio.Abort, observe, panics) })
+	safe.Go(func() {
+		collected <- collect(results, o.Observe.Goodput, sinks, records, &done, stdio.Abort, panics)
+	})
 
 	snd := &sender{client: cli, prompts: prompts, results: results, model: o.Model, images: wl.Images, panics: panics}
 	d := &arrival.Dispatcher{Start: start, MaxConcurrency: o.MaxConcurrency, Sender: snd, OnOffer: mon.Offer}
@@ -228,6 +234,12 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	sum.Queued, sum.MaxInFlight = ds.Queued, ds.MaxInFlight
 	sum.ScheduleSpan = st.Last.Seconds()
 	sum.Interrupted = ctx.Err() != nil
+	if records != nil {
+		if b := records.MaxBacklog(); b.Records > 0 {
+			sum.RecordsBacklog = &metrics.RecordsBacklog{Records: b.Records, Bytes: b.Bytes}
+			log.Warnf("the results file fell behind the run: up to %d records (%d bytes) waited in memory for the disk (none was lost; the run was not slowed)", b.Records, b.Bytes)
+		}
+	}
 	if err := writeOutputs(o, sum, stdio, log); err != nil {
 		return sum, err
 	}
@@ -291,37 +303,32 @@ func drainOnStop(ctx context.Context, o *Options, hurry <-chan struct{}, cancel 
 	return func() { once.Do(func() { close(quit) }) }
 }
 
-// collect consumes results on one goroutine: metrics and the JSONL stream.
-// A record reaches the file at most report.FlushInterval after its request
-// finished (the ticker flushes even when no result arrives); a request on
-// abort writes every record received so far at once. When recording a
-// result panics, the consumer that panicked and those after it take it as an
-// internal error instead (those before it have taken it as it was), and the
-// panic is counted in panics.recording.
-func collect(results <-chan *client.Result, col *metrics.Collector, records *report.RecordWriter, done *atomic.Int64, abort <-chan chan<- struct{}, observe []func(*client.Result), panics *requestPanics) error {
-	var werr error
+// collect consumes results on one goroutine: it derives each result's
+// Sample once and hands it to the sinks in order (the run's fan-out, which
+// includes records, the results file). records (nil: none) only encodes a
+// record: its own goroutine writes them, so a slow disk never holds this
+// loop, nor the workers behind it. The records are handed to that writer at
+// least every report.FlushInterval (the ticker does it when no result
+// arrives); a request on abort waits until every record received so far is
+// written. When recording a result panics, the sink that panicked and those
+// after it take it as an internal error instead (those before it have taken
+// it as it was), and the panic is counted in panics.recording.
+func collect(results <-chan *client.Result, slo metrics.SLO, sinks []metrics.Sink, records *report.RecordWriter, done *atomic.Int64, abort <-chan chan<- struct{}, panics *requestPanics) error {
 	tick := time.NewTicker(report.FlushInterval)
 	defer tick.Stop()
-	// record gives r to the consumers from the from-th on (0: the
-	// collector, then the observers, then the records file); a panic
-	// returns the consumer it happened in.
+	var s metrics.Sample // reused: sinks do not keep it
+	// record derives r's sample and gives it to the sinks from the from-th
+	// on; a panic returns the sink it happened in.
 	record := func(r *client.Result, from int) (at int, p *safe.Panic) {
 		defer func() {
 			if v := recover(); v != nil {
 				p = &safe.Panic{Value: v, Stack: debug.Stack()}
 			}
 		}()
-		if at = from; at == 0 {
-			col.Add(r)
-		}
-		for i, f := range observe {
-			if at = i + 1; at >= from {
-				f(r)
-			}
-		}
-		at = len(observe) + 1
-		if records != nil && werr == nil {
-			werr = records.Write(r)
+		at = from
+		s.From(r, slo)
+		for ; at < len(sinks); at++ {
+			sinks[at].Add(&s)
 		}
 		return at, nil
 	}
@@ -341,16 +348,14 @@ func collect(results <-chan *client.Result, col *metrics.Collector, records *rep
 		case r, ok := <-results:
 			if !ok {
 				if records != nil {
-					if err := records.Close(); werr == nil {
-						werr = err
-					}
+					return records.Close()
 				}
-				return werr
+				return nil
 			}
 			add(r)
 		case <-tick.C:
-			if records != nil && werr == nil {
-				werr = records.Flush()
+			if records != nil {
+				records.Flush()
 			}
 		case reply := <-abort:
 			// Take every result already finished, then write them out.
@@ -366,8 +371,8 @@ func collect(results <-chan *client.Result, col *metrics.Collector, records *rep
 					break queued
 				}
 			}
-			if records != nil && werr == nil {
-				werr = records.Flush()
+			if records != nil {
+				records.Sync()
 			}
 			close(reply)
 		}
@@ -544,21 +549,13 @@ type breakdown struct {
 func breakdowns(wl *workload.Workload) []breakdown {
 	var out []breakdown
 	for _, key := range wl.Breakdowns {
-		group := func(r *client.Result) string { return r.Model }
+		group := func(s *metrics.Sample) string { return s.Model }
 		if key == workload.BreakdownKind {
-			group = requestKind
+			group = func(s *metrics.Sample) string { return s.Kind }
 		}
 		out = append(out, breakdown{key, metrics.NewGroups(group)})
 	}
 	return out
-}
-
-// requestKind splits requests with images from text-only ones.
-func requestKind(r *client.Result) string {
-	if r.Images > 0 {
-		return "image"
-	}
-	return "text"
 }
 
 // setBreakdowns adds the breakdowns to the summary.
