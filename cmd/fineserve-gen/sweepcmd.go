@@ -89,7 +89,7 @@ func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := o.Validate(); err != nil {
 		return usageExit(stderr, err)
 	}
-	o.Command = commandLine(append([]string{"sweep"}, safeArgs(args, o.APIKey)...))
+	o.Command = commandLine(append([]string{"sweep"}, safeArgs(args, o.Secrets())...))
 	stopProfiles, err := startProfiles(prof.cpu, prof.mem)
 	if err != nil {
 		return exitCode(&runner.UsageError{Err: err}, stderr)

@@ -206,7 +206,7 @@ func plotThroughput(off, ach []float64, capRate float64) (template.HTML, error) 
 }
 
 // marks draws a dot at every point.
-func marks(p *plot.Plot, pts plotter.XYs, i int) error {
+func marks(p *chart, pts plotter.XYs, i int) error {
 	if len(pts) == 0 {
 		return nil
 	}
@@ -221,7 +221,7 @@ func marks(p *plot.Plot, pts plotter.XYs, i int) error {
 }
 
 // guide draws a grey reference line (red for the capacity).
-func guide(p *plot.Plot, pts plotter.XYs, label string, capacity bool) error {
+func guide(p *chart, pts plotter.XYs, label string, capacity bool) error {
 	l, err := plotter.NewLine(pts)
 	if err != nil {
 		return err
@@ -234,7 +234,7 @@ func guide(p *plot.Plot, pts plotter.XYs, label string, capacity bool) error {
 		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 	}
 	p.Add(l)
-	p.Legend.Add(label, l)
+	p.addKey(label, l)
 	return nil
 }
 
