@@ -114,7 +114,7 @@ func benchStallWatch(b *testing.B, on bool) {
 		res.Reset()
 		d.lines.watch = nil
 		if on {
-			d.lines.watch = watchStall(5*time.Minute, func(error) {})
+			d.lines.watch = watchStall(5*time.Minute, time.Now, func(error) {})
 		}
 		if err := c.readStream(d, r, res); err != nil || res.CompletionTokens != 16 {
 			b.Fatal(err, res.CompletionTokens)
@@ -146,7 +146,7 @@ func (e *eventReader) Read(p []byte) (int, error) {
 // (touch: an atomic store) with re-arming a timer on every read.
 func BenchmarkStallPerRead(b *testing.B) {
 	b.Run("touch", func(b *testing.B) {
-		w := watchStall(5*time.Minute, func(error) {})
+		w := watchStall(5*time.Minute, time.Now, func(error) {})
 		defer w.end()
 		now := time.Now()
 		for b.Loop() {
