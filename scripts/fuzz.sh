@@ -10,12 +10,21 @@ trap 'rm -f "$log"' EXIT
 # "file.go:func FuzzName(" → package directory and target name.
 while IFS=: read -r file decl; do
   name=$(sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(.*/\1/' <<<"$decl")
-  pkg=./$(dirname "$file")
-  echo "fuzz $pkg $name ($T)"
+  # Run it from its own module: deploy/ is one apart from the tool's.
+  dir=$(dirname "$file")
+  mod=.
+  d=$dir
+  while [ "$d" != . ]; do
+    if [ -f "$d/go.mod" ]; then mod=$d; break; fi
+    d=$(dirname "$d")
+  done
+  rel=${dir#"$mod"}
+  pkg=./${rel#/}
+  echo "fuzz ./$dir $name ($T)"
   count=$((count + 1))
   ok=1
   for attempt in 1 2; do
-    if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$T" "$pkg" >"$log" 2>&1; then
+    if (cd "$mod" && go test -run '^$' -fuzz "^${name}\$" -fuzztime "$T" "$pkg") >"$log" 2>&1; then
       ok=1
       break
     fi
@@ -35,7 +44,7 @@ while IFS=: read -r file decl; do
     cat "$log"
     status=1
   elif grep -q "no fuzz tests to fuzz" "$log"; then
-    echo "fuzz.sh: $name in $pkg was not found by go test" >&2
+    echo "fuzz.sh: $name in ./$dir was not found by go test" >&2
     status=1
   fi
 done < <(grep -rE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]+\(' pkg internal cmd deploy 2>/dev/null | sort)

@@ -7,9 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -168,38 +171,69 @@ func TestErrorsLikeVLLM(t *testing.T) {
 	}
 }
 
-func TestLatencyModel(t *testing.T) {
-	_, url := start(t, Config{TTFT: 30 * time.Millisecond, ITL: 10 * time.Millisecond, PrefillPerToken: time.Millisecond})
-	// 20 prompt tokens: first token at 30 + 20 ms, then 4 × 10 ms.
-	r := post(t, url, "/v1/completions", `{"prompt":[`+strings.Repeat("1,", 19)+`1],"max_tokens":5,"ignore_eos":true,"stream":true}`)
-	if r.elapsed < 90*time.Millisecond || r.elapsed > 400*time.Millisecond {
-		t.Errorf("request took %v, want about 90 ms", r.elapsed)
-	}
+// flushTimes records when each flush of a response happened.
+type flushTimes struct {
+	*httptest.ResponseRecorder
+	t0 time.Time
+	at []time.Duration
+	// took is when the handler returned.
+	took time.Duration
 }
 
+func (f *flushTimes) Flush() { f.at = append(f.at, time.Since(f.t0)); f.ResponseRecorder.Flush() }
+
+// serve runs one request through the server's handler on the caller's
+// goroutine (no socket: inside a testing/synctest bubble the fake clock
+// times it exactly) and returns the flush times from its start.
+func serve(s *Server, path, body string) *flushTimes {
+	w := &flushTimes{ResponseRecorder: httptest.NewRecorder(), t0: time.Now()}
+	s.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+	w.took = time.Since(w.t0)
+	return w
+}
+
+// TestLatencyModel: on synctest's fake clock the latency model is exact.
+func TestLatencyModel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(Config{Models: []string{"m"}, TTFT: 30 * time.Millisecond, ITL: 10 * time.Millisecond, PrefillPerToken: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 20 prompt tokens: first token at 30 + 20 ms, then 4 × 10 ms; the
+		// headers go out at once, the last token with the end.
+		w := serve(s, "/v1/completions", `{"prompt":[`+strings.Repeat("1,", 19)+`1],"max_tokens":5,"ignore_eos":true,"stream":true}`)
+		ms := time.Millisecond
+		if want := []time.Duration{0, 50 * ms, 60 * ms, 70 * ms, 80 * ms}; w.Code != 200 || !slices.Equal(w.at, want) || w.took != 90*ms {
+			t.Errorf("status %d, flushes at %v, end at %v: want flushes at %v, the end at 90 ms", w.Code, w.at, w.took, want)
+		}
+	})
+}
+
+// TestMaxNumSeqsQueues: two run, three wait; each finishing request lets
+// the next in, in whole TTFTs on the fake clock.
 func TestMaxNumSeqsQueues(t *testing.T) {
-	s, url := start(t, Config{MaxNumSeqs: 2, TTFT: 200 * time.Millisecond})
-	var wg sync.WaitGroup
-	for range 5 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			post(t, url, "/v1/completions", `{"prompt":[1],"max_tokens":1,"ignore_eos":true}`)
-		}()
-	}
-	// While the first two run, the other three wait.
-	deadline := time.Now().Add(5 * time.Second)
-	for s.Stats().Waiting != 3 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	st := s.Stats()
-	if st.Running != 2 || st.Waiting != 3 {
-		t.Errorf("running %d waiting %d, want 2 and 3", st.Running, st.Waiting)
-	}
-	wg.Wait()
-	if st := s.Stats(); st.Completed != 5 || st.Running != 0 || st.Waiting != 0 {
-		t.Errorf("after: %+v", st)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const ttft = 200 * time.Millisecond
+		s, err := New(Config{Models: []string{"m"}, MaxNumSeqs: 2, TTFT: ttft})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 5 {
+			wg.Go(func() { serve(s, "/v1/completions", `{"prompt":[1],"max_tokens":1,"ignore_eos":true}`) })
+		}
+		for _, want := range []struct{ running, waiting, completed int64 }{{2, 3, 0}, {2, 1, 2}, {1, 0, 4}} {
+			synctest.Wait()
+			if st := s.Stats(); st.Running != want.running || st.Waiting != want.waiting || st.Completed != want.completed {
+				t.Errorf("at %v: running %d waiting %d completed %d, want %d, %d, %d", time.Since(s.startedAt), st.Running, st.Waiting, st.Completed, want.running, want.waiting, want.completed)
+			}
+			time.Sleep(ttft)
+		}
+		wg.Wait()
+		if st := s.Stats(); st.Completed != 5 || st.Running != 0 || st.Waiting != 0 {
+			t.Errorf("after: %+v", st)
+		}
+	})
 }
 
 func TestModelsAndTokenize(t *testing.T) {

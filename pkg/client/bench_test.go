@@ -78,6 +78,57 @@ func BenchmarkChunkEncodingJSON(b *testing.B) {
 	}
 }
 
+// benchWhole is a vLLM non-streamed completion of 128 tokens.
+var benchWhole = `{"id":"cmpl-8f1c2a","object":"text_completion","created":1732200000,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,"text":"` +
+	strings.Repeat(" the", 128) + `","logprobs":null,"finish_reason":"length","stop_reason":null}],"usage":{"prompt_tokens":1024,"total_tokens":1152,"completion_tokens":128,"prompt_tokens_details":{"cached_tokens":512}}}`
+
+// BenchmarkWholeResponse compares reading a non-streamed answer as the
+// client does (fastjson) against encoding/json into go-openai's response
+// type, with the same figures taken (docs/ARCHITECTURE.md, Dependencies).
+func BenchmarkWholeResponse(b *testing.B) {
+	body := []byte(benchWhole)
+	b.Run("fastjson", func(b *testing.B) {
+		c, _ := New(Config{BaseURL: "http://x", Backend: BackendVLLM})
+		d := new(decoder)
+		res := &Result{}
+		r := bytes.NewReader(body)
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			r.Reset(body)
+			res.Reset()
+			if err := c.readWhole(d, r, res); err != nil || res.CompletionTokens != 128 || res.CachedTokens != 512 {
+				b.Fatal(err, res.CompletionTokens, res.CachedTokens)
+			}
+		}
+	})
+	b.Run("go-openai", func(b *testing.B) {
+		res := &Result{}
+		r := bytes.NewReader(body)
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			r.Reset(body)
+			res.Reset()
+			raw, err := io.ReadAll(r)
+			var v openai.CompletionResponse
+			if err == nil {
+				err = json.Unmarshal(raw, &v)
+			}
+			if err != nil || len(v.Choices) == 0 || v.Usage == nil {
+				b.Fatal(err)
+			}
+			res.PromptTokens, res.CompletionTokens = v.Usage.PromptTokens, v.Usage.CompletionTokens
+			if v.Usage.PromptTokensDetails != nil {
+				res.CachedTokens = v.Usage.PromptTokensDetails.CachedTokens
+			}
+			if res.CompletionTokens != 128 || res.CachedTokens != 512 {
+				b.Fatal(res.CompletionTokens, res.CachedTokens)
+			}
+		}
+	})
+}
+
 // BenchmarkAppendBody measures encoding a request body around a prompt.
 func BenchmarkAppendBody(b *testing.B) {
 	c, _ := New(Config{BaseURL: "http://x", Backend: BackendVLLM, Model: "meta-llama/Llama-3.1-8B-Instruct", Stream: true, IgnoreEOS: true, ExtraBody: []byte(`{"top_k":5}`)})
@@ -114,7 +165,7 @@ func benchStallWatch(b *testing.B, on bool) {
 		res.Reset()
 		d.lines.watch = nil
 		if on {
-			d.lines.watch = watchStall(5*time.Minute, func(error) {})
+			d.lines.watch = watchStall(5*time.Minute, time.Now, func(error) {})
 		}
 		if err := c.readStream(d, r, res); err != nil || res.CompletionTokens != 16 {
 			b.Fatal(err, res.CompletionTokens)
@@ -146,7 +197,7 @@ func (e *eventReader) Read(p []byte) (int, error) {
 // (touch: an atomic store) with re-arming a timer on every read.
 func BenchmarkStallPerRead(b *testing.B) {
 	b.Run("touch", func(b *testing.B) {
-		w := watchStall(5*time.Minute, func(error) {})
+		w := watchStall(5*time.Minute, time.Now, func(error) {})
 		defer w.end()
 		now := time.Now()
 		for b.Loop() {

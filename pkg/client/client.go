@@ -71,6 +71,11 @@ type Config struct {
 	Host string
 	// Epoch is the instant Result offsets are measured from.
 	Epoch time.Time
+	// Now reads the clock every Result offset, stall check and Retry-After
+	// date is taken from (default time.Now). Waits (timeouts, the stall
+	// watch's timer, retry back-off) are the runtime's timers: a test fakes
+	// both at once with testing/synctest.
+	Now func() time.Time
 	// Transport replaces the default transport (tests).
 	Transport http.RoundTripper
 	// HTTPTransport selects the transport (TransportAuto when empty; see
@@ -107,6 +112,9 @@ type Client struct {
 
 // New validates cfg and returns a Client.
 func New(cfg Config) (*Client, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	c := &Client{cfg: cfg, secrets: cfg.Secrets}
 	if c.secrets == nil {
 		c.secrets = secret.New(cfg.APIKey)
@@ -461,7 +469,7 @@ func (c *Client) attempt(ctx context.Context, body []byte, maxTokens int, res *R
 
 	var watch *stallWatch
 	if c.cfg.StallTimeout > 0 {
-		watch = watchStall(c.cfg.StallTimeout, cancel)
+		watch = watchStall(c.cfg.StallTimeout, c.cfg.Now, cancel)
 		defer watch.end()
 	}
 	if first {
@@ -475,7 +483,7 @@ func (c *Client) attempt(ctx context.Context, body []byte, maxTokens int, res *R
 	defer resp.Body.Close()
 	var rd io.Reader = resp.Body
 	if watch != nil {
-		watch.touch(time.Now()) // the headers were bytes too
+		watch.touch(c.cfg.Now()) // the headers were bytes too
 		rd = &stallReader{r: resp.Body, w: watch}
 	}
 	res.Status = resp.StatusCode
@@ -486,7 +494,7 @@ func (c *Client) attempt(ctx context.Context, body []byte, maxTokens int, res *R
 			status = "HTTP " + strconv.Itoa(resp.StatusCode)
 		}
 		c.fail(res, statusClass(resp.StatusCode), errorMessage(status, msg))
-		return c.retryWait(res, retryAfter(resp.Header.Get("Retry-After")))
+		return c.retryWait(res, retryAfter(resp.Header.Get("Retry-After"), c.cfg.Now()))
 	}
 	d := c.decode.Get().(*decoder)
 	defer c.decode.Put(d)
@@ -546,8 +554,9 @@ const (
 	maxRetryAfter   = 30 * time.Second
 )
 
-// retryAfter parses a Retry-After header: seconds or an HTTP date.
-func retryAfter(v string) time.Duration {
+// retryAfter parses a Retry-After header: seconds or an HTTP date (the
+// wait from now).
+func retryAfter(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0
@@ -559,7 +568,7 @@ func retryAfter(v string) time.Duration {
 		return time.Duration(min(n, int64(maxRetryAfter/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
+		return max(t.Sub(now), 0)
 	}
 	return 0
 }
@@ -576,7 +585,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func (c *Client) since() time.Duration { return time.Since(c.cfg.Epoch) }
+func (c *Client) since() time.Duration { return c.cfg.Now().Sub(c.cfg.Epoch) }
 
 func (c *Client) fail(res *Result, class, msg string) {
 	if res.End == 0 {

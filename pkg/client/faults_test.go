@@ -208,16 +208,15 @@ func TestRetries(t *testing.T) {
 }
 
 func TestRetryAfter(t *testing.T) {
+	now := time.Date(2006, 1, 2, 15, 4, 5, 0, time.UTC)
 	for in, want := range map[string]time.Duration{
 		"": 0, "0": 0, "-3": 0, "2": 2 * time.Second, " 7 ": 7 * time.Second, "99999": maxRetryAfter,
-		"soon": 0, "Mon, 02 Jan 2006 15:04:05 GMT": 0,
+		"soon": 0, "Mon, 02 Jan 2006 15:04:05 GMT": 0, "Mon, 02 Jan 2006 15:03:05 GMT": 0,
+		"Mon, 02 Jan 2006 15:04:35 GMT": 30 * time.Second, "Mon, 02 Jan 2006 16:04:05 GMT": time.Hour,
 	} {
-		if got := retryAfter(in); got != want {
-			t.Errorf("retryAfter(%q) = %v, want %v", in, got, want)
+		if got := retryAfter(in, now); got != want {
+			t.Errorf("retryAfter(%q) at %v = %v, want %v", in, now, got, want)
 		}
-	}
-	if got := retryAfter(time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)); got < 59*time.Minute {
-		t.Errorf("retryAfter(date in an hour) = %v", got)
 	}
 }
 
@@ -299,29 +298,6 @@ func TestStreamBoundedByMaxTokens(t *testing.T) {
 				t.Errorf("class %q (%s), %d token times, first token %v: want protocol %q with every token that came", res.ErrorClass, res.Error, len(res.TokenTimes), res.FirstToken, tc.err)
 			}
 		})
-	}
-}
-
-// TestStallWatchLetsASlowStreamGoOn: a stream whose gaps are each well
-// under the stall timeout goes on for many times the timeout (the watch
-// looks again after every period rather than ending the request).
-func TestStallWatchLetsASlowStreamGoOn(t *testing.T) {
-	const gap, stall, tokens = 10 * time.Millisecond, 100 * time.Millisecond, 40
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		for range tokens {
-			io.WriteString(w, "data: {\"choices\":[{\"text\":\"x\"}]}\n\n")
-			w.(http.Flusher).Flush()
-			time.Sleep(gap)
-		}
-		io.WriteString(w, "data: [DONE]\n\n")
-	}))
-	defer srv.Close()
-	res := &Result{}
-	res.Reset()
-	faultClient(t, srv.URL, Config{Stream: true, StallTimeout: stall}).Do(context.Background(), &Request{MaxTokens: tokens, Prompt: []byte("[1]")}, res)
-	if !res.OK() || len(res.TokenTimes) != tokens || res.E2E() < 2*stall {
-		t.Errorf("class %q (%s), %d tokens over %v: want all %d, over more than %v", res.ErrorClass, res.Error, len(res.TokenTimes), res.E2E(), tokens, 2*stall)
 	}
 }
 

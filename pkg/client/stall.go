@@ -15,6 +15,7 @@ import (
 // for what is left of d after the last byte.
 type stallWatch struct {
 	d     time.Duration
+	now   func() time.Time
 	base  time.Time    // monotonic origin of last
 	last  atomic.Int64 // nanoseconds from base to the last byte
 	done  atomic.Bool
@@ -22,15 +23,15 @@ type stallWatch struct {
 	stop  context.CancelCauseFunc
 }
 
-// watchStall starts watching an attempt that has just been sent; cancel
-// ends it with errStall.
-func watchStall(d time.Duration, cancel context.CancelCauseFunc) *stallWatch {
-	w := &stallWatch{d: d, base: time.Now(), stop: cancel}
+// watchStall starts watching an attempt that has just been sent, on the
+// clock now; cancel ends it with errStall.
+func watchStall(d time.Duration, now func() time.Time, cancel context.CancelCauseFunc) *stallWatch {
+	w := &stallWatch{d: d, now: now, base: now(), stop: cancel}
 	w.timer = time.AfterFunc(d, w.check)
 	return w
 }
 
-// touch records bytes that arrived at t (a time.Now reading).
+// touch records bytes that arrived at t (a reading of the watch's clock).
 func (w *stallWatch) touch(t time.Time) { w.last.Store(int64(t.Sub(w.base))) }
 
 // check runs on the timer's goroutine.
@@ -38,7 +39,7 @@ func (w *stallWatch) check() {
 	if w.done.Load() {
 		return
 	}
-	idle := time.Since(w.base) - time.Duration(w.last.Load())
+	idle := w.now().Sub(w.base) - time.Duration(w.last.Load())
 	if idle >= w.d {
 		w.stop(errStall)
 		return
@@ -62,7 +63,7 @@ type stallReader struct {
 func (s *stallReader) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
 	if n > 0 {
-		s.w.touch(time.Now())
+		s.w.touch(s.w.now())
 	}
 	return n, err
 }

@@ -56,7 +56,7 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 		d.buf = make([]byte, 1<<10) // SSE lines are short; the reader grows it for a long one
 	}
 	d.lines.reset(body, d.buf)
-	d.lines.now = time.Now
+	d.lines.now = c.cfg.Now
 	defer func() { d.buf = d.lines.buf }()
 
 	data := d.data[:0]

@@ -237,6 +237,10 @@ type Config struct {
 	Interval time.Duration
 	// Epoch is the instant sample times are measured from (the run's start).
 	Epoch time.Time
+	// Now reads the clock sample times and due times are taken from
+	// (default time.Now). The waits between scrapes are the runtime's
+	// timers: a test fakes both at once with testing/synctest.
+	Now func() time.Time
 	// Client does the requests (default: a client whose timeout is the
 	// interval, between 1 s and 10 s).
 	Client *http.Client
@@ -280,6 +284,9 @@ func Start(cfg Config) *Scraper {
 	if cfg.Warnf == nil {
 		cfg.Warnf = func(string, ...any) {}
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	s := &Scraper{cfg: cfg, shown: secret.URL(cfg.URL), quit: make(chan struct{}), done: make(chan struct{})}
 	safe.Go(s.loop)
 	return s
@@ -296,7 +303,7 @@ func (s *Scraper) loop() {
 		case <-ctx.Done():
 		}
 	}()
-	next := time.Now()
+	next := s.cfg.Now()
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -308,17 +315,18 @@ func (s *Scraper) loop() {
 		s.scrapeOnce(ctx)
 		// Absolute due times: a slow scrape does not shift later ones.
 		next = next.Add(s.cfg.Interval)
-		if now := time.Now(); next.Before(now) {
+		now := s.cfg.Now()
+		if next.Before(now) {
 			next = now
 		}
-		t.Reset(time.Until(next))
+		t.Reset(next.Sub(now))
 	}
 }
 
 // scrapeOnce fetches and folds in one sample.
 func (s *Scraper) scrapeOnce(ctx context.Context) {
 	sample, err := s.fetch(ctx)
-	at := time.Since(s.cfg.Epoch)
+	at := s.cfg.Now().Sub(s.cfg.Epoch)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {

@@ -5,10 +5,12 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -104,10 +106,13 @@ type fakeServer struct {
 	running atomic.Int64
 	fail    atomic.Bool
 	hits    atomic.Int64
+	// delay is how long each scrape takes.
+	delay time.Duration
 }
 
 func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.hits.Add(1)
+	time.Sleep(f.delay)
 	if f.fail.Load() {
 		http.Error(w, "nope", http.StatusInternalServerError)
 		return
@@ -115,41 +120,142 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running %d\n", f.running.Load())
 }
 
+// inProcess is a transport that serves requests with a handler on the
+// caller's goroutine: no socket, so a testing/synctest bubble holds the
+// whole exchange and its fake clock decides every time.
+type inProcess struct{ h http.Handler }
+
+func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
+	if err := r.Context().Err(); err != nil {
+		return nil, err
+	}
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+// offsets records the sample offsets OnSample reports.
+type offsets struct {
+	mu sync.Mutex
+	at []time.Duration
+}
+
+func (o *offsets) add(at time.Duration, _ Sample) {
+	o.mu.Lock()
+	o.at = append(o.at, at)
+	o.mu.Unlock()
+}
+
+func (o *offsets) get() []time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.at)
+}
+
+func seconds(s ...float64) []time.Duration {
+	out := make([]time.Duration, len(s))
+	for i, v := range s {
+		out[i] = time.Duration(v * float64(time.Second))
+	}
+	return out
+}
+
+// TestScraperWindowsAndStop: on a fake clock, a 1 s interval gives a
+// sample at every whole second from the start, windows hold the samples
+// and time-weighted figures of their own period, and Stop adds a last
+// sample at the end of the run.
 func TestScraperWindowsAndStop(t *testing.T) {
-	f := &fakeServer{}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	var mu sync.Mutex
-	var samples int
-	s := Start(Config{URL: srv.URL, Interval: 5 * time.Millisecond, Epoch: time.Now(),
-		OnSample: func(time.Duration, Sample) { mu.Lock(); samples++; mu.Unlock() }})
-	for f.hits.Load() < 5 {
-		time.Sleep(time.Millisecond)
-	}
-	w := s.Window()
-	if w == nil || w.Samples < 5 || w.IdleFraction != 1 {
-		t.Fatalf("first window %+v: want ≥ 5 samples, all idle", w)
-	}
-	f.running.Store(3)
-	for h := f.hits.Load(); f.hits.Load() < h+5; {
-		time.Sleep(time.Millisecond)
-	}
-	w = s.Window()
-	if w == nil || w.RunningMax != 3 {
-		t.Fatalf("second window %+v: want running max 3", w)
-	}
-	res := s.Stop()
-	if !res.Available || res.Failures != 0 || res.ServerStats == nil || res.Samples < 10 {
-		t.Fatalf("result %+v", res)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if int64(samples) != res.Samples {
-		t.Errorf("OnSample saw %d samples, result counts %d", samples, res.Samples)
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeServer{}
+		var seen offsets
+		s := Start(Config{URL: "http://vllm/metrics", Interval: time.Second, Epoch: time.Now(),
+			Client: &http.Client{Transport: inProcess{f}}, OnSample: seen.add})
+		time.Sleep(4500 * time.Millisecond)
+		w := s.Window()
+		if w == nil || w.Samples != 5 || w.Observed != 4 || w.IdleFraction != 1 || w.RunningMax != 0 {
+			t.Fatalf("first window %+v: want 5 samples over 4 s, all idle", w)
+		}
+		f.running.Store(3)
+		time.Sleep(5 * time.Second)
+		// Samples at 5…9 s; the one at 4 s (running 0) holds until 5 s.
+		w = s.Window()
+		if w == nil || w.Samples != 5 || w.Observed != 5 || w.RunningMax != 3 || w.RunningMean != 12.0/5 || w.IdleFraction != 0.2 {
+			t.Fatalf("second window %+v: want 5 samples over 5 s, running max 3, mean 2.4, idle 0.2", w)
+		}
+		if w := s.Window(); w != nil {
+			t.Errorf("a window without a sample: %+v, want nil", w)
+		}
+		res := s.Stop()
+		if !res.Available || res.Failures != 0 || res.ServerStats == nil || res.Samples != 11 || res.Observed != 9.5 {
+			t.Fatalf("result %+v: want 11 samples over 9.5 s", res)
+		}
+		if want := seconds(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9.5); !slices.Equal(seen.get(), want) {
+			t.Errorf("sample offsets %v, want %v", seen.get(), want)
+		}
+		if n := f.hits.Load(); n != 11 {
+			t.Errorf("%d scrapes, want 11", n)
+		}
+	})
+}
+
+// TestScraperKeepsAbsoluteDueTimes: a slow scrape does not shift the ones
+// after it, and scrapes slower than the interval run back to back rather
+// than in a burst that catches up.
+func TestScraperKeepsAbsoluteDueTimes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration
+		want  []time.Duration // sample offsets before 4.6 s
+	}{
+		{"scrape shorter than the interval", 300 * time.Millisecond, seconds(0.3, 1.3, 2.3, 3.3, 4.3)},
+		{"scrape longer than the interval", 1500 * time.Millisecond, seconds(1.5, 3, 4.5)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var seen offsets
+				s := Start(Config{URL: "http://vllm/metrics", Interval: time.Second, Epoch: time.Now(),
+					Client: &http.Client{Transport: inProcess{&fakeServer{delay: tc.delay}}}, OnSample: seen.add})
+				time.Sleep(4600 * time.Millisecond)
+				got := seen.get()
+				s.Stop()
+				if !slices.Equal(got, tc.want) {
+					t.Errorf("sample offsets %v, want %v", got, tc.want)
+				}
+			})
+		})
 	}
 }
 
-// A missing or failing endpoint is a warning, once, never an error.
+// TestScraperInjectedClock: sample offsets are read from Config.Now, not
+// from the wall clock.
+func TestScraperInjectedClock(t *testing.T) {
+	epoch := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	reads := 0
+	now := func() time.Time { // 250 ms later at every reading
+		mu.Lock()
+		defer mu.Unlock()
+		reads++
+		return epoch.Add(time.Duration(reads) * 250 * time.Millisecond)
+	}
+	var seen offsets
+	first := make(chan struct{}, 2)
+	s := Start(Config{URL: "http://vllm/metrics", Interval: time.Hour, Epoch: epoch, Now: now,
+		Client:   &http.Client{Transport: inProcess{&fakeServer{}}},
+		OnSample: func(at time.Duration, smp Sample) { seen.add(at, smp); first <- struct{}{} }})
+	<-first // the scrape at the start; Stop takes the second
+	res := s.Stop()
+	got := seen.get()
+	if len(got) != 2 || got[0] <= 0 || got[0]%(250*time.Millisecond) != 0 || got[1] <= got[0] || got[1]%(250*time.Millisecond) != 0 {
+		t.Fatalf("sample offsets %v: want two increasing multiples of 250 ms (the injected clock's steps)", got)
+	}
+	if res.Observed != (got[1] - got[0]).Seconds() {
+		t.Errorf("observed %v s, want %v s between the samples", res.Observed, (got[1] - got[0]).Seconds())
+	}
+}
+
+// A missing or failing endpoint is a warning, once, never an error; an
+// endpoint that answers again after failing says so, once.
 func TestScraperFailingEndpointWarnsOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -160,23 +266,49 @@ func TestScraperFailingEndpointWarnsOnce(t *testing.T) {
 		{"not Prometheus", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "<html>hello</html>") })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(tc.handler)
-			defer srv.Close()
-			var warnings atomic.Int64
-			s := Start(Config{URL: srv.URL + "/metrics", Interval: 2 * time.Millisecond, Epoch: time.Now(),
-				Warnf: func(string, ...any) { warnings.Add(1) }})
-			for s.failuresNow() < 5 {
-				time.Sleep(time.Millisecond)
-			}
-			res := s.Stop()
-			if res.Available || res.LastError == "" || res.ServerStats != nil {
-				t.Errorf("result %+v: want unavailable with the error", res)
-			}
-			if n := warnings.Load(); n != 1 {
-				t.Errorf("%d warnings, want 1", n)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				var warnings atomic.Int64
+				s := Start(Config{URL: "http://vllm/metrics", Interval: time.Second, Epoch: time.Now(),
+					Client: &http.Client{Transport: inProcess{tc.handler}}, Warnf: func(string, ...any) { warnings.Add(1) }})
+				time.Sleep(4500 * time.Millisecond)
+				res := s.Stop()
+				if res.Available || res.LastError == "" || res.ServerStats != nil || res.Failures != 6 {
+					t.Errorf("result %+v: want unavailable with the error, 6 failed scrapes", res)
+				}
+				if n := warnings.Load(); n != 1 {
+					t.Errorf("%d warnings, want 1", n)
+				}
+			})
 		})
 	}
+	t.Run("recovery", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeServer{}
+			var mu sync.Mutex
+			var warnings []string
+			s := Start(Config{URL: "http://vllm/metrics", Interval: time.Second, Epoch: time.Now(),
+				Client: &http.Client{Transport: inProcess{f}},
+				Warnf: func(format string, a ...any) {
+					mu.Lock()
+					warnings = append(warnings, fmt.Sprintf(format, a...))
+					mu.Unlock()
+				}})
+			time.Sleep(500 * time.Millisecond) // a sample at 0 s
+			f.fail.Store(true)
+			time.Sleep(3 * time.Second) // failures at 1, 2, 3 s
+			f.fail.Store(false)
+			time.Sleep(2 * time.Second) // samples at 4, 5 s
+			res := s.Stop()
+			if !res.Available || res.Failures != 3 || res.Samples != 4 || res.LastError != "" {
+				t.Errorf("result %+v: want 4 samples, 3 failures, no last error", res)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(warnings) != 2 || !strings.Contains(warnings[0], "500") || !strings.Contains(warnings[1], "answers again") {
+				t.Errorf("warnings %q: want the first failure, then the recovery", warnings)
+			}
+		})
+	})
 	// Nothing listening.
 	s := Start(Config{URL: "http://127.0.0.1:1/metrics", Interval: time.Hour, Epoch: time.Now()})
 	if res := s.Stop(); res.Available || res.Failures == 0 {
