@@ -226,3 +226,19 @@ func FuzzReadArrivalLog(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkArrivalLogRecord is the cost Record adds to every generation
+// request, from parallel handlers.
+func BenchmarkArrivalLogRecord(b *testing.B) {
+	var buf lockedBuffer
+	l := NewArrivalLog(&buf, 0)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			l.Record()
+		}
+	})
+	b.StopTimer()
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
