@@ -34,9 +34,10 @@ demo: build
 BENCH_RATES    ?= 1000,2000,3000,5000,8000,10000,12000
 BENCH_DURATION ?= 5s
 BENCH_OUT      ?= bin/bench
+BENCH_POISSON  ?= 0
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
-	BENCH_RATES=$(BENCH_RATES) BENCH_DURATION=$(BENCH_DURATION) BENCH_OUT=$(BENCH_OUT) ./scripts/ladder.sh $(BIN)
+	BENCH_RATES=$(BENCH_RATES) BENCH_DURATION=$(BENCH_DURATION) BENCH_OUT=$(BENCH_OUT) BENCH_POISSON=$(BENCH_POISSON) ./scripts/ladder.sh $(BIN)
 
 clean:
 	rm -rf bin

@@ -9,6 +9,7 @@
 #   BENCH_RATES     request rates, comma-separated (default 1000,2000,3000,5000,8000,10000,12000)
 #   BENCH_DURATION  schedule length per rate and client (default 5s)
 #   BENCH_OUT       directory for side-by-side.json and lag-side-by-side.svg (default bin/bench)
+#   BENCH_POISSON   1: also run fineserve-gen on a Poisson schedule at each rate
 #   VEGETA          vegeta binary to use instead of installing one
 set -euo pipefail
 BIN=${1:-bin/fineserve-gen}
@@ -17,6 +18,9 @@ RATES=${BENCH_RATES:-1000,2000,3000,5000,8000,10000,12000}
 DURATION=${BENCH_DURATION:-5s}
 OUT=${BENCH_OUT:-bin/bench}
 args=(-bin "$BIN" -side-by-side -rates "$RATES" -duration "$DURATION" -out "$OUT")
+if [ "${BENCH_POISSON:-0}" = 1 ]; then
+  args+=(-poisson)
+fi
 if [ -n "${VEGETA:-}" ]; then
   args+=(-vegeta "$VEGETA")
 fi

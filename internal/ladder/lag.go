@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 )
@@ -42,10 +47,25 @@ func lagFromArrivals(arrivals []int64, rate float64) (serverLag, error) {
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return serverLag{}, fmt.Errorf("rate %g: want a finite rate > 0", rate)
 	}
+	gap := 1e9 / rate
+	return lagAgainst(arrivals, func(i int) float64 { return float64(i) * gap })
+}
+
+// lagFromSchedule is lagFromArrivals for any schedule: due holds the
+// offsets from its start at which the requests were due, in order (a
+// schedule CSV's time_s).
+func lagFromSchedule(arrivals []int64, due []time.Duration) (serverLag, error) {
+	if len(arrivals) > len(due) {
+		return serverLag{}, fmt.Errorf("%d requests reached the server, but only %d were scheduled", len(arrivals), len(due))
+	}
+	return lagAgainst(arrivals, func(i int) float64 { return float64(due[i]) })
+}
+
+// lagAgainst matches the i-th arrival with the i-th due offset (ns).
+func lagAgainst(arrivals []int64, due func(i int) float64) (serverLag, error) {
 	if len(arrivals) == 0 {
 		return serverLag{}, errors.New("no request reached the server")
 	}
-	gap := 1e9 / rate
 	// Offsets from the first arrival keep float64 exact to the nanosecond
 	// (Unix ns themselves are beyond its 2^53).
 	off := make([]float64, len(arrivals))
@@ -54,7 +74,7 @@ func lagFromArrivals(arrivals []int64, rate float64) (serverLag, error) {
 		if i > 0 && a < arrivals[i-1] {
 			return serverLag{}, fmt.Errorf("arrival %d is before arrival %d", i, i-1)
 		}
-		off[i] = float64(a-arrivals[0]) - float64(i)*gap
+		off[i] = float64(a-arrivals[0]) - due(i)
 		origin = min(origin, off[i])
 	}
 	for i := range off {
@@ -68,6 +88,43 @@ func lagFromArrivals(arrivals []int64, rate float64) (serverLag, error) {
 		l.Achieved = float64(n-1) / (float64(span) / 1e9)
 	}
 	return l, nil
+}
+
+// readSchedule reads the due offsets of a schedule CSV (--schedule-out):
+// its index and time_s columns, index counting from 0.
+func readSchedule(r io.Reader) ([]time.Duration, error) {
+	sc := bufio.NewScanner(r)
+	var due []time.Duration
+	line := 0
+	for sc.Scan() {
+		line++
+		if line == 1 {
+			if !strings.HasPrefix(sc.Text(), "index,time_s,") {
+				return nil, errors.New("line 1: want the header index,time_s,…")
+			}
+			continue
+		}
+		f := strings.SplitN(sc.Text(), ",", 3)
+		if len(f) < 3 {
+			return nil, fmt.Errorf("line %d: want index,time_s,…", line)
+		}
+		i, err1 := strconv.ParseInt(f[0], 10, 64)
+		t, err2 := strconv.ParseFloat(f[1], 64)
+		if err1 != nil || err2 != nil || !(t >= 0) || math.IsInf(t, 0) {
+			return nil, fmt.Errorf("line %d: index or time_s is not a number", line)
+		}
+		if i != int64(len(due)) {
+			return nil, fmt.Errorf("line %d: index %d, want %d", line, i, len(due))
+		}
+		due = append(due, time.Duration(math.Round(t*1e9)))
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("line %d: %w", line+1, err)
+	}
+	if len(due) == 0 {
+		return nil, errors.New("no arrivals")
+	}
+	return due, nil
 }
 
 // rank returns the q-quantile of sorted values by the nearest-rank method.

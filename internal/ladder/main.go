@@ -74,13 +74,14 @@ func main() {
 	side := flag.Bool("side-by-side", false, "run fineserve-gen and vegeta one after the other on the same constant-rate schedule at each rate, with the lag measured by the server (rates must be whole)")
 	vegeta := flag.String("vegeta", "", "vegeta binary for -side-by-side (default: go install "+vegetaModule+" into a temporary directory)")
 	installTimeout := flag.Duration("install-timeout", 5*time.Minute, "give up installing vegeta after this long")
+	poisson := flag.Bool("poisson", false, "with -side-by-side: also run fineserve-gen on a Poisson schedule at each rate (lag at the server against its --schedule-out)")
 	flag.Parse()
 	var err error
 	if *side {
 		var rs []float64
 		if rs, err = parseRates(*rates, true); err == nil {
 			err = runSideBySide(sideConfig{bin: *bin, vegeta: *vegeta, rates: rs, dur: *dur, tokens: *tokens, input: *input,
-				outDir: *out, installTimeout: *installTimeout})
+				outDir: *out, installTimeout: *installTimeout, poisson: *poisson})
 		}
 	} else if *replot != "" {
 		err = replotFile(*replot, *out)

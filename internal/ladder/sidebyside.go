@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -55,6 +54,9 @@ type sideStep struct {
 	Rate   float64 `json:"rate"`
 	Fine   sideRun `json:"fineserve_gen"`
 	Vegeta sideRun `json:"vegeta"`
+	// Poisson is fineserve-gen on a Poisson schedule of the same mean rate
+	// (with -poisson).
+	Poisson *sideRun `json:"fineserve_gen_poisson,omitempty"`
 }
 
 // sideConfig is what a side-by-side ladder runs.
@@ -65,6 +67,7 @@ type sideConfig struct {
 	tokens, input  int
 	outDir         string
 	installTimeout time.Duration
+	poisson        bool // also run fineserve-gen on a Poisson schedule
 }
 
 // installVegeta installs vegetaModule into a temporary GOBIN under dir with
@@ -151,14 +154,25 @@ func runSideBySide(c sideConfig) error {
 	printSideHeader(os.Stdout)
 	for _, r := range c.rates {
 		st := sideStep{Rate: r}
-		if st.Fine, err = runFineserve(c, r, dir); err != nil {
+		if st.Fine, err = runFineserve(c, r, dir, false); err != nil {
 			return fmt.Errorf("rate %g: fineserve-gen: %w", r, err)
 		}
 		if st.Vegeta, err = runVegeta(c, r, dir, bodyFile); err != nil {
 			return fmt.Errorf("rate %g: vegeta: %w", r, err)
 		}
+		if c.poisson {
+			p, err := runFineserve(c, r, dir, true)
+			if err != nil {
+				return fmt.Errorf("rate %g: fineserve-gen, Poisson: %w", r, err)
+			}
+			st.Poisson = &p
+		}
 		steps = append(steps, st)
 		printSideRow(os.Stdout, st)
+	}
+	if c.poisson {
+		fmt.Println()
+		printPoisson(os.Stdout, steps)
 	}
 	fmt.Println()
 	printSideMarkdown(os.Stdout, steps)
@@ -246,28 +260,15 @@ func checkConstant(bin string, rate float64, n int64, dir string) error {
 // maxScheduleDeviation reads a schedule CSV and returns the largest
 // |time_s − index/rate| in seconds.
 func maxScheduleDeviation(r io.Reader, rate float64) (float64, error) {
-	sc := bufio.NewScanner(r)
-	worst, line := 0.0, 0
-	for sc.Scan() {
-		line++
-		if line == 1 {
-			continue
-		}
-		f := strings.SplitN(sc.Text(), ",", 3)
-		if len(f) < 3 {
-			return 0, fmt.Errorf("line %d: want index,time_s,…", line)
-		}
-		i, err1 := strconv.ParseInt(f[0], 10, 64)
-		t, err2 := strconv.ParseFloat(f[1], 64)
-		if err1 != nil || err2 != nil {
-			return 0, fmt.Errorf("line %d: index or time_s is not a number", line)
-		}
-		worst = max(worst, math.Abs(t-float64(i)/rate))
+	due, err := readSchedule(r)
+	if err != nil {
+		return 0, err
 	}
-	if line < 2 {
-		return 0, errors.New("no arrivals")
+	worst := 0.0
+	for i, d := range due {
+		worst = max(worst, math.Abs(d.Seconds()-float64(i)/rate))
 	}
-	return worst, sc.Err()
+	return worst, nil
 }
 
 // loggingMock starts a mock-server that logs arrivals to logPath.
@@ -285,16 +286,26 @@ func (m *mock) finish(logPath string) (time.Duration, []int64, error) {
 	return cpu, a, err
 }
 
-// runFineserve runs fineserve-gen at rate on a constant schedule.
-func runFineserve(c sideConfig, rate float64, dir string) (sideRun, error) {
-	logPath := filepath.Join(dir, fmt.Sprintf("fineserve-gen-%g.csv", rate))
+// runFineserve runs fineserve-gen at rate on a constant schedule, or on a
+// Poisson one (whose due times it writes with --schedule-out).
+func runFineserve(c sideConfig, rate float64, dir string, poisson bool) (sideRun, error) {
+	name, burstiness := "fineserve-gen", constantBurstiness
+	if poisson {
+		name, burstiness = "fineserve-gen-poisson", "1"
+	}
+	logPath := filepath.Join(dir, fmt.Sprintf("%s-%g.csv", name, rate))
+	schedPath := filepath.Join(dir, fmt.Sprintf("%s-%g-schedule.csv", name, rate))
 	m, err := loggingMock(c.bin, logPath)
 	if err != nil {
 		return sideRun{}, err
 	}
 	n := int64(rate * c.dur.Seconds())
-	s, cpu, rss, _, err := client(c.bin, m.port, "--random-input-len", strconv.Itoa(c.input), "--random-output-len", strconv.Itoa(c.tokens),
-		"--request-rate", strconv.FormatFloat(rate, 'g', -1, 64), "--burstiness", constantBurstiness, "--num-prompts", strconv.FormatInt(n, 10))
+	args := []string{"--random-input-len", strconv.Itoa(c.input), "--random-output-len", strconv.Itoa(c.tokens),
+		"--request-rate", strconv.FormatFloat(rate, 'g', -1, 64), "--burstiness", burstiness, "--num-prompts", strconv.FormatInt(n, 10)}
+	if poisson {
+		args = append(args, "--schedule-out", schedPath)
+	}
+	s, cpu, rss, _, err := client(c.bin, m.port, args...)
 	if err != nil {
 		m.stop()
 		return sideRun{}, err
@@ -303,10 +314,25 @@ func runFineserve(c sideConfig, rate float64, dir string) (sideRun, error) {
 	if err != nil {
 		return sideRun{}, err
 	}
-	run, err := measured(arrivals, rate, n, cpu, srvCPU, rss)
-	if err != nil {
-		return run, err
+	var lag serverLag
+	if poisson {
+		f, err := os.Open(schedPath)
+		if err != nil {
+			return sideRun{}, err
+		}
+		due, err := readSchedule(f)
+		f.Close()
+		if err != nil {
+			return sideRun{}, fmt.Errorf("%s: %w", schedPath, err)
+		}
+		lag, err = lagFromSchedule(arrivals, due)
+		if err != nil {
+			return sideRun{}, err
+		}
+	} else if lag, err = lagFromArrivals(arrivals, rate); err != nil {
+		return sideRun{}, err
 	}
+	run := measured(lag, n, cpu, srvCPU, rss)
 	run.Failed = s.Failed
 	own := s.LagP99
 	run.OwnLagP99 = &own
@@ -348,10 +374,11 @@ func runVegeta(c sideConfig, rate float64, dir, bodyFile string) (sideRun, error
 	if err != nil {
 		return sideRun{}, err
 	}
-	run, err := measured(arrivals, rate, int64(rate*c.dur.Seconds()), cpu, srvCPU, rss)
+	lag, err := lagFromArrivals(arrivals, rate)
 	if err != nil {
-		return run, err
+		return sideRun{}, err
 	}
+	run := measured(lag, int64(rate*c.dur.Seconds()), cpu, srvCPU, rss)
 	out, err := exec.Command(c.vegeta, "report", "-type", "json", results).Output()
 	if err != nil {
 		return run, fmt.Errorf("vegeta report: %w", err)
@@ -385,14 +412,10 @@ func runBounded(cmd *exec.Cmd, limit time.Duration) error {
 }
 
 // measured fills a run's server-side figures.
-func measured(arrivals []int64, rate float64, scheduled int64, cpu, srvCPU time.Duration, rss float64) (sideRun, error) {
-	lag, err := lagFromArrivals(arrivals, rate)
-	if err != nil {
-		return sideRun{}, err
-	}
-	n := float64(len(arrivals))
+func measured(lag serverLag, scheduled int64, cpu, srvCPU time.Duration, rss float64) sideRun {
+	n := float64(max(lag.Arrived, 1))
 	return sideRun{serverLag: lag, Scheduled: scheduled, CPUPerRequestUS: float64(cpu) / 1e3 / n,
-		ServerCPUPerRequestUS: float64(srvCPU) / 1e3 / n, RSSMB: rss}, nil
+		ServerCPUPerRequestUS: float64(srvCPU) / 1e3 / n, RSSMB: rss}
 }
 
 const sideRowFormat = "%8s │ %9s %8s %8s %8s %8s %7s %6s │ %9s %8s %8s %8s %8s %7s %6s │ %-13s\n"
@@ -434,6 +457,20 @@ func lower(st sideStep) string {
 		return "vegeta"
 	}
 	return "equal"
+}
+
+// printPoisson prints fineserve-gen's runs on Poisson schedules.
+func printPoisson(w io.Writer, steps []sideStep) {
+	fmt.Fprintln(w, "fineserve-gen on a Poisson schedule of the same mean rate (lag against its --schedule-out, matched by order):")
+	f := "%8s %9s %8s %8s %8s %8s %7s %6s\n"
+	fmt.Fprintf(w, f, "rate", "achieved", "lag p50", "lag p99", "lag max", "client", "mock", "rss")
+	fmt.Fprintf(w, f, "req/s", "req/s", "ms", "ms", "ms", "µs/req", "µs/req", "MB")
+	for _, st := range steps {
+		if p := st.Poisson; p != nil {
+			fmt.Fprintf(w, "%8.0f %9.0f %8.3f %8.3f %8.3f %8.1f %7.1f %6.1f\n", st.Rate, p.Achieved, p.P50, p.P99, p.Max,
+				p.CPUPerRequestUS, p.ServerCPUPerRequestUS, p.RSSMB)
+		}
+	}
 }
 
 // printSideMarkdown prints the ladder as the Markdown table of

@@ -86,6 +86,62 @@ func TestLagFromArrivals(t *testing.T) {
 	}
 }
 
+func TestLagFromSchedule(t *testing.T) {
+	const origin = int64(1_795_568_409_420_150_021)
+	// An irregular schedule: gaps of 1, 0.1 and 2.5 ms in turn.
+	var due []time.Duration
+	var at time.Duration
+	for i := range 999 {
+		due = append(due, at)
+		at += []time.Duration{time.Millisecond, 100 * time.Microsecond, 2500 * time.Microsecond}[i%3]
+	}
+	arrivals := make([]int64, len(due))
+	for i, d := range due {
+		late := 40 * time.Microsecond // transit
+		if i%100 == 7 {
+			late += 80 * time.Microsecond // 10 requests; less than the shortest gap, so the order holds
+		}
+		arrivals[i] = origin + int64(d+late)
+	}
+	l, err := lagFromSchedule(arrivals, due)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.P50 != 0 || math.Abs(l.P99-0.08) > 1e-9 || math.Abs(l.Max-0.08) > 1e-9 || l.Origin != origin+int64(40*time.Microsecond) {
+		t.Errorf("lag %+v: want p50 0, p99 and max 0.08 ms, origin at the transit", l)
+	}
+	// Against a constant schedule of the same mean rate the same arrivals
+	// look far off: the due times matter.
+	c, err := lagFromArrivals(arrivals, float64(len(due)-1)/at.Seconds())
+	if err != nil || c.Max < 1 {
+		t.Errorf("as a constant schedule: max lag %v ms (%v), want > 1 ms", c.Max, err)
+	}
+	if _, err := lagFromSchedule(arrivals, due[:10]); err == nil || !strings.Contains(err.Error(), "only 10 were scheduled") {
+		t.Errorf("more arrivals than due times: %v", err)
+	}
+}
+
+func TestReadSchedule(t *testing.T) {
+	h := "index,time_s,input_len,output_len,model,num_images,burst\n"
+	due, err := readSchedule(strings.NewReader(h + "0,0.000000,1,1,,0,0\n1,0.000333,1,1,,0,1\n2,1.500001,1,1,,0,2\n"))
+	if err != nil || len(due) != 3 || due[1] != 333*time.Microsecond || due[2] != 1500001*time.Microsecond {
+		t.Errorf("readSchedule: %v, %v", due, err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"", "no arrivals"},
+		{h, "no arrivals"},
+		{"time_s,index\n", "line 1"},
+		{h + "0,0.1,1\n2,0.2,1\n", "line 3: index 2, want 1"},
+		{h + "0,x,1\n", "line 2"},
+		{h + "0,-1,1\n", "line 2"},
+		{h + "0\n", "line 2"},
+	} {
+		if _, err := readSchedule(strings.NewReader(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want one containing %q", tc.in, err, tc.want)
+		}
+	}
+}
+
 func TestLagFromArrivalsErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -210,6 +266,20 @@ func TestPrintSideBySide(t *testing.T) {
 		if got, want := sep(lines[i]), sep(lines[0]); len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 			t.Errorf("line %d: separators at %v, header's at %v", i+1, got, want)
 		}
+	}
+}
+
+func TestPrintPoisson(t *testing.T) {
+	steps := sampleSteps()
+	p := steps[1].Fine
+	p.P99 = 1.75
+	steps[1].Poisson = &p
+	var b strings.Builder
+	printPoisson(&b, steps)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	// A title, two header lines and the one rate that has a Poisson run.
+	if len(lines) != 4 || !strings.Contains(lines[3], "12000") || !strings.Contains(lines[3], "1.750") {
+		t.Errorf("Poisson table:\n%s", b.String())
 	}
 }
 
