@@ -32,11 +32,16 @@ fuzz:
 demo: build
 	./scripts/demo.sh $(BIN)
 
-# Component benchmarks and the rate ladder against a separate mock-server
-# process (see docs/PERFORMANCE.md).
+# Component benchmarks, then fineserve-gen and vegeta side by side at a
+# ladder of rates against a separate mock-server process, lag measured by
+# the server (see docs/PERFORMANCE.md): make bench BENCH_RATES=1000,8000 BENCH_DURATION=10s
+BENCH_RATES    ?= 1000,2000,3000,5000,8000,10000,12000
+BENCH_DURATION ?= 5s
+BENCH_OUT      ?= bin/bench
+BENCH_POISSON  ?= 0
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
-	./scripts/ladder.sh $(BIN)
+	BENCH_RATES=$(BENCH_RATES) BENCH_DURATION=$(BENCH_DURATION) BENCH_OUT=$(BENCH_OUT) BENCH_POISSON=$(BENCH_POISSON) ./scripts/ladder.sh $(BIN)
 
 clean:
 	rm -rf bin

@@ -45,6 +45,7 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.IntVar(&cfg.PrefixCache.Blocks, "prefix-cache-blocks", mockserver.DefaultPrefixCacheBlocks, "prefix cache capacity in 16-token blocks (least recently used evicted)")
 	portFile := fs.String("port-file", "", "write the port listened on to this file once ready")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the server until it stops")
+	arrivalLog := fs.String("arrival-log", "", "write the instant each generation request arrives to this CSV file (seq,arrival_unix_ns), for measuring a client's send lag from the server's side")
 	faults := fs.StringArray("fault", nil, "inject a failure into a share of generation requests: KIND[:RATE], repeatable; kinds: "+
 		strings.Join(mockserver.FaultKinds, ", ")+" (RATE: share of requests, default 1)")
 	fs.Uint64Var(&cfg.Faults.Seed, "fault-seed", 0, "which requests fault is a function of this seed and the request's arrival number")
@@ -77,20 +78,46 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", err)
 		return exitUsage
 	}
+	var arrivals *os.File
+	if *arrivalLog != "" {
+		f, err := os.Create(*arrivalLog)
+		if err != nil {
+			fmt.Fprintf(stderr, "fineserve-gen mock-server: --arrival-log: %v\n", err)
+			return exitFailure
+		}
+		arrivals = f
+		cfg.Arrivals = mockserver.NewArrivalLog(f, 0)
+	}
+	code := serveMock(ctx, cfg, *host, *port, *portFile, *cpuProfile, stderr)
+	if arrivals != nil {
+		err := cfg.Arrivals.Close()
+		if cerr := arrivals.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("arrival log: %w", cerr)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "fineserve-gen mock-server: --arrival-log %s: %v\n", *arrivalLog, err)
+			code = max(code, exitFailure)
+		}
+	}
+	return code
+}
+
+// serveMock serves cfg until ctx is done and returns the exit code.
+func serveMock(ctx context.Context, cfg mockserver.Config, host string, port int, portFile, cpuProfile string, stderr io.Writer) int {
 	srv, err := mockserver.New(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", err)
 		return exitUsage
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", err)
 		return exitFailure
 	}
 	addr := ln.Addr().(*net.TCPAddr)
-	runner.WarnExposed(stderr, "mock-server --host "+*host, addr)
-	if *portFile != "" {
-		if err := os.WriteFile(*portFile, []byte(strconv.Itoa(addr.Port)+"\n"), 0o644); err != nil {
+	runner.WarnExposed(stderr, "mock-server --host "+host, addr)
+	if portFile != "" {
+		if err := os.WriteFile(portFile, []byte(strconv.Itoa(addr.Port)+"\n"), 0o644); err != nil {
 			fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", err)
 			return exitFailure
 		}
@@ -100,7 +127,7 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	if len(cfg.Faults.Faults) > 0 {
 		fmt.Fprintf(stderr, "mock-server: injecting faults %v\n", cfg.Faults)
 	}
-	stopProfiles, err := startProfiles(*cpuProfile, "")
+	stopProfiles, err := startProfiles(cpuProfile, "")
 	if err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", err)
 		return exitUsage

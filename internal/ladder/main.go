@@ -71,9 +71,19 @@ func main() {
 	soak := flag.Int64("soak", 0, "instead of the ladder: send this many requests at --soak-rate and sample the client's RSS")
 	soakRate := flag.Float64("soak-rate", 5000, "request rate of --soak")
 	replot := flag.String("replot", "", "instead of measuring: redraw the lag plot of this ladder.json into --out")
+	side := flag.Bool("side-by-side", false, "run fineserve-gen and vegeta one after the other on the same constant-rate schedule at each rate, with the lag measured by the server (rates must be whole)")
+	vegeta := flag.String("vegeta", "", "vegeta binary for -side-by-side (default: go install "+vegetaModule+" into a temporary directory)")
+	installTimeout := flag.Duration("install-timeout", 5*time.Minute, "give up installing vegeta after this long")
+	poisson := flag.Bool("poisson", false, "with -side-by-side: also run fineserve-gen on a Poisson schedule at each rate (lag at the server against its --schedule-out)")
 	flag.Parse()
 	var err error
-	if *replot != "" {
+	if *side {
+		var rs []float64
+		if rs, err = parseRates(*rates, true); err == nil {
+			err = runSideBySide(sideConfig{bin: *bin, vegeta: *vegeta, rates: rs, dur: *dur, tokens: *tokens, input: *input,
+				outDir: *out, installTimeout: *installTimeout, poisson: *poisson})
+		}
+	} else if *replot != "" {
 		err = replotFile(*replot, *out)
 	} else if *soak > 0 {
 		err = runSoak(*bin, *soak, *soakRate, *tokens, *input)
@@ -88,8 +98,9 @@ func main() {
 
 // mock is a mock-server process.
 type mock struct {
-	cmd  *exec.Cmd
-	port int
+	cmd    *exec.Cmd
+	port   int
+	stderr *bytes.Buffer
 }
 
 func startMock(bin string, args ...string) (*mock, error) {
@@ -100,24 +111,46 @@ func startMock(bin string, args ...string) (*mock, error) {
 	defer os.RemoveAll(dir)
 	pf := filepath.Join(dir, "port")
 	cmd := exec.Command(bin, append([]string{"mock-server", "--host", "127.0.0.1", "--port", "0", "--port-file", pf}, args...)...)
-	cmd.Stderr = io.Discard
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	for range 200 {
+	for range 400 {
 		if b, err := os.ReadFile(pf); err == nil && len(bytes.TrimSpace(b)) > 0 {
 			p, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			return &mock{cmd: cmd, port: p}, err
+			return &mock{cmd: cmd, port: p, stderr: &stderr}, err
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
 	cmd.Process.Kill()
-	return nil, errors.New("mock-server did not start")
+	cmd.Wait()
+	return nil, fmt.Errorf("mock-server did not start within 10 s: %s", strings.TrimSpace(stderr.String()))
 }
 
 func (m *mock) stop() {
 	m.cmd.Process.Signal(syscall.SIGTERM)
 	m.cmd.Wait()
+}
+
+// stopChecked stops the mock and reports its failure, if it exited with one
+// (e.g. its arrival log could not be written); a mock that does not stop
+// within 30 s is killed.
+func (m *mock) stopChecked() error {
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- m.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("mock-server: %v: %s", err, strings.TrimSpace(m.stderr.String()))
+		}
+		return nil
+	case <-time.After(30 * time.Second):
+		m.cmd.Process.Kill()
+		<-done
+		return errors.New("mock-server did not stop within 30 s of SIGTERM: killed")
+	}
 }
 
 // cpu returns the process's user+system CPU time so far, from /proc.

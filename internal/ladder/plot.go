@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // plotLag draws send lag (p50, p99, max) against the offered rate, with the
@@ -80,4 +81,70 @@ func rateTicks(steps []step) []plot.Tick {
 		ticks = append(ticks, plot.Tick{Value: st.Rate, Label: fmt.Sprintf("%g", st.Rate)})
 	}
 	return ticks
+}
+
+// plotSideBySide draws the server-side send lag (p50 and p99) of
+// fineserve-gen and vegeta against the offered rate, with the 2 ms goal at
+// 10,000 req/s, as an SVG.
+func plotSideBySide(steps []sideStep, path string) error {
+	p := plot.New()
+	p.Title.Text = "send lag at the server: fineserve-gen and vegeta, constant rate"
+	p.Y.Label.Text = "lag at the server (ms, log scale)"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.X.Label.Text = "offered rate (req/s, log scale)"
+	p.X.Scale = plot.LogScale{}
+	rates := make([]step, len(steps))
+	for i, st := range steps {
+		rates[i] = step{Rate: st.Rate}
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(rateTicks(rates))
+	p.Legend.Top = true
+	p.Legend.Left = true
+	fine := color.RGBA{R: 31, G: 119, B: 180, A: 255}
+	veg := color.RGBA{R: 214, G: 39, B: 40, A: 255}
+	series := []struct {
+		name   string
+		get    func(sideStep) float64
+		color  color.RGBA
+		dashed bool
+	}{
+		{"fineserve-gen p99", func(s sideStep) float64 { return s.Fine.P99 }, fine, false},
+		{"vegeta p99", func(s sideStep) float64 { return s.Vegeta.P99 }, veg, false},
+		{"fineserve-gen p50", func(s sideStep) float64 { return s.Fine.P50 }, fine, true},
+		{"vegeta p50", func(s sideStep) float64 { return s.Vegeta.P50 }, veg, true},
+	}
+	top := 2.0
+	for _, s := range series {
+		pts := make(plotter.XYs, 0, len(steps))
+		for _, st := range steps {
+			pts = append(pts, plotter.XY{X: st.Rate, Y: max(s.get(st), 1e-3)})
+			top = max(top, s.get(st))
+		}
+		l, sc, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return err
+		}
+		l.Color, sc.Color = s.color, s.color
+		l.Width = vg.Points(1.5)
+		if s.dashed {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		}
+		p.Add(l, sc)
+		p.Legend.Add(s.name, l, sc)
+	}
+	if steps[0].Rate <= 10000 && steps[len(steps)-1].Rate >= 10000 {
+		goal, err := plotter.NewScatter(plotter.XYs{{X: 10000, Y: 2}})
+		if err != nil {
+			return err
+		}
+		goal.Color = color.RGBA{R: 120, G: 120, B: 120, A: 255}
+		goal.Shape = draw.PlusGlyph{}
+		goal.Radius = vg.Points(5)
+		p.Add(goal)
+		p.Legend.Add("goal: p99 ≤ 2 ms at 10,000 req/s", goal)
+	}
+	p.Add(plotter.NewGrid())
+	p.Y.Min, p.Y.Max = 0.01, top*30 // the top decade is the legend's
+	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
 }

@@ -65,6 +65,9 @@ func (s *Server) served(w http.ResponseWriter, model string) bool {
 }
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
+	if s.cfg.Arrivals != nil {
+		s.cfg.Arrivals.Record()
+	}
 	bp := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(bp)
 	body, fault, ok := s.receive(w, r, bp)

@@ -130,6 +130,9 @@ func (s *Server) parseImage(body []byte) (imageRequest, error) {
 
 // handleImages serves POST /v1/images/generations.
 func (s *Server) handleImages(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Arrivals != nil {
+		s.cfg.Arrivals.Record()
+	}
 	bp := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(bp)
 	// Only the faults that answer before a response apply (refuse, http_*,

@@ -56,6 +56,10 @@ type Config struct {
 	KVCacheTokens int
 	// Images is the latency model of /v1/images/generations (images.go).
 	Images ImageConfig
+	// Arrivals, when set, records the instant every generation request
+	// (completions, chat completions, images) reaches its handler
+	// (arrivallog.go).
+	Arrivals *ArrivalLog
 }
 
 // Server implements the endpoints. Create it with New.
