@@ -326,7 +326,7 @@ func (v *lenientValue) Set(s string) error {
 //     --model not served, warm-up failed, an output could not be written);
 //   - exitInternal: requests failed with class internal (their work
 //     panicked: a bug), whatever the error budget says;
-//   - exitBudget: the run completed but missed a target (runner.Verdict);
+//   - exitBudget: the run completed but missed a target (metrics.Verdict);
 //   - exitOK: the run completed within its targets, or a dry run.
 func outcome(ctx context.Context, o *runner.Options, sum *metrics.Summary, err error, stderr io.Writer) int {
 	var ue *runner.UsageError
@@ -346,10 +346,10 @@ func outcome(ctx context.Context, o *runner.Options, sum *metrics.Summary, err e
 		return exitInterrupted
 	}
 	code := exitOK
-	for _, r := range runner.Verdict(o.Targets(), sum) {
+	for _, r := range metrics.Verdict(o.Targets(), sum) {
 		fmt.Fprintf(stderr, "fineserve-gen: %s\n", r.Text)
 		switch {
-		case r.Kind == runner.InternalError:
+		case r.Kind == metrics.InternalError:
 			code = exitInternal
 		case code == exitOK:
 			code = exitBudget

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/exposed"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
 // defaultMockMaxModelLen is the built-in server's default context length,
@@ -115,7 +115,7 @@ func serveMock(ctx context.Context, cfg mockserver.Config, host string, port int
 		return exitFailure
 	}
 	addr := ln.Addr().(*net.TCPAddr)
-	runner.WarnExposed(stderr, "mock-server --host "+host, addr)
+	exposed.Warn(stderr, "mock-server --host "+host, addr)
 	if portFile != "" {
 		if err := os.WriteFile(portFile, []byte(strconv.Itoa(addr.Port)+"\n"), 0o644); err != nil {
 			fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
 
@@ -310,4 +311,9 @@ func (o *Options) Secrets() *secret.Redactor {
 	r.AddURL(o.Observe.ServerMetricsURL)
 	r.AddProxyEnv()
 	return r
+}
+
+// Targets returns what the run must meet to pass (metrics.Verdict).
+func (o *Options) Targets() metrics.Targets {
+	return metrics.Targets{MaxErrorRate: o.MaxErrorRate, MinGoodput: o.Observe.MinGoodput, SLO: o.Observe.Goodput}
 }

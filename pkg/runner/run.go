@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/exposed"
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
@@ -158,7 +159,7 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	}
 	defer mon.Close()
 	if addr := mon.MetricsAddr(); addr != nil {
-		WarnExposed(stdio.Err, "--metrics-addr "+o.Observe.MetricsAddr, addr)
+		exposed.Warn(stdio.Err, "--metrics-addr "+o.Observe.MetricsAddr, addr)
 	}
 	var records *report.RecordWriter
 	if o.ResultsJSONL != "" {

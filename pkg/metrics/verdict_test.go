@@ -1,23 +1,22 @@
-package runner
+package metrics
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
-	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
 // TestVerdict: the verdict reads the summary's figures against the
 // targets: the error budget, the goodput share (only with --min-goodput
 // and --goodput), and internal errors whatever the budget.
 func TestVerdict(t *testing.T) {
-	slo, err := metrics.ParseSLO([]string{"ttft:100"})
+	slo, err := ParseSLO([]string{"ttft:100"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := func(failed int64, good *metrics.GoodputSummary, internal int64) *metrics.Summary {
-		s := &metrics.Summary{Completed: 10 - failed, Failed: failed, ErrorRate: float64(failed) / 10, Goodput: good,
+	sum := func(failed int64, good *GoodputSummary, internal int64) *Summary {
+		s := &Summary{Completed: 10 - failed, Failed: failed, ErrorRate: float64(failed) / 10, Goodput: good,
 			ErrorsByClass: map[string]int64{}}
 		if failed > internal {
 			s.ErrorsByClass[client.ErrorClasses[0]] = failed - internal
@@ -30,21 +29,21 @@ func TestVerdict(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		t    Targets
-		s    *metrics.Summary
+		s    *Summary
 		want []ReasonKind
 		says []string
 	}{
 		{"within budget", Targets{MaxErrorRate: 0.2}, sum(2, nil, 0), nil, nil},
 		{"over budget", Targets{MaxErrorRate: 0.1}, sum(2, nil, 0), []ReasonKind{ErrorBudget},
 			[]string{"error budget exceeded: 2 of 10 requests failed (error rate 0.2000 > --max-error-rate 0.1)"}},
-		{"goodput met", Targets{MaxErrorRate: 1, MinGoodput: 0.5, SLO: slo}, sum(0, &metrics.GoodputSummary{Share: 0.5, Requests: 5}, 0), nil, nil},
-		{"goodput missed", Targets{MaxErrorRate: 1, MinGoodput: 0.5, SLO: slo}, sum(0, &metrics.GoodputSummary{Share: 0.4, Requests: 4}, 0),
+		{"goodput met", Targets{MaxErrorRate: 1, MinGoodput: 0.5, SLO: slo}, sum(0, &GoodputSummary{Share: 0.5, Requests: 5}, 0), nil, nil},
+		{"goodput missed", Targets{MaxErrorRate: 1, MinGoodput: 0.5, SLO: slo}, sum(0, &GoodputSummary{Share: 0.4, Requests: 4}, 0),
 			[]ReasonKind{GoodputTarget}, []string{"goodput target missed: 4 of 10 requests met every SLO (ttft:100), share 0.4000 < --min-goodput 0.5"}},
 		{"goodput not measured", Targets{MaxErrorRate: 1, MinGoodput: 0.5, SLO: slo}, sum(0, nil, 0),
 			[]ReasonKind{GoodputTarget}, []string{"the summary has no goodput_share"}},
-		{"goodput not checked without --min-goodput", Targets{MaxErrorRate: 1, SLO: slo}, sum(0, &metrics.GoodputSummary{}, 0), nil, nil},
+		{"goodput not checked without --min-goodput", Targets{MaxErrorRate: 1, SLO: slo}, sum(0, &GoodputSummary{}, 0), nil, nil},
 		{"internal within budget", Targets{MaxErrorRate: 1}, sum(1, nil, 1), []ReasonKind{InternalError}, []string{"1 request hit an internal error"}},
-		{"everything", Targets{MaxErrorRate: 0, MinGoodput: 0.9, SLO: slo}, sum(3, &metrics.GoodputSummary{Share: 0.1, Requests: 1}, 2),
+		{"everything", Targets{MaxErrorRate: 0, MinGoodput: 0.9, SLO: slo}, sum(3, &GoodputSummary{Share: 0.1, Requests: 1}, 2),
 			[]ReasonKind{ErrorBudget, GoodputTarget, InternalError}, []string{"by class: ", "share 0.1000", "2 requests hit an internal error"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

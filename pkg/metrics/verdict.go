@@ -1,4 +1,4 @@
-package runner
+package metrics
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
-	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
 // Targets are what a completed run must meet to pass: its error budget
@@ -17,13 +16,8 @@ type Targets struct {
 	// MinGoodput is the share of requests that must meet every SLO target
 	// (0: not checked).
 	MinGoodput float64
-	// SLO are the --goodput targets (metrics.NoSLO: none).
-	SLO metrics.SLO
-}
-
-// Targets returns the run's targets.
-func (o *Options) Targets() Targets {
-	return Targets{MaxErrorRate: o.MaxErrorRate, MinGoodput: o.Observe.MinGoodput, SLO: o.Observe.Goodput}
+	// SLO are the --goodput targets (NoSLO: none).
+	SLO SLO
 }
 
 // ReasonKind tells what a Reason is about.
@@ -48,7 +42,7 @@ type Reason struct {
 // Verdict lists why a completed run does not pass, from its summary's
 // figures: the targets it missed (error budget, then goodput), then the
 // requests that hit an internal error. No reason: the run passed.
-func Verdict(t Targets, sum *metrics.Summary) []Reason {
+func Verdict(t Targets, sum *Summary) []Reason {
 	var out []Reason
 	if sum.ErrorRate > t.MaxErrorRate {
 		out = append(out, Reason{ErrorBudget, fmt.Sprintf("error budget exceeded: %d of %d requests failed (error rate %.4f > --max-error-rate %g); by class: %s",

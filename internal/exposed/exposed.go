@@ -1,4 +1,6 @@
-package runner
+// Package exposed warns when a listener of the tool is reachable from
+// other machines.
+package exposed
 
 import (
 	"fmt"
@@ -6,11 +8,11 @@ import (
 	"net"
 )
 
-// WarnExposed prints one warning line to w when addr, the address a
+// Warn prints one warning line to w when addr, the address a
 // listener of the tool is bound to (what names its flag), is not a
 // loopback address: whatever it serves is reachable from other machines.
 // It reports whether it warned.
-func WarnExposed(w io.Writer, what string, addr net.Addr) bool {
+func Warn(w io.Writer, what string, addr net.Addr) bool {
 	tcp, ok := addr.(*net.TCPAddr)
 	if !ok || tcp.IP.IsLoopback() {
 		return false

@@ -1,4 +1,4 @@
-package runner
+package exposed
 
 import (
 	"net"
@@ -9,7 +9,7 @@ import (
 // TestWarnExposed: a listener bound to any address other than loopback
 // (all interfaces included) gets one warning line; loopback none. (No
 // test binds a non-loopback address: the addresses are given.)
-func TestWarnExposed(t *testing.T) {
+func TestWarn(t *testing.T) {
 	for _, tc := range []struct {
 		ip   string
 		warn bool
@@ -18,7 +18,7 @@ func TestWarnExposed(t *testing.T) {
 		{"0.0.0.0", true}, {"::", true}, {"192.0.2.10", true}, {"2001:db8::1", true},
 	} {
 		var b strings.Builder
-		got := WarnExposed(&b, "--metrics-addr x", &net.TCPAddr{IP: net.ParseIP(tc.ip), Port: 9090})
+		got := Warn(&b, "--metrics-addr x", &net.TCPAddr{IP: net.ParseIP(tc.ip), Port: 9090})
 		out := b.String()
 		if got != tc.warn || (got && (strings.Count(out, "\n") != 1 || !strings.Contains(out, "reachable from other machines") || !strings.Contains(out, "--metrics-addr x"))) || (!got && out != "") {
 			t.Errorf("%s: warned %v, %q", tc.ip, got, out)
