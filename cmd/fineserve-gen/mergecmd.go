@@ -41,9 +41,7 @@ const maxSummaryFile = 1 << 30
 
 // mergeCommand merges the summaries of a sharded run.
 func mergeCommand(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("merge", pflag.ContinueOnError)
-	fs.SortFlags = false
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("merge")
 	out := fs.StringP("output", "o", "", "write the merged summary (JSON) to this file")
 	strict := fs.Bool("strict", false, "fail (exit 2, nothing written) when the summaries disagree or a shard is missing or repeated")
 	quiet := fs.Bool("quiet", false, "print warnings only, not the notes on how figures were combined")

@@ -19,8 +19,7 @@ import (
 // runFlags declares the flags of a run onto o. FineServe's flags keep their
 // names, defaults and meanings. finish completes o after parsing.
 func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func() error) {
-	fs = pflag.NewFlagSet("run", pflag.ContinueOnError)
-	fs.SortFlags = false
+	fs = newFlagSet("run")
 
 	// Target (FineServe).
 	fs.StringVar(&o.Backend, "backend", o.Backend, "vllm or openai (/v1/completions), openai-chat (/v1/chat/completions), openai-images (/v1/images/generations)")
@@ -90,7 +89,6 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 	fs.StringVar(&prof.cpu, "cpu-profile", "", "write a CPU profile of the run (go tool pprof)")
 	fs.StringVar(&prof.mem, "mem-profile", "", "write a heap profile at the end of the run")
 
-	fs.SetOutput(io.Discard)
 	finish = func() error {
 		var errs []error
 		o.Stream = !*disableStream
