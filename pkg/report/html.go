@@ -566,13 +566,18 @@ figure{margin:0;border:1px solid #eee;padding:.4em}figure svg{width:100%;height:
 .msg{text-align:left;font-family:monospace;white-space:pre-wrap;word-break:break-all}
 `
 
-var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(`<!DOCTYPE html>
+// pageHead opens every page this package writes: self-contained, so its
+// Content-Security-Policy allows no network access, only inline styles and
+// data: images.
+const pageHead = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
-<title>{{.Title}}</title>
+`
+
+var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(pageHead + `<title>{{.Title}}</title>
 <style>` + styleSheet + `</style>
 </head>
 <body>
