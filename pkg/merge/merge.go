@@ -25,9 +25,9 @@ type Input struct {
 	Summary *metrics.Summary
 }
 
-// Result is a merged summary, what its inputs disagreed on
-// (Warnings), and how figures that cannot be exact were combined (Notes).
-// Both lists are in the summary too.
+// Result is a merged summary, what its inputs disagreed on (Warnings), and
+// how figures that cannot be exact were combined (Notes). Both lists are in
+// the summary too.
 type Result struct {
 	Summary  *metrics.Summary
 	Warnings []string

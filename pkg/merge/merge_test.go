@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -201,8 +202,9 @@ func TestSummariesIsExact(t *testing.T) {
 	if got.Duration != want.Duration || got.RequestThroughput != want.RequestThroughput {
 		t.Errorf("duration %g throughput %g, want %g %g", got.Duration, got.RequestThroughput, want.Duration, want.RequestThroughput)
 	}
-	for _, f := range distFields {
-		compareDist(t, f.name, *f.get(got), *f.get(want))
+	gotDists := dists(t, got)
+	for name, w := range dists(t, want) {
+		compareDist(t, name, gotDists[name], w)
 	}
 
 	var gw, ww []metrics.WindowStats
@@ -251,24 +253,28 @@ func TestSummariesIsExact(t *testing.T) {
 	must(t, err)
 	again, err := Summaries([]Input{{"s01", roundTrip(t, r01.Summary)}, ins[2]})
 	must(t, err)
-	for _, f := range distFields {
-		compareDist(t, "again "+f.name, *f.get(roundTrip(t, again.Summary)), *f.get(want))
+	againDists := dists(t, roundTrip(t, again.Summary))
+	for name, w := range dists(t, want) {
+		compareDist(t, "again "+name, againDists[name], w)
 	}
 }
 
-// distFields are the summary's distributions.
-var distFields = []struct {
-	name string
-	get  func(*metrics.Summary) *metrics.Dist
-}{
-	{"e2e_latency", func(s *metrics.Summary) *metrics.Dist { return &s.E2E }},
-	{"ttft", func(s *metrics.Summary) *metrics.Dist { return &s.TTFT }},
-	{"tpot", func(s *metrics.Summary) *metrics.Dist { return &s.TPOT }},
-	{"itl", func(s *metrics.Summary) *metrics.Dist { return &s.ITL }},
-	{"send_lag", func(s *metrics.Summary) *metrics.Dist { return &s.SendLag }},
-	{"ttft_from_scheduled", func(s *metrics.Summary) *metrics.Dist { return &s.TTFTFromScheduled }},
-	{"e2e_from_scheduled", func(s *metrics.Summary) *metrics.Dist { return &s.E2EFromScheduled }},
-	{"ttft_per_1k_prompt_tokens", func(s *metrics.Summary) *metrics.Dist { return &s.TTFTPer1kPrompt }},
+// dists returns the summary's distributions by field name: every exported
+// field of type metrics.Dist, so that a distribution added to the summary
+// is compared too.
+func dists(t *testing.T, s *metrics.Summary) map[string]metrics.Dist {
+	t.Helper()
+	out := map[string]metrics.Dist{}
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		if f := v.Type().Field(i); f.IsExported() && f.Type == reflect.TypeFor[metrics.Dist]() {
+			out[f.Name] = v.Field(i).Interface().(metrics.Dist)
+		}
+	}
+	if len(out) < 8 {
+		t.Fatalf("the summary has %d distributions, want at least 8", len(out))
+	}
+	return out
 }
 
 func compareDist(t *testing.T, name string, got, want metrics.Dist) {
