@@ -21,9 +21,7 @@ import (
 // model) loads a cache of N slots needs for the trace's request order,
 // overall and per instance — to choose vLLM's --max-loras before a run.
 func analyzeCommand(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("analyze", pflag.ContinueOnError)
-	fs.SortFlags = false
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("analyze")
 	var ro replay.Options
 	slotsArg := fs.String("adapter-cache", "8", "cache sizes to simulate, in adapters (slots): N or N,M,… (vLLM's --max-loras)")
 	policyArg := fs.String("policy", "lru,lfu", "eviction policies: lru, lfu, opt (Belady's optimum), comma-separated")

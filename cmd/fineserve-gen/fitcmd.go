@@ -22,9 +22,7 @@ import (
 // micro-burst model to a trace and writes them in FineServe's formats, with
 // a one-page summary.
 func fitCommand(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("fit", pflag.ContinueOnError)
-	fs.SortFlags = false
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("fit")
 	var ro replay.Options
 	format := fs.String("trace-format", "", "trace format (default: detected from the extension and header)")
 	fs.StringVar(&ro.TimestampColumn, "timestamp-column", "", "timestamp column (default per format)")

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
@@ -45,14 +45,8 @@ func TestReplayFlags(t *testing.T) {
 			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 			addReplayFlags(fs, &o)
 			err := fs.Parse(c.args)
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("error %v, want %q", err, c.err)
-				}
+			if testenv.WantErr(t, err, c.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !c.check(o.Replay) {
 				t.Errorf("options %+v", o.Replay)

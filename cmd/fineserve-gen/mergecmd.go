@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fineserve-gen/fineserve-gen/pkg/merge"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
 )
@@ -40,9 +41,7 @@ const maxSummaryFile = 1 << 30
 
 // mergeCommand merges the summaries of a sharded run.
 func mergeCommand(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("merge", pflag.ContinueOnError)
-	fs.SortFlags = false
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("merge")
 	out := fs.StringP("output", "o", "", "write the merged summary (JSON) to this file")
 	strict := fs.Bool("strict", false, "fail (exit 2, nothing written) when the summaries disagree or a shard is missing or repeated")
 	quiet := fs.Bool("quiet", false, "print warnings only, not the notes on how figures were combined")
@@ -63,16 +62,16 @@ func mergeCommand(_ context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "fineserve-gen merge: no summary given\n%s", mergeUsage)
 		return exitUsage
 	}
-	ins := make([]metrics.MergeInput, 0, len(files))
+	ins := make([]merge.Input, 0, len(files))
 	for _, f := range files {
 		s, err := readMergeInput(f)
 		if err != nil {
 			fmt.Fprintf(stderr, "fineserve-gen merge: %s: %v\n", f, err)
 			return exitUsage
 		}
-		ins = append(ins, metrics.MergeInput{Name: f, Summary: s})
+		ins = append(ins, merge.Input{Name: f, Summary: s})
 	}
-	res, err := metrics.MergeSummaries(ins)
+	res, err := merge.Summaries(ins)
 	if err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen merge: %v\n", err)
 		return exitUsage

@@ -22,9 +22,7 @@ import (
 const defaultMockMaxModelLen = 128 << 10
 
 func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("mock-server", pflag.ContinueOnError)
-	fs.SortFlags = false
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("mock-server")
 	var cfg mockserver.Config
 	host := fs.String("host", "127.0.0.1", "address to bind (loopback unless told otherwise)")
 	port := fs.Int("port", 8000, "port to listen on (0: any free port)")

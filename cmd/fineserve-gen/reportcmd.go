@@ -31,9 +31,7 @@ answer and, with -o, writes its report.
 // reportCommand builds an HTML report (or a comparison) offline from the
 // files a run wrote.
 func reportCommand(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
-	fs.SortFlags = false
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("report")
 	out := fs.StringP("output", "o", "", "write the HTML report (or comparison) to this file")
 	summary := fs.String("summary", "", "the run's summary JSON, to go with a results JSONL (windows, server metrics, command line, seed)")
 	labels := fs.StringArray("label", nil, "name of each run in a comparison, in file order (repeatable; default: file names)")

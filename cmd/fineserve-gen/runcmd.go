@@ -19,8 +19,7 @@ import (
 // runFlags declares the flags of a run onto o. FineServe's flags keep their
 // names, defaults and meanings. finish completes o after parsing.
 func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func() error) {
-	fs = pflag.NewFlagSet("run", pflag.ContinueOnError)
-	fs.SortFlags = false
+	fs = newFlagSet("run")
 
 	// Target (FineServe).
 	fs.StringVar(&o.Backend, "backend", o.Backend, "vllm or openai (/v1/completions), openai-chat (/v1/chat/completions), openai-images (/v1/images/generations)")
@@ -90,7 +89,6 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 	fs.StringVar(&prof.cpu, "cpu-profile", "", "write a CPU profile of the run (go tool pprof)")
 	fs.StringVar(&prof.mem, "mem-profile", "", "write a heap profile at the end of the run")
 
-	fs.SetOutput(io.Discard)
 	finish = func() error {
 		var errs []error
 		o.Stream = !*disableStream
@@ -157,23 +155,12 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	stdout, stderr = secret.Writer(stdout, secrets), secret.Writer(stderr, secrets)
 	o := runner.Defaults()
 	var prof profiles
-	fs, finish := runFlags(&o, &prof)
 	// Every problem is reported at once: bad flag values, then what finish
 	// and Validate find.
 	args = joinGoodputArgs(args) // vLLM's --goodput ttft:500 tpot:50 (flags_observe.go)
-	errs, err := parseAll(fs, args)
-	if err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(stdout, "Usage: fineserve-gen [run] [flags]\n\n%s", fs.FlagUsages())
-			return exitOK
-		}
-		return usageExit(stderr, append(errs, err)...)
-	}
-	if fs.NArg() > 0 {
-		errs = append(errs, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	}
-	if err := finish(); err != nil {
-		errs = append(errs, err)
+	_, errs, code, ok := parseRunFlags(args, &o, &prof, nil, "Usage: fineserve-gen [run] [flags]\n\n", stdout, stderr)
+	if !ok {
+		return code
 	}
 	*secrets = *o.Secrets()
 	if len(errs) > 0 {
@@ -195,6 +182,33 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "fineserve-gen: %v\n", perr)
 	}
 	return outcome(ctx, &o, sum, err, stderr)
+}
+
+// parseRunFlags parses args into o with the run's flags and those extra
+// adds (nil: none), as run and sweep do. It returns the flag set and every
+// problem found (bad values, extra arguments, what finishing o finds), or
+// ok false and the exit code when the command ends here: --help (usage,
+// then the flags) or flags that cannot be parsed.
+func parseRunFlags(args []string, o *runner.Options, prof *profiles, extra func(*pflag.FlagSet), usage string, stdout, stderr io.Writer) (fs *pflag.FlagSet, errs []error, code int, ok bool) {
+	fs, finish := runFlags(o, prof)
+	if extra != nil {
+		extra(fs)
+	}
+	errs, err := parseAll(fs, args)
+	if err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintf(stdout, "%s%s", usage, fs.FlagUsages())
+			return nil, nil, exitOK, false
+		}
+		return nil, nil, usageExit(stderr, append(errs, err)...), false
+	}
+	if fs.NArg() > 0 {
+		errs = append(errs, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	if err := finish(); err != nil {
+		errs = append(errs, err)
+	}
+	return fs, errs, 0, true
 }
 
 // commandLine rebuilds the command line for the summary, quoting arguments

@@ -130,6 +130,39 @@ func signalArgs(port int, dir string, extra ...string) []string {
 	}, extra...)
 }
 
+// startStallingRun starts a child run (signalArgs with extra) against a
+// server that stalls half the requests forever and answers the others in a
+// few milliseconds, and returns once 40 requests have reached the server.
+func startStallingRun(t *testing.T, dir string, extra ...string) (*mockserver.Server, *child) {
+	t.Helper()
+	srv, port := mocktest.Start(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
+		Seed: 2, Faults: []mockserver.Fault{{Kind: mockserver.FaultStall, Rate: 0.5}},
+	}})
+	c := startChild(t, signalArgs(port, dir, extra...)...)
+	waitFor(t, 30*time.Second, "40 requests at the server", func() bool { return srv.Stats().Requests >= 40 })
+	return srv, c
+}
+
+// base is the record itself, also in the types that embed it.
+func (r record) base() record { return r }
+
+// recordsByClass counts recs by error class ("" for a success); two
+// records of one request fail the test.
+func recordsByClass[R interface{ base() record }](t *testing.T, recs []R) map[string]int64 {
+	t.Helper()
+	byClass := map[string]int64{}
+	seen := map[int64]bool{}
+	for _, r := range recs {
+		b := r.base()
+		if seen[b.Index] {
+			t.Fatalf("two records for request %d", b.Index)
+		}
+		seen[b.Index] = true
+		byClass[b.ErrorClass]++
+	}
+	return byClass
+}
+
 // TestFirstSignalDrainsAndWritesEverything: SIGINT (and SIGTERM) mid-run
 // stops sending, lets the requests in flight finish until --drain-timeout,
 // cancels the rest, and leaves a record for every request sent and a
@@ -138,13 +171,9 @@ func TestFirstSignalDrainsAndWritesEverything(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			// Half the requests stall forever: only the drain timeout
-			// ends them. The others take a few milliseconds.
-			srv, port := mocktest.Start(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
-				Seed: 2, Faults: []mockserver.Fault{{Kind: mockserver.FaultStall, Rate: 0.5}},
-			}})
+			// ends them.
 			dir := t.TempDir()
-			c := startChild(t, signalArgs(port, dir, "--drain-timeout", "300ms")...)
-			waitFor(t, 30*time.Second, "40 requests at the server", func() bool { return srv.Stats().Requests >= 40 })
+			srv, c := startStallingRun(t, dir, "--drain-timeout", "300ms")
 			c.cmd.Process.Signal(sig)
 			if code := c.wait(t, 30*time.Second); code != exitInterrupted {
 				t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitInterrupted, c.stderr.String())
@@ -153,15 +182,7 @@ func TestFirstSignalDrainsAndWritesEverything(t *testing.T) {
 			sum := (&toolRun{dir: dir}).summary(t)
 			st := srv.Stats()
 			stalled := srv.FaultCounts()[mockserver.FaultStall]
-			byClass := map[string]int64{}
-			seen := map[int64]bool{}
-			for _, r := range recs {
-				if seen[r.Index] {
-					t.Fatalf("two records for request %d", r.Index)
-				}
-				seen[r.Index] = true
-				byClass[r.ErrorClass]++
-			}
+			byClass := recordsByClass(t, recs)
 			// Every request that reached the server has its record (and a
 			// request sent but not yet arrived has one too).
 			if int64(len(recs)) < st.Requests {
@@ -190,12 +211,8 @@ func TestFirstSignalDrainsAndWritesEverything(t *testing.T) {
 // HTML report are written, and the process exits with 130 within about a
 // second (asserted with a 5× margin).
 func TestSecondSignalCancelsAndWritesEverything(t *testing.T) {
-	srv, port := mocktest.Start(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
-		Seed: 2, Faults: []mockserver.Fault{{Kind: mockserver.FaultStall, Rate: 0.5}},
-	}})
 	dir := t.TempDir()
-	c := startChild(t, signalArgs(port, dir, "--drain-timeout", "10m", "--report-html", filepath.Join(dir, "report.html"))...)
-	waitFor(t, 30*time.Second, "40 requests at the server", func() bool { return srv.Stats().Requests >= 40 })
+	srv, c := startStallingRun(t, dir, "--drain-timeout", "10m", "--report-html", filepath.Join(dir, "report.html"))
 	c.cmd.Process.Signal(syscall.SIGINT)
 	waitFor(t, 30*time.Second, "the drain to start", func() bool { return strings.Contains(c.stderr.String(), "waiting up to") })
 	// Wait until every request that does not stall has been answered: the
@@ -223,14 +240,8 @@ func TestSecondSignalCancelsAndWritesEverything(t *testing.T) {
 		record
 		TTFT *float64 `json:"ttft_ms"`
 	}](t, filepath.Join(dir, "results.jsonl"))
-	byClass := map[string]int64{}
-	seen := map[int64]bool{}
+	byClass := recordsByClass(t, recs)
 	for _, r := range recs {
-		if seen[r.Index] {
-			t.Fatalf("two records for request %d", r.Index)
-		}
-		seen[r.Index] = true
-		byClass[r.ErrorClass]++
 		if r.ErrorClass == client.ErrCanceled && (r.TTFT == nil || *r.TTFT <= 0) {
 			t.Errorf("canceled record %+v: want the TTFT of the token that came before the cut", r)
 		}

@@ -3,10 +3,20 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/pflag"
 )
+
+// newFlagSet returns the flag set of the subcommand name: its flags listed
+// in the order they are declared, its errors returned rather than printed.
+func newFlagSet(name string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.SetOutput(io.Discard)
+	return fs
+}
 
 // parseFlags parses args with fs; an unknown flag's error names the
 // command's flag nearest to it: "unknown flag: --request-rat (did you mean

@@ -61,23 +61,11 @@ func addSweepFlags(fs *pflag.FlagSet, f *sweepFlags) {
 func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o := runner.Defaults()
 	var prof profiles
-	fs, finish := runFlags(&o, &prof)
 	sf := sweepFlags{idleQuiet: time.Second, idleTimeout: 2 * time.Minute}
-	addSweepFlags(fs, &sf)
 	args = joinGoodputArgs(args)
-	errs, err := parseAll(fs, args)
-	if err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(stdout, "%s%s", sweepUsage, fs.FlagUsages())
-			return exitOK
-		}
-		return usageExit(stderr, append(errs, err)...)
-	}
-	if fs.NArg() > 0 {
-		errs = append(errs, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	}
-	if err := finish(); err != nil {
-		errs = append(errs, err)
+	fs, errs, code, ok := parseRunFlags(args, &o, &prof, func(fs *pflag.FlagSet) { addSweepFlags(fs, &sf) }, sweepUsage, stdout, stderr)
+	if !ok {
+		return code
 	}
 	cfg, stepOpts, err := sweepSetup(fs, &o, &sf)
 	if err != nil {

@@ -13,16 +13,11 @@ import (
 // plotLag draws send lag (p50, p99, max) against the offered rate, with the
 // goals, as an SVG.
 func plotLag(steps []step, path string) error {
-	p := plot.New()
-	p.Title.Text = "fineserve-gen: send lag vs request rate"
-	p.Y.Label.Text = "send lag (ms, log scale)"
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.X.Label.Text = "offered rate (req/s, log scale)"
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.ConstantTicks(rateTicks(steps))
-	p.Legend.Top = true
-	p.Legend.Left = true
+	rates := make([]float64, len(steps))
+	for i, st := range steps {
+		rates[i] = st.Rate
+	}
+	p := lagPlot("fineserve-gen: send lag vs request rate", "send lag (ms, log scale)", rates)
 	series := []struct {
 		name  string
 		get   func(step) float64
@@ -33,18 +28,13 @@ func plotLag(steps []step, path string) error {
 		{"max", func(s step) float64 { return s.LagMax }, color.RGBA{R: 214, G: 39, B: 40, A: 255}},
 	}
 	for _, s := range series {
-		pts := make(plotter.XYs, 0, len(steps))
-		for _, st := range steps {
-			pts = append(pts, plotter.XY{X: st.Rate, Y: max(s.get(st), 1e-3)})
+		ys := make([]float64, len(steps))
+		for i, st := range steps {
+			ys[i] = s.get(st)
 		}
-		l, sc, err := plotter.NewLinePoints(pts)
-		if err != nil {
+		if err := addLagLine(p, rates, ys, "lag "+s.name, s.color, false); err != nil {
 			return err
 		}
-		l.Color, sc.Color = s.color, s.color
-		l.Width = vg.Points(1.5)
-		p.Add(l, sc)
-		p.Legend.Add("lag "+s.name, l, sc)
 	}
 	goal := func(y float64, label string) error {
 		lo, hi := steps[0].Rate, steps[len(steps)-1].Rate
@@ -74,33 +64,56 @@ func plotLag(steps []step, path string) error {
 	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
 }
 
-// rateTicks labels every rate of the ladder.
-func rateTicks(steps []step) []plot.Tick {
-	ticks := make([]plot.Tick, 0, len(steps))
-	for _, st := range steps {
-		ticks = append(ticks, plot.Tick{Value: st.Rate, Label: fmt.Sprintf("%g", st.Rate)})
+// lagPlot returns a plot of lags (ms) against the offered rates, both on
+// log scales, every rate labelled, the legend at the top left.
+func lagPlot(title, yLabel string, rates []float64) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = yLabel
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.X.Label.Text = "offered rate (req/s, log scale)"
+	p.X.Scale = plot.LogScale{}
+	ticks := make([]plot.Tick, 0, len(rates))
+	for _, r := range rates {
+		ticks = append(ticks, plot.Tick{Value: r, Label: fmt.Sprintf("%g", r)})
 	}
-	return ticks
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Legend.Top = true
+	p.Legend.Left = true
+	return p
+}
+
+// addLagLine adds a line with points of ys (ms, at least 0.001 so the log
+// scale can show it) against rates, with its legend entry.
+func addLagLine(p *plot.Plot, rates, ys []float64, name string, c color.RGBA, dashed bool) error {
+	pts := make(plotter.XYs, len(rates))
+	for i := range rates {
+		pts[i] = plotter.XY{X: rates[i], Y: max(ys[i], 1e-3)}
+	}
+	l, sc, err := plotter.NewLinePoints(pts)
+	if err != nil {
+		return err
+	}
+	l.Color, sc.Color = c, c
+	l.Width = vg.Points(1.5)
+	if dashed {
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	}
+	p.Add(l, sc)
+	p.Legend.Add(name, l, sc)
+	return nil
 }
 
 // plotSideBySide draws the server-side send lag (p50 and p99) of
 // fineserve-gen and vegeta against the offered rate, with the 2 ms goal at
 // 10,000 req/s, as an SVG.
 func plotSideBySide(steps []sideStep, path string) error {
-	p := plot.New()
-	p.Title.Text = "send lag at the server: fineserve-gen and vegeta, constant rate"
-	p.Y.Label.Text = "lag at the server (ms, log scale)"
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.X.Label.Text = "offered rate (req/s, log scale)"
-	p.X.Scale = plot.LogScale{}
-	rates := make([]step, len(steps))
+	rates := make([]float64, len(steps))
 	for i, st := range steps {
-		rates[i] = step{Rate: st.Rate}
+		rates[i] = st.Rate
 	}
-	p.X.Tick.Marker = plot.ConstantTicks(rateTicks(rates))
-	p.Legend.Top = true
-	p.Legend.Left = true
+	p := lagPlot("send lag at the server: fineserve-gen and vegeta, constant rate", "lag at the server (ms, log scale)", rates)
 	fine := color.RGBA{R: 31, G: 119, B: 180, A: 255}
 	veg := color.RGBA{R: 214, G: 39, B: 40, A: 255}
 	series := []struct {
@@ -116,22 +129,14 @@ func plotSideBySide(steps []sideStep, path string) error {
 	}
 	top := 2.0
 	for _, s := range series {
-		pts := make(plotter.XYs, 0, len(steps))
-		for _, st := range steps {
-			pts = append(pts, plotter.XY{X: st.Rate, Y: max(s.get(st), 1e-3)})
-			top = max(top, s.get(st))
+		ys := make([]float64, len(steps))
+		for i, st := range steps {
+			ys[i] = s.get(st)
+			top = max(top, ys[i])
 		}
-		l, sc, err := plotter.NewLinePoints(pts)
-		if err != nil {
+		if err := addLagLine(p, rates, ys, s.name, s.color, s.dashed); err != nil {
 			return err
 		}
-		l.Color, sc.Color = s.color, s.color
-		l.Width = vg.Points(1.5)
-		if s.dashed {
-			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		}
-		p.Add(l, sc)
-		p.Legend.Add(s.name, l, sc)
 	}
 	if steps[0].Rate <= 10000 && steps[len(steps)-1].Rate >= 10000 {
 		goal, err := plotter.NewScatter(plotter.XYs{{X: 10000, Y: 2}})

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,14 +210,12 @@ func captureBody(c sideConfig) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, stop, err := srv.ServeLoopback()
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go srv.Serve(ctx, ln)
-	if _, _, _, _, err := client(c.bin, ln.Addr().(*net.TCPAddr).Port, "--random-input-len", strconv.Itoa(c.input),
+	defer stop()
+	if _, _, _, _, err := client(c.bin, port, "--random-input-len", strconv.Itoa(c.input),
 		"--random-output-len", strconv.Itoa(c.tokens), "--num-prompts", "1"); err != nil {
 		return nil, err
 	}

@@ -35,10 +35,14 @@ func readBody(r *http.Request, bp *[]byte) ([]byte, error) {
 	}
 }
 
-// receive reads a request's body into bp, shows it to Config.OnRequest and
-// applies the fault drawn for it when that fault answers before a response.
-// It reports false when the request has been answered.
+// receive logs a request's arrival (Config.Arrivals), reads its body into
+// bp, shows it to Config.OnRequest and applies the fault drawn for it when
+// that fault answers before a response. It reports false when the request
+// has been answered.
 func (s *Server) receive(w http.ResponseWriter, r *http.Request, bp *[]byte) (body []byte, fault string, ok bool) {
+	if s.cfg.Arrivals != nil {
+		s.cfg.Arrivals.Record()
+	}
 	s.requests.Add(1)
 	body, err := readBody(r, bp)
 	if err != nil {
@@ -55,8 +59,14 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, bp *[]byte) (bo
 	return body, fault, true
 }
 
-// served answers vLLM's 404 for a model the server does not serve.
-func (s *Server) served(w http.ResponseWriter, model string) bool {
+// accepted answers a request that could not be parsed (err) with a 400,
+// and one for a model the server does not serve with vLLM's 404. It
+// reports whether the request is to be served.
+func (s *Server) accepted(w http.ResponseWriter, model string, err error) bool {
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
+		return false
+	}
 	if !s.models[model] {
 		writeError(w, http.StatusNotFound, "NotFoundError", "The model `"+model+"` does not exist.")
 		return false
@@ -65,9 +75,6 @@ func (s *Server) served(w http.ResponseWriter, model string) bool {
 }
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
-	if s.cfg.Arrivals != nil {
-		s.cfg.Arrivals.Record()
-	}
 	bp := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(bp)
 	body, fault, ok := s.receive(w, r, bp)
@@ -75,11 +82,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		return
 	}
 	req, err := s.parse(body, chat)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
-		return
-	}
-	if !s.served(w, req.model) {
+	if !s.accepted(w, req.model, err) {
 		return
 	}
 	if s.cfg.MaxModelLen > 0 && req.promptTokens+req.maxTokens > s.cfg.MaxModelLen {

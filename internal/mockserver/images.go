@@ -130,9 +130,6 @@ func (s *Server) parseImage(body []byte) (imageRequest, error) {
 
 // handleImages serves POST /v1/images/generations.
 func (s *Server) handleImages(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Arrivals != nil {
-		s.cfg.Arrivals.Record()
-	}
 	bp := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(bp)
 	// Only the faults that answer before a response apply (refuse, http_*,
@@ -142,11 +139,7 @@ func (s *Server) handleImages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, err := s.parseImage(body)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
-		return
-	}
-	if !s.served(w, req.model) {
+	if !s.accepted(w, req.model, err) {
 		return
 	}
 	id := s.seq.Add(1)

@@ -59,21 +59,14 @@ func TestOpenAIClientReadsEveryAnswer(t *testing.T) {
 		defer st.Close()
 		var text strings.Builder
 		var usage *openai.Usage
-		for {
-			chunk, err := st.Recv()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		recvAll(t, st.Recv, func(chunk openai.CompletionResponse) {
 			for _, ch := range chunk.Choices {
 				text.WriteString(ch.Text)
 			}
 			if chunk.Usage != nil {
 				usage = chunk.Usage
 			}
-		}
+		})
 		if text.Len() == 0 || usage == nil || usage.PromptTokens != 2 || usage.CompletionTokens < 1 || usage.CompletionTokens > 4 {
 			t.Errorf("text %q, usage %+v: want text and the usage chunk (2 prompt tokens, 1–4 completion tokens)", text.String(), usage)
 		}
@@ -103,14 +96,7 @@ func TestOpenAIClientReadsEveryAnswer(t *testing.T) {
 		defer st.Close()
 		var role, finish string
 		var content strings.Builder
-		for {
-			chunk, err := st.Recv()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		recvAll(t, st.Recv, func(chunk openai.ChatCompletionStreamResponse) {
 			for _, ch := range chunk.Choices {
 				role += ch.Delta.Role
 				content.WriteString(ch.Delta.Content)
@@ -118,7 +104,7 @@ func TestOpenAIClientReadsEveryAnswer(t *testing.T) {
 					finish = string(ch.FinishReason)
 				}
 			}
-		}
+		})
 		if role != openai.ChatMessageRoleAssistant || content.Len() == 0 || finish == "" {
 			t.Errorf("role %q, content %q, finish %q: want the assistant's role once, content and a finish reason", role, content.String(), finish)
 		}
@@ -146,4 +132,20 @@ func TestOpenAIClientReadsEveryAnswer(t *testing.T) {
 			t.Errorf("error %v (%T): want a request error, 404, whose body says the model does not exist", err, err)
 		}
 	})
+}
+
+// recvAll reads a stream to its end, handing every chunk to on; an error
+// before the end fails the test.
+func recvAll[T any](t *testing.T, recv func() (T, error), on func(T)) {
+	t.Helper()
+	for {
+		chunk, err := recv()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		on(chunk)
+	}
 }

@@ -122,6 +122,19 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
+// ServeLoopback serves on a free port of 127.0.0.1 until stop is called;
+// stop shuts the server down and waits until it has. It returns the port.
+func (s *Server) ServeLoopback() (port int, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Serve(ctx, ln); close(done) }()
+	return ln.Addr().(*net.TCPAddr).Port, func() { cancel(); <-done }, nil
+}
+
 // Serve serves on ln until ctx is done, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second}

@@ -2,13 +2,12 @@ package mockserver
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,15 +25,12 @@ func start(t *testing.T, cfg Config) (*Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, stop, err := s.ServeLoopback()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.Serve(ctx, ln); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return s, "http://" + ln.Addr().String()
+	t.Cleanup(stop)
+	return s, "http://127.0.0.1:" + strconv.Itoa(port)
 }
 
 type reply struct {

@@ -27,17 +27,22 @@ func benchStream(tokens int) []byte {
 	return []byte(b.String())
 }
 
-// BenchmarkReadStream measures decoding a whole 16-token stream, as the
-// client does for every response: line splitting, a timestamp per read,
-// JSON decoding of every chunk.
-func BenchmarkReadStream(b *testing.B) {
+// benchStreamSetup returns what decoding a 16-token stream needs: a
+// streaming client, the stream, a decoder and a result with room for the
+// token times.
+func benchStreamSetup(b *testing.B) (*Client, []byte, *decoder, *Result) {
 	c, err := New(Config{BaseURL: "http://x", Backend: BackendVLLM, Stream: true, Epoch: time.Now()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	stream := benchStream(16)
-	d := new(decoder)
-	res := &Result{TokenTimes: make([]time.Duration, 0, 64)}
+	return c, benchStream(16), new(decoder), &Result{TokenTimes: make([]time.Duration, 0, 64)}
+}
+
+// BenchmarkReadStream measures decoding a whole 16-token stream, as the
+// client does for every response: line splitting, a timestamp per read,
+// JSON decoding of every chunk.
+func BenchmarkReadStream(b *testing.B) {
+	c, stream, d, res := benchStreamSetup(b)
 	r := bytes.NewReader(stream)
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
@@ -150,13 +155,7 @@ func BenchmarkReadStreamStallWatch(b *testing.B) {
 }
 
 func benchStallWatch(b *testing.B, on bool) {
-	c, err := New(Config{BaseURL: "http://x", Backend: BackendVLLM, Stream: true, Epoch: time.Now()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	stream := benchStream(16)
-	d := new(decoder)
-	res := &Result{TokenTimes: make([]time.Duration, 0, 64)}
+	c, stream, d, res := benchStreamSetup(b)
 	r := &eventReader{}
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
@@ -218,36 +217,22 @@ func BenchmarkStallPerRead(b *testing.B) {
 // head, read a short body. The server is a bare loop over the connection so
 // that most of the time is the client's.
 func BenchmarkLeanRoundTrip(b *testing.B) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
+	addr := serveConns(b, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
-						return
-					}
-				}
-			}()
+			io.Copy(io.Discard, req.Body)
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+				return
+			}
 		}
-	}()
+	})
 	tr := newLeanTransport(4)
 	defer tr.CloseIdleConnections()
-	url := "http://" + ln.Addr().String() + "/v1/completions"
+	url := "http://" + addr + "/v1/completions"
 	body := []byte(`{"model":"m","prompt":"hello","max_tokens":16,"stream":false}`)
 	header := http.Header{"Content-Type": {"application/json"}, "User-Agent": {"fineserve-gen"}, "Authorization": {"Bearer sk-x"}}
 	buf := make([]byte, 64)

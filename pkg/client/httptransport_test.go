@@ -334,28 +334,17 @@ func TestLeanTransportBoundsInterimResponses(t *testing.T) {
 // unprocessed (REFUSED_STREAM, as a draining gateway does) gets the request
 // again, and the request succeeds: net/http can re-read its body.
 func TestH2RefusedStreamIsSentAgain(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	var mu sync.Mutex
 	var bodies []string
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go serveRefusingH2(c, func(b string) int {
-				mu.Lock()
-				defer mu.Unlock()
-				bodies = append(bodies, b)
-				return len(bodies)
-			})
-		}
-	}()
-	c, err := New(Config{BaseURL: "http://" + ln.Addr().String(), Backend: BackendVLLM, Model: "m", Epoch: time.Now(), HTTPTransport: TransportH2})
+	addr := serveConns(t, func(c net.Conn) {
+		serveRefusingH2(c, func(b string) int {
+			mu.Lock()
+			defer mu.Unlock()
+			bodies = append(bodies, b)
+			return len(bodies)
+		})
+	})
+	c, err := New(Config{BaseURL: "http://" + addr, Backend: BackendVLLM, Model: "m", Epoch: time.Now(), HTTPTransport: TransportH2})
 	if err != nil {
 		t.Fatal(err)
 	}

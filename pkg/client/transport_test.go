@@ -112,14 +112,17 @@ func TestLeanTransportConnectionClose(t *testing.T) {
 	}
 }
 
-// TestLeanTransportRetriesStaleKeepAlive uses a server that closes every
-// connection after one response without saying so.
-func TestLeanTransportRetriesStaleKeepAlive(t *testing.T) {
+// serveConns listens on a loopback port and serves every connection it
+// accepts with serve on a goroutine of its own, closing the connection when
+// serve returns; the listener closes when the test ends. It returns the
+// listener's address.
+func serveConns(tb testing.TB, serve func(c net.Conn)) string {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer ln.Close()
+	tb.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -128,17 +131,26 @@ func TestLeanTransportRetriesStaleKeepAlive(t *testing.T) {
 			}
 			go func() {
 				defer c.Close()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				io.Copy(io.Discard, req.Body)
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				serve(c)
 			}()
 		}
 	}()
+	return ln.Addr().String()
+}
+
+// TestLeanTransportRetriesStaleKeepAlive uses a server that closes every
+// connection after one response without saying so.
+func TestLeanTransportRetriesStaleKeepAlive(t *testing.T) {
+	addr := serveConns(t, func(c net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
 	tr := newLeanTransport(10)
-	url := "http://" + ln.Addr().String()
+	url := "http://" + addr
 	for i := range 5 {
 		if b, err := leanGet(t, tr, context.Background(), url); err != nil || b != "ok" {
 			t.Fatalf("request %d: %q %v", i, b, err)
@@ -200,47 +212,33 @@ func TestLeanTransportRejectsHeaderInjection(t *testing.T) {
 // request and closes the connection without answering must see every
 // request exactly once, on fresh and on reused connections alike.
 func TestLeanTransportNeverResendsADeliveredRequest(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	var mu sync.Mutex
 	seen := 0
-	go func() {
-		for {
-			c, err := ln.Accept()
+	addr := serveConns(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for n := 0; ; n++ {
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for n := 0; ; n++ {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					mu.Lock()
-					seen++
-					mu.Unlock()
-					if n == 1 { // answer the first request, drop the second
-						return
-					}
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-				}
-			}()
+			io.Copy(io.Discard, req.Body)
+			mu.Lock()
+			seen++
+			mu.Unlock()
+			if n == 1 { // answer the first request, drop the second
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
-	}()
+	})
 	tr := newLeanTransport(10)
-	url := "http://" + ln.Addr().String()
+	url := "http://" + addr
 	if b, err := leanGet(t, tr, context.Background(), url); err != nil || b != "ok" {
 		t.Fatalf("first request: %q %v", b, err)
 	}
 	// The second request goes out on the reused connection, is read by the
 	// server, and the connection closes without a response.
-	_, err = leanGet(t, tr, context.Background(), url)
+	_, err := leanGet(t, tr, context.Background(), url)
 	if !errors.Is(err, errNoResponse) {
 		t.Errorf("second request: %v, want the no-response error", err)
 	}

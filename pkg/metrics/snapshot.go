@@ -288,8 +288,9 @@ func (a *WindowAcc) State(index int) (WindowState, error) {
 	return s, nil
 }
 
-// mergeState adds the distributions of s to a's.
-func (a *WindowAcc) mergeState(s WindowState) error {
+// AddState adds the distributions of a window's state s to a's (merging
+// windows of the same index).
+func (a *WindowAcc) AddState(s WindowState) error {
 	var errs []error
 	hs := a.hists()
 	for _, e := range hs {
@@ -402,8 +403,11 @@ func (l *LengthHist) State() (string, error) {
 	return string(b), nil
 }
 
-// lengthFromState rebuilds a length distribution from its encoding.
-func lengthFromState(enc string) (*LengthHist, error) {
+// Merge adds o's lengths to l's.
+func (l *LengthHist) Merge(o *LengthHist) { l.h.Merge(o.h) }
+
+// LengthFromState rebuilds a length distribution from its encoding.
+func LengthFromState(enc string) (*LengthHist, error) {
 	l := NewLengthHist()
 	if enc == "" {
 		return l, nil
@@ -429,8 +433,8 @@ func (g *Goodput) State() GoodputState {
 	return GoodputState{Good: g.Good, All: g.All, SLO: g.SLO.Targets()}
 }
 
-// goodputFromState rebuilds goodput from its state.
-func goodputFromState(s GoodputState) (*Goodput, error) {
+// GoodputFromState rebuilds goodput from its state.
+func GoodputFromState(s GoodputState) (*Goodput, error) {
 	if s.Good < 0 || s.All < s.Good {
 		return nil, fmt.Errorf("goodput: %d good of %d finished", s.Good, s.All)
 	}

@@ -49,6 +49,60 @@ func withStats(c Config, sched arrival.Schedule) Config {
 	return c
 }
 
+// testRun is a monitor begun over a schedule in the test's bubble, with the
+// collector and finished count that a run's collect keeps.
+type testRun struct {
+	m          *Monitor
+	errb       bytes.Buffer // the monitor's live lines and log
+	start      time.Time
+	col        *metrics.Collector
+	done       atomic.Int64
+	slo        metrics.SLO
+	dispatched func()
+}
+
+// startRun begins a monitor with c over sched (inFlight requests in flight
+// throughout) and a dispatcher that offers it every arrival.
+func startRun(t *testing.T, c Config, sched arrival.Schedule, inFlight int64) *testRun {
+	t.Helper()
+	r := &testRun{col: metrics.NewCollector(), slo: c.Goodput}
+	c.Err, c.Log = &r.errb, &logger{w: &r.errb}
+	m, err := New(withStats(c, sched))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.m, r.start = m, time.Now()
+	m.Begin(r.start, r.col, func() int64 { return inFlight }, func() int64 { return 0 }, &r.done)
+	r.dispatched = dispatch(m, r.start, sched)
+	return r
+}
+
+// finish hands a finished request to the collector and the monitor's
+// sinks, as a run's collect does.
+func (r *testRun) finish(res *client.Result) {
+	var s metrics.Sample
+	s.From(res, r.slo)
+	r.col.Add(&s)
+	for _, k := range r.m.Sinks() {
+		k.Add(&s)
+	}
+	r.done.Add(1)
+}
+
+// stop waits for the dispatcher, stops the monitor now and returns its
+// part of the summary.
+func (r *testRun) stop(t *testing.T) metrics.Summary {
+	t.Helper()
+	r.dispatched()
+	end := time.Since(r.start)
+	r.m.Stop(end)
+	var sum metrics.Summary
+	if err := r.m.Annotate(&sum, end); err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
 // dispatch runs a dispatcher over sched from start that sends nothing but
 // offers every arrival to m, as a run's does; wait returns once it is done.
 func dispatch(m *Monitor, start time.Time, sched arrival.Schedule) (wait func()) {
@@ -79,17 +133,8 @@ func TestMonitorWindowsAndLiveLines(t *testing.T) {
 		c.ReportInterval, c.Window = time.Second, 2*time.Second
 		c.Goodput = metrics.SLO{TTFT: 30, TPOT: 100, E2EL: 1e9}
 		sched := evenSchedule(600, 10*time.Millisecond)
-		var errb bytes.Buffer
-		c.Err, c.Log = &errb, &logger{w: &errb}
-		m, err := New(withStats(c, sched))
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		col := metrics.NewCollector()
-		var done atomic.Int64
-		m.Begin(start, col, func() int64 { return 5 }, func() int64 { return 0 }, &done)
-		dispatched := dispatch(m, start, sched)
+		run := startRun(t, c, sched, 5)
+		start, errb := run.start, &run.errb
 
 		// Results arrive when their requests end.
 		finished := make(chan struct{})
@@ -111,23 +156,11 @@ func TestMonitorWindowsAndLiveLines(t *testing.T) {
 				if a.Index%100 == 99 {
 					r.ErrorClass, r.Error, r.FirstToken, r.TokenTimes = client.ErrHTTP5xx, "boom", 0, nil
 				}
-				var s metrics.Sample
-				s.From(r, c.Goodput)
-				col.Add(&s)
-				for _, k := range m.Sinks() {
-					k.Add(&s)
-				}
-				done.Add(1)
+				run.finish(r)
 			}
 		}()
 		<-finished
-		dispatched()
-		end := time.Since(start)
-		m.Stop(end)
-		var sum metrics.Summary
-		if err := m.Annotate(&sum, end); err != nil {
-			t.Fatal(err)
-		}
+		sum := run.stop(t)
 
 		var ws []metrics.WindowStats
 		if ok, err := testenv.SectionOf(t, &sum, metrics.KeyWindows, &ws); !ok || err != nil {
@@ -269,17 +302,8 @@ func TestSummaryListsEveryFlaggedLiveInterval(t *testing.T) {
 		// the test takes: only the send lag may flag the client here.
 		c.CPU = func() (time.Duration, bool) { return 0, true }
 		sched := evenSchedule(1000, 10*time.Millisecond)
-		var errb bytes.Buffer
-		c.Err, c.Log = &errb, &logger{w: &errb}
-		m, err := New(withStats(c, sched))
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		col := metrics.NewCollector()
-		var done atomic.Int64
-		m.Begin(start, col, func() int64 { return 1 }, func() int64 { return 0 }, &done)
-		dispatched := dispatch(m, start, sched)
+		run := startRun(t, c, sched, 1)
+		m, start, errb := run.m, run.start, &run.errb
 		for a := range sched {
 			lag := 100 * time.Microsecond
 			if a.Index >= 450 && a.Index < 455 { // due in 4–5 s
@@ -292,21 +316,9 @@ func TestSummaryListsEveryFlaggedLiveInterval(t *testing.T) {
 			r.Index, r.Scheduled, r.Sent = a.Index, a.At, a.At+lag
 			r.FirstToken, r.End, r.CompletionTokens, r.Status = r.Sent+time.Millisecond, end, 1, 200
 			r.TokenTimes = []time.Duration{r.FirstToken}
-			var s metrics.Sample
-			s.From(r, c.Goodput)
-			col.Add(&s)
-			for _, k := range m.Sinks() {
-				k.Add(&s)
-			}
-			done.Add(1)
+			run.finish(r)
 		}
-		dispatched()
-		elapsed := time.Since(start)
-		m.Stop(elapsed)
-		var sum metrics.Summary
-		if err := m.Annotate(&sum, elapsed); err != nil {
-			t.Fatal(err)
-		}
+		sum := run.stop(t)
 		flagged := regexp.MustCompile(`(?m)^\[(\d\d:\d\d)–(\d\d:\d\d)\] .*CLIENT SATURATED`).FindAllStringSubmatch(errb.String(), -1)
 		if len(flagged) != 1 || flagged[0][1] != "00:04" {
 			t.Fatalf("live lines flagged: %v, want the 4–5 s one\n%s", flagged, errb.String())

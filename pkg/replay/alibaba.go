@@ -251,13 +251,7 @@ func readLoRA(cl *csvLines, header []string, t *Trace, o *Options) error {
 		t.Tasks = map[string]int{}
 	}
 	var rec []string
-	get := func(k int) (string, bool) {
-		i := idx[k]
-		if i < 0 || i >= len(rec) {
-			return "", false
-		}
-		return rec[i], true
-	}
+	get := columnGetter(idx[:], &rec)
 	count := func(k int) (int32, error) {
 		s, ok := get(k)
 		if !ok {

@@ -280,13 +280,7 @@ func readCSV(br *bufio.Reader, t *Trace, o *Options) error {
 		t.Detected = sp.describe(idx[fIn] >= 0, idx[fOut] >= 0)
 	}
 	var rec []string
-	get := func(k int) (string, bool) {
-		i := idx[k]
-		if i < 0 || i >= len(rec) {
-			return "", false
-		}
-		return rec[i], true
-	}
+	get := columnGetter(idx[:], &rec)
 	err = eachCSVRecord(cl, t, p.b, func(line int, fields []string) error {
 		rec = fields
 		return p.parse(line, get, nil)
@@ -418,3 +412,16 @@ func (p *rowParser) colPresent(k int) bool {
 }
 
 var errMissing = errors.New("missing")
+
+// columnGetter returns the field of the current record (*rec) in the column
+// idx[k] holds for field k; false for a column the header lacks (-1) or the
+// record is too short to hold.
+func columnGetter(idx []int, rec *[]string) func(k int) (string, bool) {
+	return func(k int) (string, bool) {
+		i := idx[k]
+		if i < 0 || i >= len(*rec) {
+			return "", false
+		}
+		return (*rec)[i], true
+	}
+}

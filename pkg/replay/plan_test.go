@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
@@ -71,14 +72,8 @@ func TestResolve(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := tr.Resolve(c.p)
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("error %v, want %q", err, c.err)
-				}
+			if testenv.WantErr(t, err, c.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			got := times(tr.Schedule(s))
 			if !reflect.DeepEqual(got, c.want) {

@@ -330,13 +330,7 @@ func WriteCompareHTML(w io.Writer, runs []*Data) error {
 	return compareTemplate.Execute(w, &pg)
 }
 
-var compareTemplate = template.Must(template.New("compare").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
-<title>fineserve-gen comparison</title>
+var compareTemplate = template.Must(template.New("compare").Parse(pageHead + `<title>fineserve-gen comparison</title>
 <style>` + styleSheet + `.better{color:#1e8449}.worse{color:#c0392b}td.run{text-align:left;overflow-wrap:anywhere;min-width:12em}</style>
 </head>
 <body>

@@ -142,21 +142,12 @@ func figures(s *metrics.Summary, e *extras) []figure {
 	}
 	f = append(f, figure{"Concurrency", s.Concurrency, "", neither, 2})
 	if tokens {
-		f = append(f,
-			figure{"Mean TTFT", stat(s.TTFT, s.TTFT.Mean), "ms", lower, 2},
-			figure{"Median TTFT", stat(s.TTFT, s.TTFT.Median), "ms", lower, 2},
-			figure{"P99 TTFT", stat(s.TTFT, s.TTFT.P99), "ms", lower, 2},
-			figure{"Mean TPOT", stat(s.TPOT, s.TPOT.Mean), "ms", lower, 2},
-			figure{"Median TPOT", stat(s.TPOT, s.TPOT.Median), "ms", lower, 2},
-			figure{"P99 TPOT", stat(s.TPOT, s.TPOT.P99), "ms", lower, 2},
-			figure{"Mean ITL", stat(s.ITL, s.ITL.Mean), "ms", lower, 2},
-			figure{"Median ITL", stat(s.ITL, s.ITL.Median), "ms", lower, 2},
-			figure{"P99 ITL", stat(s.ITL, s.ITL.P99), "ms", lower, 2})
+		f = append(f, meanMedianP99("TTFT", s.TTFT)...)
+		f = append(f, meanMedianP99("TPOT", s.TPOT)...)
+		f = append(f, meanMedianP99("ITL", s.ITL)...)
 	}
+	f = append(f, meanMedianP99("E2E latency", s.E2E)...)
 	f = append(f,
-		figure{"Mean E2E latency", stat(s.E2E, s.E2E.Mean), "ms", lower, 2},
-		figure{"Median E2E latency", stat(s.E2E, s.E2E.Median), "ms", lower, 2},
-		figure{"P99 E2E latency", stat(s.E2E, s.E2E.P99), "ms", lower, 2},
 		figure{"Send lag p50", stat(s.SendLag, s.SendLag.Median), "ms", lower, 3},
 		figure{"Send lag p99", stat(s.SendLag, s.SendLag.P99), "ms", lower, 3},
 		figure{"Send lag max", stat(s.SendLag, s.SendLag.Max), "ms", lower, 3})
@@ -178,6 +169,16 @@ func figures(s *metrics.Summary, e *extras) []figure {
 			figure{"Server KV-cache usage (mean)", 100 * e.Server.KVCacheMean, "%", neither, 1})
 	}
 	return f
+}
+
+// meanMedianP99 are the mean, median and p99 of the latency d (ms, lower is
+// better), named as FineServe's table names them.
+func meanMedianP99(name string, d metrics.Dist) []figure {
+	return []figure{
+		{"Mean " + name, stat(d, d.Mean), "ms", -1, 2},
+		{"Median " + name, stat(d, d.Median), "ms", -1, 2},
+		{"P99 " + name, stat(d, d.P99), "ms", -1, 2},
+	}
 }
 
 // plotView is one plot of the page, or the reason it is missing.
@@ -565,13 +566,18 @@ figure{margin:0;border:1px solid #eee;padding:.4em}figure svg{width:100%;height:
 .msg{text-align:left;font-family:monospace;white-space:pre-wrap;word-break:break-all}
 `
 
-var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(`<!DOCTYPE html>
+// pageHead opens every page this package writes: self-contained, so its
+// Content-Security-Policy allows no network access, only inline styles and
+// data: images.
+const pageHead = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
-<title>{{.Title}}</title>
+`
+
+var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(pageHead + `<title>{{.Title}}</title>
 <style>` + styleSheet + `</style>
 </head>
 <body>

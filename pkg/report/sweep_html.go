@@ -238,13 +238,7 @@ func guide(p *chart, pts plotter.XYs, label string, capacity bool) error {
 	return nil
 }
 
-var sweepTemplate = template.Must(template.New("sweep").Funcs(funcs).Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
-<title>fineserve-gen capacity sweep{{if .R.Workload}} — {{.R.Workload}}{{end}}</title>
+var sweepTemplate = template.Must(template.New("sweep").Funcs(funcs).Parse(pageHead + `<title>fineserve-gen capacity sweep{{if .R.Workload}} — {{.R.Workload}}{{end}}</title>
 <style>` + styleSheet + `.pass{color:#1e8449}.fail{color:#c0392b}.client{color:#e67e22}</style>
 </head>
 <body>

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
@@ -271,14 +272,8 @@ func TestParseFile(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, err := ParseFile("m.yaml", []byte(c.data))
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("error %v, want %q", err, c.err)
-				}
+			if testenv.WantErr(t, err, c.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !c.check(m) {
 				t.Fatalf("map %+v", m)

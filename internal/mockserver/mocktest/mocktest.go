@@ -3,8 +3,6 @@
 package mocktest
 
 import (
-	"context"
-	"net"
 	"testing"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
@@ -21,13 +19,10 @@ func Start(t testing.TB, cfg mockserver.Config) (*mockserver.Server, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, stop, err := srv.ServeLoopback()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { srv.Serve(ctx, ln); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return srv, ln.Addr().(*net.TCPAddr).Port
+	t.Cleanup(stop)
+	return srv, port
 }

@@ -1,165 +1,50 @@
-package metrics
+// Package merge combines the summaries of copies of one run (shards of one
+// schedule, or any summaries that carry a merge_state) into one summary,
+// exactly: from their histograms and counters, never their percentiles.
+package merge
 
 import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
-// MergeStateVersion is the version of MergeState this build writes and
-// reads.
-const MergeStateVersion = 1
-
-// MergeState is the summary's merge_state: everything besides its figures
-// that merging summaries exactly needs — the run's distributions with their
-// exact moments, every counter, the windows' distributions, the breakdowns
-// (per_model, per_kind…) and goodput counts — and the run's exact length.
-type MergeState struct {
-	Version      int    `json:"version"`
-	HistEncoding string `json:"hist_encoding"`
-	// ElapsedNS is the run's length (the summary's duration) in
-	// nanoseconds, from started_at.
-	ElapsedNS int64                            `json:"elapsed_ns"`
-	Collector CollectorState                   `json:"collector"`
-	Windows   []WindowState                    `json:"windows,omitempty"`
-	Groups    map[string]map[string]GroupState `json:"groups,omitempty"`
-	Goodput   *GoodputState                    `json:"goodput,omitempty"`
-	// Lengths holds the input and output length distributions (the
-	// summary's length_histograms) in HistEncoding.
-	Lengths map[string]string `json:"lengths,omitempty"`
-}
-
-// ShardInfo is the part of a schedule a summary covers: the shards (index %
-// Count) it holds. A copy run with --shard I/N holds {N, [I]}; an unsharded
-// run {1, [0]}; a merge the union of its inputs'.
-type ShardInfo struct {
-	Count   int64   `json:"count"`
-	Indices []int64 `json:"indices"`
-}
-
-// String writes s as I/N, or {I,J,…}/N for several shards.
-func (s ShardInfo) String() string {
-	if len(s.Indices) == 1 {
-		return fmt.Sprintf("%d/%d", s.Indices[0], s.Count)
-	}
-	parts := make([]string, len(s.Indices))
-	for i, v := range s.Indices {
-		parts[i] = strconv.FormatInt(v, 10)
-	}
-	return "{" + strings.Join(parts, ",") + "}/" + strconv.FormatInt(s.Count, 10)
-}
-
-func (s ShardInfo) check() error {
-	if s.Count < 1 || len(s.Indices) == 0 || int64(len(s.Indices)) > s.Count {
-		return fmt.Errorf("shard: %d indices of %d", len(s.Indices), s.Count)
-	}
-	seen := map[int64]bool{}
-	for _, i := range s.Indices {
-		if i < 0 || i >= s.Count || seen[i] {
-			return fmt.Errorf("shard: index %d of %d (repeated or out of range)", i, s.Count)
-		}
-		seen[i] = true
-	}
-	return nil
-}
-
-// MergedFrom is one summary a merged summary was made of.
-type MergedFrom struct {
-	File         string  `json:"file"`
-	Shard        string  `json:"shard"`
-	StartedAt    string  `json:"started_at"`
-	Duration     float64 `json:"duration"`
-	Completed    int64   `json:"completed"`
-	Failed       int64   `json:"failed"`
-	Seed         uint64  `json:"seed"`
-	ScheduleHash string  `json:"schedule_hash,omitempty"`
-	Command      string  `json:"command,omitempty"`
-}
-
-// MergeInput is a summary to merge and the name (file) it came from, which
+// Input is a summary to merge and the name (file) it came from, which
 // every error and warning about it gives.
-type MergeInput struct {
+type Input struct {
 	Name    string
-	Summary *Summary
+	Summary *metrics.Summary
 }
 
-// MergeResult is a merged summary, what its inputs disagreed on
-// (Warnings), and how figures that cannot be exact were combined (Notes).
-// Both lists are in the summary too.
-type MergeResult struct {
-	Summary  *Summary
+// Result is a merged summary, what its inputs disagreed on (Warnings), and
+// how figures that cannot be exact were combined (Notes). Both lists are in
+// the summary too.
+type Result struct {
+	Summary  *metrics.Summary
 	Warnings []string
 	Notes    []string
 }
 
-// RunState is what a run hands to NewMergeState: its collector and length,
-// the states of its closed windows, its breakdowns by summary key, its
-// goodput (nil without --goodput) and its length distributions (nil:
-// none).
-type RunState struct {
-	Collector     *Collector
-	Elapsed       time.Duration
-	Windows       []WindowState
-	Groups        map[string]*Groups
-	Goodput       *Goodput
-	InputLengths  *LengthHist
-	OutputLengths *LengthHist
-}
-
-// NewMergeState encodes a run's state for its summary's merge_state.
-func NewMergeState(p RunState) (MergeState, error) {
-	st := MergeState{Version: MergeStateVersion, HistEncoding: HistEncoding, ElapsedNS: int64(p.Elapsed), Windows: p.Windows}
-	var err error
-	if st.Collector, err = p.Collector.State(); err != nil {
-		return st, err
-	}
-	for k, g := range p.Groups {
-		if st.Groups == nil {
-			st.Groups = map[string]map[string]GroupState{}
-		}
-		if st.Groups[k], err = g.State(); err != nil {
-			return st, fmt.Errorf("%s: %w", k, err)
-		}
-	}
-	if p.Goodput != nil {
-		gs := p.Goodput.State()
-		st.Goodput = &gs
-	}
-	for k, l := range map[string]*LengthHist{"input": p.InputLengths, "output": p.OutputLengths} {
-		if l == nil {
-			continue
-		}
-		enc, err := l.State()
-		if err != nil {
-			return st, err
-		}
-		if enc != "" {
-			if st.Lengths == nil {
-				st.Lengths = map[string]string{}
-			}
-			st.Lengths[k] = enc
-		}
-	}
-	return st, nil
-}
-
-// input is what MergeSummaries reads of one summary before merging it.
+// input is what Summaries reads of one summary before merging it.
 type input struct {
 	name      string
-	s         *Summary
-	st        MergeState
-	shard     ShardInfo
+	s         *metrics.Summary
+	st        metrics.MergeState
+	shard     metrics.ShardInfo
 	hash      string
 	startAt   string
 	start     time.Time
-	windows   []WindowStats
-	winStates map[int]WindowState
+	windows   []metrics.WindowStats
+	winStates map[int]metrics.WindowState
 	winSecs   float64
 }
 
@@ -168,27 +53,27 @@ const maxMergeWindows = 10_000_000
 
 // readInput checks one summary and reads what merging needs, without
 // decoding its distributions yet.
-func readInput(in MergeInput) (*input, error) {
+func readInput(in Input) (*input, error) {
 	s := in.Summary
 	if s == nil {
 		return nil, errors.New("no summary")
 	}
-	r := &input{name: in.Name, s: s, shard: ShardInfo{Count: 1, Indices: []int64{0}}}
+	r := &input{name: in.Name, s: s, shard: metrics.ShardInfo{Count: 1, Indices: []int64{0}}}
 	if s.MergeState == nil {
-		return nil, fmt.Errorf("no %s: not a fineserve-gen run summary that can be merged (a summary written by --summary-json or --output-file holds it; a merge needs the summaries of the copies, not their results JSONL)", KeyMergeState)
+		return nil, fmt.Errorf("no %s: not a fineserve-gen run summary that can be merged (a summary written by --summary-json or --output-file holds it; a merge needs the summaries of the copies, not their results JSONL)", metrics.KeyMergeState)
 	}
 	r.st = *s.MergeState
 	switch {
-	case r.st.Version != MergeStateVersion:
-		return nil, fmt.Errorf("%s version %d: this build reads version %d", KeyMergeState, r.st.Version, MergeStateVersion)
-	case r.st.HistEncoding != HistEncoding:
-		return nil, fmt.Errorf("%s: histograms in %q, want %q", KeyMergeState, r.st.HistEncoding, HistEncoding)
+	case r.st.Version != metrics.MergeStateVersion:
+		return nil, fmt.Errorf("%s version %d: this build reads version %d", metrics.KeyMergeState, r.st.Version, metrics.MergeStateVersion)
+	case r.st.HistEncoding != metrics.HistEncoding:
+		return nil, fmt.Errorf("%s: histograms in %q, want %q", metrics.KeyMergeState, r.st.HistEncoding, metrics.HistEncoding)
 	case r.st.ElapsedNS < 0:
-		return nil, fmt.Errorf("%s: elapsed_ns %d < 0", KeyMergeState, r.st.ElapsedNS)
+		return nil, fmt.Errorf("%s: elapsed_ns %d < 0", metrics.KeyMergeState, r.st.ElapsedNS)
 	}
 	if s.Shard != nil {
 		r.shard = *s.Shard
-		if err := r.shard.check(); err != nil {
+		if err := r.shard.Check(); err != nil {
 			return nil, err
 		}
 	}
@@ -199,12 +84,12 @@ func readInput(in MergeInput) (*input, error) {
 	}
 	r.winSecs, r.windows = s.WindowSeconds, s.Windows
 	if len(r.windows) > maxMergeWindows {
-		return nil, fmt.Errorf("%s: %d windows", KeyWindows, len(r.windows))
+		return nil, fmt.Errorf("%s: %d windows", metrics.KeyWindows, len(r.windows))
 	}
-	r.winStates = make(map[int]WindowState, len(r.st.Windows))
+	r.winStates = make(map[int]metrics.WindowState, len(r.st.Windows))
 	for _, ws := range r.st.Windows {
 		if _, dup := r.winStates[ws.Index]; dup {
-			return nil, fmt.Errorf("%s: window %d twice", KeyMergeState, ws.Index)
+			return nil, fmt.Errorf("%s: window %d twice", metrics.KeyMergeState, ws.Index)
 		}
 		r.winStates[ws.Index] = ws
 	}
@@ -212,19 +97,19 @@ func readInput(in MergeInput) (*input, error) {
 	for _, w := range r.windows {
 		switch {
 		case seen[w.Index]:
-			return nil, fmt.Errorf("%s: window %d twice", KeyWindows, w.Index)
+			return nil, fmt.Errorf("%s: window %d twice", metrics.KeyWindows, w.Index)
 		case w.Index < 0 || w.Index > maxMergeWindows:
-			return nil, fmt.Errorf("%s: window index %d", KeyWindows, w.Index)
+			return nil, fmt.Errorf("%s: window index %d", metrics.KeyWindows, w.Index)
 		case !(w.End >= w.Start && w.Start >= 0) || math.IsInf(w.End, 0):
-			return nil, fmt.Errorf("%s: window %d from %g s to %g s", KeyWindows, w.Index, w.Start, w.End)
+			return nil, fmt.Errorf("%s: window %d from %g s to %g s", metrics.KeyWindows, w.Index, w.Start, w.End)
 		}
 		if _, ok := r.winStates[w.Index]; !ok {
-			return nil, fmt.Errorf("%s: window %d has no distributions in %s", KeyWindows, w.Index, KeyMergeState)
+			return nil, fmt.Errorf("%s: window %d has no distributions in %s", metrics.KeyWindows, w.Index, metrics.KeyMergeState)
 		}
 		seen[w.Index] = true
 	}
 	if len(seen) != len(r.winStates) {
-		return nil, fmt.Errorf("%s holds %d windows, %s %d", KeyMergeState, len(r.winStates), KeyWindows, len(seen))
+		return nil, fmt.Errorf("%s holds %d windows, %s %d", metrics.KeyMergeState, len(r.winStates), metrics.KeyWindows, len(seen))
 	}
 	return r, nil
 }
@@ -232,7 +117,7 @@ func readInput(in MergeInput) (*input, error) {
 // end is when the run ended.
 func (r *input) end() time.Time { return r.start.Add(time.Duration(r.st.ElapsedNS)) }
 
-// MergeSummaries merges the summaries of copies of one run — shards of one
+// Summaries merges the summaries of copies of one run — shards of one
 // schedule, or any summaries that carry a merge_state — into one summary:
 //
 //   - distributions merge their histograms (never their percentiles), so
@@ -248,7 +133,7 @@ func (r *input) end() time.Time { return r.start.Add(time.Duration(r.st.ElapsedN
 // What the inputs disagree on (schedule hash, seed, mode, start time,
 // window length, goodput targets) and shards missing or given twice are
 // warnings; a summary that cannot be read is an error naming it.
-func MergeSummaries(ins []MergeInput) (*MergeResult, error) {
+func Summaries(ins []Input) (*Result, error) {
 	if len(ins) == 0 {
 		return nil, errors.New("no summary to merge")
 	}
@@ -352,7 +237,7 @@ func (m *merger) checkCoverage() {
 		}
 	}
 	present := int64(0)
-	for _, i := range sortedKeys(where) {
+	for _, i := range slices.Sorted(maps.Keys(where)) {
 		present++
 		if files := where[i]; len(files) > 1 {
 			m.warnf("shard %d/%d is in %s: its requests are counted %d times", i, n, strings.Join(files, " and "), len(files))
@@ -389,7 +274,7 @@ func maxTime(a, b time.Time) time.Time {
 
 // merge combines the inputs, one at a time so memory does not grow with
 // their number.
-func (m *merger) merge() (*MergeResult, error) {
+func (m *merger) merge() (*Result, error) {
 	first := m.rs[0]
 	start, end := first.start, first.end()
 	for _, r := range m.rs {
@@ -397,25 +282,22 @@ func (m *merger) merge() (*MergeResult, error) {
 	}
 	dur := end.Sub(start)
 
-	col := NewCollector()
-	groups := map[string]*Groups{}
-	var good *Goodput
+	col := metrics.NewCollector()
+	groups := map[string]*metrics.Groups{}
+	var good *metrics.Goodput
 	goodAll := true
-	lengths := map[string]*LengthHist{"input": NewLengthHist(), "output": NewLengthHist()}
+	lengths := map[string]*metrics.LengthHist{"input": metrics.NewLengthHist(), "output": metrics.NewLengthHist()}
 	for _, r := range m.rs {
-		c, err := CollectorFromState(r.st.Collector)
+		c, err := metrics.CollectorFromState(r.st.Collector)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s.collector: %w", r.name, KeyMergeState, err)
+			return nil, fmt.Errorf("%s: %s.collector: %w", r.name, metrics.KeyMergeState, err)
 		}
-		if shift := r.start.Sub(start); c.seen {
-			c.FirstSent += shift
-			c.LastEnd += shift
-		}
+		c.Shift(r.start.Sub(start))
 		col.Merge(c)
-		for _, k := range sortedKeys(r.st.Groups) {
-			g, err := GroupsFromState(r.st.Groups[k])
+		for _, k := range slices.Sorted(maps.Keys(r.st.Groups)) {
+			g, err := metrics.GroupsFromState(r.st.Groups[k])
 			if err != nil {
-				return nil, fmt.Errorf("%s: %s.groups.%s: %w", r.name, KeyMergeState, k, err)
+				return nil, fmt.Errorf("%s: %s.groups.%s: %w", r.name, metrics.KeyMergeState, k, err)
 			}
 			if groups[k] == nil {
 				groups[k] = g
@@ -426,9 +308,9 @@ func (m *merger) merge() (*MergeResult, error) {
 		if r.st.Goodput == nil {
 			goodAll = false
 		} else {
-			g, err := goodputFromState(*r.st.Goodput)
+			g, err := metrics.GoodputFromState(*r.st.Goodput)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %s: %w", r.name, KeyMergeState, err)
+				return nil, fmt.Errorf("%s: %s: %w", r.name, metrics.KeyMergeState, err)
 			}
 			if good == nil {
 				good = g
@@ -438,19 +320,19 @@ func (m *merger) merge() (*MergeResult, error) {
 			}
 		}
 		for k, enc := range r.st.Lengths {
-			l, err := lengthFromState(enc)
+			l, err := metrics.LengthFromState(enc)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %s.lengths.%s: %w", r.name, KeyMergeState, k, err)
+				return nil, fmt.Errorf("%s: %s.lengths.%s: %w", r.name, metrics.KeyMergeState, k, err)
 			}
 			dst := lengths[k]
 			if dst == nil {
-				return nil, fmt.Errorf("%s: %s.lengths.%s: want input or output", r.name, KeyMergeState, k)
+				return nil, fmt.Errorf("%s: %s.lengths.%s: want input or output", r.name, metrics.KeyMergeState, k)
 			}
-			dst.h.Merge(l.h)
+			dst.Merge(l)
 		}
 	}
 
-	s := &Summary{
+	s := &metrics.Summary{
 		Backend: first.s.Backend, Mode: first.s.Mode, Model: first.s.Model, Seed: first.s.Seed,
 		Command: first.s.Command, RequestRate: first.s.RequestRate, StartedAt: start.UTC().Format(time.RFC3339Nano),
 	}
@@ -477,7 +359,7 @@ func (m *merger) merge() (*MergeResult, error) {
 		m.notef("max_concurrency and max_in_flight are the sums of the copies' (an upper bound of the requests in flight at once)")
 	}
 
-	run := RunState{Collector: col, Elapsed: dur, Groups: groups, InputLengths: lengths["input"], OutputLengths: lengths["output"]}
+	run := metrics.RunState{Collector: col, Elapsed: dur, Groups: groups, InputLengths: lengths["input"], OutputLengths: lengths["output"]}
 
 	// Windows.
 	if m.haveWindows() {
@@ -487,8 +369,8 @@ func (m *merger) merge() (*MergeResult, error) {
 		}
 		run.Windows = wst
 		s.WindowSeconds, s.Windows = first.winSecs, ws
-		s.Saturation = &Saturation{}
-		var sat []WindowStats
+		s.Saturation = &metrics.Saturation{}
+		var sat []metrics.WindowStats
 		for _, w := range ws {
 			if w.Saturated {
 				sat = append(sat, w)
@@ -503,19 +385,19 @@ func (m *merger) merge() (*MergeResult, error) {
 		}
 	}
 	// The live intervals every run flagged, in time order.
-	var live []SaturatedInterval
+	var live []metrics.SaturatedInterval
 	for _, r := range m.rs {
 		if r.s.Saturation != nil {
 			live = append(live, r.s.Saturation.Intervals...)
 		}
 	}
 	if len(live) > 0 {
-		slices.SortStableFunc(live, func(a, b SaturatedInterval) int { return cmp.Compare(a.Start, b.Start) })
+		slices.SortStableFunc(live, func(a, b metrics.SaturatedInterval) int { return cmp.Compare(a.Start, b.Start) })
 		if s.Saturation == nil {
-			s.Saturation = &Saturation{}
+			s.Saturation = &metrics.Saturation{}
 		}
 		s.Saturation.Saturated = true
-		s.Saturation.Intervals = live[:min(len(live), MaxSaturatedIntervals)]
+		s.Saturation.Intervals = live[:min(len(live), metrics.MaxSaturatedIntervals)]
 	}
 	cpu, haveCPU := 0.0, false
 	for _, r := range m.rs {
@@ -526,11 +408,11 @@ func (m *merger) merge() (*MergeResult, error) {
 	if haveCPU {
 		s.ClientCPU = &cpu
 		if len(m.rs) > 1 {
-			m.notef("%s and each window's client_cpu are the busiest copy's (each copy runs on its own machine)", KeyClientCPU)
+			m.notef("%s and each window's client_cpu are the busiest copy's (each copy runs on its own machine)", metrics.KeyClientCPU)
 		}
 	}
 
-	// Goodput, distributions, breakdowns.
+	// metrics.Goodput, distributions, breakdowns.
 	switch {
 	case good != nil && goodAll:
 		run.Goodput = good
@@ -539,13 +421,13 @@ func (m *merger) merge() (*MergeResult, error) {
 		m.warnf("goodput is in some summaries only: it is left out of the merged summary")
 	}
 	s.LatencyCDFs = col.CDFs()
-	s.LengthHistograms = LengthHistograms(run.InputLengths, run.OutputLengths)
+	s.LengthHistograms = metrics.LengthHistograms(run.InputLengths, run.OutputLengths)
 	for k, g := range groups {
 		if err := s.SetBreakdown(k, g.Summary(dur)); err != nil {
 			return nil, err
 		}
 	}
-	st, err := NewMergeState(run)
+	st, err := metrics.NewMergeState(run)
 	if err != nil {
 		return nil, err
 	}
@@ -554,21 +436,21 @@ func (m *merger) merge() (*MergeResult, error) {
 	// that has them; a breakdown without its merge state is left out.
 	copied := map[string]string{}
 	for _, r := range m.rs {
-		for _, k := range BreakdownKeys {
+		for _, k := range metrics.BreakdownKeys {
 			if r.s.Breakdown(k) != nil && groups[k] == nil && copied[k] == "" {
 				m.warnf("%s: %s has no merge state: it is left out of the merged summary", r.name, k)
 				copied[k] = "-"
 			}
 		}
 		if r.s.Replay != nil && s.Replay == nil {
-			s.Replay, copied[KeyReplay] = r.s.Replay, r.name
+			s.Replay, copied[metrics.KeyReplay] = r.s.Replay, r.name
 		}
 		if r.s.ServerMetrics != nil && s.ServerMetrics == nil {
-			s.ServerMetrics, copied[KeyServerMetrics] = r.s.ServerMetrics, r.name
+			s.ServerMetrics, copied[metrics.KeyServerMetrics] = r.s.ServerMetrics, r.name
 		}
 	}
 	if len(m.rs) > 1 {
-		for _, k := range sortedKeys(copied) {
+		for _, k := range slices.Sorted(maps.Keys(copied)) {
 			if copied[k] != "-" {
 				m.notef("%s is %s's as it is (not merged)", k, copied[k])
 			}
@@ -592,14 +474,14 @@ func (m *merger) merge() (*MergeResult, error) {
 	cov := m.coverage()
 	s.Shard = &cov
 	for _, r := range m.rs {
-		s.MergedFrom = append(s.MergedFrom, MergedFrom{
+		s.MergedFrom = append(s.MergedFrom, metrics.MergedFrom{
 			File: r.name, Shard: r.shard.String(), StartedAt: r.s.StartedAt, Duration: r.s.Duration,
 			Completed: r.s.Completed, Failed: r.s.Failed, Seed: r.s.Seed, ScheduleHash: r.hash, Command: r.s.Command,
 		})
 	}
 	s.MergeWarnings, s.MergeNotes = m.warnings, m.notes
 	s.MergeState = &st
-	return &MergeResult{Summary: s, Warnings: m.warnings, Notes: m.notes}, nil
+	return &Result{Summary: s, Warnings: m.warnings, Notes: m.notes}, nil
 }
 
 // all reports whether every input gives the same value.
@@ -613,9 +495,9 @@ func (m *merger) all(val func(*input) string) bool {
 }
 
 // coverage is the union of the inputs' shards (the first's count).
-func (m *merger) coverage() ShardInfo {
+func (m *merger) coverage() metrics.ShardInfo {
 	seen := map[int64]bool{}
-	out := ShardInfo{Count: m.rs[0].shard.Count}
+	out := metrics.ShardInfo{Count: m.rs[0].shard.Count}
 	for _, r := range m.rs {
 		out.Count = max(out.Count, r.shard.Count)
 		for _, i := range r.shard.Indices {
@@ -642,12 +524,12 @@ func (m *merger) haveWindows() bool {
 // windowPart is one input's window of a given index.
 type windowPart struct {
 	r *input
-	w *WindowStats
+	w *metrics.WindowStats
 }
 
 // mergeWindows combines the windows of the same index, one index at a
 // time (one window accumulator in memory).
-func (m *merger) mergeWindows() ([]WindowStats, []WindowState, error) {
+func (m *merger) mergeWindows() ([]metrics.WindowStats, []metrics.WindowState, error) {
 	by := map[int][]windowPart{}
 	for _, r := range m.rs {
 		for i := range r.windows {
@@ -655,15 +537,15 @@ func (m *merger) mergeWindows() ([]WindowStats, []WindowState, error) {
 			by[w.Index] = append(by[w.Index], windowPart{r, w})
 		}
 	}
-	idx := sortedKeys(by)
-	acc := NewWindowAcc()
-	out := make([]WindowStats, 0, len(idx))
-	states := make([]WindowState, 0, len(idx))
+	idx := slices.Sorted(maps.Keys(by))
+	acc := metrics.NewWindowAcc()
+	out := make([]metrics.WindowStats, 0, len(idx))
+	states := make([]metrics.WindowState, 0, len(idx))
 	multi := len(m.rs) > 1
 	for _, i := range idx {
 		acc.Reset()
 		parts := by[i]
-		w := WindowStats{Index: i, Start: parts[0].w.Start, End: parts[0].w.End, ClientCPU: parts[0].w.ClientCPU}
+		w := metrics.WindowStats{Index: i, Start: parts[0].w.Start, End: parts[0].w.End, ClientCPU: parts[0].w.ClientCPU}
 		withGoodput := false
 		for _, p := range parts {
 			pw := p.w
@@ -695,8 +577,8 @@ func (m *merger) mergeWindows() ([]WindowStats, []WindowState, error) {
 			for k, v := range pw.ErrorsByClass {
 				acc.ErrorsByClass[k] += v
 			}
-			if err := acc.mergeState(p.r.winStates[i]); err != nil {
-				return nil, nil, fmt.Errorf("%s: %s window %d: %w", p.r.name, KeyMergeState, i, err)
+			if err := acc.AddState(p.r.winStates[i]); err != nil {
+				return nil, nil, fmt.Errorf("%s: %s window %d: %w", p.r.name, metrics.KeyMergeState, i, err)
 			}
 		}
 		acc.Fill(&w, withGoodput)
@@ -714,7 +596,7 @@ func (m *merger) mergeWindows() ([]WindowStats, []WindowState, error) {
 }
 
 // saturationLine says in one line in which windows the client fell behind.
-func saturationLine(sat []WindowStats) string {
+func saturationLine(sat []metrics.WindowStats) string {
 	parts := make([]string, 0, 4)
 	for i, w := range sat {
 		if i == 3 {
@@ -724,4 +606,11 @@ func saturationLine(sat []WindowStats) string {
 		parts = append(parts, fmt.Sprintf("window %d (%s–%s s): %s", w.Index, ftoa(w.Start, 0), ftoa(w.End, 0), strings.Join(w.Reasons, ", ")))
 	}
 	return strings.Join(parts, "; ")
+}
+
+func ftoa(v float64, prec int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64)
 }

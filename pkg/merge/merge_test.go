@@ -1,14 +1,16 @@
-package metrics
+package merge
 
 import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
 // fakeResults returns n results with lognormal latencies spanning the
@@ -50,28 +52,28 @@ func fakeResults(seed uint64, n int, span time.Duration) []client.Result {
 
 // runParts accumulates results as a run does, with windows of width w.
 type runParts struct {
-	col      *Collector
-	models   *Groups
-	good     Goodput
-	in, out  *LengthHist
-	windows  map[int]*WindowAcc
+	col      *metrics.Collector
+	models   *metrics.Groups
+	good     metrics.Goodput
+	in, out  *metrics.LengthHist
+	windows  map[int]*metrics.WindowAcc
 	width    time.Duration
 	lastEnd  time.Duration
 	offered  map[int]int64
 	firstIdx int64
 }
 
-func newRunParts(w time.Duration, slo SLO) *runParts {
+func newRunParts(w time.Duration, slo metrics.SLO) *runParts {
 	p := &runParts{
-		col: NewCollector(), models: NewGroups(func(s *Sample) string { return s.Model }),
-		in: NewLengthHist(), out: NewLengthHist(), windows: map[int]*WindowAcc{}, width: w, offered: map[int]int64{},
+		col: metrics.NewCollector(), models: metrics.NewGroups(func(s *metrics.Sample) string { return s.Model }),
+		in: metrics.NewLengthHist(), out: metrics.NewLengthHist(), windows: map[int]*metrics.WindowAcc{}, width: w, offered: map[int]int64{},
 	}
 	p.good.SLO = slo
 	return p
 }
 
 func (p *runParts) add(r *client.Result) {
-	var s Sample
+	var s metrics.Sample
 	s.From(r, p.good.SLO)
 	p.col.Add(&s)
 	p.models.Add(&s)
@@ -84,7 +86,7 @@ func (p *runParts) add(r *client.Result) {
 	}
 	i := int(r.End / p.width)
 	if p.windows[i] == nil {
-		p.windows[i] = NewWindowAcc()
+		p.windows[i] = metrics.NewWindowAcc()
 	}
 	p.windows[i].Add(&s)
 	p.offered[int(r.Scheduled/p.width)]++
@@ -93,21 +95,21 @@ func (p *runParts) add(r *client.Result) {
 
 // summary writes what the runner writes: the figures, windows, breakdown,
 // goodput and the merge state, through JSON.
-func (p *runParts) summary(t testing.TB, shard ShardInfo, start time.Time, hash string) *Summary {
+func (p *runParts) summary(t testing.TB, shard metrics.ShardInfo, start time.Time, hash string) *metrics.Summary {
 	t.Helper()
-	s := &Summary{Backend: "vllm", Mode: "poisson", Seed: 7, StartedAt: start.UTC().Format(time.RFC3339Nano), Command: "fineserve-gen --shard " + shard.String()}
+	s := &metrics.Summary{Backend: "vllm", Mode: "poisson", Seed: 7, StartedAt: start.UTC().Format(time.RFC3339Nano), Command: "fineserve-gen --shard " + shard.String()}
 	elapsed := p.lastEnd + 3*time.Millisecond
 	p.col.Summarize(s, elapsed)
 	s.Scheduled = p.col.Completed + p.col.Failed
 	last := int(p.lastEnd / p.width)
-	var ws []WindowStats
-	var wst []WindowState
+	var ws []metrics.WindowStats
+	var wst []metrics.WindowState
 	for i := 0; i <= last; i++ {
 		acc := p.windows[i]
 		if acc == nil {
-			acc = NewWindowAcc()
+			acc = metrics.NewWindowAcc()
 		}
-		w := WindowStats{Index: i, Start: (time.Duration(i) * p.width).Seconds(), End: min(time.Duration(i+1)*p.width, elapsed).Seconds(),
+		w := metrics.WindowStats{Index: i, Start: (time.Duration(i) * p.width).Seconds(), End: min(time.Duration(i+1)*p.width, elapsed).Seconds(),
 			Offered: p.offered[i], InFlightMean: 1.5, InFlightMax: 3, ClientCPU: 0.1}
 		acc.Fill(&w, true)
 		ws = append(ws, w)
@@ -121,28 +123,28 @@ func (p *runParts) summary(t testing.TB, shard ShardInfo, start time.Time, hash 
 	s.PerModel = p.models.Summary(elapsed)
 	p.good.Annotate(s, elapsed)
 	cdfs := map[string][][2]float64{}
-	for k, h := range map[string]*Hist{"ttft": p.col.TTFT, "tpot": p.col.TPOT, "itl": p.col.ITL, "e2e": p.col.E2E, "send_lag": p.col.Lag} {
-		if c := CDF(h); c != nil {
+	for k, h := range map[string]*metrics.Hist{"ttft": p.col.TTFT, "tpot": p.col.TPOT, "itl": p.col.ITL, "e2e": p.col.E2E, "send_lag": p.col.Lag} {
+		if c := metrics.CDF(h); c != nil {
 			cdfs[k] = c
 		}
 	}
 	s.LatencyCDFs = cdfs
-	s.LengthHistograms = map[string]*LengthBins{"input": p.in.Bins(40), "output": p.out.Bins(40)}
+	s.LengthHistograms = map[string]*metrics.LengthBins{"input": p.in.Bins(40), "output": p.out.Bins(40)}
 	s.ScheduleHash, s.Shard, s.StartAt = hash, &shard, start.UTC().Format(time.RFC3339Nano)
-	st, err := NewMergeState(RunState{Collector: p.col, Elapsed: elapsed, Windows: wst,
-		Groups: map[string]*Groups{"per_model": p.models}, Goodput: &p.good, InputLengths: p.in, OutputLengths: p.out})
+	st, err := metrics.NewMergeState(metrics.RunState{Collector: p.col, Elapsed: elapsed, Windows: wst,
+		Groups: map[string]*metrics.Groups{"per_model": p.models}, Goodput: &p.good, InputLengths: p.in, OutputLengths: p.out})
 	must(t, err)
 	s.MergeState = &st
 	return roundTrip(t, s)
 }
 
-func roundTrip(t testing.TB, s *Summary) *Summary {
+func roundTrip(t testing.TB, s *metrics.Summary) *metrics.Summary {
 	t.Helper()
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out Summary
+	var out metrics.Summary
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -156,60 +158,16 @@ func must(t testing.TB, err error) {
 	}
 }
 
-func TestHistStateRoundTrip(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	for _, tc := range []struct {
-		name   string
-		values []time.Duration
-	}{
-		{"empty", nil},
-		{"one", []time.Duration{1234567}},
-		{"zeros and negatives", []time.Duration{0, -5, 0}},
-		{"exact range", []time.Duration{1500 * time.Nanosecond, 2 * time.Millisecond, 999 * time.Microsecond}},
-		{"beyond a day", []time.Duration{48 * time.Hour, time.Millisecond}},
-		{"lognormal", func() []time.Duration {
-			v := make([]time.Duration, 5000)
-			for i := range v {
-				v[i] = time.Duration(30e6 * math.Exp(2*r.NormFloat64()))
-			}
-			return v
-		}()},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			for _, sig := range []int{histSigFigs, windowSigFigs} {
-				h := newHistWith(histMaxMicros, sig)
-				for _, v := range tc.values {
-					h.Record(v)
-				}
-				st, err := h.State()
-				must(t, err)
-				b, err := json.Marshal(st)
-				must(t, err)
-				var back HistState
-				must(t, json.Unmarshal(b, &back))
-				g, err := histFromState(back, sig)
-				must(t, err)
-				if g.Dist() != h.Dist() || g.Clamped() != h.Clamped() || !g.h.Equals(h.h) {
-					t.Fatalf("%d digits: %+v, want %+v", sig, g.Dist(), h.Dist())
-				}
-				if _, err := histFromState(back, 5-sig); len(tc.values) > 0 && err == nil {
-					t.Errorf("a %d-digit histogram decoded as %d digits", sig, 5-sig)
-				}
-			}
-		})
-	}
-}
-
-// TestMergeSummariesIsExact splits one run's results into three shards by
+// TestSummariesIsExact splits one run's results into three shards by
 // index, writes each shard's summary as a copy would (through JSON), merges
 // them and compares with the summary of all the results in one collector:
 // every percentile, maximum and count is equal, means and standard
 // deviations equal up to float rounding, and so are the windows, the
 // per-model breakdown and goodput.
-func TestMergeSummariesIsExact(t *testing.T) {
+func TestSummariesIsExact(t *testing.T) {
 	const n, shards = 3000, 3
 	width := 2 * time.Second
-	slo := SLO{TTFT: 60, TPOT: math.NaN(), E2EL: 3000}
+	slo := metrics.SLO{TTFT: 60, TPOT: math.NaN(), E2EL: 3000}
 	results := fakeResults(11, n, 10*time.Second)
 	all := newRunParts(width, slo)
 	parts := make([]*runParts, shards)
@@ -221,12 +179,12 @@ func TestMergeSummariesIsExact(t *testing.T) {
 		parts[results[i].Index%shards].add(&results[i])
 	}
 	start := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	want := all.summary(t, ShardInfo{Count: 1, Indices: []int64{0}}, start, "sha256:x")
-	var ins []MergeInput
+	want := all.summary(t, metrics.ShardInfo{Count: 1, Indices: []int64{0}}, start, "sha256:x")
+	var ins []Input
 	for i, p := range parts {
-		ins = append(ins, MergeInput{Name: "s" + string(rune('0'+i)), Summary: p.summary(t, ShardInfo{Count: shards, Indices: []int64{int64(i)}}, start, "sha256:x")})
+		ins = append(ins, Input{Name: "s" + string(rune('0'+i)), Summary: p.summary(t, metrics.ShardInfo{Count: shards, Indices: []int64{int64(i)}}, start, "sha256:x")})
 	}
-	res, err := MergeSummaries(ins)
+	res, err := Summaries(ins)
 	must(t, err)
 	if len(res.Warnings) > 0 {
 		t.Errorf("warnings: %q", res.Warnings)
@@ -244,13 +202,14 @@ func TestMergeSummariesIsExact(t *testing.T) {
 	if got.Duration != want.Duration || got.RequestThroughput != want.RequestThroughput {
 		t.Errorf("duration %g throughput %g, want %g %g", got.Duration, got.RequestThroughput, want.Duration, want.RequestThroughput)
 	}
-	for _, f := range distFields {
-		compareDist(t, f.name, *f.get(got), *f.get(want))
+	gotDists := dists(t, got)
+	for name, w := range dists(t, want) {
+		compareDist(t, name, gotDists[name], w)
 	}
 
-	var gw, ww []WindowStats
-	getExtra(t, got, KeyWindows, &gw)
-	getExtra(t, want, KeyWindows, &ww)
+	var gw, ww []metrics.WindowStats
+	getExtra(t, got, metrics.KeyWindows, &gw)
+	getExtra(t, want, metrics.KeyWindows, &ww)
 	if len(gw) != len(ww) {
 		t.Fatalf("%d windows, want %d", len(gw), len(ww))
 	}
@@ -264,7 +223,7 @@ func TestMergeSummariesIsExact(t *testing.T) {
 			t.Errorf("window %d:\n got %s\nwant %s", i, gb, wb)
 		}
 	}
-	var gm, wm map[string]GroupSummary
+	var gm, wm map[string]metrics.GroupSummary
 	getExtra(t, got, "per_model", &gm)
 	getExtra(t, want, "per_model", &wm)
 	for k := range wm {
@@ -274,7 +233,7 @@ func TestMergeSummariesIsExact(t *testing.T) {
 			t.Errorf("per_model %s: %+v, want %+v", k, g, w)
 		}
 	}
-	for _, k := range []string{KeyRequestGoodput, KeyGoodputCount, KeyGoodputShare, KeyCDFs, KeyLengths} {
+	for _, k := range []string{metrics.KeyRequestGoodput, metrics.KeyGoodputCount, metrics.KeyGoodputShare, metrics.KeyCDFs, metrics.KeyLengths} {
 		var g, w json.RawMessage
 		getExtra(t, got, k, &g)
 		getExtra(t, want, k, &w)
@@ -282,24 +241,43 @@ func TestMergeSummariesIsExact(t *testing.T) {
 			t.Errorf("%s: %s, want %s", k, g, w)
 		}
 	}
-	var shard ShardInfo
-	getExtra(t, got, KeyShard, &shard)
+	var shard metrics.ShardInfo
+	getExtra(t, got, metrics.KeyShard, &shard)
 	if shard.String() != "{0,1,2}/3" {
 		t.Errorf("shard %s", shard)
 	}
 
 	// A merged summary merges again: the three shards in two steps give
 	// the same figures.
-	r01, err := MergeSummaries(ins[:2])
+	r01, err := Summaries(ins[:2])
 	must(t, err)
-	again, err := MergeSummaries([]MergeInput{{"s01", roundTrip(t, r01.Summary)}, ins[2]})
+	again, err := Summaries([]Input{{"s01", roundTrip(t, r01.Summary)}, ins[2]})
 	must(t, err)
-	for _, f := range distFields {
-		compareDist(t, "again "+f.name, *f.get(roundTrip(t, again.Summary)), *f.get(want))
+	againDists := dists(t, roundTrip(t, again.Summary))
+	for name, w := range dists(t, want) {
+		compareDist(t, "again "+name, againDists[name], w)
 	}
 }
 
-func compareDist(t *testing.T, name string, got, want Dist) {
+// dists returns the summary's distributions by field name: every exported
+// field of type metrics.Dist, so that a distribution added to the summary
+// is compared too.
+func dists(t *testing.T, s *metrics.Summary) map[string]metrics.Dist {
+	t.Helper()
+	out := map[string]metrics.Dist{}
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		if f := v.Type().Field(i); f.IsExported() && f.Type == reflect.TypeFor[metrics.Dist]() {
+			out[f.Name] = v.Field(i).Interface().(metrics.Dist)
+		}
+	}
+	if len(out) < 8 {
+		t.Fatalf("the summary has %d distributions, want at least 8", len(out))
+	}
+	return out
+}
+
+func compareDist(t *testing.T, name string, got, want metrics.Dist) {
 	t.Helper()
 	close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 	if got.Count != want.Count || got.Median != want.Median || got.P90 != want.P90 || got.P95 != want.P95 ||
@@ -309,7 +287,7 @@ func compareDist(t *testing.T, name string, got, want Dist) {
 }
 
 // getExtra decodes the section k of s, as s writes it, into v.
-func getExtra(t *testing.T, s *Summary, k string, v any) {
+func getExtra(t *testing.T, s *metrics.Summary, k string, v any) {
 	t.Helper()
 	all := sectionsOf(t, s)
 	raw, ok := all[k]
@@ -319,7 +297,7 @@ func getExtra(t *testing.T, s *Summary, k string, v any) {
 	must(t, json.Unmarshal(raw, v))
 }
 
-func sectionsOf(t testing.TB, s *Summary) map[string]json.RawMessage {
+func sectionsOf(t testing.TB, s *metrics.Summary) map[string]json.RawMessage {
 	t.Helper()
 	b, err := json.Marshal(s)
 	must(t, err)
@@ -330,7 +308,7 @@ func sectionsOf(t testing.TB, s *Summary) map[string]json.RawMessage {
 
 // setSection returns s as it reads from a file whose key k holds v (nil:
 // without k).
-func setSection(t testing.TB, s *Summary, k string, v any) *Summary {
+func setSection(t testing.TB, s *metrics.Summary, k string, v any) *metrics.Summary {
 	t.Helper()
 	all := sectionsOf(t, s)
 	if v == nil {
@@ -342,69 +320,69 @@ func setSection(t testing.TB, s *Summary, k string, v any) *Summary {
 	}
 	b, err := json.Marshal(all)
 	must(t, err)
-	var c Summary
+	var c metrics.Summary
 	must(t, json.Unmarshal(b, &c))
 	return &c
 }
 
 // shardSummaries returns valid summaries of shards of one run.
-func shardSummaries(t testing.TB, shards int, start time.Time) []MergeInput {
+func shardSummaries(t testing.TB, shards int, start time.Time) []Input {
 	results := fakeResults(5, 300, 4*time.Second)
-	var ins []MergeInput
+	var ins []Input
 	for i := range shards {
-		p := newRunParts(time.Second, NoSLO)
+		p := newRunParts(time.Second, metrics.NoSLO)
 		for j := range results {
 			if results[j].Index%int64(shards) == int64(i) {
 				p.add(&results[j])
 			}
 		}
-		ins = append(ins, MergeInput{Name: "shard" + string(rune('0'+i)) + ".json",
-			Summary: p.summary(t, ShardInfo{Count: int64(shards), Indices: []int64{int64(i)}}, start, "sha256:abc")})
+		ins = append(ins, Input{Name: "shard" + string(rune('0'+i)) + ".json",
+			Summary: p.summary(t, metrics.ShardInfo{Count: int64(shards), Indices: []int64{int64(i)}}, start, "sha256:abc")})
 	}
 	return ins
 }
 
 func TestMergeWarns(t *testing.T) {
 	start := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	set := func(s *Summary, k string, v any) *Summary { return setSection(t, s, k, v) }
+	set := func(s *metrics.Summary, k string, v any) *metrics.Summary { return setSection(t, s, k, v) }
 	for _, tc := range []struct {
 		name string
-		edit func([]MergeInput) []MergeInput
+		edit func([]Input) []Input
 		says []string
 	}{
-		{"agreeing shards", func(in []MergeInput) []MergeInput { return in }, nil},
-		{"missing shard", func(in []MergeInput) []MergeInput { return in[:2] }, []string{"1 of the 3 shards missing (index 2)"}},
-		{"repeated shard", func(in []MergeInput) []MergeInput { return append(in, MergeInput{"again.json", in[1].Summary}) },
+		{"agreeing shards", func(in []Input) []Input { return in }, nil},
+		{"missing shard", func(in []Input) []Input { return in[:2] }, []string{"1 of the 3 shards missing (index 2)"}},
+		{"repeated shard", func(in []Input) []Input { return append(in, Input{"again.json", in[1].Summary}) },
 			[]string{"shard 1/3 is in shard1.json and again.json"}},
-		{"other schedule", func(in []MergeInput) []MergeInput {
-			in[2].Summary = set(in[2].Summary, KeyScheduleHash, "sha256:def")
+		{"other schedule", func(in []Input) []Input {
+			in[2].Summary = set(in[2].Summary, metrics.KeyScheduleHash, "sha256:def")
 			return in
 		}, []string{"disagree on the schedule hash: sha256:abc (shard0.json, shard1.json); sha256:def (shard2.json)"}},
-		{"other seed", func(in []MergeInput) []MergeInput {
+		{"other seed", func(in []Input) []Input {
 			c := roundTrip(t, in[0].Summary)
 			c.Seed = 8
 			in[0].Summary = c
 			return in
 		}, []string{"disagree on the seed"}},
-		{"other start", func(in []MergeInput) []MergeInput {
-			in[1].Summary = set(in[1].Summary, KeyStartAt, "2025-06-01T12:00:05Z")
+		{"other start", func(in []Input) []Input {
+			in[1].Summary = set(in[1].Summary, metrics.KeyStartAt, "2025-06-01T12:00:05Z")
 			return in
 		}, []string{"disagree on the start time"}},
-		{"no start-at", func(in []MergeInput) []MergeInput {
+		{"no start-at", func(in []Input) []Input {
 			for i := range in {
-				c := setSection(t, in[i].Summary, KeyStartAt, nil)
+				c := setSection(t, in[i].Summary, metrics.KeyStartAt, nil)
 				c.StartedAt = start.Add(time.Duration(i) * 1500 * time.Millisecond).Format(time.RFC3339Nano)
 				in[i].Summary = c
 			}
 			return in
 		}, []string{"no copy was given --start-at: they started 3.000 s apart"}},
-		{"other shard count", func(in []MergeInput) []MergeInput {
-			in[0].Summary = set(in[0].Summary, KeyShard, ShardInfo{Count: 4, Indices: []int64{0}})
+		{"other shard count", func(in []Input) []Input {
+			in[0].Summary = set(in[0].Summary, metrics.KeyShard, metrics.ShardInfo{Count: 4, Indices: []int64{0}})
 			return in
 		}, []string{"disagree on the shard count"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := MergeSummaries(tc.edit(shardSummaries(t, 3, start)))
+			res, err := Summaries(tc.edit(shardSummaries(t, 3, start)))
 			must(t, err)
 			if len(res.Warnings) != len(tc.says) {
 				t.Fatalf("warnings %q, want %d", res.Warnings, len(tc.says))
@@ -424,60 +402,67 @@ func TestMergeWarns(t *testing.T) {
 func TestMergeRefusesForeignSummaries(t *testing.T) {
 	start := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	good := shardSummaries(t, 1, start)[0].Summary
-	h := NewHist()
+	h := metrics.NewHist()
 	h.Record(5 * time.Millisecond)
 	hs, err := h.State()
 	must(t, err)
-	wh := newHistWith(histMaxMicros, windowSigFigs)
-	wh.Record(5 * time.Millisecond)
-	whs, err := wh.State()
+	// A window's distribution, kept at 2 significant digits.
+	wa := metrics.NewWindowAcc()
+	var ws metrics.Sample
+	ws.From(&client.Result{Sent: time.Millisecond, FirstToken: 6 * time.Millisecond, End: 9 * time.Millisecond, OutputLen: 1, CompletionTokens: 1}, metrics.NoSLO)
+	wa.Add(&ws)
+	wst, err := wa.State(0)
 	must(t, err)
-	editState := func(f func(st *MergeState)) *Summary {
-		var st MergeState
-		getExtra(t, good, KeyMergeState, &st)
+	whs := wst.Hists["ttft"]
+	if whs.Count != 1 {
+		t.Fatalf("window ttft state %+v", whs)
+	}
+	editState := func(f func(st *metrics.MergeState)) *metrics.Summary {
+		var st metrics.MergeState
+		getExtra(t, good, metrics.KeyMergeState, &st)
 		f(&st)
-		return setSection(t, good, KeyMergeState, st)
+		return setSection(t, good, metrics.KeyMergeState, st)
 	}
 	for _, tc := range []struct {
 		name string
-		s    *Summary
+		s    *metrics.Summary
 		says string
 	}{
-		{"FineServe's line", &Summary{Completed: 3}, "no merge_state"},
-		{"newer version", editState(func(st *MergeState) { st.Version = 2 }), "merge_state version 2"},
-		{"other encoding", editState(func(st *MergeState) { st.HistEncoding = "base64-counts" }), "histograms in"},
-		{"no start", func() *Summary { c := roundTrip(t, good); c.StartedAt = "yesterday"; return c }(), "started_at"},
-		{"corrupt buckets", editState(func(st *MergeState) {
+		{"FineServe's line", &metrics.Summary{Completed: 3}, "no merge_state"},
+		{"newer version", editState(func(st *metrics.MergeState) { st.Version = 2 }), "merge_state version 2"},
+		{"other encoding", editState(func(st *metrics.MergeState) { st.HistEncoding = "base64-counts" }), "histograms in"},
+		{"no start", func() *metrics.Summary { c := roundTrip(t, good); c.StartedAt = "yesterday"; return c }(), "started_at"},
+		{"corrupt buckets", editState(func(st *metrics.MergeState) {
 			x := st.Collector.Hists["e2e"]
 			x.HDR = x.HDR[:len(x.HDR)/2] + "AAAA" + x.HDR[len(x.HDR)/2+4:]
 			st.Collector.Hists["e2e"] = x
 		}), "hists.e2e"},
-		{"not base64", editState(func(st *MergeState) {
+		{"not base64", editState(func(st *metrics.MergeState) {
 			x := st.Collector.Hists["ttft"]
 			x.HDR = "!!!"
 			st.Collector.Hists["ttft"] = x
 		}), "not base64"},
-		{"wrong count", editState(func(st *MergeState) {
+		{"wrong count", editState(func(st *metrics.MergeState) {
 			x := st.Collector.Hists["ttft"]
 			x.Count++
 			st.Collector.Hists["ttft"] = x
 		}), "the buckets hold"},
-		{"window precision", editState(func(st *MergeState) { st.Collector.Hists["ttft"] = whs }), "at 2 significant digits, want"},
-		{"window of 3 digits", editState(func(st *MergeState) { st.Windows[0].Hists["ttft"] = hs }), "window 0"},
-		{"wrong maximum", editState(func(st *MergeState) {
+		{"window precision", editState(func(st *metrics.MergeState) { st.Collector.Hists["ttft"] = whs }), "at 2 significant digits, want"},
+		{"window of 3 digits", editState(func(st *metrics.MergeState) { st.Windows[0].Hists["ttft"] = hs }), "window 0"},
+		{"wrong maximum", editState(func(st *metrics.MergeState) {
 			x := st.Collector.Hists["ttft"]
 			x.MaxNS *= 3
 			st.Collector.Hists["ttft"] = x
 		}), "maximum"},
-		{"negative counter", editState(func(st *MergeState) { st.Collector.Completed = -1 }), "completed: -1 < 0"},
-		{"unknown distribution", editState(func(st *MergeState) { st.Collector.Hists["typo"] = hs }), "hists.typo"},
-		{"window without state", editState(func(st *MergeState) { st.Windows = st.Windows[1:] }), "window 0 has no distributions"},
-		{"bad shard", func() *Summary {
-			return setSection(t, good, KeyShard, ShardInfo{Count: 2, Indices: []int64{2}})
+		{"negative counter", editState(func(st *metrics.MergeState) { st.Collector.Completed = -1 }), "completed: -1 < 0"},
+		{"unknown distribution", editState(func(st *metrics.MergeState) { st.Collector.Hists["typo"] = hs }), "hists.typo"},
+		{"window without state", editState(func(st *metrics.MergeState) { st.Windows = st.Windows[1:] }), "window 0 has no distributions"},
+		{"bad shard", func() *metrics.Summary {
+			return setSection(t, good, metrics.KeyShard, metrics.ShardInfo{Count: 2, Indices: []int64{2}})
 		}(), "shard: index 2 of 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := MergeSummaries([]MergeInput{{"ok.json", good}, {"bad.json", tc.s}})
+			_, err := Summaries([]Input{{"ok.json", good}, {"bad.json", tc.s}})
 			if err == nil {
 				t.Fatal("merged")
 			}
@@ -499,11 +484,11 @@ func FuzzMergeSummary(f *testing.F) {
 	f.Add(b0)
 	f.Add([]byte(`{"merge_state":{"version":1,"hist_encoding":"hdrhistogram-v2-compressed-base64","collector":{"hists":{"ttft":{"count":1,"hdr":"HISTFAAAAB94nJNpmSzMwMDAzAABMJoRTM+o/6AAEgRAAgHk"}}}},"started_at":"2025-06-01T12:00:00Z"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var s Summary
+		var s metrics.Summary
 		if json.Unmarshal(data, &s) != nil {
 			return
 		}
-		res, err := MergeSummaries([]MergeInput{good[0], {"fuzz.json", &s}})
+		res, err := Summaries([]Input{good[0], {"fuzz.json", &s}})
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz.json: ") {
 				t.Fatalf("error does not name the file: %v", err)
@@ -514,37 +499,12 @@ func FuzzMergeSummary(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var again Summary
+		var again metrics.Summary
 		if err := json.Unmarshal(b, &again); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := MergeSummaries([]MergeInput{{"merged.json", &again}}); err != nil {
+		if _, err := Summaries([]Input{{"merged.json", &again}}); err != nil {
 			t.Fatalf("a merged summary does not merge again: %v", err)
-		}
-	})
-}
-
-// FuzzHistState decodes any histogram state: an error or a distribution
-// whose figures agree with the state, never a panic.
-func FuzzHistState(f *testing.F) {
-	h := NewHist()
-	for _, v := range []time.Duration{1, 5e6, 7e6, 3e9} {
-		h.Record(v)
-	}
-	st, _ := h.State()
-	f.Add(st.HDR, st.Count, st.MeanMS, st.M2, st.MaxNS, int64(0))
-	f.Add("HISTFAAAAB94nJNpmSzMwMDAzAABMJoRTM+o/6AAEgRAAgHk", int64(1), 1.0, 0.0, int64(1e6), int64(0))
-	f.Add("", int64(0), 0.0, 0.0, int64(0), int64(0))
-	f.Fuzz(func(t *testing.T, enc string, n int64, mean, m2 float64, maxNS, clamped int64) {
-		for _, sig := range []int{histSigFigs, windowSigFigs} {
-			g, err := histFromState(HistState{Count: n, MeanMS: mean, M2: m2, MaxNS: maxNS, Clamped: clamped, HDR: enc}, sig)
-			if err != nil {
-				continue
-			}
-			d := g.Dist()
-			if d.Count != n || d.Median > d.Max+1e-9 || d.P99 > d.Max+1e-9 {
-				t.Fatalf("state %d values decoded as %+v", n, d)
-			}
 		}
 	})
 }
@@ -555,13 +515,13 @@ func FuzzHistState(f *testing.F) {
 func TestMergeOfMergeKeepsWarnings(t *testing.T) {
 	start := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	in := shardSummaries(t, 3, start)
-	in[1].Summary = setSection(t, in[1].Summary, KeyStartAt, "2025-06-01T12:00:05Z")
-	part, err := MergeSummaries(in[:2])
+	in[1].Summary = setSection(t, in[1].Summary, metrics.KeyStartAt, "2025-06-01T12:00:05Z")
+	part, err := Summaries(in[:2])
 	must(t, err)
 	if len(part.Warnings) != 2 {
 		t.Fatalf("first merge warns %q", part.Warnings)
 	}
-	whole, err := MergeSummaries([]MergeInput{{"part.json", part.Summary}, in[2]})
+	whole, err := Summaries([]Input{{"part.json", part.Summary}, in[2]})
 	must(t, err)
 	for _, w := range whole.Warnings {
 		if strings.Contains(w, "shards missing") && !strings.Contains(w, "earlier merge") {
