@@ -563,6 +563,15 @@ func (m *merger) merge() (*MergeResult, error) {
 		if r.s.Replay != nil && s.Replay == nil {
 			s.Replay, copied[KeyReplay] = r.s.Replay, r.name
 		}
+		if r.s.TargetRate != nil && s.TargetRate == nil {
+			s.TargetRate, copied[KeyTargetRate] = r.s.TargetRate, r.name
+		}
+		if r.s.LengthMix != nil && s.LengthMix == nil {
+			s.LengthMix, copied[KeyLengthMix] = r.s.LengthMix, r.name
+		}
+		if r.s.SharedPrefix != nil && s.SharedPrefix == nil {
+			s.SharedPrefix, copied[KeySharedPrefix] = r.s.SharedPrefix, r.name
+		}
 		if r.s.ServerMetrics != nil && s.ServerMetrics == nil {
 			s.ServerMetrics, copied[KeyServerMetrics] = r.s.ServerMetrics, r.name
 		}
