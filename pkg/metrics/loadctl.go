@@ -1,7 +1,5 @@
 package metrics
 
-import "math"
-
 // The load-control sections of the summary (README "Ramps and stages",
 // "Shared prefixes", "Length mixtures"). Each describes the whole schedule
 // (before sharding), so every shard of a run writes the same and a merge
@@ -39,35 +37,6 @@ type TargetStage struct {
 	DurationS   float64 `json:"duration_s"`
 	Target      float64 `json:"target"`
 	Exponential bool    `json:"exponential,omitempty"`
-}
-
-// At returns the target at t seconds (0 outside the stages).
-func (t *TargetRate) At(x float64) float64 {
-	start, from := 0.0, 0.0
-	for _, s := range t.Stages {
-		if x < start+s.DurationS || (s.DurationS > 0 && x == start+s.DurationS) {
-			if s.DurationS <= 0 {
-				return s.Target
-			}
-			f := (x - start) / s.DurationS
-			if s.Exponential && from > 0 && s.Target > 0 {
-				return from * math.Pow(s.Target/from, f)
-			}
-			return from + (s.Target-from)*f
-		}
-		start += s.DurationS
-		from = s.Target
-	}
-	return 0
-}
-
-// End is the length of the stages in seconds.
-func (t *TargetRate) End() float64 {
-	e := 0.0
-	for _, s := range t.Stages {
-		e += s.DurationS
-	}
-	return e
 }
 
 // LengthMixEntry is one component of a --lengths mixture: its lengths, its
