@@ -14,6 +14,7 @@ func addLoadFlags(fs *pflag.FlagSet, o *runner.Options) {
 	fs.StringVar(&l.RampStrategy, "ramp-up-strategy", l.RampStrategy, "Poisson (vLLM): ramp the rate linearly or exponentially from --ramp-up-start-rps to --ramp-up-end-rps over the run (--duration, else the time --num-prompts take)")
 	fs.Float64Var(&l.RampStartRPS, "ramp-up-start-rps", l.RampStartRPS, "Poisson (vLLM): rate at the start of the ramp, req/s")
 	fs.Float64Var(&l.RampEndRPS, "ramp-up-end-rps", l.RampEndRPS, "Poisson (vLLM): rate at the end of the ramp, req/s")
+	fs.Var(durationValue{&o.MaxConcurrencyRamp}, "max-concurrency-ramp", "grow the --max-concurrency bound from 1 to its value over this long from the start, one slot at a time (e.g. 2m)")
 	fs.IntVar(&l.PrefixLen, "prefix-len", l.PrefixLen, "start every built prompt with one of --num-prefixes shared prefixes of this many tokens, then tokens unique to the request (0: off; a shorter request gets the prefix cut to its length)")
 	fs.IntVar(&l.NumPrefixes, "num-prefixes", l.NumPrefixes, "number of distinct shared prefixes (with --prefix-len)")
 	fs.StringVar(&l.PrefixDist, "prefix-dist", l.PrefixDist, "which prefix a request gets: uniform or zipf:S (prefix k has weight 1/k^S)")

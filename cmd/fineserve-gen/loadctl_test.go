@@ -8,9 +8,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
@@ -143,5 +145,59 @@ func TestSharedPrefixCacheShare(t *testing.T) {
 		share, sp.ExpectedCachedShare, sum.Cached, sum.Input, sp.ReusedTokens, reusing, sp.Used, sp.Truncated, srv.PrefixCacheStats())
 	if sum.RequestRate != nil || sum.TargetRate.Unit != "req/s" || len(sum.TargetRate.Stages) != 2 {
 		t.Errorf("request_rate %v, target_rate %+v", sum.RequestRate, sum.TargetRate)
+	}
+}
+
+// TestMaxConcurrencyRamp: with --max-concurrency 4 --max-concurrency-ramp
+// 900ms, a burst of requests that each take 1 s starts one more request
+// every 300 ms: the i-th send comes no earlier than i·300 ms (the ramp
+// never opens a slot early, however slow the machine), and never more than
+// 4 are in flight.
+func TestMaxConcurrencyRamp(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: time.Second})
+	dir := t.TempDir()
+	recs := filepath.Join(dir, "r.jsonl")
+	sumPath := filepath.Join(dir, "s.json")
+	args := []string{"run", "--port", strconv.Itoa(port), "--request-rate", "inf", "--num-prompts", "6",
+		"--max-concurrency", "4", "--max-concurrency-ramp", "900ms", "--random-input-len", "8", "--random-output-len", "2",
+		"--warmup-requests", "0", "--results-jsonl", recs, "--summary-json", sumPath, "--quiet", "--disable-tqdm"}
+	var o, e bytes.Buffer
+	if code := dispatch(context.Background(), args, &o, &e); code != exitOK {
+		t.Fatalf("exit %d: %s", code, e.String())
+	}
+	f, err := os.Open(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var sent []float64
+	dec := json.NewDecoder(f)
+	for dec.More() {
+		var r struct {
+			Sent float64 `json:"sent_s"`
+		}
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, r.Sent)
+	}
+	slices.Sort(sent)
+	if len(sent) != 6 {
+		t.Fatalf("%d records", len(sent))
+	}
+	for i := 1; i < 4; i++ {
+		if min := 0.3 * float64(i); sent[i] < min {
+			t.Errorf("send %d at %.3f s, before the ramp's slot at %.1f s (sends %v)", i, sent[i], min, sent)
+		}
+	}
+	data, err := os.ReadFile(sumPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		MaxInFlight int64 `json:"max_in_flight"`
+	}
+	if err := json.Unmarshal(data, &sum); err != nil || sum.MaxInFlight > 4 || sum.MaxInFlight < 2 {
+		t.Errorf("max in flight %d (%v), want 2 to 4", sum.MaxInFlight, err)
 	}
 }

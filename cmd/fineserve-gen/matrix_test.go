@@ -71,7 +71,7 @@ var matrixDims = []dimension{
 	dBackend:     {"backend", []string{"vllm", "openai", "openai-chat", "openai-images"}},
 	dSource:      {"source", []string{"random-ids", "trace-ids", "text", "sharegpt", "sharegpt_pre", "hash-ids", "images"}},
 	dWarmup:      {"warmup", []string{"0", "1", "3"}},
-	dConcurrency: {"concurrency", []string{"open", "max2"}},
+	dConcurrency: {"concurrency", []string{"open", "max2", "max2-ramp"}},
 	dRetries:     {"retries", []string{"none", "retry-503"}},
 	dShard:       {"shard", []string{"whole", "shard1of2"}},
 	dStartAt:     {"start", []string{"now", "start-at"}},
@@ -296,8 +296,11 @@ func caseArgs(c matrixCase, port int, dir string) (args, dry []string) {
 	}
 	args = append(slices.Clone(common), sched...)
 	args = append(args, "--warmup-requests", c.v(dWarmup))
-	if c.v(dConcurrency) == "max2" {
+	switch c.v(dConcurrency) {
+	case "max2":
 		args = append(args, "--max-concurrency", "2")
+	case "max2-ramp":
+		args = append(args, "--max-concurrency", "2", "--max-concurrency-ramp", "20ms")
 	}
 	if c.v(dRetries) == "retry-503" {
 		args = append(args, "--retries", "3")
@@ -540,7 +543,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	if got := sum.ScheduleHash; got != "sha256:"+hex.EncodeToString(h[:]) {
 		fail("schedule hash %q, dry run sha256:%x", got, h)
 	}
-	if c.v(dConcurrency) == "max2" && sum.MaxInFlight > 2 {
+	if c.v(dConcurrency) != "open" && sum.MaxInFlight > 2 {
 		fail("max in flight %d with --max-concurrency 2", sum.MaxInFlight)
 	}
 	if c.v(dStartAt) == "start-at" && sum.StartAt == "" {

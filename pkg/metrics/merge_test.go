@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -579,5 +580,42 @@ func TestMergeOfMergeKeepsWarnings(t *testing.T) {
 	t.Logf("first %q\nwhole %q", part.Warnings, whole.Warnings)
 	if found != len(part.Warnings) {
 		t.Fatalf("the merge of the merge lost its warnings: %q (first merge: %q)", whole.Warnings, part.Warnings)
+	}
+}
+
+// TestMergeKeepsLoadControl: target_rate, length_mix and shared_prefix
+// describe the whole schedule, the same in every shard: the merged summary
+// carries them unchanged, and says where they come from.
+func TestMergeKeepsLoadControl(t *testing.T) {
+	const n, shards = 300, 2
+	results := fakeResults(5, n, 2*time.Second)
+	parts := make([]*runParts, shards)
+	for i := range parts {
+		parts[i] = newRunParts(time.Second, NoSLO)
+	}
+	for i := range results {
+		parts[results[i].Index%shards].add(&results[i])
+	}
+	start := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	tr := &TargetRate{Unit: "req/s", Source: "--stages", Stages: []TargetStage{{DurationS: 2, Target: 300}}, Expected: 300}
+	mix := []LengthMixEntry{{Input: 12, Output: 3, Weight: 1, TargetShare: 1, Scheduled: n, Share: 1}}
+	sp := &SharedPrefixInfo{PrefixLen: 10, NumPrefixes: 2, Dist: "uniform", Requests: n, Used: 2, ReusedTokens: 2980, InputTokens: 3600, ExpectedCachedShare: 2980.0 / 3600}
+	var ins []MergeInput
+	for i, p := range parts {
+		s := p.summary(t, ShardInfo{Count: shards, Indices: []int64{int64(i)}}, start, "sha256:x")
+		s.TargetRate, s.LengthMix, s.SharedPrefix = tr, mix, sp
+		ins = append(ins, MergeInput{Name: "s" + string(rune('0'+i)), Summary: s})
+	}
+	res, err := MergeSummaries(ins)
+	must(t, err)
+	got := roundTrip(t, res.Summary)
+	if !reflect.DeepEqual(got.TargetRate, tr) || !reflect.DeepEqual(got.LengthMix, mix) || !reflect.DeepEqual(got.SharedPrefix, sp) {
+		t.Errorf("merged load control: %+v %+v %+v", got.TargetRate, got.LengthMix, got.SharedPrefix)
+	}
+	notes := strings.Join(res.Summary.MergeNotes, "\n")
+	for _, k := range []string{KeyTargetRate, KeyLengthMix, KeySharedPrefix} {
+		if !strings.Contains(notes, k+" is s0's") {
+			t.Errorf("no merge note for %s: %q", k, notes)
+		}
 	}
 }

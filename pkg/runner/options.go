@@ -75,8 +75,11 @@ type Options struct {
 	ExtraRequestBody string
 	WarmupRequests   int
 	MaxConcurrency   int
-	RequestTimeout   time.Duration
-	StallTimeout     time.Duration
+	// MaxConcurrencyRamp grows the --max-concurrency bound from 1 to it
+	// over this long from the start (0: the full bound at once).
+	MaxConcurrencyRamp time.Duration
+	RequestTimeout     time.Duration
+	StallTimeout       time.Duration
 	// HTTPTransport is one of client's Transport* names ("" or "auto": the
 	// lean transport for http://, net/http's with HTTP/2 for https://).
 	HTTPTransport string
@@ -207,6 +210,11 @@ func (o *Options) Validate() error {
 	}
 	if o.Duration < 0 {
 		add("--duration %v: want > 0", o.Duration)
+	}
+	if o.MaxConcurrencyRamp < 0 {
+		add("--max-concurrency-ramp %v: want a duration > 0", o.MaxConcurrencyRamp)
+	} else if o.MaxConcurrencyRamp > 0 && o.MaxConcurrency <= 0 {
+		add("--max-concurrency-ramp needs --max-concurrency N (the bound it grows to)")
 	}
 	if o.MaxConcurrency < 0 {
 		add("--max-concurrency %d: want ≥ 1 (or leave unset)", o.MaxConcurrency)

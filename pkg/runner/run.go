@@ -193,7 +193,7 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	})
 
 	snd := &sender{client: cli, prompts: prompts, results: results, model: o.Model, images: wl.Images, panics: panics}
-	d := &arrival.Dispatcher{Start: start, MaxConcurrency: o.MaxConcurrency, Sender: snd, OnOffer: mon.Offer}
+	d := &arrival.Dispatcher{Start: start, MaxConcurrency: o.MaxConcurrency, ConcurrencyRamp: o.MaxConcurrencyRamp, Sender: snd, OnOffer: mon.Offer}
 
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()

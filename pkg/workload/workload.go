@@ -157,7 +157,7 @@ func Build(c Config, log Logger) (*Workload, error) {
 	wall := c.Duration
 	warp := c.profile != nil && c.Mode != "poisson"
 	if warp {
-		c.Duration = arrival.Seconds(c.profile.Total()) + 1
+		c.Duration = arrival.Seconds(c.profile.Total())
 	}
 	var s arrival.Schedule
 	switch c.Mode {
