@@ -26,6 +26,7 @@ type MixtureLengths struct {
 	Components []MixtureComponent
 	Seed       uint64
 	cdf        []float64
+	total      float64 // of the weights
 }
 
 // maxComponents bounds a mixture.
@@ -101,6 +102,7 @@ func (m *MixtureLengths) init() {
 	for _, c := range m.Components {
 		total += c.Weight
 	}
+	m.total = total
 	m.cdf = make([]float64, len(m.Components))
 	acc := 0.0
 	for i, c := range m.Components {
@@ -111,12 +113,7 @@ func (m *MixtureLengths) init() {
 }
 
 // Share is component k's expected share of the requests.
-func (m *MixtureLengths) Share(k int) float64 {
-	if k == 0 {
-		return m.cdf[0]
-	}
-	return m.cdf[k] - m.cdf[k-1]
-}
+func (m *MixtureLengths) Share(k int) float64 { return m.Components[k].Weight / m.total }
 
 // Component is the index of the component request i draws from.
 func (m *MixtureLengths) Component(i int64) int {

@@ -191,15 +191,16 @@ type loadFacts struct {
 	mixCount []int64
 
 	prefix *prompt.SharedPrefix
-	seen   []int32 // per prefix: the longest part of it sent so far
+	img    prompt.ImageOptions // sizes the text part of requests with images
+	seen   []int32             // per prefix: the longest part of it sent so far
 	pInfo  metrics.SharedPrefixInfo
 }
 
-func newLoadFacts(mix *arrival.MixtureLengths, sp *prompt.SharedPrefix) *loadFacts {
+func newLoadFacts(mix *arrival.MixtureLengths, sp *prompt.SharedPrefix, img prompt.ImageOptions) *loadFacts {
 	if mix == nil && sp == nil {
 		return nil
 	}
-	f := &loadFacts{mix: mix, prefix: sp}
+	f := &loadFacts{mix: mix, prefix: sp, img: img}
 	if mix != nil {
 		f.mixCount = make([]int64, len(mix.Components))
 	}
@@ -218,13 +219,16 @@ func (f *loadFacts) add(a *arrival.Arrival) {
 	if f.mix != nil {
 		f.mixCount[f.mix.Component(a.Index)]++
 	}
-	if f.prefix == nil || a.Images > 0 && a.Gen != nil {
+	if f.prefix == nil {
 		return
 	}
 	n := max(a.InputTokens, 1)
 	f.pInfo.InputTokens += int64(n)
 	if len(a.PrefixBlocks) > 0 {
-		return
+		return // a trace's own prefix blocks take precedence
+	}
+	if a.Images > 0 {
+		n = f.img.TextTokens(a.InputTokens, a.Images) // the prefix starts the text part
 	}
 	k := f.prefix.Pick(a.Index)
 	p := min(f.prefix.Len, n)

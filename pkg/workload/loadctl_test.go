@@ -205,3 +205,38 @@ func TestLoadOptionsErrors(t *testing.T) {
 		t.Errorf("token limit: %v", err)
 	}
 }
+
+// TestSharedPrefixFactsWithImages: with images the prefix starts the text
+// part, so a request is truncated when its text is shorter than the prefix
+// (not its whole input).
+func TestSharedPrefixFactsWithImages(t *testing.T) {
+	c := baseConfig()
+	c.Mode, c.NumPromptsSet, c.TimeScale = "replay", false, 100
+	c.Replay.TracePath = tracePath(t, "azure_lmm_2025.csv")
+	c.Replay.ImageWidth, c.Replay.ImageHeight = 64, 64
+	c.Load.PrefixLen, c.Load.NumPrefixes = 300, 3
+	w, err := Build(c, quiet{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var withImages, truncated, byInput int64
+	for a := range w.Schedule {
+		text := a.InputTokens
+		if a.Images > 0 {
+			withImages++
+			text = w.ImageOptions.TextTokens(a.InputTokens, a.Images)
+		}
+		if text < 300 {
+			truncated++
+		}
+		if a.InputTokens < 300 {
+			byInput++
+		}
+	}
+	if withImages == 0 || truncated == byInput {
+		t.Skipf("the trace does not tell text from input lengths here (%d with images)", withImages)
+	}
+	if got := w.SharedPrefixInfo.Truncated; got != truncated {
+		t.Errorf("truncated %d, want %d (by text tokens; %d by input tokens)", got, truncated, byInput)
+	}
+}

@@ -207,7 +207,7 @@ func (w *Workload) measure(s arrival.Schedule, c *Config) error {
 		out = newCSVOut(c.ScheduleOut)
 	}
 	var line []byte
-	facts := newLoadFacts(c.mixture, w.Prefix)
+	facts := newLoadFacts(c.mixture, w.Prefix, w.ImageOptions)
 	for a := range s {
 		line = arrival.AppendCSVRow(line[:0], a)
 		d.Write(line)
