@@ -59,6 +59,9 @@ const (
 	dSummary
 	dHTML
 	dMetrics
+	dTarget
+	dPrefix
+	dLengths
 )
 
 var matrixDims = []dimension{
@@ -68,7 +71,7 @@ var matrixDims = []dimension{
 	dBackend:     {"backend", []string{"vllm", "openai", "openai-chat", "openai-images"}},
 	dSource:      {"source", []string{"random-ids", "trace-ids", "text", "sharegpt", "sharegpt_pre", "hash-ids", "images"}},
 	dWarmup:      {"warmup", []string{"0", "1", "3"}},
-	dConcurrency: {"concurrency", []string{"open", "max2"}},
+	dConcurrency: {"concurrency", []string{"open", "max2", "max2-ramp"}},
 	dRetries:     {"retries", []string{"none", "retry-503"}},
 	dShard:       {"shard", []string{"whole", "shard1of2"}},
 	dStartAt:     {"start", []string{"now", "start-at"}},
@@ -81,6 +84,9 @@ var matrixDims = []dimension{
 	dSummary:     {"summary", []string{"summary-json", "output-file", "output-stdout"}},
 	dHTML:        {"html", []string{"no-html", "html"}},
 	dMetrics:     {"metrics", []string{"no-metrics", "metrics"}},
+	dTarget:      {"target", []string{"flat", "stages"}},
+	dPrefix:      {"prefix", []string{"no-prefix", "prefix"}},
+	dLengths:     {"lengths", []string{"lengths-flags", "lengths-mix"}},
 }
 
 // is reports whether row (a partial row: testenv.Free where unset) has
@@ -114,9 +120,18 @@ var (
 //     source, and images the image traces' only one;
 //   - --backend openai-images only with the diffusion trace (Alibaba
 //     GenTD26), which needs it; Azure LMM (images in chat messages) with
-//     the other backends.
+//     the other backends;
+//   - a --lengths mixture only in poisson and parametric mode with
+//     synthetic prompts (random-ids, text): traces and datasets give their
+//     own lengths (so not with openai-images either, whose only workload
+//     is a trace).
 func validCase(r []int) bool {
 	w, b, s := set(r, dWorkload), set(r, dBackend), set(r, dSource)
+	if set(r, dLengths) && is(r, dLengths, "lengths-mix") {
+		if (w && !is(r, dWorkload, syntheticModes...)) || (s && !is(r, dSource, "random-ids", "text")) || (b && is(r, dBackend, "openai-images")) {
+			return false
+		}
+	}
 	if s && is(r, dSource, "random-ids", "trace-ids") && b && !is(r, dBackend, "vllm", "openai") {
 		return false
 	}
@@ -261,10 +276,31 @@ func caseArgs(c matrixCase, port int, dir string) (args, dry []string) {
 	if c.v(dDuration) == "duration" {
 		sched = append(sched, "--duration", "50ms")
 	}
+	if c.v(dTarget) == "stages" {
+		// Poisson: the rate moves from 100 to 400 req/s over 1 s;
+		// replay and parametric: twice the speed.
+		if sched[1] == "poisson" {
+			if i := slices.Index(sched, "--request-rate"); i >= 0 {
+				sched = slices.Delete(sched, i, i+2)
+			}
+			sched = append(sched, "--stages", "0s:100,1s:400")
+		} else {
+			sched = append(sched, "--stages", "0s:2,20s:2")
+		}
+	}
+	if c.v(dPrefix) == "prefix" {
+		sched = append(sched, "--prefix-len", "10", "--num-prefixes", "2")
+	}
+	if c.v(dLengths) == "lengths-mix" {
+		sched = append(sched, "--lengths", "12,3:1;30±0.2,5:1")
+	}
 	args = append(slices.Clone(common), sched...)
 	args = append(args, "--warmup-requests", c.v(dWarmup))
-	if c.v(dConcurrency) == "max2" {
+	switch c.v(dConcurrency) {
+	case "max2":
 		args = append(args, "--max-concurrency", "2")
+	case "max2-ramp":
+		args = append(args, "--max-concurrency", "2", "--max-concurrency-ramp", "20ms")
 	}
 	if c.v(dRetries) == "retry-503" {
 		args = append(args, "--retries", "3")
@@ -507,7 +543,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	if got := sum.ScheduleHash; got != "sha256:"+hex.EncodeToString(h[:]) {
 		fail("schedule hash %q, dry run sha256:%x", got, h)
 	}
-	if c.v(dConcurrency) == "max2" && sum.MaxInFlight > 2 {
+	if c.v(dConcurrency) != "open" && sum.MaxInFlight > 2 {
 		fail("max in flight %d with --max-concurrency 2", sum.MaxInFlight)
 	}
 	if c.v(dStartAt) == "start-at" && sum.StartAt == "" {
@@ -622,6 +658,30 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	}
 	if c.v(dMetrics) == "metrics" && !strings.Contains(r.scraped, "fineserve_gen_requests_in_flight") {
 		fail("--metrics-addr: no metrics page read during the run: %.200q", r.scraped)
+	}
+	// Load control: each option's summary section, and its effect on the
+	// schedule.
+	if got := sum.TargetRate != nil; got != (c.v(dTarget) == "stages") {
+		fail("target_rate %+v with %s", sum.TargetRate, c.v(dTarget))
+	}
+	if sum.SharedPrefix == nil && c.v(dPrefix) == "prefix" || sum.SharedPrefix != nil && c.v(dPrefix) == "no-prefix" {
+		fail("shared_prefix %+v with %s", sum.SharedPrefix, c.v(dPrefix))
+	}
+	if c.v(dLengths) == "lengths-mix" {
+		var n int64
+		for _, e := range sum.LengthMix {
+			n += e.Scheduled
+		}
+		if len(sum.LengthMix) != 2 || n == 0 {
+			fail("length_mix %+v", sum.LengthMix)
+		}
+		for _, row := range dryRows {
+			if in := mustInt(t, row[2]); in != 12 && (in < 24 || in > 36) {
+				fail("--lengths: input_len %d outside the mixture", in)
+			}
+		}
+	} else if sum.LengthMix != nil {
+		fail("length_mix without --lengths")
 	}
 }
 
@@ -748,6 +808,9 @@ func TestMatrixInvalidCombinations(t *testing.T) {
 	}{
 		{"diffusion trace with a text backend", append(slices.Clone(workloadArgs["replay-alibaba-lora"]), "--backend", "vllm"), "--backend openai-images"},
 		{"sharegpt_pre without a file", append(slices.Clone(workloadArgs["poisson"]), "--dataset-name", "sharegpt_pre"), "needs --dataset-path"},
+		{"length mixture with a trace", append(slices.Clone(workloadArgs["replay-burstgpt"]), "--lengths", "12,3:1"), "--lengths applies to poisson and parametric mode"},
+		{"length mixture with a dataset", append(slices.Clone(workloadArgs["poisson"]), "--dataset-path", "testdata/sharegpt.json", "--lengths", "12,3:1"), "--lengths and --dataset-path: choose one"},
+		{"stages with a request rate", append(slices.Clone(workloadArgs["poisson"]), "--stages", "1s:10"), "--stages and --request-rate: choose one"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, port := mocktest.Start(t, mockserver.Config{})

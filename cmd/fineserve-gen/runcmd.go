@@ -75,6 +75,7 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 	addModelFlags(fs, o)
 	addParametricFlags(fs, o)
 	addObserveFlags(fs, o)
+	addLoadFlags(fs, o)
 
 	// Outputs.
 	fs.StringVar(&o.OutputFile, "output-file", o.OutputFile, "append the summary as one JSON line (FineServe; -: standard output)")
@@ -94,6 +95,7 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 		o.Stream = !*disableStream
 		o.IgnoreEOS = !*disableIgnoreEOS
 		o.NumPromptsSet = fs.Changed("num-prompts")
+		finishLoadFlags(fs, o)
 		if *shard != "" {
 			i, n, err := parseShard(*shard)
 			if err != nil {

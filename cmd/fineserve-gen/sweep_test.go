@@ -314,6 +314,7 @@ func TestSweepMatrix(t *testing.T) {
 		{"dry run", []string{"--dry-run"}, "--dry-run"},
 		{"duration", []string{"--duration", "5s"}, "--step-duration"},
 		{"values and bounds", []string{"--sweep-values", "1,2", "--sweep-min", "1"}, "one or the other"},
+		{"stages", []string{"--stages", "0s:5,2s:5"}, "a sweep sets each step's load itself"},
 	} {
 		var o, e bytes.Buffer
 		args := append([]string{"sweep", "--port", strconv.Itoa(port), "--sweep-quiet", "0"}, bad.args...)

@@ -156,6 +156,9 @@ func sweepSetup(fs *pflag.FlagSet, o *runner.Options, sf *sweepFlags) (sweep.Con
 	if o.DryRun {
 		add("--dry-run: a sweep judges results; use run --dry-run to see a schedule")
 	}
+	if o.Load.Stages != "" || o.Load.RampStrategy != "" {
+		add("--stages and --ramp-up-strategy: a sweep sets each step's load itself (a staged run is a run of its own)")
+	}
 	if o.ShardCount > 1 || !o.StartAt.IsZero() {
 		add("--shard and --start-at: a sweep runs from one machine; when its client is the limit, run the load found with --shard across machines (docs/SCALE_OUT.md)")
 	}

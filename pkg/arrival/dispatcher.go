@@ -34,6 +34,11 @@ type Dispatcher struct {
 	Start time.Time
 	// MaxConcurrency bounds requests in flight; 0 means unbounded.
 	MaxConcurrency int
+	// ConcurrencyRamp, when > 0 with a MaxConcurrency, grows the bound
+	// linearly from 1 at Start to MaxConcurrency at Start +
+	// ConcurrencyRamp, one slot at a time; arrivals wait for a slot as
+	// they do at the full bound.
+	ConcurrencyRamp time.Duration
 	// Sender performs the requests.
 	Sender Sender
 	// Sleep waits until an absolute instant or the context ends; nil uses
@@ -72,6 +77,7 @@ func (d *Dispatcher) Dispatched() int64 { return d.dispatched.Load() }
 // can stop dispatching (dispatchCtx) yet let requests in flight drain.
 func (d *Dispatcher) Run(dispatchCtx, reqCtx context.Context, s Schedule) DispatchStats {
 	p := &pool{sender: d.Sender, ctx: reqCtx, stop: dispatchCtx, max: d.MaxConcurrency, work: make(chan Arrival, 256), d: d}
+	p.startRamp()
 	done := make(chan bool)
 	// The schedule is kept by one goroutine of its own: with the default
 	// sleeper it is pinned to an OS thread set up for precise wake-ups,
@@ -125,6 +131,58 @@ type pool struct {
 	wg       sync.WaitGroup // one per arrival handed out
 	workers  sync.WaitGroup
 	maxIn    atomic.Int64
+
+	rampStop chan struct{} // closed when the run's arrivals are done
+	rampDone sync.WaitGroup
+}
+
+// limit is the concurrency bound now: MaxConcurrency, or during a
+// ConcurrencyRamp the part of it the ramp has reached (at least 1).
+func (p *pool) limit() int {
+	r := p.d.ConcurrencyRamp
+	if r <= 0 || p.max <= 1 {
+		return p.max
+	}
+	el := time.Since(p.d.Start)
+	switch {
+	case el >= r:
+		return p.max
+	case el <= 0:
+		return 1
+	}
+	return 1 + int(int64(p.max-1)*int64(el)/int64(r))
+}
+
+// startRamp starts the goroutine that, during a ConcurrencyRamp, hands
+// waiting arrivals the slots the growing bound adds, each at the instant it
+// is added.
+func (p *pool) startRamp() {
+	r := p.d.ConcurrencyRamp
+	if r <= 0 || p.max <= 1 {
+		return
+	}
+	p.rampStop = make(chan struct{})
+	p.rampDone.Add(1)
+	safe.Go(func() {
+		defer p.rampDone.Done()
+		for k := 1; k < p.max; k++ {
+			t := time.NewTimer(time.Until(p.d.Start.Add(time.Duration(int64(r) * int64(k) / int64(p.max-1)))))
+			select {
+			case <-t.C:
+			case <-p.rampStop:
+				t.Stop()
+				return
+			}
+			p.mu.Lock()
+			for p.stop.Err() == nil && p.queue.len() > 0 && p.live < p.limit() {
+				a, _ := p.queue.pop()
+				p.live++
+				p.workers.Add(1)
+				safe.Go(func() { p.worker(a) })
+			}
+			p.mu.Unlock()
+		}
+	})
 }
 
 func (p *pool) dispatch(a Arrival) {
@@ -136,7 +194,7 @@ func (p *pool) dispatch(a Arrival) {
 		p.idle--
 		p.mu.Unlock()
 		p.work <- a
-	case p.max <= 0 || p.live < p.max:
+	case p.max <= 0 || p.live < p.limit():
 		p.live++
 		p.mu.Unlock()
 		p.workers.Add(1)
@@ -191,6 +249,10 @@ func (p *pool) finish(stopped bool) DispatchStats {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+	if p.rampStop != nil {
+		close(p.rampStop)
+		p.rampDone.Wait()
+	}
 	p.mu.Lock()
 	p.stopping = true
 	p.mu.Unlock()

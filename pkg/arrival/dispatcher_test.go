@@ -225,3 +225,37 @@ func TestDispatcherOffersEveryArrivalAtItsTime(t *testing.T) {
 		}
 	})
 }
+
+// TestDispatcherConcurrencyRamp: with ConcurrencyRamp the bound grows from
+// 1 to MaxConcurrency one slot at a time, each slot at its instant: with
+// every request held long, the first four of a burst start at 0, 1, 2 and
+// 3 s (a 3 s ramp to 4), the rest wait, keeping their order, until a slot
+// frees; nothing more than the bound is ever in flight.
+func TestDispatcherConcurrencyRamp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		rec := &recorder{start: start, hold: 100 * time.Second}
+		d := &Dispatcher{Start: start, MaxConcurrency: 4, ConcurrencyRamp: 3 * time.Second, Sender: rec, Sleep: goSleep}
+		ats := make([]time.Duration, 8)
+		ats[7] = 1500 * time.Millisecond // due while the bound is 2, and both slots are taken
+		st := d.Run(t.Context(), t.Context(), fixed(ats...))
+		if st.Dispatched != 8 || st.NotSent != 0 || st.MaxInFlight != 4 || rec.maxIn.Load() != 4 {
+			t.Fatalf("stats %+v, max in flight seen %d", st, rec.maxIn.Load())
+		}
+		want := []time.Duration{0, time.Second, 2 * time.Second, 3 * time.Second, 100 * time.Second, 101 * time.Second, 102 * time.Second, 103 * time.Second}
+		for i, s := range rec.sent {
+			if s.index != int64(i) || s.elapsed != want[i] {
+				t.Errorf("send %d: arrival %d at %v, want arrival %d at %v", i, s.index, s.elapsed, i, want[i])
+			}
+		}
+	})
+	// Without a bound the ramp does nothing.
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		rec := &recorder{start: start, hold: time.Second}
+		d := &Dispatcher{Start: start, ConcurrencyRamp: 3 * time.Second, Sender: rec, Sleep: goSleep}
+		if st := d.Run(t.Context(), t.Context(), fixed(0, 0, 0)); st.MaxInFlight != 3 || st.Queued != 0 {
+			t.Errorf("unbounded with a ramp: %+v", st)
+		}
+	})
+}

@@ -24,11 +24,19 @@ type PoissonConfig struct {
 	Seed     uint64
 	Lengths  Lengths
 	Model    string
+	// Profile, when set, replaces Rate: the rate follows it over time
+	// (ramps and stages) and the schedule ends with it. Gaps are drawn at
+	// unit rate, with the same Burstiness, and mapped through the
+	// profile's Λ⁻¹.
+	Profile *Profile
 }
 
 // Validate returns every problem of c at once.
 func (c PoissonConfig) Validate() error {
 	var errs []error
+	if c.Profile != nil {
+		c.Rate, c.Count = 1, max(c.Count, 1)
+	}
 	if !(c.Rate > 0) { // also rejects NaN
 		errs = append(errs, fmt.Errorf("request rate must be > 0 or inf, got %g", c.Rate))
 	}
@@ -51,6 +59,9 @@ func (c PoissonConfig) Validate() error {
 // Gamma(k, 1/(Rate·k)); offsets are their running sum from 0, the first
 // arrival being due at once as in vLLM's and FineServe's benchmarks.
 func Poisson(c PoissonConfig) Schedule {
+	if c.Profile != nil {
+		return profiled(c)
+	}
 	return func(yield func(Arrival) bool) {
 		times := Rand(c.Seed, StreamTimes)
 		sizes := Rand(c.Seed, StreamLengths)
@@ -64,6 +75,39 @@ func Poisson(c PoissonConfig) Schedule {
 				} else {
 					t += gamma.Rand()
 				}
+			}
+			at := Seconds(t)
+			if c.Duration > 0 && at >= c.Duration {
+				return
+			}
+			in, out := c.Lengths.Draw(sizes, i)
+			if !yield(Arrival{Index: i, At: at, InputTokens: in, OutputTokens: out, Model: c.Model, Burst: i}) {
+				return
+			}
+		}
+	}
+}
+
+// profiled is the schedule of a Poisson config with a Profile: the first
+// arrival where the profile's rate first turns positive, then unit-rate
+// gaps (exponential, or Gamma(k, k) with mean 1) on Λ, mapped back to time.
+func profiled(c PoissonConfig) Schedule {
+	return func(yield func(Arrival) bool) {
+		times := Rand(c.Seed, StreamTimes)
+		sizes := Rand(c.Seed, StreamLengths)
+		gamma := distuv.Gamma{Alpha: c.Burstiness, Beta: c.Burstiness, Src: times}
+		u := 0.0
+		for i := int64(0); c.Count <= 0 || i < c.Count; i++ {
+			if i > 0 {
+				if c.Burstiness == 1 {
+					u += times.ExpFloat64()
+				} else {
+					u += gamma.Rand()
+				}
+			}
+			t, ok := c.Profile.Invert(u)
+			if !ok {
+				return
 			}
 			at := Seconds(t)
 			if c.Duration > 0 && at >= c.Duration {

@@ -445,6 +445,15 @@ func (m *merger) merge() (*Result, error) {
 		if r.s.Replay != nil && s.Replay == nil {
 			s.Replay, copied[metrics.KeyReplay] = r.s.Replay, r.name
 		}
+		if r.s.TargetRate != nil && s.TargetRate == nil {
+			s.TargetRate, copied[metrics.KeyTargetRate] = r.s.TargetRate, r.name
+		}
+		if r.s.LengthMix != nil && s.LengthMix == nil {
+			s.LengthMix, copied[metrics.KeyLengthMix] = r.s.LengthMix, r.name
+		}
+		if r.s.SharedPrefix != nil && s.SharedPrefix == nil {
+			s.SharedPrefix, copied[metrics.KeySharedPrefix] = r.s.SharedPrefix, r.name
+		}
 		if r.s.ServerMetrics != nil && s.ServerMetrics == nil {
 			s.ServerMetrics, copied[metrics.KeyServerMetrics] = r.s.ServerMetrics, r.name
 		}

@@ -541,3 +541,30 @@ func TestMergeOfMergeKeepsWarnings(t *testing.T) {
 		t.Fatalf("the merge of the merge lost its warnings: %q (first merge: %q)", whole.Warnings, part.Warnings)
 	}
 }
+
+// TestMergeKeepsLoadControl: target_rate, length_mix and shared_prefix
+// describe the whole schedule, the same in every shard: the merged summary
+// carries them unchanged, and says where they come from.
+func TestMergeKeepsLoadControl(t *testing.T) {
+	const n = 300
+	start := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	tr := &metrics.TargetRate{Unit: "req/s", Source: "--stages", Stages: []metrics.TargetStage{{DurationS: 2, Target: 300}}, Expected: 300}
+	mix := []metrics.LengthMixEntry{{Input: 12, Output: 3, Weight: 1, TargetShare: 1, Scheduled: n, Share: 1}}
+	sp := &metrics.SharedPrefixInfo{PrefixLen: 10, NumPrefixes: 2, Dist: "uniform", Requests: n, Used: 2, ReusedTokens: 2980, InputTokens: 3600, ExpectedCachedShare: 2980.0 / 3600}
+	ins := shardSummaries(t, 2, start)
+	for _, in := range ins {
+		in.Summary.TargetRate, in.Summary.LengthMix, in.Summary.SharedPrefix = tr, mix, sp
+	}
+	res, err := Summaries(ins)
+	must(t, err)
+	got := roundTrip(t, res.Summary)
+	if !reflect.DeepEqual(got.TargetRate, tr) || !reflect.DeepEqual(got.LengthMix, mix) || !reflect.DeepEqual(got.SharedPrefix, sp) {
+		t.Errorf("merged load control: %+v %+v %+v", got.TargetRate, got.LengthMix, got.SharedPrefix)
+	}
+	notes := strings.Join(res.Summary.MergeNotes, "\n")
+	for _, k := range []string{metrics.KeyTargetRate, metrics.KeyLengthMix, metrics.KeySharedPrefix} {
+		if !strings.Contains(notes, k+" is shard0.json's") {
+			t.Errorf("no merge note for %s: %q", k, notes)
+		}
+	}
+}

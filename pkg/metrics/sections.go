@@ -180,6 +180,8 @@ var sectionFields = []section{
 		func(s *Summary) any { return &s.LatencyCDFs }},
 	{KeyLengths, func(s *Summary) (any, bool) { return s.LengthHistograms, s.LengthHistograms != nil },
 		func(s *Summary) any { return &s.LengthHistograms }},
+	{KeyLengthMix, func(s *Summary) (any, bool) { return s.LengthMix, len(s.LengthMix) > 0 },
+		func(s *Summary) any { return &s.LengthMix }},
 	{KeyMergeNotes, func(s *Summary) (any, bool) { return s.MergeNotes, len(s.MergeNotes) > 0 },
 		func(s *Summary) any { return &s.MergeNotes }},
 	{KeyMergeState, func(s *Summary) (any, bool) { return s.MergeState, s.MergeState != nil },
@@ -202,8 +204,12 @@ var sectionFields = []section{
 		func(s *Summary) any { return &s.ServerMetrics }},
 	{KeyShard, func(s *Summary) (any, bool) { return s.Shard, s.Shard != nil },
 		func(s *Summary) any { return &s.Shard }},
+	{KeySharedPrefix, func(s *Summary) (any, bool) { return s.SharedPrefix, s.SharedPrefix != nil },
+		func(s *Summary) any { return &s.SharedPrefix }},
 	{KeyStartAt, func(s *Summary) (any, bool) { return s.StartAt, s.StartAt != "" },
 		func(s *Summary) any { return &s.StartAt }},
+	{KeyTargetRate, func(s *Summary) (any, bool) { return s.TargetRate, s.TargetRate != nil },
+		func(s *Summary) any { return &s.TargetRate }},
 	// The windows go with their length: a run that has windows writes
 	// both, "windows": null when none closed.
 	{KeyWindowSeconds, func(s *Summary) (any, bool) { return s.WindowSeconds, s.WindowSeconds > 0 },

@@ -109,6 +109,11 @@ type Summary struct {
 	PerKind  map[string]GroupSummary `json:"-"`
 	// Replay describes the replayed trace (replay).
 	Replay *ReplayInfo `json:"-"`
+	// Load control (loadctl.go): the target profile (target_rate), the
+	// length mixture (length_mix) and the shared prefixes (shared_prefix).
+	TargetRate   *TargetRate       `json:"-"`
+	LengthMix    []LengthMixEntry  `json:"-"`
+	SharedPrefix *SharedPrefixInfo `json:"-"`
 
 	// Scale-out (docs/SCALE_OUT.md): the whole schedule's hash
 	// (schedule_hash), the shards covered (shard), --start-at (start_at,

@@ -44,6 +44,7 @@ type Builder struct {
 	salt    uint64
 	suffix  string
 	dataset *Dataset
+	prefix  *SharedPrefix
 	ids     pool // pre-encoded token ids: `123,456,…`
 	words   pool // pre-encoded words: ` the of …`
 	images  imageSource
@@ -66,11 +67,14 @@ type Options struct {
 	// Images sizes the synthetic images of arrivals with Images > 0 (see
 	// images.go); the zero value is 512x512 with DefaultTokensPerImage.
 	Images ImageOptions
+	// Prefix, when set, starts every prompt without prefix blocks with one
+	// of its shared prefixes (see SharedPrefix).
+	Prefix *SharedPrefix
 }
 
 // New returns a Builder for o.
 func New(o Options) *Builder {
-	b := &Builder{format: o.Format, chat: o.Chat, salt: o.Salt, suffix: o.Suffix, dataset: o.Dataset}
+	b := &Builder{format: o.Format, chat: o.Chat, salt: o.Salt, suffix: o.Suffix, dataset: o.Dataset, prefix: o.Prefix}
 	b.images.opts = o.Images.withDefaults()
 	if o.Chat || o.Dataset != nil {
 		b.format = Text
@@ -105,7 +109,18 @@ func (b *Builder) Append(dst []byte, a *arrival.Arrival) []byte {
 // appendText writes n tokens of text for a, escaped for a JSON string.
 func (b *Builder) appendText(dst []byte, a *arrival.Arrival, n int) []byte {
 	if b.dataset != nil && len(a.PrefixBlocks) == 0 {
-		dst = b.dataset.appendText(dst, a.Index, n)
+		rest := n
+		if b.prefix != nil {
+			// The shared prefix in words, then the dataset's text.
+			p := min(b.prefix.Len, n)
+			dst = b.words.appendRun(dst, false, b.prefix.hash(b.salt, b.prefix.Pick(a.Index)), p)
+			if rest -= p; rest > 0 {
+				dst = append(dst, ' ')
+			}
+		}
+		if rest > 0 {
+			dst = b.dataset.appendText(dst, a.Index, rest)
+		}
 	} else {
 		dst = b.appendBody(dst, &b.words, a, n)
 	}
@@ -120,6 +135,10 @@ func (b *Builder) appendText(dst []byte, a *arrival.Arrival, n int) []byte {
 // the same for the same id), then units unique to this request.
 func (b *Builder) appendBody(dst []byte, p *pool, a *arrival.Arrival, n int) []byte {
 	written := 0
+	if b.prefix != nil && len(a.PrefixBlocks) == 0 {
+		written = min(b.prefix.Len, n)
+		dst = p.appendRun(dst, false, b.prefix.hash(b.salt, b.prefix.Pick(a.Index)), written)
+	}
 	for _, id := range a.PrefixBlocks {
 		if written >= n {
 			break

@@ -308,7 +308,7 @@ func WriteHTML(w io.Writer, d *Data) error {
 		}
 	}
 	pg.SeriesNote = from
-	if err := timePlots(&pg, pts, add); err != nil {
+	if err := timePlots(&pg, pts, s.TargetRate, add); err != nil {
 		return err
 	}
 
@@ -345,8 +345,38 @@ func WriteHTML(w io.Writer, d *Data) error {
 	return pageTemplate.Execute(w, &pg)
 }
 
+// targetSeries is the target request rate of --stages or a ramp (Poisson
+// mode), sampled finely enough to draw its ramps and steps; nil without one
+// or when the target is a speed multiplier, not a rate.
+func targetSeries(t *metrics.TargetRate) *timeSeries {
+	if t == nil || t.Unit != "req/s" || len(t.Stages) == 0 {
+		return nil
+	}
+	const perStage = 64
+	ts := &timeSeries{Label: "target (" + t.Source + ")", Dashed: true}
+	start, from := 0.0, 0.0
+	for _, st := range t.Stages {
+		if st.DurationS <= 0 {
+			ts.X, ts.Y = append(ts.X, start), append(ts.Y, st.Target)
+			from = st.Target
+			continue
+		}
+		for i := range perStage + 1 {
+			x := start + st.DurationS*float64(i)/perStage
+			y := from + (st.Target-from)*float64(i)/perStage
+			if st.Exponential && from > 0 && st.Target > 0 {
+				y = from * math.Pow(st.Target/from, float64(i)/perStage)
+			}
+			ts.X, ts.Y = append(ts.X, x), append(ts.Y, y)
+		}
+		start += st.DurationS
+		from = st.Target
+	}
+	return ts
+}
+
 // timePlots adds the plots over time.
-func timePlots(pg *page, pts []metrics.SeriesPoint, add func(*[]plotView, string, string, template.HTML, error, string) error) error {
+func timePlots(pg *page, pts []metrics.SeriesPoint, target *metrics.TargetRate, add func(*[]plotView, string, string, template.HTML, error, string) error) error {
 	const none = "no time series: the summary has no windows and no per-request records were given"
 	if len(pts) == 0 {
 		for _, n := range [][2]string{{PlotRate, "Offered and achieved request rate"}, {PlotLag, "Send lag"}, {PlotInFlight, "Requests in flight"}} {
@@ -367,11 +397,15 @@ func timePlots(pg *page, pts []metrics.SeriesPoint, add func(*[]plotView, string
 	for i, p := range pts {
 		xs[i] = (p.Start + p.End) / 2
 	}
-	svg, err := plotTime(PlotRate, "Offered and achieved request rate", "requests/s", xs, []timeSeries{
+	rates := []timeSeries{
 		{Label: "offered (by scheduled time)", Y: col(func(p *metrics.SeriesPoint) float64 { return p.OfferedRate })},
 		{Label: "achieved (completed, by end time)", Y: col(func(p *metrics.SeriesPoint) float64 { return p.AchievedRate })},
 		{Label: "failed", Y: col(func(p *metrics.SeriesPoint) float64 { return p.FailedRate }), Dashed: true},
-	}, yLinear)
+	}
+	if t := targetSeries(target); t != nil {
+		rates = append(rates, *t)
+	}
+	svg, err := plotTime(PlotRate, "Offered and achieved request rate", "requests/s", xs, rates, yLinear)
 	if err := add(&pg.Time, PlotRate, "Offered and achieved request rate", svg, err, ""); err != nil {
 		return err
 	}

@@ -407,3 +407,33 @@ func TestCompare(t *testing.T) {
 		t.Error("comparing one run must fail")
 	}
 }
+
+// TestHTMLRatePlotDrawsTarget: with a target profile in the summary, the
+// offered/achieved rate plot draws the target curve as one more line with
+// its legend; a speed multiplier (replay, parametric) is not drawn as a
+// rate.
+func TestHTMLRatePlotDrawsTarget(t *testing.T) {
+	render := func(tr *metrics.TargetRate) (int, string) {
+		d := loadFixture(t, "")
+		d.Summary.TargetRate = tr
+		var b bytes.Buffer
+		if err := WriteHTML(&b, d); err != nil {
+			t.Fatal(err)
+		}
+		return parseHTML(t, b.Bytes()).plots()[PlotRate], b.String()
+	}
+	stages := []metrics.TargetStage{{DurationS: 0, Target: 2}, {DurationS: 1, Target: 8}, {DurationS: 1, Target: 8}}
+	if _, page := render(nil); strings.Contains(page, "target (") {
+		t.Error("a target legend without a target")
+	}
+	if n, page := render(&metrics.TargetRate{Unit: "req/s", Source: "--stages", Stages: stages}); n < 5 || !strings.Contains(page, "target (--stages)") {
+		t.Errorf("rate plot with a target: %d paths, legend present: %v", n, strings.Contains(page, "target (--stages)"))
+	}
+	if _, page := render(&metrics.TargetRate{Unit: "x time scale", Source: "--stages", Stages: stages}); strings.Contains(page, "target (--stages)") {
+		t.Error("a speed multiplier was drawn as a rate")
+	}
+	ts := targetSeries(&metrics.TargetRate{Unit: "req/s", Stages: []metrics.TargetStage{{DurationS: 10, Target: 100, Exponential: false}, {DurationS: 10, Target: 1000, Exponential: true}}})
+	if ts.Y[0] != 0 || ts.Y[32] != 50 || math.Abs(ts.Y[65+32]-math.Sqrt(100*1000)) > 1e-9 || ts.X[len(ts.X)-1] != 20 {
+		t.Errorf("target series: start %g, middle of the linear stage %g, of the exponential one %g, end at %g s", ts.Y[0], ts.Y[32], ts.Y[65+32], ts.X[len(ts.X)-1])
+	}
+}

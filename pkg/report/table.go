@@ -63,6 +63,9 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 	t.row("Backend:", s.Backend)
 	t.row("Request generation mode:", s.Mode)
 	t.row("Traffic request rate:", rateText(s.RequestRate))
+	if s.TargetRate != nil {
+		t.row("Target ("+s.TargetRate.Unit+"):", targetText(s.TargetRate))
+	}
 	if s.MaxConcurrency != nil {
 		t.row("Max request concurrency:", *s.MaxConcurrency)
 	} else {
@@ -110,8 +113,45 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 	t.stat("Median TPOT (ms):", s.TPOT, s.TPOT.Median)
 	t.stat("P99 TPOT (ms):", s.TPOT, s.TPOT.P99)
 	writeScheduleKeeping(t, s, true)
+	writeLoadControl(t, s)
 	writeErrors(t, s)
 	return t.err
+}
+
+// targetText writes a target profile as --stages would take it.
+func targetText(tr *metrics.TargetRate) string {
+	var b strings.Builder
+	b.WriteString(tr.Source + ": ")
+	for i, st := range tr.Stages {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%.6gs:%.6g", st.DurationS, st.Target)
+		if st.Exponential {
+			b.WriteString(" (exp)")
+		}
+	}
+	return b.String()
+}
+
+// writeLoadControl prints the achieved length mixture and the shared
+// prefixes' expected and served cache share.
+func writeLoadControl(t *table, s *metrics.Summary) {
+	if len(s.LengthMix) == 0 && s.SharedPrefix == nil {
+		return
+	}
+	t.line("%s", center("Load Control", '-', 50))
+	for _, e := range s.LengthMix {
+		t.row(fmt.Sprintf("Lengths %d,%d share (target):", e.Input, e.Output), fmt.Sprintf("%.1f%% (%.1f%%)", 100*e.Share, 100*e.TargetShare))
+	}
+	if p := s.SharedPrefix; p != nil {
+		t.row("Shared-prefix requests (truncated):", fmt.Sprintf("%d (%d)", p.Requests, p.Truncated))
+		served := "not reported"
+		if s.TotalInputTokens > 0 {
+			served = fmt.Sprintf("%.1f%%", 100*float64(s.CachedTokens)/float64(s.TotalInputTokens))
+		}
+		t.row("Cached prompt share (expected):", fmt.Sprintf("%s (%.1f%%)", served, 100*p.ExpectedCachedShare))
+	}
 }
 
 // writeScheduleKeeping prints how well the schedule was kept; tokens adds

@@ -102,7 +102,7 @@ func monitorConfig(o *Options, st arrival.Stats, stdio IO, log *logger) monitor.
 	c := monitor.Config{
 		Scheduled: st.Count, Span: st.Last,
 		Window: o.Observe.Window, ReportInterval: o.Observe.ReportInterval, Goodput: o.Observe.Goodput,
-		MaxConcurrency: o.MaxConcurrency, AllAtOnce: o.Mode == "poisson" && math.IsInf(o.RequestRate, 1),
+		MaxConcurrency: o.MaxConcurrency, AllAtOnce: o.Mode == "poisson" && math.IsInf(o.RequestRate, 1) && !o.profiled(),
 		MetricsAddr: o.Observe.MetricsAddr, ServerMetricsInterval: o.Observe.ServerMetricsInterval,
 		ReportHTML: o.Observe.ReportHTML,
 		Quiet:      o.Quiet, Bar: stdio.Terminal && !o.DisableProgress,

@@ -76,8 +76,11 @@ type Options struct {
 	ExtraRequestBody string
 	WarmupRequests   int
 	MaxConcurrency   int
-	RequestTimeout   time.Duration
-	StallTimeout     time.Duration
+	// MaxConcurrencyRamp grows the --max-concurrency bound from 1 to it
+	// over this long from the start (0: the full bound at once).
+	MaxConcurrencyRamp time.Duration
+	RequestTimeout     time.Duration
+	StallTimeout       time.Duration
 	// HTTPTransport is one of client's Transport* names ("" or "auto": the
 	// lean transport for http://, net/http's with HTTP/2 for https://).
 	HTTPTransport string
@@ -103,6 +106,9 @@ type Options struct {
 	// Watching the run: live lines, windows, goodput, HTML report,
 	// Prometheus, server metrics (see observe.go).
 	Observe ObserveOptions
+	// Load control: ramps and stages, shared prefixes, length mixtures
+	// (workload/loadctl.go).
+	Load LoadOptions
 
 	// Scale-out: keep arrivals with Index % ShardCount == ShardIndex.
 	ShardIndex, ShardCount int64
@@ -125,6 +131,7 @@ type Options struct {
 // command line knows them by.
 type (
 	ReplayOptions     = workload.ReplayOptions
+	LoadOptions       = workload.LoadOptions
 	ParametricOptions = workload.ParametricOptions
 	ModelOptions      = workload.ModelOptions
 	ReplayInfo        = workload.ReplayInfo
@@ -149,6 +156,7 @@ func Defaults() Options {
 		StallTimeout:   DefaultStallTimeout,
 		DrainTimeout:   30 * time.Second,
 		Replay:         workload.DefaultReplayOptions(),
+		Load:           workload.DefaultLoadOptions(),
 		Parametric:     workload.DefaultParametricOptions(),
 		Observe:        DefaultObserveOptions(),
 		ShardCount:     1,
@@ -203,6 +211,11 @@ func (o *Options) Validate() error {
 	}
 	if o.Duration < 0 {
 		add("--duration %v: want > 0", o.Duration)
+	}
+	if o.MaxConcurrencyRamp < 0 {
+		add("--max-concurrency-ramp %v: want a duration > 0", o.MaxConcurrencyRamp)
+	} else if o.MaxConcurrencyRamp > 0 && o.MaxConcurrency <= 0 {
+		add("--max-concurrency-ramp needs --max-concurrency N (the bound it grows to)")
 	}
 	if o.MaxConcurrency < 0 {
 		add("--max-concurrency %d: want ≥ 1 (or leave unset)", o.MaxConcurrency)
@@ -261,12 +274,19 @@ func (o *Options) Validate() error {
 		if !(o.Burstiness > 0) || math.IsInf(o.Burstiness, 0) {
 			add("--burstiness %g: want a finite number > 0", o.Burstiness)
 		}
-		if math.IsInf(o.RequestRate, 1) && o.Duration > 0 && !o.NumPromptsSet {
+		if math.IsInf(o.RequestRate, 1) && o.Duration > 0 && !o.NumPromptsSet && !o.profiled() {
 			add("--request-rate inf sends every request at once: give --num-prompts, not --duration")
 		}
 	}
+	if err := o.Load.Validate(o.Mode); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
+
+// profiled reports whether a target profile (--stages, a ramp) sets the
+// rate instead of --request-rate.
+func (o *Options) profiled() bool { return o.Load.Stages != "" || o.Load.RampStrategy != "" }
 
 // workloadConfig is the part of o that builds the workload; seed is the
 // run's resolved seed.
@@ -281,7 +301,7 @@ func (o *Options) workloadConfig(seed uint64) workload.Config {
 		SharegptOutputLen: o.SharegptOutputLen, SharegptContextLen: o.SharegptContextLen,
 		TokenLimit: limit, TokenLimitFrom: from,
 		Backend: o.Backend, DryRun: o.DryRun,
-		Replay: o.Replay, Parametric: o.Parametric, Models: o.Models,
+		Replay: o.Replay, Parametric: o.Parametric, Models: o.Models, Load: o.Load,
 		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount,
 	}
 }

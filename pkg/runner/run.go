@@ -145,7 +145,7 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	}
 	prompts := prompt.New(prompt.Options{
 		Format: format, Chat: cli.Chat(), Salt: salt, Suffix: o.PromptSuffix, Dataset: wl.Dataset,
-		Images: wl.ImageOptions,
+		Images: wl.ImageOptions, Prefix: wl.Prefix,
 	})
 	panics := &requestPanics{log: log}
 	if err := warmup(ctx, o.WarmupRequests, wl.Images, cli, prompts, wl.First, log, panics); err != nil {
@@ -194,7 +194,7 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	})
 
 	snd := &sender{client: cli, prompts: prompts, results: results, model: o.Model, images: wl.Images, panics: panics}
-	d := &arrival.Dispatcher{Start: start, MaxConcurrency: o.MaxConcurrency, Sender: snd, OnOffer: mon.Offer}
+	d := &arrival.Dispatcher{Start: start, MaxConcurrency: o.MaxConcurrency, ConcurrencyRamp: o.MaxConcurrencyRamp, Sender: snd, OnOffer: mon.Offer}
 
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
@@ -211,9 +211,10 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 		Backend: o.Backend, Mode: o.Mode, Model: o.Model, Seed: seed, Command: o.Command,
 		StartedAt: start.UTC().Format(time.RFC3339Nano),
 	}
-	if o.Mode == "poisson" {
+	if o.Mode == "poisson" && wl.Profile == nil {
 		sum.RequestRate = metrics.Rate(o.RequestRate)
 	}
+	sum.TargetRate, sum.LengthMix, sum.SharedPrefix = wl.TargetRate, wl.LengthMix, wl.SharedPrefixInfo
 	if o.MaxConcurrency > 0 {
 		mc := o.MaxConcurrency
 		sum.MaxConcurrency = &mc

@@ -226,6 +226,13 @@ func (p *ParametricOptions) nbModel() (*parametric.NB, string, error) {
 // lengths picks the request sizes: --request-lengths-csv, else the model
 // class's bundled lengths, else --random-input-len/--random-output-len.
 func (p *ParametricOptions) lengths(c *Config, log Logger) (arrival.Lengths, error) {
+	if c.mixture != nil {
+		if p.RequestLengthsCSV != "" {
+			return nil, errors.New("--lengths and --request-lengths-csv: choose one")
+		}
+		log.Infof("parametric: request sizes from --lengths %s", c.mixture)
+		return c.mixture, nil
+	}
 	var data []byte
 	var name string
 	switch {

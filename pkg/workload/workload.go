@@ -6,12 +6,14 @@ package workload
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 	"github.com/fineserve-gen/fineserve-gen/pkg/replay"
 )
@@ -57,6 +59,7 @@ type Config struct {
 	Replay     ReplayOptions
 	Parametric ParametricOptions
 	Models     ModelOptions
+	Load       LoadOptions
 
 	// Keep the arrivals with Index % ShardCount == ShardIndex.
 	ShardIndex, ShardCount int64
@@ -64,6 +67,10 @@ type Config struct {
 	// ScheduleOut, when set, receives the schedule CSV (this shard's
 	// arrivals) during the one pass.
 	ScheduleOut io.Writer
+
+	// Resolved load control (loadctl.go), for the mode's schedule.
+	profile *arrival.Profile
+	mixture *arrival.MixtureLengths
 }
 
 // Workload is a built schedule and what is known about it. The facts are
@@ -95,6 +102,18 @@ type Workload struct {
 	// ImageOptions is how requests with input images are built.
 	ImageOptions prompt.ImageOptions
 
+	// Profile is the target profile of --stages or a ramp (nil without
+	// one) and TargetRate its summary section.
+	Profile    *arrival.Profile
+	TargetRate *metrics.TargetRate
+	// LengthMix is the --lengths mixture as the whole schedule achieved it.
+	LengthMix []metrics.LengthMixEntry
+	// Prefix are --prefix-len's shared prefixes (nil when off), for the
+	// prompt builder; SharedPrefixInfo is what the whole schedule made of
+	// them.
+	Prefix           *prompt.SharedPrefix
+	SharedPrefixInfo *metrics.SharedPrefixInfo
+
 	// traceModels are the distinct model names a replayed trace gives, and
 	// scheduleModels tells that they are already served names (a schedule
 	// CSV): what routing starts from (models.go).
@@ -119,6 +138,27 @@ func Build(c Config, log Logger) (*Workload, error) {
 		return nil, err
 	}
 	w.Dataset = ds
+	if err := c.Load.Validate(c.Mode); err != nil {
+		return nil, err
+	}
+	var source string
+	if c.profile, source, err = c.Load.profile(&c); err != nil {
+		return nil, err
+	}
+	if c.mixture, err = c.Load.mixture(&c); err != nil {
+		return nil, err
+	}
+	if w.Prefix, err = c.Load.sharedPrefix(&c); err != nil {
+		return nil, err
+	}
+	// In replay and parametric mode the profile multiplies the speed: the
+	// mode's schedule is built for the workload time the profile covers,
+	// then warped and cut at --duration.
+	wall := c.Duration
+	warp := c.profile != nil && c.Mode != "poisson"
+	if warp {
+		c.Duration = arrival.Seconds(c.profile.Total())
+	}
 	var s arrival.Schedule
 	switch c.Mode {
 	case "poisson":
@@ -132,6 +172,14 @@ func Build(c Config, log Logger) (*Workload, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if warp {
+		s = arrival.Limit(arrival.Warp(s, c.profile), 0, wall)
+		c.Duration = wall
+	}
+	if c.profile != nil {
+		w.Profile, w.TargetRate = c.profile, targetRate(c.profile, source, c.Mode)
+		log.Infof("target: %s over %.6g s, %s (∫ %.6g)", source, c.profile.End(), w.TargetRate.Unit, c.profile.Total())
 	}
 	if s, err = routeModels(&c, c.Seed, log, w, s); err != nil {
 		return nil, err
@@ -159,10 +207,12 @@ func (w *Workload) measure(s arrival.Schedule, c *Config) error {
 		out = newCSVOut(c.ScheduleOut)
 	}
 	var line []byte
+	facts := newLoadFacts(c.mixture, w.Prefix, w.ImageOptions)
 	for a := range s {
 		line = arrival.AppendCSVRow(line[:0], a)
 		d.Write(line)
 		w.Total++
+		facts.add(&a)
 		if c.ShardCount > 1 && a.Index%c.ShardCount != c.ShardIndex {
 			continue
 		}
@@ -176,6 +226,7 @@ func (w *Workload) measure(s arrival.Schedule, c *Config) error {
 		w.Stats.Images += int64(a.Images)
 		out.write(line)
 	}
+	facts.set(w)
 	w.Hash = "sha256:" + hex.EncodeToString(d.Sum(nil))
 	if err := out.close(); err != nil {
 		return &WriteError{err}
@@ -256,6 +307,13 @@ func loadDataset(c *Config, log Logger) (*prompt.Dataset, error) {
 // lengthSource picks how a synthetic schedule sizes its requests: the
 // dataset's own lengths (sharegpt modes) or --random-* lengths.
 func lengthSource(c *Config, ds *prompt.Dataset, log Logger) (arrival.Lengths, error) {
+	if c.mixture != nil {
+		if ds != nil && c.DatasetName != "random" {
+			return nil, errors.New("--lengths and --dataset-path: choose one (the dataset gives its own lengths; --dataset-name random keeps its text with --lengths)")
+		}
+		log.Infof("request sizes: --lengths %s", c.mixture)
+		return c.mixture, nil
+	}
 	if ds != nil && c.DatasetName != "random" {
 		pairs := ds.Lengths(c.SharegptOutputLen)
 		if c.SharegptContextLen > 0 {
@@ -293,9 +351,11 @@ func poissonSchedule(c *Config, ds *prompt.Dataset, log Logger) (arrival.Schedul
 	}
 	pc := arrival.PoissonConfig{
 		Rate: c.RequestRate, Burstiness: c.Burstiness, Seed: c.Seed, Lengths: lengths,
-		Duration: c.Duration,
+		Duration: c.Duration, Profile: c.profile,
 	}
-	if c.Duration <= 0 || c.NumPromptsSet {
+	// A staged run ends with its stages, or earlier at an explicit
+	// --num-prompts or --duration.
+	if c.NumPromptsSet || c.Duration <= 0 && c.Load.Stages == "" {
 		pc.Count = c.NumPrompts
 	}
 	if err := pc.Validate(); err != nil {
