@@ -13,6 +13,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/session"
 	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
 
@@ -102,6 +103,16 @@ type Options struct {
 	// Watching the run: live lines, windows, goodput, HTML report,
 	// Prometheus, server metrics (see observe.go).
 	Observe ObserveOptions
+
+	// Multi-turn sessions (docs/SESSIONS.md): each arrival starts a
+	// session whose later turns follow the previous answer plus a think
+	// time. Sessions.Seed is set from the run's seed. MaxSessions bounds
+	// live sessions (0: no bound); ContinueOnError keeps a session going
+	// after a failed turn; SessionsOut receives the plan's CSV.
+	Sessions        session.Config
+	MaxSessions     int
+	ContinueOnError bool
+	SessionsOut     string
 
 	// Scale-out: keep arrivals with Index % ShardCount == ShardIndex.
 	ShardIndex, ShardCount int64
@@ -194,6 +205,9 @@ func (o *Options) Validate() error {
 	if o.BaseURL != "" && !strings.HasPrefix(o.BaseURL, "http://") && !strings.HasPrefix(o.BaseURL, "https://") {
 		add("--base-url %q: must start with http:// or https://", o.BaseURL)
 	}
+	if err := o.validateSessions(); err != nil {
+		errs = append(errs, err)
+	}
 	if o.MaxModelLen < 0 {
 		add("--max-model-len %d: want ≥ 1 (or leave unset)", o.MaxModelLen)
 	}
@@ -282,6 +296,7 @@ func (o *Options) workloadConfig(seed uint64) workload.Config {
 		Backend: o.Backend, DryRun: o.DryRun,
 		Replay: o.Replay, Parametric: o.Parametric, Models: o.Models,
 		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount,
+		Sessions: o.sessionsConfig(seed),
 	}
 }
 

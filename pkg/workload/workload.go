@@ -14,6 +14,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 	"github.com/fineserve-gen/fineserve-gen/pkg/replay"
+	"github.com/fineserve-gen/fineserve-gen/pkg/session"
 )
 
 // Logger receives the notes and warnings that building a workload prints.
@@ -64,6 +65,11 @@ type Config struct {
 	// ScheduleOut, when set, receives the schedule CSV (this shard's
 	// arrivals) during the one pass.
 	ScheduleOut io.Writer
+
+	// Sessions plans multi-turn sessions (sessions.go); SessionsOut, when
+	// set, receives the plan's CSV (this shard's sessions).
+	Sessions    session.Config
+	SessionsOut io.Writer
 }
 
 // Workload is a built schedule and what is known about it. The facts are
@@ -98,7 +104,10 @@ type Workload struct {
 	// traceModels are the distinct model names a replayed trace gives, and
 	// scheduleModels tells that they are already served names (a schedule
 	// CSV): what routing starts from (models.go).
-	traceModels    []string
+	traceModels []string
+	// Sessions is the plan of this shard's sessions (sessions.go), nil
+	// without sessions.
+	Sessions       *Sessions
 	scheduleModels bool
 }
 
@@ -158,8 +167,10 @@ func (w *Workload) measure(s arrival.Schedule, c *Config) error {
 	if c.ScheduleOut != nil {
 		out = newCSVOut(c.ScheduleOut)
 	}
+	plan := newPlanPass(c)
 	var line []byte
 	for a := range s {
+		plan.add(&a, c)
 		line = arrival.AppendCSVRow(line[:0], a)
 		d.Write(line)
 		w.Total++
@@ -177,7 +188,11 @@ func (w *Workload) measure(s arrival.Schedule, c *Config) error {
 		out.write(line)
 	}
 	w.Hash = "sha256:" + hex.EncodeToString(d.Sum(nil))
+	w.Sessions = plan.finish()
 	if err := out.close(); err != nil {
+		return &WriteError{err}
+	}
+	if err := plan.closeOut(); err != nil {
 		return &WriteError{err}
 	}
 	return nil
