@@ -59,6 +59,7 @@ const (
 	dSummary
 	dHTML
 	dMetrics
+	dTurns
 )
 
 var matrixDims = []dimension{
@@ -81,6 +82,7 @@ var matrixDims = []dimension{
 	dSummary:     {"summary", []string{"summary-json", "output-file", "output-stdout"}},
 	dHTML:        {"html", []string{"no-html", "html"}},
 	dMetrics:     {"metrics", []string{"no-metrics", "metrics"}},
+	dTurns:       {"turns", []string{"1", "3"}},
 }
 
 // is reports whether row (a partial row: testenv.Free where unset) has
@@ -114,7 +116,8 @@ var (
 //     source, and images the image traces' only one;
 //   - --backend openai-images only with the diffusion trace (Alibaba
 //     GenTD26), which needs it; Azure LMM (images in chat messages) with
-//     the other backends.
+//     the other backends;
+//   - sessions (--turns 3) with every text backend.
 func validCase(r []int) bool {
 	w, b, s := set(r, dWorkload), set(r, dBackend), set(r, dSource)
 	if s && is(r, dSource, "random-ids", "trace-ids") && b && !is(r, dBackend, "vllm", "openai") {
@@ -145,6 +148,9 @@ func validCase(r []int) bool {
 	}
 	if w && is(r, dWorkload, "replay-alibaba-lora") && b && !is(r, dBackend, "openai-images") {
 		return false
+	}
+	if set(r, dTurns) && is(r, dTurns, "3") && ((b && is(r, dBackend, "openai-images")) || (w && is(r, dWorkload, "replay-alibaba-lora"))) {
+		return false // an image generation has no conversation
 	}
 	return true
 }
@@ -260,6 +266,9 @@ func caseArgs(c matrixCase, port int, dir string) (args, dry []string) {
 	}
 	if c.v(dDuration) == "duration" {
 		sched = append(sched, "--duration", "50ms")
+	}
+	if c.v(dTurns) == "3" {
+		sched = append(sched, "--turns", "3", "--think-time", "exp:5ms", "--turn-input-len", "uniform:4:12")
 	}
 	args = append(slices.Clone(common), sched...)
 	args = append(args, "--warmup-requests", c.v(dWarmup))
@@ -493,8 +502,21 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		return
 	}
 	// Schedule facts against the dry run.
-	if sum.Scheduled != int64(len(dryRows)) || sum.NotSent != 0 || sum.Completed+sum.Failed != sum.Scheduled {
-		fail("scheduled %d (dry run %d), completed %d + failed %d, not sent %d", sum.Scheduled, len(dryRows), sum.Completed, sum.Failed, sum.NotSent)
+	sessions := c.v(dTurns) != "1"
+	requests := sum.Scheduled // one request per arrival, or the turns sent
+	if sessions {
+		ss := sum.Sessions
+		if ss == nil || ss.Started != sum.Scheduled || ss.TurnsSent < ss.Started || ss.TurnsSent > 3*ss.Started ||
+			ss.Completed+ss.EndedError+ss.EndedLength+ss.EndedInterrupt != ss.Started || len(sum.PerTurn) == 0 {
+			fail("sessions section %+v for %d arrivals, per_turn %+v", ss, sum.Scheduled, sum.PerTurn)
+			return
+		}
+		requests = ss.TurnsSent
+	} else if sum.Sessions != nil || sum.PerTurn != nil {
+		fail("a run without sessions has a sessions section")
+	}
+	if sum.Scheduled != int64(len(dryRows)) || sum.NotSent != 0 || sum.Completed+sum.Failed != requests {
+		fail("scheduled %d (dry run %d), completed %d + failed %d, not sent %d, requests %d", sum.Scheduled, len(dryRows), sum.Completed, sum.Failed, sum.NotSent, requests)
 	}
 	last := 0.0
 	for _, row := range dryRows {
@@ -520,24 +542,29 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		fail("%d records, %d completed + %d failed", len(recs), sum.Completed, sum.Failed)
 	}
 	seen := map[int64]bool{}
+	turnSeen := map[[2]int64]bool{}
 	var inTokens, outTokens, retries, images int64
-	textual := c.v(dBackend) == "openai-chat" || !is(c.row, dSource, "random-ids", "trace-ids", "hash-ids")
+	textual := sessions || c.v(dBackend) == "openai-chat" || !is(c.row, dSource, "random-ids", "trace-ids", "hash-ids")
 	for _, rec := range recs {
 		row, ok := dryRows[rec.Index]
-		if !ok || seen[rec.Index] {
-			fail("record index %d: not in the schedule, or twice", rec.Index)
+		turn := [2]int64{rec.Index, int64(rec.Turn)}
+		if !ok || turnSeen[turn] || (sessions && (rec.Turn < 1 || rec.Turn > 3)) || (!sessions && rec.Turn != 0) {
+			fail("record index %d turn %d: not in the schedule, or twice", rec.Index, rec.Turn)
 			return
 		}
-		seen[rec.Index] = true
+		seen[rec.Index], turnSeen[turn] = true, true
 		retries += int64(rec.Retries)
 		images += int64(rec.Images)
 		if want := mustInt(t, row[5]); rec.Images != want && c.v(dBackend) != "openai-images" {
 			fail("record %d: %d images, schedule %d", rec.Index, rec.Images, want)
 		}
-		if math.Abs(rec.Scheduled-mustFloat(t, row[1])) > 1e-6 {
+		// A session's later turns are due after the previous answer, and
+		// carry its history: their prompt size is checked against the
+		// server's count below.
+		if rec.Turn <= 1 && math.Abs(rec.Scheduled-mustFloat(t, row[1])) > 1e-6 {
 			fail("record %d scheduled at %v s, schedule says %s", rec.Index, rec.Scheduled, row[1])
 		}
-		if want := mustInt(t, row[2]); rec.InputLen != want && c.v(dBackend) != "openai-images" {
+		if want := mustInt(t, row[2]); rec.Turn <= 1 && rec.InputLen != want && c.v(dBackend) != "openai-images" {
 			fail("record %d input_len %d, schedule %d", rec.Index, rec.InputLen, want)
 		}
 		wantModel := row[4]

@@ -63,3 +63,27 @@ func TestWriteSessions(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLTurnPlots: a run with sessions gets the per-turn plots (TTFT,
+// prompt size and cache hits against the turn); one without has none.
+func TestHTMLTurnPlots(t *testing.T) {
+	cached := 200.0
+	with := &metrics.Summary{PerTurn: []metrics.TurnSummary{
+		{Turn: 1, Count: 4, PromptTokensMean: 200, TTFTP50: 10, TTFTP99: 12},
+		{Turn: 2, Count: 4, PromptTokensMean: 280, HistoryTokensMean: 230, CachedTokensMean: &cached, TTFTP50: 11, TTFTP99: 14},
+	}}
+	for _, c := range []struct {
+		sum  *metrics.Summary
+		want bool
+	}{{with, true}, {&metrics.Summary{}, false}} {
+		var buf bytes.Buffer
+		if err := WriteHTML(&buf, &Data{Summary: c.sum}); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{PlotTurnTTFT, PlotTurnPrompt} {
+			if got := strings.Contains(buf.String(), `data-plot="`+name+`"`); got != c.want {
+				t.Errorf("plot %s present %v, want %v", name, got, c.want)
+			}
+		}
+	}
+}

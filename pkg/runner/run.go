@@ -234,7 +234,11 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	stopDrain := drainOnStop(ctx, o, stdio.Hurry, cancelRequests, log)
-	mon.Begin(start, col, d.InFlight, d.Dispatched, &done)
+	inFlight := d.InFlight
+	if sessions != nil {
+		inFlight = sessions.InFlight
+	}
+	mon.Begin(start, col, inFlight, d.Dispatched, &done)
 	ds := d.Run(ctx, reqCtx, wl.Schedule)
 	stopDrain()
 	close(results)
@@ -265,12 +269,13 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 			log.Warnf("%v", err)
 		}
 	}
-	if sessions != nil {
-		sum.Sessions, sum.PerTurn = sessions.summary(perTurn), perTurn.Turns()
-	}
 	sum.Scheduled = st.Count
 	sum.NotSent = st.Count - ds.Dispatched // dropped at a stop, or never reached
 	sum.Queued, sum.MaxInFlight = ds.Queued, ds.MaxInFlight
+	if sessions != nil {
+		sum.Sessions, sum.PerTurn = sessions.summary(perTurn), perTurn.Turns()
+		sum.MaxInFlight = sessions.maxIn.Load() // requests, not sessions
+	}
 	sum.ScheduleSpan = st.Last.Seconds()
 	sum.Interrupted = ctx.Err() != nil
 	if records != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
@@ -35,6 +36,10 @@ type sessionSender struct {
 	limit           int
 	continueOnError bool
 	chat            bool
+
+	// inFlight and maxIn count the requests in flight (the dispatcher's
+	// own count is of live sessions).
+	inFlight, maxIn atomic.Int64
 
 	mu    sync.Mutex
 	sum   metrics.SessionsSummary
@@ -104,10 +109,14 @@ func (s *sessionSender) Send(ctx context.Context, a arrival.Arrival) {
 		if s.slots != nil {
 			s.slots <- struct{}{}
 		}
+		n := s.inFlight.Add(1)
+		for m := s.maxIn.Load(); n > m && !s.maxIn.CompareAndSwap(m, n); m = s.maxIn.Load() {
+		}
 		res := resultPool.Get().(*client.Result)
 		res.Reset()
 		res.KeepText = true
 		s.do(ctx, &a, &user, &h, t, due, k+1, res)
+		s.inFlight.Add(-1)
 		if s.slots != nil {
 			<-s.slots
 		}
@@ -150,6 +159,9 @@ func (s *sessionSender) Send(ctx context.Context, a arrival.Arrival) {
 	}
 	s.clock.Duration.Record(max(prevEnd-firstSent, 0))
 }
+
+// InFlight returns the number of requests being sent now.
+func (s *sessionSender) InFlight() int64 { return s.inFlight.Load() }
 
 // waitUntil waits for offset due, and reports false when the run was
 // stopped first.
