@@ -267,3 +267,44 @@ func TestSessionsEnd(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionsInEveryMode runs 3-turn sessions end to end in each mode
+// (and with ShareGPT text, chat and completions): every session starts at
+// its scheduled time, sends its turns, and every turn's prompt is exactly
+// its history plus its new message as the server counts it.
+func TestSessionsInEveryMode(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: time.Millisecond, PrefixCache: mockserver.PrefixCacheConfig{Blocks: 1 << 14}})
+	cases := map[string][]string{
+		"poisson-chat":  {"--backend", "openai-chat", "--request-rate", "100", "--num-prompts", "8", "--random-input-len", "30", "--random-output-len", "6"},
+		"replay":        {"--mode", "replay", "--request-trace-csv", "testdata/fineserve_Dense_30to100B_head200.csv", "--num-prompts", "8", "--time-scale", "200", "--max-model-len", "100000"},
+		"parametric":    {"--mode", "parametric", "--model-class", "Dense_lt10B", "--num-prompts", "8", "--time-scale", "200"},
+		"sharegpt-chat": {"--backend", "openai-chat", "--dataset-path", "testdata/sharegpt.json", "--request-rate", "100", "--num-prompts", "8"},
+		"sharegpt_pre":  {"--dataset-name", "sharegpt_pre", "--dataset-path", "testdata/sharegpt_pre.json", "--request-rate", "100", "--num-prompts", "8"},
+	}
+	for name, mode := range cases {
+		t.Run(name, func(t *testing.T) {
+			args := append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model", "--seed", "4",
+				"--warmup-requests", "0", "--quiet", "--turns", "3", "--think-time", "2ms", "--turn-input-len", "uniform:5:15",
+				"--random-output-len", "8"}, mode...)
+			r := runTool(t, context.Background(), args...)
+			if r.code != exitOK {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			sum := r.summary(t)
+			if ss := sum.Sessions; ss == nil || ss.Started != 8 || ss.Completed+ss.EndedLength != 8 || ss.TurnsSent < 16 {
+				t.Fatalf("sessions %+v", ss)
+			}
+			for s, turns := range readSessionRecords(t, r.path("results.jsonl")) {
+				for k, tr := range turns {
+					if tr.ErrorClass != "" || tr.PromptTokens == nil || *tr.PromptTokens != tr.InputLen {
+						t.Errorf("session %d turn %d: %+v (prompt %v)", s, k+1, tr, tr.PromptTokens)
+					}
+					if k > 0 && *tr.HistoryTokens != *turns[k-1].PromptTokens+turns[k-1].CompletionTokens {
+						t.Errorf("session %d turn %d: history %d after a turn of %d + %d", s, k+1, *tr.HistoryTokens,
+							*turns[k-1].PromptTokens, turns[k-1].CompletionTokens)
+					}
+				}
+			}
+		})
+	}
+}
