@@ -16,6 +16,7 @@ func addSessionFlags(fs *pflag.FlagSet, o *runner.Options) {
 	fs.Var(distValue{&s.TurnInput, session.Tokens}, "turn-input-len", "tokens of each user message after the first: N, uniform:A:B, geometric:MEAN or lognormal:MEDIAN:SIGMA (default: the first message's)")
 	fs.IntVar(&o.MaxSessions, "max-sessions", o.MaxSessions, "most sessions live at once; session starts that find none free wait and keep their scheduled time (0: no bound)")
 	fs.BoolVar(&o.ContinueOnError, "continue-on-error", o.ContinueOnError, "keep a session going after a failed turn (default: a failed turn ends its session)")
+	fs.BoolVar(&o.MultiTurn, "multi-turn", o.MultiTurn, "with --dataset-path: sessions are the dataset's conversations, their user messages in order with their replies' lengths as max_tokens")
 	fs.StringVar(&o.SessionsOut, "sessions-out", o.SessionsOut, "write the planned turns of every session as CSV ("+session.PlanHeader+")")
 }
 

@@ -82,7 +82,7 @@ var matrixDims = []dimension{
 	dSummary:     {"summary", []string{"summary-json", "output-file", "output-stdout"}},
 	dHTML:        {"html", []string{"no-html", "html"}},
 	dMetrics:     {"metrics", []string{"no-metrics", "metrics"}},
-	dTurns:       {"turns", []string{"1", "3"}},
+	dTurns:       {"turns", []string{"1", "3", "multi-turn"}},
 }
 
 // is reports whether row (a partial row: testenv.Free where unset) has
@@ -117,9 +117,17 @@ var (
 //   - --backend openai-images only with the diffusion trace (Alibaba
 //     GenTD26), which needs it; Azure LMM (images in chat messages) with
 //     the other backends;
-//   - sessions (--turns 3) with every text backend.
+//   - sessions (--turns 3) with every text backend; the dataset's
+//     conversations (--multi-turn) with the ShareGPT sources.
 func validCase(r []int) bool {
 	w, b, s := set(r, dWorkload), set(r, dBackend), set(r, dSource)
+	if set(r, dTurns) && !is(r, dTurns, "1") && ((b && is(r, dBackend, "openai-images")) || (w && is(r, dWorkload, "replay-alibaba-lora"))) {
+		return false // an image generation has no conversation
+	}
+	if set(r, dTurns) && is(r, dTurns, "multi-turn") && ((s && !is(r, dSource, "sharegpt", "sharegpt_pre")) ||
+		(w && is(r, dWorkload, append(imageTraces, "replay-mooncake")...))) {
+		return false // the conversations come from a ShareGPT file
+	}
 	if s && is(r, dSource, "random-ids", "trace-ids") && b && !is(r, dBackend, "vllm", "openai") {
 		return false
 	}
@@ -148,9 +156,6 @@ func validCase(r []int) bool {
 	}
 	if w && is(r, dWorkload, "replay-alibaba-lora") && b && !is(r, dBackend, "openai-images") {
 		return false
-	}
-	if set(r, dTurns) && is(r, dTurns, "3") && ((b && is(r, dBackend, "openai-images")) || (w && is(r, dWorkload, "replay-alibaba-lora"))) {
-		return false // an image generation has no conversation
 	}
 	return true
 }
@@ -267,8 +272,14 @@ func caseArgs(c matrixCase, port int, dir string) (args, dry []string) {
 	if c.v(dDuration) == "duration" {
 		sched = append(sched, "--duration", "50ms")
 	}
-	if c.v(dTurns) == "3" {
+	switch c.v(dTurns) {
+	case "3":
 		sched = append(sched, "--turns", "3", "--think-time", "exp:5ms", "--turn-input-len", "uniform:4:12")
+	case "multi-turn":
+		sched = append(sched, "--multi-turn", "--think-time", "exp:5ms")
+		if c.v(dSource) == "sharegpt" {
+			sched = append(sched, "--dataset-path", "testdata/sharegpt_multiturn.json") // conversations of 2–4 exchanges
+		}
 	}
 	args = append(slices.Clone(common), sched...)
 	args = append(args, "--warmup-requests", c.v(dWarmup))
@@ -506,7 +517,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	requests := sum.Scheduled // one request per arrival, or the turns sent
 	if sessions {
 		ss := sum.Sessions
-		if ss == nil || ss.Started != sum.Scheduled || ss.TurnsSent < ss.Started || ss.TurnsSent > 3*ss.Started ||
+		if ss == nil || ss.Started != sum.Scheduled || ss.TurnsSent < ss.Started || ss.TurnsSent > 4*ss.Started ||
 			ss.Completed+ss.EndedError+ss.EndedLength+ss.EndedInterrupt != ss.Started || len(sum.PerTurn) == 0 {
 			fail("sessions section %+v for %d arrivals, per_turn %+v", ss, sum.Scheduled, sum.PerTurn)
 			return
@@ -548,7 +559,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	for _, rec := range recs {
 		row, ok := dryRows[rec.Index]
 		turn := [2]int64{rec.Index, int64(rec.Turn)}
-		if !ok || turnSeen[turn] || (sessions && (rec.Turn < 1 || rec.Turn > 3)) || (!sessions && rec.Turn != 0) {
+		if !ok || turnSeen[turn] || (sessions && (rec.Turn < 1 || rec.Turn > 4)) || (!sessions && rec.Turn != 0) {
 			fail("record index %d turn %d: not in the schedule, or twice", rec.Index, rec.Turn)
 			return
 		}
@@ -599,7 +610,12 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		}
 		// Output: exactly the length asked for with ignore_eos; at most it
 		// (and at least one token) when the server may stop early.
-		if want := mustInt(t, row[3]); rec.CompletionTokens != want && (c.v(dEOS) == "ignore-eos" || rec.CompletionTokens > want || rec.CompletionTokens < 1) {
+		if c.v(dTurns) == "multi-turn" && rec.Turn > 1 {
+			// A conversation's later turn asks for its reply's length.
+			if rec.CompletionTokens < 1 || rec.CompletionTokens > rec.OutputLen {
+				fail("record %d turn %d: %d completion tokens, output_len %d", rec.Index, rec.Turn, rec.CompletionTokens, rec.OutputLen)
+			}
+		} else if want := mustInt(t, row[3]); rec.CompletionTokens != want && (c.v(dEOS) == "ignore-eos" || rec.CompletionTokens > want || rec.CompletionTokens < 1) {
 			fail("record %d: %d completion tokens, output_len %d (%s)", rec.Index, rec.CompletionTokens, want, c.v(dEOS))
 		}
 		outTokens += int64(rec.CompletionTokens)

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -306,5 +308,105 @@ func TestSessionsInEveryMode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSessionsMultiTurnShareGPT: with --multi-turn, sessions are the
+// dataset's conversations: as many turns as the conversation has
+// exchanges (a last question without a reply is left out), each later
+// turn sends the conversation's next user message, word for word, after
+// the history, and asks for its reply's length.
+func TestSessionsMultiTurnShareGPT(t *testing.T) {
+	const path = "testdata/sharegpt_multiturn.json"
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var convs []struct {
+		Conversations []struct{ From, Value string } `json:"conversations"`
+	}
+	if err := json.Unmarshal(raw, &convs); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var bodies []string
+	_, port := mocktest.Start(t, mockserver.Config{PrefixCache: mockserver.PrefixCacheConfig{Blocks: 1 << 12},
+		OnRequest: func(_ string, body []byte) { mu.Lock(); bodies = append(bodies, string(body)); mu.Unlock() }})
+	for _, backend := range []string{"vllm", "openai-chat"} {
+		t.Run(backend, func(t *testing.T) {
+			mu.Lock()
+			bodies = nil
+			mu.Unlock()
+			r := runTool(t, context.Background(), "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model",
+				"--backend", backend, "--dataset-path", path, "--multi-turn", "--num-prompts", "8", "--request-rate", "100",
+				"--seed", "2", "--warmup-requests", "0", "--quiet", "--think-time", "1ms")
+			if r.code != exitOK {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			recs := readSessionRecords(t, r.path("results.jsonl"))
+			if len(recs) != len(convs) {
+				t.Fatalf("%d sessions, want %d", len(recs), len(convs))
+			}
+			mu.Lock()
+			all := strings.Join(bodies, "\n")
+			mu.Unlock()
+			for s, turns := range recs {
+				conv := convs[s%int64(len(convs))].Conversations
+				if want := len(conv) / 2; len(turns) != want {
+					t.Errorf("session %d: %d turns, the conversation has %d exchanges", s, len(turns), want)
+					continue
+				}
+				for k, tr := range turns {
+					if tr.ErrorClass != "" || tr.PromptTokens == nil || *tr.PromptTokens != tr.InputLen {
+						t.Fatalf("session %d turn %d: %+v", s, k+1, tr)
+					}
+					msg := len(strings.Fields(conv[2*k].Value))
+					if k > 0 && tr.InputLen-*tr.HistoryTokens != msg {
+						t.Errorf("session %d turn %d: new message of %d tokens, the conversation's has %d words", s, k+1, tr.InputLen-*tr.HistoryTokens, msg)
+					}
+					if reply := len(strings.Fields(conv[2*k+1].Value)); tr.CompletionTokens != reply {
+						t.Errorf("session %d turn %d: %d completion tokens, the reply has %d words", s, k+1, tr.CompletionTokens, reply)
+					}
+					if k > 0 && !strings.Contains(all, conv[2*k].Value) {
+						t.Errorf("session %d turn %d: no request carried the conversation's message %q", s, k+1, conv[2*k].Value)
+					}
+				}
+			}
+			if ss := r.summary(t).Sessions; ss == nil || ss.Completed != int64(len(convs)) {
+				t.Errorf("sessions %+v", ss)
+			}
+		})
+	}
+}
+
+// TestSessionsInterrupted: a run stopped while its sessions think sends
+// no further turn: every session ends as interrupted, every finished
+// turn keeps its record, and the run does not wait for the think time.
+// The first turns take a few ms; the stop comes at 1 s, the think time is
+// 60 s.
+func TestSessionsInterrupted(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	began := time.Now()
+	r := runTool(t, ctx, append(baseArgs(port, 4), "--turns", "3", "--think-time", "60s")...)
+	if took := time.Since(began); took > 30*time.Second {
+		t.Errorf("the stopped run took %v: it waited for the think time", took)
+	}
+	if r.code != exitInterrupted {
+		t.Errorf("exit %d, want %d\n%s", r.code, exitInterrupted, r.stderr)
+	}
+	ss := r.summary(t).Sessions
+	if ss == nil || ss.Started != 4 || ss.EndedInterrupt != 4 || ss.TurnsSent != 4 {
+		t.Errorf("sessions %+v, want 4 interrupted after their first turn", ss)
+	}
+	recs := readSessionRecords(t, r.path("results.jsonl"))
+	if len(recs) != 4 {
+		t.Errorf("%d sessions recorded, want 4", len(recs))
+	}
+	for s, turns := range recs {
+		if len(turns) != 1 || turns[0].ErrorClass != "" {
+			t.Errorf("session %d: %+v", s, turns)
+		}
 	}
 }

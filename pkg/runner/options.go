@@ -113,6 +113,9 @@ type Options struct {
 	MaxSessions     int
 	ContinueOnError bool
 	SessionsOut     string
+	// MultiTurn makes the dataset's conversations the sessions
+	// (--multi-turn).
+	MultiTurn bool
 
 	// Scale-out: keep arrivals with Index % ShardCount == ShardIndex.
 	ShardIndex, ShardCount int64
@@ -296,7 +299,7 @@ func (o *Options) workloadConfig(seed uint64) workload.Config {
 		Backend: o.Backend, DryRun: o.DryRun,
 		Replay: o.Replay, Parametric: o.Parametric, Models: o.Models,
 		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount,
-		Sessions: o.sessionsConfig(seed),
+		Sessions: o.sessionsConfig(seed), MultiTurn: o.MultiTurn,
 	}
 }
 

@@ -84,7 +84,7 @@ func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
 		cfg.ScheduleOut = schedOut
 	}
 	var sessOut *os.File
-	if o.SessionsOut != "" && cfg.Sessions.On() {
+	if o.SessionsOut != "" && (cfg.Sessions.On() || cfg.MultiTurn) {
 		var err error
 		if sessOut, err = os.Create(o.SessionsOut); err != nil {
 			if schedOut != nil {

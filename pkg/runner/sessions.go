@@ -36,6 +36,9 @@ type sessionSender struct {
 	limit           int
 	continueOnError bool
 	chat            bool
+	// conv gives later turns' user messages with --multi-turn (nil:
+	// synthetic text).
+	conv *prompt.Conversations
 
 	// inFlight and maxIn count the requests in flight (the dispatcher's
 	// own count is of live sessions).
@@ -52,6 +55,7 @@ func newSessionSender(base *sender, wl *workload.Workload, o *Options, start tim
 	s := &sessionSender{
 		base: base, plan: wl.Sessions.Config, start: start, stop: stop,
 		continueOnError: o.ContinueOnError, chat: base.client.Chat(), clock: metrics.NewSessionClock(),
+		conv: wl.Conversations,
 	}
 	s.limit, _ = o.tokenLimit()
 	if o.MaxConcurrency > 0 {
@@ -66,9 +70,13 @@ func newSessionSender(base *sender, wl *workload.Workload, o *Options, start tim
 }
 
 // message is one message of a session's history: a user message (rebuilt
-// from its arrival when sent again) or an answer's text as received.
+// from its arrival, or exchange-1 of the session's dataset conversation,
+// when sent again) or an answer's text as received.
 type message struct {
-	user   arrival.Arrival
+	user     arrival.Arrival
+	exchange int
+	// reply marks an answer, answer its text (possibly empty).
+	reply  bool
 	answer []byte
 }
 
@@ -93,9 +101,12 @@ func (s *sessionSender) Send(ctx context.Context, a arrival.Arrival) {
 	sent := 0
 	for k, t := range turns {
 		due := a.At
-		user := a
+		user := message{user: a}
 		if k > 0 {
-			user = userArrival(&a, k+1, t)
+			user = message{user: userArrival(&a, k+1, t)}
+			if s.conv != nil {
+				user.exchange = k
+			}
 			if h.tokens+t.Input+t.Output > s.limit {
 				ended = "length"
 				break
@@ -131,7 +142,7 @@ func (s *sessionSender) Send(ctx context.Context, a arrival.Arrival) {
 		prevEnd = res.End
 		ok := res.OK()
 		if ok {
-			h.msgs = append(h.msgs, message{user: user}, message{answer: append([]byte(nil), res.Text...)})
+			h.msgs = append(h.msgs, user, message{reply: true, answer: append([]byte(nil), res.Text...)})
 			h.tokens += t.Input + res.OutputTokens()
 		}
 		s.base.results <- res
@@ -184,7 +195,7 @@ func (s *sessionSender) waitUntil(due time.Duration) bool {
 }
 
 // do sends one turn of session a into res; a panic makes it res's failure.
-func (s *sessionSender) do(ctx context.Context, a, user *arrival.Arrival, h *history, t session.Turn, due time.Duration, turn int, res *client.Result) {
+func (s *sessionSender) do(ctx context.Context, a *arrival.Arrival, user *message, h *history, t session.Turn, due time.Duration, turn int, res *client.Result) {
 	defer s.base.panics.recoverInto(res)
 	res.Index, res.Scheduled = a.Index, due
 	res.Session, res.Turn, res.HistoryTokens = a.Index, turn, h.tokens
@@ -194,32 +205,59 @@ func (s *sessionSender) do(ctx context.Context, a, user *arrival.Arrival, h *his
 		res.Model = s.base.model
 	}
 	req := client.Request{Model: a.Model, MaxTokens: max(t.Output, 1), Chat: a.Images > 0}
-	p := s.base.prompts
+	w := userWriter{p: s.base.prompts, conv: s.conv, session: a.Index}
 	if s.chat || a.Images > 0 {
-		req.AppendMessages = func(dst []byte) []byte { return appendMessages(p, dst, h, user) }
+		req.AppendMessages = func(dst []byte) []byte { return appendMessages(&w, dst, h, user) }
 	} else {
-		req.AppendPrompt = func(dst []byte) []byte { return appendConversation(p, dst, h, user) }
+		req.AppendPrompt = func(dst []byte) []byte { return appendConversation(&w, dst, h, user) }
 	}
 	s.base.client.Do(ctx, &req, res)
 }
 
+// userWriter writes a session's user messages: synthetic or dataset text
+// from their arrival, or a dataset conversation's later message.
+type userWriter struct {
+	p       *prompt.Builder
+	conv    *prompt.Conversations
+	session int64
+}
+
+// content appends m's chat content (a JSON value).
+func (w *userWriter) content(dst []byte, m *message) []byte {
+	if m.exchange == 0 {
+		return appendPrompt(w.p, dst, &m.user)
+	}
+	dst = append(dst, '"')
+	dst = w.text(dst, m)
+	return append(dst, '"')
+}
+
+// text appends m's text, escaped, without quotes.
+func (w *userWriter) text(dst []byte, m *message) []byte {
+	if m.exchange == 0 {
+		return w.p.AppendText(dst, &m.user)
+	}
+	return w.conv.AppendConversationText(dst, w.session, m.exchange-1, max(m.user.InputTokens, 1))
+}
+
 // appendMessages writes a chat request's messages: the history, then the
 // new user message.
-func appendMessages(p *prompt.Builder, dst []byte, h *history, user *arrival.Arrival) []byte {
+func appendMessages(w *userWriter, dst []byte, h *history, user *message) []byte {
 	dst = append(dst, '[')
-	for _, m := range h.msgs {
-		if m.answer != nil {
+	for i := range h.msgs {
+		m := &h.msgs[i]
+		if m.reply {
 			dst = append(dst, `{"role":"assistant","content":"`...)
 			dst = prompt.AppendEscaped(dst, m.answer)
 			dst = append(dst, `"},`...)
 			continue
 		}
 		dst = append(dst, `{"role":"user","content":`...)
-		dst = appendPrompt(p, dst, &m.user)
+		dst = w.content(dst, m)
 		dst = append(dst, `},`...)
 	}
 	dst = append(dst, `{"role":"user","content":`...)
-	dst = appendPrompt(p, dst, user)
+	dst = w.content(dst, user)
 	return append(dst, `}]`...)
 }
 
@@ -227,7 +265,7 @@ func appendMessages(p *prompt.Builder, dst []byte, h *history, user *arrival.Arr
 // message in order, as one string. Parts are joined with a space unless
 // one already ends or starts with white space, so the prompt of a turn
 // starts with exactly the previous turn's prompt and answer.
-func appendConversation(p *prompt.Builder, dst []byte, h *history, user *arrival.Arrival) []byte {
+func appendConversation(w *userWriter, dst []byte, h *history, user *message) []byte {
 	dst = append(dst, '"')
 	start := len(dst)
 	join := func(next byte) {
@@ -235,8 +273,9 @@ func appendConversation(p *prompt.Builder, dst []byte, h *history, user *arrival
 			dst = append(dst, ' ')
 		}
 	}
-	for _, m := range h.msgs {
-		if m.answer != nil {
+	for i := range h.msgs {
+		m := &h.msgs[i]
+		if m.reply {
 			if len(m.answer) > 0 {
 				join(m.answer[0])
 				dst = prompt.AppendEscaped(dst, m.answer)
@@ -244,10 +283,10 @@ func appendConversation(p *prompt.Builder, dst []byte, h *history, user *arrival
 			continue
 		}
 		join('x')
-		dst = p.AppendText(dst, &m.user)
+		dst = w.text(dst, m)
 	}
 	join('x')
-	dst = p.AppendText(dst, user)
+	dst = w.text(dst, user)
 	return append(dst, '"')
 }
 
@@ -279,7 +318,7 @@ func (o *Options) validateSessions() error {
 	if o.MaxSessions < 0 {
 		errs = append(errs, fmt.Errorf("--max-sessions %d: want ≥ 0", o.MaxSessions))
 	}
-	if !o.Sessions.On() {
+	if !o.Sessions.On() && !o.MultiTurn {
 		return errors.Join(errs...)
 	}
 	if o.isImages() {

@@ -36,11 +36,16 @@ type Config struct {
 	TurnInput Dist
 	// Seed is the run's seed.
 	Seed uint64
+	// Script, when set, gives each session's later turns from a dataset's
+	// conversations (--multi-turn) instead of Turns and TurnInput: the
+	// sizes of the user messages and replies after the first, for the
+	// session of index i. Think still applies.
+	Script func(i int64) []Turn
 }
 
 // On reports whether c plans sessions of more than one turn.
 func (c *Config) On() bool {
-	return c.Turns.Set() && !(c.Turns.Kind == "const" && c.Turns.A <= 1)
+	return c.Script != nil || c.Turns.Set() && !(c.Turns.Kind == "const" && c.Turns.A <= 1)
 }
 
 // Validate checks the units of c's distributions.
@@ -78,6 +83,18 @@ func (c *Config) Plan(dst []Turn, a *arrival.Arrival) []Turn {
 		return dst
 	}
 	r := c.rand(a.Index)
+	if c.Script != nil {
+		for _, t := range c.Script(a.Index) {
+			if len(dst) == MaxTurns {
+				break
+			}
+			if c.Think.Set() {
+				t.Think = arrival.Seconds(c.Think.Draw(r))
+			}
+			dst = append(dst, Turn{Think: t.Think, Input: max(t.Input, 1), Output: max(t.Output, 1)})
+		}
+		return dst
+	}
 	n := min(int(c.Turns.Draw(r)), MaxTurns)
 	for range n - 1 {
 		t := Turn{Input: dst[0].Input, Output: dst[0].Output}
@@ -121,6 +138,9 @@ func AppendPlanRows(b []byte, session int64, turns []Turn) []byte {
 // Describe says in one line what sessions c plans.
 func (c *Config) Describe() string {
 	s := fmt.Sprintf("sessions: %s turns (mean %.2f)", c.Turns, c.Turns.Mean())
+	if c.Script != nil {
+		s = "sessions: the dataset's conversations"
+	}
 	if c.Think.Set() {
 		s += fmt.Sprintf(", think time %s (mean %.3f s)", c.Think, c.Think.Mean())
 	}

@@ -3,9 +3,12 @@ package workload
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"hash"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 	"github.com/fineserve-gen/fineserve-gen/pkg/session"
 )
 
@@ -79,5 +82,55 @@ func (p *planPass) closeOut() error {
 	if p == nil {
 		return nil
 	}
-	return p.out.close()
+	if err := p.out.close(); err != nil {
+		return fmt.Errorf("the sessions file: %w", err)
+	}
+	return nil
+}
+
+// loadConversations reads the dataset's conversations with --multi-turn
+// and makes them the plan of each session: the session of index i follows
+// the conversation whose first message its prompt is (i mod the dataset's
+// size), its later user messages in order with their replies' lengths as
+// max_tokens (--sharegpt-output-len overrides them).
+func (w *Workload) loadConversations(c *Config, log Logger) error {
+	if !c.MultiTurn {
+		return nil
+	}
+	if c.DatasetPath == "" || c.DatasetName == "random" {
+		return errors.New("--multi-turn: the conversations come from --dataset-path (a sharegpt or sharegpt_pre file)")
+	}
+	if c.Sessions.Turns.Set() || c.Sessions.TurnInput.Set() {
+		return errors.New("--multi-turn: the dataset's conversations give the turns and their sizes: leave out --turns and --turn-input-len")
+	}
+	kind := c.DatasetName
+	if kind == "" {
+		kind = "sharegpt"
+	}
+	conv, err := prompt.LoadConversations(c.DatasetPath, kind)
+	if err != nil {
+		return err
+	}
+	if w.Dataset != nil && conv.Len() != w.Dataset.Len() {
+		return fmt.Errorf("--multi-turn: %d conversations for %d prompts in %s", conv.Len(), w.Dataset.Len(), c.DatasetPath)
+	}
+	fixed := c.SharegptOutputLen
+	c.Sessions.Script = func(i int64) []session.Turn {
+		ex := conv.Of(i)
+		out := make([]session.Turn, len(ex))
+		for j, e := range ex {
+			out[j] = session.Turn{Input: prompt.CountWords(e.User), Output: e.Reply}
+			if fixed > 0 {
+				out[j].Output = fixed
+			}
+		}
+		return out
+	}
+	later := 0
+	for _, ex := range conv.Later {
+		later += len(ex)
+	}
+	log.Infof("dataset %s: %d conversations, %.2f turns on average", c.DatasetPath, conv.Len(), 1+float64(later)/float64(conv.Len()))
+	w.Conversations = conv
+	return nil
 }

@@ -70,6 +70,9 @@ type Config struct {
 	// set, receives the plan's CSV (this shard's sessions).
 	Sessions    session.Config
 	SessionsOut io.Writer
+	// MultiTurn makes the dataset's conversations the sessions
+	// (--multi-turn; sessions.go).
+	MultiTurn bool
 }
 
 // Workload is a built schedule and what is known about it. The facts are
@@ -101,13 +104,17 @@ type Workload struct {
 	// ImageOptions is how requests with input images are built.
 	ImageOptions prompt.ImageOptions
 
+	// Sessions is the plan of this shard's sessions (sessions.go), nil
+	// without sessions.
+	Sessions *Sessions
+	// Conversations are the dataset's conversations (--multi-turn), nil
+	// otherwise.
+	Conversations *prompt.Conversations
+
 	// traceModels are the distinct model names a replayed trace gives, and
 	// scheduleModels tells that they are already served names (a schedule
 	// CSV): what routing starts from (models.go).
-	traceModels []string
-	// Sessions is the plan of this shard's sessions (sessions.go), nil
-	// without sessions.
-	Sessions       *Sessions
+	traceModels    []string
 	scheduleModels bool
 }
 
@@ -128,6 +135,9 @@ func Build(c Config, log Logger) (*Workload, error) {
 		return nil, err
 	}
 	w.Dataset = ds
+	if err := w.loadConversations(&c, log); err != nil {
+		return nil, err
+	}
 	var s arrival.Schedule
 	switch c.Mode {
 	case "poisson":
