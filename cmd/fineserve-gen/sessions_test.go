@@ -18,6 +18,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
 // sessionRecord is the part of a session turn's record the tests read.
@@ -407,6 +408,56 @@ func TestSessionsInterrupted(t *testing.T) {
 	for s, turns := range recs {
 		if len(turns) != 1 || turns[0].ErrorClass != "" {
 			t.Errorf("session %d: %+v", s, turns)
+		}
+	}
+}
+
+// TestSessionsShardsMergeExactly: two shards of a run with sessions split
+// whole sessions, and their merged summary counts the same sessions and
+// turns as the unsharded run, with the same per-turn prompt sizes; the
+// per-turn counts of the merge are the sums of the shards'.
+func TestSessionsShardsMergeExactly(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{PrefixCache: mockserver.PrefixCacheConfig{Blocks: 1 << 14}})
+	args := append(baseArgs(port, 10), "--turns", "uniform:1:4", "--turn-input-len", "uniform:3:9", "--think-time", "1ms")
+	whole := runTool(t, context.Background(), args...)
+	s0 := runTool(t, context.Background(), append(args, "--shard", "0/2")...)
+	s1 := runTool(t, context.Background(), append(args, "--shard", "1/2")...)
+	for _, r := range []*toolRun{whole, s0, s1} {
+		if r.code != exitOK {
+			t.Fatalf("exit %d\n%s", r.code, r.stderr)
+		}
+	}
+	merged := filepath.Join(t.TempDir(), "merged.json")
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), []string{"merge", s0.path("summary.json"), s1.path("summary.json"), "-o", merged}, &out, &errb); code != exitOK {
+		t.Fatalf("merge: exit %d\n%s", code, errb.String())
+	}
+	b, err := os.ReadFile(merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m metrics.Summary
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	w, a, c := whole.summary(t), s0.summary(t), s1.summary(t)
+	if m.Sessions == nil || w.Sessions == nil {
+		t.Fatalf("sessions: merged %+v, whole %+v", m.Sessions, w.Sessions)
+	}
+	ms, ws := *m.Sessions, *w.Sessions
+	if ms.Started != ws.Started || ms.TurnsSent != ws.TurnsSent || ms.PlannedTurns != ws.PlannedTurns || ms.Completed != ws.Completed || ms.PlanHash != ws.PlanHash {
+		t.Errorf("merged sessions %+v\nwhole %+v", ms, ws)
+	}
+	if a.Sessions.Started+c.Sessions.Started != ws.Started || a.Sessions.Started == 0 || c.Sessions.Started == 0 {
+		t.Errorf("shards started %d and %d sessions, the whole run %d", a.Sessions.Started, c.Sessions.Started, ws.Started)
+	}
+	if len(m.PerTurn) != len(w.PerTurn) {
+		t.Fatalf("per_turn: merged %d turns, whole %d", len(m.PerTurn), len(w.PerTurn))
+	}
+	for i := range m.PerTurn {
+		mt, wt := m.PerTurn[i], w.PerTurn[i]
+		if mt.Count != wt.Count || math.Abs(mt.PromptTokensMean-wt.PromptTokensMean) > 1e-9 || math.Abs(mt.HistoryTokensMean-wt.HistoryTokensMean) > 1e-9 {
+			t.Errorf("turn %d: merged %+v, whole %+v", i+1, mt, wt)
 		}
 	}
 }

@@ -33,6 +33,8 @@ type MergeState struct {
 	// Lengths holds the input and output length distributions (the
 	// summary's length_histograms) in HistEncoding.
 	Lengths map[string]string `json:"lengths,omitempty"`
+	// Sessions holds a run of multi-turn sessions' figures (sessions.go).
+	Sessions *SessionsState `json:"sessions,omitempty"`
 }
 
 // ShardInfo is the part of a schedule a summary covers: the shards (index %
@@ -110,6 +112,8 @@ type RunState struct {
 	Goodput       *Goodput
 	InputLengths  *LengthHist
 	OutputLengths *LengthHist
+	// Sessions are the run's multi-turn sessions (nil: none).
+	Sessions *SessionsRun
 }
 
 // NewMergeState encodes a run's state for its summary's merge_state.
@@ -130,6 +134,11 @@ func NewMergeState(p RunState) (MergeState, error) {
 	if p.Goodput != nil {
 		gs := p.Goodput.State()
 		st.Goodput = &gs
+	}
+	if p.Sessions != nil {
+		if st.Sessions, err = p.Sessions.State(); err != nil {
+			return st, fmt.Errorf("sessions: %w", err)
+		}
 	}
 	for k, l := range map[string]*LengthHist{"input": p.InputLengths, "output": p.OutputLengths} {
 		if l == nil {
@@ -478,6 +487,9 @@ func (m *merger) merge() (*MergeResult, error) {
 	}
 
 	run := RunState{Collector: col, Elapsed: dur, Groups: groups, InputLengths: lengths["input"], OutputLengths: lengths["output"]}
+	if err := m.mergeSessions(&run, s); err != nil {
+		return nil, err
+	}
 
 	// Windows.
 	if m.haveWindows() {
@@ -724,4 +736,42 @@ func saturationLine(sat []WindowStats) string {
 		parts = append(parts, fmt.Sprintf("window %d (%s–%s s): %s", w.Index, ftoa(w.Start, 0), ftoa(w.End, 0), strings.Join(w.Reasons, ", ")))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// mergeSessions merges the inputs' sessions into run and s, exactly: the
+// counts add up and the distributions merge. Inputs planned with different
+// options, or some without sessions, are warned about.
+func (m *merger) mergeSessions(run *RunState, s *Summary) error {
+	var all *SessionsRun
+	some, none := false, false
+	for _, r := range m.rs {
+		if r.st.Sessions == nil {
+			none = none || r.s.Sessions == nil
+			if r.s.Sessions != nil {
+				m.warnf("%s: %s has no merge state: it is left out of the merged summary", r.name, KeySessions)
+			}
+			continue
+		}
+		x, err := sessionsFromState(r.st.Sessions)
+		if err != nil {
+			return fmt.Errorf("%s: %s.sessions: %w", r.name, KeyMergeState, err)
+		}
+		some = true
+		if all == nil {
+			all = x
+			continue
+		}
+		if a, b := all.Summary, x.Summary; a.Turns != b.Turns || a.ThinkTime != b.ThinkTime || a.TurnInputLen != b.TurnInputLen || a.PlanHash != b.PlanHash {
+			m.warnf("%s: sessions planned differently (%s, plan %s) from the first summary's (%s, plan %s)", r.name, b.Turns, b.PlanHash, a.Turns, a.PlanHash)
+		}
+		all.merge(x)
+	}
+	if some && none {
+		m.warnf("sessions are in some summaries only: the merged sessions and per_turn cover those")
+	}
+	if all != nil {
+		run.Sessions = all
+		all.Set(s)
+	}
+	return nil
 }

@@ -1,5 +1,7 @@
 package metrics
 
+import "fmt"
+
 // Section keys of multi-turn sessions (docs/SESSIONS.md).
 const (
 	KeySessions = "sessions" // SessionsSummary
@@ -184,3 +186,131 @@ func (c *SessionClock) Set(sum *SessionsSummary) {
 }
 
 var _ Sink = (*PerTurn)(nil)
+
+// SessionsRun is a run's sessions as accumulated: the counts (Summary's
+// count fields and options), the session clock and the per-turn figures.
+// It is what NewMergeState encodes and merging combines.
+type SessionsRun struct {
+	Summary SessionsSummary
+	Clock   *SessionClock
+	PerTurn *PerTurn
+}
+
+// Set writes r's sessions and per_turn sections into s.
+func (r *SessionsRun) Set(s *Summary) {
+	sum := r.Summary
+	r.Clock.Set(&sum)
+	r.PerTurn.Lags(&sum)
+	s.Sessions, s.PerTurn = &sum, r.PerTurn.Turns()
+}
+
+// SessionsState is merge_state.sessions: a run's sessions in a form that
+// merges exactly.
+type SessionsState struct {
+	// Summary holds the options, the plan's hash and the counts (its
+	// distributions are recomputed from the states below).
+	Summary  SessionsSummary `json:"summary"`
+	Duration HistState       `json:"duration"`
+	Think    HistState       `json:"think"`
+	StartLag HistState       `json:"start_lag"`
+	TurnLag  HistState       `json:"turn_lag"`
+	Turns    []TurnState     `json:"turns"`
+}
+
+// TurnState is one turn number's accumulated figures.
+type TurnState struct {
+	Count   int64     `json:"count"`
+	Failed  int64     `json:"failed"`
+	OK      int64     `json:"ok"`
+	Prompt  int64     `json:"prompt_tokens"`
+	History int64     `json:"history_tokens"`
+	Cached  int64     `json:"cached_tokens"`
+	CacheN  int64     `json:"cached_reported"`
+	TTFT    HistState `json:"ttft"`
+	E2E     HistState `json:"e2e"`
+}
+
+// State encodes r.
+func (r *SessionsRun) State() (*SessionsState, error) {
+	st := &SessionsState{Summary: r.Summary}
+	st.Summary.DurationS, st.Summary.StartLagMS, st.Summary.TurnLagMS, st.Summary.ThinkMS = Quantiles{}, Quantiles{}, Quantiles{}, Quantiles{}
+	var err error
+	for _, h := range []struct {
+		dst *HistState
+		h   *Hist
+	}{{&st.Duration, r.Clock.Duration}, {&st.Think, r.Clock.Think}, {&st.StartLag, r.PerTurn.startLag}, {&st.TurnLag, r.PerTurn.turnLag}} {
+		if *h.dst, err = h.h.State(); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range r.PerTurn.turns {
+		ts := TurnState{Count: t.count, Failed: t.failed, OK: t.ok, Prompt: t.prompt, History: t.history, Cached: t.cached, CacheN: t.cacheN}
+		if ts.TTFT, err = t.ttft.State(); err != nil {
+			return nil, err
+		}
+		if ts.E2E, err = t.e2e.State(); err != nil {
+			return nil, err
+		}
+		st.Turns = append(st.Turns, ts)
+	}
+	return st, nil
+}
+
+// sessionsFromState rebuilds a run's sessions from st.
+func sessionsFromState(st *SessionsState) (*SessionsRun, error) {
+	r := &SessionsRun{Summary: st.Summary, Clock: NewSessionClock(), PerTurn: NewPerTurn()}
+	var err error
+	for _, h := range []struct {
+		dst **Hist
+		st  HistState
+	}{{&r.Clock.Duration, st.Duration}, {&r.Clock.Think, st.Think}, {&r.PerTurn.startLag, st.StartLag}, {&r.PerTurn.turnLag, st.TurnLag}} {
+		if *h.dst, err = histFromState(h.st, histSigFigs); err != nil {
+			return nil, err
+		}
+	}
+	for i, ts := range st.Turns {
+		if ts.Count < 0 || ts.Failed < 0 || ts.OK < 0 || ts.Failed+ts.OK != ts.Count || ts.CacheN < 0 {
+			return nil, fmt.Errorf("turn %d: inconsistent counts", i+1)
+		}
+		t := &turnAcc{count: ts.Count, failed: ts.Failed, ok: ts.OK, prompt: ts.Prompt, history: ts.History, cached: ts.Cached, cacheN: ts.CacheN}
+		if t.ttft, err = histFromState(ts.TTFT, histSigFigs); err != nil {
+			return nil, fmt.Errorf("turn %d: ttft: %w", i+1, err)
+		}
+		if t.e2e, err = histFromState(ts.E2E, histSigFigs); err != nil {
+			return nil, fmt.Errorf("turn %d: e2e: %w", i+1, err)
+		}
+		r.PerTurn.turns = append(r.PerTurn.turns, t)
+	}
+	return r, nil
+}
+
+// merge adds o's sessions to r.
+func (r *SessionsRun) merge(o *SessionsRun) {
+	a, b := &r.Summary, &o.Summary
+	a.PlannedTurns += b.PlannedTurns
+	a.Started += b.Started
+	a.Completed += b.Completed
+	a.EndedError += b.EndedError
+	a.EndedLength += b.EndedLength
+	a.EndedInterrupt += b.EndedInterrupt
+	a.TurnsSent += b.TurnsSent
+	r.Clock.Duration.Merge(o.Clock.Duration)
+	r.Clock.Think.Merge(o.Clock.Think)
+	r.PerTurn.startLag.Merge(o.PerTurn.startLag)
+	r.PerTurn.turnLag.Merge(o.PerTurn.turnLag)
+	for i, t := range o.PerTurn.turns {
+		if i >= len(r.PerTurn.turns) {
+			r.PerTurn.turns = append(r.PerTurn.turns, &turnAcc{ttft: NewHist(), e2e: NewHist()})
+		}
+		u := r.PerTurn.turns[i]
+		u.count += t.count
+		u.failed += t.failed
+		u.ok += t.ok
+		u.prompt += t.prompt
+		u.history += t.history
+		u.cached += t.cached
+		u.cacheN += t.cacheN
+		u.ttft.Merge(t.ttft)
+		u.e2e.Merge(t.e2e)
+	}
+}

@@ -258,11 +258,16 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 		sum.MaxConcurrency = &mc
 	}
 	col.Summarize(sum, elapsed)
+	var sessRun *metrics.SessionsRun
+	if sessions != nil {
+		sessRun = sessions.run(perTurn)
+		sessRun.Set(sum)
+	}
 	annotate := []func() error{
 		func() error { return setBreakdowns(sum, groups, elapsed) },
 		func() error { return setReplay(sum, wl.Replay) },
 		func() error { return mon.Annotate(sum, elapsed) },
-		func() error { return annotateShard(sum, o, wl.Hash, col, mon, elapsed, groups) },
+		func() error { return annotateShard(sum, o, wl.Hash, col, mon, elapsed, groups, sessRun) },
 	}
 	for _, f := range annotate {
 		if err := f(); err != nil {
@@ -273,7 +278,6 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	sum.NotSent = st.Count - ds.Dispatched // dropped at a stop, or never reached
 	sum.Queued, sum.MaxInFlight = ds.Queued, ds.MaxInFlight
 	if sessions != nil {
-		sum.Sessions, sum.PerTurn = sessions.summary(perTurn), perTurn.Turns()
 		sum.MaxInFlight = sessions.maxIn.Load() // requests, not sessions
 	}
 	sum.ScheduleSpan = st.Last.Seconds()

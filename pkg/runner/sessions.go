@@ -292,14 +292,12 @@ func appendConversation(w *userWriter, dst []byte, h *history, user *message) []
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
 
-// summary returns the sessions section.
-func (s *sessionSender) summary(per *metrics.PerTurn) *metrics.SessionsSummary {
+// run returns the run's sessions: the counts and distributions of the
+// sessions section and per_turn (from per, the turns' sink).
+func (s *sessionSender) run(per *metrics.PerTurn) *metrics.SessionsRun {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := s.sum
-	s.clock.Set(&out)
-	per.Lags(&out)
-	return &out
+	return &metrics.SessionsRun{Summary: s.sum, Clock: s.clock, PerTurn: per}
 }
 
 // sessionsConfig is the plan's configuration for a run of seed.
