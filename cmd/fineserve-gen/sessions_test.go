@@ -18,6 +18,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -459,5 +460,59 @@ func TestSessionsShardsMergeExactly(t *testing.T) {
 		if mt.Count != wt.Count || math.Abs(mt.PromptTokensMean-wt.PromptTokensMean) > 1e-9 || math.Abs(mt.HistoryTokensMean-wt.HistoryTokensMean) > 1e-9 {
 			t.Errorf("turn %d: merged %+v, whole %+v", i+1, mt, wt)
 		}
+	}
+}
+
+// TestTimingSessionThinkTime: the think time measured from a turn's last
+// byte to the next turn's send follows the plan: each is its planned think
+// time plus a turn lag under 25 ms (5× the 5 ms the client needs on a
+// loaded machine), and their mean is the planned mean within that lag.
+func TestTimingSessionThinkTime(t *testing.T) {
+	testenv.SkipUnderRace(t)
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: time.Millisecond})
+	plan := filepath.Join(t.TempDir(), "plan.csv")
+	r := runTool(t, context.Background(), append(baseArgs(port, 20), "--request-rate", "200", "--turns", "5",
+		"--think-time", "exp:20ms", "--sessions-out", plan)...)
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	planned := readPlan(t, plan)
+	var sumPlanned, sumSeen float64
+	n := 0
+	for s, turns := range readSessionRecords(t, r.path("results.jsonl")) {
+		for k := 1; k < len(turns); k++ {
+			prev, tr := turns[k-1], turns[k]
+			seen := tr.Sent - (prev.Sent + prev.E2E/1e3)
+			want := planned[s][k][0]
+			if seen < want-2e-6 || seen > want+0.025 {
+				t.Errorf("session %d turn %d: think %.6f s, planned %.6f s", s, k+1, seen, want)
+			}
+			sumPlanned, sumSeen, n = sumPlanned+want, sumSeen+seen, n+1
+		}
+	}
+	if n != 80 {
+		t.Fatalf("%d later turns, want 80", n)
+	}
+	if d := (sumSeen - sumPlanned) / float64(n); d < 0 || d > 0.025 {
+		t.Errorf("mean think %.6f s, planned %.6f s", sumSeen/float64(n), sumPlanned/float64(n))
+	}
+}
+
+// TestSessionsMaxSessions: --max-sessions bounds live sessions: of six
+// sessions due at once, two start and four wait (counted as queued), and
+// the waiting ones start late, which their start lag shows.
+func TestSessionsMaxSessions(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: time.Millisecond})
+	r := runTool(t, context.Background(), append(baseArgs(port, 6), "--turns", "3", "--think-time", "20ms", "--max-sessions", "2")...)
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	sum := r.summary(t)
+	if sum.Queued != 4 || sum.Sessions == nil || sum.Sessions.Completed != 6 {
+		t.Fatalf("queued %d, sessions %+v", sum.Queued, sum.Sessions)
+	}
+	// A waiting session starts after a whole session: two think times.
+	if sum.Sessions.StartLagMS.Max < 40 {
+		t.Errorf("start lag max %.3f ms, want at least two think times (40 ms)", sum.Sessions.StartLagMS.Max)
 	}
 }

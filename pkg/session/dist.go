@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -50,20 +51,20 @@ func ParseDist(s string, u Unit) (Dist, error) {
 			return d, err
 		}
 		d.Kind, d.A = "const", v
-		return d, d.check(s)
+		return d, d.check()
 	}
 	args := strings.Split(rest, ":")
 	want := map[string]int{"uniform": 2, "geometric": 1, "exp": 1, "lognormal": 2}[kind]
 	if want == 0 {
-		return d, fmt.Errorf("%q: unknown distribution %q (want a value, uniform:A:B, geometric:MEAN, exp:MEAN or lognormal:MEDIAN:SIGMA)", s, kind)
+		return d, fmt.Errorf("unknown distribution %q (want a value, uniform:A:B, geometric:MEAN, exp:MEAN or lognormal:MEDIAN:SIGMA)", kind)
 	}
 	if len(args) != want {
-		return d, fmt.Errorf("%q: %s takes %d parameter(s)", s, kind, want)
+		return d, fmt.Errorf("%s takes %d parameter(s)", kind, want)
 	}
 	d.Kind = kind
 	var err error
 	if d.A, err = parseValue(args[0], u); err != nil {
-		return d, fmt.Errorf("%q: %w", s, err)
+		return d, err
 	}
 	if want == 2 {
 		unit := u
@@ -71,10 +72,10 @@ func ParseDist(s string, u Unit) (Dist, error) {
 			unit = -1 // sigma is a plain number
 		}
 		if d.B, err = parseValue(args[1], unit); err != nil {
-			return d, fmt.Errorf("%q: %w", s, err)
+			return d, err
 		}
 	}
-	return d, d.check(s)
+	return d, d.check()
 }
 
 // parseValue reads one parameter: a duration or seconds for Duration, a
@@ -97,7 +98,7 @@ func parseValue(s string, u Unit) (float64, error) {
 }
 
 // check validates d's parameters.
-func (d Dist) check(s string) error {
+func (d Dist) check() error {
 	low := 1.0
 	if d.Unit == Duration {
 		low = 0
@@ -105,26 +106,26 @@ func (d Dist) check(s string) error {
 	switch d.Kind {
 	case "const":
 		if d.A < low {
-			return fmt.Errorf("%q: must be at least %g", s, low)
+			return fmt.Errorf("must be at least %g", low)
 		}
 	case "uniform":
 		if d.A < low || d.B < d.A {
-			return fmt.Errorf("%q: uniform:A:B needs %g ≤ A ≤ B", s, low)
+			return fmt.Errorf("uniform:A:B needs %g ≤ A ≤ B", low)
 		}
 	case "geometric":
 		if d.Unit == Duration {
-			return fmt.Errorf("%q: geometric is for counts and lengths", s)
+			return errors.New("geometric is for counts and lengths")
 		}
 		if d.A < 1 {
-			return fmt.Errorf("%q: geometric:MEAN needs MEAN ≥ 1", s)
+			return errors.New("geometric:MEAN needs MEAN ≥ 1")
 		}
 	case "exp":
 		if d.A <= 0 {
-			return fmt.Errorf("%q: exp:MEAN needs MEAN > 0", s)
+			return errors.New("exp:MEAN needs MEAN > 0")
 		}
 	case "lognormal":
 		if d.A <= 0 || d.B < 0 {
-			return fmt.Errorf("%q: lognormal:MEDIAN:SIGMA needs MEDIAN > 0 and SIGMA ≥ 0", s)
+			return errors.New("lognormal:MEDIAN:SIGMA needs MEDIAN > 0 and SIGMA ≥ 0")
 		}
 	}
 	return nil
