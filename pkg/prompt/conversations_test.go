@@ -3,6 +3,8 @@ package prompt
 import (
 	"strings"
 	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
 // TestReadConversationsAlignsWithTheDataset: conversation i is the one
@@ -46,5 +48,22 @@ func TestReadConversationsAlignsWithTheDataset(t *testing.T) {
 	}
 	if _, err := ReadConversations(strings.NewReader(`[{"conversations": [{"value": "x"}, `), "sharegpt"); err == nil {
 		t.Error("a file cut short read without an error")
+	}
+}
+
+// TestAppendText: a session's message text is the prompt Append writes,
+// without its quotes, whatever the format (token ids too), suffix included.
+func TestAppendText(t *testing.T) {
+	a := arrival.Arrival{Index: 7, InputTokens: 6}
+	text := New(Options{Format: Text, Salt: 3, Suffix: "END"})
+	ids := New(Options{Format: TokenIDs, Salt: 3, Suffix: "END"})
+	want := string(text.Append(nil, &a))
+	for _, b := range []*Builder{text, ids} {
+		if got := `"` + string(b.AppendText(nil, &a)) + `"`; got != want {
+			t.Errorf("AppendText %s, want %s", got, want)
+		}
+	}
+	if n := len(strings.Fields(want)); n != 7 || !strings.HasSuffix(want, ` END"`) {
+		t.Errorf("%d words: %s", n, want)
 	}
 }
