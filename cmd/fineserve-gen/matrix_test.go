@@ -62,6 +62,7 @@ const (
 	dTarget
 	dPrefix
 	dLengths
+	dTurns
 )
 
 var matrixDims = []dimension{
@@ -87,6 +88,7 @@ var matrixDims = []dimension{
 	dTarget:      {"target", []string{"flat", "stages"}},
 	dPrefix:      {"prefix", []string{"no-prefix", "prefix"}},
 	dLengths:     {"lengths", []string{"lengths-flags", "lengths-mix"}},
+	dTurns:       {"turns", []string{"1", "3", "multi-turn"}},
 }
 
 // is reports whether row (a partial row: testenv.Free where unset) has
@@ -125,12 +127,24 @@ var (
 //     synthetic prompts (random-ids, text): traces and datasets give their
 //     own lengths (so not with openai-images either, whose only workload
 //     is a trace).
+//   - sessions (--turns 3) with every text backend; the dataset's
+//     conversations (--multi-turn) with the ShareGPT sources.
 func validCase(r []int) bool {
 	w, b, s := set(r, dWorkload), set(r, dBackend), set(r, dSource)
 	if set(r, dLengths) && is(r, dLengths, "lengths-mix") {
 		if (w && !is(r, dWorkload, syntheticModes...)) || (s && !is(r, dSource, "random-ids", "text")) || (b && is(r, dBackend, "openai-images")) {
 			return false
 		}
+	}
+	if set(r, dTurns) && !is(r, dTurns, "1") && ((b && is(r, dBackend, "openai-images")) || (w && is(r, dWorkload, "replay-alibaba-lora"))) {
+		return false // an image generation has no conversation
+	}
+	if set(r, dTurns) && is(r, dTurns, "multi-turn") && set(r, dLengths) && is(r, dLengths, "lengths-mix") {
+		return false // the conversations give their own lengths
+	}
+	if set(r, dTurns) && is(r, dTurns, "multi-turn") && ((s && !is(r, dSource, "sharegpt", "sharegpt_pre")) ||
+		(w && is(r, dWorkload, append(imageTraces, "replay-mooncake")...))) {
+		return false // the conversations come from a ShareGPT file
 	}
 	if s && is(r, dSource, "random-ids", "trace-ids") && b && !is(r, dBackend, "vllm", "openai") {
 		return false
@@ -293,6 +307,15 @@ func caseArgs(c matrixCase, port int, dir string) (args, dry []string) {
 	}
 	if c.v(dLengths) == "lengths-mix" {
 		sched = append(sched, "--lengths", "12,3:1;30±0.2,5:1")
+	}
+	switch c.v(dTurns) {
+	case "3":
+		sched = append(sched, "--turns", "3", "--think-time", "exp:5ms", "--turn-input-len", "uniform:4:12")
+	case "multi-turn":
+		sched = append(sched, "--multi-turn", "--think-time", "exp:5ms")
+		if c.v(dSource) == "sharegpt" {
+			sched = append(sched, "--dataset-path", "testdata/sharegpt_multiturn.json") // conversations of 2–4 exchanges
+		}
 	}
 	args = append(slices.Clone(common), sched...)
 	args = append(args, "--warmup-requests", c.v(dWarmup))
@@ -529,8 +552,21 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		return
 	}
 	// Schedule facts against the dry run.
-	if sum.Scheduled != int64(len(dryRows)) || sum.NotSent != 0 || sum.Completed+sum.Failed != sum.Scheduled {
-		fail("scheduled %d (dry run %d), completed %d + failed %d, not sent %d", sum.Scheduled, len(dryRows), sum.Completed, sum.Failed, sum.NotSent)
+	sessions := c.v(dTurns) != "1"
+	requests := sum.Scheduled // one request per arrival, or the turns sent
+	if sessions {
+		ss := sum.Sessions
+		if ss == nil || ss.Started != sum.Scheduled || ss.TurnsSent < ss.Started || ss.TurnsSent > 4*ss.Started ||
+			ss.Completed+ss.EndedError+ss.EndedLength+ss.EndedInterrupt != ss.Started || len(sum.PerTurn) == 0 {
+			fail("sessions section %+v for %d arrivals, per_turn %+v", ss, sum.Scheduled, sum.PerTurn)
+			return
+		}
+		requests = ss.TurnsSent
+	} else if sum.Sessions != nil || sum.PerTurn != nil {
+		fail("a run without sessions has a sessions section")
+	}
+	if sum.Scheduled != int64(len(dryRows)) || sum.NotSent != 0 || sum.Completed+sum.Failed != requests {
+		fail("scheduled %d (dry run %d), completed %d + failed %d, not sent %d, requests %d", sum.Scheduled, len(dryRows), sum.Completed, sum.Failed, sum.NotSent, requests)
 	}
 	last := 0.0
 	for _, row := range dryRows {
@@ -556,24 +592,29 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		fail("%d records, %d completed + %d failed", len(recs), sum.Completed, sum.Failed)
 	}
 	seen := map[int64]bool{}
+	turnSeen := map[[2]int64]bool{}
 	var inTokens, outTokens, retries, images int64
-	textual := c.v(dBackend) == "openai-chat" || !is(c.row, dSource, "random-ids", "trace-ids", "hash-ids")
+	textual := sessions || c.v(dBackend) == "openai-chat" || !is(c.row, dSource, "random-ids", "trace-ids", "hash-ids")
 	for _, rec := range recs {
 		row, ok := dryRows[rec.Index]
-		if !ok || seen[rec.Index] {
-			fail("record index %d: not in the schedule, or twice", rec.Index)
+		turn := [2]int64{rec.Index, int64(rec.Turn)}
+		if !ok || turnSeen[turn] || (sessions && (rec.Turn < 1 || rec.Turn > 4)) || (!sessions && rec.Turn != 0) {
+			fail("record index %d turn %d: not in the schedule, or twice", rec.Index, rec.Turn)
 			return
 		}
-		seen[rec.Index] = true
+		seen[rec.Index], turnSeen[turn] = true, true
 		retries += int64(rec.Retries)
 		images += int64(rec.Images)
 		if want := mustInt(t, row[5]); rec.Images != want && c.v(dBackend) != "openai-images" {
 			fail("record %d: %d images, schedule %d", rec.Index, rec.Images, want)
 		}
-		if math.Abs(rec.Scheduled-mustFloat(t, row[1])) > 1e-6 {
+		// A session's later turns are due after the previous answer, and
+		// carry its history: their prompt size is checked against the
+		// server's count below.
+		if rec.Turn <= 1 && math.Abs(rec.Scheduled-mustFloat(t, row[1])) > 1e-6 {
 			fail("record %d scheduled at %v s, schedule says %s", rec.Index, rec.Scheduled, row[1])
 		}
-		if want := mustInt(t, row[2]); rec.InputLen != want && c.v(dBackend) != "openai-images" {
+		if want := mustInt(t, row[2]); rec.Turn <= 1 && rec.InputLen != want && c.v(dBackend) != "openai-images" {
 			fail("record %d input_len %d, schedule %d", rec.Index, rec.InputLen, want)
 		}
 		wantModel := row[4]
@@ -608,7 +649,12 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		}
 		// Output: exactly the length asked for with ignore_eos; at most it
 		// (and at least one token) when the server may stop early.
-		if want := mustInt(t, row[3]); rec.CompletionTokens != want && (c.v(dEOS) == "ignore-eos" || rec.CompletionTokens > want || rec.CompletionTokens < 1) {
+		if c.v(dTurns) == "multi-turn" && rec.Turn > 1 {
+			// A conversation's later turn asks for its reply's length.
+			if rec.CompletionTokens < 1 || rec.CompletionTokens > rec.OutputLen {
+				fail("record %d turn %d: %d completion tokens, output_len %d", rec.Index, rec.Turn, rec.CompletionTokens, rec.OutputLen)
+			}
+		} else if want := mustInt(t, row[3]); rec.CompletionTokens != want && (c.v(dEOS) == "ignore-eos" || rec.CompletionTokens > want || rec.CompletionTokens < 1) {
 			fail("record %d: %d completion tokens, output_len %d (%s)", rec.Index, rec.CompletionTokens, want, c.v(dEOS))
 		}
 		outTokens += int64(rec.CompletionTokens)

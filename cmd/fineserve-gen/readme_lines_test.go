@@ -194,4 +194,5 @@ type matrixRecord struct {
 	Error            string  `json:"error"`
 	Retries          int     `json:"retries"`
 	CompletionTokens int     `json:"completion_tokens"`
+	Turn             int     `json:"turn"` // a session's turn (0: none)
 }

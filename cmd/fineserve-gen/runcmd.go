@@ -76,6 +76,7 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 	addParametricFlags(fs, o)
 	addObserveFlags(fs, o)
 	addLoadFlags(fs, o)
+	addSessionFlags(fs, o)
 
 	// Outputs.
 	fs.StringVar(&o.OutputFile, "output-file", o.OutputFile, "append the summary as one JSON line (FineServe; -: standard output)")

@@ -100,9 +100,12 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	defer s.release()
 	cached := 0
 	if s.prefix != nil {
-		cached = s.prefix.admit(req.blocks, req.promptTokens)
+		cached = s.prefix.admit(req.prefix.blocks, req.promptTokens)
 	}
 	out := s.outputTokens(req, id)
+	if s.prefix != nil {
+		s.prefix.keep(req.prefix.generated(out))
+	}
 	defer s.kv.hold(req.promptTokens + out)()
 	first := time.Now().Add(s.cfg.TTFT + time.Duration(req.promptTokens-cached)*s.cfg.PrefillPerToken)
 

@@ -14,7 +14,10 @@ import (
 // (usage.prompt_tokens_details.cached_tokens); they are left out of the
 // prefill time. As in vLLM, at least the last prompt token is always
 // computed, so a fully cached, block-aligned prompt recomputes its last
-// block. Memory is bounded: the least recently used blocks are evicted.
+// block. The full blocks of the generated tokens are cached too, as vLLM
+// does, so a conversation's next turn (whose prompt holds the answer)
+// finds the whole previous turn cached. Memory is bounded: the least
+// recently used blocks are evicted.
 type PrefixCacheConfig struct {
 	// Blocks is the capacity in blocks; 0 disables the cache.
 	Blocks int
@@ -73,6 +76,29 @@ func (c *prefixCache) admit(blocks []uint64, promptTokens int) int {
 	for hit > 0 && hit*c.blockTokens >= promptTokens {
 		hit--
 	}
+	c.insertLocked(blocks)
+	cached := hit * c.blockTokens
+	c.stats.Requests++
+	c.stats.PromptTokens += int64(promptTokens)
+	c.stats.CachedTokens += int64(cached)
+	return cached
+}
+
+// keep inserts (or refreshes) the blocks of a request's generated tokens:
+// as in vLLM, a full block of output is cached like a prompt block, so the
+// next turn of a conversation, whose prompt holds this answer, finds it.
+func (c *prefixCache) keep(blocks []uint64) {
+	if len(blocks) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.insertLocked(blocks)
+}
+
+// insertLocked inserts or refreshes blocks, evicting the least recently
+// used beyond the capacity. c.mu must be held.
+func (c *prefixCache) insertLocked(blocks []uint64) {
 	for _, h := range blocks {
 		if e, ok := c.index[h]; ok {
 			c.lru.MoveToFront(e)
@@ -86,11 +112,16 @@ func (c *prefixCache) admit(blocks []uint64, promptTokens int) int {
 			c.stats.Evicted++
 		}
 	}
-	cached := hit * c.blockTokens
-	c.stats.Requests++
-	c.stats.PromptTokens += int64(promptTokens)
-	c.stats.CachedTokens += int64(cached)
-	return cached
+}
+
+// generated continues the prompt's hashes over out generated tokens (each
+// the word the server sends) and returns the full blocks they complete.
+func (b *blockHasher) generated(out int) []uint64 {
+	n0 := len(b.blocks)
+	for range out {
+		b.words([]byte(tokenText))
+	}
+	return b.blocks[n0:]
 }
 
 // PrefixCacheStats returns the prefix cache's counters (zero when it is
@@ -169,8 +200,8 @@ func fmix(h uint64) uint64 {
 // request body's prompt, in the order parse counts its tokens: token ids
 // or words of a completion; for chat, the words of every message's text
 // and, per image part, TokensPerImage tokens derived from the image.
-func (s *Server) prefixBlocks(v *fastjson.Value, chat bool, model string) []uint64 {
-	var b blockHasher
+func (s *Server) prefixBlocks(v *fastjson.Value, chat bool, model string) *blockHasher {
+	b := new(blockHasher)
 	b.reset(model, s.prefix.blockTokens)
 	if !chat {
 		pr := v.Get("prompt")
@@ -184,7 +215,7 @@ func (s *Server) prefixBlocks(v *fastjson.Value, chat bool, model string) []uint
 				b.token(n)
 			}
 		}
-		return b.blocks
+		return b
 	}
 	for _, m := range v.GetArray("messages") {
 		c := m.Get("content")
@@ -216,5 +247,5 @@ func (s *Server) prefixBlocks(v *fastjson.Value, chat bool, model string) []uint
 			}
 		}
 	}
-	return b.blocks
+	return b
 }

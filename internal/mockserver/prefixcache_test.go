@@ -83,3 +83,31 @@ func TestPrefixCacheChatImages(t *testing.T) {
 		t.Errorf("other image: %d cached, want 16", got)
 	}
 }
+
+// TestPrefixCacheKeepsGeneratedBlocks: the full blocks of an answer are
+// cached with the prompt's, so a next turn that sends the prompt, the
+// answer as received and a new message finds both cached (within the last
+// partial block), as a conversation does on vLLM.
+func TestPrefixCacheKeepsGeneratedBlocks(t *testing.T) {
+	_, url := start(t, Config{PrefixCache: PrefixCacheConfig{Blocks: 1000}})
+	words := func(w string, n int) string { return strings.TrimSpace(strings.Repeat(w+" ", n)) }
+	cached := func(prompt string, maxTokens int) int {
+		r := post(t, url, "/v1/completions", `{"model":"m","prompt":"`+prompt+`","max_tokens":`+fmt.Sprint(maxTokens)+`,"ignore_eos":true,"min_tokens":`+fmt.Sprint(maxTokens)+`}`)
+		d, _ := r.usage["prompt_tokens_details"].(map[string]any)
+		v, _ := d["cached_tokens"].(float64)
+		return int(v)
+	}
+	first := words("alpha", 40) // 40 tokens, then 30 generated: 70, 4 full blocks
+	if got := cached(first, 30); got != 0 {
+		t.Fatalf("cold: %d", got)
+	}
+	next := first + strings.Repeat(tokenText, 30) + " " + words("beta", 20)
+	if got := cached(next, 1); got != 64 {
+		t.Errorf("next turn: %d cached, want the 64 tokens of the previous prompt and answer's full blocks", got)
+	}
+	// Without the answer the previous turn's generated blocks do not match.
+	other := first + " " + words("beta", 50)
+	if got := cached(other, 1); got != 32 {
+		t.Errorf("other continuation: %d cached, want only the prompt's 32", got)
+	}
+}

@@ -223,7 +223,7 @@ type request struct {
 	ignoreEOS    bool
 	stream       bool
 	usage        bool
-	blocks       []uint64 // prefix cache block hashes (prefixcache.go)
+	prefix       *blockHasher // prefix cache block hashes (prefixcache.go)
 }
 
 // parse reads a completion or chat request body.
@@ -287,7 +287,7 @@ func (s *Server) parse(body []byte, chat bool) (request, error) {
 		return req, fmt.Errorf("min_tokens must be between 0 and max_tokens (%d), got %d", req.maxTokens, req.minTokens)
 	}
 	if s.prefix != nil {
-		req.blocks = s.prefixBlocks(v, chat, req.model)
+		req.prefix = s.prefixBlocks(v, chat, req.model)
 	}
 	return req, nil
 }

@@ -295,6 +295,10 @@ type Request struct {
 	// prompt value straight into the request body, so a prompt is neither
 	// built in a buffer of its own nor copied.
 	AppendPrompt func(dst []byte) []byte
+	// AppendMessages, when set, appends a chat request's whole "messages"
+	// value (a session's history and its new message) instead of one user
+	// message holding the prompt; completions ignore it.
+	AppendMessages func(dst []byte) []byte
 	// Chat sends this request as a chat completion to /v1/chat/completions
 	// whatever the backend (requests with images).
 	Chat bool
@@ -374,9 +378,13 @@ func (c *Client) AppendBody(b []byte, req *Request) []byte {
 	}
 	if c.chat {
 		if o.member("messages") {
-			o.b = append(o.b, `[{"role":"user","content":`...)
-			o.b = req.appendPrompt(o.b)
-			o.b = append(o.b, "}]"...)
+			if req.AppendMessages != nil {
+				o.b = req.AppendMessages(o.b)
+			} else {
+				o.b = append(o.b, `[{"role":"user","content":`...)
+				o.b = req.appendPrompt(o.b)
+				o.b = append(o.b, "}]"...)
+			}
 		}
 		if o.member("max_completion_tokens") {
 			o.b = appendInt(o.b, req.MaxTokens)

@@ -44,12 +44,22 @@ type Result struct {
 	Error      string
 	// Retries counts extra attempts made for this request.
 	Retries int
+	// Session, Turn and HistoryTokens place a request in a multi-turn
+	// session (Turn 0: no session): the session's index, the turn's
+	// number from 1, and the tokens of the history the request carries.
+	Session       int64
+	Turn          int
+	HistoryTokens int
+	// KeepText asks the client to keep the text received (set after Reset,
+	// before Do: only session turns need it); Text is that text.
+	KeepText bool
+	Text     []byte
 }
 
 // Reset clears r for reuse, keeping its TokenTimes storage.
 func (r *Result) Reset() {
-	tt := r.TokenTimes[:0]
-	*r = Result{TokenTimes: tt, PromptTokens: -1, CachedTokens: -1}
+	tt, text := r.TokenTimes[:0], r.Text[:0]
+	*r = Result{TokenTimes: tt, Text: text, PromptTokens: -1, CachedTokens: -1}
 }
 
 // clearAttempt forgets what a failed attempt observed before a retry,
@@ -57,6 +67,7 @@ func (r *Result) Reset() {
 func (r *Result) clearAttempt() {
 	r.FirstToken, r.End = 0, 0
 	r.TokenTimes = r.TokenTimes[:0]
+	r.Text = r.Text[:0]
 	r.PromptTokens, r.CompletionTokens, r.CachedTokens = -1, 0, -1
 	r.Status, r.ErrorClass, r.Error = 0, "", ""
 }

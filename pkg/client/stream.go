@@ -174,6 +174,9 @@ func (c *Client) chunk(d *decoder, data []byte, res *Result) (text, usage bool, 
 			t = ch.GetStringBytes("text")
 		}
 		text = len(t) > 0
+		if text && res.KeepText {
+			res.Text = append(res.Text, t...)
+		}
 	}
 	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
 		copyUsage(u, res)
@@ -229,6 +232,14 @@ func (c *Client) readWhole(d *decoder, body io.Reader, res *Result) error {
 		return protocolError{"response has no choices"}
 	}
 	res.CompletionTokens = res.OutputLen
+	if res.KeepText {
+		ch := v.Get("choices", "0")
+		t := ch.GetStringBytes("text")
+		if m := ch.Get("message"); m != nil {
+			t = m.GetStringBytes("content")
+		}
+		res.Text = append(res.Text, t...)
+	}
 	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
 		copyUsage(u, res)
 	}

@@ -28,6 +28,8 @@ type MergeState struct {
 	// Lengths holds the input and output length distributions (the
 	// summary's length_histograms) in HistEncoding.
 	Lengths map[string]string `json:"lengths,omitempty"`
+	// Sessions holds a run of multi-turn sessions' figures (sessions.go).
+	Sessions *SessionsState `json:"sessions,omitempty"`
 }
 
 // ShardInfo is the part of a schedule a summary covers: the shards (index %
@@ -91,6 +93,8 @@ type RunState struct {
 	Goodput       *Goodput
 	InputLengths  *LengthHist
 	OutputLengths *LengthHist
+	// Sessions are the run's multi-turn sessions (nil: none).
+	Sessions *SessionsRun
 }
 
 // NewMergeState encodes a run's state for its summary's merge_state.
@@ -111,6 +115,11 @@ func NewMergeState(p RunState) (MergeState, error) {
 	if p.Goodput != nil {
 		gs := p.Goodput.State()
 		st.Goodput = &gs
+	}
+	if p.Sessions != nil {
+		if st.Sessions, err = p.Sessions.State(); err != nil {
+			return st, fmt.Errorf("sessions: %w", err)
+		}
 	}
 	for k, l := range map[string]*LengthHist{"input": p.InputLengths, "output": p.OutputLengths} {
 		if l == nil {

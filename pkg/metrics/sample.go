@@ -93,6 +93,14 @@ type Sample struct {
 	// Good: the run has an SLO (--goodput) and the request met every
 	// target of it.
 	Good bool
+
+	// Session, Turn and HistoryTokens place the request in a multi-turn
+	// session (Turn 0: not a session's turn; see client.Result). For a
+	// later turn, Scheduled is the previous answer's end plus the think
+	// time, so Lag is the turn's lag.
+	Session       int64
+	Turn          int
+	HistoryTokens int
 }
 
 // From fills s with r's figures and, when slo is set, whether r met it.
@@ -120,6 +128,7 @@ func (s *Sample) From(r *client.Result, slo SLO) {
 		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CachedTokens: r.CachedTokens,
 		OutputTokens: out,
 		Images:       r.Images, Generate: r.Generate, Generated: r.Generated,
+		Session: r.Session, Turn: r.Turn, HistoryTokens: r.HistoryTokens,
 	}
 	if s.HasTTFT {
 		prompt := r.InputLen

@@ -29,6 +29,8 @@ func fullSummary() *Summary {
 		TargetRate:       &TargetRate{Unit: "req/s", Source: "--stages", Stages: []TargetStage{{DurationS: 10, Target: 5}}, Expected: 25},
 		LengthMix:        []LengthMixEntry{{Input: 128, Output: 64, Weight: 1, TargetShare: 1, Scheduled: 4, Share: 1}},
 		SharedPrefix:     &SharedPrefixInfo{PrefixLen: 100, NumPrefixes: 2, Dist: "uniform", Requests: 4},
+		Sessions:         &SessionsSummary{Turns: "3", PlanHash: "sha256:00", Started: 2, Completed: 1, EndedError: 1, TurnsSent: 5},
+		PerTurn:          []TurnSummary{{Turn: 1, Count: 2, TTFTP50: 1.5}, {Turn: 2, Count: 2, Failed: 1}},
 		ScheduleHash:     "sha256:00",
 		Shard:            &ShardInfo{Count: 2, Indices: []int64{1}},
 		StartAt:          "2026-01-01T00:00:00Z",
@@ -103,7 +105,8 @@ func TestSectionsRoundTrip(t *testing.T) {
 		t.Errorf("re-written summary differs:\n%s\n%s", first, second)
 	}
 	if !reflect.DeepEqual(back.Saturation, s.Saturation) || !reflect.DeepEqual(back.Goodput, s.Goodput) ||
-		!reflect.DeepEqual(back.Replay, s.Replay) || !reflect.DeepEqual(back.PerKind, s.PerKind) || *back.ClientCPU != *s.ClientCPU {
+		!reflect.DeepEqual(back.Replay, s.Replay) || !reflect.DeepEqual(back.PerKind, s.PerKind) ||
+		!reflect.DeepEqual(back.Sessions, s.Sessions) || !reflect.DeepEqual(back.PerTurn, s.PerTurn) || *back.ClientCPU != *s.ClientCPU {
 		t.Errorf("sections lost on reading:\n%+v\n%+v", back, s)
 	}
 	empty, _ := json.Marshal(&Summary{})

@@ -114,6 +114,10 @@ type Summary struct {
 	TargetRate   *TargetRate       `json:"-"`
 	LengthMix    []LengthMixEntry  `json:"-"`
 	SharedPrefix *SharedPrefixInfo `json:"-"`
+	// Sessions and PerTurn describe a run of multi-turn sessions
+	// (sessions, per_turn; sessions.go).
+	Sessions *SessionsSummary `json:"-"`
+	PerTurn  []TurnSummary    `json:"-"`
 
 	// Scale-out (docs/SCALE_OUT.md): the whole schedule's hash
 	// (schedule_hash), the shards covered (shard), --start-at (start_at,

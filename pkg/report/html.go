@@ -329,6 +329,12 @@ func WriteHTML(w io.Writer, d *Data) error {
 			return err
 		}
 	}
+	if ttft, prompt, err := turnPlots(s.PerTurn); err != nil {
+		return err
+	} else if ttft != "" {
+		pg.Requests = append(pg.Requests, plotView{Name: PlotTurnTTFT, Title: "TTFT by turn", SVG: ttft},
+			plotView{Name: PlotTurnPrompt, Title: "Prompt size and prefix-cache hits by turn", SVG: prompt})
+	}
 	labels, values := errorBars(s.ErrorsByClass)
 	for i, l := range labels {
 		pg.Errors = append(pg.Errors, errorRow{Class: l, Count: int64(values[i])})

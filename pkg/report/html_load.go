@@ -138,6 +138,7 @@ type RecordBuilder struct {
 	model    string
 	res      client.Result
 	sample   metrics.Sample
+	perTurn  *metrics.PerTurn // sessions' turns, by turn number
 	parser   fastjson.Parser
 	n        int64
 }
@@ -149,7 +150,8 @@ func NewRecordBuilder(slo metrics.SLO) *RecordBuilder {
 		lengths: metrics.NewLengths(),
 	}
 	b.good.SLO = slo
-	b.sinks = metrics.Fanout{b.col, b.timeline, b.lengths}
+	b.perTurn = metrics.NewPerTurn()
+	b.sinks = metrics.Fanout{b.col, b.timeline, b.lengths, b.perTurn}
 	if slo.Set() {
 		b.sinks = append(b.sinks, &b.good)
 	}
@@ -187,6 +189,9 @@ func (b *RecordBuilder) Data() (*Data, error) {
 	b.col.Summarize(s, dur)
 	s.Scheduled = b.col.Completed + b.col.Failed
 	b.annotate(s, dur)
+	if turns := b.perTurn.Turns(); len(turns) > 0 {
+		s.PerTurn = turns
+	}
 	b.timeline.Reduce(SeriesPoints)
 	return &Data{
 		Summary: s, Series: b.timeline.Points(), SeriesNote: fmt.Sprintf("per-request records in bins of %v", b.timeline.Width()),

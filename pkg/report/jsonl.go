@@ -255,7 +255,8 @@ func field(key string, put func([]byte, *metrics.Sample) []byte, get func(*fastj
 // index, scheduled_s, sent_s, ttft_ms (null when no token arrived), e2e_ms,
 // itl_ms, input_len, output_len, prompt_tokens, completion_tokens,
 // cached_tokens and images; for image generations generate_images and
-// generated_images; then model, status, error_class, error and retries.
+// generated_images; then model, status, error_class, error and retries;
+// for a session's turn, session, turn and history_tokens.
 var recordFields = func() []recordField {
 	fs := []recordField{
 		field("index",
@@ -348,12 +349,25 @@ var recordFields = func() []recordField {
 		field("retries",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Retries), 10) },
 			func(x *fastjson.Value, r *client.Result) { r.Retries = getInt(x) }),
+		field("session",
+			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, s.Session, 10) },
+			func(x *fastjson.Value, r *client.Result) { r.Session = getInt64(x) }),
+		field("turn",
+			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Turn), 10) },
+			func(x *fastjson.Value, r *client.Result) { r.Turn = getInt(x) }),
+		field("history_tokens",
+			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.HistoryTokens), 10) },
+			func(x *fastjson.Value, r *client.Result) { r.HistoryTokens = getInt(x) }),
 	}
 	fs[0].head = `{"index":`
 	notGeneration := func(s *metrics.Sample) bool { return !s.Generation }
+	notSession := func(s *metrics.Sample) bool { return s.Turn == 0 }
 	for i := range fs {
-		if k := fs[i].key; k == "generate_images" || k == "generated_images" {
+		switch fs[i].key {
+		case "generate_images", "generated_images":
 			fs[i].omit = notGeneration
+		case "session", "turn", "history_tokens":
+			fs[i].omit = notSession
 		}
 	}
 	return fs

@@ -14,6 +14,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/session"
 	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
 
@@ -110,6 +111,19 @@ type Options struct {
 	// (workload/loadctl.go).
 	Load LoadOptions
 
+	// Multi-turn sessions (docs/SESSIONS.md): each arrival starts a
+	// session whose later turns follow the previous answer plus a think
+	// time. Sessions.Seed is set from the run's seed. MaxSessions bounds
+	// live sessions (0: no bound); ContinueOnError keeps a session going
+	// after a failed turn; SessionsOut receives the plan's CSV.
+	Sessions        session.Config
+	MaxSessions     int
+	ContinueOnError bool
+	SessionsOut     string
+	// MultiTurn makes the dataset's conversations the sessions
+	// (--multi-turn).
+	MultiTurn bool
+
 	// Scale-out: keep arrivals with Index % ShardCount == ShardIndex.
 	ShardIndex, ShardCount int64
 	StartAt                time.Time // zero: start now
@@ -202,6 +216,9 @@ func (o *Options) Validate() error {
 	}
 	if o.BaseURL != "" && !strings.HasPrefix(o.BaseURL, "http://") && !strings.HasPrefix(o.BaseURL, "https://") {
 		add("--base-url %q: must start with http:// or https://", o.BaseURL)
+	}
+	if err := o.validateSessions(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.MaxModelLen < 0 {
 		add("--max-model-len %d: want ≥ 1 (or leave unset)", o.MaxModelLen)
@@ -303,6 +320,7 @@ func (o *Options) workloadConfig(seed uint64) workload.Config {
 		Backend: o.Backend, DryRun: o.DryRun,
 		Replay: o.Replay, Parametric: o.Parametric, Models: o.Models, Load: o.Load,
 		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount,
+		Sessions: o.sessionsConfig(seed), MultiTurn: o.MultiTurn,
 	}
 }
 

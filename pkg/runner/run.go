@@ -84,14 +84,32 @@ func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
 		}
 		cfg.ScheduleOut = schedOut
 	}
+	var sessOut *os.File
+	if o.SessionsOut != "" && (cfg.Sessions.On() || cfg.MultiTurn) {
+		var err error
+		if sessOut, err = os.Create(o.SessionsOut); err != nil {
+			if schedOut != nil {
+				schedOut.Close()
+			}
+			return nil, err
+		}
+		cfg.SessionsOut = sessOut
+	}
 	wl, err := workload.Build(cfg, log)
 	if schedOut != nil {
 		if cerr := schedOut.Close(); err == nil && cerr != nil {
 			err = &workload.WriteError{Err: cerr}
 		}
 	}
+	var sessErr error
+	if sessOut != nil {
+		sessErr = sessOut.Close()
+	}
 	if we := (*workload.WriteError)(nil); errors.As(err, &we) {
 		return nil, fmt.Errorf("schedule %s: %w", o.ScheduleOut, we.Err)
+	}
+	if sessErr != nil {
+		return nil, fmt.Errorf("sessions %s: %w", o.SessionsOut, sessErr)
 	}
 	if err != nil {
 		return nil, usage(err)
@@ -100,6 +118,12 @@ func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
 		log.Infof("schedule: %d arrivals written to %s", wl.Stats.Count, o.ScheduleOut)
 	}
 	log.Infof("%s", wl.Line())
+	if ws := wl.Sessions; ws != nil {
+		log.Infof("%s: %d sessions, %d planned turns, plan %s", ws.Config.Describe(), ws.Sessions, ws.Turns, ws.Hash)
+		if o.SessionsOut != "" {
+			log.Infof("sessions: %d planned turns written to %s", ws.Turns, o.SessionsOut)
+		}
+	}
 	if o.ShardCount > 1 {
 		log.Infof("shard %d/%d: %d of the schedule's %d arrivals; schedule %s", o.ShardIndex, o.ShardCount, wl.Stats.Count, wl.Total, wl.Hash)
 	}
@@ -136,8 +160,8 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	if err != nil {
 		return nil, usage(err)
 	}
-	if wl.Images {
-		format = prompt.Text // an image prompt is text
+	if wl.Images || wl.Sessions != nil {
+		format = prompt.Text // an image prompt is text; a session's completion prompt is its conversation's text
 	}
 	salt := uint64(o.PromptSalt)
 	if salt == 0 {
@@ -183,6 +207,11 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 		sinks = append(sinks, g.Groups)
 	}
 	sinks = append(sinks, mon.Sinks()...)
+	var perTurn *metrics.PerTurn
+	if wl.Sessions != nil {
+		perTurn = metrics.NewPerTurn()
+		sinks = append(sinks, perTurn)
+	}
 	if records != nil {
 		sinks = append(sinks, records)
 	}
@@ -195,11 +224,22 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 
 	snd := &sender{client: cli, prompts: prompts, results: results, model: o.Model, images: wl.Images, panics: panics}
 	d := &arrival.Dispatcher{Start: start, MaxConcurrency: o.MaxConcurrency, ConcurrencyRamp: o.MaxConcurrencyRamp, Sender: snd, OnOffer: mon.Offer}
+	var sessions *sessionSender
+	if wl.Sessions != nil {
+		// The dispatcher keeps the session starts and bounds the live
+		// sessions; the session sender bounds the requests in flight.
+		sessions = newSessionSender(snd, wl, o, start, ctx)
+		d.Sender, d.MaxConcurrency = sessions, o.MaxSessions
+	}
 
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	stopDrain := drainOnStop(ctx, o, stdio.Hurry, cancelRequests, log)
-	mon.Begin(start, col, d.InFlight, d.Dispatched, &done)
+	inFlight := d.InFlight
+	if sessions != nil {
+		inFlight = sessions.InFlight
+	}
+	mon.Begin(start, col, inFlight, d.Dispatched, &done)
 	ds := d.Run(ctx, reqCtx, wl.Schedule)
 	stopDrain()
 	close(results)
@@ -220,11 +260,16 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 		sum.MaxConcurrency = &mc
 	}
 	col.Summarize(sum, elapsed)
+	var sessRun *metrics.SessionsRun
+	if sessions != nil {
+		sessRun = sessions.run(perTurn)
+		sessRun.Set(sum)
+	}
 	annotate := []func() error{
 		func() error { return setBreakdowns(sum, groups, elapsed) },
 		func() error { return setReplay(sum, wl.Replay) },
 		func() error { return mon.Annotate(sum, elapsed) },
-		func() error { return annotateShard(sum, o, wl.Hash, col, mon, elapsed, groups) },
+		func() error { return annotateShard(sum, o, wl.Hash, col, mon, elapsed, groups, sessRun) },
 	}
 	for _, f := range annotate {
 		if err := f(); err != nil {
@@ -234,6 +279,9 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	sum.Scheduled = st.Count
 	sum.NotSent = st.Count - ds.Dispatched // dropped at a stop, or never reached
 	sum.Queued, sum.MaxInFlight = ds.Queued, ds.MaxInFlight
+	if sessions != nil {
+		sum.MaxInFlight = sessions.maxIn.Load() // requests, not sessions
+	}
 	sum.ScheduleSpan = st.Last.Seconds()
 	sum.Interrupted = ctx.Err() != nil
 	if records != nil {
@@ -471,6 +519,9 @@ func writeOutputs(o *Options, sum *metrics.Summary, stdio IO, log *logger) error
 		return err
 	}
 	if err := report.WriteBreakdowns(stdio.Out, sum); err != nil {
+		return err
+	}
+	if err := report.WriteSessions(stdio.Out, sum); err != nil {
 		return err
 	}
 	var errs []error

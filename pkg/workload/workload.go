@@ -16,6 +16,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 	"github.com/fineserve-gen/fineserve-gen/pkg/replay"
+	"github.com/fineserve-gen/fineserve-gen/pkg/session"
 )
 
 // Logger receives the notes and warnings that building a workload prints.
@@ -71,6 +72,13 @@ type Config struct {
 	// Resolved load control (loadctl.go), for the mode's schedule.
 	profile *arrival.Profile
 	mixture *arrival.MixtureLengths
+	// Sessions plans multi-turn sessions (sessions.go); SessionsOut, when
+	// set, receives the plan's CSV (this shard's sessions).
+	Sessions    session.Config
+	SessionsOut io.Writer
+	// MultiTurn makes the dataset's conversations the sessions
+	// (--multi-turn; sessions.go).
+	MultiTurn bool
 }
 
 // Workload is a built schedule and what is known about it. The facts are
@@ -113,6 +121,12 @@ type Workload struct {
 	// them.
 	Prefix           *prompt.SharedPrefix
 	SharedPrefixInfo *metrics.SharedPrefixInfo
+	// Sessions is the plan of this shard's sessions (sessions.go), nil
+	// without sessions.
+	Sessions *Sessions
+	// Conversations are the dataset's conversations (--multi-turn), nil
+	// otherwise.
+	Conversations *prompt.Conversations
 
 	// traceModels are the distinct model names a replayed trace gives, and
 	// scheduleModels tells that they are already served names (a schedule
@@ -158,6 +172,9 @@ func Build(c Config, log Logger) (*Workload, error) {
 	warp := c.profile != nil && c.Mode != "poisson"
 	if warp {
 		c.Duration = arrival.Seconds(c.profile.Total())
+	}
+	if err := w.loadConversations(&c, log); err != nil {
+		return nil, err
 	}
 	var s arrival.Schedule
 	switch c.Mode {
@@ -206,9 +223,11 @@ func (w *Workload) measure(s arrival.Schedule, c *Config) error {
 	if c.ScheduleOut != nil {
 		out = newCSVOut(c.ScheduleOut)
 	}
+	plan := newPlanPass(c)
 	var line []byte
 	facts := newLoadFacts(c.mixture, w.Prefix, w.ImageOptions)
 	for a := range s {
+		plan.add(&a, c)
 		line = arrival.AppendCSVRow(line[:0], a)
 		d.Write(line)
 		w.Total++
@@ -228,7 +247,11 @@ func (w *Workload) measure(s arrival.Schedule, c *Config) error {
 	}
 	facts.set(w)
 	w.Hash = "sha256:" + hex.EncodeToString(d.Sum(nil))
+	w.Sessions = plan.finish()
 	if err := out.close(); err != nil {
+		return &WriteError{err}
+	}
+	if err := plan.closeOut(); err != nil {
 		return &WriteError{err}
 	}
 	return nil

@@ -1,0 +1,316 @@
+package metrics
+
+import "fmt"
+
+// Section keys of multi-turn sessions (docs/SESSIONS.md).
+const (
+	KeySessions = "sessions" // SessionsSummary
+	KeyPerTurn  = "per_turn" // []TurnSummary, by turn number
+)
+
+// SessionsSummary is the summary's sessions section: how the run's
+// multi-turn sessions went.
+type SessionsSummary struct {
+	// Turns, ThinkTime and TurnInputLen are the options that planned the
+	// sessions; PlanHash the SHA-256 of the whole plan's CSV
+	// (--sessions-out); PlannedTurns this shard's planned turns.
+	Turns        string `json:"turns"`
+	ThinkTime    string `json:"think_time,omitempty"`
+	TurnInputLen string `json:"turn_input_len,omitempty"`
+	PlanHash     string `json:"plan_hash"`
+	PlannedTurns int64  `json:"planned_turns"`
+	// Started sessions sent their first turn; Completed sent every planned
+	// turn, each successfully; the others ended early: on a failed turn
+	// (EndedError), because the next turn would overflow the model's
+	// context (EndedLength), or because the run was stopped
+	// (EndedInterrupt).
+	Started        int64 `json:"started"`
+	Completed      int64 `json:"completed"`
+	EndedError     int64 `json:"ended_error"`
+	EndedLength    int64 `json:"ended_length"`
+	EndedInterrupt int64 `json:"ended_interrupt"`
+	// TurnsSent counts the turns sent (first turns included).
+	TurnsSent int64 `json:"turns_sent"`
+	// DurationS is the time from a session's first send to its last
+	// turn's end, in seconds (ended sessions of every kind).
+	DurationS Quantiles `json:"duration_s"`
+	// StartLagMS is the send lag of first turns, measured from the
+	// schedule; TurnLagMS that of later turns, measured from the previous
+	// answer's end plus the think time (ms).
+	StartLagMS Quantiles `json:"start_lag_ms"`
+	TurnLagMS  Quantiles `json:"turn_lag_ms"`
+	// ThinkMS is the think time observed: from a turn's last byte to the
+	// next turn's send (ms), lag included.
+	ThinkMS Quantiles `json:"think_ms"`
+}
+
+// Quantiles are a distribution's mean, p50, p90, p99 and maximum.
+type Quantiles struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+}
+
+// quantiles summarises h, dividing its millisecond figures by div.
+func quantiles(h *Hist, div float64) Quantiles {
+	d := h.Dist()
+	return Quantiles{Mean: d.Mean / div, P50: d.Median / div, P90: d.P90 / div, P99: d.P99 / div, Max: d.Max / div}
+}
+
+// TurnSummary is one turn number's figures over every session.
+type TurnSummary struct {
+	Turn int `json:"turn"`
+	// Count is the turns of this number that finished; Failed those that
+	// failed.
+	Count  int64 `json:"count"`
+	Failed int64 `json:"failed"`
+	// PromptTokensMean is the server's prompt tokens (else the target) of
+	// the successful turns; HistoryTokensMean the history they carried;
+	// CachedTokensMean the server's cached prompt tokens (null when the
+	// server reported none), and CacheHitShare their share of the prompt
+	// tokens.
+	PromptTokensMean  float64  `json:"prompt_tokens_mean"`
+	HistoryTokensMean float64  `json:"history_tokens_mean"`
+	CachedTokensMean  *float64 `json:"cached_tokens_mean"`
+	CacheHitShare     *float64 `json:"cache_hit_share"`
+	TTFTP50           float64  `json:"ttft_p50_ms"`
+	TTFTP99           float64  `json:"ttft_p99_ms"`
+	E2EP50            float64  `json:"e2e_p50_ms"`
+	E2EP99            float64  `json:"e2e_p99_ms"`
+}
+
+// PerTurn accumulates the per-turn figures and the lags of a run's
+// sessions from their turns' samples. Memory grows with the largest turn
+// number (at most the plan's cap), not with the requests.
+type PerTurn struct {
+	turns             []*turnAcc
+	startLag, turnLag *Hist
+	sessionsWithTurns int64
+}
+
+type turnAcc struct {
+	count, failed                   int64
+	ok                              int64
+	prompt, history, cached, cacheN int64
+	ttft, e2e                       *Hist
+}
+
+// NewPerTurn returns an empty accumulator.
+func NewPerTurn() *PerTurn { return &PerTurn{startLag: NewHist(), turnLag: NewHist()} }
+
+// Add implements Sink; samples that are not a session's turn are ignored.
+func (p *PerTurn) Add(s *Sample) {
+	if s.Turn <= 0 {
+		return
+	}
+	for len(p.turns) < s.Turn {
+		p.turns = append(p.turns, &turnAcc{ttft: NewHist(), e2e: NewHist()})
+	}
+	t := p.turns[s.Turn-1]
+	t.count++
+	if s.HasLag {
+		if s.Turn == 1 {
+			p.startLag.Record(s.Lag)
+		} else {
+			p.turnLag.Record(s.Lag)
+		}
+	}
+	if !s.OK {
+		t.failed++
+		return
+	}
+	t.ok++
+	prompt := s.PromptTokens
+	if prompt < 0 {
+		prompt = s.InputLen + s.HistoryTokens
+	}
+	t.prompt += int64(prompt)
+	t.history += int64(s.HistoryTokens)
+	if s.CachedTokens >= 0 {
+		t.cached += int64(s.CachedTokens)
+		t.cacheN++
+	}
+	if s.HasTTFT {
+		t.ttft.Record(s.TTFT)
+	}
+	if s.HasE2E {
+		t.e2e.Record(s.E2E)
+	}
+}
+
+// Turns returns the per-turn summary, by turn number.
+func (p *PerTurn) Turns() []TurnSummary {
+	out := make([]TurnSummary, 0, len(p.turns))
+	for i, t := range p.turns {
+		ts := TurnSummary{Turn: i + 1, Count: t.count, Failed: t.failed}
+		if t.ok > 0 {
+			ts.PromptTokensMean = float64(t.prompt) / float64(t.ok)
+			ts.HistoryTokensMean = float64(t.history) / float64(t.ok)
+		}
+		if t.cacheN > 0 {
+			m := float64(t.cached) / float64(t.cacheN)
+			ts.CachedTokensMean = &m
+			if t.prompt > 0 {
+				share := float64(t.cached) / float64(t.prompt)
+				ts.CacheHitShare = &share
+			}
+		}
+		ts.TTFTP50, ts.TTFTP99 = t.ttft.Quantile(0.5), t.ttft.Quantile(0.99)
+		ts.E2EP50, ts.E2EP99 = t.e2e.Quantile(0.5), t.e2e.Quantile(0.99)
+		out = append(out, ts)
+	}
+	return out
+}
+
+// Lags sets the start and turn lags of sum.
+func (p *PerTurn) Lags(sum *SessionsSummary) {
+	sum.StartLagMS = quantiles(p.startLag, 1)
+	sum.TurnLagMS = quantiles(p.turnLag, 1)
+}
+
+// SessionClock accumulates what the sessions themselves report: their
+// durations and observed think times. It is not safe for concurrent use.
+type SessionClock struct {
+	Duration, Think *Hist
+}
+
+// NewSessionClock returns empty distributions.
+func NewSessionClock() *SessionClock { return &SessionClock{Duration: NewHist(), Think: NewHist()} }
+
+// Set writes the durations and think times into sum.
+func (c *SessionClock) Set(sum *SessionsSummary) {
+	sum.DurationS = quantiles(c.Duration, 1000)
+	sum.ThinkMS = quantiles(c.Think, 1)
+}
+
+var _ Sink = (*PerTurn)(nil)
+
+// SessionsRun is a run's sessions as accumulated: the counts (Summary's
+// count fields and options), the session clock and the per-turn figures.
+// It is what NewMergeState encodes and merging combines.
+type SessionsRun struct {
+	Summary SessionsSummary
+	Clock   *SessionClock
+	PerTurn *PerTurn
+}
+
+// Set writes r's sessions and per_turn sections into s.
+func (r *SessionsRun) Set(s *Summary) {
+	sum := r.Summary
+	r.Clock.Set(&sum)
+	r.PerTurn.Lags(&sum)
+	s.Sessions, s.PerTurn = &sum, r.PerTurn.Turns()
+}
+
+// SessionsState is merge_state.sessions: a run's sessions in a form that
+// merges exactly.
+type SessionsState struct {
+	// Summary holds the options, the plan's hash and the counts (its
+	// distributions are recomputed from the states below).
+	Summary  SessionsSummary `json:"summary"`
+	Duration HistState       `json:"duration"`
+	Think    HistState       `json:"think"`
+	StartLag HistState       `json:"start_lag"`
+	TurnLag  HistState       `json:"turn_lag"`
+	Turns    []TurnState     `json:"turns"`
+}
+
+// TurnState is one turn number's accumulated figures.
+type TurnState struct {
+	Count   int64     `json:"count"`
+	Failed  int64     `json:"failed"`
+	OK      int64     `json:"ok"`
+	Prompt  int64     `json:"prompt_tokens"`
+	History int64     `json:"history_tokens"`
+	Cached  int64     `json:"cached_tokens"`
+	CacheN  int64     `json:"cached_reported"`
+	TTFT    HistState `json:"ttft"`
+	E2E     HistState `json:"e2e"`
+}
+
+// State encodes r.
+func (r *SessionsRun) State() (*SessionsState, error) {
+	st := &SessionsState{Summary: r.Summary}
+	st.Summary.DurationS, st.Summary.StartLagMS, st.Summary.TurnLagMS, st.Summary.ThinkMS = Quantiles{}, Quantiles{}, Quantiles{}, Quantiles{}
+	var err error
+	for _, h := range []struct {
+		dst *HistState
+		h   *Hist
+	}{{&st.Duration, r.Clock.Duration}, {&st.Think, r.Clock.Think}, {&st.StartLag, r.PerTurn.startLag}, {&st.TurnLag, r.PerTurn.turnLag}} {
+		if *h.dst, err = h.h.State(); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range r.PerTurn.turns {
+		ts := TurnState{Count: t.count, Failed: t.failed, OK: t.ok, Prompt: t.prompt, History: t.history, Cached: t.cached, CacheN: t.cacheN}
+		if ts.TTFT, err = t.ttft.State(); err != nil {
+			return nil, err
+		}
+		if ts.E2E, err = t.e2e.State(); err != nil {
+			return nil, err
+		}
+		st.Turns = append(st.Turns, ts)
+	}
+	return st, nil
+}
+
+// SessionsFromState rebuilds a run's sessions from st.
+func SessionsFromState(st *SessionsState) (*SessionsRun, error) {
+	r := &SessionsRun{Summary: st.Summary, Clock: NewSessionClock(), PerTurn: NewPerTurn()}
+	var err error
+	for _, h := range []struct {
+		dst **Hist
+		st  HistState
+	}{{&r.Clock.Duration, st.Duration}, {&r.Clock.Think, st.Think}, {&r.PerTurn.startLag, st.StartLag}, {&r.PerTurn.turnLag, st.TurnLag}} {
+		if *h.dst, err = histFromState(h.st, histSigFigs); err != nil {
+			return nil, err
+		}
+	}
+	for i, ts := range st.Turns {
+		if ts.Count < 0 || ts.Failed < 0 || ts.OK < 0 || ts.Failed+ts.OK != ts.Count || ts.CacheN < 0 {
+			return nil, fmt.Errorf("turn %d: inconsistent counts", i+1)
+		}
+		t := &turnAcc{count: ts.Count, failed: ts.Failed, ok: ts.OK, prompt: ts.Prompt, history: ts.History, cached: ts.Cached, cacheN: ts.CacheN}
+		if t.ttft, err = histFromState(ts.TTFT, histSigFigs); err != nil {
+			return nil, fmt.Errorf("turn %d: ttft: %w", i+1, err)
+		}
+		if t.e2e, err = histFromState(ts.E2E, histSigFigs); err != nil {
+			return nil, fmt.Errorf("turn %d: e2e: %w", i+1, err)
+		}
+		r.PerTurn.turns = append(r.PerTurn.turns, t)
+	}
+	return r, nil
+}
+
+// Merge adds o's sessions to r (shards of one run).
+func (r *SessionsRun) Merge(o *SessionsRun) {
+	a, b := &r.Summary, &o.Summary
+	a.PlannedTurns += b.PlannedTurns
+	a.Started += b.Started
+	a.Completed += b.Completed
+	a.EndedError += b.EndedError
+	a.EndedLength += b.EndedLength
+	a.EndedInterrupt += b.EndedInterrupt
+	a.TurnsSent += b.TurnsSent
+	r.Clock.Duration.Merge(o.Clock.Duration)
+	r.Clock.Think.Merge(o.Clock.Think)
+	r.PerTurn.startLag.Merge(o.PerTurn.startLag)
+	r.PerTurn.turnLag.Merge(o.PerTurn.turnLag)
+	for i, t := range o.PerTurn.turns {
+		if i >= len(r.PerTurn.turns) {
+			r.PerTurn.turns = append(r.PerTurn.turns, &turnAcc{ttft: NewHist(), e2e: NewHist()})
+		}
+		u := r.PerTurn.turns[i]
+		u.count += t.count
+		u.failed += t.failed
+		u.ok += t.ok
+		u.prompt += t.prompt
+		u.history += t.history
+		u.cached += t.cached
+		u.cacheN += t.cacheN
+		u.ttft.Merge(t.ttft)
+		u.e2e.Merge(t.e2e)
+	}
+}

@@ -1,0 +1,135 @@
+package prompt
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Conversations are a dataset's multi-turn conversations (--multi-turn):
+// for each usable entry, in the order and with the skip rules of
+// LoadDataset (so conversation i is the one whose first message is
+// Dataset.Prompts[i]), its exchanges after the first: a user message and
+// the length of the reply that followed it, in words.
+type Conversations struct {
+	Later [][]Exchange
+}
+
+// Exchange is one user message of a conversation and the length of the
+// reply to it.
+type Exchange struct {
+	User  string
+	Reply int // words
+}
+
+// Len is the number of conversations.
+func (c *Conversations) Len() int { return len(c.Later) }
+
+// Of returns the exchanges after the first of conversation i mod Len (the
+// conversation whose first message a prompt of index i uses).
+func (c *Conversations) Of(i int64) []Exchange {
+	k := i % int64(len(c.Later))
+	if k < 0 {
+		k += int64(len(c.Later))
+	}
+	return c.Later[k]
+}
+
+// LoadConversations reads the later exchanges of a dataset file of kind
+// "sharegpt" (messages alternate: user, reply, user, reply…; an exchange
+// whose user message is empty or has no reply ends the conversation) or
+// "sharegpt_pre" (one exchange per entry: none after the first).
+func LoadConversations(path, kind string) (*Conversations, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	defer f.Close()
+	c, err := ReadConversations(f, kind)
+	if err != nil {
+		return nil, fmt.Errorf("dataset %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ReadConversations is LoadConversations on a reader.
+func ReadConversations(r io.Reader, kind string) (*Conversations, error) {
+	lc := &lineCounter{r: r}
+	dec := json.NewDecoder(lc)
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("line %d: want a JSON array: %w", lc.line(dec.InputOffset()), eofError(err))
+	}
+	if delim, ok := tok.(json.Delim); !ok || delim != '[' {
+		return nil, fmt.Errorf("line 1: want a JSON array, got %v", tok)
+	}
+	c := &Conversations{}
+	text := 0
+	for i := 0; dec.More(); i++ {
+		var e struct {
+			Conversations []struct {
+				Value string `json:"value"`
+			} `json:"conversations"`
+			Conversation []struct {
+				Value string `json:"value"`
+			} `json:"conversation"`
+			InputText    string `json:"input_text"`
+			OutputLength *int   `json:"output_length"`
+		}
+		start := dec.InputOffset()
+		if err := dec.Decode(&e); err != nil {
+			return nil, lc.entryError(start, i, err)
+		}
+		lc.release(dec.InputOffset())
+		if kind == "sharegpt_pre" {
+			// The same entries LoadDataset keeps, each a conversation of
+			// one exchange.
+			out := CountWords(e.InputText) / 2
+			if e.OutputLength != nil {
+				out = *e.OutputLength
+			}
+			if strings.TrimSpace(e.InputText) != "" && out >= 1 {
+				c.Later = append(c.Later, nil)
+			}
+			continue
+		}
+		conv := e.Conversations
+		if conv == nil {
+			conv = e.Conversation
+		}
+		if len(conv) < 2 || strings.TrimSpace(conv[0].Value) == "" {
+			continue // LoadDataset skips it too
+		}
+		var later []Exchange
+		for j := 2; j+1 < len(conv); j += 2 {
+			if CountWords(conv[j].Value) == 0 {
+				break
+			}
+			later = append(later, Exchange{User: conv[j].Value, Reply: max(CountWords(conv[j+1].Value), 1)})
+			if text += len(conv[j].Value); text > maxDatasetText {
+				return nil, fmt.Errorf("line %d: element [%d]: the conversations kept so far exceed %d MiB of text (the limit of a dataset): use a smaller file",
+					lc.line(start), i, maxDatasetText>>20)
+			}
+		}
+		c.Later = append(c.Later, later)
+	}
+	if len(c.Later) == 0 {
+		return nil, errors.New("no usable conversations (entries need two conversation turns, or input_text)")
+	}
+	return c, nil
+}
+
+// AppendConversationText appends exchange j (0: the first after the
+// conversation's opening message) of conversation i's user message,
+// trimmed or repeated to n words and JSON-escaped, without quotes.
+func (c *Conversations) AppendConversationText(dst []byte, i int64, j, n int) []byte {
+	ex := c.Of(i)
+	if j < 0 || j >= len(ex) {
+		return dst
+	}
+	d := Dataset{Prompts: []string{ex[j].User}}
+	return d.appendText(dst, 0, n)
+}
