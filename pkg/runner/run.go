@@ -322,11 +322,13 @@ func clientConfig(o *Options) client.Config {
 
 // drainOnStop cancels the requests in flight once ctx is done (the run was
 // stopped: no new request is sent) and o.DrainTimeout has passed, or hurry
-// is closed. The returned function stops the watch.
+// is closed. The returned function stops the watch and returns once the
+// watch has ended (so nothing it logs comes after the run's own output).
 func drainOnStop(ctx context.Context, o *Options, hurry <-chan struct{}, cancel context.CancelFunc, log *logger) func() {
-	quit := make(chan struct{})
+	quit, ended := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	safe.Go(func() {
+		defer close(ended)
 		select {
 		case <-quit:
 			return
@@ -350,7 +352,10 @@ func drainOnStop(ctx context.Context, o *Options, hurry <-chan struct{}, cancel 
 			cancel()
 		}
 	})
-	return func() { once.Do(func() { close(quit) }) }
+	return func() {
+		once.Do(func() { close(quit) })
+		<-ended
+	}
 }
 
 // collect consumes results on one goroutine: it derives each result's
