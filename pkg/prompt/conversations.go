@@ -1,7 +1,6 @@
 package prompt
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -57,51 +56,20 @@ func LoadConversations(path, kind string) (*Conversations, error) {
 
 // ReadConversations is LoadConversations on a reader.
 func ReadConversations(r io.Reader, kind string) (*Conversations, error) {
-	lc := &lineCounter{r: r}
-	dec := json.NewDecoder(lc)
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, fmt.Errorf("line %d: want a JSON array: %w", lc.line(dec.InputOffset()), eofError(err))
-	}
-	if delim, ok := tok.(json.Delim); !ok || delim != '[' {
-		return nil, fmt.Errorf("line 1: want a JSON array, got %v", tok)
-	}
 	c := &Conversations{}
 	text := 0
-	for i := 0; dec.More(); i++ {
-		var e struct {
-			Conversations []struct {
-				Value string `json:"value"`
-			} `json:"conversations"`
-			Conversation []struct {
-				Value string `json:"value"`
-			} `json:"conversation"`
-			InputText    string `json:"input_text"`
-			OutputLength *int   `json:"output_length"`
-		}
-		start := dec.InputOffset()
-		if err := dec.Decode(&e); err != nil {
-			return nil, lc.entryError(start, i, err)
-		}
-		lc.release(dec.InputOffset())
+	err := eachEntry(r, func(e *datasetEntry, at entryAt) (bool, error) {
 		if kind == "sharegpt_pre" {
-			// The same entries LoadDataset keeps, each a conversation of
+			// The same entries ReadDataset keeps, each a conversation of
 			// one exchange.
-			out := CountWords(e.InputText) / 2
-			if e.OutputLength != nil {
-				out = *e.OutputLength
-			}
-			if strings.TrimSpace(e.InputText) != "" && out >= 1 {
+			if _, ok := e.preOutput(); ok {
 				c.Later = append(c.Later, nil)
 			}
-			continue
+			return false, nil
 		}
-		conv := e.Conversations
-		if conv == nil {
-			conv = e.Conversation
-		}
+		conv := e.conversation()
 		if len(conv) < 2 || strings.TrimSpace(conv[0].Value) == "" {
-			continue // LoadDataset skips it too
+			return false, nil // ReadDataset skips it too
 		}
 		var later []Exchange
 		for j := 2; j+1 < len(conv); j += 2 {
@@ -110,11 +78,14 @@ func ReadConversations(r io.Reader, kind string) (*Conversations, error) {
 			}
 			later = append(later, Exchange{User: conv[j].Value, Reply: max(CountWords(conv[j+1].Value), 1)})
 			if text += len(conv[j].Value); text > maxDatasetText {
-				return nil, fmt.Errorf("line %d: element [%d]: the conversations kept so far exceed %d MiB of text (the limit of a dataset): use a smaller file",
-					lc.line(start), i, maxDatasetText>>20)
+				return false, at.errorf("the conversations kept so far exceed %d MiB of text (the limit of a dataset): use a smaller file", maxDatasetText>>20)
 			}
 		}
 		c.Later = append(c.Later, later)
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(c.Later) == 0 {
 		return nil, errors.New("no usable conversations (entries need two conversation turns, or input_text)")

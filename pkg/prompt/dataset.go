@@ -72,77 +72,34 @@ func LoadDataset(path, kind string, limit int) (*Dataset, error) {
 // ReadDataset is LoadDataset on a reader. Errors name the line, the array
 // element and the field where the problem is.
 func ReadDataset(r io.Reader, kind string, limit int) (*Dataset, error) {
-	lc := &lineCounter{r: r}
-	dec := json.NewDecoder(lc)
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, fmt.Errorf("line %d: want a JSON array: %w", lc.line(dec.InputOffset()), eofError(err))
-	}
-	if delim, ok := tok.(json.Delim); !ok || delim != '[' {
-		return nil, fmt.Errorf("line 1: want a JSON array, got %v", tok)
-	}
 	d := &Dataset{}
 	text := 0 // bytes of prompt text kept
-	i := 0
-	for ; dec.More(); i++ {
-		var e struct {
-			Conversations []struct {
-				Value string `json:"value"`
-			} `json:"conversations"`
-			Conversation []struct {
-				Value string `json:"value"`
-			} `json:"conversation"`
-			InputText    string `json:"input_text"`
-			OutputLength *int   `json:"output_length"`
-		}
-		start := dec.InputOffset()
-		if err := dec.Decode(&e); err != nil {
-			return nil, lc.entryError(start, i, err)
-		}
-		lc.release(dec.InputOffset())
+	err := eachEntry(r, func(e *datasetEntry, at entryAt) (bool, error) {
 		switch kind {
 		case "sharegpt_pre":
-			if strings.TrimSpace(e.InputText) == "" {
+			out, ok := e.preOutput()
+			if !ok {
 				d.Skipped++
-				continue
-			}
-			out := CountWords(e.InputText) / 2
-			if e.OutputLength != nil {
-				out = *e.OutputLength
-			}
-			if out < 1 {
-				d.Skipped++
-				continue
+				return false, nil
 			}
 			d.Prompts = append(d.Prompts, e.InputText)
 			d.Outputs = append(d.Outputs, out)
 		default:
-			conv := e.Conversations
-			if conv == nil {
-				conv = e.Conversation
-			}
+			conv := e.conversation()
 			if len(conv) < 2 || strings.TrimSpace(conv[0].Value) == "" {
 				d.Skipped++
-				continue
+				return false, nil
 			}
 			d.Prompts = append(d.Prompts, conv[0].Value)
 			d.Outputs = append(d.Outputs, CountWords(conv[1].Value))
 		}
 		if text += len(d.Prompts[len(d.Prompts)-1]); text > maxDatasetText {
-			return nil, fmt.Errorf("line %d: element [%d]: the prompts kept so far exceed %d MiB of text (the limit of a dataset): use a smaller file",
-				lc.line(start), i, maxDatasetText>>20)
+			return false, at.errorf("the prompts kept so far exceed %d MiB of text (the limit of a dataset): use a smaller file", maxDatasetText>>20)
 		}
-		if limit > 0 && len(d.Prompts) >= limit {
-			return d, nil
-		}
-	}
-	// The array must be closed: a file cut short is not a smaller dataset.
-	end := dec.InputOffset()
-	if tok, err := dec.Token(); err != nil || tok != json.Delim(']') {
-		if err == nil {
-			err = fmt.Errorf("unexpected %v", tok)
-		}
-		return nil, fmt.Errorf("line %d: after element [%d]: want , or ] : %w", lc.line(end), i-1, eofError(err))
+		return limit > 0 && len(d.Prompts) >= limit, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(d.Prompts) == 0 {
 		return nil, errors.New("no usable prompts (entries need two conversation turns, or input_text)")
@@ -275,4 +232,88 @@ func (d *Dataset) appendText(dst []byte, i int64, n int) []byte {
 		}
 	}
 	return dst
+}
+
+// datasetEntry is one element of a dataset file, in either format.
+type datasetEntry struct {
+	Conversations []struct {
+		Value string `json:"value"`
+	} `json:"conversations"`
+	Conversation []struct {
+		Value string `json:"value"`
+	} `json:"conversation"`
+	InputText    string `json:"input_text"`
+	OutputLength *int   `json:"output_length"`
+}
+
+// conversation returns the entry's messages ("conversations", else
+// "conversation").
+func (e *datasetEntry) conversation() []struct {
+	Value string `json:"value"`
+} {
+	if e.Conversations != nil {
+		return e.Conversations
+	}
+	return e.Conversation
+}
+
+// preOutput is a sharegpt_pre entry's output length (its output_length,
+// else half its words), and whether the entry is usable.
+func (e *datasetEntry) preOutput() (int, bool) {
+	if strings.TrimSpace(e.InputText) == "" {
+		return 0, false
+	}
+	out := CountWords(e.InputText) / 2
+	if e.OutputLength != nil {
+		out = *e.OutputLength
+	}
+	return out, out >= 1
+}
+
+// entryAt is where an entry stands in its file, for its errors.
+type entryAt struct {
+	lc    *lineCounter
+	start int64
+	index int
+}
+
+func (at entryAt) errorf(format string, a ...any) error {
+	return fmt.Errorf("line %d: element [%d]: %s", at.lc.line(at.start), at.index, fmt.Sprintf(format, a...))
+}
+
+// eachEntry streams the JSON array of a dataset file, handing each element
+// to f until f says stop. A file that is not an array, an element that
+// does not decode, or an array not closed (unless f stopped) is an error
+// naming the line and the element.
+func eachEntry(r io.Reader, f func(e *datasetEntry, at entryAt) (stop bool, err error)) error {
+	lc := &lineCounter{r: r}
+	dec := json.NewDecoder(lc)
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("line %d: want a JSON array: %w", lc.line(dec.InputOffset()), eofError(err))
+	}
+	if delim, ok := tok.(json.Delim); !ok || delim != '[' {
+		return fmt.Errorf("line 1: want a JSON array, got %v", tok)
+	}
+	i := 0
+	for ; dec.More(); i++ {
+		var e datasetEntry
+		start := dec.InputOffset()
+		if err := dec.Decode(&e); err != nil {
+			return lc.entryError(start, i, err)
+		}
+		lc.release(dec.InputOffset())
+		if stop, err := f(&e, entryAt{lc, start, i}); err != nil || stop {
+			return err
+		}
+	}
+	// The array must be closed: a file cut short is not a smaller dataset.
+	end := dec.InputOffset()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim(']') {
+		if err == nil {
+			err = fmt.Errorf("unexpected %v", tok)
+		}
+		return fmt.Errorf("line %d: after element [%d]: want , or ] : %w", lc.line(end), i-1, eofError(err))
+	}
+	return nil
 }
