@@ -104,6 +104,9 @@ func (l *LoadOptions) Validate(mode string) error {
 	if _, err := prompt.ParsePrefixDist(l.PrefixDist); err != nil {
 		add("--prefix-dist: %w", err)
 	}
+	if l.PrefixLen == 0 && (l.NumPrefixes > 1 || l.PrefixDist != "" && l.PrefixDist != "uniform") {
+		add("--num-prefixes %d --prefix-dist %s: shared prefixes need --prefix-len N (their length in tokens)", l.NumPrefixes, l.PrefixDist)
+	}
 	return errors.Join(errs...)
 }
 

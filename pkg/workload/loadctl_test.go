@@ -182,6 +182,8 @@ func TestLoadOptionsErrors(t *testing.T) {
 		{"poisson", LoadOptions{PrefixLen: -3, NumPrefixes: 1}, "--prefix-len -3"},
 		{"poisson", LoadOptions{PrefixLen: 10}, "--num-prefixes 0"},
 		{"poisson", LoadOptions{PrefixLen: 10, NumPrefixes: 2, PrefixDist: "zipf:0"}, "--prefix-dist"},
+		{"poisson", LoadOptions{NumPrefixes: 4, PrefixDist: "uniform"}, "shared prefixes need --prefix-len"},
+		{"poisson", LoadOptions{NumPrefixes: 1, PrefixDist: "zipf:1.1"}, "shared prefixes need --prefix-len"},
 	} {
 		err := c.l.Validate(c.mode)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
