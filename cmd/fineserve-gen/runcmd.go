@@ -23,7 +23,8 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 
 	// Target (FineServe).
 	fs.StringVar(&o.Backend, "backend", o.Backend, "vllm or openai (/v1/completions), openai-chat (/v1/chat/completions), openai-images (/v1/images/generations)")
-	fs.StringVar(&o.BaseURL, "base-url", o.BaseURL, "server base URL, e.g. http://localhost:8000 (overrides --host/--port)")
+	baseURLs := fs.StringArray("base-url", nil, "server base URL, e.g. http://localhost:8000 (overrides --host/--port); several endpoints: give it more than once or comma-separated")
+	fs.StringVar(&o.Balance, "balance", "round-robin", "with several --base-url: round-robin (by request), least-inflight (at send time) or session (a session's turns, or a shared prefix's requests, on one endpoint)")
 	fs.StringVar(&o.Host, "host", o.Host, "server host")
 	fs.IntVar(&o.Port, "port", o.Port, "server port")
 	fs.StringVar(&o.Endpoint, "endpoint", o.Endpoint, "request path, overriding the backend's (e.g. /v1/completions)")
@@ -97,6 +98,7 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 		o.IgnoreEOS = !*disableIgnoreEOS
 		o.NumPromptsSet = fs.Changed("num-prompts")
 		finishLoadFlags(fs, o)
+		finishBaseURLs(o, *baseURLs)
 		if *shard != "" {
 			i, n, err := parseShard(*shard)
 			if err != nil {
@@ -119,6 +121,24 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 		return errors.Join(errs...)
 	}
 	return fs, finish
+}
+
+// finishBaseURLs takes the --base-url values (each may list several,
+// comma-separated): one is BaseURL, as a single endpoint always was;
+// several are BaseURLs.
+func finishBaseURLs(o *runner.Options, given []string) {
+	var urls []string
+	for _, v := range given {
+		for _, u := range strings.Split(v, ",") {
+			urls = append(urls, strings.TrimSpace(u))
+		}
+	}
+	switch {
+	case len(urls) == 1:
+		o.BaseURL = urls[0]
+	case len(urls) > 1:
+		o.BaseURLs = urls
+	}
 }
 
 // profiles are the paths of --cpu-profile and --mem-profile.

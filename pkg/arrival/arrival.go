@@ -37,6 +37,10 @@ type Arrival struct {
 	// Burst identifies the arrival event this request belongs to; requests of
 	// one micro-burst share it. Otherwise it equals Index.
 	Burst int64
+	// Endpoint is the index of the endpoint (of several --base-url) the
+	// request goes to, when the schedule decides it (pkg/balance); -1 when
+	// it is decided at send time. 0 with a single endpoint.
+	Endpoint int
 	// Gen, when set, describes an image-generation request (diffusion
 	// traces); nil for text requests. The schedule CSV does not carry it.
 	Gen *Generation

@@ -14,6 +14,19 @@ import (
 // ScheduleHeader is the header of a schedule CSV (--schedule-out).
 const ScheduleHeader = "index,time_s,input_len,output_len,model,num_images,burst"
 
+// EndpointColumn is the column a schedule CSV adds after ScheduleHeader's
+// when a run has several endpoints and the schedule decides each
+// request's (--balance round-robin or session).
+const EndpointColumn = "endpoint"
+
+// AppendEndpoint appends the endpoint column to a row AppendCSVRow wrote
+// (its newline is moved after it).
+func AppendEndpoint(row []byte, a Arrival) []byte {
+	row = append(row[:len(row)-1], ',')
+	row = strconv.AppendInt(row, int64(a.Endpoint), 10)
+	return append(row, '\n')
+}
+
 // WriteCSV writes s as a schedule CSV: one row per arrival, time_s in seconds
 // from the start with microsecond precision. The same schedule always gives
 // the same bytes.
@@ -82,7 +95,8 @@ func ReadCSV(r io.Reader) ([]Arrival, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schedule: header: %w", err)
 	}
-	if strings.Join(head, ",") != ScheduleHeader {
+	withEndpoint := strings.Join(head, ",") == ScheduleHeader+","+EndpointColumn
+	if strings.Join(head, ",") != ScheduleHeader && !withEndpoint {
 		return nil, fmt.Errorf("schedule: line 1: header %q, want %q", strings.Join(head, ","), ScheduleHeader)
 	}
 	var out []Arrival
@@ -118,6 +132,9 @@ func ReadCSV(r io.Reader) ([]Arrival, error) {
 		a.Model = strings.Clone(rec[4])
 		a.Images = int(num("num_images", 5))
 		a.Burst = num("burst", 6)
+		if withEndpoint {
+			a.Endpoint = int(num(EndpointColumn, 7))
+		}
 		if err := errors.Join(errs...); err != nil {
 			return out, fmt.Errorf("schedule: line %d: %w", line, err)
 		}

@@ -50,6 +50,10 @@ type Result struct {
 	Session       int64
 	Turn          int
 	HistoryTokens int
+	// Endpoint is the number (from 1) of the endpoint the request went to
+	// when the run has several (--base-url given more than once); 0 with
+	// one. metrics.Sample.Endpoint is its index (from 0).
+	Endpoint int
 	// KeepText asks the client to keep the text received (set after Reset,
 	// before Do: only session turns need it); Text is that text.
 	KeepText bool

@@ -284,6 +284,8 @@ func (m *merger) merge() (*Result, error) {
 
 	col := metrics.NewCollector()
 	groups := map[string]*metrics.Groups{}
+	var byEndpoint *metrics.Endpoints
+	endpointsAll := true
 	var good *metrics.Goodput
 	goodAll := true
 	lengths := map[string]*metrics.LengthHist{"input": metrics.NewLengthHist(), "output": metrics.NewLengthHist()}
@@ -303,6 +305,19 @@ func (m *merger) merge() (*Result, error) {
 				groups[k] = g
 			} else {
 				groups[k].Merge(g)
+			}
+		}
+		if r.st.Endpoints == nil {
+			endpointsAll = false
+		} else {
+			e, err := metrics.EndpointsFromState(r.st.Endpoints)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s.endpoints: %w", r.name, metrics.KeyMergeState, err)
+			}
+			if byEndpoint == nil {
+				byEndpoint = e
+			} else if err := byEndpoint.Merge(e); err != nil {
+				return nil, fmt.Errorf("%s: %s.endpoints: %w (copies of one run have the same --base-url list)", r.name, metrics.KeyMergeState, err)
 			}
 		}
 		if r.st.Goodput == nil {
@@ -429,6 +444,14 @@ func (m *merger) merge() (*Result, error) {
 		if err := s.SetBreakdown(k, g.Summary(dur)); err != nil {
 			return nil, err
 		}
+	}
+	switch {
+	case byEndpoint != nil && endpointsAll:
+		run.Endpoints = byEndpoint
+		s.Endpoints = byEndpoint.Summary(dur)
+		m.mergeEndpointServers(s)
+	case byEndpoint != nil:
+		m.warnf("%s is in some summaries only: it is left out of the merged summary", metrics.KeyEndpoints)
 	}
 	st, err := metrics.NewMergeState(run)
 	if err != nil {
@@ -663,4 +686,25 @@ func (m *merger) mergeSessions(run *metrics.RunState, s *metrics.Summary) error 
 		all.Set(s)
 	}
 	return nil
+}
+
+// mergeEndpointServers gives every merged endpoint the server metrics of
+// the first input that has them (a server's own figures are the same
+// whichever copy scraped them; they are not added up).
+func (m *merger) mergeEndpointServers(s *metrics.Summary) {
+	from := ""
+	for i := range s.Endpoints {
+		for _, r := range m.rs {
+			if i < len(r.s.Endpoints) && r.s.Endpoints[i].ServerMetrics != nil {
+				s.Endpoints[i].ServerMetrics = r.s.Endpoints[i].ServerMetrics
+				if from == "" {
+					from = r.name
+				}
+				break
+			}
+		}
+	}
+	if from != "" && len(m.rs) > 1 {
+		m.notef("%s' server_metrics are each endpoint's as the first copy that scraped it saw them (not merged)", metrics.KeyEndpoints)
+	}
 }

@@ -24,7 +24,10 @@ type MergeState struct {
 	Collector CollectorState                   `json:"collector"`
 	Windows   []WindowState                    `json:"windows,omitempty"`
 	Groups    map[string]map[string]GroupState `json:"groups,omitempty"`
-	Goodput   *GoodputState                    `json:"goodput,omitempty"`
+	// Endpoints holds the per-endpoint breakdown of a run with several
+	// endpoints (endpoints.go).
+	Endpoints []EndpointState `json:"endpoints,omitempty"`
+	Goodput   *GoodputState   `json:"goodput,omitempty"`
 	// Lengths holds the input and output length distributions (the
 	// summary's length_histograms) in HistEncoding.
 	Lengths map[string]string `json:"lengths,omitempty"`
@@ -95,6 +98,8 @@ type RunState struct {
 	OutputLengths *LengthHist
 	// Sessions are the run's multi-turn sessions (nil: none).
 	Sessions *SessionsRun
+	// Endpoints is the per-endpoint breakdown (nil: one endpoint).
+	Endpoints *Endpoints
 }
 
 // NewMergeState encodes a run's state for its summary's merge_state.
@@ -110,6 +115,11 @@ func NewMergeState(p RunState) (MergeState, error) {
 		}
 		if st.Groups[k], err = g.State(); err != nil {
 			return st, fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	if p.Endpoints != nil {
+		if st.Endpoints, err = p.Endpoints.State(); err != nil {
+			return st, fmt.Errorf("endpoints: %w", err)
 		}
 	}
 	if p.Goodput != nil {

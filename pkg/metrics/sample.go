@@ -101,6 +101,10 @@ type Sample struct {
 	Session       int64
 	Turn          int
 	HistoryTokens int
+
+	// Endpoint is the index of the endpoint the request went to when the
+	// run has several (-1: one endpoint).
+	Endpoint int
 }
 
 // From fills s with r's figures and, when slo is set, whether r met it.
@@ -129,6 +133,7 @@ func (s *Sample) From(r *client.Result, slo SLO) {
 		OutputTokens: out,
 		Images:       r.Images, Generate: r.Generate, Generated: r.Generated,
 		Session: r.Session, Turn: r.Turn, HistoryTokens: r.HistoryTokens,
+		Endpoint: r.Endpoint - 1,
 	}
 	if s.HasTTFT {
 		prompt := r.InputLen

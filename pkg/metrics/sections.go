@@ -170,6 +170,8 @@ var sectionFields = []section{
 		func(s *Summary) any { return &s.saturation().Windows }},
 	{KeySaturationReason, sat(func(c *Saturation) (any, bool) { return c.Reason, c.Reason != "" }),
 		func(s *Summary) any { return &s.saturation().Reason }},
+	{KeyEndpoints, func(s *Summary) (any, bool) { return s.Endpoints, len(s.Endpoints) > 0 },
+		func(s *Summary) any { return &s.Endpoints }},
 	{KeyGoodputCount, good(func(g *GoodputSummary) any { return g.Requests }),
 		func(s *Summary) any { return &s.goodput().Requests }},
 	{KeyGoodputShare, good(func(g *GoodputSummary) any { return g.Share }),

@@ -107,6 +107,9 @@ type Summary struct {
 	// request kind (per_model, per_kind).
 	PerModel map[string]GroupSummary `json:"-"`
 	PerKind  map[string]GroupSummary `json:"-"`
+	// Endpoints is the breakdown by endpoint of a run with several
+	// (endpoints; endpoints.go), in the order of --base-url.
+	Endpoints []EndpointSummary `json:"-"`
 	// Replay describes the replayed trace (replay).
 	Replay *ReplayInfo `json:"-"`
 	// Load control (loadctl.go): the target profile (target_rate), the

@@ -51,6 +51,10 @@ type Config struct {
 	// ServerMetricsInterval ("": not polled).
 	ServerMetricsURL      string
 	ServerMetricsInterval time.Duration
+	// EndpointMetricsURLs are the metrics of each of a run's several
+	// endpoints, polled as ServerMetricsURL is (nil: one endpoint, or not
+	// polled); an entry equal to ServerMetricsURL shares its poller.
+	EndpointMetricsURLs []string
 	// ReportHTML is the path of the HTML report ("": none).
 	ReportHTML string
 	// Quiet prints only the live lines that flag the client; Bar draws the
@@ -93,6 +97,11 @@ type Monitor struct {
 	promSrv *promexport.Server
 	scraper *servermetrics.Scraper
 	server  *servermetrics.Result
+	// endpoints poll the several endpoints' metrics (nil entry: the
+	// endpoint is ServerMetricsURL's, scraper); endpointRes are their
+	// results once stopped.
+	endpoints   []*servermetrics.Scraper
+	endpointRes []*servermetrics.Result
 
 	// Written by observe (and the scraper), read by the monitor: mu.
 	mu         sync.Mutex
@@ -268,6 +277,7 @@ func (m *Monitor) Begin(start time.Time, col *metrics.Collector, inFlight, dispa
 			Warnf: func(format string, a ...any) { m.println("warning: " + fmt.Sprintf(format, a...)) },
 		})
 	}
+	m.startEndpoints()
 	m.started = true
 	safe.Go(m.loop)
 }
@@ -371,6 +381,7 @@ func (m *Monitor) Stop(end time.Duration) {
 		res := m.scraper.Stop()
 		m.server = &res
 	}
+	m.stopEndpoints()
 	m.runDue(end)
 	for _, s := range m.streams() {
 		if s.prev != nil {
@@ -404,6 +415,7 @@ func (m *Monitor) Close() {
 			res := m.scraper.Stop()
 			m.server = &res
 		}
+		m.stopEndpoints()
 		if m.promSrv != nil {
 			if err := m.promSrv.Close(); err != nil {
 				m.c.Log.Warnf("metrics endpoint: %v", err)

@@ -58,5 +58,8 @@ func WriteBreakdowns(w io.Writer, s *metrics.Summary) error {
 		t.line("%s", strings.Repeat("=", 50))
 		t.line("(latencies in ms)")
 	}
-	return t.err
+	if t.err != nil {
+		return t.err
+	}
+	return WriteEndpoints(w, s)
 }

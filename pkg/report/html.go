@@ -570,6 +570,7 @@ var funcs = template.FuncMap{
 	"ms":    func(v float64) string { return fmtFloat(v, 2) },
 	"f1":    func(v float64) string { return fmtFloat(v, 1) },
 	"f2":    func(v float64) string { return fmtFloat(v, 2) },
+	"inc":   func(i int) int { return i + 1 },
 	"pct":   func(v float64) string { return fmtFloat(100*v, 1) + " %" },
 	"clock": clockText,
 	"cpu": func(v float64) string {
@@ -657,6 +658,21 @@ var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(pageH
 <table id="error-samples"><tr><th>Request</th><th>Class</th><th>Message</th></tr>
 {{range .S.ErrorSamples}}<tr><td>{{.Index}}</td><td>{{.Class}}</td><td class="msg">{{.Message}}</td></tr>
 {{end}}</table>
+{{end}}
+
+{{if .S.Endpoints}}<h2>Endpoints</h2>
+<table id="endpoints">
+<tr><th>Endpoint</th>{{range .S.Endpoints}}<th>#{{inc .Index}} {{.URL}}</th>{{end}}</tr>
+<tr><td>Requests</td>{{range .S.Endpoints}}<td>{{.Requests}}</td>{{end}}</tr>
+<tr><td>Completed</td>{{range .S.Endpoints}}<td>{{.Completed}}</td>{{end}}</tr>
+<tr><td>Failed</td>{{range .S.Endpoints}}<td>{{.Failed}}{{range $k, $v := .ErrorsByClass}} ({{$k}} {{$v}}){{end}}</td>{{end}}</tr>
+<tr><td>Requests/s</td>{{range .S.Endpoints}}<td>{{f2 .RequestThroughput}}</td>{{end}}</tr>
+<tr><td>Output tokens/s</td>{{range .S.Endpoints}}<td>{{f2 .OutputThroughput}}</td>{{end}}</tr>
+<tr><td>TTFT median / p99 (ms)</td>{{range .S.Endpoints}}<td>{{f2 .MedianTTFT}} / {{f2 .P99TTFT}}</td>{{end}}</tr>
+<tr><td>E2E median / p99 (ms)</td>{{range .S.Endpoints}}<td>{{f2 .MedianE2E}} / {{f2 .P99E2E}}</td>{{end}}</tr>
+<tr><td>Server running (mean)</td>{{range .S.Endpoints}}<td>{{with .ServerMetrics}}{{with .ServerStats}}{{f2 .RunningMean}}{{else}}–{{end}}{{else}}–{{end}}</td>{{end}}</tr>
+<tr><td>Server KV cache (max)</td>{{range .S.Endpoints}}<td>{{with .ServerMetrics}}{{with .ServerStats}}{{pct .KVCacheMax}}{{else}}–{{end}}{{else}}–{{end}}</td>{{end}}</tr>
+</table>
 {{end}}
 
 {{with .Server}}<h2>Server metrics</h2>

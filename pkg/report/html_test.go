@@ -437,3 +437,38 @@ func TestHTMLRatePlotDrawsTarget(t *testing.T) {
 		t.Errorf("target series: start %g, middle of the linear stage %g, of the exponential one %g, end at %g s", ts.Y[0], ts.Y[32], ts.Y[65+32], ts.X[len(ts.X)-1])
 	}
 }
+
+// TestHTMLReportEndpoints: a summary with several endpoints gets their
+// table, a column each; one without gets none.
+func TestHTMLReportEndpoints(t *testing.T) {
+	for _, eps := range [][]metrics.EndpointSummary{nil, {
+		{Index: 0, URL: "http://127.0.0.1:8001", Requests: 10, Completed: 10, ErrorsByClass: map[string]int64{}, P99TTFT: 21.5},
+		{Index: 1, URL: "http://127.0.0.1:8009", Requests: 10, Failed: 10, ErrorsByClass: map[string]int64{"connect": 10}},
+	}} {
+		s := &metrics.Summary{Backend: "vllm", Mode: "poisson", Completed: 10, Failed: 10, Duration: 1, Endpoints: eps}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "summary.json")
+		os.WriteFile(path, b, 0o644)
+		d, err := Load(path, LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := WriteHTML(&out, d); err != nil {
+			t.Fatal(err)
+		}
+		html := out.String()
+		has := strings.Contains(html, `<table id="endpoints">`)
+		if has != (eps != nil) {
+			t.Fatalf("endpoints table present %v with %d endpoints", has, len(eps))
+		}
+		for _, want := range []string{"#2 http://127.0.0.1:8009", "(connect 10)", "21.50"} {
+			if eps != nil && !strings.Contains(html, want) {
+				t.Errorf("no %q in the endpoints table", want)
+			}
+		}
+	}
+}

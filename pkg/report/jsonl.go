@@ -256,7 +256,8 @@ func field(key string, put func([]byte, *metrics.Sample) []byte, get func(*fastj
 // itl_ms, input_len, output_len, prompt_tokens, completion_tokens,
 // cached_tokens and images; for image generations generate_images and
 // generated_images; then model, status, error_class, error and retries;
-// for a session's turn, session, turn and history_tokens.
+// for a session's turn, session, turn and history_tokens; with several
+// endpoints, endpoint (the index of the one the request went to).
 var recordFields = func() []recordField {
 	fs := []recordField{
 		field("index",
@@ -358,6 +359,9 @@ var recordFields = func() []recordField {
 		field("history_tokens",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.HistoryTokens), 10) },
 			func(x *fastjson.Value, r *client.Result) { r.HistoryTokens = getInt(x) }),
+		field("endpoint",
+			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Endpoint), 10) },
+			func(x *fastjson.Value, r *client.Result) { r.Endpoint = optInt(x) + 1 }),
 	}
 	fs[0].head = `{"index":`
 	notGeneration := func(s *metrics.Sample) bool { return !s.Generation }
@@ -368,6 +372,8 @@ var recordFields = func() []recordField {
 			fs[i].omit = notGeneration
 		case "session", "turn", "history_tokens":
 			fs[i].omit = notSession
+		case "endpoint":
+			fs[i].omit = func(s *metrics.Sample) bool { return s.Endpoint < 0 }
 		}
 	}
 	return fs

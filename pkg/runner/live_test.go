@@ -20,7 +20,6 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
@@ -231,11 +230,11 @@ func TestTimingServerIdleFraction(t *testing.T) {
 	wl := &workload.Workload{Schedule: bursts, Stats: arrival.Summarize(bursts), First: arrival.Arrival{InputTokens: 16, OutputTokens: 21}}
 	busy0 := srv.Stats().Busy
 	var out, errb bytes.Buffer
-	cli, err := client.New(clientConfig(&o))
+	eps, err := newEndpoints(&o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := execute(context.Background(), &o, 1, cli, wl, IO{Out: &out, Err: &errb}, &logger{w: &errb, quiet: true})
+	sum, err := execute(context.Background(), &o, 1, eps, wl, IO{Out: &out, Err: &errb}, &logger{w: &errb, quiet: true})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, errb.String())
 	}

@@ -111,5 +111,10 @@ func monitorConfig(o *Options, st arrival.Stats, stdio IO, log *logger) monitor.
 	if url, ok := o.ServerMetricsTarget(); ok {
 		c.ServerMetricsURL = url
 	}
+	if o.several() && o.scrapeServer() {
+		for _, u := range o.endpointURLs() {
+			c.EndpointMetricsURLs = append(c.EndpointMetricsURLs, u+"/metrics")
+		}
+	}
 	return c
 }

@@ -22,8 +22,14 @@ import (
 // onto it one flag per field (FineServe's names where FineServe has one).
 type Options struct {
 	// Target.
-	Backend  string // vllm, openai, openai-chat, openai-images
-	BaseURL  string // overrides Host and Port
+	Backend string // vllm, openai, openai-chat, openai-images
+	BaseURL string // overrides Host and Port
+	// BaseURLs lists every endpoint when the run has several (--base-url
+	// given more than once or comma-separated; BaseURL is then unused);
+	// Balance spreads the requests over them (round-robin,
+	// least-inflight, session).
+	BaseURLs []string
+	Balance  string
 	Host     string
 	Port     int
 	Endpoint string // overrides the backend's path
@@ -211,11 +217,14 @@ func (o *Options) Validate() error {
 	default:
 		add("--mode %q: want poisson, replay or parametric", o.Mode)
 	}
-	if o.BaseURL == "" && (o.Port < 1 || o.Port > 65535) {
+	if o.BaseURL == "" && len(o.BaseURLs) == 0 && (o.Port < 1 || o.Port > 65535) {
 		add("--port %d: want 1–65535", o.Port)
 	}
-	if o.BaseURL != "" && !strings.HasPrefix(o.BaseURL, "http://") && !strings.HasPrefix(o.BaseURL, "https://") {
+	if o.BaseURL != "" && len(o.BaseURLs) == 0 && !strings.HasPrefix(o.BaseURL, "http://") && !strings.HasPrefix(o.BaseURL, "https://") {
 		add("--base-url %q: must start with http:// or https://", o.BaseURL)
+	}
+	if err := o.validateEndpoints(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := o.validateSessions(); err != nil {
 		errs = append(errs, err)
@@ -267,8 +276,11 @@ func (o *Options) Validate() error {
 	if err := client.CheckExtraBody([]byte(o.ExtraRequestBody)); err != nil {
 		add("--extra-request-body: %w", err)
 	}
-	if err := client.CheckTransport(o.HTTPTransport, o.baseURL()); err != nil {
-		add("--http-transport: %w", err)
+	for _, u := range o.endpointURLs() {
+		if err := client.CheckTransport(o.HTTPTransport, u); err != nil {
+			add("--http-transport: %w", err)
+			break
+		}
 	}
 	if o.Insecure && o.CACert != "" {
 		add("--insecure and --ca-cert: choose one (--insecure verifies no certificate at all)")
@@ -321,6 +333,7 @@ func (o *Options) workloadConfig(seed uint64) workload.Config {
 		Replay: o.Replay, Parametric: o.Parametric, Models: o.Models, Load: o.Load,
 		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount,
 		Sessions: o.sessionsConfig(seed), MultiTurn: o.MultiTurn,
+		Endpoints: o.endpointOptions(),
 	}
 }
 
@@ -329,6 +342,9 @@ func (o *Options) isImages() bool { return o.Backend == client.BackendImages }
 
 // baseURL is the server root the client talks to.
 func (o *Options) baseURL() string {
+	if o.several() {
+		return strings.TrimRight(o.BaseURLs[0], "/") // the first of several
+	}
 	if o.BaseURL != "" {
 		return strings.TrimRight(o.BaseURL, "/")
 	}
@@ -346,6 +362,9 @@ func (o *Options) baseURL() string {
 func (o *Options) Secrets() *secret.Redactor {
 	r := secret.New(o.APIKey)
 	r.AddURL(o.BaseURL)
+	for _, u := range o.BaseURLs {
+		r.AddURL(u)
+	}
 	r.AddURL(o.Observe.ServerMetricsURL)
 	r.AddProxyEnv()
 	return r

@@ -16,6 +16,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/monitor"
@@ -64,14 +65,14 @@ func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
 	// The server is asked for its models (and their context length, the
 	// schedule's token limit) before the schedule is built; a dry run asks
 	// nothing.
-	var cli *client.Client
+	var eps *endpoints
 	if !o.DryRun {
 		var err error
-		if cli, err = client.New(clientConfig(&o)); err != nil {
+		if eps, err = newEndpoints(&o); err != nil {
 			return nil, usage(err)
 		}
-		defer cli.CloseIdleConnections() // the server sees the run's connections close with it
-		if err := checkTarget(ctx, &o, cli, log); err != nil {
+		defer eps.close() // the server sees the run's connections close with it
+		if err := checkTarget(ctx, &o, eps, log); err != nil {
 			return nil, err
 		}
 	}
@@ -133,7 +134,7 @@ func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
 	if wl.Stats.Count == 0 {
 		return nil, usage(errors.New("the schedule is empty: nothing to send"))
 	}
-	return execute(ctx, &o, seed, cli, wl, stdio, log)
+	return execute(ctx, &o, seed, eps, wl, stdio, log)
 }
 
 // logger writes progress notes and warnings to the error stream.
@@ -155,7 +156,8 @@ func (l *logger) Warnf(format string, a ...any) {
 var _ workload.Logger = (*logger)(nil)
 
 // execute sends the schedule and reports.
-func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, wl *workload.Workload, stdio IO, log *logger) (*metrics.Summary, error) {
+func execute(ctx context.Context, o *Options, seed uint64, eps *endpoints, wl *workload.Workload, stdio IO, log *logger) (*metrics.Summary, error) {
+	cli := eps.first()
 	format, err := prompt.ParseFormat(o.PromptFormat)
 	if err != nil {
 		return nil, usage(err)
@@ -172,7 +174,7 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 		Images: wl.ImageOptions, Prefix: wl.Prefix,
 	})
 	panics := &requestPanics{log: log}
-	if err := warmup(ctx, o.WarmupRequests, wl.Images, cli, prompts, wl.First, log, panics); err != nil {
+	if err := eps.warmup(ctx, o, wl, prompts, log, panics); err != nil {
 		return nil, err
 	}
 
@@ -196,7 +198,9 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	if err != nil {
 		return nil, err
 	}
-	cli.SetEpoch(start)
+	for _, c := range eps.clients {
+		c.SetEpoch(start)
+	}
 	col := metrics.NewCollector()
 	// The fan-out: collect derives every finished request's Sample once
 	// and hands it to each of these, in this order: the collector, the
@@ -212,6 +216,11 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 		perTurn = metrics.NewPerTurn()
 		sinks = append(sinks, perTurn)
 	}
+	var byEndpoint *metrics.Endpoints
+	if o.several() {
+		byEndpoint = metrics.NewEndpoints(o.shownURLs())
+		sinks = append(sinks, byEndpoint)
+	}
 	if records != nil {
 		sinks = append(sinks, records)
 	}
@@ -222,7 +231,7 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 		collected <- collect(results, o.Observe.Goodput, sinks, records, &done, stdio.Abort, panics)
 	})
 
-	snd := &sender{client: cli, prompts: prompts, results: results, model: o.Model, images: wl.Images, panics: panics}
+	snd := &sender{endpoints: eps, plan: wl.Balance, prompts: prompts, results: results, model: o.Model, images: wl.Images, panics: panics}
 	d := &arrival.Dispatcher{Start: start, MaxConcurrency: o.MaxConcurrency, ConcurrencyRamp: o.MaxConcurrencyRamp, Sender: snd, OnOffer: mon.Offer}
 	var sessions *sessionSender
 	if wl.Sessions != nil {
@@ -269,7 +278,8 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 		func() error { return setBreakdowns(sum, groups, elapsed) },
 		func() error { return setReplay(sum, wl.Replay) },
 		func() error { return mon.Annotate(sum, elapsed) },
-		func() error { return annotateShard(sum, o, wl.Hash, col, mon, elapsed, groups, sessRun) },
+		func() error { return setEndpoints(sum, byEndpoint, mon, elapsed) },
+		func() error { return annotateShard(sum, o, wl.Hash, col, mon, elapsed, groups, sessRun, byEndpoint) },
 	}
 	for _, f := range annotate {
 		if err := f(); err != nil {
@@ -438,12 +448,15 @@ var resultPool = sync.Pool{New: func() any { return &client.Result{TokenTimes: m
 
 // sender turns arrivals into requests on the dispatcher's workers.
 type sender struct {
-	client  *client.Client
-	prompts *prompt.Builder
-	results chan<- *client.Result
-	model   string
-	images  bool // openai-images: every request generates images
-	panics  *requestPanics
+	// endpoints are the clients the requests go to; plan (nil: one
+	// endpoint) gives a session's later turns theirs.
+	endpoints *endpoints
+	plan      *balance.Plan
+	prompts   *prompt.Builder
+	results   chan<- *client.Result
+	model     string
+	images    bool // openai-images: every request generates images
+	panics    *requestPanics
 }
 
 var _ arrival.Sender = (*sender)(nil)
@@ -471,7 +484,9 @@ func (s *sender) do(ctx context.Context, a arrival.Arrival, res *client.Result) 
 	}
 	req := client.Request{Model: a.Model, MaxTokens: max(a.OutputTokens, 1), Chat: a.Images > 0, Gen: a.Gen,
 		AppendPrompt: func(dst []byte) []byte { return appendPrompt(s.prompts, dst, &a) }}
-	s.client.Do(ctx, &req, res)
+	cli := s.endpoints.acquire(a.Endpoint, res)
+	defer s.endpoints.release(res)
+	cli.Do(ctx, &req, res)
 }
 
 // warmup sends n requests shaped like the first arrival (at most 32 output

@@ -54,7 +54,7 @@ var _ arrival.Sender = (*sessionSender)(nil)
 func newSessionSender(base *sender, wl *workload.Workload, o *Options, start time.Time, stop context.Context) *sessionSender {
 	s := &sessionSender{
 		base: base, plan: wl.Sessions.Config, start: start, stop: stop,
-		continueOnError: o.ContinueOnError, chat: base.client.Chat(), clock: metrics.NewSessionClock(),
+		continueOnError: o.ContinueOnError, chat: base.endpoints.first().Chat(), clock: metrics.NewSessionClock(),
 		conv: wl.Conversations,
 	}
 	s.limit, _ = o.tokenLimit()
@@ -211,7 +211,13 @@ func (s *sessionSender) do(ctx context.Context, a *arrival.Arrival, user *messag
 	} else {
 		req.AppendPrompt = func(dst []byte) []byte { return appendConversation(&w, dst, h, user) }
 	}
-	s.base.client.Do(ctx, &req, res)
+	planned := a.Endpoint
+	if p := s.base.plan; p != nil {
+		planned = p.Turn(a.Endpoint, turn)
+	}
+	cli := s.base.endpoints.acquire(planned, res)
+	defer s.base.endpoints.release(res)
+	cli.Do(ctx, &req, res)
 }
 
 // userWriter writes a session's user messages: synthetic or dataset text

@@ -121,7 +121,7 @@ func runSalt(o *Options, seed uint64) uint64 {
 // collector, the breakdowns the summary holds, and the monitor's windows,
 // lengths and goodput — which `fineserve-gen merge` combines with other
 // copies'.
-func annotateShard(sum *metrics.Summary, o *Options, hash string, col *metrics.Collector, mon *monitor.Monitor, elapsed time.Duration, breakdowns []breakdown, sessions *metrics.SessionsRun) error {
+func annotateShard(sum *metrics.Summary, o *Options, hash string, col *metrics.Collector, mon *monitor.Monitor, elapsed time.Duration, breakdowns []breakdown, sessions *metrics.SessionsRun, byEndpoint *metrics.Endpoints) error {
 	sum.ScheduleHash = hash
 	sum.Shard = &metrics.ShardInfo{Count: o.ShardCount, Indices: []int64{o.ShardIndex}}
 	if !o.StartAt.IsZero() {
@@ -133,7 +133,7 @@ func annotateShard(sum *metrics.Summary, o *Options, hash string, col *metrics.C
 			groups[g.key] = g.Groups
 		}
 	}
-	p := metrics.RunState{Collector: col, Elapsed: elapsed, Groups: groups, Sessions: sessions}
+	p := metrics.RunState{Collector: col, Elapsed: elapsed, Groups: groups, Sessions: sessions, Endpoints: byEndpoint}
 	if err := mon.FillRunState(&p); err != nil {
 		return fmt.Errorf("merge state: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
@@ -61,6 +62,9 @@ type Config struct {
 	Parametric ParametricOptions
 	Models     ModelOptions
 	Load       LoadOptions
+
+	// Endpoints spreads the requests over several endpoints (endpoints.go).
+	Endpoints EndpointOptions
 
 	// Keep the arrivals with Index % ShardCount == ShardIndex.
 	ShardIndex, ShardCount int64
@@ -127,6 +131,10 @@ type Workload struct {
 	// Conversations are the dataset's conversations (--multi-turn), nil
 	// otherwise.
 	Conversations *prompt.Conversations
+	// Balance is the plan of the requests' endpoints (nil with one
+	// endpoint): the schedule's arrivals carry theirs, a session's later
+	// turns take theirs from it (balance.Plan.Turn).
+	Balance *balance.Plan
 
 	// traceModels are the distinct model names a replayed trace gives, and
 	// scheduleModels tells that they are already served names (a schedule
@@ -201,6 +209,7 @@ func Build(c Config, log Logger) (*Workload, error) {
 	if s, err = routeModels(&c, c.Seed, log, w, s); err != nil {
 		return nil, err
 	}
+	s = balanceEndpoints(&c, w, s)
 	if err := w.measure(s, &c); err != nil {
 		return nil, err
 	}
@@ -217,11 +226,15 @@ func (e *WriteError) Unwrap() error { return e.Err }
 // measure walks the whole schedule s once: its hash and count, and this
 // shard's stats, first arrival and CSV rows.
 func (w *Workload) measure(s arrival.Schedule, c *Config) error {
+	header := arrival.ScheduleHeader
+	if c.Endpoints.column() {
+		header += "," + arrival.EndpointColumn
+	}
 	d := sha256.New()
-	d.Write([]byte(arrival.ScheduleHeader + "\n"))
+	d.Write([]byte(header + "\n"))
 	var out *csvOut
 	if c.ScheduleOut != nil {
-		out = newCSVOut(c.ScheduleOut)
+		out = newCSVOut(c.ScheduleOut, header)
 	}
 	plan := newPlanPass(c)
 	var line []byte
@@ -229,6 +242,9 @@ func (w *Workload) measure(s arrival.Schedule, c *Config) error {
 	for a := range s {
 		plan.add(&a, c)
 		line = arrival.AppendCSVRow(line[:0], a)
+		if c.Endpoints.column() {
+			line = arrival.AppendEndpoint(line, a)
+		}
 		d.Write(line)
 		w.Total++
 		facts.add(&a)
@@ -264,8 +280,8 @@ type csvOut struct {
 	err error
 }
 
-func newCSVOut(w io.Writer) *csvOut {
-	return &csvOut{w: w, buf: append(make([]byte, 0, 1<<16), arrival.ScheduleHeader+"\n"...)}
+func newCSVOut(w io.Writer, header string) *csvOut {
+	return &csvOut{w: w, buf: append(make([]byte, 0, 1<<16), header+"\n"...)}
 }
 
 func (o *csvOut) write(line []byte) {

@@ -1,0 +1,185 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// KeyEndpoints is the summary's per-endpoint breakdown of a run with
+// several endpoints ([]EndpointSummary, in the order of --base-url).
+const KeyEndpoints = "endpoints"
+
+// Endpoints is the breakdown of a run with several endpoints, one group per
+// endpoint (by Sample.Endpoint), with its failures by class. Memory grows
+// with the number of endpoints only. Like Collector, it is used by one
+// goroutine.
+type Endpoints struct {
+	urls   []string
+	groups *Groups // keyed by the endpoint's index
+	errs   []map[string]int64
+}
+
+// NewEndpoints returns the empty breakdown of the endpoints at urls
+// (credentials already stripped: the summary writes them).
+func NewEndpoints(urls []string) *Endpoints {
+	e := &Endpoints{urls: urls, groups: NewGroups(endpointKey), errs: make([]map[string]int64, len(urls))}
+	for i := range e.errs {
+		e.errs[i] = map[string]int64{}
+	}
+	return e
+}
+
+func endpointKey(s *Sample) string { return strconv.Itoa(s.Endpoint) }
+
+// Add implements Sink. A sample of no endpoint (Endpoint < 0) or of one
+// out of range is not counted here (the run's own figures have it).
+func (e *Endpoints) Add(s *Sample) {
+	if s.Endpoint < 0 || s.Endpoint >= len(e.urls) {
+		return
+	}
+	e.groups.Add(s)
+	// A cancelled request (request cancellation) is counted apart here,
+	// not as a failure, once Sample says so.
+	if !s.OK {
+		e.errs[s.Endpoint][s.ErrorClass]++
+	}
+}
+
+var _ Sink = (*Endpoints)(nil)
+
+// URLs returns the endpoints' URLs, in order.
+func (e *Endpoints) URLs() []string { return e.urls }
+
+// Merge adds o's figures to e (copies of one run): both must list the same
+// endpoints.
+func (e *Endpoints) Merge(o *Endpoints) error {
+	if len(o.urls) != len(e.urls) {
+		return fmt.Errorf("%d endpoints, not %d", len(o.urls), len(e.urls))
+	}
+	for i := range e.urls {
+		if o.urls[i] != e.urls[i] {
+			return fmt.Errorf("endpoint %d is %s, not %s", i, o.urls[i], e.urls[i])
+		}
+	}
+	e.groups.Merge(o.groups)
+	for i, m := range o.errs {
+		for k, v := range m {
+			e.errs[i][k] += v
+		}
+	}
+	return nil
+}
+
+// EndpointSummary is one endpoint's figures in the summary: its requests,
+// failures by class, tokens, throughputs over the whole run (so the
+// endpoints' add up to the run's), TTFT and end-to-end latency, and what
+// its own /metrics said (with --server-metrics).
+type EndpointSummary struct {
+	Index int    `json:"index"`
+	URL   string `json:"url"`
+	// Requests is every request sent to the endpoint (completed and
+	// failed).
+	Requests  int64 `json:"requests"`
+	Completed int64 `json:"completed"`
+	Failed    int64 `json:"failed"`
+	// Cancelled requests go here once request cancellation exists
+	// (they are not failures).
+	ErrorsByClass      map[string]int64 `json:"errors_by_class"`
+	TotalInputTokens   int64            `json:"total_input_tokens"`
+	TotalOutputTokens  int64            `json:"total_output_tokens"`
+	CachedPromptTokens int64            `json:"cached_prompt_tokens"`
+	RequestThroughput  float64          `json:"request_throughput"`
+	OutputThroughput   float64          `json:"output_throughput"`
+	MeanTTFT           float64          `json:"mean_ttft_ms"`
+	MedianTTFT         float64          `json:"median_ttft_ms"`
+	P99TTFT            float64          `json:"p99_ttft_ms"`
+	MeanE2E            float64          `json:"mean_e2e_latency_ms"`
+	MedianE2E          float64          `json:"median_e2e_latency_ms"`
+	P99E2E             float64          `json:"p99_e2e_latency_ms"`
+	// ServerMetrics is the endpoint's /metrics over the run (absent when
+	// not scraped).
+	ServerMetrics *ServerSummary `json:"server_metrics,omitempty"`
+}
+
+// Summary returns every endpoint's figures over a run of the given
+// length, in order (an endpoint that got no request has zeros).
+func (e *Endpoints) Summary(elapsed time.Duration) []EndpointSummary {
+	gs := e.groups.Summary(elapsed)
+	out := make([]EndpointSummary, len(e.urls))
+	for i, u := range e.urls {
+		g := gs[strconv.Itoa(i)]
+		errs := e.errs[i]
+		if errs == nil {
+			errs = map[string]int64{}
+		}
+		out[i] = EndpointSummary{
+			Index: i, URL: u, Requests: g.Completed + g.Failed, Completed: g.Completed, Failed: g.Failed,
+			ErrorsByClass:    errs,
+			TotalInputTokens: g.TotalInputTokens, TotalOutputTokens: g.TotalOutputTokens, CachedPromptTokens: g.CachedPromptTokens,
+			RequestThroughput: g.RequestThroughput, OutputThroughput: g.OutputThroughput,
+			MeanTTFT: g.MeanTTFT, MedianTTFT: g.MedianTTFT, P99TTFT: g.P99TTFT,
+			MeanE2E: g.MeanE2E, MedianE2E: g.MedianE2E, P99E2E: g.P99E2E,
+		}
+	}
+	return out
+}
+
+// EndpointState is one endpoint of the breakdown in its mergeable form
+// (merge_state.endpoints).
+type EndpointState struct {
+	URL    string           `json:"url"`
+	Group  GroupState       `json:"group"`
+	Errors map[string]int64 `json:"errors,omitempty"`
+}
+
+// State returns the breakdown in its mergeable form, in order.
+func (e *Endpoints) State() ([]EndpointState, error) {
+	gs, err := e.groups.State()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]EndpointState, len(e.urls))
+	for i, u := range e.urls {
+		g, ok := gs[strconv.Itoa(i)]
+		if !ok {
+			g = GroupState{Hists: map[string]HistState{}}
+		}
+		out[i] = EndpointState{URL: u, Group: g}
+		if len(e.errs[i]) > 0 {
+			out[i].Errors = e.errs[i]
+		}
+	}
+	return out, nil
+}
+
+// EndpointsFromState rebuilds a breakdown from its state.
+func EndpointsFromState(st []EndpointState) (*Endpoints, error) {
+	urls := make([]string, len(st))
+	gm := make(map[string]GroupState, len(st))
+	for i, s := range st {
+		urls[i] = s.URL
+		gm[strconv.Itoa(i)] = s.Group
+	}
+	g, err := GroupsFromState(gm)
+	if err != nil {
+		return nil, err
+	}
+	e := NewEndpoints(urls)
+	e.groups = g
+	var errs []error
+	for i, s := range st {
+		for k, v := range s.Errors {
+			if v < 0 {
+				errs = append(errs, fmt.Errorf("endpoint %d: errors %s: %d is negative", i, k, v))
+				continue
+			}
+			e.errs[i][k] = v
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
