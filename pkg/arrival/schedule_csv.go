@@ -14,6 +14,15 @@ import (
 // ScheduleHeader is the header of a schedule CSV (--schedule-out).
 const ScheduleHeader = "index,time_s,input_len,output_len,model,num_images,burst"
 
+// CancelColumn is the column a schedule CSV adds when cancellation is on
+// (--cancel-share): each request's cut in seconds after its first send,
+// 0.000000 for a request that is not cancelled. ScheduleHeaderCancel is
+// that schedule's header.
+const (
+	CancelColumn         = "cancel_after_s"
+	ScheduleHeaderCancel = ScheduleHeader + "," + CancelColumn
+)
+
 // WriteCSV writes s as a schedule CSV: one row per arrival, time_s in seconds
 // from the start with microsecond precision. The same schedule always gives
 // the same bytes.
@@ -50,6 +59,15 @@ func AppendCSVRow(b []byte, a Arrival) []byte {
 	return append(b, '\n')
 }
 
+// AppendCSVRowCancel appends one row of a schedule with cancellation
+// (ScheduleHeaderCancel): AppendCSVRow's fields, then cancel_after_s.
+func AppendCSVRowCancel(b []byte, a Arrival) []byte {
+	b = AppendCSVRow(b, a)
+	b = append(b[:len(b)-1], ',')
+	b = appendMicros(b, a.CancelAfter)
+	return append(b, '\n')
+}
+
 // appendMicros writes d in seconds with exactly six decimals, rounding to
 // the nearest microsecond, without going through float formatting.
 func appendMicros(b []byte, d time.Duration) []byte {
@@ -82,8 +100,9 @@ func ReadCSV(r io.Reader) ([]Arrival, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schedule: header: %w", err)
 	}
-	if strings.Join(head, ",") != ScheduleHeader {
-		return nil, fmt.Errorf("schedule: line 1: header %q, want %q", strings.Join(head, ","), ScheduleHeader)
+	withCancel := strings.Join(head, ",") == ScheduleHeaderCancel
+	if !withCancel && strings.Join(head, ",") != ScheduleHeader {
+		return nil, fmt.Errorf("schedule: line 1: header %q, want %q (or with %s)", strings.Join(head, ","), ScheduleHeader, CancelColumn)
 	}
 	var out []Arrival
 	for {
@@ -118,6 +137,13 @@ func ReadCSV(r io.Reader) ([]Arrival, error) {
 		a.Model = strings.Clone(rec[4])
 		a.Images = int(num("num_images", 5))
 		a.Burst = num("burst", 6)
+		if withCancel {
+			cut, err := strconv.ParseFloat(rec[7], 64)
+			if err != nil || !(cut >= 0 && cut < maxSeconds) {
+				errs = append(errs, fmt.Errorf("%s: invalid %q (want seconds ≥ 0)", CancelColumn, rec[7]))
+			}
+			a.CancelAfter = Seconds(cut)
+		}
 		if err := errors.Join(errs...); err != nil {
 			return out, fmt.Errorf("schedule: line %d: %w", line, err)
 		}

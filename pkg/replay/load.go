@@ -179,7 +179,10 @@ var fieldNames = [nFields]string{"timestamp", "input length", "output length", "
 func detectCSV(header []string, o *Options) (Format, error) {
 	has := func(name string) bool { return colIndex(header, name) >= 0 }
 	switch {
-	case strings.Join(header, ",") == "index,time_s,input_len,output_len,model,num_images,burst":
+	case strings.Join(header, ",") == "index,time_s,input_len,output_len,model,num_images,burst",
+		// A schedule with cancellation: its cuts are not replayed (the
+		// replaying run's own --cancel-* options decide).
+		strings.Join(header, ",") == "index,time_s,input_len,output_len,model,num_images,burst,cancel_after_s":
 		return ScheduleCSV, nil
 	case has("TIMESTAMP") && has("ContextTokens") && has("GeneratedTokens") && has("NumImages"):
 		return AzureLMM, nil

@@ -135,6 +135,10 @@ func figures(s *metrics.Summary, e *extras) []figure {
 		{"Benchmark duration", s.Duration, "s", neither, 2},
 		{"Request throughput", s.RequestThroughput, "req/s", higher, 2},
 	}
+	if s.Cancelled > 0 { // cut by the client (--cancel-share): not errors
+		f = append(f, figure{"Cancelled by the client", float64(s.Cancelled), "", neither, 0},
+			figure{"Cancelled after a first token", float64(s.CancelledFirstToken), "", neither, 0})
+	}
 	if tokens {
 		f = append(f,
 			figure{"Output token throughput", s.OutputThroughput, "tok/s", higher, 1},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/cancel"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
@@ -124,6 +125,12 @@ type Workload struct {
 	// Sessions is the plan of this shard's sessions (sessions.go), nil
 	// without sessions.
 	Sessions *Sessions
+	// Cancel is the run's request cancellation (nil when off): every
+	// arrival carries its decision (CancelAfter), and so does every
+	// planned session turn. Cancelled counts this shard's arrivals it
+	// cancels.
+	Cancel    *cancel.Policy
+	Cancelled int64
 	// Conversations are the dataset's conversations (--multi-turn), nil
 	// otherwise.
 	Conversations *prompt.Conversations
@@ -165,6 +172,12 @@ func Build(c Config, log Logger) (*Workload, error) {
 	if w.Prefix, err = c.Load.sharedPrefix(&c); err != nil {
 		return nil, err
 	}
+	if w.Cancel, err = c.Load.cancelPolicy(&c); err != nil {
+		return nil, err
+	}
+	if w.Cancel.On() {
+		c.Sessions.Cancel = w.Cancel.Cut // later turns (sessions.go)
+	}
 	// In replay and parametric mode the profile multiplies the speed: the
 	// mode's schedule is built for the workload time the profile covers,
 	// then warped and cut at --duration.
@@ -201,6 +214,9 @@ func Build(c Config, log Logger) (*Workload, error) {
 	if s, err = routeModels(&c, c.Seed, log, w, s); err != nil {
 		return nil, err
 	}
+	// Decided last, on a stream of its own, from the index alone: turning
+	// cancellation on changes nothing else of the schedule.
+	s = w.Cancel.Apply(s)
 	if err := w.measure(s, &c); err != nil {
 		return nil, err
 	}
@@ -217,18 +233,22 @@ func (e *WriteError) Unwrap() error { return e.Err }
 // measure walks the whole schedule s once: its hash and count, and this
 // shard's stats, first arrival and CSV rows.
 func (w *Workload) measure(s arrival.Schedule, c *Config) error {
+	head, row := arrival.ScheduleHeader, arrival.AppendCSVRow
+	if w.Cancel.On() {
+		head, row = arrival.ScheduleHeaderCancel, arrival.AppendCSVRowCancel
+	}
 	d := sha256.New()
-	d.Write([]byte(arrival.ScheduleHeader + "\n"))
+	d.Write([]byte(head + "\n"))
 	var out *csvOut
 	if c.ScheduleOut != nil {
-		out = newCSVOut(c.ScheduleOut)
+		out = newCSVOut(c.ScheduleOut, head)
 	}
 	plan := newPlanPass(c)
 	var line []byte
 	facts := newLoadFacts(c.mixture, w.Prefix, w.ImageOptions)
 	for a := range s {
 		plan.add(&a, c)
-		line = arrival.AppendCSVRow(line[:0], a)
+		line = row(line[:0], a)
 		d.Write(line)
 		w.Total++
 		facts.add(&a)
@@ -243,6 +263,9 @@ func (w *Workload) measure(s arrival.Schedule, c *Config) error {
 		w.Stats.Input += int64(a.InputTokens)
 		w.Stats.Output += int64(a.OutputTokens)
 		w.Stats.Images += int64(a.Images)
+		if a.CancelAfter > 0 {
+			w.Cancelled++
+		}
 		out.write(line)
 	}
 	facts.set(w)
@@ -264,8 +287,8 @@ type csvOut struct {
 	err error
 }
 
-func newCSVOut(w io.Writer) *csvOut {
-	return &csvOut{w: w, buf: append(make([]byte, 0, 1<<16), arrival.ScheduleHeader+"\n"...)}
+func newCSVOut(w io.Writer, header string) *csvOut {
+	return &csvOut{w: w, buf: append(make([]byte, 0, 1<<16), header+"\n"...)}
 }
 
 func (o *csvOut) write(line []byte) {
@@ -399,4 +422,13 @@ func (w *Workload) Line() string {
 		return fmt.Sprintf("schedule: %d requests, all due at the start, %s", st.Count, tokens)
 	}
 	return fmt.Sprintf("schedule: %d requests over %.3f s (mean %.2f req/s), %s", st.Count, st.Last.Seconds(), st.MeanRate(), tokens)
+}
+
+// CancelLine says how many of this shard's arrivals are to be cancelled
+// ("" when cancellation is off).
+func (w *Workload) CancelLine() string {
+	if !w.Cancel.On() {
+		return ""
+	}
+	return fmt.Sprintf("cancel: %d of %d requests planned to be cut (%s)", w.Cancelled, w.Stats.Count, w.Cancel)
 }
