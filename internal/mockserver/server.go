@@ -182,7 +182,7 @@ func (s *Server) Stats() Stats {
 		Running: s.running.Load(), Waiting: s.waiting.Load(),
 		PromptTokens: s.promptTokens.Load(), GenerationTokens: s.genTokens.Load(),
 		Aborted: s.aborted.Load(),
-		Busy: busy, Up: time.Since(s.startedAt),
+		Busy:    busy, Up: time.Since(s.startedAt),
 	}
 }
 
