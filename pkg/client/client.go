@@ -550,11 +550,15 @@ func (c *Client) attempt(ctx context.Context, body []byte, maxTokens int, res *R
 }
 
 // cut marks res cancelled at its planned cut: not a failure, what arrived
-// before the cut kept, End the moment of the cut.
+// before the cut kept (its tokens are the chunks counted: no usage came),
+// End the moment of the cut.
 func (c *Client) cut(res *Result) {
 	res.Cancelled = true
 	res.ErrorClass, res.Error = "", ""
 	res.End = c.since()
+	if res.CompletionTokens == 0 {
+		res.CompletionTokens = len(res.TokenTimes)
+	}
 }
 
 // isCut reports whether ctx ended at the request's planned cut.
