@@ -241,3 +241,98 @@ func scrapeRunning(t *testing.T, port int) string {
 	t.Fatalf("/metrics has no vllm:num_requests_running:\n%s", body)
 	return ""
 }
+
+// cancelSummary is the part of a summary the cancellation tests read.
+type cancelSummary struct {
+	Completed             int64 `json:"completed"`
+	Failed                int64 `json:"failed"`
+	Cancelled             int64 `json:"cancelled"`
+	CancelledFirstToken   int64 `json:"cancelled_first_token"`
+	CancelledOutputTokens int64 `json:"cancelled_output_tokens"`
+	Sessions              *struct {
+		Started        int64 `json:"started"`
+		TurnsSent      int64 `json:"turns_sent"`
+		EndedCancelled int64 `json:"ended_cancelled"`
+	} `json:"sessions"`
+}
+
+func readCancelSummary(t *testing.T, path string) cancelSummary {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s cancelSummary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestCancelShardsMergeAndRecords: two shards of a run that cancels half
+// its requests (each stream would take 2 s, the cuts come at 20–80 ms)
+// against the mock: each shard's summary counts its cancelled requests
+// apart from failures, its records say "outcome": "cancelled" for exactly
+// those and `report` reads them back to the same count; the merge of the
+// shards sums them exactly; and with sessions a cancelled turn ends its
+// session.
+func TestCancelShardsMergeAndRecords(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{ITL: 20 * time.Millisecond})
+	dir := t.TempDir()
+	path := func(s string) string { return filepath.Join(dir, s) }
+	var total cancelSummary
+	for i := range 2 {
+		args := []string{"run", "--port", strconv.Itoa(port), "--request-rate", "100", "--num-prompts", "40", "--seed", "9",
+			"--random-input-len", "16", "--random-output-len", "100", "--cancel-share", "0.5", "--cancel-after", "uniform:20ms:80ms",
+			"--shard", strconv.Itoa(i) + "/2", "--warmup-requests", "0", "--quiet", "--disable-tqdm",
+			"--summary-json", path("s" + strconv.Itoa(i) + ".json"), "--results-jsonl", path("r" + strconv.Itoa(i) + ".jsonl")}
+		var o, e bytes.Buffer
+		if code := dispatch(context.Background(), args, &o, &e); code != exitOK {
+			t.Fatalf("shard %d: exit %d: %s", i, code, e.String())
+		}
+		s := readCancelSummary(t, path("s"+strconv.Itoa(i)+".json"))
+		recs, err := os.ReadFile(path("r" + strconv.Itoa(i) + ".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := int64(strings.Count(string(recs), `"outcome":"cancelled"`))
+		if s.Cancelled == 0 || s.Completed == 0 || s.Failed != 0 || s.Completed+s.Cancelled != 20 || n != s.Cancelled {
+			t.Errorf("shard %d: %+v, %d records cancelled", i, s, n)
+		}
+		if s.CancelledFirstToken != s.Cancelled || s.CancelledOutputTokens < s.Cancelled || s.CancelledOutputTokens >= 100*s.Cancelled {
+			t.Errorf("shard %d: %d of %d cancelled had a first token, %d tokens received", i, s.CancelledFirstToken, s.Cancelled, s.CancelledOutputTokens)
+		}
+		var rep, e2 bytes.Buffer
+		if code := dispatch(context.Background(), []string{"report", path("r" + strconv.Itoa(i) + ".jsonl")}, &rep, &e2); code != exitOK {
+			t.Fatalf("report: exit %d: %s", code, e2.String())
+		}
+		want := "Cancelled by the client:"
+		if !strings.Contains(rep.String(), want) || !strings.Contains(rep.String(), strconv.FormatInt(s.Cancelled, 10)+" (") {
+			t.Errorf("report from the records: no %q line with %d:\n%s", want, s.Cancelled, rep.String())
+		}
+		total.Completed += s.Completed
+		total.Cancelled += s.Cancelled
+		total.CancelledFirstToken += s.CancelledFirstToken
+		total.CancelledOutputTokens += s.CancelledOutputTokens
+	}
+	var o, e bytes.Buffer
+	if code := dispatch(context.Background(), []string{"merge", path("s0.json"), path("s1.json"), "-o", path("m.json")}, &o, &e); code != exitOK {
+		t.Fatalf("merge: exit %d: %s", code, e.String())
+	}
+	if m := readCancelSummary(t, path("m.json")); m.Completed != total.Completed || m.Cancelled != total.Cancelled ||
+		m.CancelledFirstToken != total.CancelledFirstToken || m.CancelledOutputTokens != total.CancelledOutputTokens {
+		t.Errorf("merged %+v, the shards' sums %+v", m, total)
+	}
+
+	// Sessions: every turn is cancelled, so every session ends at its first.
+	args := []string{"run", "--port", strconv.Itoa(port), "--request-rate", "100", "--num-prompts", "10", "--seed", "9",
+		"--random-input-len", "16", "--random-output-len", "100", "--turns", "3", "--cancel-share", "1", "--cancel-after", "30ms",
+		"--warmup-requests", "0", "--quiet", "--disable-tqdm", "--summary-json", path("sess.json")}
+	if code := dispatch(context.Background(), args, &o, &e); code != exitOK {
+		t.Fatalf("sessions: exit %d: %s", code, e.String())
+	}
+	s := readCancelSummary(t, path("sess.json"))
+	if s.Sessions == nil || s.Sessions.Started != 10 || s.Sessions.EndedCancelled != 10 || s.Sessions.TurnsSent != 10 || s.Cancelled != 10 {
+		t.Errorf("sessions: %+v, cancelled %d", s.Sessions, s.Cancelled)
+	}
+}
