@@ -7,7 +7,7 @@ import (
 )
 
 // addLoadFlags declares the load-control flags: ramps and stages, shared
-// prefixes and length mixtures (README "Load control").
+// prefixes, length mixtures and cancellation (README "Load control").
 func addLoadFlags(fs *pflag.FlagSet, o *runner.Options) {
 	l := &o.Load
 	fs.StringVar(&l.Stages, "stages", l.Stages, "k6-style target stages DURATION:TARGET,… (e.g. 30s:10,2m:100,30s:0): the target moves linearly to each stage's value, from 0 (a first stage 0s:R starts at R); the run ends with the last stage. Poisson: the request rate; replay/parametric: a multiplier of the time scale (the workload's shape is kept, its speed follows the stages)")
@@ -19,6 +19,8 @@ func addLoadFlags(fs *pflag.FlagSet, o *runner.Options) {
 	fs.IntVar(&l.NumPrefixes, "num-prefixes", l.NumPrefixes, "number of distinct shared prefixes (with --prefix-len)")
 	fs.StringVar(&l.PrefixDist, "prefix-dist", l.PrefixDist, "which prefix a request gets: uniform or zipf:S (prefix k has weight 1/k^S)")
 	fs.StringVar(&l.Lengths, "lengths", l.Lengths, `Poisson/parametric: input/output length mixture INPUT,OUTPUT:WEIGHT;… (e.g. "128,64:40;512,256:50;4096,512:10"); a length may carry ±R jitter (512±0.1)`)
+	fs.Float64Var(&l.CancelShare, "cancel-share", l.CancelShare, "cancel this share of the requests (0 < F ≤ 1, each chosen by the seed; needs --cancel-after): the client closes them at their cut; cancelled requests are counted apart, not as failures (a cancelled session turn ends its session)")
+	fs.StringVar(&l.CancelAfter, "cancel-after", l.CancelAfter, "when --cancel-share requests are cut, from their first send: a duration (500ms), uniform:A:B, exp:MEAN or lognormal:MEDIAN:SIGMA, drawn per request by the seed")
 }
 
 // finishLoadFlags records which load-control flags were given.

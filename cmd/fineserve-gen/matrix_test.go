@@ -63,6 +63,7 @@ const (
 	dPrefix
 	dLengths
 	dTurns
+	dCancel
 )
 
 var matrixDims = []dimension{
@@ -89,6 +90,7 @@ var matrixDims = []dimension{
 	dPrefix:      {"prefix", []string{"no-prefix", "prefix"}},
 	dLengths:     {"lengths", []string{"lengths-flags", "lengths-mix"}},
 	dTurns:       {"turns", []string{"1", "3", "multi-turn"}},
+	dCancel:      {"cancel", []string{"no-cancel", "cancel"}},
 }
 
 // is reports whether row (a partial row: testenv.Free where unset) has
@@ -308,6 +310,11 @@ func caseArgs(c matrixCase, port int, dir string) (args, dry []string) {
 	if c.v(dLengths) == "lengths-mix" {
 		sched = append(sched, "--lengths", "12,3:1;30±0.2,5:1")
 	}
+	if c.v(dCancel) == "cancel" {
+		// Half the requests, cut between 1 µs (before any answer) and
+		// 3 ms after their send: some are cut, some end first.
+		sched = append(sched, "--cancel-share", "0.5", "--cancel-after", "uniform:1us:3ms")
+	}
 	switch c.v(dTurns) {
 	case "3":
 		sched = append(sched, "--turns", "3", "--think-time", "exp:5ms", "--turn-input-len", "uniform:4:12")
@@ -378,8 +385,9 @@ func drySchedule(t testing.TB, args []string, path string) (map[int64][]string, 
 		t.Fatal(err)
 	}
 	col, rows := testenv.ReadCSV(t, path)
-	if len(col) != len(strings.Split(arrival.ScheduleHeader, ",")) {
-		t.Fatalf("dry run schedule header %v", col)
+	head := arrival.CSVColumns{Cancel: slices.Contains(args, "--cancel-share")}.Header()
+	if len(col) != len(strings.Split(head, ",")) {
+		t.Fatalf("dry run schedule header %v, want %s", col, head)
 	}
 	byIndex := map[int64][]string{}
 	for _, r := range rows {
@@ -522,8 +530,9 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 			fail("--schedule-out: %v", err)
 		} else if !bytes.Equal(b, dryCSV) {
 			fail("--schedule-out differs from the dry run's schedule")
-		} else if first, _, _ := strings.Cut(string(b), "\n"); first != arrival.ScheduleHeader {
-			fail("--schedule-out header %q, want %q", first, arrival.ScheduleHeader)
+		} else if first, _, _ := strings.Cut(string(b), "\n"); first != arrival.ScheduleHeader && c.v(dCancel) == "no-cancel" ||
+			first != (arrival.CSVColumns{Cancel: true}).Header() && c.v(dCancel) == "cancel" {
+			fail("--schedule-out header %q with %s", first, c.v(dCancel))
 		}
 	}
 	if c.v(dDryRun) == "dry-run" {
@@ -557,7 +566,8 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	if sessions {
 		ss := sum.Sessions
 		if ss == nil || ss.Started != sum.Scheduled || ss.TurnsSent < ss.Started || ss.TurnsSent > 4*ss.Started ||
-			ss.Completed+ss.EndedError+ss.EndedLength+ss.EndedInterrupt != ss.Started || len(sum.PerTurn) == 0 {
+			ss.Completed+ss.EndedError+ss.EndedLength+ss.EndedInterrupt+ss.EndedCancelled != ss.Started ||
+			len(sum.PerTurn) == 0 && ss.EndedCancelled < ss.Started || ss.EndedCancelled > sum.Cancelled {
 			fail("sessions section %+v for %d arrivals, per_turn %+v", ss, sum.Scheduled, sum.PerTurn)
 			return
 		}
@@ -565,8 +575,20 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	} else if sum.Sessions != nil || sum.PerTurn != nil {
 		fail("a run without sessions has a sessions section")
 	}
-	if sum.Scheduled != int64(len(dryRows)) || sum.NotSent != 0 || sum.Completed+sum.Failed != requests {
-		fail("scheduled %d (dry run %d), completed %d + failed %d, not sent %d, requests %d", sum.Scheduled, len(dryRows), sum.Completed, sum.Failed, sum.NotSent, requests)
+	if sum.Scheduled != int64(len(dryRows)) || sum.NotSent != 0 || sum.Completed+sum.Failed+sum.Cancelled != requests {
+		fail("scheduled %d (dry run %d), completed %d + failed %d + cancelled %d, not sent %d, requests %d", sum.Scheduled, len(dryRows), sum.Completed, sum.Failed, sum.Cancelled, sum.NotSent, requests)
+	}
+	// Cancellation: only requests planned to be cut are cancelled, none
+	// without --cancel-share; a cancelled request is no error.
+	planned := int64(0)
+	for _, row := range dryRows {
+		if c.v(dCancel) == "cancel" && mustFloat(t, row[7]) > 0 {
+			planned++
+		}
+	}
+	if c.v(dCancel) == "no-cancel" && (sum.Cancelled != 0 || sum.CancelledFirstToken != 0) ||
+		!sessions && sum.Cancelled > planned || sum.CancelledFirstToken > sum.Cancelled || sum.ErrorsByClass["canceled"] != 0 {
+		fail("cancelled %d (%d after a first token) with %s, %d planned; errors %v", sum.Cancelled, sum.CancelledFirstToken, c.v(dCancel), planned, sum.ErrorsByClass)
 	}
 	last := 0.0
 	for _, row := range dryRows {
@@ -588,9 +610,10 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 
 	// Records: one per finished request, each as scheduled.
 	recs := testenv.ReadJSONL[matrixRecord](t, r.path("results.jsonl"))
-	if int64(len(recs)) != sum.Completed+sum.Failed {
-		fail("%d records, %d completed + %d failed", len(recs), sum.Completed, sum.Failed)
+	if int64(len(recs)) != sum.Completed+sum.Failed+sum.Cancelled {
+		fail("%d records, %d completed + %d failed + %d cancelled", len(recs), sum.Completed, sum.Failed, sum.Cancelled)
 	}
+	var cancelled int64
 	seen := map[int64]bool{}
 	turnSeen := map[[2]int64]bool{}
 	var inTokens, outTokens, retries, images int64
@@ -626,6 +649,17 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		}
 		if c.v(dModelMap) == "map-hash" && rec.Model != "m-a" && rec.Model != "m-b" {
 			fail("record %d model %q with --model-map hash over m-a,m-b", rec.Index, rec.Model)
+		}
+		if c.v(dCancel) == "cancel" && rec.Turn <= 1 && math.Abs(rec.CancelAfter-1000*mustFloat(t, row[7])) > 1e-3 ||
+			c.v(dCancel) == "no-cancel" && rec.CancelAfter != 0 {
+			fail("record %d: cancel_after_ms %v, schedule %v", rec.Index, rec.CancelAfter, row)
+		}
+		if rec.Outcome != "" {
+			if rec.Outcome != "cancelled" || rec.CancelAfter <= 0 || rec.ErrorClass != "" {
+				fail("record %d: outcome %q, cancel_after_ms %v, error_class %q", rec.Index, rec.Outcome, rec.CancelAfter, rec.ErrorClass)
+			}
+			cancelled++
+			continue
 		}
 		if rec.ErrorClass != "" {
 			if c.v(dRetries) != "retry-503" || rec.ErrorClass != "http_5xx" {
@@ -667,6 +701,9 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 			fail("record %d: prompt tokens %d, target %d (text prompt: %v)", rec.Index, *rec.PromptTokens, rec.InputLen, textual)
 		}
 	}
+	if cancelled != sum.Cancelled {
+		fail("%d records say cancelled, the summary %d", cancelled, sum.Cancelled)
+	}
 	if c.v(dBackend) != "openai-images" && (sum.TotalInputTokens != inTokens || sum.TotalOutputTokens != outTokens) {
 		fail("summary tokens in %d out %d; the records' sums %d, %d", sum.TotalInputTokens, sum.TotalOutputTokens, inTokens, outTokens)
 	}
@@ -692,8 +729,9 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		if served < sum.Retries+sum.ErrorsByClass["http_5xx"] || got < attempts+warm {
 			fail("server: %d requests, %d 503s; summary: %d attempts, %d retries, %d http_5xx, warm-up %d", got, served, attempts, sum.Retries, sum.ErrorsByClass["http_5xx"], warm)
 		}
-	} else if got != attempts+warm || sum.Retries != 0 {
-		fail("server saw %d requests, want %d attempts + %d warm-up", got, attempts, warm)
+	} else if got < attempts+warm || got > attempts+sum.Cancelled+warm || sum.Retries != 0 {
+		// A request cut before it was written never reached the server.
+		fail("server saw %d requests, want %d attempts (+ up to %d cancelled) + %d warm-up", got, attempts, sum.Cancelled, warm)
 	}
 
 	if c.v(dHTML) == "html" {

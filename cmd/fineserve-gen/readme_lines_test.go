@@ -195,4 +195,8 @@ type matrixRecord struct {
 	Retries          int     `json:"retries"`
 	CompletionTokens int     `json:"completion_tokens"`
 	Turn             int     `json:"turn"` // a session's turn (0: none)
+	// CancelAfter is the planned cut (0: none), Outcome "cancelled" when
+	// the cut ended the request.
+	CancelAfter float64 `json:"cancel_after_ms"`
+	Outcome     string  `json:"outcome"`
 }

@@ -114,12 +114,16 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		s.faultBody(ctx, w, fault, &g, first)
 		return
 	}
+	// A client that goes away (a cancelled request) stops the generation:
+	// its slot is released on return, at once.
 	if req.stream {
 		if !g.stream(ctx, w, first) {
+			s.aborted.Add(1)
 			return
 		}
 	} else {
 		if !sleepUntil(ctx, first.Add(time.Duration(max(out-1, 0))*s.cfg.ITL)) {
+			s.aborted.Add(1)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -75,6 +75,7 @@ type Server struct {
 
 	running, waiting        atomic.Int64
 	requests, completed     atomic.Int64
+	aborted                 atomic.Int64 // requests whose client went away before their end
 	promptTokens, genTokens atomic.Int64
 	images                  atomic.Int64 // generated (images.go)
 	busyMu                  sync.Mutex
@@ -159,6 +160,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 type Stats struct {
 	Requests, Completed, Running, Waiting int64
 	PromptTokens, GenerationTokens        int64
+	// Aborted counts the requests whose client went away (a cancelled
+	// request) while they waited for a slot or generated: a generation
+	// stops and frees its slot at once.
+	Aborted int64
 	// Busy is the total time at least one request was generating.
 	Busy time.Duration
 	Up   time.Duration
@@ -176,7 +181,8 @@ func (s *Server) Stats() Stats {
 		Requests: s.requests.Load(), Completed: s.completed.Load(),
 		Running: s.running.Load(), Waiting: s.waiting.Load(),
 		PromptTokens: s.promptTokens.Load(), GenerationTokens: s.genTokens.Load(),
-		Busy: busy, Up: time.Since(s.startedAt),
+		Aborted: s.aborted.Load(),
+		Busy:    busy, Up: time.Since(s.startedAt),
 	}
 }
 
@@ -407,6 +413,7 @@ func (s *Server) acquire(ctx context.Context) bool {
 		s.startRunning()
 		return true
 	case <-ctx.Done():
+		s.aborted.Add(1)
 		return false
 	}
 }

@@ -44,6 +44,11 @@ type Arrival struct {
 	// Gen, when set, describes an image-generation request (diffusion
 	// traces); nil for text requests. The schedule CSV does not carry it.
 	Gen *Generation
+	// CancelAfter, when > 0, is how long after its first send the client
+	// gives up on the request and closes it (--cancel-share,
+	// --cancel-after); 0: not cancelled. The schedule CSV carries it as
+	// cancel_after_s when cancellation is on.
+	CancelAfter time.Duration
 }
 
 // Generation is what an image-generation request asks for: how many images

@@ -14,17 +14,62 @@ import (
 // ScheduleHeader is the header of a schedule CSV (--schedule-out).
 const ScheduleHeader = "index,time_s,input_len,output_len,model,num_images,burst"
 
-// EndpointColumn is the column a schedule CSV adds after ScheduleHeader's
-// when a run has several endpoints and the schedule decides each
-// request's (--balance round-robin or session).
-const EndpointColumn = "endpoint"
+// Optional columns a schedule CSV adds after ScheduleHeader's, in this
+// order, each only when its feature is on, so a run without them writes
+// the same bytes as before they existed:
+//   - endpoint: the endpoint a request goes to, when a run has several and
+//     the schedule decides each request's (--balance round-robin or
+//     session);
+//   - cancel_after_s: the request's cut in seconds after its first send,
+//     0.000000 for a request that is not cancelled (--cancel-share).
+const (
+	EndpointColumn = "endpoint"
+	CancelColumn   = "cancel_after_s"
+)
 
-// AppendEndpoint appends the endpoint column to a row AppendCSVRow wrote
-// (its newline is moved after it).
-func AppendEndpoint(row []byte, a Arrival) []byte {
-	row = append(row[:len(row)-1], ',')
-	row = strconv.AppendInt(row, int64(a.Endpoint), 10)
-	return append(row, '\n')
+// CSVColumns tells which optional columns a schedule CSV carries.
+type CSVColumns struct{ Endpoint, Cancel bool }
+
+// Header is the schedule CSV's header line (without its newline).
+func (c CSVColumns) Header() string {
+	h := ScheduleHeader
+	if c.Endpoint {
+		h += "," + EndpointColumn
+	}
+	if c.Cancel {
+		h += "," + CancelColumn
+	}
+	return h
+}
+
+// AppendRow appends one row (with its newline) for a: AppendCSVRow's
+// fields, then the optional columns c carries.
+func (c CSVColumns) AppendRow(b []byte, a Arrival) []byte {
+	b = AppendCSVRow(b, a)
+	if !c.Endpoint && !c.Cancel {
+		return b
+	}
+	b = b[:len(b)-1]
+	if c.Endpoint {
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(a.Endpoint), 10)
+	}
+	if c.Cancel {
+		b = append(b, ',')
+		b = appendMicros(b, a.CancelAfter)
+	}
+	return append(b, '\n')
+}
+
+// ParseCSVHeader reports which optional columns a schedule CSV's header
+// (its fields joined by commas) carries, and whether it is one at all.
+func ParseCSVHeader(head string) (CSVColumns, bool) {
+	for _, c := range []CSVColumns{{}, {Endpoint: true}, {Cancel: true}, {Endpoint: true, Cancel: true}} {
+		if head == c.Header() {
+			return c, true
+		}
+	}
+	return CSVColumns{}, false
 }
 
 // WriteCSV writes s as a schedule CSV: one row per arrival, time_s in seconds
@@ -95,9 +140,9 @@ func ReadCSV(r io.Reader) ([]Arrival, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schedule: header: %w", err)
 	}
-	withEndpoint := strings.Join(head, ",") == ScheduleHeader+","+EndpointColumn
-	if strings.Join(head, ",") != ScheduleHeader && !withEndpoint {
-		return nil, fmt.Errorf("schedule: line 1: header %q, want %q", strings.Join(head, ","), ScheduleHeader)
+	cols, ok := ParseCSVHeader(strings.Join(head, ","))
+	if !ok {
+		return nil, fmt.Errorf("schedule: line 1: header %q, want %q (optionally followed by %s, then %s)", strings.Join(head, ","), ScheduleHeader, EndpointColumn, CancelColumn)
 	}
 	var out []Arrival
 	for {
@@ -132,8 +177,17 @@ func ReadCSV(r io.Reader) ([]Arrival, error) {
 		a.Model = strings.Clone(rec[4])
 		a.Images = int(num("num_images", 5))
 		a.Burst = num("burst", 6)
-		if withEndpoint {
-			a.Endpoint = int(num(EndpointColumn, 7))
+		next := 7
+		if cols.Endpoint {
+			a.Endpoint = int(num(EndpointColumn, next))
+			next++
+		}
+		if cols.Cancel {
+			cut, err := strconv.ParseFloat(rec[next], 64)
+			if err != nil || !(cut >= 0 && cut < maxSeconds) {
+				errs = append(errs, fmt.Errorf("%s: invalid %q (want seconds ≥ 0)", CancelColumn, rec[next]))
+			}
+			a.CancelAfter = Seconds(cut)
 		}
 		if err := errors.Join(errs...); err != nil {
 			return out, fmt.Errorf("schedule: line %d: %w", line, err)

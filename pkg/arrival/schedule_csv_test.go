@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestReadCSVErrorsNameLineAndField(t *testing.T) {
@@ -77,4 +78,45 @@ func FuzzReadCSV(f *testing.F) {
 			t.Fatalf("round trip changed the schedule:\n%s\n%s", w.Bytes(), w2.Bytes())
 		}
 	})
+}
+
+// TestCSVOptionalColumns: each set of optional columns writes its header
+// and rows in order, and reads back what it wrote; a header of an unknown
+// arrangement (the columns swapped) is refused.
+func TestCSVOptionalColumns(t *testing.T) {
+	in := []Arrival{
+		{Index: 0, At: 1500 * time.Millisecond, InputTokens: 10, OutputTokens: 5, Model: "m", Endpoint: 1, CancelAfter: 250 * time.Millisecond},
+		{Index: 1, At: 2 * time.Second, InputTokens: 11, OutputTokens: 6, Endpoint: 0},
+	}
+	for _, c := range []CSVColumns{{}, {Endpoint: true}, {Cancel: true}, {Endpoint: true, Cancel: true}} {
+		var b strings.Builder
+		b.WriteString(c.Header() + "\n")
+		for _, a := range in {
+			b.Write(c.AppendRow(nil, a))
+		}
+		head, _, _ := strings.Cut(b.String(), "\n")
+		if got, ok := ParseCSVHeader(head); !ok || got != c {
+			t.Fatalf("%+v: header %q parsed as %+v, %v", c, head, got, ok)
+		}
+		out, err := ReadCSV(strings.NewReader(b.String()))
+		if err != nil {
+			t.Fatalf("%+v: %v\n%s", c, err, b.String())
+		}
+		for i, a := range out {
+			want := in[i]
+			if !c.Endpoint {
+				want.Endpoint = 0
+			}
+			if !c.Cancel {
+				want.CancelAfter = 0
+			}
+			if a.Index != want.Index || a.At != want.At || a.InputTokens != want.InputTokens || a.Model != want.Model || a.Endpoint != want.Endpoint || a.CancelAfter != want.CancelAfter {
+				t.Errorf("%+v: row %d read %+v, want %+v", c, i, a, want)
+			}
+		}
+	}
+	swapped := ScheduleHeader + "," + CancelColumn + "," + EndpointColumn
+	if _, err := ReadCSV(strings.NewReader(swapped + "\n")); err == nil {
+		t.Errorf("header %q: accepted, want an error", swapped)
+	}
 }

@@ -47,12 +47,14 @@ func (s Strategy) Ahead() bool { return s != LeastInflight }
 // (≥ 2; with one, no step is needed) and the strategy. PrefixOf, when set,
 // is the shared prefix an arrival's prompt starts with (the Session
 // strategy keeps one prefix on one endpoint); Sessions tells that every
-// arrival is a session's start.
+// arrival is a session's start. Shards (0 or 1: not sharded) is the number
+// of copies the schedule is split over (--shard I/N, Index % Shards).
 type Plan struct {
 	N        int
 	Strategy Strategy
 	Sessions bool
 	PrefixOf func(index int64) int
+	Shards   int64
 }
 
 // Endpoint is the endpoint the plan gives the arrival of index i, decided
@@ -64,7 +66,18 @@ func (p *Plan) Endpoint(i int64) int {
 	case p.Strategy == Session && !p.Sessions && p.PrefixOf != nil:
 		return p.PrefixOf(i) % p.N
 	}
-	return int(i % int64(p.N))
+	return p.roundRobin(i)
+}
+
+// roundRobin is the endpoint of the arrival of index i in turn: i % N, or
+// with shards, (i / Shards + i % Shards) % N — each copy takes every
+// Shards-th arrival, so it goes round the endpoints in turn too, starting
+// one further than the copy before it; the whole schedule stays even.
+func (p *Plan) roundRobin(i int64) int {
+	if p.Shards <= 1 {
+		return int(i % int64(p.N))
+	}
+	return int((i/p.Shards + i%p.Shards) % int64(p.N))
 }
 
 // Turn is the endpoint of a session's turn (turn ≥ 1; turn 1 is the

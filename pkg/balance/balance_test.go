@@ -72,3 +72,36 @@ func TestParse(t *testing.T) {
 		t.Error("Parse(random): no error")
 	}
 }
+
+// TestPlanRoundRobinShards: with the schedule split over shards, each
+// copy's arrivals go round every endpoint evenly, and so does the whole
+// schedule — also when the shard count is a multiple of the endpoints'
+// (index % N alone would send each copy to one endpoint).
+func TestPlanRoundRobinShards(t *testing.T) {
+	for _, tc := range []struct{ endpoints, shards int64 }{{2, 2}, {2, 4}, {3, 3}, {3, 2}, {4, 6}} {
+		p := &Plan{N: int(tc.endpoints), Strategy: RoundRobin, Shards: tc.shards}
+		const n = 3600 // a multiple of every endpoints × shards here
+		whole := make([]int, tc.endpoints)
+		per := make([][]int, tc.shards)
+		for i := range per {
+			per[i] = make([]int, tc.endpoints)
+		}
+		for i := int64(0); i < n; i++ {
+			e := p.Endpoint(i)
+			whole[e]++
+			per[i%tc.shards][e]++
+		}
+		for e, c := range whole {
+			if c != n/int(tc.endpoints) {
+				t.Errorf("%d endpoints, %d shards: endpoint %d got %d of %d, want %d", tc.endpoints, tc.shards, e, c, n, n/int(tc.endpoints))
+			}
+		}
+		for s, counts := range per {
+			for e, c := range counts {
+				if want := n / int(tc.shards*tc.endpoints); c != want {
+					t.Errorf("%d endpoints, %d shards: shard %d sent %d to endpoint %d, want %d", tc.endpoints, tc.shards, s, c, e, want)
+				}
+			}
+		}
+	}
+}

@@ -305,6 +305,12 @@ type Request struct {
 	// Gen is what an openai-images request generates (nil: one image, the
 	// server's default steps); Prompt is then a JSON string.
 	Gen *arrival.Generation
+	// CancelAfter, when > 0, cuts the request that long after its first
+	// send (the timer starts as the request is handed to the transport,
+	// and retries do not restart it): the client closes the connection
+	// or stream and marks the Result Cancelled, keeping what arrived.
+	// Only such requests get a timer.
+	CancelAfter time.Duration
 }
 
 // appendPrompt appends req's prompt value; empty is the empty string.
@@ -438,6 +444,12 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 		ctx, stop = context.WithTimeoutCause(ctx, c.cfg.RequestTimeout, errRequestTimeout)
 		defer stop()
 	}
+	if req.CancelAfter > 0 {
+		res.CancelAfter = req.CancelAfter
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, req.CancelAfter, errCut)
+		defer stop()
+	}
 	maxTokens := c.boundedTokens(req)
 	for first := true; ; first = false {
 		wait := c.attempt(ctx, body, maxTokens, res, first)
@@ -445,6 +457,9 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 			return
 		}
 		if !sleepCtx(ctx, wait) {
+			if isCut(ctx) {
+				c.cut(res) // cut while waiting to be sent again: the user gave up
+			}
 			return // the request timed out or the run stopped: keep the last failure
 		}
 		res.Retries++
@@ -534,6 +549,23 @@ func (c *Client) attempt(ctx context.Context, body []byte, maxTokens int, res *R
 	return c.retryWait(res, 0)
 }
 
+// cut marks res cancelled at its planned cut: not a failure, what arrived
+// before the cut kept (its tokens are the chunks counted: no usage came),
+// End the moment of the cut.
+func (c *Client) cut(res *Result) {
+	res.Cancelled = true
+	res.ErrorClass, res.Error = "", ""
+	res.End = c.since()
+	if res.CompletionTokens == 0 {
+		res.CompletionTokens = len(res.TokenTimes)
+	}
+}
+
+// isCut reports whether ctx ended at the request's planned cut.
+func isCut(ctx context.Context) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), errCut)
+}
+
 // retryWait decides whether res's failure is retried and after how long:
 // only failures before any token of the classes connect, http_429 and
 // http_5xx are, after the server's Retry-After (at most maxRetryAfter) or
@@ -604,6 +636,10 @@ func (c *Client) fail(res *Result, class, msg string) {
 }
 
 func (c *Client) failErr(ctx context.Context, res *Result, err error, gotResponse bool) {
+	if isCut(ctx) {
+		c.cut(res)
+		return
+	}
 	if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 		err = fmt.Errorf("%w (%w)", err, cause)
 	}

@@ -44,6 +44,15 @@ type Result struct {
 	Error      string
 	// Retries counts extra attempts made for this request.
 	Retries int
+	// CancelAfter is the request's planned cut (Request.CancelAfter; 0:
+	// none). Cancelled tells the client cut it there before it ended: not
+	// a failure (ErrorClass stays empty), and not a completion; what
+	// arrived before the cut (FirstToken, TokenTimes, CompletionTokens)
+	// is kept, End is the cut. A request that ended before its cut is a
+	// normal completion (or failure). Compare ErrCanceled: the run was
+	// stopped under the request.
+	CancelAfter time.Duration
+	Cancelled   bool
 	// Session, Turn and HistoryTokens place a request in a multi-turn
 	// session (Turn 0: no session): the session's index, the turn's
 	// number from 1, and the tokens of the history the request carries.
@@ -76,8 +85,9 @@ func (r *Result) clearAttempt() {
 	r.Status, r.ErrorClass, r.Error = 0, "", ""
 }
 
-// OK reports whether the request succeeded.
-func (r *Result) OK() bool { return r.ErrorClass == "" }
+// OK reports whether the request succeeded: it did not fail and was not
+// cancelled.
+func (r *Result) OK() bool { return r.ErrorClass == "" && !r.Cancelled }
 
 // TTFT is the time from send to the first chunk carrying text (for a
 // non-streamed request, to the whole response).
@@ -102,7 +112,7 @@ const (
 	ErrHTTP5xx  = "http_5xx" // the server failed (a 5xx, or a 5xx error object in a stream)
 	ErrReset    = "reset"    // the connection broke after the response started
 	ErrProtocol = "protocol" // not a valid OpenAI response or stream, or an unexpected status
-	ErrCanceled = "canceled" // the run was stopped while the request was in flight
+	ErrCanceled = "canceled" // the run was stopped while the request was in flight (not Result.Cancelled: a planned cut)
 	ErrInternal = "internal" // a bug in fineserve-gen: the request's work panicked (set by the runner)
 )
 
@@ -112,6 +122,8 @@ var ErrorClasses = []string{ErrConnect, ErrTimeout, ErrHTTP4xx, ErrHTTP429, ErrH
 // errStall marks a response that stopped sending for --stall-timeout;
 // errRequestTimeout a request that outlived --request-timeout.
 var (
+	// errCut is the cause of a planned cut (Request.CancelAfter).
+	errCut            = errors.New("cancelled by the client (--cancel-after)")
 	errStall          = fmt.Errorf("stall timeout: no byte received for the stall timeout: %w", context.DeadlineExceeded)
 	errRequestTimeout = fmt.Errorf("request timeout expired: %w", context.DeadlineExceeded)
 )

@@ -28,12 +28,17 @@ type Collector struct {
 
 	Completed, Failed         int64
 	InputTokens, OutputTokens int64 // of completed requests, as FineServe
-	CachedTokens              int64 // prompt tokens served from the prefix cache
-	Retries                   int64
-	Images                    int64
-	GeneratedImages           int64 // images returned by image-generation requests
-	ErrorsByClass             map[string]int64
-	ErrorSamples              []ErrorSample
+	// Cancelled counts the requests the client cut (--cancel-share),
+	// neither completed nor failed; CancelledFirstToken those of them that
+	// had received a first token, CancelledOutputTokens the tokens they
+	// had received.
+	Cancelled, CancelledFirstToken, CancelledOutputTokens int64
+	CachedTokens                                          int64 // prompt tokens served from the prefix cache
+	Retries                                               int64
+	Images                                                int64
+	GeneratedImages                                       int64 // images returned by image-generation requests
+	ErrorsByClass                                         map[string]int64
+	ErrorSamples                                          []ErrorSample
 
 	// Prompt sizing: |usage.prompt_tokens − target| over requests whose
 	// server reported usage.
@@ -74,6 +79,14 @@ func (c *Collector) Add(s *Sample) {
 	c.Retries += int64(s.Retries)
 	if s.HasLag {
 		c.Lag.Record(s.Lag)
+	}
+	if s.Cancelled {
+		c.Cancelled++
+		c.CancelledOutputTokens += int64(s.OutputTokens)
+		if s.FirstToken > 0 {
+			c.CancelledFirstToken++
+		}
+		return
 	}
 	if !s.OK {
 		c.Failed++
@@ -128,6 +141,9 @@ func (c *Collector) Merge(o *Collector) {
 	}
 	c.Completed += o.Completed
 	c.Failed += o.Failed
+	c.Cancelled += o.Cancelled
+	c.CancelledFirstToken += o.CancelledFirstToken
+	c.CancelledOutputTokens += o.CancelledOutputTokens
 	c.InputTokens += o.InputTokens
 	c.OutputTokens += o.OutputTokens
 	c.CachedTokens += o.CachedTokens

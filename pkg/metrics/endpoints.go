@@ -19,12 +19,15 @@ type Endpoints struct {
 	urls   []string
 	groups *Groups // keyed by the endpoint's index
 	errs   []map[string]int64
+	// cancelled counts the requests the client cut (--cancel-share):
+	// neither completed nor failed, so not in the groups.
+	cancelled []int64
 }
 
 // NewEndpoints returns the empty breakdown of the endpoints at urls
 // (credentials already stripped: the summary writes them).
 func NewEndpoints(urls []string) *Endpoints {
-	e := &Endpoints{urls: urls, groups: NewGroups(endpointKey), errs: make([]map[string]int64, len(urls))}
+	e := &Endpoints{urls: urls, groups: NewGroups(endpointKey), errs: make([]map[string]int64, len(urls)), cancelled: make([]int64, len(urls))}
 	for i := range e.errs {
 		e.errs[i] = map[string]int64{}
 	}
@@ -39,9 +42,11 @@ func (e *Endpoints) Add(s *Sample) {
 	if s.Endpoint < 0 || s.Endpoint >= len(e.urls) {
 		return
 	}
+	if s.Cancelled { // counted apart: neither completed nor failed
+		e.cancelled[s.Endpoint]++
+		return
+	}
 	e.groups.Add(s)
-	// A cancelled request (request cancellation) is counted apart here,
-	// not as a failure, once Sample says so.
 	if !s.OK {
 		e.errs[s.Endpoint][s.ErrorClass]++
 	}
@@ -64,6 +69,9 @@ func (e *Endpoints) Merge(o *Endpoints) error {
 		}
 	}
 	e.groups.Merge(o.groups)
+	for i, n := range o.cancelled {
+		e.cancelled[i] += n
+	}
 	for i, m := range o.errs {
 		for k, v := range m {
 			e.errs[i][k] += v
@@ -79,13 +87,14 @@ func (e *Endpoints) Merge(o *Endpoints) error {
 type EndpointSummary struct {
 	Index int    `json:"index"`
 	URL   string `json:"url"`
-	// Requests is every request sent to the endpoint (completed and
-	// failed).
+	// Requests is every request sent to the endpoint (completed, failed
+	// and cancelled).
 	Requests  int64 `json:"requests"`
 	Completed int64 `json:"completed"`
 	Failed    int64 `json:"failed"`
-	// Cancelled requests go here once request cancellation exists
-	// (they are not failures).
+	// Cancelled: requests the client cut (--cancel-share), not failures
+	// and not in the latencies; present only when some were.
+	Cancelled          int64            `json:"cancelled,omitempty"`
 	ErrorsByClass      map[string]int64 `json:"errors_by_class"`
 	TotalInputTokens   int64            `json:"total_input_tokens"`
 	TotalOutputTokens  int64            `json:"total_output_tokens"`
@@ -115,8 +124,8 @@ func (e *Endpoints) Summary(elapsed time.Duration) []EndpointSummary {
 			errs = map[string]int64{}
 		}
 		out[i] = EndpointSummary{
-			Index: i, URL: u, Requests: g.Completed + g.Failed, Completed: g.Completed, Failed: g.Failed,
-			ErrorsByClass:    errs,
+			Index: i, URL: u, Requests: g.Completed + g.Failed + e.cancelled[i], Completed: g.Completed, Failed: g.Failed,
+			Cancelled: e.cancelled[i], ErrorsByClass: errs,
 			TotalInputTokens: g.TotalInputTokens, TotalOutputTokens: g.TotalOutputTokens, CachedPromptTokens: g.CachedPromptTokens,
 			RequestThroughput: g.RequestThroughput, OutputThroughput: g.OutputThroughput,
 			MeanTTFT: g.MeanTTFT, MedianTTFT: g.MedianTTFT, P99TTFT: g.P99TTFT,
@@ -132,6 +141,8 @@ type EndpointState struct {
 	URL    string           `json:"url"`
 	Group  GroupState       `json:"group"`
 	Errors map[string]int64 `json:"errors,omitempty"`
+	// Cancelled counts the requests the client cut.
+	Cancelled int64 `json:"cancelled,omitempty"`
 }
 
 // State returns the breakdown in its mergeable form, in order.
@@ -146,7 +157,7 @@ func (e *Endpoints) State() ([]EndpointState, error) {
 		if !ok {
 			g = GroupState{Hists: map[string]HistState{}}
 		}
-		out[i] = EndpointState{URL: u, Group: g}
+		out[i] = EndpointState{URL: u, Group: g, Cancelled: e.cancelled[i]}
 		if len(e.errs[i]) > 0 {
 			out[i].Errors = e.errs[i]
 		}
@@ -170,6 +181,10 @@ func EndpointsFromState(st []EndpointState) (*Endpoints, error) {
 	e.groups = g
 	var errs []error
 	for i, s := range st {
+		if s.Cancelled < 0 {
+			errs = append(errs, fmt.Errorf("endpoint %d: cancelled: %d is negative", i, s.Cancelled))
+		}
+		e.cancelled[i] = max(s.Cancelled, 0)
 		for k, v := range s.Errors {
 			if v < 0 {
 				errs = append(errs, fmt.Errorf("endpoint %d: errors %s: %d is negative", i, k, v))

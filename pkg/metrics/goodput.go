@@ -123,12 +123,16 @@ func msOf(d time.Duration) float64 { return float64(d) / 1e6 }
 type Goodput struct {
 	SLO  SLO
 	Good int64 // requests that met every target
-	All  int64 // requests that finished, successful or not
+	All  int64 // requests that finished, successful or not (not the cancelled ones)
 }
 
 // Add counts s, good when it met the SLO (Sample.Good: s must be derived
-// with g.SLO).
+// with g.SLO). A cancelled request does not count: it neither met nor
+// missed the SLO.
 func (g *Goodput) Add(s *Sample) {
+	if s.Cancelled {
+		return
+	}
 	g.All++
 	if s.Good {
 		g.Good++

@@ -37,6 +37,9 @@ func newGroup() *Group {
 
 // Add records s in its group.
 func (g *Groups) Add(s *Sample) {
+	if s.Cancelled {
+		return // breakdowns count completed and failed requests
+	}
 	k := g.key(s)
 	gr := g.m[k]
 	if gr == nil {

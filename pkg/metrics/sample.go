@@ -31,8 +31,14 @@ type Sample struct {
 	// tokens, so no TTFT, TPOT or ITL; end to end only.
 	Generation bool
 	// OK tells the request succeeded; otherwise ErrorClass (one of the
-	// client's classes) and Error say how it failed.
+	// client's classes) and Error say how it failed — or Cancelled tells
+	// the client cut it at its planned cut (CancelAfter, --cancel-share):
+	// neither a completion nor a failure, so none of the completed
+	// requests' distributions count it. Its FirstToken, TokenTimes and
+	// OutputTokens are what arrived before the cut.
 	OK                bool
+	Cancelled         bool
+	CancelAfter       time.Duration
 	Status            int
 	ErrorClass, Error string
 	Retries           int
@@ -120,6 +126,7 @@ func (s *Sample) From(r *client.Result, slo SLO) {
 	*s = Sample{
 		Index: r.Index, Model: r.Model, Kind: kind, Generation: gen,
 		OK: ok, Status: r.Status, ErrorClass: r.ErrorClass, Error: r.Error, Retries: r.Retries,
+		Cancelled: r.Cancelled, CancelAfter: r.CancelAfter,
 		Scheduled: r.Scheduled, Sent: r.Sent, FirstToken: r.FirstToken, End: r.End,
 		TokenTimes: r.TokenTimes,
 		HasLag:     r.Sent > 0 || ok,

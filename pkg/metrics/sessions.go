@@ -22,13 +22,15 @@ type SessionsSummary struct {
 	// Started sessions sent their first turn; Completed sent every planned
 	// turn, each successfully; the others ended early: on a failed turn
 	// (EndedError), because the next turn would overflow the model's
-	// context (EndedLength), or because the run was stopped
-	// (EndedInterrupt).
+	// context (EndedLength), because the run was stopped
+	// (EndedInterrupt), or because the client cancelled a turn
+	// (EndedCancelled, --cancel-share: the user gave up).
 	Started        int64 `json:"started"`
 	Completed      int64 `json:"completed"`
 	EndedError     int64 `json:"ended_error"`
 	EndedLength    int64 `json:"ended_length"`
 	EndedInterrupt int64 `json:"ended_interrupt"`
+	EndedCancelled int64 `json:"ended_cancelled,omitempty"`
 	// TurnsSent counts the turns sent (first turns included).
 	TurnsSent int64 `json:"turns_sent"`
 	// DurationS is the time from a session's first send to its last
@@ -109,7 +111,6 @@ func (p *PerTurn) Add(s *Sample) {
 		p.turns = append(p.turns, &turnAcc{ttft: NewHist(), e2e: NewHist()})
 	}
 	t := p.turns[s.Turn-1]
-	t.count++
 	if s.HasLag {
 		if s.Turn == 1 {
 			p.startLag.Record(s.Lag)
@@ -117,6 +118,10 @@ func (p *PerTurn) Add(s *Sample) {
 			p.turnLag.Record(s.Lag)
 		}
 	}
+	if s.Cancelled {
+		return // a turn's figures are of completed and failed turns
+	}
+	t.count++
 	if !s.OK {
 		t.failed++
 		return
@@ -293,6 +298,7 @@ func (r *SessionsRun) Merge(o *SessionsRun) {
 	a.EndedError += b.EndedError
 	a.EndedLength += b.EndedLength
 	a.EndedInterrupt += b.EndedInterrupt
+	a.EndedCancelled += b.EndedCancelled
 	a.TurnsSent += b.TurnsSent
 	r.Clock.Duration.Merge(o.Clock.Duration)
 	r.Clock.Think.Merge(o.Clock.Think)

@@ -150,24 +150,28 @@ func decodeHDR(enc string, like *hdrhistogram.Histogram) (*hdrhistogram.Histogra
 // merge_state.collector): its distributions and every counter, exact.
 // FirstSentNS and LastEndNS are offsets from the run's start.
 type CollectorState struct {
-	Hists           map[string]HistState `json:"hists"`
-	Completed       int64                `json:"completed"`
-	Failed          int64                `json:"failed"`
-	InputTokens     int64                `json:"input_tokens"`
-	OutputTokens    int64                `json:"output_tokens"`
-	CachedTokens    int64                `json:"cached_tokens"`
-	Retries         int64                `json:"retries"`
-	Images          int64                `json:"images"`
-	GeneratedImages int64                `json:"generated_images"`
-	ErrorsByClass   map[string]int64     `json:"errors_by_class,omitempty"`
-	ErrorSamples    []ErrorSample        `json:"error_samples,omitempty"`
-	PromptCounted   int64                `json:"prompt_counted"`
-	PromptErrSum    int64                `json:"prompt_err_sum"`
-	PromptErrMax    int64                `json:"prompt_err_max"`
-	PromptExact     int64                `json:"prompt_exact"`
-	Seen            bool                 `json:"seen"`
-	FirstSentNS     int64                `json:"first_sent_ns"`
-	LastEndNS       int64                `json:"last_end_ns"`
+	Hists        map[string]HistState `json:"hists"`
+	Completed    int64                `json:"completed"`
+	Failed       int64                `json:"failed"`
+	InputTokens  int64                `json:"input_tokens"`
+	OutputTokens int64                `json:"output_tokens"`
+	CachedTokens int64                `json:"cached_tokens"`
+	Retries      int64                `json:"retries"`
+	// The cancelled requests (--cancel-share; absent when none).
+	Cancelled             int64            `json:"cancelled,omitempty"`
+	CancelledFirstToken   int64            `json:"cancelled_first_token,omitempty"`
+	CancelledOutputTokens int64            `json:"cancelled_output_tokens,omitempty"`
+	Images                int64            `json:"images"`
+	GeneratedImages       int64            `json:"generated_images"`
+	ErrorsByClass         map[string]int64 `json:"errors_by_class,omitempty"`
+	ErrorSamples          []ErrorSample    `json:"error_samples,omitempty"`
+	PromptCounted         int64            `json:"prompt_counted"`
+	PromptErrSum          int64            `json:"prompt_err_sum"`
+	PromptErrMax          int64            `json:"prompt_err_max"`
+	PromptExact           int64            `json:"prompt_exact"`
+	Seen                  bool             `json:"seen"`
+	FirstSentNS           int64            `json:"first_sent_ns"`
+	LastEndNS             int64            `json:"last_end_ns"`
 }
 
 // namedHist is a distribution with its key in a state's hists.
@@ -190,6 +194,7 @@ func (c *Collector) State() (CollectorState, error) {
 		ErrorSamples:  append([]ErrorSample(nil), c.ErrorSamples...),
 		PromptCounted: c.PromptCounted, PromptErrSum: c.PromptErrSum, PromptErrMax: c.PromptErrMax, PromptExact: c.PromptExact,
 		Seen: c.seen, FirstSentNS: int64(c.FirstSent), LastEndNS: int64(c.LastEnd),
+		Cancelled: c.Cancelled, CancelledFirstToken: c.CancelledFirstToken, CancelledOutputTokens: c.CancelledOutputTokens,
 	}
 	if len(c.ErrorsByClass) > 0 {
 		s.ErrorsByClass = make(map[string]int64, len(c.ErrorsByClass))
@@ -229,6 +234,7 @@ func CollectorFromState(s CollectorState) (*Collector, error) {
 		"completed": s.Completed, "failed": s.Failed, "input_tokens": s.InputTokens, "output_tokens": s.OutputTokens,
 		"cached_tokens": s.CachedTokens, "retries": s.Retries, "images": s.Images, "generated_images": s.GeneratedImages,
 		"prompt_counted": s.PromptCounted, "prompt_err_sum": s.PromptErrSum, "prompt_err_max": s.PromptErrMax, "prompt_exact": s.PromptExact,
+		"cancelled": s.Cancelled, "cancelled_first_token": s.CancelledFirstToken, "cancelled_output_tokens": s.CancelledOutputTokens,
 	}); err != nil {
 		errs = append(errs, err)
 	}
@@ -246,6 +252,7 @@ func CollectorFromState(s CollectorState) (*Collector, error) {
 	c.ErrorSamples = append([]ErrorSample(nil), s.ErrorSamples[:min(len(s.ErrorSamples), maxErrorSamples)]...)
 	c.PromptCounted, c.PromptErrSum, c.PromptErrMax, c.PromptExact = s.PromptCounted, s.PromptErrSum, s.PromptErrMax, s.PromptExact
 	c.seen, c.FirstSent, c.LastEnd = s.Seen, time.Duration(s.FirstSentNS), time.Duration(s.LastEndNS)
+	c.Cancelled, c.CancelledFirstToken, c.CancelledOutputTokens = s.Cancelled, s.CancelledFirstToken, s.CancelledOutputTokens
 	return c, nil
 }
 

@@ -25,16 +25,24 @@ type Summary struct {
 	StartedAt      string `json:"started_at,omitempty"`
 
 	// FineServe's results.
-	Duration          float64 `json:"duration"`
-	Completed         int64   `json:"completed"`
-	Failed            int64   `json:"failed"`
-	TotalInputTokens  int64   `json:"total_input_tokens"`
-	TotalOutputTokens int64   `json:"total_output_tokens"`
-	RequestThroughput float64 `json:"request_throughput"`
-	InputThroughput   float64 `json:"input_throughput"`
-	OutputThroughput  float64 `json:"output_throughput"`
-	TotalThroughput   float64 `json:"total_throughput"`
-	Concurrency       float64 `json:"concurrency"`
+	Duration  float64 `json:"duration"`
+	Completed int64   `json:"completed"`
+	Failed    int64   `json:"failed"`
+	// Cancelled counts the requests the client cut at their planned cut
+	// (--cancel-share; absent when none): not failures, and none of the
+	// completed requests' figures count them. CancelledFirstToken are those
+	// that had received a first token, CancelledOutputTokens the tokens
+	// they had received.
+	Cancelled             int64   `json:"cancelled,omitempty"`
+	CancelledFirstToken   int64   `json:"cancelled_first_token,omitempty"`
+	CancelledOutputTokens int64   `json:"cancelled_output_tokens,omitempty"`
+	TotalInputTokens      int64   `json:"total_input_tokens"`
+	TotalOutputTokens     int64   `json:"total_output_tokens"`
+	RequestThroughput     float64 `json:"request_throughput"`
+	InputThroughput       float64 `json:"input_throughput"`
+	OutputThroughput      float64 `json:"output_throughput"`
+	TotalThroughput       float64 `json:"total_throughput"`
+	Concurrency           float64 `json:"concurrency"`
 
 	// Schedule keeping.
 	Scheduled     int64            `json:"scheduled"`
@@ -314,6 +322,7 @@ func (c *Collector) Summarize(s *Summary, dur time.Duration) {
 	}
 	s.Duration = secs
 	s.Completed, s.Failed = c.Completed, c.Failed
+	s.Cancelled, s.CancelledFirstToken, s.CancelledOutputTokens = c.Cancelled, c.CancelledFirstToken, c.CancelledOutputTokens
 	s.TotalInputTokens, s.TotalOutputTokens = c.InputTokens, c.OutputTokens
 	s.RequestThroughput = per(float64(c.Completed))
 	s.InputThroughput = per(float64(c.InputTokens))

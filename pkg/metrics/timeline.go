@@ -108,9 +108,10 @@ func (b *timelineBin) merge(o *timelineBin) {
 // Add places a request in the timeline.
 func (t *Timeline) Add(s *Sample) {
 	t.bin(s.Scheduled).offered++
-	if s.OK {
+	switch {
+	case s.OK:
 		t.bin(s.End).completed++
-	} else {
+	case !s.Cancelled: // a cancelled request is neither
 		t.bin(s.End).failed++
 	}
 	if s.HasLag {

@@ -129,6 +129,9 @@ func (a *WindowAcc) Add(s *Sample) {
 	if s.Good {
 		a.Good++
 	}
+	if s.Cancelled {
+		return // neither completed nor failed (the summary counts them)
+	}
 	if !s.OK {
 		a.Failed++
 		a.ErrorsByClass[s.ErrorClass]++

@@ -138,6 +138,9 @@ func (e *Exporter) Add(s *metrics.Sample) {
 	if s.Good {
 		e.good.Inc()
 	}
+	if s.Cancelled {
+		return // cut by the client (--cancel-share): neither completed nor an error
+	}
 	if !s.OK {
 		e.code(s.Status)[1].Inc()
 		c, ok := e.byClass[s.ErrorClass]

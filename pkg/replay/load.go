@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
 // Load reads the trace file at path (CSV or JSON Lines, optionally gzipped)
@@ -179,10 +181,11 @@ var fieldNames = [nFields]string{"timestamp", "input length", "output length", "
 func detectCSV(header []string, o *Options) (Format, error) {
 	has := func(name string) bool { return colIndex(header, name) >= 0 }
 	switch {
-	case strings.Join(header, ",") == "index,time_s,input_len,output_len,model,num_images,burst",
-		strings.Join(header, ",") == "index,time_s,input_len,output_len,model,num_images,burst,endpoint":
-		// A run of several endpoints adds their column; replaying the
-		// schedule decides the endpoints again.
+	case isScheduleCSV(header):
+		// A schedule written by --schedule-out, with its optional
+		// columns: replaying it decides the endpoints again, and the
+		// cuts are not replayed (the replaying run's own --cancel-*
+		// options decide).
 		return ScheduleCSV, nil
 	case has("TIMESTAMP") && has("ContextTokens") && has("GeneratedTokens") && has("NumImages"):
 		return AzureLMM, nil
@@ -427,4 +430,11 @@ func columnGetter(idx []int, rec *[]string) func(k int) (string, bool) {
 		}
 		return (*rec)[i], true
 	}
+}
+
+// isScheduleCSV reports whether header is a schedule CSV's
+// (--schedule-out), with any of its optional columns.
+func isScheduleCSV(header []string) bool {
+	_, ok := arrival.ParseCSVHeader(strings.Join(header, ","))
+	return ok
 }

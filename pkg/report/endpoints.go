@@ -42,6 +42,9 @@ func WriteEndpoints(w io.Writer, s *metrics.Summary) error {
 	row("requests", func(e *metrics.EndpointSummary) string { return fmt.Sprint(e.Requests) })
 	row("completed", func(e *metrics.EndpointSummary) string { return fmt.Sprint(e.Completed) })
 	row("failed", func(e *metrics.EndpointSummary) string { return fmt.Sprint(e.Failed) })
+	if s.Cancelled > 0 {
+		row("cancelled", func(e *metrics.EndpointSummary) string { return fmt.Sprint(e.Cancelled) })
+	}
 	classes := map[string]bool{}
 	for _, e := range eps {
 		for k := range e.ErrorsByClass {

@@ -135,6 +135,10 @@ func figures(s *metrics.Summary, e *extras) []figure {
 		{"Benchmark duration", s.Duration, "s", neither, 2},
 		{"Request throughput", s.RequestThroughput, "req/s", higher, 2},
 	}
+	if s.Cancelled > 0 { // cut by the client (--cancel-share): not errors
+		f = append(f, figure{"Cancelled by the client", float64(s.Cancelled), "", neither, 0},
+			figure{"Cancelled after a first token", float64(s.CancelledFirstToken), "", neither, 0})
+	}
 	if tokens {
 		f = append(f,
 			figure{"Output token throughput", s.OutputThroughput, "tok/s", higher, 1},
@@ -666,7 +670,8 @@ var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(pageH
 <tr><td>Requests</td>{{range .S.Endpoints}}<td>{{.Requests}}</td>{{end}}</tr>
 <tr><td>Completed</td>{{range .S.Endpoints}}<td>{{.Completed}}</td>{{end}}</tr>
 <tr><td>Failed</td>{{range .S.Endpoints}}<td>{{.Failed}}{{range $k, $v := .ErrorsByClass}} ({{$k}} {{$v}}){{end}}</td>{{end}}</tr>
-<tr><td>Requests/s</td>{{range .S.Endpoints}}<td>{{f2 .RequestThroughput}}</td>{{end}}</tr>
+{{if .S.Cancelled}}<tr><td>Cancelled</td>{{range .S.Endpoints}}<td>{{.Cancelled}}</td>{{end}}</tr>
+{{end}}<tr><td>Requests/s</td>{{range .S.Endpoints}}<td>{{f2 .RequestThroughput}}</td>{{end}}</tr>
 <tr><td>Output tokens/s</td>{{range .S.Endpoints}}<td>{{f2 .OutputThroughput}}</td>{{end}}</tr>
 <tr><td>TTFT median / p99 (ms)</td>{{range .S.Endpoints}}<td>{{f2 .MedianTTFT}} / {{f2 .P99TTFT}}</td>{{end}}</tr>
 <tr><td>E2E median / p99 (ms)</td>{{range .S.Endpoints}}<td>{{f2 .MedianE2E}} / {{f2 .P99E2E}}</td>{{end}}</tr>

@@ -187,7 +187,7 @@ func (b *RecordBuilder) Data() (*Data, error) {
 	s := &metrics.Summary{Model: b.model}
 	dur := b.col.LastEnd
 	b.col.Summarize(s, dur)
-	s.Scheduled = b.col.Completed + b.col.Failed
+	s.Scheduled = b.col.Completed + b.col.Failed + b.col.Cancelled
 	b.annotate(s, dur)
 	if turns := b.perTurn.Turns(); len(turns) > 0 {
 		s.PerTurn = turns

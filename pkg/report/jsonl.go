@@ -251,13 +251,22 @@ func field(key string, put func([]byte, *metrics.Sample) []byte, get func(*fastj
 	return recordField{key: key, head: `,"` + key + `":`, put: put, get: get}
 }
 
+// OutcomeCancelled is the record's "outcome" of a request the client cut
+// at its planned cut (--cancel-share). The field is written for those
+// only: "status" stays the HTTP status (200 when the cut came after the
+// response had started), and a record without "outcome" is a completion
+// or a failure as before, told apart by error_class.
+const OutcomeCancelled = "cancelled"
+
 // recordFields are the record's fields in the order they are written:
 // index, scheduled_s, sent_s, ttft_ms (null when no token arrived), e2e_ms,
 // itl_ms, input_len, output_len, prompt_tokens, completion_tokens,
 // cached_tokens and images; for image generations generate_images and
 // generated_images; then model, status, error_class, error and retries;
-// for a session's turn, session, turn and history_tokens; with several
-// endpoints, endpoint (the index of the one the request went to).
+// for a request with a planned cut, cancel_after_ms, and when the cut
+// ended it, outcome "cancelled"; for a session's turn, session, turn and
+// history_tokens; with several endpoints, endpoint (the index of the one
+// the request went to).
 var recordFields = func() []recordField {
 	fs := []recordField{
 		field("index",
@@ -350,6 +359,16 @@ var recordFields = func() []recordField {
 		field("retries",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Retries), 10) },
 			func(x *fastjson.Value, r *client.Result) { r.Retries = getInt(x) }),
+		field("cancel_after_ms",
+			func(b []byte, s *metrics.Sample) []byte { return appendMillis(b, s.CancelAfter) },
+			func(x *fastjson.Value, r *client.Result) {
+				if x != nil {
+					r.CancelAfter = millis(getFloat(x))
+				}
+			}),
+		field("outcome",
+			func(b []byte, s *metrics.Sample) []byte { return appendString(b, OutcomeCancelled) },
+			func(x *fastjson.Value, r *client.Result) { r.Cancelled = getString(x) == OutcomeCancelled }),
 		field("session",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, s.Session, 10) },
 			func(x *fastjson.Value, r *client.Result) { r.Session = getInt64(x) }),
@@ -374,6 +393,10 @@ var recordFields = func() []recordField {
 			fs[i].omit = notSession
 		case "endpoint":
 			fs[i].omit = func(s *metrics.Sample) bool { return s.Endpoint < 0 }
+		case "cancel_after_ms":
+			fs[i].omit = func(s *metrics.Sample) bool { return s.CancelAfter <= 0 }
+		case "outcome":
+			fs[i].omit = func(s *metrics.Sample) bool { return !s.Cancelled }
 		}
 	}
 	return fs

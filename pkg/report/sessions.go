@@ -24,6 +24,9 @@ func WriteSessions(w io.Writer, s *metrics.Summary) error {
 	t.row("Ended by a failed turn:", ss.EndedError)
 	t.row("Ended at the context length:", ss.EndedLength)
 	t.row("Ended by the stop:", ss.EndedInterrupt)
+	if ss.EndedCancelled > 0 {
+		t.row("Ended by a cancelled turn:", ss.EndedCancelled)
+	}
 	t.row("Turns sent / planned:", fmt.Sprintf("%d / %d", ss.TurnsSent, ss.PlannedTurns))
 	t.row("Median session duration (s):", ss.DurationS.P50)
 	t.row("P99 start lag (ms):", ss.StartLagMS.P99)

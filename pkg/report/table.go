@@ -73,6 +73,9 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 	}
 	t.row("Successful requests:", s.Completed)
 	t.row("Failed requests:", s.Failed)
+	if s.Cancelled > 0 {
+		t.row("Cancelled by the client:", fmt.Sprintf("%d (%d after a first token, %d tokens received)", s.Cancelled, s.CancelledFirstToken, s.CancelledOutputTokens))
+	}
 	if s.NotSent > 0 {
 		t.row("Not sent (run stopped):", s.NotSent)
 	}

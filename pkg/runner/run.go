@@ -119,6 +119,9 @@ func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
 		log.Infof("schedule: %d arrivals written to %s", wl.Stats.Count, o.ScheduleOut)
 	}
 	log.Infof("%s", wl.Line())
+	if l := wl.CancelLine(); l != "" {
+		log.Infof("%s", l)
+	}
 	if ws := wl.Sessions; ws != nil {
 		log.Infof("%s: %d sessions, %d planned turns, plan %s", ws.Config.Describe(), ws.Sessions, ws.Turns, ws.Hash)
 		if o.SessionsOut != "" {
@@ -483,6 +486,7 @@ func (s *sender) do(ctx context.Context, a arrival.Arrival, res *client.Result) 
 		a.Images = 0 // no input images: the prompt is text
 	}
 	req := client.Request{Model: a.Model, MaxTokens: max(a.OutputTokens, 1), Chat: a.Images > 0, Gen: a.Gen,
+		CancelAfter:  a.CancelAfter,
 		AppendPrompt: func(dst []byte) []byte { return appendPrompt(s.prompts, dst, &a) }}
 	cli := s.endpoints.acquire(a.Endpoint, res)
 	defer s.endpoints.release(res)

@@ -145,7 +145,12 @@ func (s *sessionSender) Send(ctx context.Context, a arrival.Arrival) {
 			h.msgs = append(h.msgs, user, message{reply: true, answer: append([]byte(nil), res.Text...)})
 			h.tokens += t.Input + res.OutputTokens()
 		}
+		cut := res.Cancelled
 		s.base.results <- res
+		if cut {
+			ended = "cancelled" // the user gave up: the session ends
+			break
+		}
 		if !ok && !s.continueOnError {
 			ended = "error"
 			if res.ErrorClass == client.ErrCanceled {
@@ -165,6 +170,8 @@ func (s *sessionSender) Send(ctx context.Context, a arrival.Arrival) {
 		s.sum.EndedLength++
 	case "interrupt":
 		s.sum.EndedInterrupt++
+	case "cancelled":
+		s.sum.EndedCancelled++
 	default:
 		s.sum.EndedError++
 	}
@@ -204,7 +211,7 @@ func (s *sessionSender) do(ctx context.Context, a *arrival.Arrival, user *messag
 	if res.Model == "" {
 		res.Model = s.base.model
 	}
-	req := client.Request{Model: a.Model, MaxTokens: max(t.Output, 1), Chat: a.Images > 0}
+	req := client.Request{Model: a.Model, MaxTokens: max(t.Output, 1), Chat: a.Images > 0, CancelAfter: t.CancelAfter}
 	w := userWriter{p: s.base.prompts, conv: s.conv, session: a.Index}
 	if s.chat || a.Images > 0 {
 		req.AppendMessages = func(dst []byte) []byte { return appendMessages(&w, dst, h, user) }

@@ -41,6 +41,11 @@ type Config struct {
 	// sizes of the user messages and replies after the first, for the
 	// session of index i. Think still applies.
 	Script func(i int64) []Turn
+	// Cancel, when set, decides which later turns the client cancels
+	// (--cancel-share, --cancel-after): how long after its first send the
+	// turn-th turn of session index is cut, 0 for none. The first turn's
+	// cut is its arrival's CancelAfter.
+	Cancel func(index int64, turn int) time.Duration
 }
 
 // On reports whether c plans sessions of more than one turn.
@@ -71,6 +76,9 @@ type Turn struct {
 	// Input is the size of the turn's new user message, Output the
 	// completion it asks for.
 	Input, Output int
+	// CancelAfter, when > 0, is when the client cuts the turn after its
+	// first send; a cut turn ends its session (the user gave up).
+	CancelAfter time.Duration
 }
 
 // Plan returns the turns planned for the session that starts with a: the
@@ -78,10 +86,11 @@ type Turn struct {
 // size. It depends only on c and a (its Index and sizes), so every copy of
 // a sharded run plans the same session, in any order. dst is reused.
 func (c *Config) Plan(dst []Turn, a *arrival.Arrival) []Turn {
-	dst = append(dst[:0], Turn{Input: max(a.InputTokens, 1), Output: max(a.OutputTokens, 1)})
+	dst = append(dst[:0], Turn{Input: max(a.InputTokens, 1), Output: max(a.OutputTokens, 1), CancelAfter: a.CancelAfter})
 	if !c.On() {
 		return dst
 	}
+	defer c.cancelTurns(dst, a.Index)
 	r := c.rand(a.Index)
 	if c.Script != nil {
 		for _, t := range c.Script(a.Index) {
@@ -109,6 +118,18 @@ func (c *Config) Plan(dst []Turn, a *arrival.Arrival) []Turn {
 	return dst
 }
 
+// cancelTurns decides the cuts of the later turns of session index (the
+// decisions have a random stream of their own: the turns' think times and
+// sizes are those of a run without cancellation).
+func (c *Config) cancelTurns(turns []Turn, index int64) {
+	if c.Cancel == nil {
+		return
+	}
+	for k := 1; k < len(turns); k++ {
+		turns[k].CancelAfter = c.Cancel(index, k+1)
+	}
+}
+
 // rand is the random source of session index.
 func (c *Config) rand(index int64) *rand.Rand {
 	return rand.New(rand.NewPCG(c.Seed^bits.RotateLeft64(streamSessions, 17), uint64(index)^streamSessions))
@@ -118,8 +139,22 @@ func (c *Config) rand(index int64) *rand.Rand {
 // per planned turn.
 const PlanHeader = "session,turn,think_s,input_len,output_len"
 
+// PlanHeaderCancel is the sessions CSV's header when cancellation is on:
+// each turn's cut (seconds after its first send; 0: not cancelled) is the
+// last column.
+const PlanHeaderCancel = PlanHeader + ",cancel_after_s"
+
 // AppendPlanRows appends the CSV rows of a session's planned turns.
 func AppendPlanRows(b []byte, session int64, turns []Turn) []byte {
+	return appendPlanRows(b, session, turns, false)
+}
+
+// AppendPlanRowsCancel appends the rows of PlanHeaderCancel.
+func AppendPlanRowsCancel(b []byte, session int64, turns []Turn) []byte {
+	return appendPlanRows(b, session, turns, true)
+}
+
+func appendPlanRows(b []byte, session int64, turns []Turn, cancel bool) []byte {
 	for i, t := range turns {
 		b = strconv.AppendInt(b, session, 10)
 		b = append(b, ',')
@@ -130,6 +165,10 @@ func AppendPlanRows(b []byte, session int64, turns []Turn) []byte {
 		b = strconv.AppendInt(b, int64(t.Input), 10)
 		b = append(b, ',')
 		b = strconv.AppendInt(b, int64(t.Output), 10)
+		if cancel {
+			b = append(b, ',')
+			b = strconv.AppendFloat(b, t.CancelAfter.Seconds(), 'f', 6, 64)
+		}
 		b = append(b, '\n')
 	}
 	return b

@@ -6,14 +6,15 @@ import (
 	"math"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/cancel"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 )
 
 // LoadOptions are the load-control options: a target profile (--stages, or
 // vLLM's --ramp-up-*), shared-prefix prompts (--prefix-len, --num-prefixes,
-// --prefix-dist) and a length mixture (--lengths). Their zero value is
-// off.
+// --prefix-dist), a length mixture (--lengths) and request cancellation
+// (--cancel-share, --cancel-after). Their zero value is off.
 type LoadOptions struct {
 	// Stages is --stages: k6-style DURATION:TARGET stages.
 	Stages string
@@ -31,6 +32,10 @@ type LoadOptions struct {
 	// prefixes.
 	PrefixLen, NumPrefixes int
 	PrefixDist             string
+	// CancelShare (0: off) is the share of requests the client cancels,
+	// CancelAfter when it cuts them (a duration or a distribution).
+	CancelShare float64
+	CancelAfter string
 }
 
 // DefaultLoadOptions returns the options with everything off.
@@ -107,7 +112,15 @@ func (l *LoadOptions) Validate(mode string) error {
 	if l.PrefixLen == 0 && (l.NumPrefixes > 1 || l.PrefixDist != "" && l.PrefixDist != "uniform") {
 		add("--num-prefixes %d --prefix-dist %s: shared prefixes need --prefix-len N (their length in tokens)", l.NumPrefixes, l.PrefixDist)
 	}
+	if _, err := cancel.Parse(l.CancelShare, l.CancelAfter, 0); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// cancelPolicy returns the run's cancellation (nil when off).
+func (l *LoadOptions) cancelPolicy(c *Config) (*cancel.Policy, error) {
+	return cancel.Parse(l.CancelShare, l.CancelAfter, c.Seed)
 }
 
 // profile returns the target profile (nil without one). Poisson ramps

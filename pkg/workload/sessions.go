@@ -44,9 +44,13 @@ func newPlanPass(c *Config) *planPass {
 		return nil
 	}
 	p := &planPass{cfg: &c.Sessions, d: sha256.New()}
-	p.d.Write([]byte(session.PlanHeader + "\n"))
+	head := session.PlanHeader
+	if c.Sessions.Cancel != nil {
+		head = session.PlanHeaderCancel
+	}
+	p.d.Write([]byte(head + "\n"))
 	if c.SessionsOut != nil {
-		p.out = &csvOut{w: c.SessionsOut, buf: append(make([]byte, 0, 1<<16), session.PlanHeader+"\n"...)}
+		p.out = newCSVOut(c.SessionsOut, head)
 	}
 	return p
 }
@@ -56,7 +60,11 @@ func (p *planPass) add(a *arrival.Arrival, c *Config) {
 		return
 	}
 	p.turns = p.cfg.Plan(p.turns, a)
-	p.line = session.AppendPlanRows(p.line[:0], a.Index, p.turns)
+	if p.cfg.Cancel != nil {
+		p.line = session.AppendPlanRowsCancel(p.line[:0], a.Index, p.turns)
+	} else {
+		p.line = session.AppendPlanRows(p.line[:0], a.Index, p.turns)
+	}
 	p.d.Write(p.line)
 	if c.ShardCount > 1 && a.Index%c.ShardCount != c.ShardIndex {
 		return

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
+	"github.com/fineserve-gen/fineserve-gen/pkg/cancel"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
@@ -128,6 +129,12 @@ type Workload struct {
 	// Sessions is the plan of this shard's sessions (sessions.go), nil
 	// without sessions.
 	Sessions *Sessions
+	// Cancel is the run's request cancellation (nil when off): every
+	// arrival carries its decision (CancelAfter), and so does every
+	// planned session turn. Cancelled counts this shard's arrivals it
+	// cancels.
+	Cancel    *cancel.Policy
+	Cancelled int64
 	// Conversations are the dataset's conversations (--multi-turn), nil
 	// otherwise.
 	Conversations *prompt.Conversations
@@ -173,6 +180,12 @@ func Build(c Config, log Logger) (*Workload, error) {
 	if w.Prefix, err = c.Load.sharedPrefix(&c); err != nil {
 		return nil, err
 	}
+	if w.Cancel, err = c.Load.cancelPolicy(&c); err != nil {
+		return nil, err
+	}
+	if w.Cancel.On() {
+		c.Sessions.Cancel = w.Cancel.Cut // later turns (sessions.go)
+	}
 	// In replay and parametric mode the profile multiplies the speed: the
 	// mode's schedule is built for the workload time the profile covers,
 	// then warped and cut at --duration.
@@ -210,6 +223,9 @@ func Build(c Config, log Logger) (*Workload, error) {
 		return nil, err
 	}
 	s = balanceEndpoints(&c, w, s)
+	// Decided last, on a stream of its own, from the index alone: turning
+	// cancellation on changes nothing else of the schedule.
+	s = w.Cancel.Apply(s)
 	if err := w.measure(s, &c); err != nil {
 		return nil, err
 	}
@@ -226,10 +242,8 @@ func (e *WriteError) Unwrap() error { return e.Err }
 // measure walks the whole schedule s once: its hash and count, and this
 // shard's stats, first arrival and CSV rows.
 func (w *Workload) measure(s arrival.Schedule, c *Config) error {
-	header := arrival.ScheduleHeader
-	if c.Endpoints.column() {
-		header += "," + arrival.EndpointColumn
-	}
+	cols := arrival.CSVColumns{Endpoint: c.Endpoints.column(), Cancel: w.Cancel.On()}
+	header := cols.Header()
 	d := sha256.New()
 	d.Write([]byte(header + "\n"))
 	var out *csvOut
@@ -241,10 +255,7 @@ func (w *Workload) measure(s arrival.Schedule, c *Config) error {
 	facts := newLoadFacts(c.mixture, w.Prefix, w.ImageOptions)
 	for a := range s {
 		plan.add(&a, c)
-		line = arrival.AppendCSVRow(line[:0], a)
-		if c.Endpoints.column() {
-			line = arrival.AppendEndpoint(line, a)
-		}
+		line = cols.AppendRow(line[:0], a)
 		d.Write(line)
 		w.Total++
 		facts.add(&a)
@@ -259,6 +270,9 @@ func (w *Workload) measure(s arrival.Schedule, c *Config) error {
 		w.Stats.Input += int64(a.InputTokens)
 		w.Stats.Output += int64(a.OutputTokens)
 		w.Stats.Images += int64(a.Images)
+		if a.CancelAfter > 0 {
+			w.Cancelled++
+		}
 		out.write(line)
 	}
 	facts.set(w)
@@ -415,4 +429,13 @@ func (w *Workload) Line() string {
 		return fmt.Sprintf("schedule: %d requests, all due at the start, %s", st.Count, tokens)
 	}
 	return fmt.Sprintf("schedule: %d requests over %.3f s (mean %.2f req/s), %s", st.Count, st.Last.Seconds(), st.MeanRate(), tokens)
+}
+
+// CancelLine says how many of this shard's arrivals are to be cancelled
+// ("" when cancellation is off).
+func (w *Workload) CancelLine() string {
+	if !w.Cancel.On() {
+		return ""
+	}
+	return fmt.Sprintf("cancel: %d of %d requests planned to be cut (%s)", w.Cancelled, w.Stats.Count, w.Cancel)
 }

@@ -1,0 +1,113 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// slowStream answers with one token, then a token every gap, up to n,
+// stopping when its client goes away; gone receives whether it did.
+func slowStream(n int, gap time.Duration, gone chan<- bool) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range n {
+			if i > 0 {
+				select {
+				case <-time.After(gap):
+				case <-r.Context().Done():
+					gone <- true
+					return
+				}
+			}
+			fmt.Fprintf(w, "data: %s\n\n", tok)
+			w.(http.Flusher).Flush()
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		gone <- false
+	}
+}
+
+// TestCancelAfterCutsTheStream: a request with CancelAfter is cut that
+// long after its send — not a failure: Cancelled, no error class, the
+// tokens and TTFT received before the cut kept, End at the cut — and the
+// server sees its client go away. The stream would take 2 s; the cut is at
+// 150 ms (a 5× margin either side of the checks).
+func TestCancelAfterCutsTheStream(t *testing.T) {
+	for _, transport := range []string{TransportLean, TransportNetHTTP} {
+		t.Run(strings.ReplaceAll(transport, "/", "-"), func(t *testing.T) {
+			gone := make(chan bool, 1)
+			srv := httptest.NewServer(&capture{respond: slowStream(100, 20*time.Millisecond, gone)})
+			defer srv.Close()
+			c := newTestClient(t, srv, Config{Stream: true, HTTPTransport: transport})
+			res := &Result{}
+			res.Reset()
+			const cut = 150 * time.Millisecond
+			c.Do(context.Background(), &Request{MaxTokens: 100, Prompt: []byte(`[1]`), CancelAfter: cut}, res)
+			if !res.Cancelled || res.OK() || res.ErrorClass != "" || res.Error != "" || res.CancelAfter != cut {
+				t.Fatalf("cancelled %v ok %v class %q error %q after %v", res.Cancelled, res.OK(), res.ErrorClass, res.Error, res.CancelAfter)
+			}
+			if res.FirstToken <= res.Sent || len(res.TokenTimes) < 2 || len(res.TokenTimes) > 60 || res.CompletionTokens != len(res.TokenTimes) {
+				t.Errorf("first token %v (sent %v), %d token times, %d completion tokens: want the tokens before the cut",
+					res.FirstToken, res.Sent, len(res.TokenTimes), res.CompletionTokens)
+			}
+			if e2e := res.E2E(); e2e < cut || e2e > 5*cut {
+				t.Errorf("end %v after the send, want the cut at %v", e2e, cut)
+			}
+			select {
+			case g := <-gone:
+				if !g {
+					t.Error("the server finished the stream: the client did not go away")
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("the server did not see its client go away")
+			}
+		})
+	}
+}
+
+// TestCancelAfterLaterThanTheEnd: a request that ends before its cut is a
+// normal completion; one cut before any byte (a server that has not
+// answered yet) is cancelled with no token.
+func TestCancelAfterLaterThanTheEnd(t *testing.T) {
+	gone := make(chan bool, 1)
+	srv := httptest.NewServer(&capture{respond: slowStream(3, time.Millisecond, gone)})
+	defer srv.Close()
+	c := newTestClient(t, srv, Config{Stream: true})
+	res := &Result{}
+	res.Reset()
+	c.Do(context.Background(), &Request{MaxTokens: 3, Prompt: []byte(`[1]`), CancelAfter: 5 * time.Second}, res)
+	if !res.OK() || res.Cancelled || len(res.TokenTimes) != 3 || res.CancelAfter != 5*time.Second {
+		t.Errorf("ok %v cancelled %v class %q, %d tokens: want a completion", res.OK(), res.Cancelled, res.ErrorClass, len(res.TokenTimes))
+	}
+
+	silent := httptest.NewServer(&capture{respond: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }})
+	defer silent.Close()
+	res.Reset()
+	newTestClient(t, silent, Config{Stream: true}).Do(context.Background(), &Request{MaxTokens: 3, Prompt: []byte(`[1]`), CancelAfter: 50 * time.Millisecond}, res)
+	if !res.Cancelled || res.ErrorClass != "" || res.FirstToken != 0 || len(res.TokenTimes) != 0 || res.Status != 0 {
+		t.Errorf("cancelled %v class %q first token %v status %d: want cancelled before any byte", res.Cancelled, res.ErrorClass, res.FirstToken, res.Status)
+	}
+}
+
+// TestRunStopIsNotACut: the run stopping under a request (its context
+// cancelled) is the error class canceled, not a cancellation, even when
+// the request had a planned cut still to come.
+func TestRunStopIsNotACut(t *testing.T) {
+	gone := make(chan bool, 1)
+	srv := httptest.NewServer(&capture{respond: slowStream(100, 20*time.Millisecond, gone)})
+	defer srv.Close()
+	c := newTestClient(t, srv, Config{Stream: true})
+	ctx, stop := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, stop)
+	res := &Result{}
+	res.Reset()
+	c.Do(ctx, &Request{MaxTokens: 100, Prompt: []byte(`[1]`), CancelAfter: 10 * time.Second}, res)
+	if res.Cancelled || res.ErrorClass != ErrCanceled {
+		t.Errorf("cancelled %v class %q: want the class canceled", res.Cancelled, res.ErrorClass)
+	}
+}
