@@ -86,6 +86,26 @@ func indexed(i int64) *metrics.Sample {
 	return &s
 }
 
+// bubbleWriter returns a writer to a disk that takes delay a write, on the
+// test's synctest bubble's clock; it is closed when the test ends.
+func bubbleWriter(t *testing.T, delay time.Duration) (*disk, *RecordWriter) {
+	d := &disk{now: time.Now, delay: delay}
+	w := NewRecordWriter(d, nil)
+	t.Cleanup(func() { w.Close() })
+	return d, w
+}
+
+// addAt adds the record of index i at instant at, and fails if Add waited.
+func addAt(t *testing.T, w *RecordWriter, i int64, at time.Time) {
+	t.Helper()
+	time.Sleep(time.Until(at))
+	before := time.Now()
+	w.Add(indexed(i))
+	if d := time.Since(before); d != 0 {
+		t.Fatalf("Add waited %v", d)
+	}
+}
+
 // inOrder checks that idx is 0, 1, … n-1.
 func inOrder(t *testing.T, idx []int64, n int) {
 	t.Helper()
@@ -105,17 +125,10 @@ func inOrder(t *testing.T, idx []int64, n int) {
 // with it in one write; Add never waits.
 func TestRecordWriterWritesWithinFlushInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := &disk{now: time.Now}
-		w := NewRecordWriter(d, nil)
-		defer w.Close()
+		d, w := bubbleWriter(t, 0)
 		start := time.Now()
 		for i := range int64(3) { // at 0, 30 and 60 ms
-			time.Sleep(time.Until(start.Add(time.Duration(i) * 30 * time.Millisecond)))
-			before := time.Now()
-			w.Add(indexed(i))
-			if time.Since(before) != 0 {
-				t.Fatalf("Add waited %v", time.Since(before))
-			}
+			addAt(t, w, i, start.Add(time.Duration(i)*30*time.Millisecond))
 		}
 		time.Sleep(time.Until(start.Add(FlushInterval - time.Nanosecond)))
 		synctest.Wait()
@@ -131,9 +144,8 @@ func TestRecordWriterWritesWithinFlushInterval(t *testing.T) {
 		inOrder(t, idx, 3)
 
 		// The next record starts a new interval of its own.
-		time.Sleep(time.Second)
-		again := time.Now()
-		w.Add(indexed(3))
+		again := start.Add(time.Second)
+		addAt(t, w, 3, again)
 		time.Sleep(FlushInterval)
 		synctest.Wait()
 		writes, _ = d.state(t)
@@ -153,9 +165,7 @@ func TestRecordWriterWritesWithinFlushInterval(t *testing.T) {
 // written without waiting for FlushInterval; those after them wait for it.
 func TestRecordWriterWritesFullChunksAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := &disk{now: time.Now}
-		w := NewRecordWriter(d, nil)
-		defer w.Close()
+		d, w := bubbleWriter(t, 0)
 		start := time.Now()
 		var n, size int64
 		for ; size < recordChunk; n++ {
@@ -201,18 +211,11 @@ func TestRecordWriterBacklog(t *testing.T) {
 	} {
 		t.Run(tc.delay.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				d := &disk{now: time.Now, delay: tc.delay}
-				w := NewRecordWriter(d, nil)
-				defer w.Close()
+				d, w := bubbleWriter(t, tc.delay)
 				const n = 500
 				start := time.Now()
 				for i := range int64(n) {
-					time.Sleep(time.Until(start.Add(time.Duration(i) * 10 * time.Millisecond)))
-					before := time.Now()
-					w.Add(indexed(i))
-					if time.Since(before) != 0 {
-						t.Fatalf("Add waited %v", time.Since(before))
-					}
+					addAt(t, w, i, start.Add(time.Duration(i)*10*time.Millisecond))
 				}
 				if err := w.Close(); err != nil {
 					t.Fatal(err)
