@@ -10,28 +10,12 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
-// lockedBuffer is a bytes.Buffer safe to read while the log writes to it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestArrivalLogRoundTrip(t *testing.T) {
-	var buf lockedBuffer
+	var buf testenv.SyncBuffer
 	before := time.Now().UnixNano()
 	l := NewArrivalLog(&buf, time.Millisecond)
 	const goroutines, each = 8, 500
@@ -69,7 +53,7 @@ func TestArrivalLogRoundTrip(t *testing.T) {
 // interval, not only at Close (a killed server leaves what was flushed).
 func TestArrivalLogFlushes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var buf lockedBuffer
+		var buf testenv.SyncBuffer
 		l := NewArrivalLog(&buf, 100*time.Millisecond)
 		l.Record()
 		l.Record()
@@ -103,7 +87,7 @@ func TestArrivalLogFlushes(t *testing.T) {
 }
 
 func TestArrivalLogDropsBeyondBound(t *testing.T) {
-	var buf lockedBuffer
+	var buf testenv.SyncBuffer
 	l := NewArrivalLog(&buf, time.Hour) // no flush before Close
 	for range maxPendingArrivals + 5 {
 		l.Record()
@@ -133,7 +117,7 @@ func TestArrivalLogWriteError(t *testing.T) {
 // TestArrivalLogServer checks that the server logs generation requests,
 // and only those, each at an instant within its request.
 func TestArrivalLogServer(t *testing.T) {
-	var buf lockedBuffer
+	var buf testenv.SyncBuffer
 	l := NewArrivalLog(&buf, time.Millisecond)
 	_, url := start(t, Config{Arrivals: l})
 	var bounds [][2]int64
@@ -230,7 +214,7 @@ func FuzzReadArrivalLog(f *testing.F) {
 // BenchmarkArrivalLogRecord is the cost Record adds to every generation
 // request, from parallel handlers.
 func BenchmarkArrivalLogRecord(b *testing.B) {
-	var buf lockedBuffer
+	var buf testenv.SyncBuffer
 	l := NewArrivalLog(&buf, 0)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

@@ -67,6 +67,11 @@ type Config struct {
 	// CPU reads the CPU time the process has used, and whether it can be
 	// measured (nil: the process's own, from the operating system).
 	CPU func() (time.Duration, bool)
+	// Now reads the clock the monitor cuts windows and live intervals by
+	// and draws the progress bar with (default time.Now). The waits between
+	// its looks are the runtime's timers: a test fakes both at once with
+	// testing/synctest.
+	Now func() time.Time
 }
 
 // sampleEvery is how often the monitor samples the requests in flight and
@@ -142,6 +147,9 @@ type Monitor struct {
 func New(c Config) (*Monitor, error) {
 	if c.CPU == nil {
 		c.CPU = processCPU
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	m := &Monitor{
 		c: c, total: c.Scheduled, span: c.Span,
@@ -288,7 +296,7 @@ func (m *Monitor) Begin(start time.Time, col *metrics.Collector, inFlight, dispa
 func (m *Monitor) loop() {
 	defer close(m.stopped)
 	nextSample := time.Duration(0)
-	t := time.NewTimer(time.Until(m.start))
+	t := time.NewTimer(m.start.Sub(m.c.Now()))
 	defer t.Stop()
 	for {
 		select {
@@ -296,7 +304,7 @@ func (m *Monitor) loop() {
 			return
 		case <-t.C:
 		}
-		now := time.Since(m.start)
+		now := m.c.Now().Sub(m.start)
 		m.runDue(now)
 		if now >= nextSample {
 			v := m.inFlightNow()
@@ -312,7 +320,7 @@ func (m *Monitor) loop() {
 		for _, s := range m.streams() {
 			due = min(due, s.due())
 		}
-		t.Reset(time.Until(m.start.Add(due)))
+		t.Reset(m.start.Add(due).Sub(m.c.Now()))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -368,5 +369,70 @@ func TestLiveLineOfTheLastInterval(t *testing.T) {
 		if !strings.Contains(line, tc.want) || strings.Contains(line, "Inf") {
 			t.Errorf("%v s of %v: %q, want %q", tc.d, tc.interval, line, tc.want)
 		}
+	}
+}
+
+// barWriter keeps what the monitor prints and says when it first draws the
+// progress bar.
+type barWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	bar  chan struct{}
+	seen bool
+}
+
+func (w *barWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.seen && bytes.HasPrefix(p, []byte("\r\033[K[")) {
+		w.seen = true
+		close(w.bar)
+	}
+	return w.buf.Write(p)
+}
+
+func (w *barWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestMonitorReadsItsClock: the monitor's time is Config.Now, not the wall
+// clock. A run that starts in 2030 on the wall clock, with a clock that
+// reads 10 s past its start and never moves: the monitor's first look, at
+// once, closes the live intervals of the first nine seconds (the tenth
+// waits for its grace) and the windows of the first eight, and draws the
+// bar at 10 s of a 20 s schedule.
+func TestMonitorReadsItsClock(t *testing.T) {
+	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := testConfig()
+	c.ReportInterval, c.Window, c.Bar = time.Second, 2*time.Second, true
+	c.Now = func() time.Time { return start.Add(10 * time.Second) }
+	c.CPU = func() (time.Duration, bool) { return 0, true }
+	out := &barWriter{bar: make(chan struct{})}
+	c.Err = out
+	m, err := New(withStats(c, evenSchedule(20, time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done atomic.Int64
+	m.Begin(start, metrics.NewCollector(), func() int64 { return 3 }, func() int64 { return 0 }, &done)
+	select {
+	case <-out.bar:
+	case <-time.After(time.Minute): // only so that a failure does not hang
+		m.Close()
+		t.Fatal("the monitor never looked: it waits on the wall clock for a start in 2030")
+	}
+	m.Close()
+	text := out.String()
+	lines := regexp.MustCompile(`(?m)^\[(\d\d:\d\d)–(\d\d:\d\d)\] offered`).FindAllStringSubmatch(text, -1)
+	if len(lines) != 9 || lines[0][1] != "00:00" || lines[8][2] != "00:09" {
+		t.Errorf("live lines %v, want the nine of 00:00–00:09\n%s", lines, text)
+	}
+	if len(m.windows) != 4 || m.windows[3].End != 8 {
+		t.Errorf("%d windows closed, want the four of 0–8 s", len(m.windows))
+	}
+	if want := "] 0/20   0% in flight 3 ETA 00:10"; !strings.Contains(text, want) {
+		t.Errorf("bar: %q, want it drawn at 10 s of 20 (%q)", text, want)
 	}
 }

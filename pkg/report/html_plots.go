@@ -176,6 +176,21 @@ func svgOf(c *chart, name string) (template.HTML, error) {
 	return template.HTML(s), nil
 }
 
+// marks draws a dot of radius r at every point of pts, in palette colour i.
+func marks(p *chart, pts plotter.XYs, i int, r vg.Length) error {
+	if len(pts) == 0 {
+		return nil
+	}
+	sc, err := plotter.NewScatter(pts)
+	if err != nil {
+		return err
+	}
+	sc.Color = palette[i%len(palette)]
+	sc.Radius = r
+	p.Add(sc)
+	return nil
+}
+
 // line adds a line series to p, in palette colour i.
 func line(p *chart, pts plotter.XYs, label string, i int, dashed bool) error {
 	if len(pts) == 0 {
@@ -406,14 +421,10 @@ func plotTime(name, title, yLabel string, xs []float64, series []timeSeries, axi
 		if err := line(p, pts, s.Label, i, s.Dashed); err != nil {
 			return "", err
 		}
-		if len(pts) > 0 && len(pts) < 30 { // few points: mark each
-			sc, err := plotter.NewScatter(pts)
-			if err != nil {
+		if len(pts) < 30 { // few points: mark each
+			if err := marks(p, pts, i, vg.Points(1.8)); err != nil {
 				return "", err
 			}
-			sc.Color = palette[i%len(palette)]
-			sc.Radius = vg.Points(1.8)
-			p.Add(sc)
 		}
 	}
 	switch {

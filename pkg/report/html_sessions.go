@@ -43,14 +43,8 @@ func turnPlots(turns []metrics.TurnSummary) (ttft, prompt template.HTML, err err
 			if err := line(c, pts, labels[i], i, false); err != nil {
 				return "", err
 			}
-			if len(pts) > 0 {
-				sc, err := plotter.NewScatter(pts)
-				if err != nil {
-					return "", err
-				}
-				sc.Color = palette[i%len(palette)]
-				sc.Radius = vg.Points(1.8)
-				c.Add(sc)
+			if err := marks(c, pts, i, vg.Points(1.8)); err != nil {
+				return "", err
 			}
 		}
 		return svgOf(c, name)

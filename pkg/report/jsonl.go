@@ -16,50 +16,67 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
-// FlushInterval bounds how long a finished record may wait in memory before
-// it is handed to the writer: a killed run loses at most the records of
-// this last interval (and those the writer had not written yet, see
+// FlushInterval is how long a finished record may wait in memory: the
+// record writer writes every record to its file at most FlushInterval
+// after Add took it (plus the time of the write itself), so a killed run
+// loses at most the records of its last interval — more only when the
+// disk is slower than the run, and then the backlog is reported (see
 // RecordWriter).
 const FlushInterval = 100 * time.Millisecond
 
-// recordChunk is how many bytes of records are handed to the writer at
-// once (at the latest every FlushInterval).
+// recordChunk is how many bytes of records the writer writes at once
+// without waiting for FlushInterval.
 const recordChunk = 64 << 10
 
 // RecordWriter streams one JSON object per finished request (JSON Lines)
-// without ever making its caller wait for the disk: Add encodes the record
-// into memory, and a goroutine of the writer's own writes the encoded
-// chunks to the file in order. Nothing is dropped: a disk slower than the
-// run makes the queue grow, and the largest backlog is kept (MaxBacklog).
-// Add, Flush, Sync and Close are called from one goroutine.
+// without ever making its caller wait for the disk. Add encodes the record
+// into memory; a goroutine of the writer's own writes what is encoded, in
+// order, as soon as it makes a chunk of 64 KiB or its oldest record has
+// waited FlushInterval. That goroutine's timer is the one flush mechanism:
+// the caller calls nothing for records to reach the file. The guarantees:
+//   - every record is written within FlushInterval of its Add (plus the
+//     write itself) while the disk keeps up;
+//   - Add never waits for the disk: it holds the writer's lock only to
+//     append to memory, never during a write;
+//   - no record is dropped: a disk slower than the run makes the records
+//     waiting in memory grow;
+//   - and that is reported: when a record is still unwritten
+//     2×FlushInterval after its Add, the disk is behind, and the most
+//     records (and bytes) waiting at such a time is kept (MaxBacklog).
+//
+// Add, Sync and Close are called from one goroutine.
 type RecordWriter struct {
 	w     io.Writer
 	close func() error // syncs and closes the file (nil: nothing to close)
+	now   func() time.Time
 
-	// The producer's side.
-	cur       []byte // records not yet handed to the writer
-	curN      int64
-	lastHand  time.Time
-	n         int64
+	n         int64 // records added (the caller's)
 	closed    bool
+	wake      chan struct{} // tells the writer's goroutine to look again (buffered)
 	writeDone chan struct{}
 
-	mu      sync.Mutex
-	cond    *sync.Cond // signals the writer (work, close) and Sync (progress)
-	queue   []chunk    // handed over, not yet written, in order
-	free    [][]byte   // written chunks' storage, for reuse
-	pending Backlog    // handed over, not yet written (the chunk being written too)
-	busyAt  time.Time  // when the chunk being written was handed over (zero: idle)
-	max     Backlog
-	err     error
-	quit    bool
+	mu   sync.Mutex
+	cond *sync.Cond // signals Sync that a write ended
+	// cur are the records encoded and not yet taken by the writer, the
+	// oldest added at curAt.
+	cur   []byte
+	curN  int64
+	curAt time.Time
+	// busy are the records being written (n == 0: none); spare is the
+	// storage of the last batch written, for reuse.
+	busy  batch
+	spare []byte
+	// urgent asks the writer to take cur at once (Sync); quit to take what
+	// is left and stop (Close).
+	urgent, quit bool
+	max          Backlog
+	err          error
 }
 
-// chunk is encoded records handed to the writer.
-type chunk struct {
-	b  []byte
-	n  int64
-	at time.Time // handed over
+// batch is records taken by the writer.
+type batch struct {
+	n, bytes int64
+	at       time.Time // when the oldest was added
 }
 
 // Backlog is an amount of records waiting for the writer.
@@ -67,13 +84,14 @@ type Backlog struct {
 	Records, Bytes int64
 }
 
-// CreateRecords creates (truncates) path for per-request records.
-func CreateRecords(path string) (*RecordWriter, error) {
+// CreateRecords creates (truncates) path for per-request records; now is
+// the writer's clock (nil: time.Now, see NewRecordWriter).
+func CreateRecords(path string, now func() time.Time) (*RecordWriter, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	rw := NewRecordWriter(f)
+	rw := NewRecordWriter(f, now)
 	rw.close = func() error {
 		err := f.Sync()
 		if e := f.Close(); err == nil {
@@ -85,112 +103,144 @@ func CreateRecords(path string) (*RecordWriter, error) {
 }
 
 // NewRecordWriter returns a writer of records to w, with its writing
-// goroutine started; Close stops it (and does not close w).
-func NewRecordWriter(w io.Writer) *RecordWriter {
-	rw := &RecordWriter{w: w, lastHand: time.Now(), writeDone: make(chan struct{}), cur: make([]byte, 0, recordChunk+4096)}
+// goroutine started; Close stops it (and does not close w). now reads the
+// clock that stamps records as they are added and tells when they are due
+// (nil: time.Now); the wait until the oldest is due is the runtime's
+// timer, so a test fakes both at once with testing/synctest.
+func NewRecordWriter(w io.Writer, now func() time.Time) *RecordWriter {
+	if now == nil {
+		now = time.Now
+	}
+	rw := &RecordWriter{
+		w: w, now: now, wake: make(chan struct{}, 1), writeDone: make(chan struct{}),
+		cur: make([]byte, 0, recordChunk+4096),
+	}
 	rw.cond = sync.NewCond(&rw.mu)
 	go rw.loop()
 	return rw
 }
 
-// Add encodes s's record. The records are handed to the writer when a
-// chunk is full or FlushInterval has passed since the last hand-over.
+// Add encodes s's record into memory, for the writer's goroutine to write.
 func (rw *RecordWriter) Add(s *metrics.Sample) {
+	rw.n++
+	now := rw.now()
+	rw.mu.Lock()
+	first := rw.curN == 0
+	if first {
+		rw.curAt = now
+	}
 	rw.cur = AppendRecord(rw.cur, s)
 	rw.curN++
-	rw.n++
-	if len(rw.cur) >= recordChunk || time.Since(rw.lastHand) >= FlushInterval {
-		rw.handOver()
+	full := len(rw.cur) >= recordChunk
+	rw.noteBacklog(now)
+	rw.mu.Unlock()
+	if first || full { // a new deadline, or a chunk to write now
+		rw.signal()
 	}
 }
 
 var _ metrics.Sink = (*RecordWriter)(nil)
 
-// handOver queues the records encoded so far for the writer. When records
-// handed over earlier have waited FlushInterval or more without being
-// written, the writer has fallen behind: what is waiting is a backlog.
-func (rw *RecordWriter) handOver() {
-	now := time.Now()
-	rw.lastHand = now
-	if len(rw.cur) == 0 {
-		return
+// signal wakes the writer's goroutine (never waits).
+func (rw *RecordWriter) signal() {
+	select {
+	case rw.wake <- struct{}{}:
+	default:
 	}
-	rw.mu.Lock()
-	oldest := rw.busyAt
-	if oldest.IsZero() && len(rw.queue) > 0 {
-		oldest = rw.queue[0].at
-	}
-	if !oldest.IsZero() && now.Sub(oldest) >= FlushInterval {
-		rw.max.Records = max(rw.max.Records, rw.pending.Records)
-		rw.max.Bytes = max(rw.max.Bytes, rw.pending.Bytes)
-	}
-	rw.queue = append(rw.queue, chunk{rw.cur, rw.curN, now})
-	rw.pending.Records += rw.curN
-	rw.pending.Bytes += int64(len(rw.cur))
-	var next []byte
-	if n := len(rw.free); n > 0 {
-		next, rw.free = rw.free[n-1][:0], rw.free[:n-1]
-	}
-	rw.mu.Unlock()
-	rw.cond.Broadcast()
-	if next == nil {
-		next = make([]byte, 0, recordChunk+4096)
-	}
-	rw.cur, rw.curN = next, 0
 }
 
-// loop writes the queued chunks in order until Close.
-func (rw *RecordWriter) loop() {
-	defer close(rw.writeDone)
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	for {
-		for len(rw.queue) == 0 && !rw.quit {
-			rw.cond.Wait()
-		}
-		if len(rw.queue) == 0 {
+// noteBacklog keeps the records waiting as the largest backlog when the
+// oldest of them was added 2×FlushInterval or more before now (rw.mu
+// held): a writer that keeps up has written it by then.
+func (rw *RecordWriter) noteBacklog(now time.Time) {
+	oldest := rw.busy.at
+	if rw.busy.n == 0 {
+		if rw.curN == 0 {
 			return
 		}
-		c := rw.queue[0]
-		rw.queue[0] = chunk{}
-		rw.queue = rw.queue[1:]
+		oldest = rw.curAt
+	}
+	if now.Sub(oldest) < 2*FlushInterval {
+		return
+	}
+	rw.max.Records = max(rw.max.Records, rw.busy.n+rw.curN)
+	rw.max.Bytes = max(rw.max.Bytes, rw.busy.bytes+int64(len(rw.cur)))
+}
+
+// loop writes the records in order until Close: those encoded so far as
+// soon as they make a chunk, their oldest is due (FlushInterval after its
+// Add), or Sync or Close asks.
+func (rw *RecordWriter) loop() {
+	defer close(rw.writeDone)
+	timer := time.NewTimer(FlushInterval)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		rw.mu.Lock()
+		if rw.curN == 0 {
+			rw.urgent = false
+			if rw.quit {
+				rw.mu.Unlock()
+				return
+			}
+		}
+		take := rw.curN > 0 && (rw.urgent || rw.quit || len(rw.cur) >= recordChunk)
+		var wait time.Duration // until cur is due (0: nothing to write)
+		if rw.curN > 0 && !take {
+			wait = rw.curAt.Add(FlushInterval).Sub(rw.now())
+			take = wait <= 0
+		}
+		if !take {
+			rw.mu.Unlock()
+			var due <-chan time.Time
+			if wait > 0 {
+				timer.Reset(wait)
+				due = timer.C
+			}
+			select {
+			case <-rw.wake:
+				timer.Stop()
+			case <-due:
+			}
+			continue
+		}
+		b := rw.cur
+		rw.busy = batch{n: rw.curN, bytes: int64(len(b)), at: rw.curAt}
+		rw.cur, rw.curN, rw.curAt, rw.urgent = rw.spare[:0], 0, time.Time{}, false
+		if rw.cur == nil {
+			rw.cur = make([]byte, 0, recordChunk+4096)
+		}
+		rw.spare = nil
 		failed := rw.err != nil
-		rw.busyAt = c.at
 		rw.mu.Unlock()
 		var err error
 		if !failed { // after an error the file is not written again
-			_, err = rw.w.Write(c.b)
+			_, err = rw.w.Write(b)
 		}
 		rw.mu.Lock()
 		if err != nil && rw.err == nil {
 			rw.err = err
 		}
-		rw.busyAt = time.Time{}
-		rw.pending.Records -= c.n
-		rw.pending.Bytes -= int64(len(c.b))
-		if len(rw.free) < 2 && cap(c.b) <= 4*recordChunk {
-			rw.free = append(rw.free, c.b)
+		rw.busy = batch{}
+		if cap(b) <= 4*recordChunk {
+			rw.spare = b
 		}
+		rw.noteBacklog(rw.now())
+		rw.mu.Unlock()
 		rw.cond.Broadcast()
 	}
 }
 
-// Flush hands the records encoded so far to the writer without waiting
-// for them to be written, and reports the writer's first error.
-func (rw *RecordWriter) Flush() error {
-	rw.handOver()
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	return rw.err
-}
-
-// Sync hands the records encoded so far to the writer and waits until
-// every record is written (a process about to exit).
+// Sync has the writer write every record added so far and waits until it
+// has (a process about to exit), and reports the writer's first error.
 func (rw *RecordWriter) Sync() error {
-	rw.handOver()
+	rw.mu.Lock()
+	rw.urgent = true
+	rw.mu.Unlock()
+	rw.signal()
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
-	for rw.pending.Records > 0 && rw.err == nil {
+	for (rw.curN > 0 || rw.busy.n > 0) && rw.err == nil {
 		rw.cond.Wait()
 	}
 	return rw.err
@@ -200,7 +250,7 @@ func (rw *RecordWriter) Sync() error {
 func (rw *RecordWriter) Count() int64 { return rw.n }
 
 // MaxBacklog is the most records (and their bytes) waiting for the writer
-// when more arrived while some had waited FlushInterval or longer: zero
+// at a time when one of them had waited 2×FlushInterval or longer: zero
 // while the writer kept up.
 func (rw *RecordWriter) MaxBacklog() Backlog {
 	rw.mu.Lock()
@@ -215,11 +265,10 @@ func (rw *RecordWriter) Close() error {
 		return nil
 	}
 	rw.closed = true
-	rw.handOver()
 	rw.mu.Lock()
 	rw.quit = true
 	rw.mu.Unlock()
-	rw.cond.Broadcast()
+	rw.signal()
 	<-rw.writeDone
 	rw.mu.Lock()
 	err := rw.err

@@ -111,44 +111,6 @@ func TestRecordFields(t *testing.T) {
 	}
 }
 
-// TestRecordWriterHandsOverByTime: records wait in memory at most
-// FlushInterval before they are handed to the writer, and are in the file
-// once Sync returns.
-func TestRecordWriterHandsOverByTime(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "r.jsonl")
-	w, err := CreateRecords(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &client.Result{}
-	r.Reset()
-	var s metrics.Sample
-	s.From(r, metrics.NoSLO)
-	w.Add(&s)
-	if w.curN != 1 {
-		t.Fatalf("%d records kept before the interval passed, want 1", w.curN)
-	}
-	w.lastHand = time.Now().Add(-FlushInterval) // the interval has passed
-	w.Add(&s)
-	if w.curN != 0 {
-		t.Errorf("%d records kept after the interval passed, want them handed over", w.curN)
-	}
-	w.Add(&s)
-	if err := w.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(path)
-	if n := bytes.Count(b, []byte("\n")); n != 3 {
-		t.Errorf("%d records on disk after Sync, want 3", n)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if bl := w.MaxBacklog(); bl != (Backlog{}) {
-		t.Errorf("backlog %+v with a writer that kept up, want none", bl)
-	}
-}
-
 // TestNoSampleIsNotApplicable: the table and the HTML report show "n/a" for
 // a latency with no sample (every request failed), never 0.
 func TestNoSampleIsNotApplicable(t *testing.T) {

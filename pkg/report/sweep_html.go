@@ -145,7 +145,7 @@ func plotLoad(name, title, xLabel, yLabel string, xs []float64, names []string, 
 		if err := line(p, pts, names[i], i, i%2 == 1 && len(series) > 1); err != nil {
 			return "", err
 		}
-		if err := marks(p, pts, i); err != nil {
+		if err := marks(p, pts, i, vg.Points(2)); err != nil {
 			return "", err
 		}
 	}
@@ -189,7 +189,7 @@ func plotThroughput(off, ach []float64, capRate float64) (template.HTML, error) 
 	if err := line(p, pts, "achieved", 0, false); err != nil {
 		return "", err
 	}
-	if err := marks(p, pts, 0); err != nil {
+	if err := marks(p, pts, 0, vg.Points(2)); err != nil {
 		return "", err
 	}
 	hi = math.Max(hi*1.05, 1e-9)
@@ -203,21 +203,6 @@ func plotThroughput(off, ach []float64, capRate float64) (template.HTML, error) 
 	}
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, hi, 0, hi
 	return svgOf(p, PlotSweepThroughput)
-}
-
-// marks draws a dot at every point.
-func marks(p *chart, pts plotter.XYs, i int) error {
-	if len(pts) == 0 {
-		return nil
-	}
-	sc, err := plotter.NewScatter(pts)
-	if err != nil {
-		return err
-	}
-	sc.Color = palette[i%len(palette)]
-	sc.Radius = vg.Points(2)
-	p.Add(sc)
-	return nil
 }
 
 // guide draws a grey reference line (red for the capacity).

@@ -30,7 +30,7 @@ func countLines(t *testing.T, path string) int {
 func startCollect(t *testing.T, sinks ...metrics.Sink) (results chan *client.Result, abort chan chan<- struct{}, path string, collected chan error) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "results.jsonl")
-	records, err := report.CreateRecords(path)
+	records, err := report.CreateRecords(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,42 +78,55 @@ func TestAbortWritesEveryFinishedRecord(t *testing.T) {
 }
 
 // TestRecordsReachDiskWithoutClose: a finished record is written to the
-// file within the flush interval even when no other result follows (what
-// SIGKILL would lose is bounded by report.FlushInterval).
+// file report.FlushInterval after the collector took it, even when no other
+// result follows and nothing is closed (what SIGKILL would lose is bounded
+// by report.FlushInterval).
 func TestRecordsReachDiskWithoutClose(t *testing.T) {
-	results, _, path, collected := startCollect(t)
-	results <- finishedResult(0)
-	deadline := time.Now().Add(20 * report.FlushInterval)
-	for countLines(t, path) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the record is not on disk %v after it finished", 20*report.FlushInterval)
+	synctest.Test(t, func(t *testing.T) {
+		results, _, path, collected := startCollect(t)
+		results <- finishedResult(0)
+		synctest.Wait()
+		time.Sleep(report.FlushInterval - time.Nanosecond)
+		synctest.Wait()
+		if n := countLines(t, path); n != 0 {
+			t.Fatalf("%d records on disk before the interval passed: the writer batches nothing", n)
 		}
-		time.Sleep(report.FlushInterval / 10)
-	}
-	close(results)
-	<-collected
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if n := countLines(t, path); n != 1 {
+			t.Fatalf("%d records on disk %v after the result was collected, want 1", n, report.FlushInterval)
+		}
+		close(results)
+		if err := <-collected; err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestDrainTimeout: once the run is stopped, requests in flight are
 // canceled after --drain-timeout (at once with 0), never before.
 func TestDrainTimeout(t *testing.T) {
 	log := &logger{w: io.Discard}
-	for _, d := range []time.Duration{0, 50 * time.Millisecond} {
-		ctx, stop := context.WithCancel(context.Background())
-		canceled := make(chan time.Time, 1)
-		o := &Options{DrainTimeout: d}
-		stopWatch := drainOnStop(ctx, o, nil, func() { canceled <- time.Now() }, log)
-		start := time.Now()
-		stop()
-		select {
-		case at := <-canceled:
-			if at.Sub(start) < d {
-				t.Errorf("drain %v: canceled after %v", d, at.Sub(start))
+	for _, d := range []time.Duration{0, 50 * time.Millisecond, time.Hour} {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, stop := context.WithCancel(context.Background())
+			defer stop()
+			var canceledAt time.Duration = -1
+			start := time.Now()
+			stopWatch := drainOnStop(ctx, &Options{DrainTimeout: d}, nil, func() { canceledAt = time.Since(start) }, log)
+			defer stopWatch()
+			time.Sleep(time.Second)
+			synctest.Wait()
+			if canceledAt != -1 {
+				t.Fatalf("drain %v: canceled at %v, before the run was stopped", d, canceledAt)
 			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("drain %v: requests never canceled", d)
-		}
-		stopWatch()
+			stop()
+			time.Sleep(d)
+			synctest.Wait()
+			if canceledAt != time.Second+d {
+				t.Errorf("drain %v: canceled at %v, want %v (the stop at 1 s, then the drain)", d, canceledAt, time.Second+d)
+			}
+		})
 	}
 }
 
@@ -167,7 +180,7 @@ func (d *slowDisk) Write(p []byte) (int, error) {
 func TestSlowDiskHoldsNoWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		disk := &slowDisk{delay: 300 * time.Millisecond}
-		records := report.NewRecordWriter(disk)
+		records := report.NewRecordWriter(disk, nil)
 		results := make(chan *client.Result, 4)
 		collected := make(chan error, 1)
 		var done atomic.Int64

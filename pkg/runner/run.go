@@ -192,7 +192,7 @@ func execute(ctx context.Context, o *Options, seed uint64, eps *endpoints, wl *w
 	}
 	var records *report.RecordWriter
 	if o.ResultsJSONL != "" {
-		if records, err = report.CreateRecords(o.ResultsJSONL); err != nil {
+		if records, err = report.CreateRecords(o.ResultsJSONL, nil); err != nil {
 			return nil, fmt.Errorf("results: %w", err)
 		}
 	}
@@ -375,15 +375,13 @@ func drainOnStop(ctx context.Context, o *Options, hurry <-chan struct{}, cancel 
 // Sample once and hands it to the sinks in order (the run's fan-out, which
 // includes records, the results file). records (nil: none) only encodes a
 // record: its own goroutine writes them, so a slow disk never holds this
-// loop, nor the workers behind it. The records are handed to that writer at
-// least every report.FlushInterval (the ticker does it when no result
-// arrives); a request on abort waits until every record received so far is
-// written. When recording a result panics, the sink that panicked and those
-// after it take it as an internal error instead (those before it have taken
-// it as it was), and the panic is counted in panics.recording.
+// loop, nor the workers behind it, and it writes every record within
+// report.FlushInterval by itself; a request on abort waits until every
+// record received so far is written. When recording a result panics, the
+// sink that panicked and those after it take it as an internal error
+// instead (those before it have taken it as it was), and the panic is
+// counted in panics.recording.
 func collect(results <-chan *client.Result, slo metrics.SLO, sinks []metrics.Sink, records *report.RecordWriter, done *atomic.Int64, abort <-chan chan<- struct{}, panics *requestPanics) error {
-	tick := time.NewTicker(report.FlushInterval)
-	defer tick.Stop()
 	var s metrics.Sample // reused: sinks do not keep it
 	// record derives r's sample and gives it to the sinks from the from-th
 	// on; a panic returns the sink it happened in.
@@ -421,10 +419,6 @@ func collect(results <-chan *client.Result, slo metrics.SLO, sinks []metrics.Sin
 				return nil
 			}
 			add(r)
-		case <-tick.C:
-			if records != nil {
-				records.Flush()
-			}
 		case reply := <-abort:
 			// Take every result already finished, then write them out.
 		queued:
