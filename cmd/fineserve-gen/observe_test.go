@@ -91,11 +91,7 @@ func TestObserveUsageErrors(t *testing.T) {
 		{[]string{"--window-seconds", "0"}, "--window-seconds"},
 		{[]string{"--scrape-server-metrics=maybe"}, "true or false"},
 	} {
-		var out, errb bytes.Buffer
-		code := dispatch(context.Background(), append([]string{"--port", "1", "--dry-run"}, tc.args...), &out, &errb)
-		if code != exitUsage || !strings.Contains(errb.String(), tc.says) {
-			t.Errorf("%q: exit %d, stderr %q; want %d saying %q", tc.args, code, errb.String(), exitUsage, tc.says)
-		}
+		wantUsage(t, append([]string{"--port", "1", "--dry-run"}, tc.args...), tc.says)
 	}
 }
 
