@@ -114,22 +114,40 @@ func (c *Collector) Add(s *Sample) {
 			c.PromptExact++
 		}
 	}
+	latencyHists{TTFT: c.TTFT, TPOT: c.TPOT, ITL: c.ITL, E2E: c.E2E}.add(s)
 	if s.HasE2E {
-		c.E2E.Record(s.E2E)
 		c.E2ESched.Record(s.E2EFromScheduled)
 	}
 	if s.HasTTFT {
-		c.TTFT.Record(s.TTFT)
 		c.TTFTSched.Record(s.TTFTFromScheduled)
 	}
 	if s.HasTTFTPer1k {
 		c.TTFTPer1k.Record(s.TTFTPer1kPrompt)
 	}
+}
+
+// latencyHists are the histograms of a request's latencies that the
+// summary, each window and each breakdown group keep; a nil one is not
+// kept.
+type latencyHists struct{ TTFT, TPOT, ITL, E2E *Hist }
+
+// add records the latencies s marks as counting (HasE2E, HasTTFT,
+// HasTPOT; its inter-token gaps).
+func (l latencyHists) add(s *Sample) {
+	if s.HasE2E {
+		l.E2E.Record(s.E2E)
+	}
+	if s.HasTTFT {
+		l.TTFT.Record(s.TTFT)
+	}
 	if s.HasTPOT {
-		c.TPOT.Record(s.TPOT)
+		l.TPOT.Record(s.TPOT)
+	}
+	if l.ITL == nil {
+		return
 	}
 	for i := 1; i < len(s.ITLTimes); i++ {
-		c.ITL.Record(s.ITLTimes[i] - s.ITLTimes[i-1])
+		l.ITL.Record(s.ITLTimes[i] - s.ITLTimes[i-1])
 	}
 }
 
