@@ -114,35 +114,32 @@ func (c *Collector) Add(s *Sample) {
 			c.PromptExact++
 		}
 	}
-	latencyHists{TTFT: c.TTFT, TPOT: c.TPOT, ITL: c.ITL, E2E: c.E2E}.add(s)
-	if s.HasE2E {
-		c.E2ESched.Record(s.E2EFromScheduled)
-	}
-	if s.HasTTFT {
-		c.TTFTSched.Record(s.TTFTFromScheduled)
-	}
-	if s.HasTTFTPer1k {
-		c.TTFTPer1k.Record(s.TTFTPer1kPrompt)
-	}
+	latencyHists{TTFT: c.TTFT, TPOT: c.TPOT, ITL: c.ITL, E2E: c.E2E,
+		TTFTSched: c.TTFTSched, E2ESched: c.E2ESched, TTFTPer1k: c.TTFTPer1k}.add(s)
 }
 
 // latencyHists are the histograms of a request's latencies that the
 // summary, each window and each breakdown group keep; a nil one is not
 // kept.
-type latencyHists struct{ TTFT, TPOT, ITL, E2E *Hist }
+type latencyHists struct {
+	TTFT, TPOT, ITL, E2E           *Hist
+	TTFTSched, E2ESched, TTFTPer1k *Hist
+}
 
 // add records the latencies s marks as counting (HasE2E, HasTTFT,
-// HasTPOT; its inter-token gaps).
+// HasTTFTPer1k, HasTPOT; its inter-token gaps) in the histograms kept.
 func (l latencyHists) add(s *Sample) {
-	if s.HasE2E {
-		l.E2E.Record(s.E2E)
+	record := func(h *Hist, ok bool, d time.Duration) {
+		if ok && h != nil {
+			h.Record(d)
+		}
 	}
-	if s.HasTTFT {
-		l.TTFT.Record(s.TTFT)
-	}
-	if s.HasTPOT {
-		l.TPOT.Record(s.TPOT)
-	}
+	record(l.E2E, s.HasE2E, s.E2E)
+	record(l.E2ESched, s.HasE2E, s.E2EFromScheduled)
+	record(l.TTFT, s.HasTTFT, s.TTFT)
+	record(l.TTFTSched, s.HasTTFT, s.TTFTFromScheduled)
+	record(l.TTFTPer1k, s.HasTTFTPer1k, s.TTFTPer1kPrompt)
+	record(l.TPOT, s.HasTPOT, s.TPOT)
 	if l.ITL == nil {
 		return
 	}
