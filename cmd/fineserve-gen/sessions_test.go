@@ -203,10 +203,7 @@ func TestSessionStartsAreTheSchedule(t *testing.T) {
 			sched := func(extra ...string) []byte {
 				out := filepath.Join(dir, "s.csv")
 				args := append([]string{"--dry-run", "--seed", "9", "--schedule-out", out}, mode...)
-				var o, e bytes.Buffer
-				if code := dispatch(context.Background(), append(args, extra...), &o, &e); code != exitOK {
-					t.Fatalf("exit %d\n%s", code, e.String())
-				}
+				mustRun(t, append(args, extra...)...)
 				b, err := os.ReadFile(out)
 				if err != nil {
 					t.Fatal(err)

@@ -149,13 +149,10 @@ func TestSweepAnalyticCapacity(t *testing.T) {
 		}
 	}
 	// The saved sweep renders again.
-	var rout, rerr bytes.Buffer
 	again := filepath.Join(dir, "again.html")
-	if code := dispatch(context.Background(), []string{"report", filepath.Join(dir, "sweep.json"), "-o", again}, &rout, &rerr); code != exitOK {
-		t.Fatalf("report sweep.json: exit %d: %s", code, rerr.String())
-	}
-	if !strings.Contains(rout.String(), res.Line) {
-		t.Errorf("report of the sweep prints no answer:\n%s", rout.String())
+	rout, _ := mustRun(t, "report", filepath.Join(dir, "sweep.json"), "-o", again)
+	if !strings.Contains(rout, res.Line) {
+		t.Errorf("report of the sweep prints no answer:\n%s", rout)
 	}
 	if b, _ := os.ReadFile(again); !bytes.Contains(b, []byte(`data-plot="sweep_throughput"`)) {
 		t.Error("report -o of a sweep has no throughput plot")
