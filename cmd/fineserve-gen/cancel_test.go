@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"io"
 	"math"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 // TestCancelUsageErrors: a bad --cancel-share or --cancel-after is exit 2
@@ -39,28 +39,14 @@ func TestCancelUsageErrors(t *testing.T) {
 		{[]string{"--cancel-share", "0.5", "--cancel-after", "gamma:1s"}, []string{`--cancel-after "gamma:1s": unknown distribution "gamma"`}},
 		{[]string{"--cancel-share", "abc", "--cancel-after", "1s"}, []string{"cancel-share"}},
 	} {
-		var out, errb bytes.Buffer
-		args := append([]string{"run", "--dry-run"}, c.args...)
-		if code := dispatch(context.Background(), args, &out, &errb); code != exitUsage {
-			t.Errorf("%v: exit %d, want %d (%s)", c.args, code, exitUsage, errb.String())
-		}
-		for _, w := range c.want {
-			if !strings.Contains(errb.String(), w) {
-				t.Errorf("%v: message %q, want %q", c.args, errb.String(), w)
-			}
-		}
+		wantUsage(t, append([]string{"run", "--dry-run"}, c.args...), c.want...)
 	}
 }
 
 // readSchedule returns a schedule CSV's header and rows.
 func readSchedule(t *testing.T, path string) ([]string, [][]string) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
+	rows, err := csv.NewReader(testenv.Open(t, path)).ReadAll()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,10 +71,7 @@ func TestCancelScheduleEveryMode(t *testing.T) {
 			run := func(file string, extra ...string) ([]string, [][]string) {
 				path := filepath.Join(dir, file)
 				args := append(append([]string{"run", "--dry-run", "--seed", "11", "--schedule-out", path}, mode...), extra...)
-				var o, e bytes.Buffer
-				if code := dispatch(context.Background(), args, &o, &e); code != exitOK {
-					t.Fatalf("exit %d: %s", code, e.String())
-				}
+				mustRun(t, args...)
 				return readSchedule(t, path)
 			}
 			offHead, off := run("off.csv")
@@ -196,21 +179,7 @@ func TestCancelFreesSlots(t *testing.T) {
 	if after.Aborted != requests || after.Completed != 0 {
 		t.Errorf("the server aborted %d and completed %d generations, want %d aborted", after.Aborted, after.Completed, requests)
 	}
-	data, err := os.ReadFile(sumPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum struct {
-		Completed, Failed, Cancelled, CancelledFirstToken int64
-	}
-	if err := json.Unmarshal(data, &struct {
-		Completed           *int64 `json:"completed"`
-		Failed              *int64 `json:"failed"`
-		Cancelled           *int64 `json:"cancelled"`
-		CancelledFirstToken *int64 `json:"cancelled_first_token"`
-	}{&sum.Completed, &sum.Failed, &sum.Cancelled, &sum.CancelledFirstToken}); err != nil {
-		t.Fatal(err)
-	}
+	sum := testenv.ReadJSON[cancelSummary](t, sumPath)
 	if sum.Cancelled != requests || sum.Completed != 0 || sum.Failed != 0 {
 		t.Errorf("summary: %+v, want %d cancelled", sum, requests)
 	}
@@ -256,19 +225,6 @@ type cancelSummary struct {
 	} `json:"sessions"`
 }
 
-func readCancelSummary(t *testing.T, path string) cancelSummary {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s cancelSummary
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // TestCancelShardsMergeAndRecords: two shards of a run that cancels half
 // its requests (each stream would take 2 s, the cuts come at 20–80 ms)
 // against the mock: each shard's summary counts its cancelled requests
@@ -286,11 +242,8 @@ func TestCancelShardsMergeAndRecords(t *testing.T) {
 			"--random-input-len", "16", "--random-output-len", "100", "--cancel-share", "0.5", "--cancel-after", "uniform:20ms:80ms",
 			"--shard", strconv.Itoa(i) + "/2", "--warmup-requests", "0", "--quiet", "--disable-tqdm",
 			"--summary-json", path("s" + strconv.Itoa(i) + ".json"), "--results-jsonl", path("r" + strconv.Itoa(i) + ".jsonl")}
-		var o, e bytes.Buffer
-		if code := dispatch(context.Background(), args, &o, &e); code != exitOK {
-			t.Fatalf("shard %d: exit %d: %s", i, code, e.String())
-		}
-		s := readCancelSummary(t, path("s"+strconv.Itoa(i)+".json"))
+		mustRun(t, args...)
+		s := testenv.ReadJSON[cancelSummary](t, path("s"+strconv.Itoa(i)+".json"))
 		recs, err := os.ReadFile(path("r" + strconv.Itoa(i) + ".jsonl"))
 		if err != nil {
 			t.Fatal(err)
@@ -302,24 +255,18 @@ func TestCancelShardsMergeAndRecords(t *testing.T) {
 		if s.CancelledFirstToken != s.Cancelled || s.CancelledOutputTokens < s.Cancelled || s.CancelledOutputTokens >= 100*s.Cancelled {
 			t.Errorf("shard %d: %d of %d cancelled had a first token, %d tokens received", i, s.CancelledFirstToken, s.Cancelled, s.CancelledOutputTokens)
 		}
-		var rep, e2 bytes.Buffer
-		if code := dispatch(context.Background(), []string{"report", path("r" + strconv.Itoa(i) + ".jsonl")}, &rep, &e2); code != exitOK {
-			t.Fatalf("report: exit %d: %s", code, e2.String())
-		}
+		rep, _ := mustRun(t, "report", path("r"+strconv.Itoa(i)+".jsonl"))
 		want := "Cancelled by the client:"
-		if !strings.Contains(rep.String(), want) || !strings.Contains(rep.String(), strconv.FormatInt(s.Cancelled, 10)+" (") {
-			t.Errorf("report from the records: no %q line with %d:\n%s", want, s.Cancelled, rep.String())
+		if !strings.Contains(rep, want) || !strings.Contains(rep, strconv.FormatInt(s.Cancelled, 10)+" (") {
+			t.Errorf("report from the records: no %q line with %d:\n%s", want, s.Cancelled, rep)
 		}
 		total.Completed += s.Completed
 		total.Cancelled += s.Cancelled
 		total.CancelledFirstToken += s.CancelledFirstToken
 		total.CancelledOutputTokens += s.CancelledOutputTokens
 	}
-	var o, e bytes.Buffer
-	if code := dispatch(context.Background(), []string{"merge", path("s0.json"), path("s1.json"), "-o", path("m.json")}, &o, &e); code != exitOK {
-		t.Fatalf("merge: exit %d: %s", code, e.String())
-	}
-	if m := readCancelSummary(t, path("m.json")); m.Completed != total.Completed || m.Cancelled != total.Cancelled ||
+	mustRun(t, "merge", path("s0.json"), path("s1.json"), "-o", path("m.json"))
+	if m := testenv.ReadJSON[cancelSummary](t, path("m.json")); m.Completed != total.Completed || m.Cancelled != total.Cancelled ||
 		m.CancelledFirstToken != total.CancelledFirstToken || m.CancelledOutputTokens != total.CancelledOutputTokens {
 		t.Errorf("merged %+v, the shards' sums %+v", m, total)
 	}
@@ -328,10 +275,8 @@ func TestCancelShardsMergeAndRecords(t *testing.T) {
 	args := []string{"run", "--port", strconv.Itoa(port), "--request-rate", "100", "--num-prompts", "10", "--seed", "9",
 		"--random-input-len", "16", "--random-output-len", "100", "--turns", "3", "--cancel-share", "1", "--cancel-after", "30ms",
 		"--warmup-requests", "0", "--quiet", "--disable-tqdm", "--summary-json", path("sess.json")}
-	if code := dispatch(context.Background(), args, &o, &e); code != exitOK {
-		t.Fatalf("sessions: exit %d: %s", code, e.String())
-	}
-	s := readCancelSummary(t, path("sess.json"))
+	mustRun(t, args...)
+	s := testenv.ReadJSON[cancelSummary](t, path("sess.json"))
 	if s.Sessions == nil || s.Sessions.Started != 10 || s.Sessions.EndedCancelled != 10 || s.Sessions.TurnsSent != 10 || s.Cancelled != 10 {
 		t.Errorf("sessions: %+v, cancelled %d", s.Sessions, s.Cancelled)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -44,14 +43,10 @@ func runTool(t *testing.T, ctx context.Context, args ...string) *toolRun {
 
 func (r *toolRun) summary(t *testing.T) *metrics.Summary {
 	t.Helper()
-	b, err := os.ReadFile(r.path("summary.json"))
-	if err != nil {
+	if _, err := os.Stat(r.path("summary.json")); err != nil {
 		t.Fatalf("summary: %v\nstderr:\n%s", err, r.stderr)
 	}
-	var s metrics.Summary
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
+	s := testenv.ReadJSON[metrics.Summary](t, r.path("summary.json"))
 	return &s
 }
 

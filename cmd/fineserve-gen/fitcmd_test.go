@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/parametric"
 	"github.com/fineserve-gen/fineserve-gen/pkg/replay"
@@ -27,18 +28,14 @@ const fitTrace = "../../pkg/replay/testdata/fineserve_Dense_30to100B.csv.gz"
 func TestFitCommand(t *testing.T) {
 	dir := t.TempDir()
 	prefix := filepath.Join(dir, "d30")
-	var out, errb bytes.Buffer
-	code := dispatch(context.Background(), []string{"fit", fitTrace, "-o", prefix, "--method", "mle"}, &out, &errb)
-	if code != exitOK {
-		t.Fatalf("exit %d\n%s", code, errb.String())
-	}
+	out, errb := mustRun(t, "fit", fitTrace, "-o", prefix, "--method", "mle")
 	for _, want := range []string{"requests: 21116", "96 of 5m0s", "maximum likelihood", "nb_mu", "partial window"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(errb.String(), "skipped 6350 unusable row(s)") {
-		t.Errorf("skipped rows not reported:\n%s", errb.String())
+	if !strings.Contains(errb, "skipped 6350 unusable row(s)") {
+		t.Errorf("skipped rows not reported:\n%s", errb)
 	}
 	gamma := prefix + "_gamma_5min.csv"
 	for _, f := range []string{gamma, prefix + "_nb.json", prefix + "_fit.txt"} {
@@ -48,18 +45,9 @@ func TestFitCommand(t *testing.T) {
 	}
 	// Generate one pass from the fit, as a user would.
 	sched := filepath.Join(dir, "s.csv")
-	errb.Reset()
-	code = dispatch(context.Background(), []string{"--mode", "parametric", "--gamma-params-csv", gamma,
-		"--parametric-nb-json", prefix + "_nb.json", "--seed", "3", "--dry-run", "--schedule-out", sched}, &out, &errb)
-	if code != exitOK {
-		t.Fatalf("generation from the fit: exit %d\n%s", code, errb.String())
-	}
-	f, err := os.Open(sched)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := arrival.ReadCSV(f)
+	mustRun(t, "--mode", "parametric", "--gamma-params-csv", gamma,
+		"--parametric-nb-json", prefix+"_nb.json", "--seed", "3", "--dry-run", "--schedule-out", sched)
+	rows, err := arrival.ReadCSV(testenv.Open(t, sched))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +59,7 @@ func TestFitCommand(t *testing.T) {
 	if last := rows[len(rows)-1].At.Hours(); last < 7.9 || last >= 8 {
 		t.Errorf("last request at %.2f h, want one pass of 96 windows (8 h)", last)
 	}
-	tb, err := parametric.ReadGammaCSV(mustOpen(t, gamma), gamma, parametric.Columns{})
+	tb, err := parametric.ReadGammaCSV(testenv.Open(t, gamma), gamma, parametric.Columns{})
 	if err != nil || len(tb.Rows) != 96 {
 		t.Fatalf("fitted table: %v", err)
 	}
@@ -84,21 +72,8 @@ func TestFitCommand(t *testing.T) {
 		{"fit", filepath.Join(dir, "missing.csv")},
 		{"fit", fitTrace, "--gamma-on", "bursts", "--burst-width", "0"},
 	} {
-		errb.Reset()
-		if code := dispatch(context.Background(), args, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "fineserve-gen fit: ") {
-			t.Errorf("%v: exit %d, %q", args, code, errb.String())
-		}
+		wantUsage(t, args, "fineserve-gen fit: ")
 	}
-}
-
-func mustOpen(t *testing.T, name string) *os.File {
-	t.Helper()
-	f, err := os.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
 }
 
 // TestFitLengthsReproduceTrace: fit writes the trace's joint (input,
@@ -126,7 +101,7 @@ func TestFitLengthsReproduceTrace(t *testing.T) {
 		traceIn = append(traceIn, float64(tr.InputTokens(i)))
 		traceOut = append(traceOut, float64(tr.OutputTokens(i)))
 	}
-	lp, err := parametric.ReadLengthPairs(mustOpen(t, prefix+"_lengths.csv"), "az_lengths.csv", "", "")
+	lp, err := parametric.ReadLengthPairs(testenv.Open(t, prefix+"_lengths.csv"), "az_lengths.csv", "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +121,7 @@ func TestFitLengthsReproduceTrace(t *testing.T) {
 	if code := dispatch(context.Background(), args, &out, &errb); code != exitOK {
 		t.Fatalf("%v: exit %d\n%s", args, code, errb.String())
 	}
-	rows, err := arrival.ReadCSV(mustOpen(t, sched))
+	rows, err := arrival.ReadCSV(testenv.Open(t, sched))
 	if err != nil {
 		t.Fatal(err)
 	}

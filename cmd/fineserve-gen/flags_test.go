@@ -98,13 +98,7 @@ func TestUsageErrors(t *testing.T) {
 		{"frobnicate"},
 		{"--mode", "bursty", "--port", "1"},
 	} {
-		var out, errb bytes.Buffer
-		if code := dispatch(context.Background(), args, &out, &errb); code != exitUsage {
-			t.Errorf("%v: exit %d, want %d (stderr %s)", args, code, exitUsage, errb.String())
-		}
-		if errb.Len() == 0 {
-			t.Errorf("%v: no message", args)
-		}
+		wantUsage(t, args)
 	}
 	var out bytes.Buffer
 	if code := dispatch(context.Background(), []string{"run", "--help"}, &out, &out); code != exitOK || !strings.Contains(out.String(), "--request-rate") {

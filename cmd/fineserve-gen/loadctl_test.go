@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"math"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -40,16 +40,7 @@ func TestLoadControlUsageErrors(t *testing.T) {
 		{[]string{"--prefix-len", "100", "--prefix-dist", "zipf:-2"}, []string{"--prefix-dist"}},
 		{[]string{"--prefix-len", "-1"}, []string{"--prefix-len -1"}},
 	} {
-		var out, errb bytes.Buffer
-		args := append([]string{"run", "--dry-run"}, c.args...)
-		if code := dispatch(context.Background(), args, &out, &errb); code != exitUsage {
-			t.Errorf("%v: exit %d, want %d (%s)", c.args, code, exitUsage, errb.String())
-		}
-		for _, w := range c.want {
-			if !strings.Contains(errb.String(), w) {
-				t.Errorf("%v: message %q, want %q", c.args, errb.String(), w)
-			}
-		}
+		wantUsage(t, append([]string{"run", "--dry-run"}, c.args...), c.want...)
 	}
 }
 
@@ -58,23 +49,11 @@ func TestLoadControlUsageErrors(t *testing.T) {
 // the stage at 100 req/s than in the one at 10.
 func TestStagesDryRun(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "s.csv")
-	var o, e bytes.Buffer
-	args := []string{"run", "--dry-run", "--stages", "0s:10,10s:10,0s:100,10s:100,5s:0", "--seed", "3", "--schedule-out", out}
-	if code := dispatch(context.Background(), args, &o, &e); code != exitOK {
-		t.Fatalf("exit %d: %s", code, e.String())
-	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, e := mustRun(t, "run", "--dry-run", "--stages", "0s:10,10s:10,0s:100,10s:100,5s:0", "--seed", "3", "--schedule-out", out)
+	col, rows := testenv.ReadCSV(t, out)
 	var low, high, n float64
-	for _, r := range rows[1:] {
-		ts, _ := strconv.ParseFloat(r[1], 64)
+	for _, r := range rows {
+		ts, _ := strconv.ParseFloat(r[col["time_s"]], 64)
 		switch {
 		case ts >= 25:
 			t.Fatalf("arrival at %g s, after the stages' end", ts)
@@ -89,8 +68,8 @@ func TestStagesDryRun(t *testing.T) {
 	if math.Abs(n-want) > 5*math.Sqrt(want) || low > 200 || high < 800 {
 		t.Errorf("%g arrivals (%g in 0–10 s, %g in 10–20 s), want about %d", n, low, high, want)
 	}
-	if !strings.Contains(e.String(), "target: --stages over 25 s") {
-		t.Errorf("no target line: %s", e.String())
+	if !strings.Contains(e, "target: --stages over 25 s") {
+		t.Errorf("no target line: %s", e)
 	}
 }
 
@@ -161,24 +140,9 @@ func TestMaxConcurrencyRamp(t *testing.T) {
 	args := []string{"run", "--port", strconv.Itoa(port), "--request-rate", "inf", "--num-prompts", "6",
 		"--max-concurrency", "4", "--max-concurrency-ramp", "900ms", "--random-input-len", "8", "--random-output-len", "2",
 		"--warmup-requests", "0", "--results-jsonl", recs, "--summary-json", sumPath, "--quiet", "--disable-tqdm"}
-	var o, e bytes.Buffer
-	if code := dispatch(context.Background(), args, &o, &e); code != exitOK {
-		t.Fatalf("exit %d: %s", code, e.String())
-	}
-	f, err := os.Open(recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	mustRun(t, args...)
 	var sent []float64
-	dec := json.NewDecoder(f)
-	for dec.More() {
-		var r struct {
-			Sent float64 `json:"sent_s"`
-		}
-		if err := dec.Decode(&r); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range readRecords(t, recs) {
 		sent = append(sent, r.Sent)
 	}
 	slices.Sort(sent)
@@ -190,14 +154,7 @@ func TestMaxConcurrencyRamp(t *testing.T) {
 			t.Errorf("send %d at %.3f s, before the ramp's slot at %.1f s (sends %v)", i, sent[i], min, sent)
 		}
 	}
-	data, err := os.ReadFile(sumPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum struct {
-		MaxInFlight int64 `json:"max_in_flight"`
-	}
-	if err := json.Unmarshal(data, &sum); err != nil || sum.MaxInFlight > 4 || sum.MaxInFlight < 2 {
-		t.Errorf("max in flight %d (%v), want 2 to 4", sum.MaxInFlight, err)
+	if sum := testenv.ReadJSON[metrics.Summary](t, sumPath); sum.MaxInFlight > 4 || sum.MaxInFlight < 2 {
+		t.Errorf("max in flight %d, want 2 to 4", sum.MaxInFlight)
 	}
 }

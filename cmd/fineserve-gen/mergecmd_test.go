@@ -393,9 +393,6 @@ func TestScaleOutFlags(t *testing.T) {
 		{[]string{"--start-at", "tomorrow", "--dry-run"}, `--start-at "tomorrow": want an RFC 3339 time`},
 		{[]string{"--start-at", strconv.FormatInt(time.Now().Add(-time.Minute).Unix(), 10), "--port", "1", "--seed", "1"}, "s ago at launch"},
 	} {
-		var stdout, stderr bytes.Buffer
-		if code := dispatch(context.Background(), c.args, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), c.says) {
-			t.Errorf("%v: exit %d, stderr does not say %q:\n%s", c.args, code, c.says, stderr.String())
-		}
+		wantUsage(t, c.args, c.says)
 	}
 }

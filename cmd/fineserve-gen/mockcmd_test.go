@@ -52,12 +52,7 @@ func TestMockServerArrivalLog(t *testing.T) {
 	if code := <-done; code != exitOK {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}
-	f, err := os.Open(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	got, err := mockserver.ReadArrivalLog(f)
+	got, err := mockserver.ReadArrivalLog(testenv.Open(t, logPath))
 	if err != nil || len(got) != n {
 		t.Errorf("arrival log: %d arrivals (%v), want %d", len(got), err, n)
 	}

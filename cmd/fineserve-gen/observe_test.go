@@ -91,11 +91,7 @@ func TestObserveUsageErrors(t *testing.T) {
 		{[]string{"--window-seconds", "0"}, "--window-seconds"},
 		{[]string{"--scrape-server-metrics=maybe"}, "true or false"},
 	} {
-		var out, errb bytes.Buffer
-		code := dispatch(context.Background(), append([]string{"--port", "1", "--dry-run"}, tc.args...), &out, &errb)
-		if code != exitUsage || !strings.Contains(errb.String(), tc.says) {
-			t.Errorf("%q: exit %d, stderr %q; want %d saying %q", tc.args, code, errb.String(), exitUsage, tc.says)
-		}
+		wantUsage(t, append([]string{"--port", "1", "--dry-run"}, tc.args...), tc.says)
 	}
 }
 
@@ -145,13 +141,9 @@ func TestReportCommand(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".html")
-			var stdout, stderr bytes.Buffer
-			code := dispatch(context.Background(), append([]string{"report", "-o", out}, tc.args...), &stdout, &stderr)
-			if code != exitOK {
-				t.Fatalf("exit %d\n%s", code, stderr.String())
-			}
-			if !strings.Contains(stdout.String(), tc.says) {
-				t.Errorf("stdout lacks %q:\n%s", tc.says, stdout.String())
+			stdout, _ := mustRun(t, append([]string{"report", "-o", out}, tc.args...)...)
+			if !strings.Contains(stdout, tc.says) {
+				t.Errorf("stdout lacks %q:\n%s", tc.says, stdout)
 			}
 			html, err := os.ReadFile(out)
 			if err != nil {

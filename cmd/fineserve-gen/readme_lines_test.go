@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -136,19 +133,8 @@ func TestFineServeREADMELines(t *testing.T) {
 				dir := t.TempDir()
 				sumPath, recPath := filepath.Join(dir, "summary.json"), filepath.Join(dir, "results.jsonl")
 				args = append(args, "--summary-json", sumPath, "--results-jsonl", recPath, "--seed", "1", "--disable-tqdm", "--quiet")
-				var stdout, stderr bytes.Buffer
-				code := dispatch(context.Background(), args, &stdout, &stderr)
-				if code != exitOK {
-					t.Fatalf("exit %d, want 0\nargs: %q\nstderr:\n%s", code, args, stderr.String())
-				}
-				b, err := os.ReadFile(sumPath)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var s metrics.Summary
-				if err := json.Unmarshal(b, &s); err != nil {
-					t.Fatal(err)
-				}
+				mustRun(t, args...)
+				s := testenv.ReadJSON[metrics.Summary](t, sumPath)
 				if s.Scheduled == 0 || s.Completed != s.Scheduled || s.Failed != 0 || s.Model != "/path/to/model" {
 					t.Errorf("scheduled %d completed %d failed %d model %q", s.Scheduled, s.Completed, s.Failed, s.Model)
 				}

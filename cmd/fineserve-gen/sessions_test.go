@@ -203,10 +203,7 @@ func TestSessionStartsAreTheSchedule(t *testing.T) {
 			sched := func(extra ...string) []byte {
 				out := filepath.Join(dir, "s.csv")
 				args := append([]string{"--dry-run", "--seed", "9", "--schedule-out", out}, mode...)
-				var o, e bytes.Buffer
-				if code := dispatch(context.Background(), append(args, extra...), &o, &e); code != exitOK {
-					t.Fatalf("exit %d\n%s", code, e.String())
-				}
+				mustRun(t, append(args, extra...)...)
 				b, err := os.ReadFile(out)
 				if err != nil {
 					t.Fatal(err)
@@ -429,18 +426,8 @@ func TestSessionsShardsMergeExactly(t *testing.T) {
 		}
 	}
 	merged := filepath.Join(t.TempDir(), "merged.json")
-	var out, errb bytes.Buffer
-	if code := dispatch(context.Background(), []string{"merge", s0.path("summary.json"), s1.path("summary.json"), "-o", merged}, &out, &errb); code != exitOK {
-		t.Fatalf("merge: exit %d\n%s", code, errb.String())
-	}
-	b, err := os.ReadFile(merged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m metrics.Summary
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	mustRun(t, "merge", s0.path("summary.json"), s1.path("summary.json"), "-o", merged)
+	m := testenv.ReadJSON[metrics.Summary](t, merged)
 	w, a, c := whole.summary(t), s0.summary(t), s1.summary(t)
 	if m.Sessions == nil || w.Sessions == nil {
 		t.Fatalf("sessions: merged %+v, whole %+v", m.Sessions, w.Sessions)

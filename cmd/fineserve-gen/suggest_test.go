@@ -25,11 +25,7 @@ func TestUnknownFlagSuggestsTheNearest(t *testing.T) {
 		{[]string{"analyze", "--polcy", "lru", "t.csv"}, "unknown flag: --polcy (did you mean --policy?)"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			var out, errb bytes.Buffer
-			code := dispatch(context.Background(), tc.args, &out, &errb)
-			if code != exitUsage || !strings.Contains(errb.String(), tc.says) {
-				t.Errorf("exit %d, want %d saying %q:\n%s", code, exitUsage, tc.says, errb.String())
-			}
+			wantUsage(t, tc.args, tc.says)
 		})
 	}
 	t.Run("nothing near", func(t *testing.T) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/csv"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/sweep"
 )
 
@@ -149,13 +149,10 @@ func TestSweepAnalyticCapacity(t *testing.T) {
 		}
 	}
 	// The saved sweep renders again.
-	var rout, rerr bytes.Buffer
 	again := filepath.Join(dir, "again.html")
-	if code := dispatch(context.Background(), []string{"report", filepath.Join(dir, "sweep.json"), "-o", again}, &rout, &rerr); code != exitOK {
-		t.Fatalf("report sweep.json: exit %d: %s", code, rerr.String())
-	}
-	if !strings.Contains(rout.String(), res.Line) {
-		t.Errorf("report of the sweep prints no answer:\n%s", rout.String())
+	rout, _ := mustRun(t, "report", filepath.Join(dir, "sweep.json"), "-o", again)
+	if !strings.Contains(rout, res.Line) {
+		t.Errorf("report of the sweep prints no answer:\n%s", rout)
 	}
 	if b, _ := os.ReadFile(again); !bytes.Contains(b, []byte(`data-plot="sweep_throughput"`)) {
 		t.Error("report -o of a sweep has no throughput plot")
@@ -166,16 +163,8 @@ func TestSweepAnalyticCapacity(t *testing.T) {
 // its timestamps and input lengths only (output lengths then come from
 // --random-output-len, so requests are the Poisson sweep's size).
 func fineServeTimestamps(t *testing.T, rows int) string {
-	f, err := os.Open(replayData + "fineserve_Dense_30to100B.csv.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := csv.NewReader(zr)
+	t.Helper()
+	r := csv.NewReader(testenv.OpenGzip(t, replayData+"fineserve_Dense_30to100B.csv.gz"))
 	head, err := r.Read()
 	if err != nil {
 		t.Fatal(err)
@@ -316,11 +305,7 @@ func TestSweepMatrix(t *testing.T) {
 		{"values and bounds", []string{"--sweep-values", "1,2", "--sweep-min", "1"}, "one or the other"},
 		{"stages", []string{"--stages", "0s:5,2s:5"}, "a sweep sets each step's load itself"},
 	} {
-		var o, e bytes.Buffer
-		args := append([]string{"sweep", "--port", strconv.Itoa(port), "--sweep-quiet", "0"}, bad.args...)
-		if code := dispatch(context.Background(), args, &o, &e); code != exitUsage || !strings.Contains(e.String(), bad.want) {
-			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", bad.name, code, e.String(), bad.want)
-		}
+		wantUsage(t, append([]string{"sweep", "--port", strconv.Itoa(port), "--sweep-quiet", "0"}, bad.args...), bad.want)
 	}
 }
 

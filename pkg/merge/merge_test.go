@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
@@ -140,14 +141,7 @@ func (p *runParts) summary(t testing.TB, shard metrics.ShardInfo, start time.Tim
 
 func roundTrip(t testing.TB, s *metrics.Summary) *metrics.Summary {
 	t.Helper()
-	b, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out metrics.Summary
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
+	out, _ := testenv.RoundTrip(t, *s)
 	return &out
 }
 

@@ -114,22 +114,37 @@ func (c *Collector) Add(s *Sample) {
 			c.PromptExact++
 		}
 	}
-	if s.HasE2E {
-		c.E2E.Record(s.E2E)
-		c.E2ESched.Record(s.E2EFromScheduled)
+	latencyHists{TTFT: c.TTFT, TPOT: c.TPOT, ITL: c.ITL, E2E: c.E2E,
+		TTFTSched: c.TTFTSched, E2ESched: c.E2ESched, TTFTPer1k: c.TTFTPer1k}.add(s)
+}
+
+// latencyHists are the histograms of a request's latencies that the
+// summary, each window and each breakdown group keep; a nil one is not
+// kept.
+type latencyHists struct {
+	TTFT, TPOT, ITL, E2E           *Hist
+	TTFTSched, E2ESched, TTFTPer1k *Hist
+}
+
+// add records the latencies s marks as counting (HasE2E, HasTTFT,
+// HasTTFTPer1k, HasTPOT; its inter-token gaps) in the histograms kept.
+func (l latencyHists) add(s *Sample) {
+	record := func(h *Hist, ok bool, d time.Duration) {
+		if ok && h != nil {
+			h.Record(d)
+		}
 	}
-	if s.HasTTFT {
-		c.TTFT.Record(s.TTFT)
-		c.TTFTSched.Record(s.TTFTFromScheduled)
-	}
-	if s.HasTTFTPer1k {
-		c.TTFTPer1k.Record(s.TTFTPer1kPrompt)
-	}
-	if s.HasTPOT {
-		c.TPOT.Record(s.TPOT)
+	record(l.E2E, s.HasE2E, s.E2E)
+	record(l.E2ESched, s.HasE2E, s.E2EFromScheduled)
+	record(l.TTFT, s.HasTTFT, s.TTFT)
+	record(l.TTFTSched, s.HasTTFT, s.TTFTFromScheduled)
+	record(l.TTFTPer1k, s.HasTTFTPer1k, s.TTFTPer1kPrompt)
+	record(l.TPOT, s.HasTPOT, s.TPOT)
+	if l.ITL == nil {
+		return
 	}
 	for i := 1; i < len(s.ITLTimes); i++ {
-		c.ITL.Record(s.ITLTimes[i] - s.ITLTimes[i-1])
+		l.ITL.Record(s.ITLTimes[i] - s.ITLTimes[i-1])
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
@@ -97,14 +98,7 @@ func TestSummaryJSONKeys(t *testing.T) {
 
 func TestSummaryRoundTripWritesEachKeyOnce(t *testing.T) {
 	s := Summary{Backend: "vllm", Mode: "replay", Model: "m", Command: "fineserve-gen --seed 1", StartedAt: "2026-01-01T00:00:00Z"}
-	first, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back Summary
-	if err := json.Unmarshal(first, &back); err != nil {
-		t.Fatal(err)
-	}
+	back, first := testenv.RoundTrip(t, s)
 	second, _ := json.Marshal(back)
 	if string(first) != string(second) {
 		t.Errorf("re-marshalled summary differs:\n%s\n%s", first, second)

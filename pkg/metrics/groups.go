@@ -65,15 +65,7 @@ func (g *Groups) Add(s *Sample) {
 	if s.Generation {
 		gr.GeneratedImages += int64(s.Generated)
 	}
-	if s.HasE2E {
-		gr.E2E.Record(s.E2E)
-	}
-	if s.HasTTFT {
-		gr.TTFT.Record(s.TTFT)
-	}
-	if s.HasTPOT {
-		gr.TPOT.Record(s.TPOT)
-	}
+	latencyHists{TTFT: gr.TTFT, TPOT: gr.TPOT, E2E: gr.E2E}.add(s) // no ITL by group
 }
 
 // Merge adds o's groups to g (shards of one run).

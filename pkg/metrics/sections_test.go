@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 // fullSummary returns a summary with every section set.
@@ -91,14 +93,7 @@ func TestSectionsFollowTheDistributionsInKeyOrder(t *testing.T) {
 // writes back the same bytes; an empty one writes no section.
 func TestSectionsRoundTrip(t *testing.T) {
 	s := fullSummary()
-	first, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back Summary
-	if err := json.Unmarshal(first, &back); err != nil {
-		t.Fatal(err)
-	}
+	back, first := testenv.RoundTrip(t, *s)
 	second, err := json.Marshal(&back)
 	if err != nil {
 		t.Fatal(err)

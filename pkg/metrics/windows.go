@@ -140,18 +140,7 @@ func (a *WindowAcc) Add(s *Sample) {
 	a.Completed++
 	a.InputTokens += int64(s.InputLen)
 	a.OutputTokens += int64(s.OutputTokens)
-	if s.HasE2E {
-		a.E2E.Record(s.E2E)
-	}
-	if s.HasTTFT {
-		a.TTFT.Record(s.TTFT)
-	}
-	if s.HasTPOT {
-		a.TPOT.Record(s.TPOT)
-	}
-	for i := 1; i < len(s.ITLTimes); i++ {
-		a.ITL.Record(s.ITLTimes[i] - s.ITLTimes[i-1])
-	}
+	latencyHists{TTFT: a.TTFT, TPOT: a.TPOT, ITL: a.ITL, E2E: a.E2E}.add(s)
 }
 
 // Reset empties a for the next window.

@@ -4,20 +4,13 @@ import (
 	"bytes"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
-
-func collect(s arrival.Schedule) []arrival.Arrival {
-	var out []arrival.Arrival
-	for a := range s {
-		out = append(out, a)
-	}
-	return out
-}
 
 func smallPlan(t *testing.T, ext Extension) *Plan {
 	t.Helper()
@@ -37,7 +30,7 @@ func TestLength(t *testing.T) {
 	base := Config{Plan: plan, Seed: 9, Lengths: arrival.UniformLengths{Input: 100, Output: 10, RangeRatio: 0.5}, NB: &NB{Mu: 2, Alpha: 0.5}}
 	long := base
 	long.Duration = 10 * time.Minute
-	all := collect(Schedule(long))
+	all := slices.Collect(Schedule(long))
 	cases := []struct {
 		name     string
 		count    int64
@@ -79,7 +72,7 @@ func TestLength(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := base
 			c.Count, c.Duration = tc.count, tc.duration
-			got := collect(Schedule(c))
+			got := slices.Collect(Schedule(c))
 			if len(got) == 0 || got[0].At != 0 {
 				t.Fatalf("%d arrivals, first %v: want the first due at 0", len(got), got)
 			}
@@ -87,7 +80,7 @@ func TestLength(t *testing.T) {
 			if !reflect.DeepEqual(got, all[:len(got)]) {
 				t.Error("not a prefix of the 10-minute schedule of the same seed")
 			}
-			if again := collect(Schedule(c)); !reflect.DeepEqual(got, again) {
+			if again := slices.Collect(Schedule(c)); !reflect.DeepEqual(got, again) {
 				t.Error("iterating twice gives different schedules")
 			}
 		})
@@ -107,15 +100,15 @@ func TestLength(t *testing.T) {
 func TestSeeds(t *testing.T) {
 	plan := smallPlan(t, ModelSample)
 	c := Config{Plan: plan, Seed: 1, Duration: 2 * time.Minute, Lengths: arrival.UniformLengths{Input: 10, Output: 10}}
-	a := collect(Schedule(c))
+	a := slices.Collect(Schedule(c))
 	c.Seed = 2
-	b := collect(Schedule(c))
+	b := slices.Collect(Schedule(c))
 	if len(a) == len(b) && a[10].At == b[10].At {
 		t.Error("seeds 1 and 2 give the same schedule")
 	}
 	c.Seed = 1
 	c.Lengths = arrival.PairLengths{Pairs: [][2]int{{1, 2}, {3, 4}, {5, 6}}}
-	d := collect(Schedule(c))
+	d := slices.Collect(Schedule(c))
 	if len(d) != len(a) {
 		t.Fatalf("changing the length source changed the count: %d vs %d", len(d), len(a))
 	}
@@ -137,11 +130,11 @@ func TestSeeds(t *testing.T) {
 func TestTimeScale(t *testing.T) {
 	plan := bundledPlan(t, "MoE_gt100B", RepeatJitter)
 	c := Config{Plan: plan, Seed: 4, Lengths: arrival.UniformLengths{Input: 1, Output: 1}}
-	day1 := collect(Schedule(c))
+	day1 := slices.Collect(Schedule(c))
 	c.TimeScale = 24
-	hour := collect(Schedule(c))
+	hour := slices.Collect(Schedule(c))
 	c.Duration = time.Hour // --duration 1h with --time-scale 24: the same day
-	hourCut := collect(Schedule(c))
+	hourCut := slices.Collect(Schedule(c))
 	if len(hour) != len(day1) || len(hourCut) != len(day1) {
 		t.Fatalf("%d, %d arrivals at scale 24, %d at scale 1", len(hour), len(hourCut), len(day1))
 	}

@@ -107,6 +107,25 @@ func (p parsedPage) checkSafe(t *testing.T) {
 	})
 }
 
+// summaryPage writes a summary file holding b, loads it as the report
+// command does and returns the HTML page made from it.
+func summaryPage(t *testing.T, b []byte) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "summary.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Load(path, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := WriteHTML(&out, d); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
 func loadFixture(t *testing.T, slo string) *Data {
 	t.Helper()
 	opt := LoadOptions{SLO: metrics.NoSLO}
@@ -233,17 +252,8 @@ func TestHTMLReportFromSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "summary.json")
-	os.WriteFile(path, b, 0o644)
-	d, err := Load(path, LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := WriteHTML(&out, d); err != nil {
-		t.Fatal(err)
-	}
-	p := parseHTML(t, out.Bytes())
+	page := summaryPage(t, b)
+	p := parseHTML(t, page)
 	p.checkSafe(t)
 	plots := p.plots()
 	for _, name := range []string{PlotTTFT, PlotE2E, PlotRate, PlotLag, PlotInFlight, PlotKVCache, PlotErrors} {
@@ -265,7 +275,7 @@ func TestHTMLReportFromSummary(t *testing.T) {
 	if p.text("command") != s.Command || p.text("seed") != "7" {
 		t.Errorf("command %q seed %q", p.text("command"), p.text("seed"))
 	}
-	all := p.text("") + out.String()
+	all := p.text("") + string(page)
 	for _, note := range []string{"percentiles only", "Per-request data: not in a summary"} {
 		if !strings.Contains(all, note) {
 			t.Errorf("no note %q", note)
@@ -274,16 +284,7 @@ func TestHTMLReportFromSummary(t *testing.T) {
 
 	// A FineServe summary line: no extensions at all.
 	fs := `{"backend":"vllm","duration":10,"completed":5,"mean_ttft_ms":20,"median_ttft_ms":20,"p99_ttft_ms":30}` + "\n"
-	os.WriteFile(path, []byte(fs+fs), 0o644)
-	d, err = Load(path, LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out.Reset()
-	if err := WriteHTML(&out, d); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "holds 2 summaries") {
+	if !strings.Contains(string(summaryPage(t, []byte(fs+fs))), "holds 2 summaries") {
 		t.Error("a file of several summary lines: the page must say the last is shown")
 	}
 }
@@ -450,17 +451,7 @@ func TestHTMLReportEndpoints(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join(t.TempDir(), "summary.json")
-		os.WriteFile(path, b, 0o644)
-		d, err := Load(path, LoadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out bytes.Buffer
-		if err := WriteHTML(&out, d); err != nil {
-			t.Fatal(err)
-		}
-		html := out.String()
+		html := string(summaryPage(t, b))
 		has := strings.Contains(html, `<table id="endpoints">`)
 		if has != (eps != nil) {
 			t.Fatalf("endpoints table present %v with %d endpoints", has, len(eps))

@@ -27,12 +27,7 @@ func dryParametric(t *testing.T, o Options) ([]arrival.Arrival, string, error) {
 	if err != nil {
 		return nil, errb.String(), err
 	}
-	f, err := os.Open(o.ScheduleOut)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := arrival.ReadCSV(f)
+	rows, err := arrival.ReadCSV(testenv.Open(t, o.ScheduleOut))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/csv"
@@ -124,18 +123,11 @@ func expected(rows []oracleRow, scale *big.Rat, minOut int) []schedRow {
 // record into a row with row(); a nil row is a skipped record.
 func readCSVOracle(t *testing.T, path string, row func(rec []string, col func(string) string) *oracleRow) (rows []oracleRow, skipped int) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var r io.Reader = f
+	var r io.Reader
 	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = zr
+		r = testenv.OpenGzip(t, path)
+	} else {
+		r = testenv.Open(t, path)
 	}
 	recs, err := csv.NewReader(r).ReadAll()
 	if err != nil {
@@ -314,17 +306,8 @@ type mooncakeRow struct {
 
 func readMooncake(t *testing.T, path string) []mooncakeRow {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rows []mooncakeRow
-	dec := json.NewDecoder(zr)
+	dec := json.NewDecoder(testenv.OpenGzip(t, path))
 	for {
 		var r mooncakeRow
 		if err := dec.Decode(&r); errors.Is(err, io.EOF) {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -286,14 +287,7 @@ func TestStepFiguresReadTheSummaryJSON(t *testing.T) {
 	s.Saturation = &metrics.Saturation{Saturated: true, Reason: "window 0: send lag p99 3 ms > 1 ms"}
 	s.ServerMetrics = &metrics.ServerSummary{URL: "x", Available: true, ServerStats: &metrics.ServerStats{RunningMax: 8, WaitingMax: 3, KVCacheMax: 0.2}}
 	s.Windows = []metrics.WindowStats{{Start: 0, End: 1, Completed: 50, TTFTP50: 20, LagP50: 0.1, ClientCPU: 0.2}, {Start: 1, End: 2, Completed: 48, TTFTP50: 30, LagP50: 0.2, ClientCPU: 0.4}}
-	b, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back metrics.Summary
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
+	back, _ := testenv.RoundTrip(t, *s)
 	f, err := stepFigures(&back)
 	if err != nil {
 		t.Fatal(err)

@@ -3,19 +3,12 @@ package workload
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
-
-func collect(s arrival.Schedule) []arrival.Arrival {
-	var out []arrival.Arrival
-	for a := range s {
-		out = append(out, a)
-	}
-	return out
-}
 
 // TestStagesEveryMode: in replay and parametric mode --stages multiplies
 // the speed (a constant 2 halves every offset of the same schedule) and
@@ -50,7 +43,7 @@ func TestStagesEveryMode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			plain := collect(base.Schedule)
+			plain := slices.Collect(base.Schedule)
 			// Twice the speed for a quarter of the plain span: half the
 			// workload.
 			d := plain[len(plain)-1].At.Seconds() / 4
@@ -59,7 +52,7 @@ func TestStagesEveryMode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fast := collect(w.Schedule)
+			fast := slices.Collect(w.Schedule)
 			if len(fast) == 0 || len(fast) >= len(plain) {
 				t.Fatalf("%d arrivals at twice the speed for %g s, of %d", len(fast), d, len(plain))
 			}

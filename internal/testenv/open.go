@@ -1,0 +1,31 @@
+package testenv
+
+import (
+	"compress/gzip"
+	"io"
+	"os"
+	"testing"
+)
+
+// Open opens the file at path for reading; it is closed when the test
+// ends.
+func Open(t testing.TB, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// OpenGzip opens a gzip-compressed file (a bundled trace) and returns its
+// decompressed content; the file is closed when the test ends.
+func OpenGzip(t testing.TB, path string) io.Reader {
+	t.Helper()
+	zr, err := gzip.NewReader(Open(t, path))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return zr
+}
