@@ -13,6 +13,12 @@ const (
 	// ThroughputShare is the share of the offered rate a step must
 	// achieve.
 	ThroughputShare = 0.95
+	// ThroughputSigmas: a shortfall below ThroughputShare fails a step
+	// only when the requests missing (offered rate × busy time − completed)
+	// are more than ThroughputSigmas standard deviations of a count of
+	// that size (√expected): on a short step a request or two finishing
+	// late is counting noise, not a server falling behind.
+	ThroughputSigmas = 2.0
 	// GrowthFactor and GrowthFloorMS: latencies grow without bound when
 	// the median wait of the step's last window is more than GrowthFactor
 	// times that of its first and more than GrowthFloorMS above it.
@@ -36,8 +42,8 @@ const (
 //     a capacity. A step whose requests in flight reached --max-concurrency
 //     is not judged on lag: its lag is queueing for a slot, by design.
 //   - Fail: more failed requests than MaxErrorRate allows; an achieved
-//     rate below ThroughputShare of the offered rate (but with
-//     max-concurrency); with an SLO, a goodput share below MinGoodput;
+//     rate below ThroughputShare of the offered rate by more than counting
+//     noise (ThroughputSigmas; not with max-concurrency); with an SLO, a goodput share below MinGoodput;
 //     without one, latencies growing (growth).
 //   - Pass otherwise.
 func judge(c *Config, f *Figures) (Verdict, []string) {
@@ -66,7 +72,7 @@ func judge(c *Config, f *Figures) (Verdict, []string) {
 	// A server that did not keep up with the offered rate would miss any
 	// target on a longer step, SLO or not; with max-concurrency the client
 	// holds requests back by design, so only the targets judge.
-	if c.Variable != MaxConcurrency && f.Achieved < ThroughputShare*f.Offered {
+	if c.Variable != MaxConcurrency && shortOfOffered(f) {
 		reasons = append(reasons, fmt.Sprintf("achieved %.2f req/s < %.0f %% of offered %.2f", f.Achieved, 100*ThroughputShare, f.Offered))
 	}
 	if !c.SLO.Set() {
@@ -78,6 +84,21 @@ func judge(c *Config, f *Figures) (Verdict, []string) {
 		return Fail, reasons
 	}
 	return Pass, nil
+}
+
+// shortOfOffered reports whether the step's achieved rate fell below
+// ThroughputShare of its offered rate by more than counting noise
+// (ThroughputSigmas).
+func shortOfOffered(f *Figures) bool {
+	if f.Achieved >= ThroughputShare*f.Offered {
+		return false
+	}
+	if f.Achieved <= 0 {
+		return true // nothing completed
+	}
+	busy := float64(f.Completed) / f.Achieved
+	expected := f.Offered * busy
+	return expected-float64(f.Completed) > ThroughputSigmas*math.Sqrt(expected)
 }
 
 // growth reports whether latencies grew without bound over a step: the

@@ -372,3 +372,31 @@ func TestIdleWaitsForTheServer(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// TestShortOfOffered: a shortfall below 95 % of the offered rate fails a
+// step only beyond two standard deviations of the count: a step of a few
+// requests one or two short passes, a long step 6 % short fails, and a step
+// that completed nothing fails.
+func TestShortOfOffered(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		offered, busy float64
+		completed     int64
+		want          bool
+	}{
+		{"short step, one request late", 13.1, 1.06, 13, false},
+		{"short step, 9 of 10 missing", 10, 1, 1, true},
+		{"long step, 6 % short", 100, 60, 5640, true},
+		{"long step, 4 % short", 100, 60, 5760, false},
+		{"short step, 10 % short", 100, 1, 90, false},
+		{"nothing completed", 10, 1, 0, true},
+	} {
+		f := Figures{Offered: tc.offered, Completed: tc.completed}
+		if tc.completed > 0 {
+			f.Achieved = float64(tc.completed) / tc.busy
+		}
+		if got := shortOfOffered(&f); got != tc.want {
+			t.Errorf("%s: achieved %.2f of offered %.2f (%d completed): short %v, want %v", tc.name, f.Achieved, f.Offered, tc.completed, got, tc.want)
+		}
+	}
+}
