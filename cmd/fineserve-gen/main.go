@@ -1,6 +1,7 @@
 // Command fineserve-gen is a workload generator and load tester for
-// OpenAI-compatible LLM servers. It parses the command line, calls the
-// runner or a subcommand, and maps the outcome to an exit code.
+// OpenAI-compatible LLM servers. It parses the command line into
+// options.Options, runs them (options.Run) or a subcommand, and maps the
+// outcome to an exit code.
 package main
 
 import (
