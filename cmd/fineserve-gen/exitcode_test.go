@@ -11,7 +11,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 )
 
 // TestOutcome maps every way a run can end to its exit code.
@@ -19,7 +19,7 @@ func TestOutcome(t *testing.T) {
 	stopped, cancel := context.WithCancel(context.Background())
 	cancel()
 	live := context.Background()
-	o := runner.Defaults()
+	o := options.Defaults()
 	loose := o
 	loose.MaxErrorRate = 0.25
 	done := func(completed, failed int64) *metrics.Summary {
@@ -34,7 +34,7 @@ func TestOutcome(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		ctx  context.Context
-		o    runner.Options
+		o    options.Options
 		sum  *metrics.Summary
 		err  error
 		code int
@@ -46,8 +46,8 @@ func TestOutcome(t *testing.T) {
 		{"within the budget", live, loose, done(3, 1), nil, exitOK, ""},
 		{"over the budget", live, loose, done(2, 1), nil, exitBudget, "--max-error-rate 0.25"},
 		{"interrupted", stopped, o, &metrics.Summary{Interrupted: true, Failed: 3, ErrorRate: 1}, nil, exitInterrupted, "interrupted"},
-		{"bad input", live, o, nil, &runner.UsageError{Err: errors.Join(errors.New("a"), errors.New("b"))}, exitUsage, "2 problems"},
-		{"bad input while stopping", stopped, o, nil, &runner.UsageError{Err: errors.New("a")}, exitUsage, ""},
+		{"bad input", live, o, nil, &options.UsageError{Err: errors.Join(errors.New("a"), errors.New("b"))}, exitUsage, "2 problems"},
+		{"bad input while stopping", stopped, o, nil, &options.UsageError{Err: errors.New("a")}, exitUsage, ""},
 		{"server unreachable", live, o, nil, errors.New("warm-up failed"), exitFailure, "warm-up failed"},
 		{"stopped before sending", stopped, o, nil, fmt.Errorf("warm-up failed: %w", context.Canceled), exitInterrupted, "interrupted"},
 		{"outputs not written", live, o, done(1, 0), errors.New("summary x: permission denied"), exitFailure, "permission denied"},

@@ -3,12 +3,12 @@ package main
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 )
 
 // addLoadFlags declares the load-control flags: ramps and stages, shared
 // prefixes, length mixtures and cancellation (README "Load control").
-func addLoadFlags(fs *pflag.FlagSet, o *runner.Options) {
+func addLoadFlags(fs *pflag.FlagSet, o *options.Options) {
 	l := &o.Load
 	fs.StringVar(&l.Stages, "stages", l.Stages, "k6-style target stages DURATION:TARGET,… (e.g. 30s:10,2m:100,30s:0): the target moves linearly to each stage's value, from 0 (a first stage 0s:R starts at R); the run ends with the last stage. Poisson: the request rate; replay/parametric: a multiplier of the time scale (the workload's shape is kept, its speed follows the stages)")
 	fs.StringVar(&l.RampStrategy, "ramp-up-strategy", l.RampStrategy, "Poisson (vLLM): ramp the rate linearly or exponentially from --ramp-up-start-rps to --ramp-up-end-rps over the run (--duration, else the time --num-prompts take)")
@@ -24,7 +24,7 @@ func addLoadFlags(fs *pflag.FlagSet, o *runner.Options) {
 }
 
 // finishLoadFlags records which load-control flags were given.
-func finishLoadFlags(fs *pflag.FlagSet, o *runner.Options) {
+func finishLoadFlags(fs *pflag.FlagSet, o *options.Options) {
 	o.Load.RampStartSet = fs.Changed("ramp-up-start-rps")
 	o.Load.RampEndSet = fs.Changed("ramp-up-end-rps")
 	o.Load.RequestRateSet = fs.Changed("request-rate")

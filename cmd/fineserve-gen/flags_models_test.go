@@ -6,11 +6,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 )
 
 func TestModelFlags(t *testing.T) {
-	o := runner.Defaults()
+	o := options.Defaults()
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	addModelFlags(fs, &o)
 	if err := fs.Parse([]string{"--model-map", "zipf:1.1", "--served-models", "a,b", "--served-models", "c", "--scene", "B"}); err != nil {

@@ -11,12 +11,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 )
 
 // addObserveFlags declares the flags for watching a run and reading it
 // afterwards (docs/OBSERVABILITY.md).
-func addObserveFlags(fs *pflag.FlagSet, o *runner.Options) {
+func addObserveFlags(fs *pflag.FlagSet, o *options.Options) {
 	v := &o.Observe
 	fs.Var(durationValue{&v.ReportInterval}, "report-interval", "print one live line every this long (e.g. 10s; 0: none)")
 	fs.Var(secondsValue{&v.Window}, "window-seconds", "length in seconds of the summary's windows (windows: [...])")

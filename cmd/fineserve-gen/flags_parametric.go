@@ -3,12 +3,12 @@ package main
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 )
 
 // addParametricFlags declares the flags of --mode parametric (FineServe's
 // names, defaults and meanings; see docs/PARAMETRIC.md).
-func addParametricFlags(fs *pflag.FlagSet, o *runner.Options) {
+func addParametricFlags(fs *pflag.FlagSet, o *options.Options) {
 	p := &o.Parametric
 	fs.StringVar(&p.ModelClass, "model-class", p.ModelClass, "parametric: bundled parameters of Dense_lt10B, Dense_10to30B, Dense_30to100B or MoE_gt100B")
 	fs.StringVar(&p.GammaParamsCSV, "gamma-params-csv", p.GammaParamsCSV, "parametric: Gamma window file (gamma_shape, gamma_scale in ms; optional window_start_ms, window_end_ms); overrides the class's")

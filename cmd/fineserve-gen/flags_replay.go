@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
 // defaultTokensPerImage is what the built-in server counts an image part
@@ -16,7 +16,7 @@ import (
 var defaultTokensPerImage = prompt.DefaultTokensPerImage(512, 512)
 
 // addReplayFlags declares the flags of --mode replay.
-func addReplayFlags(fs *pflag.FlagSet, o *runner.Options) {
+func addReplayFlags(fs *pflag.FlagSet, o *options.Options) {
 	r := &o.Replay
 	fs.StringVar(&r.TracePath, "request-trace-csv", r.TracePath, "replay: trace file: FineServe, Azure LLM/LMM, BurstGPT or schedule CSV, Mooncake JSONL, or any CSV/JSONL (.gz too)")
 	fs.StringVar(&r.TracePath, "trace", r.TracePath, "replay: alias of --request-trace-csv")

@@ -3,13 +3,13 @@ package main
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/session"
 )
 
 // addSessionFlags declares the flags of multi-turn sessions
 // (docs/SESSIONS.md).
-func addSessionFlags(fs *pflag.FlagSet, o *runner.Options) {
+func addSessionFlags(fs *pflag.FlagSet, o *options.Options) {
 	s := &o.Sessions
 	fs.Var(distValue{&s.Turns, session.Count}, "turns", "turns per session: N, uniform:A:B or geometric:MEAN (1: no sessions, every arrival is one request)")
 	fs.Var(distValue{&s.Think, session.Duration}, "think-time", "between an answer's last byte and the next turn: 2s, exp:MEAN, uniform:A:B or lognormal:MEDIAN:SIGMA (default: none)")

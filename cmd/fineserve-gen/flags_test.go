@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 )
 
 // fineServeFlags is every flag of FineServe's Generator.py with a value of
@@ -32,7 +32,7 @@ var fineServeFlags = []string{
 }
 
 func TestFineServeCommandLineParses(t *testing.T) {
-	o := runner.Defaults()
+	o := options.Defaults()
 	fs, finish := runFlags(&o, &profiles{})
 	if err := fs.Parse(fineServeFlags); err != nil {
 		t.Fatalf("a FineServe command line did not parse: %v", err)
@@ -47,7 +47,7 @@ func TestFineServeCommandLineParses(t *testing.T) {
 }
 
 func TestDefaultsAreFineServes(t *testing.T) {
-	o := runner.Defaults()
+	o := options.Defaults()
 	fs, finish := runFlags(&o, &profiles{})
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestUsageErrors(t *testing.T) {
 // sending is ended within minutes (--stall-timeout), not after the hour of
 // --request-timeout; both still turn off with 0.
 func TestDefaultTimeoutsEnd(t *testing.T) {
-	o := runner.Defaults()
+	o := options.Defaults()
 	fs, finish := runFlags(&o, &profiles{})
 	if err := fs.Parse(nil); err != nil || finish() != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestDefaultTimeoutsEnd(t *testing.T) {
 	if f := fs.Lookup("stall-timeout"); f == nil || f.DefValue != "5m0s" {
 		t.Errorf("--stall-timeout's help does not show its default: %+v", f)
 	}
-	o = runner.Defaults()
+	o = options.Defaults()
 	fs, _ = runFlags(&o, &profiles{})
 	if err := fs.Parse([]string{"--stall-timeout", "0", "--request-timeout", "0"}); err != nil || o.StallTimeout != 0 || o.RequestTimeout != 0 {
 		t.Errorf("0 does not turn them off: %v, stall %v, request %v", err, o.StallTimeout, o.RequestTimeout)

@@ -1,6 +1,7 @@
 // Command fineserve-gen is a workload generator and load tester for
-// OpenAI-compatible LLM servers. It parses the command line, calls the
-// runner or a subcommand, and maps the outcome to an exit code.
+// OpenAI-compatible LLM servers. It parses the command line into
+// options.Options, runs them (options.Run) or a subcommand, and maps the
+// outcome to an exit code.
 package main
 
 import (
@@ -20,7 +21,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 )
 
 // Exit codes.
@@ -227,7 +228,7 @@ func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	var ue *runner.UsageError
+	var ue *options.UsageError
 	if errors.As(err, &ue) || errors.Is(err, pflag.ErrHelp) {
 		return usageExit(stderr, err)
 	}
@@ -266,7 +267,7 @@ func appendLeaves(out []error, err error) []error {
 	if err == nil {
 		return out
 	}
-	if ue, ok := err.(*runner.UsageError); ok {
+	if ue, ok := err.(*options.UsageError); ok {
 		return appendLeaves(out, ue.Err)
 	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -319,7 +320,7 @@ func (v *lenientValue) Set(s string) error {
 
 // outcome maps the end of a run to its exit code, printing why:
 //
-//   - exitUsage: bad arguments or input (a *runner.UsageError);
+//   - exitUsage: bad arguments or input (a *options.UsageError);
 //   - exitInterrupted: stopped by a signal (the records and summary of an
 //     interrupted run are written, marked interrupted);
 //   - exitFailure: the run could not be carried out (server unreachable,
@@ -328,8 +329,8 @@ func (v *lenientValue) Set(s string) error {
 //     panicked: a bug), whatever the error budget says;
 //   - exitBudget: the run completed but missed a target (metrics.Verdict);
 //   - exitOK: the run completed within its targets, or a dry run.
-func outcome(ctx context.Context, o *runner.Options, sum *metrics.Summary, err error, stderr io.Writer) int {
-	var ue *runner.UsageError
+func outcome(ctx context.Context, o *options.Options, sum *metrics.Summary, err error, stderr io.Writer) int {
+	var ue *options.UsageError
 	switch {
 	case err != nil && errors.As(err, &ue):
 		return exitCode(err, stderr)

@@ -13,7 +13,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 )
 
 func TestJoinGoodputArgs(t *testing.T) {
@@ -47,7 +47,7 @@ func TestJoinGoodputArgs(t *testing.T) {
 // TestObserveFlags: every flag of watching a run reaches the options,
 // --goodput in each of its forms.
 func TestObserveFlags(t *testing.T) {
-	o := runner.Defaults()
+	o := options.Defaults()
 	fs, finish := runFlags(&o, &profiles{})
 	args := joinGoodputArgs([]string{"--goodput", "ttft:500", "tpot:50", "--goodput", "e2el:2000", "--min-goodput", "0.9",
 		"--report-interval", "5s", "--window-seconds", "30", "--report-html", "r.html", "--metrics-addr", "127.0.0.1:9090",
@@ -67,12 +67,12 @@ func TestObserveFlags(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Error(err)
 	}
-	d := runner.Defaults()
+	d := options.Defaults()
 	if d.Observe.ScrapeServer != "auto" || d.Observe.ReportInterval != 10*time.Second || d.Observe.Window != time.Minute || d.Observe.Goodput.Set() {
 		t.Errorf("defaults %+v", d.Observe)
 	}
 	// A bare --scrape-server-metrics turns it on.
-	o = runner.Defaults()
+	o = options.Defaults()
 	fs, _ = runFlags(&o, &profiles{})
 	if err := fs.Parse([]string{"--scrape-server-metrics", "--backend", "openai"}); err != nil || o.Observe.ScrapeServer != "on" {
 		t.Errorf("bare flag: %v %q", err, o.Observe.ScrapeServer)

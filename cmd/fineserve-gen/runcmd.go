@@ -13,12 +13,13 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
 // runFlags declares the flags of a run onto o. FineServe's flags keep their
 // names, defaults and meanings. finish completes o after parsing.
-func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func() error) {
+func runFlags(o *options.Options, prof *profiles) (fs *pflag.FlagSet, finish func() error) {
 	fs = newFlagSet("run")
 
 	// Target (FineServe).
@@ -107,7 +108,7 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 			o.ShardIndex, o.ShardCount = i, n
 		}
 		if *startAt != "" {
-			t, err := runner.ParseStartAt(*startAt)
+			t, err := options.ParseStartAt(*startAt)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -126,7 +127,7 @@ func runFlags(o *runner.Options, prof *profiles) (fs *pflag.FlagSet, finish func
 // finishBaseURLs takes the --base-url values (each may list several,
 // comma-separated): one is BaseURL, as a single endpoint always was;
 // several are BaseURLs.
-func finishBaseURLs(o *runner.Options, given []string) {
+func finishBaseURLs(o *options.Options, given []string) {
 	var urls []string
 	for _, v := range given {
 		for _, u := range strings.Split(v, ",") {
@@ -176,7 +177,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	// environment once they are parsed.
 	secrets := &secret.Redactor{}
 	stdout, stderr = secret.Writer(stdout, secrets), secret.Writer(stderr, secrets)
-	o := runner.Defaults()
+	o := options.Defaults()
 	var prof profiles
 	// Every problem is reported at once: bad flag values, then what finish
 	// and Validate find.
@@ -198,9 +199,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	o.Command = commandLine(safeArgs(args, secrets))
 	stopProfiles, err := startProfiles(prof.cpu, prof.mem)
 	if err != nil {
-		return exitCode(&runner.UsageError{Err: err}, stderr)
+		return exitCode(&options.UsageError{Err: err}, stderr)
 	}
-	sum, err := runner.Run(ctx, o, runner.IO{Out: stdout, Err: stderr, Terminal: terminal, Abort: abortFrom(ctx), Hurry: hurryFrom(ctx)})
+	sum, err := options.Run(ctx, o, runner.IO{Out: stdout, Err: stderr, Terminal: terminal, Abort: abortFrom(ctx), Hurry: hurryFrom(ctx)})
 	if perr := stopProfiles(); perr != nil {
 		fmt.Fprintf(stderr, "fineserve-gen: %v\n", perr)
 	}
@@ -212,7 +213,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 // problem found (bad values, extra arguments, what finishing o finds), or
 // ok false and the exit code when the command ends here: --help (usage,
 // then the flags) or flags that cannot be parsed.
-func parseRunFlags(args []string, o *runner.Options, prof *profiles, extra func(*pflag.FlagSet), usage string, stdout, stderr io.Writer) (fs *pflag.FlagSet, errs []error, code int, ok bool) {
+func parseRunFlags(args []string, o *options.Options, prof *profiles, extra func(*pflag.FlagSet), usage string, stdout, stderr io.Writer) (fs *pflag.FlagSet, errs []error, code int, ok bool) {
 	fs, finish := runFlags(o, prof)
 	if extra != nil {
 		extra(fs)

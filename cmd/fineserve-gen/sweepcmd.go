@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"github.com/fineserve-gen/fineserve-gen/pkg/sweep"
@@ -59,7 +60,7 @@ func addSweepFlags(fs *pflag.FlagSet, f *sweepFlags) {
 }
 
 func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o := runner.Defaults()
+	o := options.Defaults()
 	var prof profiles
 	sf := sweepFlags{idleQuiet: time.Second, idleTimeout: 2 * time.Minute}
 	args = joinGoodputArgs(args)
@@ -80,7 +81,7 @@ func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	o.Command = commandLine(append([]string{"sweep"}, safeArgs(args, o.Secrets())...))
 	stopProfiles, err := startProfiles(prof.cpu, prof.mem)
 	if err != nil {
-		return exitCode(&runner.UsageError{Err: err}, stderr)
+		return exitCode(&options.UsageError{Err: err}, stderr)
 	}
 
 	sctx := ctx
@@ -100,13 +101,13 @@ func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	cfg.Run = func(ctx context.Context, step int, v float64) (*metrics.Summary, error) {
 		so := stepOpts(step, v)
-		return runner.Run(ctx, so, runner.IO{Out: io.Discard, Err: stderr, Abort: abortFrom(ctx)})
+		return options.Run(ctx, so, runner.IO{Out: io.Discard, Err: stderr, Abort: abortFrom(ctx)})
 	}
 	res, serr := sweep.Sweep(sctx, cfg)
 	if perr := stopProfiles(); perr != nil {
 		fmt.Fprintf(stderr, "fineserve-gen: %v\n", perr)
 	}
-	var ue *runner.UsageError
+	var ue *options.UsageError
 	if res == nil || (serr != nil && errors.As(serr, &ue) && len(res.Steps) == 0) {
 		return exitCode(serr, stderr)
 	}
@@ -129,7 +130,7 @@ func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 // sweepSetup checks the sweep's flags against the run's and returns the
 // sweep's configuration and the options of each step.
-func sweepSetup(fs *pflag.FlagSet, o *runner.Options, sf *sweepFlags) (sweep.Config, func(step int, v float64) runner.Options, error) {
+func sweepSetup(fs *pflag.FlagSet, o *options.Options, sf *sweepFlags) (sweep.Config, func(step int, v float64) options.Options, error) {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	v := sweep.Variable(sf.variable)
@@ -213,7 +214,7 @@ func sweepSetup(fs *pflag.FlagSet, o *runner.Options, sf *sweepFlags) (sweep.Con
 	if base.Seed == -1 { // one schedule for every step: only the load changes
 		base.Seed = time.Now().UnixNano() & (1<<53 - 1)
 	}
-	stepOpts := func(n int, x float64) runner.Options {
+	stepOpts := func(n int, x float64) options.Options {
 		so := base
 		switch v {
 		case sweep.Rate:
@@ -241,7 +242,7 @@ func stepPath(path string, n int) string {
 }
 
 // workloadName names the workload in the answer.
-func workloadName(o *runner.Options) string {
+func workloadName(o *options.Options) string {
 	switch o.Mode {
 	case "replay":
 		return filepath.Base(o.Replay.TracePath)
@@ -255,7 +256,7 @@ func workloadName(o *runner.Options) string {
 }
 
 // sweepOutputs prints the table and writes --sweep-json and --report-html.
-func sweepOutputs(o *runner.Options, sf *sweepFlags, res *sweep.Result, stdout, stderr io.Writer) error {
+func sweepOutputs(o *options.Options, sf *sweepFlags, res *sweep.Result, stdout, stderr io.Writer) error {
 	if err := sweep.WriteTable(stdout, res); err != nil {
 		return err
 	}

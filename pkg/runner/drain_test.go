@@ -40,7 +40,7 @@ func startCollect(t *testing.T, sinks ...metrics.Sink) (results chan *client.Res
 	var done atomic.Int64
 	go func() {
 		sinks := append([]metrics.Sink{metrics.NewCollector()}, append(sinks, records)...)
-		collected <- collect(results, metrics.NoSLO, sinks, records, &done, abort, &requestPanics{log: &logger{w: io.Discard}})
+		collected <- collect(results, metrics.NoSLO, sinks, records, &done, abort, &requestPanics{log: NewLogger(io.Discard, false)})
 	}()
 	return results, abort, path, collected
 }
@@ -106,14 +106,14 @@ func TestRecordsReachDiskWithoutClose(t *testing.T) {
 // TestDrainTimeout: once the run is stopped, requests in flight are
 // canceled after --drain-timeout (at once with 0), never before.
 func TestDrainTimeout(t *testing.T) {
-	log := &logger{w: io.Discard}
+	log := NewLogger(io.Discard, false)
 	for _, d := range []time.Duration{0, 50 * time.Millisecond, time.Hour} {
 		synctest.Test(t, func(t *testing.T) {
 			ctx, stop := context.WithCancel(context.Background())
 			defer stop()
 			var canceledAt time.Duration = -1
 			start := time.Now()
-			stopWatch := drainOnStop(ctx, &Options{DrainTimeout: d}, nil, func() { canceledAt = time.Since(start) }, log)
+			stopWatch := drainOnStop(ctx, d, nil, func() { canceledAt = time.Since(start) }, log)
 			defer stopWatch()
 			time.Sleep(time.Second)
 			synctest.Wait()
@@ -140,7 +140,7 @@ func TestHurryCutsTheDrain(t *testing.T) {
 		hurry := make(chan struct{})
 		var canceledAt time.Duration
 		start := time.Now()
-		stopWatch := drainOnStop(ctx, &Options{DrainTimeout: time.Hour}, hurry, func() { canceledAt = time.Since(start) }, &logger{w: io.Discard})
+		stopWatch := drainOnStop(ctx, time.Hour, hurry, func() { canceledAt = time.Since(start) }, NewLogger(io.Discard, false))
 		defer stopWatch()
 		time.Sleep(time.Minute)
 		stop()
@@ -186,7 +186,7 @@ func TestSlowDiskHoldsNoWorker(t *testing.T) {
 		var done atomic.Int64
 		go func() {
 			sinks := []metrics.Sink{metrics.NewCollector(), records}
-			collected <- collect(results, metrics.NoSLO, sinks, records, &done, nil, &requestPanics{log: &logger{w: io.Discard}})
+			collected <- collect(results, metrics.NoSLO, sinks, records, &done, nil, &requestPanics{log: NewLogger(io.Discard, false)})
 		}()
 		const n = 2000
 		start := time.Now()

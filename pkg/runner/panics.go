@@ -15,7 +15,7 @@ import (
 // request into that request's failure (error class internal): the run goes
 // on. The first panic's stack is printed, once.
 type requestPanics struct {
-	log  *logger
+	log  *Logger
 	once sync.Once
 	// recording counts the results whose recording panicked (collect).
 	recording atomic.Int64

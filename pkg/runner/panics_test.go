@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"bytes"
@@ -11,24 +11,40 @@ import (
 	"testing"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
-	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
+
+// startMock serves the built-in server on 127.0.0.1 for the test and
+// returns its port.
+func startMock(t *testing.T) int {
+	_, port := mocktest.Start(t, mockserver.Config{})
+	return port
+}
+
+// testOptions are a quiet run of seed 1 against port, without a warm-up.
+func testOptions(port int) options.Options {
+	o := options.Defaults()
+	o.Port, o.Seed, o.Quiet, o.WarmupRequests = port, 1, true, 0
+	return o
+}
 
 // panicOn makes building the prompt of the given arrivals panic, for the
 // test's duration.
 func panicOn(t *testing.T, indices ...int64) {
-	testHookPrompt = func(a *arrival.Arrival) {
+	runner.SetPromptHook(func(a *arrival.Arrival) {
 		for _, i := range indices {
 			if a.Index == i {
 				panic(fmt.Sprintf("crafted panic for arrival %d", i))
 			}
 		}
-	}
-	t.Cleanup(func() { testHookPrompt = nil })
+	})
+	t.Cleanup(func() { runner.SetPromptHook(nil) })
 }
 
 // TestRequestPanicIsItsRecord: a request whose work panics ends as that
@@ -36,7 +52,7 @@ func panicOn(t *testing.T, indices ...int64) {
 // other requests complete, the records and summary are written, and the
 // stack is printed once.
 func TestRequestPanicIsItsRecord(t *testing.T) {
-	port := startMock(t, mockserver.Config{})
+	port := startMock(t)
 	panicOn(t, 3, 7)
 	dir := t.TempDir()
 	o := testOptions(port)
@@ -46,7 +62,7 @@ func TestRequestPanicIsItsRecord(t *testing.T) {
 	o.WarmupRequests = 1 // index -1: does not panic
 	o.ResultsJSONL = filepath.Join(dir, "r.jsonl")
 	var out, errb bytes.Buffer
-	sum, err := Run(context.Background(), o, IO{Out: &out, Err: &errb})
+	sum, err := options.Run(context.Background(), o, runner.IO{Out: &out, Err: &errb})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, errb.String())
 	}
@@ -85,50 +101,18 @@ func TestRequestPanicIsItsRecord(t *testing.T) {
 // TestWarmupPanicIsAnInternalError: when every warm-up request panics the run
 // stops before the schedule with an error the command maps to "internal".
 func TestWarmupPanicIsAnInternalError(t *testing.T) {
-	port := startMock(t, mockserver.Config{})
+	port := startMock(t)
 	panicOn(t, -1, -2)
 	o := testOptions(port)
 	o.NumPrompts, o.NumPromptsSet = 3, true
 	o.WarmupRequests = 2
 	var out, errb bytes.Buffer
-	sum, err := Run(context.Background(), o, IO{Out: &out, Err: &errb})
+	sum, err := options.Run(context.Background(), o, runner.IO{Out: &out, Err: &errb})
 	var p *safe.Panic
 	if !errors.As(err, &p) || sum != nil {
 		t.Fatalf("run: %v (summary %v), want a *safe.Panic", err, sum)
 	}
 	if !strings.Contains(err.Error(), "crafted panic for arrival -") {
 		t.Errorf("error %q does not carry the panic's value", err)
-	}
-}
-
-// TestRecordingPanicIsARecord: a result whose recording panics (here an
-// observer) is counted again as an internal error, and the others are not
-// lost.
-func TestRecordingPanicIsARecord(t *testing.T) {
-	results, _, path, collected := startCollect(t, metrics.SinkFunc(func(s *metrics.Sample) {
-		if s.Index == 1 && s.OK {
-			panic("observer bug")
-		}
-	}))
-	for i := range int64(3) {
-		results <- finishedResult(i)
-	}
-	close(results)
-	if err := <-collected; err != nil {
-		t.Fatal(err)
-	}
-	type rec struct {
-		Index      int64  `json:"index"`
-		ErrorClass string `json:"error_class"`
-		Error      string `json:"error"`
-	}
-	recs := testenv.ReadJSONL[rec](t, path)
-	if len(recs) != 3 {
-		t.Fatalf("%d records, want 3", len(recs))
-	}
-	for _, r := range recs {
-		if got, want := r.ErrorClass != "", r.Index == 1; got != want {
-			t.Errorf("record %d: class %q error %q", r.Index, r.ErrorClass, r.Error)
-		}
 	}
 }

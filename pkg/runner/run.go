@@ -1,3 +1,8 @@
+// Package runner executes one prepared run: warm-up, dispatch (the
+// schedule kept by pkg/arrival's dispatcher, requests sent through a
+// client.Pool), collect (each result's Sample to the sinks) and drain, then
+// the outputs. pkg/options prepares what it takes: the workload, the
+// clients and a narrow Config.
 package runner
 
 import (
@@ -14,7 +19,6 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/exposed"
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
-	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
@@ -42,168 +46,112 @@ type IO struct {
 	Hurry <-chan struct{}
 }
 
-// Run performs the run o describes and returns its summary. A run that
-// sends nothing (--dry-run) returns a nil summary. Per-request failures are
-// in the summary, not in the error; the error reports a run that could not
-// be carried out (bad options or input: *UsageError).
-func Run(ctx context.Context, o Options, stdio IO) (*metrics.Summary, error) {
-	secrets := o.Secrets()
-	stdio.Out, stdio.Err = secret.Writer(stdio.Out, secrets), secret.Writer(stdio.Err, secrets)
-	o.Command = secrets.String(o.Command)
-	log := &logger{w: stdio.Err, quiet: o.Quiet}
-	if err := o.Validate(); err != nil {
-		return nil, usage(err)
-	}
-	if err := checkStartAt(&o, time.Now(), "at launch"); err != nil && !o.DryRun {
-		return nil, usage(err)
-	}
-	seed := uint64(o.Seed)
-	if o.Seed == -1 {
-		seed = uint64(time.Now().UnixNano()) & (1<<53 - 1)
-		log.Infof("seed: %d (pass --seed %d to repeat this schedule)", seed, seed)
-	}
-	// The server is asked for its models (and their context length, the
-	// schedule's token limit) before the schedule is built; a dry run asks
-	// nothing.
-	var eps *endpoints
-	if !o.DryRun {
-		var err error
-		if eps, err = newEndpoints(&o); err != nil {
-			return nil, usage(err)
-		}
-		defer eps.close() // the server sees the run's connections close with it
-		if err := checkTarget(ctx, &o, eps, log); err != nil {
-			return nil, err
-		}
-	}
-	cfg := o.workloadConfig(seed)
-	var schedOut *os.File
-	if o.ScheduleOut != "" {
-		var err error
-		if schedOut, err = os.Create(o.ScheduleOut); err != nil {
-			return nil, err
-		}
-		cfg.ScheduleOut = schedOut
-	}
-	var sessOut *os.File
-	if o.SessionsOut != "" && (cfg.Sessions.On() || cfg.MultiTurn) {
-		var err error
-		if sessOut, err = os.Create(o.SessionsOut); err != nil {
-			if schedOut != nil {
-				schedOut.Close()
-			}
-			return nil, err
-		}
-		cfg.SessionsOut = sessOut
-	}
-	wl, err := workload.Build(cfg, log)
-	if schedOut != nil {
-		if cerr := schedOut.Close(); err == nil && cerr != nil {
-			err = &workload.WriteError{Err: cerr}
-		}
-	}
-	var sessErr error
-	if sessOut != nil {
-		sessErr = sessOut.Close()
-	}
-	if we := (*workload.WriteError)(nil); errors.As(err, &we) {
-		return nil, fmt.Errorf("schedule %s: %w", o.ScheduleOut, we.Err)
-	}
-	if sessErr != nil {
-		return nil, fmt.Errorf("sessions %s: %w", o.SessionsOut, sessErr)
-	}
-	if err != nil {
-		return nil, usage(err)
-	}
-	if o.ScheduleOut != "" {
-		log.Infof("schedule: %d arrivals written to %s", wl.Stats.Count, o.ScheduleOut)
-	}
-	log.Infof("%s", wl.Line())
-	if l := wl.CancelLine(); l != "" {
-		log.Infof("%s", l)
-	}
-	if ws := wl.Sessions; ws != nil {
-		log.Infof("%s: %d sessions, %d planned turns, plan %s", ws.Config.Describe(), ws.Sessions, ws.Turns, ws.Hash)
-		if o.SessionsOut != "" {
-			log.Infof("sessions: %d planned turns written to %s", ws.Turns, o.SessionsOut)
-		}
-	}
-	if o.ShardCount > 1 {
-		log.Infof("shard %d/%d: %d of the schedule's %d arrivals; schedule %s", o.ShardIndex, o.ShardCount, wl.Stats.Count, wl.Total, wl.Hash)
-	}
-	if o.DryRun {
-		return nil, nil
-	}
-	if wl.Stats.Count == 0 {
-		return nil, usage(errors.New("the schedule is empty: nothing to send"))
-	}
-	return execute(ctx, &o, seed, eps, wl, stdio, log)
+// Config is what the execution of a run reads: the parts of the command
+// line's options it needs, mapped by pkg/options.
+type Config struct {
+	// Summary is the run's identity, copied into its summary: backend,
+	// mode, model, seed, command, the asked rates and concurrency bound,
+	// the length mixture and shared prefixes, the schedule hash, the shard
+	// and --start-at.
+	Summary metrics.Summary
+	// Prompts configures the prompt builder: format, salt and suffix (the
+	// dataset, images and prefixes come from the workload, chat from the
+	// clients).
+	Prompts prompt.Options
+	// Model is the model of requests whose arrival names none.
+	Model string
+	// WarmupRequests are sent to every live endpoint before the start.
+	WarmupRequests int
+	// MaxConcurrency bounds the requests in flight (0: no bound);
+	// ConcurrencyRamp grows the bound from 1 over this long.
+	MaxConcurrency  int
+	ConcurrencyRamp time.Duration
+	// MaxSessions bounds the live sessions (0: no bound); ContinueOnError
+	// keeps a session going after a failed turn; TokenLimit is the most
+	// tokens a session's turn may have.
+	MaxSessions     int
+	ContinueOnError bool
+	TokenLimit      int
+	// StartAt is when the schedule starts (zero: now, after the warm-up).
+	StartAt time.Time
+	// DrainTimeout is how long a stopped run waits for the requests in
+	// flight before canceling them.
+	DrainTimeout time.Duration
+	// SLO is the --goodput targets each request is judged by.
+	SLO metrics.SLO
+	// Monitor is how the run is watched.
+	Monitor monitor.Config
+	// Endpoints are the endpoints' URLs as shown (credentials hidden) when
+	// the run has several (nil: one endpoint, no per-endpoint section).
+	Endpoints []string
+	// Outputs ("": none): the records file, the summary file and the file
+	// the summary is appended to as one line ("-": stdout).
+	ResultsJSONL, SummaryJSON, OutputFile string
+	// Quiet prints warnings only.
+	Quiet bool
 }
 
-// logger writes progress notes and warnings to the error stream.
-type logger struct {
+// Run executes wl with the clients of pool as cfg says and returns the
+// run's summary: warm-up, start, dispatch, collect, drain, outputs.
+// Per-request failures are in the summary, not in the error.
+func Run(ctx context.Context, cfg Config, wl *workload.Workload, pool *client.Pool, stdio IO) (*metrics.Summary, error) {
+	return execute(ctx, &cfg, wl, pool, stdio, NewLogger(stdio.Err, cfg.Quiet))
+}
+
+// Logger writes progress notes and warnings to the error stream.
+type Logger struct {
 	w     io.Writer
 	quiet bool
 }
 
-func (l *logger) Infof(format string, a ...any) {
+// NewLogger returns a Logger that writes to w; quiet drops the notes.
+func NewLogger(w io.Writer, quiet bool) *Logger { return &Logger{w: w, quiet: quiet} }
+
+// Infof writes a note.
+func (l *Logger) Infof(format string, a ...any) {
 	if !l.quiet {
 		fmt.Fprintf(l.w, format+"\n", a...)
 	}
 }
 
-func (l *logger) Warnf(format string, a ...any) {
+// Warnf writes a warning.
+func (l *Logger) Warnf(format string, a ...any) {
 	fmt.Fprintf(l.w, "warning: "+format+"\n", a...)
 }
 
-var _ workload.Logger = (*logger)(nil)
+var _ workload.Logger = (*Logger)(nil)
 
 // execute sends the schedule and reports.
-func execute(ctx context.Context, o *Options, seed uint64, eps *endpoints, wl *workload.Workload, stdio IO, log *logger) (*metrics.Summary, error) {
-	cli := eps.first()
-	format, err := prompt.ParseFormat(o.PromptFormat)
-	if err != nil {
-		return nil, usage(err)
-	}
-	if wl.Images || wl.Sessions != nil {
-		format = prompt.Text // an image prompt is text; a session's completion prompt is its conversation's text
-	}
-	salt := uint64(o.PromptSalt)
-	if salt == 0 {
-		salt = runSalt(o, seed)
-	}
-	prompts := prompt.New(prompt.Options{
-		Format: format, Chat: cli.Chat(), Salt: salt, Suffix: o.PromptSuffix, Dataset: wl.Dataset,
-		Images: wl.ImageOptions, Prefix: wl.Prefix,
-	})
+func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *client.Pool, stdio IO, log *Logger) (*metrics.Summary, error) {
+	po := cfg.Prompts
+	po.Chat, po.Dataset, po.Images, po.Prefix = pool.First().Chat(), wl.Dataset, wl.ImageOptions, wl.Prefix
+	prompts := prompt.New(po)
 	panics := &requestPanics{log: log}
-	if err := eps.warmup(ctx, o, wl, prompts, log, panics); err != nil {
+	if err := warmupAll(ctx, cfg.WarmupRequests, pool, wl, prompts, log, panics); err != nil {
 		return nil, err
 	}
 
 	st := wl.Stats
-	mon, err := monitor.New(monitorConfig(o, st, stdio, log))
+	mon, err := monitor.New(cfg.Monitor)
 	if err != nil {
 		return nil, err
 	}
 	defer mon.Close()
 	if addr := mon.MetricsAddr(); addr != nil {
-		exposed.Warn(stdio.Err, "--metrics-addr "+o.Observe.MetricsAddr, addr)
+		exposed.Warn(stdio.Err, "--metrics-addr "+cfg.Monitor.MetricsAddr, addr)
 	}
 	var records *report.RecordWriter
-	if o.ResultsJSONL != "" {
-		if records, err = report.CreateRecords(o.ResultsJSONL, nil); err != nil {
+	if cfg.ResultsJSONL != "" {
+		if records, err = report.CreateRecords(cfg.ResultsJSONL, nil); err != nil {
 			return nil, fmt.Errorf("results: %w", err)
 		}
 	}
 
-	start, err := waitForStart(ctx, o, log)
+	start, err := waitForStart(ctx, cfg.StartAt, log)
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range eps.clients {
-		c.SetEpoch(start)
-	}
+	pool.SetEpoch(start)
 	col := metrics.NewCollector()
 	// The fan-out: collect derives every finished request's Sample once
 	// and hands it to each of these, in this order: the collector, the
@@ -220,8 +168,8 @@ func execute(ctx context.Context, o *Options, seed uint64, eps *endpoints, wl *w
 		sinks = append(sinks, perTurn)
 	}
 	var byEndpoint *metrics.Endpoints
-	if o.several() {
-		byEndpoint = metrics.NewEndpoints(o.shownURLs())
+	if cfg.Endpoints != nil {
+		byEndpoint = metrics.NewEndpoints(cfg.Endpoints)
 		sinks = append(sinks, byEndpoint)
 	}
 	if records != nil {
@@ -231,22 +179,22 @@ func execute(ctx context.Context, o *Options, seed uint64, eps *endpoints, wl *w
 	var done atomic.Int64
 	collected := make(chan error, 1)
 	safe.Go(func() {
-		collected <- collect(results, o.Observe.Goodput, sinks, records, &done, stdio.Abort, panics)
+		collected <- collect(results, cfg.SLO, sinks, records, &done, stdio.Abort, panics)
 	})
 
-	snd := &sender{endpoints: eps, plan: wl.Balance, prompts: prompts, results: results, model: o.Model, images: wl.Images, panics: panics}
-	d := &arrival.Dispatcher{Start: start, MaxConcurrency: o.MaxConcurrency, ConcurrencyRamp: o.MaxConcurrencyRamp, Sender: snd, OnOffer: mon.Offer}
+	snd := &sender{endpoints: pool, plan: wl.Balance, prompts: prompts, results: results, model: cfg.Model, images: wl.Images, panics: panics}
+	d := &arrival.Dispatcher{Start: start, MaxConcurrency: cfg.MaxConcurrency, ConcurrencyRamp: cfg.ConcurrencyRamp, Sender: snd, OnOffer: mon.Offer}
 	var sessions *sessionSender
 	if wl.Sessions != nil {
 		// The dispatcher keeps the session starts and bounds the live
 		// sessions; the session sender bounds the requests in flight.
-		sessions = newSessionSender(snd, wl, o, start, ctx)
-		d.Sender, d.MaxConcurrency = sessions, o.MaxSessions
+		sessions = newSessionSender(snd, wl, cfg, start, ctx)
+		d.Sender, d.MaxConcurrency = sessions, cfg.MaxSessions
 	}
 
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
-	stopDrain := drainOnStop(ctx, o, stdio.Hurry, cancelRequests, log)
+	stopDrain := drainOnStop(ctx, cfg.DrainTimeout, stdio.Hurry, cancelRequests, log)
 	inFlight := d.InFlight
 	if sessions != nil {
 		inFlight = sessions.InFlight
@@ -259,18 +207,9 @@ func execute(ctx context.Context, o *Options, seed uint64, eps *endpoints, wl *w
 	elapsed := time.Since(start)
 	mon.Stop(elapsed)
 
-	sum := &metrics.Summary{
-		Backend: o.Backend, Mode: o.Mode, Model: o.Model, Seed: seed, Command: o.Command,
-		StartedAt: start.UTC().Format(time.RFC3339Nano),
-	}
-	if o.Mode == "poisson" && wl.Profile == nil {
-		sum.RequestRate = metrics.Rate(o.RequestRate)
-	}
-	sum.TargetRate, sum.LengthMix, sum.SharedPrefix = wl.TargetRate, wl.LengthMix, wl.SharedPrefixInfo
-	if o.MaxConcurrency > 0 {
-		mc := o.MaxConcurrency
-		sum.MaxConcurrency = &mc
-	}
+	sum := new(metrics.Summary)
+	*sum = cfg.Summary
+	sum.StartedAt = start.UTC().Format(time.RFC3339Nano)
 	col.Summarize(sum, elapsed)
 	var sessRun *metrics.SessionsRun
 	if sessions != nil {
@@ -279,10 +218,9 @@ func execute(ctx context.Context, o *Options, seed uint64, eps *endpoints, wl *w
 	}
 	annotate := []func() error{
 		func() error { return setBreakdowns(sum, groups, elapsed) },
-		func() error { return setReplay(sum, wl.Replay) },
 		func() error { return mon.Annotate(sum, elapsed) },
 		func() error { return setEndpoints(sum, byEndpoint, mon, elapsed) },
-		func() error { return annotateShard(sum, o, wl.Hash, col, mon, elapsed, groups, sessRun, byEndpoint) },
+		func() error { return setMergeState(sum, col, mon, elapsed, groups, sessRun, byEndpoint) },
 	}
 	for _, f := range annotate {
 		if err := f(); err != nil {
@@ -303,14 +241,14 @@ func execute(ctx context.Context, o *Options, seed uint64, eps *endpoints, wl *w
 			log.Warnf("the results file fell behind the run: up to %d records (%d bytes) waited in memory for the disk (none was lost; the run was not slowed)", b.Records, b.Bytes)
 		}
 	}
-	if err := writeOutputs(o, sum, stdio, log); err != nil {
+	if err := writeOutputs(cfg, sum, stdio); err != nil {
 		return sum, err
 	}
 	if err := mon.Finish(sum); err != nil {
 		return sum, err
 	}
 	if werr != nil {
-		return sum, fmt.Errorf("results %s: %w", o.ResultsJSONL, werr)
+		return sum, fmt.Errorf("results %s: %w", cfg.ResultsJSONL, werr)
 	}
 	if n := panics.recording.Load(); n > 0 {
 		return sum, fmt.Errorf("%d results could not be recorded whole (their records say error_class internal; the summary may count them as they were): %w",
@@ -319,25 +257,11 @@ func execute(ctx context.Context, o *Options, seed uint64, eps *endpoints, wl *w
 	return sum, nil
 }
 
-// clientConfig maps o onto the client's configuration.
-func clientConfig(o *Options) client.Config {
-	return client.Config{
-		BaseURL: o.baseURL(), Backend: o.Backend, Endpoint: o.Endpoint, Model: o.Model,
-		APIKey: o.APIKey, Stream: o.Stream, IgnoreEOS: o.IgnoreEOS,
-		ExtraBody: []byte(o.ExtraRequestBody), MaxConns: o.MaxConcurrency,
-		RequestTimeout: o.RequestTimeout, StallTimeout: o.StallTimeout,
-		Insecure: o.Insecure, CACert: o.CACert, Host: o.HostHeader, HTTPTransport: o.HTTPTransport,
-		Secrets:   o.Secrets(),
-		Retries:   o.Retries,
-		ImageSize: fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
-	}
-}
-
 // drainOnStop cancels the requests in flight once ctx is done (the run was
-// stopped: no new request is sent) and o.DrainTimeout has passed, or hurry
+// stopped: no new request is sent) and timeout has passed, or hurry
 // is closed. The returned function stops the watch and returns once the
 // watch has ended (so nothing it logs comes after the run's own output).
-func drainOnStop(ctx context.Context, o *Options, hurry <-chan struct{}, cancel context.CancelFunc, log *logger) func() {
+func drainOnStop(ctx context.Context, timeout time.Duration, hurry <-chan struct{}, cancel context.CancelFunc, log *Logger) func() {
 	quit, ended := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	safe.Go(func() {
@@ -347,13 +271,13 @@ func drainOnStop(ctx context.Context, o *Options, hurry <-chan struct{}, cancel 
 			return
 		case <-ctx.Done():
 		}
-		if o.DrainTimeout <= 0 {
+		if timeout <= 0 {
 			log.Warnf("stopping: no new requests; canceling those in flight (--drain-timeout 0)")
 			cancel()
 			return
 		}
-		log.Warnf("stopping: no new requests; waiting up to %v for those in flight (--drain-timeout), then canceling them", o.DrainTimeout)
-		t := time.NewTimer(o.DrainTimeout)
+		log.Warnf("stopping: no new requests; waiting up to %v for those in flight (--drain-timeout), then canceling them", timeout)
+		t := time.NewTimer(timeout)
 		defer t.Stop()
 		select {
 		case <-quit:
@@ -447,7 +371,7 @@ var resultPool = sync.Pool{New: func() any { return &client.Result{TokenTimes: m
 type sender struct {
 	// endpoints are the clients the requests go to; plan (nil: one
 	// endpoint) gives a session's later turns theirs.
-	endpoints *endpoints
+	endpoints *client.Pool
 	plan      *balance.Plan
 	prompts   *prompt.Builder
 	results   chan<- *client.Result
@@ -482,15 +406,15 @@ func (s *sender) do(ctx context.Context, a arrival.Arrival, res *client.Result) 
 	req := client.Request{Model: a.Model, MaxTokens: max(a.OutputTokens, 1), Chat: a.Images > 0, Gen: a.Gen,
 		CancelAfter:  a.CancelAfter,
 		AppendPrompt: func(dst []byte) []byte { return appendPrompt(s.prompts, dst, &a) }}
-	cli := s.endpoints.acquire(a.Endpoint, res)
-	defer s.endpoints.release(res)
+	cli := s.endpoints.Acquire(a.Endpoint, res)
+	defer s.endpoints.Release(res)
 	cli.Do(ctx, &req, res)
 }
 
 // warmup sends n requests shaped like the first arrival (at most 32 output
 // tokens) and fails the run if none succeeds. images: the run generates
 // images (the prompt is text).
-func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts *prompt.Builder, first arrival.Arrival, log *logger, panics *requestPanics) error {
+func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts *prompt.Builder, first arrival.Arrival, log *Logger, panics *requestPanics) error {
 	if n == 0 {
 		return nil
 	}
@@ -532,7 +456,7 @@ func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts
 }
 
 // writeOutputs prints the table and writes the summary files.
-func writeOutputs(o *Options, sum *metrics.Summary, stdio IO, log *logger) error {
+func writeOutputs(cfg *Config, sum *metrics.Summary, stdio IO) error {
 	if err := report.WriteTable(stdio.Out, sum); err != nil {
 		return err
 	}
@@ -543,18 +467,18 @@ func writeOutputs(o *Options, sum *metrics.Summary, stdio IO, log *logger) error
 		return err
 	}
 	var errs []error
-	if o.SummaryJSON != "" {
+	if cfg.SummaryJSON != "" {
 		b, err := json.MarshalIndent(sum, "", "  ")
 		if err == nil {
-			err = writeFileAtomic(o.SummaryJSON, append(b, '\n'))
+			err = writeFileAtomic(cfg.SummaryJSON, append(b, '\n'))
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("summary %s: %w", o.SummaryJSON, err))
+			errs = append(errs, fmt.Errorf("summary %s: %w", cfg.SummaryJSON, err))
 		}
 	}
-	if o.OutputFile != "" {
-		if err := appendLine(o.OutputFile, sum, stdio.Out); err != nil {
-			errs = append(errs, fmt.Errorf("output file %s: %w", o.OutputFile, err))
+	if cfg.OutputFile != "" {
+		if err := appendLine(cfg.OutputFile, sum, stdio.Out); err != nil {
+			errs = append(errs, fmt.Errorf("output file %s: %w", cfg.OutputFile, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -636,10 +560,4 @@ func setBreakdowns(sum *metrics.Summary, groups []breakdown, elapsed time.Durati
 		errs = append(errs, sum.SetBreakdown(g.key, g.Summary(elapsed)))
 	}
 	return errors.Join(errs...)
-}
-
-// setReplay adds the replayed trace's description to the summary.
-func setReplay(sum *metrics.Summary, info *workload.ReplayInfo) error {
-	sum.Replay = info
-	return nil
 }

@@ -2,8 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,15 +49,14 @@ type sessionSender struct {
 
 var _ arrival.Sender = (*sessionSender)(nil)
 
-func newSessionSender(base *sender, wl *workload.Workload, o *Options, start time.Time, stop context.Context) *sessionSender {
+func newSessionSender(base *sender, wl *workload.Workload, cfg *Config, start time.Time, stop context.Context) *sessionSender {
 	s := &sessionSender{
 		base: base, plan: wl.Sessions.Config, start: start, stop: stop,
-		continueOnError: o.ContinueOnError, chat: base.endpoints.first().Chat(), clock: metrics.NewSessionClock(),
-		conv: wl.Conversations,
+		continueOnError: cfg.ContinueOnError, chat: base.endpoints.First().Chat(), clock: metrics.NewSessionClock(),
+		conv: wl.Conversations, limit: cfg.TokenLimit,
 	}
-	s.limit, _ = o.tokenLimit()
-	if o.MaxConcurrency > 0 {
-		s.slots = make(chan struct{}, o.MaxConcurrency)
+	if cfg.MaxConcurrency > 0 {
+		s.slots = make(chan struct{}, cfg.MaxConcurrency)
 	}
 	c := &wl.Sessions.Config
 	s.sum = metrics.SessionsSummary{
@@ -222,8 +219,8 @@ func (s *sessionSender) do(ctx context.Context, a *arrival.Arrival, user *messag
 	if p := s.base.plan; p != nil {
 		planned = p.Turn(a.Endpoint, turn)
 	}
-	cli := s.base.endpoints.acquire(planned, res)
-	defer s.base.endpoints.release(res)
+	cli := s.base.endpoints.Acquire(planned, res)
+	defer s.base.endpoints.Release(res)
 	cli.Do(ctx, &req, res)
 }
 
@@ -311,29 +308,4 @@ func (s *sessionSender) run(per *metrics.PerTurn) *metrics.SessionsRun {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return &metrics.SessionsRun{Summary: s.sum, Clock: s.clock, PerTurn: per}
-}
-
-// sessionsConfig is the plan's configuration for a run of seed.
-func (o *Options) sessionsConfig(seed uint64) session.Config {
-	c := o.Sessions
-	c.Seed = seed
-	return c
-}
-
-// validateSessions checks the session options.
-func (o *Options) validateSessions() error {
-	var errs []error
-	if err := o.Sessions.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if o.MaxSessions < 0 {
-		errs = append(errs, fmt.Errorf("--max-sessions %d: want ≥ 0", o.MaxSessions))
-	}
-	if !o.Sessions.On() && !o.MultiTurn {
-		return errors.Join(errs...)
-	}
-	if o.isImages() {
-		errs = append(errs, errors.New("--turns: image generation (openai-images) has no conversation; sessions need a text backend"))
-	}
-	return errors.Join(errs...)
 }

@@ -9,86 +9,15 @@ import (
 	"time"
 )
 
-func TestParseStartAt(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want time.Time
-		err  string
-	}{
-		{"2025-06-01T12:00:00Z", time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC), ""},
-		{"2025-06-01T14:00:00.25+02:00", time.Date(2025, 6, 1, 12, 0, 0, 250e6, time.UTC), ""},
-		{"1748779200", time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC), ""},
-		{"1748779200.5", time.Date(2025, 6, 1, 12, 0, 0, 500e6, time.UTC), ""},
-		{" 1748779200.000000001 ", time.Date(2025, 6, 1, 12, 0, 0, 1, time.UTC), ""},
-		{"1748779200.1234567899", time.Date(2025, 6, 1, 12, 0, 0, 123456789, time.UTC), ""},
-		{"", time.Time{}, "empty"},
-		{"-5", time.Time{}, "want an RFC 3339 time"},
-		{"1748779200.", time.Time{}, "want an RFC 3339 time"},
-		{"1e9", time.Time{}, "want an RFC 3339 time"},
-		{"2025-06-01 12:00:00", time.Time{}, "want an RFC 3339 time"},
-		{"now", time.Time{}, "want an RFC 3339 time"},
-		{"99999999999999999999", time.Time{}, "want an RFC 3339 time"},
-	} {
-		got, err := ParseStartAt(tc.in)
-		switch {
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("%q: error %v, want %q", tc.in, err, tc.err)
-		case tc.err == "" && (err != nil || !got.Equal(tc.want)):
-			t.Errorf("%q: %v %v, want %v", tc.in, got, err, tc.want)
-		}
-	}
-}
-
-func TestShardNeedsAnExplicitSeed(t *testing.T) {
-	o := Defaults()
-	o.ShardIndex, o.ShardCount = 1, 3
-	err := o.Validate()
-	if err == nil || !strings.Contains(err.Error(), "--shard 1/3 needs an explicit --seed") {
-		t.Fatalf("error %v", err)
-	}
-	o.Seed = 0
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	o.ShardIndex, o.ShardCount, o.Seed = 0, 1, -1
-	if err := o.Validate(); err != nil {
-		t.Fatalf("an unsharded run with a time-based seed: %v", err)
-	}
-}
-
-func TestStartAtInThePastIsRefused(t *testing.T) {
-	o := Defaults()
-	o.Seed, o.Port = 1, 1 // nothing listens: the check comes first
-	o.StartAt = time.Now().Add(-5 * time.Second)
-	_, err := Run(context.Background(), o, IO{Out: io.Discard, Err: io.Discard})
-	if err == nil || !strings.Contains(err.Error(), "--start-at") || !strings.Contains(err.Error(), "s ago at launch") {
-		t.Fatalf("error %v", err)
-	}
-	if _, ok := err.(*UsageError); !ok {
-		t.Errorf("%T is not a usage error", err)
-	}
-	// A dry run only builds the schedule (e.g. to reproduce a past run's).
-	o.DryRun = true
-	if _, err := Run(context.Background(), o, IO{Out: io.Discard, Err: io.Discard}); err != nil {
-		t.Errorf("dry run: %v", err)
-	}
-	// Within the slack: accepted (the first requests leave late).
-	o.StartAt = time.Now().Add(-StartAtSlack / 2)
-	if err := checkStartAt(&o, time.Now(), "now"); err != nil {
-		t.Error(err)
-	}
-}
-
 func TestWaitForStartSleepsUntilStartAt(t *testing.T) {
-	o := Defaults()
-	o.StartAt = time.Now().Add(150 * time.Millisecond).Round(0)
+	startAt := time.Now().Add(150 * time.Millisecond).Round(0)
 	var log bytes.Buffer
-	start, err := waitForStart(context.Background(), &o, &logger{w: &log})
+	start, err := waitForStart(context.Background(), startAt, NewLogger(&log, false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !start.Equal(o.StartAt) || time.Now().Before(o.StartAt) {
-		t.Errorf("started %v, want %v", start, o.StartAt)
+	if !start.Equal(startAt) || time.Now().Before(startAt) {
+		t.Errorf("started %v, want %v", start, startAt)
 	}
 	if !strings.Contains(log.String(), "start-at: waiting") {
 		t.Errorf("log %q", log.String())
@@ -96,20 +25,8 @@ func TestWaitForStartSleepsUntilStartAt(t *testing.T) {
 	// A stopped run does not wait.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	o.StartAt = time.Now().Add(time.Hour)
-	if _, err := waitForStart(ctx, &o, &logger{w: io.Discard}); err == nil {
+	startAt = time.Now().Add(time.Hour)
+	if _, err := waitForStart(ctx, startAt, NewLogger(io.Discard, false)); err == nil {
 		t.Error("waited an hour through a canceled context")
 	}
-}
-
-func atoi(t *testing.T, s string) int {
-	t.Helper()
-	n := 0
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			t.Fatalf("index %q", s)
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n
 }

@@ -1,9 +1,10 @@
-package runner
+package options
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"math"
 	"net/http"
 	"os"
@@ -53,7 +54,7 @@ func TestLiveOutputWindowsReportAndMetrics(t *testing.T) {
 	}
 	res := make(chan ran, 1)
 	go func() {
-		sum, err := Run(context.Background(), o, IO{Out: &out, Err: &errb})
+		sum, err := Run(context.Background(), o, runner.IO{Out: &out, Err: &errb})
 		res <- ran{sum, err}
 	}()
 
@@ -189,7 +190,7 @@ func TestProgressBarOnATerminal(t *testing.T) {
 		o.RandomInputLen, o.RandomOutputLen = 16, 4
 		o.Observe.ReportInterval = 200 * time.Millisecond
 		var errb testenv.SyncBuffer
-		if _, err := Run(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &errb, Terminal: true}); err != nil {
+		if _, err := Run(context.Background(), o, runner.IO{Out: &bytes.Buffer{}, Err: &errb, Terminal: true}); err != nil {
 			t.Fatal(err)
 		}
 		s := errb.String()
@@ -230,11 +231,17 @@ func TestTimingServerIdleFraction(t *testing.T) {
 	wl := &workload.Workload{Schedule: bursts, Stats: arrival.Summarize(bursts), First: arrival.Arrival{InputTokens: 16, OutputTokens: 21}}
 	busy0 := srv.Stats().Busy
 	var out, errb bytes.Buffer
-	eps, err := newEndpoints(&o)
+	pool, err := o.NewPool()
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := execute(context.Background(), &o, 1, eps, wl, IO{Out: &out, Err: &errb}, &logger{w: &errb, quiet: true})
+	defer pool.Close()
+	stdio := runner.IO{Out: &out, Err: &errb}
+	cfg, err := o.runConfig(1, wl, stdio, runner.NewLogger(&errb, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := runner.Run(context.Background(), cfg, wl, pool, stdio)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, errb.String())
 	}

@@ -1,8 +1,9 @@
-// Package runner executes one benchmark: it has the workload built
-// (pkg/workload), warms up, sends the schedule with the dispatcher and
-// client, collects the results, drains and writes the outputs.
-// cmd/fineserve-gen only maps flags to Options.
-package runner
+// Package options owns the command line's option set: its defaults, its
+// validation, and its mapping onto each part's narrow configuration — the
+// workload's, the clients', the monitor's and the execution's (pkg/runner).
+// Run prepares a run from the options (the target check, the workload) and
+// has pkg/runner execute it; cmd/fineserve-gen only maps flags to Options.
+package options
 
 import (
 	"errors"
@@ -68,7 +69,7 @@ type Options struct {
 	// replay.DefaultTokenLimit.
 	MaxModelLen int
 	// serverLimit is the served model's max_model_len (serverLimitFrom
-	// names it), found before the schedule is built (limits.go).
+	// names it), found before the schedule is built (SetServerLimit).
 	serverLimit       int
 	serverLimitFrom   string
 	PromptFormat      string // token-ids or text
@@ -189,7 +190,9 @@ type UsageError struct{ Err error }
 func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }
 
-func usage(err error) error {
+// Usage wraps err as a *UsageError (nil stays nil; a usage error is kept
+// as it is).
+func Usage(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -317,10 +320,10 @@ func (o *Options) Validate() error {
 // rate instead of --request-rate.
 func (o *Options) profiled() bool { return o.Load.Stages != "" || o.Load.RampStrategy != "" }
 
-// workloadConfig is the part of o that builds the workload; seed is the
+// WorkloadConfig is the part of o that builds the workload; seed is the
 // run's resolved seed.
-func (o *Options) workloadConfig(seed uint64) workload.Config {
-	limit, from := o.tokenLimit()
+func (o *Options) WorkloadConfig(seed uint64) workload.Config {
+	limit, from := o.TokenLimit()
 	return workload.Config{
 		Mode: o.Mode, RequestRate: o.RequestRate, Burstiness: o.Burstiness,
 		NumPrompts: o.NumPrompts, NumPromptsSet: o.NumPromptsSet, Duration: o.Duration,
@@ -332,13 +335,10 @@ func (o *Options) workloadConfig(seed uint64) workload.Config {
 		Backend: o.Backend, DryRun: o.DryRun,
 		Replay: o.Replay, Parametric: o.Parametric, Models: o.Models, Load: o.Load,
 		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount,
-		Sessions: o.sessionsConfig(seed), MultiTurn: o.MultiTurn,
+		Sessions: o.SessionsConfig(seed), MultiTurn: o.MultiTurn,
 		Endpoints: o.endpointOptions(),
 	}
 }
-
-// isImages reports whether the run generates images.
-func (o *Options) isImages() bool { return o.Backend == client.BackendImages }
 
 // baseURL is the server root the client talks to.
 func (o *Options) baseURL() string {
@@ -373,4 +373,44 @@ func (o *Options) Secrets() *secret.Redactor {
 // Targets returns what the run must meet to pass (metrics.Verdict).
 func (o *Options) Targets() metrics.Targets {
 	return metrics.Targets{MaxErrorRate: o.MaxErrorRate, MinGoodput: o.Observe.MinGoodput, SLO: o.Observe.Goodput}
+}
+
+// ClientConfig maps o onto the client's configuration (the first
+// endpoint's URL; NewPool makes one client per endpoint).
+func (o *Options) ClientConfig() client.Config {
+	return client.Config{
+		BaseURL: o.baseURL(), Backend: o.Backend, Endpoint: o.Endpoint, Model: o.Model,
+		APIKey: o.APIKey, Stream: o.Stream, IgnoreEOS: o.IgnoreEOS,
+		ExtraBody: []byte(o.ExtraRequestBody), MaxConns: o.MaxConcurrency,
+		RequestTimeout: o.RequestTimeout, StallTimeout: o.StallTimeout,
+		Insecure: o.Insecure, CACert: o.CACert, Host: o.HostHeader, HTTPTransport: o.HTTPTransport,
+		Secrets:   o.Secrets(),
+		Retries:   o.Retries,
+		ImageSize: fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
+	}
+}
+
+// SessionsConfig is the plan's configuration for a run of seed.
+func (o *Options) SessionsConfig(seed uint64) session.Config {
+	c := o.Sessions
+	c.Seed = seed
+	return c
+}
+
+// validateSessions checks the session options.
+func (o *Options) validateSessions() error {
+	var errs []error
+	if err := o.Sessions.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.MaxSessions < 0 {
+		errs = append(errs, fmt.Errorf("--max-sessions %d: want ≥ 0", o.MaxSessions))
+	}
+	if !o.Sessions.On() && !o.MultiTurn {
+		return errors.Join(errs...)
+	}
+	if o.Backend == client.BackendImages {
+		errs = append(errs, errors.New("--turns: image generation (openai-images) has no conversation; sessions need a text backend"))
+	}
+	return errors.Join(errs...)
 }

@@ -1,10 +1,11 @@
-package runner
+package options
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"net"
 	"os"
 	"path/filepath"
@@ -38,7 +39,7 @@ func testOptions(port int) Options {
 func run(t *testing.T, o Options) (*metrics.Summary, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	sum, err := Run(context.Background(), o, IO{Out: &out, Err: &errb})
+	sum, err := Run(context.Background(), o, runner.IO{Out: &out, Err: &errb})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, errb.String())
 	}
@@ -250,7 +251,7 @@ func TestValidationReportsEveryProblem(t *testing.T) {
 			t.Errorf("error lacks %s:\n%v", want, err)
 		}
 	}
-	_, err = Run(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+	_, err = Run(context.Background(), o, runner.IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
 	var ue *UsageError
 	if !errors.As(err, &ue) {
 		t.Errorf("Run returned %T, want *UsageError", err)
@@ -264,7 +265,7 @@ func TestUnreachableServerFailsClearly(t *testing.T) {
 	o := testOptions(port)
 	o.WarmupRequests = 1
 	o.Model = "m"
-	_, err := Run(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+	_, err := Run(context.Background(), o, runner.IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
 	if err == nil || !strings.Contains(err.Error(), "is the server up?") || !strings.Contains(err.Error(), ln.Addr().String()) {
 		t.Errorf("err = %v", err)
 	}
@@ -278,13 +279,13 @@ func TestWarmupFailureSaysHow(t *testing.T) {
 		Faults: []mockserver.Fault{{Kind: mockserver.FaultHTTP503, Rate: 1}}}})
 	o := testOptions(port)
 	o.WarmupRequests = 1
-	_, err := Run(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+	_, err := Run(context.Background(), o, runner.IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
 	if err == nil || !strings.Contains(err.Error(), "warm-up failed: the warm-up request failed") || !strings.Contains(err.Error(), "http_5xx") ||
 		!strings.Contains(err.Error(), "--warmup-requests") {
 		t.Errorf("err = %v", err)
 	}
 	o.WarmupRequests = 3
-	_, err = Run(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+	_, err = Run(context.Background(), o, runner.IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
 	if err == nil || !strings.Contains(err.Error(), "all 3 warm-up requests failed") {
 		t.Errorf("err = %v", err)
 	}

@@ -1,9 +1,10 @@
-package runner
+package options
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"math"
 	"os"
 	"path/filepath"
@@ -23,7 +24,7 @@ func dryParametric(t *testing.T, o Options) ([]arrival.Arrival, string, error) {
 	o.Mode, o.DryRun, o.Quiet = "parametric", true, false
 	o.ScheduleOut = filepath.Join(t.TempDir(), "schedule.csv")
 	var out, errb bytes.Buffer
-	_, err := Run(context.Background(), o, IO{Out: &out, Err: &errb})
+	_, err := Run(context.Background(), o, runner.IO{Out: &out, Err: &errb})
 	if err != nil {
 		return nil, errb.String(), err
 	}

@@ -1,8 +1,9 @@
-package runner
+package options
 
 import (
 	"bytes"
 	"context"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -62,7 +63,7 @@ func TestTargetChecks(t *testing.T) {
 			o.Quiet = false
 			o.NumPrompts, o.NumPromptsSet, o.RandomInputLen, o.RandomOutputLen = 3, true, 8, 2
 			var out, errb bytes.Buffer
-			_, err := Run(context.Background(), o, IO{Out: &out, Err: &errb})
+			_, err := Run(context.Background(), o, runner.IO{Out: &out, Err: &errb})
 			sent := generations.Load() - before
 			if tc.fails != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.fails) {

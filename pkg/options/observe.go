@@ -1,4 +1,4 @@
-package runner
+package options
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/monitor"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
 // ObserveOptions configure how a run can be watched while it runs and read
@@ -97,8 +98,10 @@ func (o *Options) ServerMetricsTarget() (string, bool) {
 	return url, o.scrapeServer()
 }
 
-// monitorConfig is the part of o that the monitor watches a run with.
-func monitorConfig(o *Options, st arrival.Stats, stdio IO, log *logger) monitor.Config {
+// MonitorConfig is the part of o that the monitor watches a run with: st
+// is the workload's (what is scheduled, over what span); the monitor writes
+// to stdio and log.
+func (o *Options) MonitorConfig(st arrival.Stats, stdio runner.IO, log monitor.Logger) monitor.Config {
 	c := monitor.Config{
 		Scheduled: st.Count, Span: st.Last,
 		Window: o.Observe.Window, ReportInterval: o.Observe.ReportInterval, Goodput: o.Observe.Goodput,

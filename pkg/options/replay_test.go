@@ -1,4 +1,4 @@
-package runner
+package options
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"image/png"
 	"io"
 	"math/big"
@@ -56,7 +57,7 @@ func runReplay(t *testing.T, o Options) (*metrics.Summary, string, string) {
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, o, IO{Out: &out, Err: &errb})
+	sum, err := Run(ctx, o, runner.IO{Out: &out, Err: &errb})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, errb.String())
 	}
@@ -427,7 +428,7 @@ func TestReplayStrict(t *testing.T) {
 	o := replayOptions(tracePath(t, "fineserve_Dense_30to100B.csv.gz"))
 	o.Replay.Strict = true
 	o.DryRun = true
-	_, err := Run(context.Background(), o, IO{Out: io.Discard, Err: io.Discard})
+	_, err := Run(context.Background(), o, runner.IO{Out: io.Discard, Err: io.Discard})
 	var ue *UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "line 21118: timestamp: empty") || !strings.Contains(err.Error(), "fineserve_Dense_30to100B.csv.gz") {
 		t.Fatalf("error %v", err)

@@ -1,9 +1,10 @@
-package runner
+package options
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"io"
 	"os"
 	"path/filepath"
@@ -37,7 +38,7 @@ func TestLengthFlagsAboveTheLimit(t *testing.T) {
 			o := Defaults()
 			o.DryRun, o.Quiet, o.Seed, o.NumPrompts = true, true, 1, 10
 			c.set(&o)
-			_, err := Run(context.Background(), o, IO{Out: io.Discard, Err: io.Discard})
+			_, err := Run(context.Background(), o, runner.IO{Out: io.Discard, Err: io.Discard})
 			if c.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)

@@ -1,4 +1,4 @@
-package runner
+package options
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"math"
 	"os"
 	"path/filepath"
@@ -177,7 +178,7 @@ func zipfSchedule(t *testing.T, n int64, k int, shard string) []schedRow {
 		fmt.Sscanf(shard, "%d/%d", &o.ShardIndex, &o.ShardCount)
 	}
 	o.ScheduleOut = filepath.Join(t.TempDir(), "s.csv")
-	if _, err := Run(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}); err != nil {
+	if _, err := Run(context.Background(), o, runner.IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}); err != nil {
 		t.Fatal(err)
 	}
 	return readSchedule(t, o.ScheduleOut)
@@ -414,7 +415,7 @@ func TestModelOptionErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			o := testOptions(port)
 			c.set(&o)
-			_, err := Run(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+			_, err := Run(context.Background(), o, runner.IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
 			var ue *UsageError
 			if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want a usage error with %q", err, c.want)
@@ -424,7 +425,7 @@ func TestModelOptionErrors(t *testing.T) {
 	// A dry run may look at an image trace with any backend.
 	o := replayOptions(filepath.Join(traceDir, "alibaba_lora_head300.csv"))
 	o.DryRun = true
-	if _, err := Run(context.Background(), o, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}); err != nil {
+	if _, err := Run(context.Background(), o, runner.IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}); err != nil {
 		t.Fatalf("dry run: %v", err)
 	}
 }
