@@ -765,8 +765,16 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 			}
 		}
 	}
-	if c.v(dMetrics) == "metrics" && !strings.Contains(r.scraped, "fineserve_gen_requests_in_flight") {
+	if c.v(dMetrics) == "metrics" && (!strings.Contains(r.scraped, "fineserve_gen_requests_in_flight") || !strings.Contains(r.scraped, "fineserve_gen_requests_cancelled_total")) {
 		fail("--metrics-addr: no metrics page read during the run: %.200q", r.scraped)
+	}
+	// The windows count the cancelled requests the summary counts.
+	var winCut int64
+	for _, w := range sum.Windows {
+		winCut += w.Cancelled
+	}
+	if len(sum.Windows) > 0 && winCut != sum.Cancelled {
+		fail("windows count %d cancelled, the summary %d", winCut, sum.Cancelled)
 	}
 	// Load control: each option's summary section, and its effect on the
 	// schedule.
