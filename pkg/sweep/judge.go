@@ -37,7 +37,9 @@ const (
 //     is not judged on lag: its lag is queueing for a slot, by design.
 //   - Fail: more failed requests than MaxErrorRate allows; an achieved
 //     rate below ThroughputShare of the offered rate (but with
-//     max-concurrency); with an SLO, a goodput share below MinGoodput;
+//     max-concurrency; with --cancel-share, of the offered rate of the
+//     requests not cut, which alone can complete); with an SLO, a goodput
+//     share below MinGoodput;
 //     without one, latencies growing (growth).
 //   - Pass otherwise.
 func judge(c *Config, f *Figures) (Verdict, []string) {
@@ -66,8 +68,12 @@ func judge(c *Config, f *Figures) (Verdict, []string) {
 	// A server that did not keep up with the offered rate would miss any
 	// target on a longer step, SLO or not; with max-concurrency the client
 	// holds requests back by design, so only the targets judge.
-	if c.Variable != MaxConcurrency && f.Achieved < ThroughputShare*f.Offered {
-		reasons = append(reasons, fmt.Sprintf("achieved %.2f req/s < %.0f %% of offered %.2f", f.Achieved, 100*ThroughputShare, f.Offered))
+	if kept := f.keptShare(); c.Variable != MaxConcurrency && f.Achieved < ThroughputShare*kept*f.Offered {
+		why := fmt.Sprintf("achieved %.2f req/s < %.0f %% of offered %.2f", f.Achieved, 100*ThroughputShare, f.Offered)
+		if kept < 1 {
+			why += fmt.Sprintf(" less the %.0f %% cancelled by the client", 100*(1-kept))
+		}
+		reasons = append(reasons, why)
 	}
 	if !c.SLO.Set() {
 		if g, ok := growth(f.Windows); ok {
