@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -246,5 +247,56 @@ func TestEndpointsSessionKeepsPrefixes(t *testing.T) {
 	}
 	if got := misses("round-robin"); got <= 4 {
 		t.Errorf("round-robin: %d requests missed the prefix cache, want more than 4 (a prefix on both endpoints)", got)
+	}
+}
+
+// TestEndpointsWithCancelReportFromRecords: `fineserve-gen report` of the
+// records of a run over two endpoints with cancellation prints the
+// endpoints side by side, with the run's counts per endpoint; with the
+// run's summary too, under their URLs.
+func TestEndpointsWithCancelReportFromRecords(t *testing.T) {
+	_, p1 := mocktest.Start(t, mockserver.Config{})
+	_, p2 := mocktest.Start(t, mockserver.Config{TTFT: 5 * time.Millisecond, ITL: 5 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r := runTool(t, ctx, append(epArgs(30, "200", urlOf(p1), urlOf(p2)), "--cancel-share", "0.4", "--cancel-after", "uniform:1ms:10ms")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	s := r.summary(t)
+	if s.Cancelled == 0 || len(s.Endpoints) != 2 {
+		t.Fatalf("cancelled %d, %d endpoints: the run does not test the report", s.Cancelled, len(s.Endpoints))
+	}
+	row := func(table, name string) []string {
+		for _, l := range strings.Split(table, "\n") {
+			if f := strings.Fields(l); len(f) == 3 && f[0] == name {
+				return f[1:]
+			}
+		}
+		return nil
+	}
+	for _, withSummary := range []bool{false, true} {
+		args := []string{"report", r.path("results.jsonl")}
+		if withSummary {
+			args = append(args, "--summary", r.path("summary.json"))
+		}
+		var out, errb bytes.Buffer
+		code := dispatch(ctx, args, &out, &errb)
+		rep := struct{ stdout string }{out.String()}
+		if code != 0 || !strings.Contains(rep.stdout, "Requests by Endpoint") {
+			t.Fatalf("%q: exit %d, no endpoint table:\n%s\n%s", args, code, rep.stdout, errb.String())
+		}
+		for name, want := range map[string]func(e int) int64{
+			"completed": func(e int) int64 { return s.Endpoints[e].Completed },
+			"cancelled": func(e int) int64 { return s.Endpoints[e].Cancelled },
+		} {
+			got := row(rep.stdout, name)
+			if len(got) != 2 || got[0] != strconv.FormatInt(want(0), 10) || got[1] != strconv.FormatInt(want(1), 10) {
+				t.Errorf("summary %v: %s %v, the run's %d and %d", withSummary, name, got, want(0), want(1))
+			}
+		}
+		if has := strings.Contains(rep.stdout, fmt.Sprintf("127.0.0.1:%d", p2)); has != withSummary {
+			t.Errorf("summary %v: the table shows the URLs: %v", withSummary, has)
+		}
 	}
 }

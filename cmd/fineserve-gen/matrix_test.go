@@ -64,6 +64,7 @@ const (
 	dLengths
 	dTurns
 	dCancel
+	dEndpoints
 )
 
 var matrixDims = []dimension{
@@ -91,6 +92,10 @@ var matrixDims = []dimension{
 	dLengths:     {"lengths", []string{"lengths-flags", "lengths-mix"}},
 	dTurns:       {"turns", []string{"1", "3", "multi-turn"}},
 	dCancel:      {"cancel", []string{"no-cancel", "cancel"}},
+	// endpoints: one --host/--port, or two in-process servers as two
+	// --base-url dealt round-robin, least-inflight or by session, or one
+	// server and a closed loopback port (round-robin).
+	dEndpoints: {"endpoints", []string{"one", "two-rr", "two-least", "two-session", "two-dead"}},
 }
 
 // is reports whether row (a partial row: testenv.Free where unset) has
@@ -212,6 +217,7 @@ func matrixCases(t testing.TB) ([]matrixCase, testenv.Pairwise) {
 			}
 		}
 	}
+	seeds = append(seeds, extraSeeds()...)
 	p := testenv.Pairwise{Sizes: sizes, Valid: validCase, Seeds: seeds}
 	rows, unc := p.Generate()
 	if len(unc) > 0 {
@@ -279,8 +285,21 @@ func (r *caseRun) path(name string) string { return filepath.Join(r.dir, name) }
 
 // caseArgs builds the command line of c against port, writing outputs to
 // dir. It also returns the dry run of the same schedule (no outputs).
-func caseArgs(c matrixCase, port int, dir string) (args, dry []string) {
-	common := []string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model", "--seed", "7", "--disable-tqdm"}
+func caseArgs(c matrixCase, ports []int, dir string) (args, dry []string) {
+	common := []string{"--model", "mock-model", "--seed", "7", "--disable-tqdm"}
+	if len(ports) == 1 {
+		common = append(common, "--host", "127.0.0.1", "--port", strconv.Itoa(ports[0]))
+	} else {
+		urls := make([]string, len(ports))
+		for i, p := range ports {
+			urls[i] = urlOf(p)
+		}
+		bal := map[string]string{"two-least": "least-inflight", "two-session": "session"}[c.v(dEndpoints)]
+		if bal == "" {
+			bal = "round-robin"
+		}
+		common = append(common, "--base-url", strings.Join(urls, ","), "--balance", bal)
+	}
 	sched := append(slices.Clone(workloadArgs[c.v(dWorkload)]), "--backend", c.v(dBackend))
 	sched = append(sched, sourceArgs[c.v(dSource)]...)
 	if c.v(dShard) == "shard1of2" {
@@ -373,8 +392,8 @@ func caseArgs(c matrixCase, port int, dir string) (args, dry []string) {
 }
 
 // drySchedule runs args (a dry run) writing the schedule to path, and
-// returns its rows by index and its bytes.
-func drySchedule(t testing.TB, args []string, path string) (map[int64][]string, []byte) {
+// returns its rows by index, its bytes and its columns by name.
+func drySchedule(t testing.TB, args []string, path string) (map[int64][]string, []byte, map[string]int) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	if code := dispatch(context.Background(), append(slices.Clone(args), "--schedule-out", path), &out, &errb); code != exitOK {
@@ -385,7 +404,11 @@ func drySchedule(t testing.TB, args []string, path string) (map[int64][]string, 
 		t.Fatal(err)
 	}
 	col, rows := testenv.ReadCSV(t, path)
-	head := arrival.CSVColumns{Cancel: slices.Contains(args, "--cancel-share")}.Header()
+	bal := ""
+	if i := slices.Index(args, "--balance"); i >= 0 {
+		bal = args[i+1]
+	}
+	head := arrival.CSVColumns{Endpoint: bal != "" && bal != "least-inflight", Cancel: slices.Contains(args, "--cancel-share")}.Header()
 	if len(col) != len(strings.Split(head, ",")) {
 		t.Fatalf("dry run schedule header %v, want %s", col, head)
 	}
@@ -397,7 +420,7 @@ func drySchedule(t testing.TB, args []string, path string) (map[int64][]string, 
 		}
 		byIndex[i] = r
 	}
-	return byIndex, b
+	return byIndex, b, col
 }
 
 // TestMatrix runs every generated case. Run one with
@@ -478,7 +501,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	var stderr testenv.SyncBuffer
 	r := &caseRun{dir: tt.TempDir()}
 	var scrapeOnce sync.Mutex
-	cfg.OnRequest = func(path string, body []byte) {
+	scrape := func() {
 		// While the run goes (its first measured request reached the
 		// server), read the generator's metrics page once.
 		if c.v(dMetrics) != "metrics" {
@@ -503,19 +526,21 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		resp.Body.Close()
 		r.scraped = string(b)
 	}
-	srv, port := mocktest.Start(tt, cfg)
-	args, dryArgs := caseArgs(c, port, r.dir)
+	// The case's servers: one, two, or one and a closed port (nil).
+	ep := startCaseEndpoints(tt, c, cfg, scrape)
+	ports := ep.ports
+	args, dryArgs := caseArgs(c, ports, r.dir)
 
 	// The schedule facts, from a dry run of the same schedule flags (and,
 	// for a shard, of the whole schedule: the summary's hash is its).
-	dryRows, dryCSV := drySchedule(t, dryArgs, filepath.Join(r.dir, "dry.csv"))
+	dryRows, dryCSV, dryCol := drySchedule(t, dryArgs, filepath.Join(r.dir, "dry.csv"))
 	wholeCSV := dryCSV
 	if c.v(dShard) != "whole" {
-		_, wholeCSV = drySchedule(t, slices.DeleteFunc(slices.Clone(dryArgs), func(s string) bool { return s == "--shard" || s == "1/2" }), filepath.Join(r.dir, "whole.csv"))
+		_, wholeCSV, _ = drySchedule(t, slices.DeleteFunc(slices.Clone(dryArgs), func(s string) bool { return s == "--shard" || s == "1/2" }), filepath.Join(r.dir, "whole.csv"))
 	}
 
 	if c.v(dStartAt) == "start-at" {
-		args, _ = caseArgs(c, port, r.dir) // --start-at counts from now, not from before the dry runs
+		args, _ = caseArgs(c, ports, r.dir) // --start-at counts from now, not from before the dry runs
 	}
 	var stdout bytes.Buffer
 	r.code = dispatch(context.Background(), args, &stdout, &stderr)
@@ -530,16 +555,15 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 			fail("--schedule-out: %v", err)
 		} else if !bytes.Equal(b, dryCSV) {
 			fail("--schedule-out differs from the dry run's schedule")
-		} else if first, _, _ := strings.Cut(string(b), "\n"); first != arrival.ScheduleHeader && c.v(dCancel) == "no-cancel" ||
-			first != (arrival.CSVColumns{Cancel: true}).Header() && c.v(dCancel) == "cancel" {
-			fail("--schedule-out header %q with %s", first, c.v(dCancel))
+		} else if first, _, _ := strings.Cut(string(b), "\n"); first != (arrival.CSVColumns{Endpoint: endpointColumn(c), Cancel: c.v(dCancel) == "cancel"}).Header() {
+			fail("--schedule-out header %q with %s, %s", first, c.v(dCancel), c.v(dEndpoints))
 		}
 	}
 	if c.v(dDryRun) == "dry-run" {
 		if r.code != exitOK {
 			fail("dry run: exit %d", r.code)
 		}
-		if n := srv.Stats().Requests; n != 0 {
+		if n := ep.requests(); n != 0 {
 			fail("a dry run sent %d requests", n)
 		}
 		for _, f := range []string{"results.jsonl", "summary.json", "summary.jsonl", "report.html"} {
@@ -554,8 +578,9 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	switch {
 	case sum == nil:
 		return
-	case r.code == exitBudget && sum.Failed > 0 && c.v(dRetries) == "retry-503":
-		// Retries ran out for a request: a failure, judged by the budget.
+	case r.code == exitBudget && sum.Failed > 0 && (c.v(dRetries) == "retry-503" || c.v(dEndpoints) == "two-dead"):
+		// Retries ran out for a request, or a request went to the dead
+		// endpoint: a failure, judged by the budget.
 	case r.code != exitOK:
 		fail("exit %d, want 0", r.code)
 		return
@@ -582,7 +607,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	// without --cancel-share; a cancelled request is no error.
 	planned := int64(0)
 	for _, row := range dryRows {
-		if c.v(dCancel) == "cancel" && mustFloat(t, row[7]) > 0 {
+		if c.v(dCancel) == "cancel" && mustFloat(t, row[dryCol[arrival.CancelColumn]]) > 0 {
 			planned++
 		}
 	}
@@ -650,7 +675,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		if c.v(dModelMap) == "map-hash" && rec.Model != "m-a" && rec.Model != "m-b" {
 			fail("record %d model %q with --model-map hash over m-a,m-b", rec.Index, rec.Model)
 		}
-		if c.v(dCancel) == "cancel" && rec.Turn <= 1 && math.Abs(rec.CancelAfter-1000*mustFloat(t, row[7])) > 1e-3 ||
+		if c.v(dCancel) == "cancel" && rec.Turn <= 1 && math.Abs(rec.CancelAfter-1000*mustFloat(t, row[dryCol[arrival.CancelColumn]])) > 1e-3 ||
 			c.v(dCancel) == "no-cancel" && rec.CancelAfter != 0 {
 			fail("record %d: cancel_after_ms %v, schedule %v", rec.Index, rec.CancelAfter, row)
 		}
@@ -661,9 +686,9 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 			cancelled++
 			continue
 		}
-		if rec.ErrorClass != "" {
-			if c.v(dRetries) != "retry-503" || rec.ErrorClass != "http_5xx" {
-				fail("record %d failed: %s %s", rec.Index, rec.ErrorClass, rec.Error)
+		if dead := ep.dead(rec.Endpoint); rec.ErrorClass != "" || dead {
+			if dead && rec.ErrorClass != "connect" || !dead && (c.v(dRetries) != "retry-503" || rec.ErrorClass != "http_5xx") {
+				fail("record %d failed (endpoint %v): %s %s", rec.Index, rec.Endpoint, rec.ErrorClass, rec.Error)
 			}
 			continue
 		}
@@ -720,28 +745,36 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 			}
 		}
 	}
-	// The server saw each request once per attempt, plus the warm-up.
-	warm := int64(mustInt(t, c.v(dWarmup)))
-	got := srv.Stats().Requests
-	attempts := sum.Completed + sum.Failed + sum.Retries
-	if c.v(dRetries) == "retry-503" {
-		served := srv.FaultCounts()[mockserver.FaultHTTP503]
-		if served < sum.Retries+sum.ErrorsByClass["http_5xx"] || got < attempts+warm {
-			fail("server: %d requests, %d 503s; summary: %d attempts, %d retries, %d http_5xx, warm-up %d", got, served, attempts, sum.Retries, sum.ErrorsByClass["http_5xx"], warm)
-		}
-	} else if got < attempts+warm || got > attempts+sum.Cancelled+warm || sum.Retries != 0 {
-		// A request cut before it was written never reached the server.
-		fail("server saw %d requests, want %d attempts (+ up to %d cancelled) + %d warm-up", got, attempts, sum.Cancelled, warm)
-	}
+	// Each server saw each request sent to it once per attempt, plus the
+	// warm-up (each live endpoint's own); the dead endpoint none.
+	checkCaseServers(t, c, ep, sum, recs, fail)
+	checkCaseEndpoints(t, c, ep, r, sum, recs, dryRows, dryCol, fail)
 
 	if c.v(dHTML) == "html" {
 		b, err := os.ReadFile(r.path("report.html"))
 		if err != nil || !bytes.Contains(b, []byte("<svg")) {
 			fail("--report-html: %v, %d bytes, svg %v", err, len(b), bytes.Contains(b, []byte("<svg")))
 		}
+		// Several endpoints: a table listing every one, by URL.
+		if has := bytes.Contains(b, []byte(`<table id="endpoints">`)); has != (len(ports) > 1) {
+			fail("--report-html: endpoints table %v with %s", has, c.v(dEndpoints))
+		}
+		for i, p := range ports {
+			if len(ports) > 1 && !bytes.Contains(b, []byte(urlOf(p))) {
+				fail("--report-html does not list endpoint %d", i)
+			}
+		}
 	}
-	if c.v(dMetrics) == "metrics" && !strings.Contains(r.scraped, "fineserve_gen_requests_in_flight") {
+	if c.v(dMetrics) == "metrics" && (!strings.Contains(r.scraped, "fineserve_gen_requests_in_flight") || !strings.Contains(r.scraped, "fineserve_gen_requests_cancelled_total")) {
 		fail("--metrics-addr: no metrics page read during the run: %.200q", r.scraped)
+	}
+	// The windows count the cancelled requests the summary counts.
+	var winCut int64
+	for _, w := range sum.Windows {
+		winCut += w.Cancelled
+	}
+	if len(sum.Windows) > 0 && winCut != sum.Cancelled {
+		fail("windows count %d cancelled, the summary %d", winCut, sum.Cancelled)
 	}
 	// Load control: each option's summary section, and its effect on the
 	// schedule.
@@ -767,6 +800,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	} else if sum.LengthMix != nil {
 		fail("length_mix without --lengths")
 	}
+	checkCaseShardMerge(t, c, args, r, sum, int64(bytes.Count(wholeCSV, []byte("\n"))-1), fail)
 }
 
 // readCaseSummary reads the summary from where the case asked for it.

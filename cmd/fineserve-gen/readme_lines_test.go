@@ -185,4 +185,8 @@ type matrixRecord struct {
 	// the cut ended the request.
 	CancelAfter float64 `json:"cancel_after_ms"`
 	Outcome     string  `json:"outcome"`
+	// Session is a turn's session; Endpoint the endpoint's index (only
+	// with several endpoints).
+	Session  int64 `json:"session"`
+	Endpoint *int  `json:"endpoint"`
 }

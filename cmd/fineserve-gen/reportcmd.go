@@ -83,7 +83,11 @@ func reportCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 		runs[0] = report.Merge(s, runs[0])
 	}
 	if len(runs) == 1 {
-		if err := report.WriteTable(stdout, runs[0].Summary); err != nil {
+		err := report.WriteTable(stdout, runs[0].Summary)
+		if err == nil {
+			err = report.WriteBreakdowns(stdout, runs[0].Summary) // by kind, model and endpoint, as after a run
+		}
+		if err != nil {
 			fmt.Fprintf(stderr, "fineserve-gen report: %v\n", err)
 			return exitFailure
 		}

@@ -603,6 +603,7 @@ func (m *merger) mergeWindows() ([]metrics.WindowStats, []metrics.WindowState, e
 			}
 			acc.Completed += pw.Completed
 			acc.Failed += pw.Failed
+			acc.Cancelled += pw.Cancelled
 			acc.InputTokens += pw.InputTokens
 			acc.OutputTokens += pw.OutputTokens
 			if pw.Goodput != nil {

@@ -54,6 +54,17 @@ func (e *Endpoints) Add(s *Sample) {
 
 var _ Sink = (*Endpoints)(nil)
 
+// Grow makes room for n endpoints, keeping what was added: the ones it
+// adds have no URL (records read back carry an endpoint's index, not its
+// URL).
+func (e *Endpoints) Grow(n int) {
+	for len(e.urls) < n {
+		e.urls = append(e.urls, "")
+		e.errs = append(e.errs, map[string]int64{})
+		e.cancelled = append(e.cancelled, 0)
+	}
+}
+
 // URLs returns the endpoints' URLs, in order.
 func (e *Endpoints) URLs() []string { return e.urls }
 

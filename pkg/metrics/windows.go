@@ -18,10 +18,13 @@ type WindowStats struct {
 	Start float64 `json:"start_s"`
 	End   float64 `json:"end_s"`
 
-	Offered      int64   `json:"offered"`
-	OfferedRate  float64 `json:"offered_rate"`
-	Completed    int64   `json:"completed"`
-	Failed       int64   `json:"failed"`
+	Offered     int64   `json:"offered"`
+	OfferedRate float64 `json:"offered_rate"`
+	Completed   int64   `json:"completed"`
+	Failed      int64   `json:"failed"`
+	// Cancelled counts the requests the client cut (--cancel-share):
+	// neither completed nor failed (absent when none).
+	Cancelled    int64   `json:"cancelled,omitempty"`
 	AchievedRate float64 `json:"achieved_rate"` // completed requests per second
 	InputTokens  int64   `json:"input_tokens"`
 	OutputTokens int64   `json:"output_tokens"`
@@ -99,6 +102,7 @@ type ServerStats struct {
 type WindowAcc struct {
 	TTFT, TPOT, ITL, E2E, Lag *Hist
 	Completed, Failed         int64
+	Cancelled                 int64
 	InputTokens, OutputTokens int64
 	Good                      int64
 	ErrorsByClass             map[string]int64
@@ -130,7 +134,8 @@ func (a *WindowAcc) Add(s *Sample) {
 		a.Good++
 	}
 	if s.Cancelled {
-		return // neither completed nor failed (the summary counts them)
+		a.Cancelled++ // neither completed nor failed
+		return
 	}
 	if !s.OK {
 		a.Failed++
@@ -148,7 +153,7 @@ func (a *WindowAcc) Reset() {
 	for _, h := range []*Hist{a.TTFT, a.TPOT, a.ITL, a.E2E, a.Lag} {
 		h.reset()
 	}
-	a.Completed, a.Failed, a.InputTokens, a.OutputTokens, a.Good = 0, 0, 0, 0, 0
+	a.Completed, a.Failed, a.Cancelled, a.InputTokens, a.OutputTokens, a.Good = 0, 0, 0, 0, 0, 0
 	clear(a.ErrorsByClass)
 }
 
@@ -162,7 +167,7 @@ func (a *WindowAcc) Fill(w *WindowStats, withGoodput bool) {
 		}
 		return float64(n) / secs
 	}
-	w.Completed, w.Failed = a.Completed, a.Failed
+	w.Completed, w.Failed, w.Cancelled = a.Completed, a.Failed, a.Cancelled
 	w.AchievedRate = per(a.Completed)
 	w.InputTokens, w.OutputTokens = a.InputTokens, a.OutputTokens
 	w.OutputRate = per(a.OutputTokens)

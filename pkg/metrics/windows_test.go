@@ -19,10 +19,14 @@ func TestWindowAccFillAndReset(t *testing.T) {
 	failed.Reset()
 	failed.Sent, failed.End, failed.ErrorClass = ms(5), ms(6), client.ErrTimeout
 	a.Add(sampleOf(failed))
+	cut := &client.Result{}
+	cut.Reset()
+	cut.Sent, cut.End, cut.Cancelled, cut.CancelAfter = ms(5), ms(6), true, ms(1)
+	a.Add(sampleOf(cut))
 	w := WindowStats{Start: 10, End: 12, Offered: 4}
 	a.Fill(&w, true)
-	if w.Completed != 2 || w.Failed != 1 || w.ErrorsByClass[client.ErrTimeout] != 1 {
-		t.Errorf("completed %d failed %d errors %v", w.Completed, w.Failed, w.ErrorsByClass)
+	if w.Completed != 2 || w.Failed != 1 || w.Cancelled != 1 || w.ErrorsByClass[client.ErrTimeout] != 1 {
+		t.Errorf("completed %d failed %d cancelled %d errors %v", w.Completed, w.Failed, w.Cancelled, w.ErrorsByClass)
 	}
 	if w.AchievedRate != 1 || w.OfferedRate != 2 || w.OutputTokens != 5 || w.OutputRate != 2.5 {
 		t.Errorf("rates: achieved %v offered %v output %d (%v/s)", w.AchievedRate, w.OfferedRate, w.OutputTokens, w.OutputRate)
@@ -30,8 +34,8 @@ func TestWindowAccFillAndReset(t *testing.T) {
 	if math.Abs(w.TTFTP50-10) > 0.1 || math.Abs(w.TTFTP99-30) > 0.3 || math.Abs(w.ITLP99-5) > 0.05 {
 		t.Errorf("ttft p50 %v p99 %v itl p99 %v", w.TTFTP50, w.TTFTP99, w.ITLP99)
 	}
-	if w.Sent != 3 || math.Abs(w.LagMax-5) > 1e-9 {
-		t.Errorf("sent %d lag max %v, want 3 and 5 ms (the failed request was sent 5 ms late)", w.Sent, w.LagMax)
+	if w.Sent != 4 || math.Abs(w.LagMax-5) > 1e-9 {
+		t.Errorf("sent %d lag max %v, want 4 and 5 ms (the failed and the cut requests were sent 5 ms late)", w.Sent, w.LagMax)
 	}
 	if w.Goodput == nil || *w.Goodput != 1 {
 		t.Errorf("goodput %v, want 1", w.Goodput)
@@ -39,7 +43,7 @@ func TestWindowAccFillAndReset(t *testing.T) {
 	a.Reset()
 	var empty WindowStats
 	a.Fill(&empty, false)
-	if empty.Completed != 0 || empty.Sent != 0 || empty.TTFTP99 != 0 || empty.ErrorsByClass != nil || empty.Goodput != nil {
+	if empty.Completed != 0 || empty.Cancelled != 0 || empty.Sent != 0 || empty.TTFTP99 != 0 || empty.ErrorsByClass != nil || empty.Goodput != nil {
 		t.Errorf("after Reset: %+v", empty)
 	}
 	if _, err := json.Marshal(w); err != nil {

@@ -53,7 +53,8 @@ func clock(secs float64) string {
 }
 
 // liveLine renders one live line of a report interval: when, offered and
-// achieved rate, requests in flight now, errors, TTFT and ITL p50/p99, send
+// achieved rate, requests in flight now, errors (and the requests the
+// client cut, when any: --cancel-share), TTFT and ITL p50/p99, send
 // lag p99, the server's last sample when scraped, and the self-check.
 //
 //	[00:10–00:20] offered 50.0/s achieved 49.6/s in flight 12 errors 0 | TTFT p50 31.2 p99 48.0 ms | ITL p50 10.0 p99 12.1 ms | lag p99 0.21 ms
@@ -73,6 +74,9 @@ func liveLine(w *metrics.WindowStats, inFlight int64, srv *servermetrics.Sample,
 	default:
 		fmt.Fprintf(&b, "[%s–%s] offered %s/s achieved %s/s in flight %d errors %d",
 			clock(w.Start), clock(w.End), num(w.OfferedRate), num(w.AchievedRate), inFlight, w.Failed)
+	}
+	if w.Cancelled > 0 {
+		fmt.Fprintf(&b, " cancelled %d", w.Cancelled)
 	}
 	switch {
 	case w.Completed > 0 && w.TTFTP99 == 0: // no streamed tokens: image generations

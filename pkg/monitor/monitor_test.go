@@ -372,6 +372,22 @@ func TestLiveLineOfTheLastInterval(t *testing.T) {
 	}
 }
 
+// TestLiveLineCountsCancelled: a live line says how many requests the
+// client cut in its interval, after the errors, only when some were, and
+// in every form of the line.
+func TestLiveLineCountsCancelled(t *testing.T) {
+	for _, d := range []float64{10, 4, 0.2} {
+		w := &metrics.WindowStats{Start: 20, End: 20 + d, Offered: 10, Completed: 6, Failed: 1, OfferedRate: 50, AchievedRate: 30}
+		if line := liveLine(w, 3, nil, 10); strings.Contains(line, "cancelled") {
+			t.Errorf("%v s, nothing cut: %q", d, line)
+		}
+		w.Cancelled = 3
+		if line := liveLine(w, 3, nil, 10); !strings.Contains(line, "errors 1 cancelled 3 |") {
+			t.Errorf("%v s, 3 cut: %q, want \"errors 1 cancelled 3 |\"", d, line)
+		}
+	}
+}
+
 // barWriter keeps what the monitor prints and says when it first draws the
 // progress bar.
 type barWriter struct {

@@ -51,6 +51,7 @@ type Exporter struct {
 	inTokens  prometheus.Counter
 	outTokens prometheus.Counter
 	good      prometheus.Counter
+	cancelled prometheus.Counter
 	saturated prometheus.Gauge
 	// Cached children, so Add does not look labels up.
 	completed prometheus.Counter
@@ -86,12 +87,14 @@ func New(cfg Config) *Exporter {
 		inTokens:  prometheus.NewCounter(counterOpts("input_tokens_total", "Prompt tokens of completed requests (target sizes).")),
 		outTokens: prometheus.NewCounter(counterOpts("output_tokens_total", "Output tokens of completed requests (server usage, else chunks).")),
 		good:      prometheus.NewCounter(counterOpts("goodput_requests_total", "Requests that met every --goodput target.")),
+		cancelled: prometheus.NewCounter(counterOpts("requests_cancelled_total",
+			"Requests the client cut at their planned time (--cancel-share): neither completed nor failed, so not in requests_total.")),
 		saturated: prometheus.NewGauge(prometheus.GaugeOpts(opts("client_saturated",
 			"1 while the last closed report interval showed the client falling behind (send lag p99 over 1 ms or CPU saturated)."))),
 		byClass: map[string]prometheus.Counter{},
 		byCode:  map[int][2]prometheus.Counter{},
 	}
-	reg.MustRegister(e.requests, e.errs, e.ttft, e.tpot, e.itl, e.e2e, e.lag, e.inTokens, e.outTokens, e.good, e.saturated)
+	reg.MustRegister(e.requests, e.errs, e.ttft, e.tpot, e.itl, e.e2e, e.lag, e.inTokens, e.outTokens, e.good, e.cancelled, e.saturated)
 	if cfg.InFlight != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("requests_in_flight", "Requests being sent or streamed now.")),
 			func() float64 { return float64(cfg.InFlight()) }))
@@ -138,8 +141,9 @@ func (e *Exporter) Add(s *metrics.Sample) {
 	if s.Good {
 		e.good.Inc()
 	}
-	if s.Cancelled {
-		return // cut by the client (--cancel-share): neither completed nor an error
+	if s.Cancelled { // cut by the client (--cancel-share): neither completed nor an error
+		e.cancelled.Inc()
+		return
 	}
 	if !s.OK {
 		e.code(s.Status)[1].Inc()

@@ -87,6 +87,15 @@ func TestScrapeParses(t *testing.T) {
 	var s metrics.Sample
 	s.From(bad, metrics.NoSLO)
 	e.Add(&s)
+	// Two requests cut by the client, one mid-stream: counted apart,
+	// neither completed nor failed.
+	for _, first := range []time.Duration{0, ms(20)} {
+		cut := &client.Result{}
+		cut.Reset()
+		cut.Sent, cut.FirstToken, cut.End, cut.Status, cut.Cancelled, cut.CancelAfter = ms(1), first, ms(30), 200, true, ms(29)
+		s.From(cut, metrics.NoSLO)
+		e.Add(&s)
+	}
 	e.SetSaturated(true)
 
 	srv, err := Serve("127.0.0.1:0", e)
@@ -109,7 +118,8 @@ func TestScrapeParses(t *testing.T) {
 		{"fineserve_gen_itl_seconds", nil, 6},
 		{"fineserve_gen_tpot_seconds", nil, 3},
 		{"fineserve_gen_e2e_latency_seconds", nil, 3},
-		{"fineserve_gen_send_lag_seconds", nil, 4},
+		{"fineserve_gen_send_lag_seconds", nil, 6},
+		{"fineserve_gen_requests_cancelled_total", nil, 2},
 		{"fineserve_gen_requests_in_flight", nil, 7},
 		{"fineserve_gen_requests_dispatched_total", nil, 12},
 		{"fineserve_gen_requests_scheduled", nil, 100},

@@ -24,7 +24,7 @@ func WriteEndpoints(w io.Writer, s *metrics.Summary) error {
 	width := 12
 	heads := make([]string, len(eps))
 	for i, e := range eps {
-		heads[i] = fmt.Sprintf("#%d %s", e.Index+1, endpointHost(e.URL))
+		heads[i] = strings.TrimSpace(fmt.Sprintf("#%d %s", e.Index+1, endpointHost(e.URL))) // records read back: no URL
 		width = max(width, min(len(heads[i]), 32))
 	}
 	row := func(name string, cell func(e *metrics.EndpointSummary) string) {

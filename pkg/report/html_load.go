@@ -139,8 +139,11 @@ type RecordBuilder struct {
 	res      client.Result
 	sample   metrics.Sample
 	perTurn  *metrics.PerTurn // sessions' turns, by turn number
-	parser   fastjson.Parser
-	n        int64
+	// endpoints is the breakdown by the records' endpoint field (nil
+	// until a record has one).
+	endpoints *metrics.Endpoints
+	parser    fastjson.Parser
+	n         int64
 }
 
 // NewRecordBuilder returns an empty builder; slo may be metrics.NoSLO.
@@ -172,10 +175,24 @@ func (b *RecordBuilder) AddLine(line []byte) error {
 		b.model = b.res.Model
 	}
 	b.sample.From(&b.res, b.good.SLO)
+	if e := b.sample.Endpoint; e >= 0 {
+		if e >= MaxRecordEndpoints {
+			return fmt.Errorf("endpoint %d: records of at most %d endpoints are read", e, MaxRecordEndpoints)
+		}
+		if b.endpoints == nil {
+			b.endpoints = metrics.NewEndpoints(nil)
+			b.sinks = append(b.sinks, b.endpoints)
+		}
+		b.endpoints.Grow(e + 1)
+	}
 	b.sinks.Add(&b.sample)
 	b.n++
 	return nil
 }
+
+// MaxRecordEndpoints bounds the endpoint index a record may carry, so a
+// bad file cannot make the breakdown by endpoint grow without bound.
+const MaxRecordEndpoints = 4096
 
 // Count is the number of records added.
 func (b *RecordBuilder) Count() int64 { return b.n }
@@ -191,6 +208,11 @@ func (b *RecordBuilder) Data() (*Data, error) {
 	b.annotate(s, dur)
 	if turns := b.perTurn.Turns(); len(turns) > 0 {
 		s.PerTurn = turns
+	}
+	if b.endpoints != nil {
+		// The records hold each endpoint's index: its URL is in the
+		// run's summary (--summary), whose endpoints section wins.
+		s.Endpoints = b.endpoints.Summary(dur)
 	}
 	b.timeline.Reduce(SeriesPoints)
 	return &Data{

@@ -142,7 +142,9 @@ func (s *sessionSender) Send(ctx context.Context, a arrival.Arrival) {
 			h.msgs = append(h.msgs, user, message{reply: true, answer: append([]byte(nil), res.Text...)})
 			h.tokens += t.Input + res.OutputTokens()
 		}
-		cut := res.Cancelled
+		// res belongs to the results' reader once sent (it goes back to
+		// the pool): read what the session needs of it first.
+		cut, stopped := res.Cancelled, res.ErrorClass == client.ErrCanceled
 		s.base.results <- res
 		if cut {
 			ended = "cancelled" // the user gave up: the session ends
@@ -150,7 +152,7 @@ func (s *sessionSender) Send(ctx context.Context, a arrival.Arrival) {
 		}
 		if !ok && !s.continueOnError {
 			ended = "error"
-			if res.ErrorClass == client.ErrCanceled {
+			if stopped {
 				ended = "interrupt"
 			}
 			break

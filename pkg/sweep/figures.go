@@ -17,9 +17,12 @@ type Figures struct {
 	Offered  float64 `json:"offered_rate"`
 	Achieved float64 `json:"achieved_rate"`
 
-	Scheduled int64   `json:"scheduled"`
-	Completed int64   `json:"completed"`
-	Failed    int64   `json:"failed"`
+	Scheduled int64 `json:"scheduled"`
+	Completed int64 `json:"completed"`
+	Failed    int64 `json:"failed"`
+	// Cancelled counts the requests the client cut (--cancel-share): they
+	// were never meant to complete (see keptShare).
+	Cancelled int64   `json:"cancelled,omitempty"`
 	NotSent   int64   `json:"not_sent"`
 	ErrorRate float64 `json:"error_rate"`
 	// Interrupted is true when the step was stopped before its end.
@@ -60,6 +63,17 @@ type Figures struct {
 	Windows []Window `json:"windows,omitempty"`
 }
 
+// keptShare is the share of the step's finished requests the client did
+// not cut (1 without --cancel-share): the share of the offered rate the
+// server was asked to complete.
+func (f *Figures) keptShare() float64 {
+	n := f.Completed + f.Failed + f.Cancelled
+	if f.Cancelled <= 0 || n <= 0 {
+		return 1
+	}
+	return float64(n-f.Cancelled) / float64(n)
+}
+
 // Quantiles are a distribution's median and 99th percentile.
 type Quantiles struct {
 	P50 float64 `json:"p50"`
@@ -83,7 +97,7 @@ type Window struct {
 // at which the busy server completed requests.
 func stepFigures(s *metrics.Summary) (Figures, error) {
 	f := Figures{
-		Scheduled: s.Scheduled, Completed: s.Completed, Failed: s.Failed, NotSent: s.NotSent,
+		Scheduled: s.Scheduled, Completed: s.Completed, Failed: s.Failed, Cancelled: s.Cancelled, NotSent: s.NotSent,
 		ErrorRate: s.ErrorRate, Interrupted: s.Interrupted, NoTokens: s.NoTokenMetrics(),
 		TTFT: Quantiles{s.TTFT.Median, s.TTFT.P99}, TPOT: Quantiles{s.TPOT.Median, s.TPOT.P99},
 		E2E: Quantiles{s.E2E.Median, s.E2E.P99}, LagP90: s.SendLag.P90, LagP99: s.SendLag.P99,

@@ -43,7 +43,9 @@ const (
 //     is not judged on lag: its lag is queueing for a slot, by design.
 //   - Fail: more failed requests than MaxErrorRate allows; an achieved
 //     rate below ThroughputShare of the offered rate by more than counting
-//     noise (ThroughputSigmas; not with max-concurrency); with an SLO, a goodput share below MinGoodput;
+//     noise (ThroughputSigmas; not with max-concurrency; with
+//     --cancel-share, of the offered rate of the requests not cut, which
+//     alone can complete); with an SLO, a goodput share below MinGoodput;
 //     without one, latencies growing (growth).
 //   - Pass otherwise.
 func judge(c *Config, f *Figures) (Verdict, []string) {
@@ -72,8 +74,12 @@ func judge(c *Config, f *Figures) (Verdict, []string) {
 	// A server that did not keep up with the offered rate would miss any
 	// target on a longer step, SLO or not; with max-concurrency the client
 	// holds requests back by design, so only the targets judge.
-	if c.Variable != MaxConcurrency && shortOfOffered(f) {
-		reasons = append(reasons, fmt.Sprintf("achieved %.2f req/s < %.0f %% of offered %.2f", f.Achieved, 100*ThroughputShare, f.Offered))
+	if kept := f.keptShare(); c.Variable != MaxConcurrency && shortOfOffered(f, kept) {
+		why := fmt.Sprintf("achieved %.2f req/s < %.0f %% of offered %.2f", f.Achieved, 100*ThroughputShare, f.Offered)
+		if kept < 1 {
+			why += fmt.Sprintf(" less the %.0f %% cancelled by the client", 100*(1-kept))
+		}
+		reasons = append(reasons, why)
 	}
 	if !c.SLO.Set() {
 		if g, ok := growth(f.Windows); ok {
@@ -87,17 +93,19 @@ func judge(c *Config, f *Figures) (Verdict, []string) {
 }
 
 // shortOfOffered reports whether the step's achieved rate fell below
-// ThroughputShare of its offered rate by more than counting noise
+// ThroughputShare of its offered rate — of the kept share of it, the
+// requests not cut by the client — by more than counting noise
 // (ThroughputSigmas).
-func shortOfOffered(f *Figures) bool {
-	if f.Achieved >= ThroughputShare*f.Offered {
+func shortOfOffered(f *Figures, kept float64) bool {
+	offered := kept * f.Offered
+	if f.Achieved >= ThroughputShare*offered {
 		return false
 	}
 	if f.Achieved <= 0 {
 		return true // nothing completed
 	}
 	busy := float64(f.Completed) / f.Achieved
-	expected := f.Offered * busy
+	expected := offered * busy
 	return expected-float64(f.Completed) > ThroughputSigmas*math.Sqrt(expected)
 }
 

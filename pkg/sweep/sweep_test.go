@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -395,8 +396,42 @@ func TestShortOfOffered(t *testing.T) {
 		if tc.completed > 0 {
 			f.Achieved = float64(tc.completed) / tc.busy
 		}
-		if got := shortOfOffered(&f); got != tc.want {
+		if got := shortOfOffered(&f, 1); got != tc.want {
 			t.Errorf("%s: achieved %.2f of offered %.2f (%d completed): short %v, want %v", tc.name, f.Achieved, f.Offered, tc.completed, got, tc.want)
+		}
+	}
+}
+
+// TestJudgeLeavesCancelledRequestsOutOfTheThroughput: a step whose client
+// cuts 30 % of the requests (--cancel-share) completes 70 % of the offered
+// rate at best; it passes when the server completed all the others, and
+// fails, saying so, when it kept up with fewer.
+func TestJudgeLeavesCancelledRequestsOutOfTheThroughput(t *testing.T) {
+	c := &Config{Variable: Rate, SLO: metrics.NoSLO}
+	for _, tc := range []struct {
+		achieved  float64
+		cancelled int64
+		want      Verdict
+	}{
+		{69, 30, Pass},   // 69 of the 70 req/s not cut
+		{60, 30, Fail},   // under 95 % of 70
+		{69, 0, Fail},    // nothing cut: 69 of 100
+		{99, 0, Pass},    // nothing cut, kept up
+		{40, 60, Pass},   // 40 of 40
+		{30, 60, Fail},   // 30 of 40
+		{0, 100, Pass},   // every request cut: nothing to complete
+		{100, 0, Pass},   // at the offered rate
+		{94, 0, Fail},    // just under 95 %
+		{66.4, 30, Fail}, // 94.9 % of 70
+	} {
+		// A 60 s step: its counts are far beyond counting noise.
+		f := &Figures{Offered: 100, Achieved: tc.achieved, Completed: 60 * (100 - tc.cancelled), Cancelled: 60 * tc.cancelled}
+		got, why := judge(c, f)
+		if got != tc.want {
+			t.Errorf("achieved %v with %d %% cut: %v %v, want %v", tc.achieved, tc.cancelled, got, why, tc.want)
+		}
+		if got == Fail && tc.cancelled > 0 && !strings.Contains(joinReasons(why), fmt.Sprintf("less the %d %% cancelled by the client", tc.cancelled)) {
+			t.Errorf("achieved %v with %d %% cut: %q does not name the cancelled share", tc.achieved, tc.cancelled, why)
 		}
 	}
 }

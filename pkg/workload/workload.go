@@ -98,8 +98,9 @@ type Workload struct {
 	First arrival.Arrival
 	// Hash is "sha256:" and the SHA-256 of the schedule CSV of the whole
 	// (unsharded) schedule, header included, so `--dry-run --schedule-out
-	// s.csv && sha256sum s.csv` gives the same digits; Total counts its
-	// arrivals.
+	// s.csv && sha256sum s.csv` gives the same digits (also for a copy of
+	// a sharded run, whose round-robin endpoints differ from the whole
+	// run's: the hash has the whole run's); Total counts its arrivals.
 	Hash  string
 	Total int64
 	// Dataset is the prompt dataset (--dataset-path), nil without one.
@@ -251,12 +252,29 @@ func (w *Workload) measure(s arrival.Schedule, c *Config) error {
 		out = newCSVOut(c.ScheduleOut, header)
 	}
 	plan := newPlanPass(c)
-	var line []byte
+	var line, whole []byte
+	// A sharded copy deals round-robin over its own arrivals (the
+	// endpoint column depends on the number of copies): the hash is the
+	// whole schedule's as one copy would send it, the same for every way
+	// the run is split.
+	var unsharded *balance.Plan
+	if w.Balance != nil && c.ShardCount > 1 && cols.Endpoint {
+		u := *w.Balance
+		u.Shards = 0
+		unsharded = &u
+	}
 	facts := newLoadFacts(c.mixture, w.Prefix, w.ImageOptions)
 	for a := range s {
 		plan.add(&a, c)
 		line = cols.AppendRow(line[:0], a)
-		d.Write(line)
+		if unsharded != nil {
+			h := a
+			h.Endpoint = unsharded.Endpoint(a.Index)
+			whole = cols.AppendRow(whole[:0], h)
+			d.Write(whole)
+		} else {
+			d.Write(line)
+		}
 		w.Total++
 		facts.add(&a)
 		if c.ShardCount > 1 && a.Index%c.ShardCount != c.ShardIndex {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
 )
 
 // quiet discards the notes of a build.
@@ -237,5 +238,48 @@ func BenchmarkBuild1M(b *testing.B) {
 		if err != nil || w.Stats.Count != 1_000_000 {
 			b.Fatal(err, w.Stats.Count)
 		}
+	}
+}
+
+// TestShardsOverEndpointsHashTheWholeRun: with several endpoints dealt
+// round-robin, a sharded copy goes round the endpoints over its own
+// arrivals, so its rows' endpoints differ from the whole run's; its
+// schedule hash is still the whole run's (the SHA-256 of the unsharded
+// dry run's CSV), so every way of splitting a run has one hash.
+func TestShardsOverEndpointsHashTheWholeRun(t *testing.T) {
+	build := func(i, n int64) (*Workload, string) {
+		c := baseConfig()
+		modes[0].set(t, &c)
+		c.Endpoints = EndpointOptions{Count: 2, Strategy: balance.RoundRobin}
+		c.ShardIndex, c.ShardCount = i, n
+		var buf bytes.Buffer
+		c.ScheduleOut = &buf
+		w, err := Build(c, quiet{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w, buf.String()
+	}
+	whole, csv := build(0, 1)
+	sum := sha256.Sum256([]byte(csv))
+	if want := "sha256:" + hex.EncodeToString(sum[:]); whole.Hash != want {
+		t.Fatalf("whole run: hash %s, its CSV's %s", whole.Hash, want)
+	}
+	moved := 0
+	wholeRows := strings.Split(csv, "\n")
+	for i := range int64(2) {
+		w, rows := build(i, 2)
+		if w.Hash != whole.Hash {
+			t.Errorf("shard %d/2: hash %s, the whole run's %s", i, w.Hash, whole.Hash)
+		}
+		for _, r := range strings.Split(strings.TrimSpace(rows), "\n")[1:] {
+			idx, _, _ := strings.Cut(r, ",")
+			if r != wholeRows[atoi(t, idx)+1] {
+				moved++
+			}
+		}
+	}
+	if moved == 0 {
+		t.Error("no shard row differs from the whole run's: the test does not test the shard-aware round-robin")
 	}
 }
