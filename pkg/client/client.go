@@ -108,6 +108,14 @@ type Client struct {
 	// chatTwin sends Request.Chat requests of a completions client: the
 	// same configuration as an openai-chat client, sharing the transport.
 	chatTwin *Client
+	// lean, when the transport is the lean one, is called directly with
+	// post, the request every attempt sends (read-only; its body is each
+	// attempt's), instead of through net/http's Client: no request, header
+	// copy or context is made per attempt. headerErr is post's header
+	// check, done once.
+	lean      *leanTransport
+	post      *http.Request
+	headerErr error
 }
 
 // New validates cfg and returns a Client.
@@ -161,11 +169,18 @@ func New(cfg Config) (*Client, error) {
 		}
 	}
 	c.http = &http.Client{Transport: tr}
-	_, lean := tr.(*leanTransport)
-	c.rewind = !lean
+	lean, _ := tr.(*leanTransport)
+	c.rewind = lean == nil
 	c.header = http.Header{"Content-Type": {"application/json"}, "User-Agent": {"fineserve-gen"}}
 	if cfg.APIKey != "" {
 		c.header.Set("Authorization", "Bearer "+cfg.APIKey)
+	}
+	if lean != nil && strings.HasPrefix(c.url, "http://") {
+		if c.post, err = http.NewRequest(http.MethodPost, c.url, nil); err == nil {
+			c.lean = lean
+			c.post.Header, c.post.Host = c.header, cfg.Host
+			c.headerErr = checkHeader(c.header)
+		}
 	}
 	c.buffers.New = func() any { b := make([]byte, 0, 512); return &b } // grows to the bodies it carries
 	c.decode.New = func() any { return new(decoder) }
@@ -433,14 +448,21 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 	body := c.AppendBody((*bp)[:0], req)
 	defer func() { *bp = body[:0]; c.buffers.Put(bp) }()
 
+	// Without retries, the request timeout is the attempt's deadline,
+	// kept by the attempt's watch (no context or timer of its own).
+	var deadline time.Time
 	if c.cfg.RequestTimeout > 0 {
-		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, c.cfg.RequestTimeout, errRequestTimeout)
-		defer stop()
+		if c.cfg.Retries > 0 {
+			var stop context.CancelFunc
+			ctx, stop = context.WithTimeoutCause(ctx, c.cfg.RequestTimeout, errRequestTimeout)
+			defer stop()
+		} else {
+			deadline = time.Now().Add(c.cfg.RequestTimeout)
+		}
 	}
 	maxTokens := c.boundedTokens(req)
 	for first := true; ; first = false {
-		wait := c.attempt(ctx, body, maxTokens, res, first)
+		wait := c.attempt(ctx, deadline, body, maxTokens, res, first)
 		if wait < 0 || res.Retries >= c.cfg.Retries {
 			return
 		}
@@ -452,40 +474,24 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 	}
 }
 
-// attempt sends body once. It returns how long to wait before a retry, or
-// -1 when the failure (or success) is final. maxTokens bounds a stream
-// (see streamBound; 0: no bound).
-func (c *Client) attempt(ctx context.Context, body []byte, maxTokens int, res *Result, first bool) time.Duration {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, newByteBody(body))
-	if err != nil {
-		c.fail(res, ErrProtocol, err.Error())
-		return -1
-	}
-	hreq.Header = c.header
-	hreq.ContentLength = int64(len(body))
-	if c.cfg.Host != "" {
-		hreq.Host = c.cfg.Host
-	}
-	if c.rewind {
-		// net/http sends a request again, on another connection or stream,
-		// when the server refused it unprocessed (an HTTP/2 GOAWAY or
-		// REFUSED_STREAM) — if it can read the body again.
-		hreq.GetBody = func() (io.ReadCloser, error) { return newByteBody(body), nil }
-	}
-
+// attempt sends body once, ending at deadline if it is not zero. It
+// returns how long to wait before a retry, or -1 when the failure (or
+// success) is final. maxTokens bounds a stream (see streamBound; 0: no
+// bound).
+func (c *Client) attempt(ctx context.Context, deadline time.Time, body []byte, maxTokens int, res *Result, first bool) time.Duration {
+	g := newGuard(ctx)
+	defer g.release()
 	var watch *stallWatch
-	if c.cfg.StallTimeout > 0 {
-		watch = watchStall(c.cfg.StallTimeout, c.cfg.Now, cancel)
+	if c.cfg.StallTimeout > 0 || !deadline.IsZero() {
+		watch = watchAttempt(c.cfg.StallTimeout, deadline, c.cfg.Now, g.end)
 		defer watch.end()
 	}
 	if first {
 		res.Sent = c.since()
 	}
-	resp, err := c.http.Do(hreq)
+	resp, err := c.send(g, body)
 	if err != nil {
-		c.failErr(ctx, res, err, false)
+		c.failErr(g, res, err, false)
 		return c.retryWait(res, 0)
 	}
 	defer resp.Body.Close()
@@ -521,17 +527,47 @@ func (c *Client) attempt(ctx context.Context, body []byte, maxTokens int, res *R
 	var pe protocolError
 	var se streamError
 	switch {
-	case ctx.Err() != nil:
+	case g.err() != nil:
 		// A timeout or the run's stop, whatever the read made of it.
-		c.failErr(ctx, res, err, true)
+		c.failErr(g, res, err, true)
 	case errors.As(err, &pe):
 		c.fail(res, ErrProtocol, pe.Error())
 	case errors.As(err, &se):
 		c.fail(res, se.class, se.msg)
 	default:
-		c.failErr(ctx, res, err, true)
+		c.failErr(g, res, err, true)
 	}
 	return c.retryWait(res, 0)
+}
+
+// send sends body and returns the response (its head read), on the lean
+// transport directly or through net/http's Client; g ends it from outside.
+func (c *Client) send(g *guard, body []byte) (*http.Response, error) {
+	if c.lean != nil {
+		if c.headerErr != nil {
+			return nil, c.headerErr
+		}
+		g.watchParent()
+		return c.lean.send(g, c.post, body, false)
+	}
+	ctx, cancel := context.WithCancelCause(g.parent)
+	g.cancel = cancel
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, newByteBody(body))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header = c.header
+	hreq.ContentLength = int64(len(body))
+	if c.cfg.Host != "" {
+		hreq.Host = c.cfg.Host
+	}
+	if c.rewind {
+		// net/http sends a request again, on another connection or stream,
+		// when the server refused it unprocessed (an HTTP/2 GOAWAY or
+		// REFUSED_STREAM) — if it can read the body again.
+		hreq.GetBody = func() (io.ReadCloser, error) { return newByteBody(body), nil }
+	}
+	return c.http.Do(hreq)
 }
 
 // retryWait decides whether res's failure is retried and after how long:
@@ -603,11 +639,11 @@ func (c *Client) fail(res *Result, class, msg string) {
 	res.Error = truncate(c.redact(msg), 512)
 }
 
-func (c *Client) failErr(ctx context.Context, res *Result, err error, gotResponse bool) {
-	if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+func (c *Client) failErr(g *guard, res *Result, err error, gotResponse bool) {
+	if cause := g.err(); cause != nil {
 		err = fmt.Errorf("%w (%w)", err, cause)
 	}
-	class := classify(ctx, err, gotResponse)
+	class := classify(g.parent, err, gotResponse)
 	msg := err.Error()
 	if class == ErrConnect && errors.Is(err, io.EOF) {
 		msg = "the server closed the connection without answering: " + msg
