@@ -279,6 +279,10 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	sum.Scheduled = st.Count
 	sum.NotSent = st.Count - ds.Dispatched // dropped at a stop, or never reached
 	sum.Queued, sum.MaxInFlight = ds.Queued, ds.MaxInFlight
+	if ds.Waits > 0 || ds.MaxBehind >= time.Second {
+		log.Warnf("the client fell behind its schedule: up to %v late handing out an arrival, %d wait(s) for its own workers to start requests (it is short of CPU: the send lag of those requests includes the delay)",
+			ds.MaxBehind.Round(time.Millisecond), ds.Waits)
+	}
 	if sessions != nil {
 		sum.MaxInFlight = sessions.maxIn.Load() // requests, not sessions
 	}
