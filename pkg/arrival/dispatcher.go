@@ -111,14 +111,12 @@ func (d *Dispatcher) Run(dispatchCtx, reqCtx context.Context, s Schedule) Dispat
 	p.startRamp()
 	done := make(chan bool)
 	var behind time.Duration
-	// The schedule is kept by one goroutine of its own: with the default
-	// sleeper it is pinned to an OS thread set up for precise wake-ups,
-	// and that thread is discarded when the goroutine returns.
+	// The schedule is kept by one goroutine of its own (see sleep.go for
+	// how the default sleeper waits).
 	safe.Go(func() {
 		sleep := d.Sleep
 		if sleep == nil {
-			lockPreciseThread()
-			sl := newSleeper()
+			sl := newSleeper(dispatchCtx)
 			defer sl.close()
 			sleep = sl.sleepUntil
 		}
