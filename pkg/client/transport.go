@@ -69,6 +69,8 @@ type leanConn struct {
 	cc       *countingConn
 	br       *bufio.Reader
 	wbuf     []byte
+	bufs     [2][]byte   // head and body of the request being written
+	out      net.Buffers // over bufs
 	lastUsed time.Time
 	// The liveness peek (alive), made once per connection.
 	raw    syscall.RawConn
@@ -290,10 +292,13 @@ func (c *leanConn) roundTrip(g *guard, req *http.Request, body []byte, own bool)
 	}
 	b = append(b, "\r\n"...)
 	// One write for head and body: writev (no copy of the body). A
-	// race-enabled build uses write(2) instead (see raceEnabled).
-	var out net.Buffers
+	// race-enabled build uses write(2) instead (see raceEnabled). The
+	// buffer list is the connection's, so that it is not allocated.
+	var out *net.Buffers
 	if !raceEnabled {
-		out = net.Buffers{b, body}
+		c.bufs[0], c.bufs[1] = b, body
+		c.out = c.bufs[:]
+		out = &c.out
 	} else {
 		b = append(b, body...)
 	}
@@ -315,6 +320,7 @@ func (c *leanConn) roundTrip(g *guard, req *http.Request, body []byte, own bool)
 	var err error
 	if out != nil {
 		_, err = out.WriteTo(c.nc)
+		c.bufs = [2][]byte{} // WriteTo consumed c.out; keep no reference to the body
 	} else {
 		_, err = c.nc.Write(b)
 	}
