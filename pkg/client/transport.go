@@ -331,7 +331,7 @@ func (c *leanConn) roundTrip(g *guard, req *http.Request, body []byte, own bool)
 		return fail(err)
 	}
 	before := c.cc.n
-	resp, err := http.ReadResponse(c.br, req)
+	resp, err := readHead(c.br, req)
 	// Interim responses (100 Continue, 103 Early Hints) have no body and
 	// come before the response; 101 Switching Protocols is final.
 	for n := 0; err == nil && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols; n++ {
@@ -339,7 +339,7 @@ func (c *leanConn) roundTrip(g *guard, req *http.Request, body []byte, own bool)
 			err = fmt.Errorf("more than %d interim (1xx) responses", max1xx)
 			break
 		}
-		resp, err = http.ReadResponse(c.br, req)
+		resp, err = readHead(c.br, req)
 	}
 	if err != nil {
 		if c.cc.n == before && g.err() == nil && (isConnGone(err) || errors.Is(err, io.ErrUnexpectedEOF)) {
