@@ -21,9 +21,10 @@ import (
 // keep-alive connection. net/http's Transport hands every request to two
 // goroutines of its own (a write loop and a read loop), which costs thread
 // wake-ups per request that show up in the client's CPU and lag at
-// thousands of requests per second. Responses are parsed by
-// http.ReadResponse, so framing (chunked, Content-Length, Connection:
-// close) is net/http's own; interim 1xx responses are skipped, as net/http
+// thousands of requests per second. The common response head is read by
+// readHead (head.go); every other one by http.ReadResponse, so framing
+// (chunked, Content-Length, Connection: close) is net/http's own or
+// checked against it; interim 1xx responses are skipped, as net/http
 // does. It speaks plain HTTP only: https:// targets go through net/http's
 // transport (httptransport.go).
 type leanTransport struct {
