@@ -60,6 +60,13 @@ type Dispatcher struct {
 	// schedule. Their send lag, measured from their due time, says how
 	// late they were; DispatchStats.MaxBehind and Waits say so too.
 	MaxUnstarted int
+	// Unwritten, when set, counts the requests the Sender has started but
+	// not yet written to the server; the dispatcher holds these within
+	// MaxUnstarted too (with the arrivals not yet started), so that a
+	// client short of CPU does not pile up requests that wait for CPU.
+	// Requests written and waiting for the server do not count: the
+	// schedule stays open-loop whatever the server does.
+	Unwritten func() int64
 
 	dispatched atomic.Int64
 	queued     atomic.Int64
@@ -182,20 +189,36 @@ type pool struct {
 }
 
 // waitForWorkers returns once fewer than maxUnstarted arrivals wait for
-// their worker to start, or false when dispatching is stopped meanwhile.
+// their worker to start or their request to be written, or false when
+// dispatching is stopped meanwhile.
 func (p *pool) waitForWorkers() bool {
-	if p.d.unstarted.Load() < p.maxUnstarted {
+	if !p.behind() {
 		return true
 	}
 	p.waits++
-	for p.d.unstarted.Load() >= p.maxUnstarted {
+	poll := time.NewTimer(time.Hour)
+	defer poll.Stop()
+	for p.behind() {
+		// Workers signal started; writes are not signaled: look again soon.
+		poll.Reset(200 * time.Microsecond)
 		select {
 		case <-p.started:
+		case <-poll.C:
 		case <-p.stop.Done():
 			return false
 		}
 	}
 	return true
+}
+
+// behind reports whether maxUnstarted arrivals are handed out and not yet
+// started, or started and not yet written.
+func (p *pool) behind() bool {
+	n := p.d.unstarted.Load()
+	if n < p.maxUnstarted && p.d.Unwritten != nil {
+		n += p.d.Unwritten()
+	}
+	return n >= p.maxUnstarted
 }
 
 // begin marks an arrival handed out by dispatch as started.

@@ -301,3 +301,26 @@ func TestDispatcherBoundsUnstartedWorkers(t *testing.T) {
 		})
 	}
 }
+
+// TestDispatcherWaitsForUnwrittenRequests: requests started but not yet
+// written (Unwritten) hold the dispatcher within MaxUnstarted as arrivals
+// not yet started do, and it goes on once they are written.
+func TestDispatcherWaitsForUnwrittenRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var unwritten, sent atomic.Int64
+		unwritten.Store(4)
+		d := &Dispatcher{Start: time.Now(), Sleep: goSleep, MaxUnstarted: 4, Unwritten: unwritten.Load,
+			Sender: SenderFunc(func(context.Context, Arrival) { sent.Add(1) })}
+		stats := make(chan DispatchStats)
+		go func() { stats <- d.Run(context.Background(), context.Background(), fixed(0, 0, 0)) }()
+		time.Sleep(time.Second)
+		if n := sent.Load(); n != 0 {
+			t.Fatalf("%d requests sent while %d were unwritten (bound 4)", n, unwritten.Load())
+		}
+		unwritten.Store(0)
+		st := <-stats
+		if sent.Load() != 3 || st.Waits != 1 || st.MaxBehind < time.Second {
+			t.Errorf("sent %d, waits %d, max behind %v; want 3, 1, at least 1 s", sent.Load(), st.Waits, st.MaxBehind)
+		}
+	})
+}

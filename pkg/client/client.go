@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
@@ -116,6 +117,21 @@ type Client struct {
 	lean      *leanTransport
 	post      *http.Request
 	headerErr error
+	// unwritten counts the requests being sent whose first attempt has
+	// not been written yet (Unwritten).
+	unwritten atomic.Int64
+}
+
+// Unwritten returns the number of requests that Do has begun and not yet
+// written to a connection: a client short of CPU has many (the dispatcher
+// stops handing out arrivals past a bound). Only the lean transport's
+// requests are counted: net/http's writes out of sight.
+func (c *Client) Unwritten() int64 {
+	n := c.unwritten.Load()
+	if c.chatTwin != nil {
+		n += c.chatTwin.unwritten.Load()
+	}
+	return n
 }
 
 // New validates cfg and returns a Client.
@@ -461,6 +477,7 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 		}
 	}
 	maxTokens := c.boundedTokens(req)
+	c.unwritten.Add(1)
 	for first := true; ; first = false {
 		wait := c.attempt(ctx, deadline, body, maxTokens, res, first)
 		if wait < 0 || res.Retries >= c.cfg.Retries {
@@ -480,6 +497,9 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 // bound).
 func (c *Client) attempt(ctx context.Context, deadline time.Time, body []byte, maxTokens int, res *Result, first bool) time.Duration {
 	g := newGuard(ctx)
+	if first {
+		g.unwritten = &c.unwritten
+	}
 	defer g.release()
 	var watch *stallWatch
 	if c.cfg.StallTimeout > 0 || !deadline.IsZero() {
@@ -550,6 +570,7 @@ func (c *Client) send(g *guard, body []byte) (*http.Response, error) {
 		g.watchParent()
 		return c.lean.send(g, c.post, body, false)
 	}
+	g.written() // net/http's transport writes out of sight: its requests are not counted
 	ctx, cancel := context.WithCancelCause(g.parent)
 	g.cancel = cancel
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, newByteBody(body))

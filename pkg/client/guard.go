@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // guard ends one attempt from outside, with a cause: the caller's context
@@ -24,6 +25,18 @@ type guard struct {
 	conn   net.Conn                // lean transport: the attempt's connection
 	cancel context.CancelCauseFunc // net/http's transport: the attempt's context
 	stop   func() bool             // stops watching parent (lean transport)
+
+	// unwritten, when set, counts this attempt's request until it is
+	// written (Client.Unwritten).
+	unwritten *atomic.Int64
+}
+
+// written tells that the request has been written (or will not be).
+func (g *guard) written() {
+	if g.unwritten != nil {
+		g.unwritten.Add(-1)
+		g.unwritten = nil
+	}
 }
 
 // newGuard returns the guard of an attempt made under parent.
@@ -44,6 +57,7 @@ func (g *guard) watchParent() {
 // release stops watching the caller's context and frees the attempt's
 // context, if it has one; call it once the attempt is over.
 func (g *guard) release() {
+	g.written()
 	if g.stop != nil {
 		g.stop()
 	}

@@ -331,6 +331,7 @@ func (c *leanConn) roundTrip(g *guard, req *http.Request, body []byte, own bool)
 		}
 		return fail(err)
 	}
+	g.written()
 	before := c.cc.n
 	resp, err := readHead(c.br, req)
 	// Interim responses (100 Continue, 103 Early Hints) have no body and

@@ -223,7 +223,8 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	})
 
 	snd := &sender{client: cli, prompts: prompts, results: results, model: o.Model, images: wl.Images, panics: panics}
-	d := &arrival.Dispatcher{Start: start, MaxConcurrency: o.MaxConcurrency, ConcurrencyRamp: o.MaxConcurrencyRamp, Sender: snd, OnOffer: mon.Offer}
+	d := &arrival.Dispatcher{Start: start, MaxConcurrency: o.MaxConcurrency, ConcurrencyRamp: o.MaxConcurrencyRamp, Sender: snd, OnOffer: mon.Offer,
+		Unwritten: cli.Unwritten}
 	var sessions *sessionSender
 	if wl.Sessions != nil {
 		// The dispatcher keeps the session starts and bounds the live
@@ -280,7 +281,7 @@ func execute(ctx context.Context, o *Options, seed uint64, cli *client.Client, w
 	sum.NotSent = st.Count - ds.Dispatched // dropped at a stop, or never reached
 	sum.Queued, sum.MaxInFlight = ds.Queued, ds.MaxInFlight
 	if ds.Waits > 0 || ds.MaxBehind >= time.Second {
-		log.Warnf("the client fell behind its schedule: up to %v late handing out an arrival, %d wait(s) for its own workers to start requests (it is short of CPU: the send lag of those requests includes the delay)",
+		log.Warnf("the client fell behind its schedule: up to %v late handing out an arrival, %d wait(s) for the requests it had handed out to start and be written (it is short of CPU: the send lag of those requests includes the delay)",
 			ds.MaxBehind.Round(time.Millisecond), ds.Waits)
 	}
 	if sessions != nil {
