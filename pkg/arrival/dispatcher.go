@@ -52,10 +52,32 @@ type Dispatcher struct {
 	// stopped is not offered.
 	OnOffer func(a *Arrival)
 
+	// MaxUnstarted bounds the arrivals handed to workers that have not yet
+	// started their request (0: DefaultMaxUnstarted). A client short of
+	// CPU falls behind its schedule; past this bound the dispatcher waits
+	// for its workers instead of starting a goroutine per late arrival, so
+	// memory stays bounded and the arrivals it has not reached stay in the
+	// schedule. Their send lag, measured from their due time, says how
+	// late they were; DispatchStats.MaxBehind and Waits say so too.
+	MaxUnstarted int
+	// Unwritten, when set, counts the requests the Sender has started but
+	// not yet written to the server; the dispatcher holds these within
+	// MaxUnstarted too (with the arrivals not yet started), so that a
+	// client short of CPU does not pile up requests that wait for CPU.
+	// Requests written and waiting for the server do not count: the
+	// schedule stays open-loop whatever the server does.
+	Unwritten func() int64
+
 	dispatched atomic.Int64
 	queued     atomic.Int64
 	inFlight   atomic.Int64
+	unstarted  atomic.Int64
 }
+
+// DefaultMaxUnstarted is the default Dispatcher.MaxUnstarted: about 10 MB
+// of goroutines that the Go scheduler has not yet run. A client that keeps
+// up has a handful at most.
+const DefaultMaxUnstarted = 1024
 
 // DispatchStats reports how the schedule was kept.
 type DispatchStats struct {
@@ -64,10 +86,21 @@ type DispatchStats struct {
 	MaxQueue    int   // longest wait queue seen
 	NotSent     int64 // arrivals dropped because the run was stopped
 	MaxInFlight int64
+	// MaxBehind is how late the dispatcher handed out its latest arrival:
+	// the largest delay between an arrival's due time and the moment it
+	// was handed to a worker (or to the wait queue). Waits counts the times
+	// the dispatcher waited for its workers to start the arrivals already
+	// handed out (MaxUnstarted): the client itself could not keep up.
+	MaxBehind time.Duration
+	Waits     int64
 }
 
 // InFlight returns the number of requests being sent now.
 func (d *Dispatcher) InFlight() int64 { return d.inFlight.Load() }
+
+// Unstarted returns the number of arrivals handed to a worker whose
+// request has not started yet (see MaxUnstarted).
+func (d *Dispatcher) Unstarted() int64 { return d.unstarted.Load() }
 
 // Dispatched returns the number of arrivals handed to a sender so far.
 func (d *Dispatcher) Dispatched() int64 { return d.dispatched.Load() }
@@ -76,17 +109,21 @@ func (d *Dispatcher) Dispatched() int64 { return d.dispatched.Load() }
 // request already handed out to return. Requests run with reqCtx, so a run
 // can stop dispatching (dispatchCtx) yet let requests in flight drain.
 func (d *Dispatcher) Run(dispatchCtx, reqCtx context.Context, s Schedule) DispatchStats {
-	p := &pool{sender: d.Sender, ctx: reqCtx, stop: dispatchCtx, max: d.MaxConcurrency, work: make(chan Arrival, 256), d: d}
+	maxUnstarted := d.MaxUnstarted
+	if maxUnstarted <= 0 {
+		maxUnstarted = DefaultMaxUnstarted
+	}
+	p := &pool{sender: d.Sender, ctx: reqCtx, stop: dispatchCtx, max: d.MaxConcurrency, work: make(chan Arrival, 256), d: d,
+		maxUnstarted: int64(maxUnstarted), started: make(chan struct{}, 1)}
 	p.startRamp()
 	done := make(chan bool)
-	// The schedule is kept by one goroutine of its own: with the default
-	// sleeper it is pinned to an OS thread set up for precise wake-ups,
-	// and that thread is discarded when the goroutine returns.
+	var behind time.Duration
+	// The schedule is kept by one goroutine of its own (see sleep.go for
+	// how the default sleeper waits).
 	safe.Go(func() {
 		sleep := d.Sleep
 		if sleep == nil {
-			lockPreciseThread()
-			sl := newSleeper()
+			sl := newSleeper(dispatchCtx)
 			defer sl.close()
 			sleep = sl.sleepUntil
 		}
@@ -95,12 +132,18 @@ func (d *Dispatcher) Run(dispatchCtx, reqCtx context.Context, s Schedule) Dispat
 				done <- true
 				return
 			}
-			if due := d.Start.Add(a.At); time.Until(due) > 0 {
+			due := d.Start.Add(a.At)
+			if left := time.Until(due); left > 0 {
 				if err := sleep(dispatchCtx, due); err != nil {
 					done <- true
 					return
 				}
 			}
+			if !p.waitForWorkers() {
+				done <- true
+				return
+			}
+			behind = max(behind, time.Since(due))
 			p.dispatch(a)
 			if d.OnOffer != nil {
 				d.OnOffer(&a)
@@ -108,7 +151,9 @@ func (d *Dispatcher) Run(dispatchCtx, reqCtx context.Context, s Schedule) Dispat
 		}
 		done <- false
 	})
-	return p.finish(<-done)
+	st := p.finish(<-done)
+	st.MaxBehind = behind
+	return st
 }
 
 // pool is a set of reusable worker goroutines fed by the dispatcher.
@@ -134,6 +179,56 @@ type pool struct {
 
 	rampStop chan struct{} // closed when the run's arrivals are done
 	rampDone sync.WaitGroup
+
+	// d.unstarted counts the arrivals handed to workers whose Send has
+	// not begun; past maxUnstarted the dispatcher waits for started, which
+	// a worker signals when it brings the count back under the bound.
+	maxUnstarted int64
+	started      chan struct{}
+	waits        int64
+}
+
+// waitForWorkers returns once fewer than maxUnstarted arrivals wait for
+// their worker to start or their request to be written, or false when
+// dispatching is stopped meanwhile.
+func (p *pool) waitForWorkers() bool {
+	if !p.behind() {
+		return true
+	}
+	p.waits++
+	poll := time.NewTimer(time.Hour)
+	defer poll.Stop()
+	for p.behind() {
+		// Workers signal started; writes are not signaled: look again soon.
+		poll.Reset(200 * time.Microsecond)
+		select {
+		case <-p.started:
+		case <-poll.C:
+		case <-p.stop.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// behind reports whether maxUnstarted arrivals are handed out and not yet
+// started, or started and not yet written.
+func (p *pool) behind() bool {
+	n := p.d.unstarted.Load()
+	if n < p.maxUnstarted && p.d.Unwritten != nil {
+		n += p.d.Unwritten()
+	}
+	return n >= p.maxUnstarted
+}
+
+// begin marks an arrival handed out by dispatch as started.
+func (p *pool) begin() {
+	if p.d.unstarted.Add(-1) == p.maxUnstarted-1 {
+		select {
+		case p.started <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // limit is the concurrency bound now: MaxConcurrency, or during a
@@ -193,12 +288,14 @@ func (p *pool) dispatch(a Arrival) {
 	case p.idle > 0:
 		p.idle--
 		p.mu.Unlock()
+		p.d.unstarted.Add(1)
 		p.work <- a
 	case p.max <= 0 || p.live < p.limit():
 		p.live++
 		p.mu.Unlock()
 		p.workers.Add(1)
-		safe.Go(func() { p.worker(a) })
+		p.d.unstarted.Add(1)
+		safe.Go(func() { p.begin(); p.worker(a) })
 	default:
 		p.queue.push(a)
 		p.queued++
@@ -237,6 +334,7 @@ func (p *pool) worker(a Arrival) {
 		if a, ok = <-p.work; !ok {
 			return
 		}
+		p.begin()
 	}
 }
 
@@ -264,6 +362,7 @@ func (p *pool) finish(stopped bool) DispatchStats {
 		MaxQueue:    p.maxQueue,
 		NotSent:     p.notSent,
 		MaxInFlight: p.maxIn.Load(),
+		Waits:       p.waits,
 	}
 }
 

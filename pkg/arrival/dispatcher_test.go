@@ -2,6 +2,7 @@ package arrival
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -256,6 +257,70 @@ func TestDispatcherConcurrencyRamp(t *testing.T) {
 		d := &Dispatcher{Start: start, ConcurrencyRamp: 3 * time.Second, Sender: rec, Sleep: goSleep}
 		if st := d.Run(t.Context(), t.Context(), fixed(0, 0, 0)); st.MaxInFlight != 3 || st.Queued != 0 {
 			t.Errorf("unbounded with a ramp: %+v", st)
+		}
+	})
+}
+
+// TestDispatcherBoundsUnstartedWorkers: a client short of CPU (here one
+// processor, whose only goroutine running is the dispatcher's while
+// arrivals are due) hands out at most MaxUnstarted arrivals its workers
+// have not started; then it waits for them, and says it did. Without the
+// bound, every late arrival gets a goroutine of its own at once.
+func TestDispatcherBoundsUnstartedWorkers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const n = 200
+	ats := make([]time.Duration, n) // all due at once: the dispatcher is behind from the start
+	for _, tc := range []struct {
+		name  string
+		bound int
+	}{{"bound 4", 4}, {"default bound", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &Dispatcher{Start: time.Now().Add(-time.Second), MaxUnstarted: tc.bound}
+			var seen atomic.Int64 // the most unstarted arrivals a request saw
+			var count atomic.Int64
+			d.Sender = SenderFunc(func(ctx context.Context, a Arrival) {
+				u := d.Unstarted()
+				for m := seen.Load(); u > m && !seen.CompareAndSwap(m, u); m = seen.Load() {
+				}
+				count.Add(1)
+			})
+			st := d.Run(context.Background(), context.Background(), fixed(ats...))
+			if count.Load() != n || st.Dispatched != n {
+				t.Fatalf("sent %d, dispatched %d of %d", count.Load(), st.Dispatched, n)
+			}
+			if st.MaxBehind < time.Second {
+				t.Errorf("MaxBehind %v, want at least the 1 s the schedule started before the run", st.MaxBehind)
+			}
+			if tc.bound > 0 {
+				if seen.Load() > int64(tc.bound) || st.Waits == 0 {
+					t.Errorf("with MaxUnstarted %d: up to %d unstarted, %d waits", tc.bound, seen.Load(), st.Waits)
+				}
+			} else if seen.Load() <= 4 || st.Waits != 0 {
+				t.Errorf("default bound: up to %d unstarted, %d waits; want more than 4 and none (the bound above is what holds them)", seen.Load(), st.Waits)
+			}
+		})
+	}
+}
+
+// TestDispatcherWaitsForUnwrittenRequests: requests started but not yet
+// written (Unwritten) hold the dispatcher within MaxUnstarted as arrivals
+// not yet started do, and it goes on once they are written.
+func TestDispatcherWaitsForUnwrittenRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var unwritten, sent atomic.Int64
+		unwritten.Store(4)
+		d := &Dispatcher{Start: time.Now(), Sleep: goSleep, MaxUnstarted: 4, Unwritten: unwritten.Load,
+			Sender: SenderFunc(func(context.Context, Arrival) { sent.Add(1) })}
+		stats := make(chan DispatchStats)
+		go func() { stats <- d.Run(context.Background(), context.Background(), fixed(0, 0, 0)) }()
+		time.Sleep(time.Second)
+		if n := sent.Load(); n != 0 {
+			t.Fatalf("%d requests sent while %d were unwritten (bound 4)", n, unwritten.Load())
+		}
+		unwritten.Store(0)
+		st := <-stats
+		if sent.Load() != 3 || st.Waits != 1 || st.MaxBehind < time.Second {
+			t.Errorf("sent %d, waits %d, max behind %v; want 3, 1, at least 1 s", sent.Load(), st.Waits, st.MaxBehind)
 		}
 	})
 }

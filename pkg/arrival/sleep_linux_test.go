@@ -1,6 +1,7 @@
 package arrival
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -13,16 +14,42 @@ func TestPreciseSleepPausedBetweenReadingsIsNotEarly(t *testing.T) {
 		for end := time.Now().Add(200 * time.Microsecond); time.Now().Before(end); {
 		}
 	}
-	c := newPreciseClock()
-	if !c.ok() {
-		t.Skip("no monotonic clock_nanosleep")
+	p, err := newPreciseTimer(context.Background())
+	if err != nil {
+		t.Skip("no timerfd:", err)
 	}
-	c.between = pause
+	defer p.close()
+	p.between = pause
 	for range 20 {
 		due := time.Now().Add(time.Millisecond)
-		c.sleepUntil(due)
+		if err := p.sleepUntil(due); err != nil {
+			t.Fatal(err)
+		}
 		if now := time.Now(); now.Before(due) {
 			t.Fatalf("woke %v before the due time", due.Sub(now))
 		}
+	}
+}
+
+// TestPreciseSleepEndsWithItsContext: a wait on the precise timer ends
+// when the context given to the timer is canceled, long before its due
+// time, and so does every later wait.
+func TestPreciseSleepEndsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := newPreciseTimer(ctx)
+	if err != nil {
+		t.Skip("no timerfd:", err)
+	}
+	defer p.close()
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	start := time.Now()
+	if err := p.sleepUntil(start.Add(time.Hour)); err == nil {
+		t.Fatal("a canceled wait returned no error")
+	}
+	if err := p.sleepUntil(time.Now().Add(time.Hour)); err == nil {
+		t.Fatal("a wait after the cancellation returned no error")
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Fatalf("canceled waits took %v", el)
 	}
 }

@@ -2,12 +2,17 @@
 
 package arrival
 
-import "time"
+import (
+	"context"
+	"errors"
+	"time"
+)
 
-// preciseClock is unavailable off Linux: waits use Go timers only.
-type preciseClock struct{}
+// preciseTimer is unavailable off Linux: waits use the runtime's timers.
+type preciseTimer struct{}
 
-func newPreciseClock() preciseClock       { return preciseClock{} }
-func (preciseClock) ok() bool             { return false }
-func (preciseClock) sleepUntil(time.Time) {}
-func lockPreciseThread()                  {}
+func newPreciseTimer(context.Context) (*preciseTimer, error) {
+	return nil, errors.New("no precise timer on this platform")
+}
+func (*preciseTimer) close()                     {}
+func (*preciseTimer) sleepUntil(time.Time) error { return nil }

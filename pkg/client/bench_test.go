@@ -56,10 +56,11 @@ func BenchmarkReadStream(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/16, "ns/token")
 }
 
-// BenchmarkChunkFastjson and BenchmarkChunkEncodingJSON compare decoding
-// one chunk with the reused fastjson parser against encoding/json into
+// BenchmarkChunkSkim, BenchmarkChunkFastjson and BenchmarkChunkEncodingJSON
+// compare decoding one chunk as the client does (skimmed), with the reused
+// fastjson parser (the full decoder) and with encoding/json into
 // go-openai's response type (docs/ARCHITECTURE.md).
-func BenchmarkChunkFastjson(b *testing.B) {
+func BenchmarkChunkSkim(b *testing.B) {
 	c, _ := New(Config{BaseURL: "http://x", Backend: BackendVLLM})
 	d := new(decoder)
 	res := &Result{}
@@ -67,6 +68,19 @@ func BenchmarkChunkFastjson(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if text, _, err := c.chunk(d, data, res); err != nil || !text {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkChunkFastjson(b *testing.B) {
+	c, _ := New(Config{BaseURL: "http://x", Backend: BackendVLLM})
+	d := new(decoder)
+	res := &Result{}
+	data := []byte(benchChunk)
+	b.ReportAllocs()
+	for b.Loop() {
+		if text, _, err := c.parseChunk(d, data, res); err != nil || !text {
 			b.Fatal(err)
 		}
 	}

@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
@@ -108,6 +110,29 @@ type Client struct {
 	// chatTwin sends Request.Chat requests of a completions client: the
 	// same configuration as an openai-chat client, sharing the transport.
 	chatTwin *Client
+	// lean, when the transport is the lean one, is called directly with
+	// post, the request every attempt sends (read-only; its body is each
+	// attempt's), instead of through net/http's Client: no request, header
+	// copy or context is made per attempt. headerErr is post's header
+	// check, done once.
+	lean      *leanTransport
+	post      *http.Request
+	headerErr error
+	// unwritten counts the requests being sent whose first attempt has
+	// not been written yet (Unwritten).
+	unwritten atomic.Int64
+}
+
+// Unwritten returns the number of requests that Do has begun and not yet
+// written to a connection: a client short of CPU has many (the dispatcher
+// stops handing out arrivals past a bound). Only the lean transport's
+// requests are counted: net/http's writes out of sight.
+func (c *Client) Unwritten() int64 {
+	n := c.unwritten.Load()
+	if c.chatTwin != nil {
+		n += c.chatTwin.unwritten.Load()
+	}
+	return n
 }
 
 // New validates cfg and returns a Client.
@@ -161,11 +186,18 @@ func New(cfg Config) (*Client, error) {
 		}
 	}
 	c.http = &http.Client{Transport: tr}
-	_, lean := tr.(*leanTransport)
-	c.rewind = !lean
+	lean, _ := tr.(*leanTransport)
+	c.rewind = lean == nil
 	c.header = http.Header{"Content-Type": {"application/json"}, "User-Agent": {"fineserve-gen"}}
 	if cfg.APIKey != "" {
 		c.header.Set("Authorization", "Bearer "+cfg.APIKey)
+	}
+	if lean != nil && strings.HasPrefix(c.url, "http://") {
+		if c.post, err = http.NewRequest(http.MethodPost, c.url, nil); err == nil {
+			c.lean = lean
+			c.post.Header, c.post.Host = c.header, cfg.Host
+			c.headerErr = checkHeader(c.header)
+		}
 	}
 	c.buffers.New = func() any { b := make([]byte, 0, 512); return &b } // grows to the bodies it carries
 	c.decode.New = func() any { return new(decoder) }
@@ -439,10 +471,17 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 	body := c.AppendBody((*bp)[:0], req)
 	defer func() { *bp = body[:0]; c.buffers.Put(bp) }()
 
+	// Without retries, the request timeout is the attempt's deadline,
+	// kept by the attempt's watch (no context or timer of its own).
+	var deadline time.Time
 	if c.cfg.RequestTimeout > 0 {
-		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, c.cfg.RequestTimeout, errRequestTimeout)
-		defer stop()
+		if c.cfg.Retries > 0 {
+			var stop context.CancelFunc
+			ctx, stop = context.WithTimeoutCause(ctx, c.cfg.RequestTimeout, errRequestTimeout)
+			defer stop()
+		} else {
+			deadline = time.Now().Add(c.cfg.RequestTimeout)
+		}
 	}
 	if req.CancelAfter > 0 {
 		res.CancelAfter = req.CancelAfter
@@ -451,8 +490,9 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 		defer stop()
 	}
 	maxTokens := c.boundedTokens(req)
+	c.unwritten.Add(1)
 	for first := true; ; first = false {
-		wait := c.attempt(ctx, body, maxTokens, res, first)
+		wait := c.attempt(ctx, deadline, body, maxTokens, res, first)
 		if wait < 0 || res.Retries >= c.cfg.Retries {
 			return
 		}
@@ -467,40 +507,27 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 	}
 }
 
-// attempt sends body once. It returns how long to wait before a retry, or
-// -1 when the failure (or success) is final. maxTokens bounds a stream
-// (see streamBound; 0: no bound).
-func (c *Client) attempt(ctx context.Context, body []byte, maxTokens int, res *Result, first bool) time.Duration {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, newByteBody(body))
-	if err != nil {
-		c.fail(res, ErrProtocol, err.Error())
-		return -1
+// attempt sends body once, ending at deadline if it is not zero. It
+// returns how long to wait before a retry, or -1 when the failure (or
+// success) is final. maxTokens bounds a stream (see streamBound; 0: no
+// bound).
+func (c *Client) attempt(ctx context.Context, deadline time.Time, body []byte, maxTokens int, res *Result, first bool) time.Duration {
+	g := newGuard(ctx)
+	if first {
+		g.unwritten = &c.unwritten
 	}
-	hreq.Header = c.header
-	hreq.ContentLength = int64(len(body))
-	if c.cfg.Host != "" {
-		hreq.Host = c.cfg.Host
-	}
-	if c.rewind {
-		// net/http sends a request again, on another connection or stream,
-		// when the server refused it unprocessed (an HTTP/2 GOAWAY or
-		// REFUSED_STREAM) — if it can read the body again.
-		hreq.GetBody = func() (io.ReadCloser, error) { return newByteBody(body), nil }
-	}
-
+	defer g.release()
 	var watch *stallWatch
-	if c.cfg.StallTimeout > 0 {
-		watch = watchStall(c.cfg.StallTimeout, c.cfg.Now, cancel)
+	if c.cfg.StallTimeout > 0 || !deadline.IsZero() {
+		watch = watchAttempt(c.cfg.StallTimeout, deadline, c.cfg.Now, g.end)
 		defer watch.end()
 	}
 	if first {
 		res.Sent = c.since()
 	}
-	resp, err := c.http.Do(hreq)
+	resp, err := c.send(g, body)
 	if err != nil {
-		c.failErr(ctx, res, err, false)
+		c.failErr(g, res, err, false)
 		return c.retryWait(res, 0)
 	}
 	defer resp.Body.Close()
@@ -536,15 +563,15 @@ func (c *Client) attempt(ctx context.Context, body []byte, maxTokens int, res *R
 	var pe protocolError
 	var se streamError
 	switch {
-	case ctx.Err() != nil:
+	case g.err() != nil:
 		// A timeout or the run's stop, whatever the read made of it.
-		c.failErr(ctx, res, err, true)
+		c.failErr(g, res, err, true)
 	case errors.As(err, &pe):
 		c.fail(res, ErrProtocol, pe.Error())
 	case errors.As(err, &se):
 		c.fail(res, se.class, se.msg)
 	default:
-		c.failErr(ctx, res, err, true)
+		c.failErr(g, res, err, true)
 	}
 	return c.retryWait(res, 0)
 }
@@ -564,6 +591,44 @@ func (c *Client) cut(res *Result) {
 // isCut reports whether ctx ended at the request's planned cut.
 func isCut(ctx context.Context) bool {
 	return ctx.Err() != nil && errors.Is(context.Cause(ctx), errCut)
+}
+
+// send sends body and returns the response (its head read), on the lean
+// transport directly or through net/http's Client; g ends it from outside.
+func (c *Client) send(g *guard, body []byte) (*http.Response, error) {
+	if c.lean != nil {
+		if c.headerErr != nil {
+			return nil, c.headerErr
+		}
+		g.watchParent()
+		resp, err := c.lean.send(g, c.post, body, false)
+		if err != nil {
+			// As net/http's Client says it (the URL is redacted with
+			// the message), so a failure reads the same on every
+			// transport.
+			err = &url.Error{Op: "Post", URL: c.url, Err: err}
+		}
+		return resp, err
+	}
+	g.written() // net/http's transport writes out of sight: its requests are not counted
+	ctx, cancel := context.WithCancelCause(g.parent)
+	g.cancel = cancel
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, newByteBody(body))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header = c.header
+	hreq.ContentLength = int64(len(body))
+	if c.cfg.Host != "" {
+		hreq.Host = c.cfg.Host
+	}
+	if c.rewind {
+		// net/http sends a request again, on another connection or stream,
+		// when the server refused it unprocessed (an HTTP/2 GOAWAY or
+		// REFUSED_STREAM) — if it can read the body again.
+		hreq.GetBody = func() (io.ReadCloser, error) { return newByteBody(body), nil }
+	}
+	return c.http.Do(hreq)
 }
 
 // retryWait decides whether res's failure is retried and after how long:
@@ -635,15 +700,15 @@ func (c *Client) fail(res *Result, class, msg string) {
 	res.Error = truncate(c.redact(msg), 512)
 }
 
-func (c *Client) failErr(ctx context.Context, res *Result, err error, gotResponse bool) {
-	if isCut(ctx) {
+func (c *Client) failErr(g *guard, res *Result, err error, gotResponse bool) {
+	if isCut(g.parent) {
 		c.cut(res)
 		return
 	}
-	if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+	if cause := g.err(); cause != nil {
 		err = fmt.Errorf("%w (%w)", err, cause)
 	}
-	class := classify(ctx, err, gotResponse)
+	class := classify(g.parent, err, gotResponse)
 	msg := err.Error()
 	if class == ErrConnect && errors.Is(err, io.EOF) {
 		msg = "the server closed the connection without answering: " + msg

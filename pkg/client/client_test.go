@@ -270,3 +270,53 @@ func TestChatRequestsFollowEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestUnwrittenCountsOnlyRequestsNotYetWritten: a request written and
+// waiting for the server's answer no longer counts as unwritten (the
+// dispatcher's bound must not throttle a slow server), and none counts
+// once the requests are done, failed or not.
+func TestUnwrittenCountsOnlyRequestsNotYetWritten(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		arrived <- struct{}{}
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"choices":[{"text":"a"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`)
+	}))
+	defer srv.Close()
+	for _, transport := range []string{TransportLean, TransportNetHTTP} {
+		c := newTestClient(t, srv, Config{HTTPTransport: transport})
+		done := make(chan *Result)
+		go func() { done <- do(c, `"hi"`, 1) }()
+		<-arrived
+		// The server may read the request before the writing goroutine
+		// is back from its write: the count must fall to 0 while the
+		// request still waits for the server's answer.
+		deadline := time.Now().Add(10 * time.Second)
+		for c.Unwritten() != 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if n := c.Unwritten(); n != 0 {
+			t.Errorf("%s: %d unwritten while the request waits for the server", transport, n)
+		}
+		close(release)
+		if res := <-done; !res.OK() {
+			t.Fatalf("%s: %s %s", transport, res.ErrorClass, res.Error)
+		}
+		if n := c.Unwritten(); n != 0 {
+			t.Errorf("%s: %d unwritten after the request", transport, n)
+		}
+		release = make(chan struct{})
+	}
+	c, err := New(Config{BaseURL: "http://127.0.0.1:1", Backend: BackendVLLM, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := do(c, `"hi"`, 1); res.OK() {
+		t.Fatal("a refused connection succeeded")
+	}
+	if n := c.Unwritten(); n != 0 {
+		t.Errorf("%d unwritten after a failed request", n)
+	}
+}

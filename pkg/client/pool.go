@@ -106,3 +106,13 @@ func urlHost(base string) string {
 	}
 	return base
 }
+
+// Unwritten is the number of requests started on any of the pool's
+// clients and not yet written (Client.Unwritten).
+func (p *Pool) Unwritten() int64 {
+	var n int64
+	for _, c := range p.clients {
+		n += c.Unwritten()
+	}
+	return n
+}

@@ -1,34 +1,55 @@
 package client
 
 import (
-	"context"
 	"io"
 	"sync/atomic"
 	"time"
 )
 
 // stallWatch ends an attempt whose server sends no byte for d
-// (--stall-timeout). It costs a read an atomic store of the time the read
+// (--stall-timeout), or that is still going at deadline (--request-timeout
+// without retries). It costs a read an atomic store of the time the read
 // returned, which the stream reader takes anyway: no timer is touched per
 // chunk. The attempt's one timer fires once d after the last time it
-// looked; it then ends the attempt if nothing came since d ago, or waits
-// for what is left of d after the last byte.
+// looked (or at the deadline, if sooner); it then ends the attempt if
+// nothing came since d ago or the deadline has passed, or waits for what
+// is left.
 type stallWatch struct {
-	d     time.Duration
-	now   func() time.Time
-	base  time.Time    // monotonic origin of last
-	last  atomic.Int64 // nanoseconds from base to the last byte
-	done  atomic.Bool
-	timer *time.Timer
-	stop  context.CancelCauseFunc
+	d        time.Duration // 0: no stall check
+	deadline time.Time     // zero: none; on the runtime's clock (time.Now)
+	now      func() time.Time
+	base     time.Time    // monotonic origin of last
+	last     atomic.Int64 // nanoseconds from base to the last byte
+	done     atomic.Bool
+	timer    *time.Timer
+	stop     func(cause error)
 }
 
 // watchStall starts watching an attempt that has just been sent, on the
 // clock now; cancel ends it with errStall.
-func watchStall(d time.Duration, now func() time.Time, cancel context.CancelCauseFunc) *stallWatch {
-	w := &stallWatch{d: d, now: now, base: now(), stop: cancel}
-	w.timer = time.AfterFunc(d, w.check)
+func watchStall(d time.Duration, now func() time.Time, cancel func(cause error)) *stallWatch {
+	return watchAttempt(d, time.Time{}, now, cancel)
+}
+
+// watchAttempt starts watching an attempt for a stall of d (0: none) and
+// for deadline (zero: none): cancel ends it with errStall or
+// errRequestTimeout.
+func watchAttempt(d time.Duration, deadline time.Time, now func() time.Time, cancel func(cause error)) *stallWatch {
+	w := &stallWatch{d: d, deadline: deadline, now: now, base: now(), stop: cancel}
+	w.timer = time.AfterFunc(w.wait(d), w.check)
 	return w
+}
+
+// wait is how long the timer waits for a stall of d: at most until the
+// deadline.
+func (w *stallWatch) wait(d time.Duration) time.Duration {
+	if w.deadline.IsZero() {
+		return d
+	}
+	if left := time.Until(w.deadline); d <= 0 || left < d {
+		return left
+	}
+	return d
 }
 
 // touch records bytes that arrived at t (a reading of the watch's clock).
@@ -39,12 +60,20 @@ func (w *stallWatch) check() {
 	if w.done.Load() {
 		return
 	}
-	idle := w.now().Sub(w.base) - time.Duration(w.last.Load())
-	if idle >= w.d {
-		w.stop(errStall)
+	if !w.deadline.IsZero() && !time.Now().Before(w.deadline) {
+		w.stop(errRequestTimeout)
 		return
 	}
-	w.timer.Reset(w.d - idle)
+	var next time.Duration
+	if w.d > 0 {
+		idle := w.now().Sub(w.base) - time.Duration(w.last.Load())
+		if idle >= w.d {
+			w.stop(errStall)
+			return
+		}
+		next = w.d - idle
+	}
+	w.timer.Reset(w.wait(next))
 }
 
 // end stops watching.

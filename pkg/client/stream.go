@@ -151,6 +151,17 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 // chunk decodes one completion chunk: whether it carries text and whether
 // it carries usage (which it copies into res).
 func (c *Client) chunk(d *decoder, data []byte, res *Result) (text, usage bool, err error) {
+	if !res.KeepText {
+		if text, ok := skimChunk(data, c.chat); ok {
+			return text, false, nil
+		}
+	}
+	return c.parseChunk(d, data, res)
+}
+
+// parseChunk decodes a chunk with the full JSON parser: what skimChunk
+// leaves, and the reference it is checked against.
+func (c *Client) parseChunk(d *decoder, data []byte, res *Result) (text, usage bool, err error) {
 	v, err := d.parser.ParseBytes(data)
 	if err != nil {
 		return false, false, protocolError{fmt.Sprintf("invalid JSON in stream: %v: %q", err, truncate(string(data), 200))}

@@ -21,9 +21,10 @@ import (
 // keep-alive connection. net/http's Transport hands every request to two
 // goroutines of its own (a write loop and a read loop), which costs thread
 // wake-ups per request that show up in the client's CPU and lag at
-// thousands of requests per second. Responses are parsed by
-// http.ReadResponse, so framing (chunked, Content-Length, Connection:
-// close) is net/http's own; interim 1xx responses are skipped, as net/http
+// thousands of requests per second. The common response head is read by
+// readHead (head.go); every other one by http.ReadResponse, so framing
+// (chunked, Content-Length, Connection: close) is net/http's own or
+// checked against it; interim 1xx responses are skipped, as net/http
 // does. It speaks plain HTTP only: https:// targets go through net/http's
 // transport (httptransport.go).
 type leanTransport struct {
@@ -69,7 +70,13 @@ type leanConn struct {
 	cc       *countingConn
 	br       *bufio.Reader
 	wbuf     []byte
+	bufs     [2][]byte   // head and body of the request being written
+	out      net.Buffers // over bufs
 	lastUsed time.Time
+	// The liveness peek (alive), made once per connection.
+	raw    syscall.RawConn
+	peek   func(fd uintptr) bool
+	usable bool
 }
 
 func hostPort(u *http.Request) string {
@@ -143,7 +150,7 @@ var errStale = errors.New("keep-alive connection closed by the server")
 // response. It wraps io.EOF, as net/http's transport reports it.
 var errNoResponse = fmt.Errorf("server closed the connection before sending a response: %w", io.EOF)
 
-// RoundTrip implements http.RoundTripper.
+// RoundTrip implements http.RoundTripper: the request's context ends it.
 func (t *leanTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "http" {
 		return nil, fmt.Errorf("the lean transport speaks plain HTTP only, not %q", req.URL.Scheme)
@@ -151,18 +158,32 @@ func (t *leanTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := checkHeader(req.Header); err != nil {
 		return nil, err
 	}
-	ctx := req.Context()
-	key := req.URL.Host
 	body, err := readAllBody(req)
 	if err != nil {
 		return nil, err
 	}
+	g := newGuard(req.Context())
+	g.watchParent()
+	resp, err := t.send(g, req, body, true)
+	if err != nil {
+		g.release()
+	}
+	return resp, err
+}
+
+// send writes req with body and reads the response head; req's URL, Host
+// and Header (checked by the caller) are only read, so one request can
+// serve many sends at once. g ends it from outside. When own is set, the
+// response body releases g once it is done with (RoundTrip); otherwise
+// the caller does, after closing the body (Client.attempt).
+func (t *leanTransport) send(g *guard, req *http.Request, body []byte, own bool) (*http.Response, error) {
+	key := req.URL.Host
 	for attempt := 0; ; attempt++ {
-		c, reused, err := t.get(ctx, req, key)
+		c, reused, err := t.get(g.parent, req, key)
 		if err != nil {
 			return nil, err
 		}
-		resp, err := c.roundTrip(ctx, req, body)
+		resp, err := c.roundTrip(g, req, body, own)
 		if errors.Is(err, errStale) && reused && attempt < 2 {
 			continue // the request was not delivered: send it on another connection
 		}
@@ -242,7 +263,7 @@ func readBody(r io.Reader, n int64) ([]byte, error) {
 }
 
 // roundTrip writes req on c and reads the response head.
-func (c *leanConn) roundTrip(ctx context.Context, req *http.Request, body []byte) (*http.Response, error) {
+func (c *leanConn) roundTrip(g *guard, req *http.Request, body []byte, own bool) (*http.Response, error) {
 	b := c.wbuf[:0]
 	b = append(b, req.Method...)
 	b = append(b, ' ')
@@ -272,32 +293,35 @@ func (c *leanConn) roundTrip(ctx context.Context, req *http.Request, body []byte
 	}
 	b = append(b, "\r\n"...)
 	// One write for head and body: writev (no copy of the body). A
-	// race-enabled build uses write(2) instead (see raceEnabled).
-	var out net.Buffers
+	// race-enabled build uses write(2) instead (see raceEnabled). The
+	// buffer list is the connection's, so that it is not allocated.
+	var out *net.Buffers
 	if !raceEnabled {
-		out = net.Buffers{b, body}
+		c.bufs[0], c.bufs[1] = b, body
+		c.out = c.bufs[:]
+		out = &c.out
 	} else {
 		b = append(b, body...)
 	}
 	c.wbuf = b[:0]
 
-	// A canceled request closes its connection, which unblocks any read
-	// or write in progress.
-	stop := func() bool { return false }
-	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, func() { c.nc.Close() })
-	}
+	// An attempt ended from outside closes its connection, which unblocks
+	// any read or write in progress.
 	fail := func(err error) (*http.Response, error) {
-		stop()
+		g.detach()
 		c.nc.Close()
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w (%w)", context.Cause(ctx), err)
+		if cause := g.err(); cause != nil {
+			return nil, fmt.Errorf("%w (%w)", cause, err)
 		}
 		return nil, err
+	}
+	if !g.attach(c.nc) {
+		return fail(net.ErrClosed)
 	}
 	var err error
 	if out != nil {
 		_, err = out.WriteTo(c.nc)
+		c.bufs = [2][]byte{} // WriteTo consumed c.out; keep no reference to the body
 	} else {
 		_, err = c.nc.Write(b)
 	}
@@ -307,8 +331,9 @@ func (c *leanConn) roundTrip(ctx context.Context, req *http.Request, body []byte
 		}
 		return fail(err)
 	}
+	g.written()
 	before := c.cc.n
-	resp, err := http.ReadResponse(c.br, req)
+	resp, err := readHead(c.br, req)
 	// Interim responses (100 Continue, 103 Early Hints) have no body and
 	// come before the response; 101 Switching Protocols is final.
 	for n := 0; err == nil && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols; n++ {
@@ -316,15 +341,15 @@ func (c *leanConn) roundTrip(ctx context.Context, req *http.Request, body []byte
 			err = fmt.Errorf("more than %d interim (1xx) responses", max1xx)
 			break
 		}
-		resp, err = http.ReadResponse(c.br, req)
+		resp, err = readHead(c.br, req)
 	}
 	if err != nil {
-		if c.cc.n == before && ctx.Err() == nil && (isConnGone(err) || errors.Is(err, io.ErrUnexpectedEOF)) {
+		if c.cc.n == before && g.err() == nil && (isConnGone(err) || errors.Is(err, io.ErrUnexpectedEOF)) {
 			err = errNoResponse
 		}
 		return fail(err)
 	}
-	resp.Body = &leanBody{c: c, rc: resp.Body, stop: stop, ctx: ctx, reuse: !resp.Close}
+	resp.Body = &leanBody{c: c, rc: resp.Body, g: g, own: own, reuse: !resp.Close}
 	return resp, nil
 }
 
@@ -342,8 +367,8 @@ func isConnGone(err error) bool {
 type leanBody struct {
 	c     *leanConn
 	rc    io.ReadCloser
-	stop  func() bool
-	ctx   context.Context
+	g     *guard
+	own   bool // release g when done (RoundTrip)
 	reuse bool
 	done  bool
 }
@@ -358,8 +383,8 @@ func (b *leanBody) Read(p []byte) (int, error) {
 		return n, io.EOF
 	}
 	if err != nil {
-		if b.ctx.Err() != nil {
-			err = fmt.Errorf("%w (%w)", context.Cause(b.ctx), err)
+		if cause := b.g.err(); cause != nil {
+			err = fmt.Errorf("%w (%w)", cause, err)
 		}
 		b.finish(false)
 	}
@@ -371,8 +396,11 @@ func (b *leanBody) finish(complete bool) {
 		return
 	}
 	b.done = true
-	stopped := b.stop() // false if the cancellation already closed the conn
-	if complete && b.reuse && (stopped || b.ctx.Done() == nil) {
+	usable := b.g.detach() // false if the attempt's end closed the conn
+	if b.own {
+		b.g.release()
+	}
+	if complete && b.reuse && usable {
 		b.c.t.put(b.c)
 		return
 	}

@@ -183,7 +183,8 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	})
 
 	snd := &sender{endpoints: pool, plan: wl.Balance, prompts: prompts, results: results, model: cfg.Model, images: wl.Images, panics: panics}
-	d := &arrival.Dispatcher{Start: start, MaxConcurrency: cfg.MaxConcurrency, ConcurrencyRamp: cfg.ConcurrencyRamp, Sender: snd, OnOffer: mon.Offer}
+	d := &arrival.Dispatcher{Start: start, MaxConcurrency: cfg.MaxConcurrency, ConcurrencyRamp: cfg.ConcurrencyRamp, Sender: snd, OnOffer: mon.Offer,
+		Unwritten: pool.Unwritten}
 	var sessions *sessionSender
 	if wl.Sessions != nil {
 		// The dispatcher keeps the session starts and bounds the live
@@ -230,6 +231,10 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	sum.Scheduled = st.Count
 	sum.NotSent = st.Count - ds.Dispatched // dropped at a stop, or never reached
 	sum.Queued, sum.MaxInFlight = ds.Queued, ds.MaxInFlight
+	if ds.Waits > 0 || ds.MaxBehind >= time.Second {
+		log.Warnf("the client fell behind its schedule: up to %v late handing out an arrival, %d wait(s) for the requests it had handed out to start and be written (it is short of CPU: the send lag of those requests includes the delay)",
+			ds.MaxBehind.Round(time.Millisecond), ds.Waits)
+	}
 	if sessions != nil {
 		sum.MaxInFlight = sessions.maxIn.Load() // requests, not sessions
 	}

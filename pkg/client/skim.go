@@ -1,0 +1,422 @@
+package client
+
+// skimChunk reads a stream chunk of the common kind — a JSON object whose
+// first choice carries text, or none, with no usage object and no error —
+// without building a parsed value: it validates the JSON as it goes and
+// notes only whether the first choice's text (completions) or delta content
+// or reasoning content (chat) is a non-empty string. It reports ok false for
+// anything else (usage, an error, duplicate-sensitive or escaped keys,
+// invalid JSON, a choices value that is not an array, deep nesting), which
+// the full decoder then reads: whatever it accepts, the full decoder
+// accepts and reads the same (FuzzSkimChunk checks it).
+func skimChunk(data []byte, chat bool) (text, ok bool) {
+	s := skimmer{b: data}
+	s.ws()
+	if !s.eat('{') {
+		return false, false
+	}
+	var seenChoices bool
+	first := true
+	for {
+		s.ws()
+		if first && s.eat('}') {
+			break
+		}
+		key, ok := s.key()
+		if !ok {
+			return false, false
+		}
+		switch string(key) {
+		case "error":
+			return false, false
+		case "usage":
+			s.ws()
+			if s.peek() == '{' {
+				return false, false
+			}
+			if !s.value(0) {
+				return false, false
+			}
+		case "choices":
+			s.ws()
+			if seenChoices {
+				if !s.value(0) {
+					return false, false
+				}
+				break
+			}
+			seenChoices = true
+			if s.peek() != '[' {
+				return false, false
+			}
+			t, ok := s.choices(chat)
+			if !ok {
+				return false, false
+			}
+			text = t
+		default:
+			if !s.value(0) {
+				return false, false
+			}
+		}
+		s.ws()
+		if s.eat('}') {
+			break
+		}
+		if !s.eat(',') {
+			return false, false
+		}
+		first = false
+	}
+	s.ws()
+	if s.i != len(s.b) {
+		return false, false // trailing data
+	}
+	return text, true
+}
+
+// skimDepth bounds the nesting skimChunk follows; deeper chunks go to the
+// full decoder.
+const skimDepth = 32
+
+type skimmer struct {
+	b []byte
+	i int
+}
+
+func (s *skimmer) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *skimmer) eat(c byte) bool {
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+func (s *skimmer) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// key reads a member's key and its colon. A key with an escape is refused
+// (the full decoder compares keys unescaped).
+func (s *skimmer) key() ([]byte, bool) {
+	if !s.eat('"') {
+		return nil, false
+	}
+	start := s.i
+	for s.i < len(s.b) && !strStop[s.b[s.i]] {
+		s.i++
+	}
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false // an escape, a control character or no end
+	}
+	k := s.b[start:s.i]
+	s.i++
+	s.ws()
+	if !s.eat(':') {
+		return nil, false
+	}
+	s.ws()
+	return k, true
+}
+
+// strStop marks the bytes that end a run of plain string content: the
+// closing quote, an escape, and the control characters JSON forbids.
+var strStop = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// str reads a string value and reports whether it is empty.
+func (s *skimmer) str() (empty, ok bool) {
+	if !s.eat('"') {
+		return false, false
+	}
+	start := s.i
+	b := s.b
+	for {
+		for s.i < len(b) && !strStop[b[s.i]] {
+			s.i++
+		}
+		if s.i >= len(b) {
+			return false, false
+		}
+		switch c := b[s.i]; {
+		case c == '"':
+			s.i++
+			return s.i-1 == start, true
+		case c == '\\':
+			s.i++
+			if s.i >= len(b) {
+				return false, false
+			}
+			switch b[s.i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if s.i+4 >= len(b) {
+					return false, false
+				}
+				for _, h := range b[s.i+1 : s.i+5] {
+					if !isHex(h) {
+						return false, false
+					}
+				}
+				s.i += 4
+			default:
+				return false, false
+			}
+			s.i++
+		default: // a control character
+			return false, false
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// value skips one JSON value, validating it.
+func (s *skimmer) value(depth int) bool {
+	if depth > skimDepth {
+		return false
+	}
+	switch c := s.peek(); {
+	case c == '"':
+		_, ok := s.str()
+		return ok
+	case c == '{':
+		s.i++
+		s.ws()
+		if s.eat('}') {
+			return true
+		}
+		for {
+			s.ws()
+			if _, ok := s.str(); !ok {
+				return false
+			}
+			s.ws()
+			if !s.eat(':') {
+				return false
+			}
+			s.ws()
+			if !s.value(depth + 1) {
+				return false
+			}
+			s.ws()
+			if s.eat('}') {
+				return true
+			}
+			if !s.eat(',') {
+				return false
+			}
+		}
+	case c == '[':
+		s.i++
+		s.ws()
+		if s.eat(']') {
+			return true
+		}
+		for {
+			s.ws()
+			if !s.value(depth + 1) {
+				return false
+			}
+			s.ws()
+			if s.eat(']') {
+				return true
+			}
+			if !s.eat(',') {
+				return false
+			}
+		}
+	case c == 't':
+		return s.lit("true")
+	case c == 'f':
+		return s.lit("false")
+	case c == 'n':
+		return s.lit("null")
+	case c == '-' || '0' <= c && c <= '9':
+		return s.number()
+	}
+	return false
+}
+
+func (s *skimmer) lit(w string) bool {
+	if len(s.b)-s.i >= len(w) && string(s.b[s.i:s.i+len(w)]) == w {
+		s.i += len(w)
+		return true
+	}
+	return false
+}
+
+// number skips a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *skimmer) number() bool {
+	s.eat('-')
+	switch c := s.peek(); {
+	case c == '0':
+		s.i++
+	case '1' <= c && c <= '9':
+		s.digits()
+	default:
+		return false
+	}
+	if s.eat('.') && !s.digits() {
+		return false
+	}
+	if c := s.peek(); c == 'e' || c == 'E' {
+		s.i++
+		if c := s.peek(); c == '+' || c == '-' {
+			s.i++
+		}
+		if !s.digits() {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *skimmer) digits() bool {
+	start := s.i
+	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+		s.i++
+	}
+	return s.i > start
+}
+
+// choices reads the choices array: whether its first element carries text.
+func (s *skimmer) choices(chat bool) (text, ok bool) {
+	s.i++ // '['
+	s.ws()
+	if s.eat(']') {
+		return false, true
+	}
+	for n := 0; ; n++ {
+		s.ws()
+		if n == 0 && s.peek() == '{' {
+			if text, ok = s.choice(chat); !ok {
+				return false, false
+			}
+		} else if !s.value(1) {
+			return false, false
+		}
+		s.ws()
+		if s.eat(']') {
+			return text, true
+		}
+		if !s.eat(',') {
+			return false, false
+		}
+	}
+}
+
+// choice reads the first choice: completions' text, or chat's delta.
+func (s *skimmer) choice(chat bool) (text, ok bool) {
+	want := "text"
+	if chat {
+		want = "delta"
+	}
+	seen := false
+	s.i++ // '{'
+	s.ws()
+	if s.eat('}') {
+		return false, true
+	}
+	for {
+		s.ws()
+		key, ok := s.key()
+		if !ok {
+			return false, false
+		}
+		switch {
+		case string(key) == want && !seen:
+			seen = true
+			if chat {
+				if s.peek() == '{' {
+					if text, ok = s.delta(); !ok {
+						return false, false
+					}
+				} else if !s.value(2) {
+					return false, false
+				}
+			} else if s.peek() == '"' {
+				empty, ok := s.str()
+				if !ok {
+					return false, false
+				}
+				text = !empty
+			} else if !s.value(2) {
+				return false, false
+			}
+		default:
+			if !s.value(2) {
+				return false, false
+			}
+		}
+		s.ws()
+		if s.eat('}') {
+			return text, true
+		}
+		if !s.eat(',') {
+			return false, false
+		}
+	}
+}
+
+// delta reads a chat delta: whether its content, else its reasoning
+// content, is a non-empty string (the first of each key counts).
+func (s *skimmer) delta() (text, ok bool) {
+	var content, reasoning, seenContent, seenReasoning bool
+	s.i++ // '{'
+	s.ws()
+	if s.eat('}') {
+		return false, true
+	}
+	for {
+		s.ws()
+		key, ok := s.key()
+		if !ok {
+			return false, false
+		}
+		var into *bool
+		switch {
+		case string(key) == "content" && !seenContent:
+			seenContent, into = true, &content
+		case string(key) == "reasoning_content" && !seenReasoning:
+			seenReasoning, into = true, &reasoning
+		}
+		if into != nil && s.peek() == '"' {
+			empty, ok := s.str()
+			if !ok {
+				return false, false
+			}
+			*into = !empty
+		} else if !s.value(3) {
+			return false, false
+		}
+		s.ws()
+		if s.eat('}') {
+			return content || reasoning, true
+		}
+		if !s.eat(',') {
+			return false, false
+		}
+	}
+}
