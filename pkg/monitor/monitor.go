@@ -17,6 +17,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/merge"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/promexport"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
@@ -540,7 +541,7 @@ func (m *Monitor) MetricsAddr() net.Addr {
 // FillRunState adds what the monitor kept for the merge state to p: the
 // closed windows' distributions, the length histograms and goodput. Call
 // it after Stop.
-func (m *Monitor) FillRunState(p *metrics.RunState) error {
+func (m *Monitor) FillRunState(p *merge.RunState) error {
 	if m.stateErr != nil {
 		return m.stateErr
 	}
