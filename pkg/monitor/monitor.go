@@ -17,6 +17,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/merge"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/promexport"
@@ -24,11 +25,9 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/servermetrics"
 )
 
-// Logger receives the monitor's notes and warnings.
-type Logger interface {
-	Infof(format string, a ...any)
-	Warnf(format string, a ...any)
-}
+// Logger receives the monitor's notes and warnings (Infof, Warnf): the
+// one logger interface the run's parts share.
+type Logger = client.Logger
 
 // Config is what a monitor watches and how.
 type Config struct {
