@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/parametric"
-	"github.com/fineserve-gen/fineserve-gen/pkg/replay"
 )
 
 // fitCommand is "fineserve-gen fit TRACE": it fits Gamma windows and an NB
@@ -23,13 +22,9 @@ import (
 // a one-page summary.
 func fitCommand(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("fit")
-	var ro replay.Options
-	format := fs.String("trace-format", "", "trace format (default: detected from the extension and header)")
-	fs.StringVar(&ro.TimestampColumn, "timestamp-column", "", "timestamp column (default per format)")
-	fs.StringVar(&ro.InputColumn, "input-length-column", "", "input length column (default per format)")
-	fs.StringVar(&ro.OutputColumn, "output-length-column", "", "output length column (default per format)")
-	unit := fs.String("timestamp-unit", "", "timestamp unit: s, ms, us, ns or datetime (default per format)")
-	fs.BoolVar(&ro.Strict, "strict", false, "fail on unusable rows instead of skipping and counting them")
+	tf := addTraceFlags(fs)
+	fs.StringVar(&tf.ro.InputColumn, "input-length-column", "", "input length column (default per format)")
+	fs.StringVar(&tf.ro.OutputColumn, "output-length-column", "", "output length column (default per format)")
 	windowSec := fs.Float64("parametric-window-seconds", 300, "window length in seconds")
 	method := fs.String("method", "moments", "Gamma shape estimator: moments (default) or mle")
 	burst := fs.String("burst-width", "1ms", "micro-burst width: a burst is a request and those less than this after it (0: no NB model)")
@@ -52,16 +47,10 @@ func fitCommand(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		return fitUsage(stderr, errors.New("want exactly one trace file: fineserve-gen fit TRACE [flags]"))
 	}
 	trace := fs.Arg(0)
-	var errs []error
+	errs := tf.check()
 	var err error
-	if ro.Format, err = replay.ParseFormat(*format); err != nil {
-		errs = append(errs, fmt.Errorf("--trace-format: %w", err))
-	}
 	if *maxPairs < 0 {
 		errs = append(errs, fmt.Errorf("--max-length-pairs %d: want 0 or more", *maxPairs))
-	}
-	if ro.Unit, err = replay.ParseUnit(*unit); err != nil {
-		errs = append(errs, fmt.Errorf("--timestamp-unit: %w", err))
 	}
 	o := parametric.FitOptions{Window: time.Duration(math.Round(*windowSec * 1e9))}
 	if !(*windowSec >= 0.001) || *windowSec > 1e9 {
@@ -89,12 +78,9 @@ func fitCommand(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		return fitUsage(stderr, err)
 	}
 
-	tr, err := replay.Load(trace, ro)
+	tr, err := tf.load(trace, stderr)
 	if err != nil {
 		return fitUsage(stderr, err)
-	}
-	for _, w := range tr.Skipped.Warnings() {
-		fmt.Fprintf(stderr, "warning: %s: %s\n", trace, w)
 	}
 	times := make([]time.Duration, tr.Len())
 	for i := range times {
