@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -203,26 +202,14 @@ func TestFitLengthsReproduceTrace(t *testing.T) {
 // gets no lengths file, says so, and the suggestion names none.
 func TestFitWithoutLengths(t *testing.T) {
 	dir := t.TempDir()
-	trace := filepath.Join(dir, "times.csv")
-	var b strings.Builder
-	b.WriteString("ts\n")
-	for i := range 200 {
-		fmt.Fprintf(&b, "%d\n", i*250)
-	}
-	if err := os.WriteFile(trace, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb bytes.Buffer
+	trace := timesTrace(t, dir, -1)
 	prefix := filepath.Join(dir, "t")
-	code := dispatch(context.Background(), []string{"fit", trace, "-o", prefix, "--timestamp-column", "ts", "--timestamp-unit", "ms", "--quiet"}, &out, &errb)
-	if code != exitOK {
-		t.Fatalf("exit %d\n%s", code, errb.String())
-	}
+	_, errb := mustRun(t, "fit", trace, "-o", prefix, "--timestamp-column", "ts", "--timestamp-unit", "ms", "--quiet")
 	if _, err := os.Stat(prefix + "_lengths.csv"); !os.IsNotExist(err) {
 		t.Errorf("a lengths file was written for a trace without lengths: %v", err)
 	}
-	if !strings.Contains(errb.String(), "gives no input and output lengths") || strings.Contains(errb.String(), "--request-lengths-csv") {
-		t.Errorf("stderr:\n%s", errb.String())
+	if !strings.Contains(errb, "gives no input and output lengths") || strings.Contains(errb, "--request-lengths-csv") {
+		t.Errorf("stderr:\n%s", errb)
 	}
 }
 

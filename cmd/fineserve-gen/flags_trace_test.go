@@ -8,25 +8,34 @@ import (
 	"testing"
 )
 
+// timesTrace writes dir/times.csv, a generic trace of 200 rows with a
+// timestamp (ms, 250 apart) and a model column but no lengths, and returns
+// its path. Row skip (-1: none) has an empty timestamp.
+func timesTrace(t *testing.T, dir string, skip int) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("ts,model\n")
+	for i := range 200 {
+		if i == skip {
+			fmt.Fprintf(&b, ",m%d\n", i%3)
+			continue
+		}
+		fmt.Fprintf(&b, "%d,m%d\n", i*250, i%3)
+	}
+	path := filepath.Join(dir, "times.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // TestTraceFlags: fit and analyze read a trace with the same flags: a bad
 // --trace-format and a bad --timestamp-unit are named in one usage error;
 // a row that cannot be used is skipped with a warning that names the trace
 // and the line, and --strict makes it an error.
 func TestTraceFlags(t *testing.T) {
 	dir := t.TempDir()
-	trace := filepath.Join(dir, "times.csv")
-	var b strings.Builder
-	b.WriteString("ts,model\n")
-	for i := range 200 {
-		if i == 100 {
-			b.WriteString(",m1\n") // line 102: no timestamp
-			continue
-		}
-		fmt.Fprintf(&b, "%d,m%d\n", i*250, i%3)
-	}
-	if err := os.WriteFile(trace, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	trace := timesTrace(t, dir, 100) // line 102: no timestamp
 	for name, args := range map[string][]string{
 		"fit":     {"fit", trace, "-o", filepath.Join(dir, "t"), "--quiet"},
 		"analyze": {"analyze", trace, "--key", "model", "--model-column", "model"},
