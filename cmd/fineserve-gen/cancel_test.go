@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -244,10 +243,7 @@ func TestCancelShardsMergeAndRecords(t *testing.T) {
 			"--summary-json", path("s" + strconv.Itoa(i) + ".json"), "--results-jsonl", path("r" + strconv.Itoa(i) + ".jsonl")}
 		mustRun(t, args...)
 		s := testenv.ReadJSON[cancelSummary](t, path("s"+strconv.Itoa(i)+".json"))
-		recs, err := os.ReadFile(path("r" + strconv.Itoa(i) + ".jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		recs := testenv.ReadFile(t, path("r"+strconv.Itoa(i)+".jsonl"))
 		n := int64(strings.Count(string(recs), `"outcome":"cancelled"`))
 		if s.Cancelled == 0 || s.Completed == 0 || s.Failed != 0 || s.Completed+s.Cancelled != 20 || n != s.Cancelled {
 			t.Errorf("shard %d: %+v, %d records cancelled", i, s, n)

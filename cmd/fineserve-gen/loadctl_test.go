@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -90,10 +89,7 @@ func TestSharedPrefixCacheShare(t *testing.T) {
 	if code := dispatch(context.Background(), args, &o, &e); code != exitOK {
 		t.Fatalf("exit %d: %s", code, e.String())
 	}
-	data, err := os.ReadFile(sumPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testenv.ReadFile(t, sumPath)
 	var sum struct {
 		Completed    int64                     `json:"completed"`
 		Cached       int64                     `json:"cached_prompt_tokens"`

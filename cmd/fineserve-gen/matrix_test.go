@@ -399,10 +399,7 @@ func drySchedule(t testing.TB, args []string, path string) (map[int64][]string, 
 	if code := dispatch(context.Background(), append(slices.Clone(args), "--schedule-out", path), &out, &errb); code != exitOK {
 		t.Fatalf("dry run: exit %d\nargs %q\n%s", code, args, errb.String())
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testenv.ReadFile(t, path)
 	col, rows := testenv.ReadCSV(t, path)
 	bal := ""
 	if i := slices.Index(args, "--balance"); i >= 0 {

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -39,23 +35,14 @@ type sessionRecord struct {
 	ITL              []float64 `json:"itl_ms"`
 }
 
+// readSessionRecords reads a run's records by session, each session's in
+// turn order; every record must carry the session fields.
 func readSessionRecords(t *testing.T, path string) map[int64][]sessionRecord {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	out := map[int64][]sessionRecord{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r sessionRecord
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
+	for i, r := range testenv.ReadJSONL[sessionRecord](t, path) {
 		if r.Session == nil || r.HistoryTokens == nil || r.Turn < 1 {
-			t.Fatalf("record without session fields: %s", sc.Text())
+			t.Fatalf("%s: line %d: record without session fields: %+v", path, i+1, r)
 		}
 		out[*r.Session] = append(out[*r.Session], r)
 	}
@@ -68,19 +55,15 @@ func readSessionRecords(t *testing.T, path string) map[int64][]sessionRecord {
 // readPlan reads --sessions-out: think time and sizes by session and turn.
 func readPlan(t *testing.T, path string) map[int64][][3]float64 {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := rows[0]; !slices.Equal(got, []string{"session", "turn", "think_s", "input_len", "output_len"}) {
-		t.Fatalf("sessions header %v", got)
+	col, rows := testenv.ReadCSV(t, path)
+	header := []string{"session", "turn", "think_s", "input_len", "output_len"}
+	for i, h := range header {
+		if c, ok := col[h]; !ok || c != i || len(col) != len(header) {
+			t.Fatalf("sessions header %v, want %v", col, header)
+		}
 	}
 	out := map[int64][][3]float64{}
-	for _, r := range rows[1:] {
+	for _, r := range rows {
 		s, _ := strconv.ParseInt(r[0], 10, 64)
 		th, _ := strconv.ParseFloat(r[2], 64)
 		in, _ := strconv.ParseFloat(r[3], 64)
@@ -204,11 +187,7 @@ func TestSessionStartsAreTheSchedule(t *testing.T) {
 				out := filepath.Join(dir, "s.csv")
 				args := append([]string{"--dry-run", "--seed", "9", "--schedule-out", out}, mode...)
 				mustRun(t, append(args, extra...)...)
-				b, err := os.ReadFile(out)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return b
+				return testenv.ReadFile(t, out)
 			}
 			plain := sched()
 			with := sched("--turns", "uniform:2:4", "--think-time", "exp:1s", "--sessions-out", filepath.Join(dir, "p.csv"))
@@ -317,16 +296,9 @@ func TestSessionsInEveryMode(t *testing.T) {
 // the history, and asks for its reply's length.
 func TestSessionsMultiTurnShareGPT(t *testing.T) {
 	const path = "testdata/sharegpt_multiturn.json"
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var convs []struct {
+	convs := testenv.ReadJSON[[]struct {
 		Conversations []struct{ From, Value string } `json:"conversations"`
-	}
-	if err := json.Unmarshal(raw, &convs); err != nil {
-		t.Fatal(err)
-	}
+	}](t, path)
 	var mu sync.Mutex
 	var bodies []string
 	_, port := mocktest.Start(t, mockserver.Config{PrefixCache: mockserver.PrefixCacheConfig{Blocks: 1 << 12},

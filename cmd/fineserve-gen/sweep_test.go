@@ -139,10 +139,7 @@ func TestSweepAnalyticCapacity(t *testing.T) {
 	if !strings.Contains(out, res.Line) || !strings.Contains(res.Line, "with e2el ≤ 250 ms for ≥ 90 % of requests; limited by: concurrency") {
 		t.Errorf("line %q not printed or not as documented", res.Line)
 	}
-	page, err := os.ReadFile(html)
-	if err != nil {
-		t.Fatal(err)
-	}
+	page := testenv.ReadFile(t, html)
 	for _, plot := range []string{"sweep_latency", "sweep_throughput", "sweep_goodput"} {
 		if !bytes.Contains(page, []byte(`data-plot="`+plot+`"`)) {
 			t.Errorf("HTML report without its %s plot", plot)
