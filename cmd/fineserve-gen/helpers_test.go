@@ -3,8 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
 // mustRun runs the command in process with args and fails the test unless
@@ -33,4 +39,68 @@ func wantUsage(t *testing.T, args []string, want ...string) {
 			t.Errorf("%v: message %q, want %q", args, errb.String(), w)
 		}
 	}
+}
+
+// toolRun is one in-process run of the command and what it wrote.
+type toolRun struct {
+	code           int
+	stdout, stderr string
+	dir            string
+}
+
+func (r *toolRun) path(name string) string { return filepath.Join(r.dir, name) }
+
+// runTool runs the command with args plus outputs in a fresh directory
+// (results.jsonl, summary.json); the exit code is the caller's to check.
+func runTool(t *testing.T, ctx context.Context, args ...string) *toolRun {
+	t.Helper()
+	r := &toolRun{dir: t.TempDir()}
+	args = append(args, "--results-jsonl", r.path("results.jsonl"), "--summary-json", r.path("summary.json"), "--disable-tqdm")
+	var out, errb bytes.Buffer
+	r.code = dispatch(ctx, args, &out, &errb)
+	r.stdout, r.stderr = out.String(), errb.String()
+	return r
+}
+
+// mustRunTool is runTool that fails the test unless the run exits 0.
+func mustRunTool(t *testing.T, args ...string) *toolRun {
+	t.Helper()
+	r := runTool(t, context.Background(), args...)
+	if r.code != exitOK {
+		t.Fatalf("%v: exit %d\n%s", args, r.code, r.stderr)
+	}
+	return r
+}
+
+// summary reads the run's summary.json.
+func (r *toolRun) summary(t *testing.T) *metrics.Summary {
+	t.Helper()
+	if _, err := os.Stat(r.path("summary.json")); err != nil {
+		t.Fatalf("summary: %v\nstderr:\n%s", err, r.stderr)
+	}
+	s := testenv.ReadJSON[metrics.Summary](t, r.path("summary.json"))
+	return &s
+}
+
+// record is the part of a JSONL record the tests read.
+type record struct {
+	Index      int64   `json:"index"`
+	Sent       float64 `json:"sent_s"`
+	Status     int     `json:"status"`
+	ErrorClass string  `json:"error_class"`
+	Error      string  `json:"error"`
+	Retries    int     `json:"retries"`
+}
+
+// readRecords parses a results file, failing on any partial line.
+func readRecords(t *testing.T, path string) []record {
+	return testenv.ReadJSONL[record](t, path)
+}
+
+// baseArgs is a short run against the mock on port: n requests at once,
+// no warm-up.
+func baseArgs(port, n int) []string {
+	return []string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model",
+		"--num-prompts", strconv.Itoa(n), "--request-rate", "inf", "--random-input-len", "8", "--random-output-len", "4",
+		"--seed", "1", "--warmup-requests", "0", "--quiet"}
 }

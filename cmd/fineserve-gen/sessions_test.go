@@ -96,10 +96,7 @@ func TestSessionsAgainstPrefixCache(t *testing.T) {
 				"--num-prompts", "6", "--request-rate", "50", "--random-input-len", "100", "--random-output-len", "20",
 				"--seed", "3", "--warmup-requests", "0", "--turns", "5", "--think-time", "uniform:10ms:40ms",
 				"--turn-input-len", "uniform:20:60", "--sessions-out", plan}
-			r := runTool(t, context.Background(), args...)
-			if r.code != exitOK {
-				t.Fatalf("exit %d\n%s", r.code, r.stderr)
-			}
+			r := mustRunTool(t, args...)
 			recs := readSessionRecords(t, r.path("results.jsonl"))
 			planned := readPlan(t, plan)
 			if len(recs) != 6 || len(planned) != 6 {
@@ -214,10 +211,7 @@ func TestSessionsEnd(t *testing.T) {
 	t.Run("length", func(t *testing.T) {
 		// Turns need 120, 180, 240, 300 and 360 tokens: the fifth is above 300.
 		_, port := mocktest.Start(t, mockserver.Config{MaxModelLen: 300})
-		r := runTool(t, context.Background(), base(port)...)
-		if r.code != exitOK {
-			t.Fatalf("exit %d\n%s", r.code, r.stderr)
-		}
+		r := mustRunTool(t, base(port)...)
 		ss := r.summary(t).Sessions
 		if ss == nil || ss.Started != 4 || ss.EndedLength != 4 || ss.Completed != 0 || ss.TurnsSent != 16 {
 			t.Errorf("sessions %+v, want 4 ended by length after 4 turns each", ss)
@@ -266,10 +260,7 @@ func TestSessionsInEveryMode(t *testing.T) {
 			args := append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model", "--seed", "4",
 				"--warmup-requests", "0", "--quiet", "--turns", "3", "--think-time", "2ms", "--turn-input-len", "uniform:5:15",
 				"--random-output-len", "8"}, mode...)
-			r := runTool(t, context.Background(), args...)
-			if r.code != exitOK {
-				t.Fatalf("exit %d\n%s", r.code, r.stderr)
-			}
+			r := mustRunTool(t, args...)
 			sum := r.summary(t)
 			if ss := sum.Sessions; ss == nil || ss.Started != 8 || ss.Completed+ss.EndedLength != 8 || ss.TurnsSent < 16 {
 				t.Fatalf("sessions %+v", ss)
@@ -308,12 +299,9 @@ func TestSessionsMultiTurnShareGPT(t *testing.T) {
 			mu.Lock()
 			bodies = nil
 			mu.Unlock()
-			r := runTool(t, context.Background(), "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model",
+			r := mustRunTool(t, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model",
 				"--backend", backend, "--dataset-path", path, "--multi-turn", "--num-prompts", "8", "--request-rate", "100",
 				"--seed", "2", "--warmup-requests", "0", "--quiet", "--think-time", "1ms")
-			if r.code != exitOK {
-				t.Fatalf("exit %d\n%s", r.code, r.stderr)
-			}
 			recs := readSessionRecords(t, r.path("results.jsonl"))
 			if len(recs) != len(convs) {
 				t.Fatalf("%d sessions, want %d", len(recs), len(convs))
@@ -389,14 +377,9 @@ func TestSessionsInterrupted(t *testing.T) {
 func TestSessionsShardsMergeExactly(t *testing.T) {
 	_, port := mocktest.Start(t, mockserver.Config{PrefixCache: mockserver.PrefixCacheConfig{Blocks: 1 << 14}})
 	args := append(baseArgs(port, 10), "--turns", "uniform:1:4", "--turn-input-len", "uniform:3:9", "--think-time", "1ms")
-	whole := runTool(t, context.Background(), args...)
-	s0 := runTool(t, context.Background(), append(args, "--shard", "0/2")...)
-	s1 := runTool(t, context.Background(), append(args, "--shard", "1/2")...)
-	for _, r := range []*toolRun{whole, s0, s1} {
-		if r.code != exitOK {
-			t.Fatalf("exit %d\n%s", r.code, r.stderr)
-		}
-	}
+	whole := mustRunTool(t, args...)
+	s0 := mustRunTool(t, append(args, "--shard", "0/2")...)
+	s1 := mustRunTool(t, append(args, "--shard", "1/2")...)
 	merged := filepath.Join(t.TempDir(), "merged.json")
 	mustRun(t, "merge", s0.path("summary.json"), s1.path("summary.json"), "-o", merged)
 	m := testenv.ReadJSON[metrics.Summary](t, merged)
@@ -430,11 +413,8 @@ func TestTimingSessionThinkTime(t *testing.T) {
 	testenv.SkipUnderRace(t)
 	_, port := mocktest.Start(t, mockserver.Config{TTFT: time.Millisecond})
 	plan := filepath.Join(t.TempDir(), "plan.csv")
-	r := runTool(t, context.Background(), append(baseArgs(port, 20), "--request-rate", "200", "--turns", "5",
+	r := mustRunTool(t, append(baseArgs(port, 20), "--request-rate", "200", "--turns", "5",
 		"--think-time", "exp:20ms", "--sessions-out", plan)...)
-	if r.code != exitOK {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
 	planned := readPlan(t, plan)
 	var sumPlanned, sumSeen float64
 	n := 0
@@ -462,10 +442,7 @@ func TestTimingSessionThinkTime(t *testing.T) {
 // the waiting ones start late, which their start lag shows.
 func TestSessionsMaxSessions(t *testing.T) {
 	_, port := mocktest.Start(t, mockserver.Config{TTFT: time.Millisecond})
-	r := runTool(t, context.Background(), append(baseArgs(port, 6), "--turns", "3", "--think-time", "20ms", "--max-sessions", "2")...)
-	if r.code != exitOK {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
+	r := mustRunTool(t, append(baseArgs(port, 6), "--turns", "3", "--think-time", "20ms", "--max-sessions", "2")...)
 	sum := r.summary(t)
 	if sum.Queued != 4 || sum.Sessions == nil || sum.Sessions.Completed != 6 {
 		t.Fatalf("queued %d, sessions %+v", sum.Queued, sum.Sessions)
