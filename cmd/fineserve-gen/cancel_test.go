@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/csv"
 	"io"
 	"math"
@@ -144,14 +142,13 @@ func TestCancelFreesSlots(t *testing.T) {
 	args := []string{"run", "--port", strconv.Itoa(port), "--request-rate", "20", "--seed", "1", "--num-prompts", strconv.Itoa(requests),
 		"--random-input-len", "16", "--random-output-len", "200", "--cancel-share", "1", "--cancel-after", "50ms",
 		"--warmup-requests", "0", "--summary-json", sumPath, "--quiet", "--disable-tqdm"}
-	var o, e bytes.Buffer
 	start := time.Now()
-	code := dispatch(context.Background(), args, &o, &e)
+	code, o, e := runCmd(args...)
 	elapsed := time.Since(start)
 	close(stop)
 	<-done
 	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, e.String())
+		t.Fatalf("exit %d: %s", code, e)
 	}
 	uncancelled := time.Duration(requests/slots) * 200 * 50 * time.Millisecond
 	if elapsed > uncancelled/5 {
@@ -182,8 +179,8 @@ func TestCancelFreesSlots(t *testing.T) {
 	if sum.Cancelled != requests || sum.Completed != 0 || sum.Failed != 0 {
 		t.Errorf("summary: %+v, want %d cancelled", sum, requests)
 	}
-	if !strings.Contains(o.String(), "Cancelled by the client:") {
-		t.Errorf("the table has no cancelled line:\n%s", o.String())
+	if !strings.Contains(o, "Cancelled by the client:") {
+		t.Errorf("the table has no cancelled line:\n%s", o)
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -213,10 +212,7 @@ func TestExitCodes(t *testing.T) {
 			{"report", r.path("results.jsonl"), "--summary", r.path("summary.json"), "-o", r.path("report2.html")},
 			{"merge", r.path("summary.json"), "-o", r.path("merged.json")},
 		} {
-			var out, errb bytes.Buffer
-			if code := dispatch(context.Background(), args, &out, &errb); code != exitOK {
-				t.Errorf("%v: exit %d\n%s", args, code, errb.String())
-			}
+			mustRun(t, args...)
 		}
 		merged, _ := os.ReadFile(r.path("merged.json"))
 		if !strings.Contains(string(merged), `"p99_ttft_ms": null`) {

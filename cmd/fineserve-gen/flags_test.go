@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"math"
 	"strconv"
 	"strings"
@@ -138,9 +136,8 @@ func TestUsageErrors(t *testing.T) {
 	} {
 		wantUsage(t, args)
 	}
-	var out bytes.Buffer
-	if code := dispatch(context.Background(), []string{"run", "--help"}, &out, &out); code != exitOK || !strings.Contains(out.String(), "--request-rate") {
-		t.Errorf("run --help: exit %d\n%s", code, out.String())
+	if out, _ := mustRun(t, "run", "--help"); !strings.Contains(out, "--request-rate") {
+		t.Errorf("run --help:\n%s", out)
 	}
 }
 

@@ -160,12 +160,8 @@ func runGolden(t *testing.T, gc goldenCase) map[string][]byte {
 	}
 	if gc.shards > 1 {
 		merged := filepath.Join(dir, "merged.json")
-		var stdout, stderr bytes.Buffer
-		args := append([]string{"merge"}, summaries...)
-		if code := dispatch(context.Background(), append(args, "-o", merged), &stdout, &stderr); code != exitOK {
-			t.Fatalf("merge: exit %d\n%s", code, stderr.String())
-		}
-		out["merge-table.txt"] = normalizeTable(stdout.Bytes())
+		table, _ := mustRun(t, append(append([]string{"merge"}, summaries...), "-o", merged)...)
+		out["merge-table.txt"] = normalizeTable([]byte(table))
 		out["merged.json"] = normalizeSummary(t, testenv.ReadFile(t, merged), dir)
 	}
 	return out

@@ -13,15 +13,23 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
+// runCmd runs the command in process with args and returns its exit code
+// and what it wrote to stdout and stderr.
+func runCmd(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = dispatch(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
 // mustRun runs the command in process with args and fails the test unless
 // it exits 0; it returns what the command wrote to stdout and stderr.
-func mustRun(t *testing.T, args ...string) (stdout, stderr string) {
+func mustRun(t testing.TB, args ...string) (stdout, stderr string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	if code := dispatch(context.Background(), args, &out, &errb); code != exitOK {
-		t.Fatalf("%v: exit %d\n%s", args, code, errb.String())
+	code, stdout, stderr := runCmd(args...)
+	if code != exitOK {
+		t.Fatalf("%v: exit %d\n%s", args, code, stderr)
 	}
-	return out.String(), errb.String()
+	return stdout, stderr
 }
 
 // wantUsage runs the command in process with args and fails the test
@@ -29,14 +37,13 @@ func mustRun(t *testing.T, args ...string) (stdout, stderr string) {
 // want.
 func wantUsage(t *testing.T, args []string, want ...string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := dispatch(context.Background(), args, &out, &errb)
-	if code != exitUsage || errb.Len() == 0 {
-		t.Errorf("%v: exit %d, want %d with a message (stderr %q)", args, code, exitUsage, errb.String())
+	code, _, errb := runCmd(args...)
+	if code != exitUsage || errb == "" {
+		t.Errorf("%v: exit %d, want %d with a message (stderr %q)", args, code, exitUsage, errb)
 	}
 	for _, w := range want {
-		if !strings.Contains(errb.String(), w) {
-			t.Errorf("%v: message %q, want %q", args, errb.String(), w)
+		if !strings.Contains(errb, w) {
+			t.Errorf("%v: message %q, want %q", args, errb, w)
 		}
 	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"math"
 	"path/filepath"
@@ -85,10 +83,7 @@ func TestSharedPrefixCacheShare(t *testing.T) {
 		"--prefix-len", "1000", "--num-prefixes", "6", "--prefix-dist", "zipf:1.1",
 		"--lengths", "1500,4:70;600±0.2,4:30", "--warmup-requests", "0", "--seed", "5",
 		"--summary-json", sumPath, "--quiet", "--disable-tqdm"}
-	var o, e bytes.Buffer
-	if code := dispatch(context.Background(), args, &o, &e); code != exitOK {
-		t.Fatalf("exit %d: %s", code, e.String())
-	}
+	mustRun(t, args...)
 	data := testenv.ReadFile(t, sumPath)
 	var sum struct {
 		Completed    int64                     `json:"completed"`

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -148,11 +147,8 @@ func TestReportCommand(t *testing.T) {
 			}
 		})
 	}
-	var stdout, stderr bytes.Buffer
-	if code := dispatch(context.Background(), []string{"report"}, &stdout, &stderr); code != exitUsage {
-		t.Errorf("no file: exit %d", code)
-	}
-	if code := dispatch(context.Background(), []string{"report", filepath.Join(dir, "missing.jsonl")}, &stdout, &stderr); code != exitFailure {
+	wantUsage(t, []string{"report"})
+	if code, _, _ := runCmd("report", filepath.Join(dir, "missing.jsonl")); code != exitFailure {
 		t.Errorf("missing file: exit %d", code)
 	}
 }
