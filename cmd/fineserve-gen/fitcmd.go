@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -135,8 +134,8 @@ func fitCommand(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		}{lengthsFile, func(w io.Writer) error { return parametric.WriteLengthPairs(w, pairs) }})
 	}
 	for _, f := range files {
-		if err := writeFileWith(f.name, f.write); err != nil {
-			return fitFail(stderr, err)
+		if err := writeFile(f.name, f.write); err != nil {
+			return fitFail(stderr, fmt.Errorf("%s: %w", f.name, err))
 		}
 		fmt.Fprintf(stderr, "fit: wrote %s\n", f.name)
 	}
@@ -200,20 +199,4 @@ func windowLabel(d time.Duration) string {
 		return fmt.Sprintf("%dmin", d/time.Minute)
 	}
 	return strings.ReplaceAll(fmt.Sprintf("%gs", d.Seconds()), ".", "p")
-}
-
-// writeFileWith creates name and writes it with write.
-func writeFileWith(name string, write func(io.Writer) error) error {
-	f, err := os.Create(name)
-	if err != nil {
-		return err
-	}
-	err = write(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	return nil
 }
