@@ -104,10 +104,15 @@ func readRecords(t *testing.T, path string) []record {
 	return testenv.ReadJSONL[record](t, path)
 }
 
+// mockTarget is the target flags of a run against the built-in server on
+// port (loopback) and its default model, followed by more.
+func mockTarget(port int, more ...string) []string {
+	return append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model"}, more...)
+}
+
 // baseArgs is a short run against the mock on port: n requests at once,
 // no warm-up.
 func baseArgs(port, n int) []string {
-	return []string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model",
-		"--num-prompts", strconv.Itoa(n), "--request-rate", "inf", "--random-input-len", "8", "--random-output-len", "4",
-		"--seed", "1", "--warmup-requests", "0", "--quiet"}
+	return mockTarget(port, "--num-prompts", strconv.Itoa(n), "--request-rate", "inf", "--random-input-len", "8", "--random-output-len", "4",
+		"--seed", "1", "--warmup-requests", "0", "--quiet")
 }

@@ -92,10 +92,10 @@ func TestSessionsAgainstPrefixCache(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			dir := t.TempDir()
 			plan := filepath.Join(dir, "sessions.csv")
-			args := []string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model", "--backend", backend,
+			args := mockTarget(port, "--backend", backend,
 				"--num-prompts", "6", "--request-rate", "50", "--random-input-len", "100", "--random-output-len", "20",
 				"--seed", "3", "--warmup-requests", "0", "--turns", "5", "--think-time", "uniform:10ms:40ms",
-				"--turn-input-len", "uniform:20:60", "--sessions-out", plan}
+				"--turn-input-len", "uniform:20:60", "--sessions-out", plan)
 			r := mustRunTool(t, args...)
 			recs := readSessionRecords(t, r.path("results.jsonl"))
 			planned := readPlan(t, plan)
@@ -204,9 +204,8 @@ func TestSessionStartsAreTheSchedule(t *testing.T) {
 // session unless --continue-on-error, which sends every planned turn.
 func TestSessionsEnd(t *testing.T) {
 	base := func(port int, extra ...string) []string {
-		return append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model",
-			"--num-prompts", "4", "--request-rate", "inf", "--random-input-len", "100", "--random-output-len", "20",
-			"--seed", "1", "--warmup-requests", "0", "--turns", "5", "--turn-input-len", "40", "--quiet"}, extra...)
+		return append(append(baseArgs(port, 4), "--random-input-len", "100", "--random-output-len", "20",
+			"--turns", "5", "--turn-input-len", "40"), extra...)
 	}
 	t.Run("length", func(t *testing.T) {
 		// Turns need 120, 180, 240, 300 and 360 tokens: the fifth is above 300.
@@ -257,9 +256,9 @@ func TestSessionsInEveryMode(t *testing.T) {
 	}
 	for name, mode := range cases {
 		t.Run(name, func(t *testing.T) {
-			args := append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model", "--seed", "4",
+			args := append(mockTarget(port, "--seed", "4",
 				"--warmup-requests", "0", "--quiet", "--turns", "3", "--think-time", "2ms", "--turn-input-len", "uniform:5:15",
-				"--random-output-len", "8"}, mode...)
+				"--random-output-len", "8"), mode...)
 			r := mustRunTool(t, args...)
 			sum := r.summary(t)
 			if ss := sum.Sessions; ss == nil || ss.Started != 8 || ss.Completed+ss.EndedLength != 8 || ss.TurnsSent < 16 {
@@ -299,9 +298,8 @@ func TestSessionsMultiTurnShareGPT(t *testing.T) {
 			mu.Lock()
 			bodies = nil
 			mu.Unlock()
-			r := mustRunTool(t, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model",
-				"--backend", backend, "--dataset-path", path, "--multi-turn", "--num-prompts", "8", "--request-rate", "100",
-				"--seed", "2", "--warmup-requests", "0", "--quiet", "--think-time", "1ms")
+			r := mustRunTool(t, mockTarget(port, "--backend", backend, "--dataset-path", path, "--multi-turn", "--num-prompts", "8", "--request-rate", "100",
+				"--seed", "2", "--warmup-requests", "0", "--quiet", "--think-time", "1ms")...)
 			recs := readSessionRecords(t, r.path("results.jsonl"))
 			if len(recs) != len(convs) {
 				t.Fatalf("%d sessions, want %d", len(recs), len(convs))
