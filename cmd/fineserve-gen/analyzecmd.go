@@ -22,20 +22,16 @@ import (
 // overall and per instance — to choose vLLM's --max-loras before a run.
 func analyzeCommand(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("analyze")
-	var ro replay.Options
 	slotsArg := fs.String("adapter-cache", "8", "cache sizes to simulate, in adapters (slots): N or N,M,… (vLLM's --max-loras)")
 	policyArg := fs.String("policy", "lru,lfu", "eviction policies: lru, lfu, opt (Belady's optimum), comma-separated")
 	keyArg := fs.String("key", "auto", "what a cache holds: adapters (the trace's LoRAs), model (its model column) or auto (adapters when the trace names them)")
 	perInstance := fs.Bool("per-instance", true, "also simulate one cache per instance (groupId, ip) when the trace has them")
 	top := fs.Int("top", 10, "instances listed in the table (the busiest; the JSON lists every one)")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file (- for standard output)")
-	format := fs.String("trace-format", "", "trace format (default: detected from the extension and header)")
-	fs.StringVar(&ro.TimestampColumn, "timestamp-column", "", "timestamp column (default per format)")
-	fs.StringVar(&ro.ModelColumn, "model-column", "", "model column (default per format)")
-	unit := fs.String("timestamp-unit", "", "timestamp unit: s, ms, us, ns or datetime (default per format)")
-	fs.StringVar(&ro.Scene, "scene", "", "keep the rows of this scene_id (Alibaba text-to-image trace)")
-	fs.BoolVar(&ro.KeepFailed, "keep-failed", false, "keep rows the trace marks as failed")
-	fs.BoolVar(&ro.Strict, "strict", false, "fail on unusable rows instead of skipping and counting them")
+	tf := addTraceFlags(fs)
+	fs.StringVar(&tf.ro.ModelColumn, "model-column", "", "model column (default per format)")
+	fs.StringVar(&tf.ro.Scene, "scene", "", "keep the rows of this scene_id (Alibaba text-to-image trace)")
+	fs.BoolVar(&tf.ro.KeepFailed, "keep-failed", false, "keep rows the trace marks as failed")
 	fail := func(errs ...error) int {
 		for _, err := range errs {
 			fmt.Fprintf(stderr, "fineserve-gen analyze: %v\n", err)
@@ -78,21 +74,13 @@ func analyzeCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 	if *top < 0 {
 		errs = append(errs, fmt.Errorf("--top %d: want ≥ 0", *top))
 	}
-	if ro.Format, err = replay.ParseFormat(*format); err != nil {
-		errs = append(errs, fmt.Errorf("--trace-format: %w", err))
-	}
-	if ro.Unit, err = replay.ParseUnit(*unit); err != nil {
-		errs = append(errs, fmt.Errorf("--timestamp-unit: %w", err))
-	}
+	errs = append(errs, tf.check()...)
 	if len(errs) > 0 {
 		return fail(errs...)
 	}
-	tr, err := replay.Load(fs.Arg(0), ro)
+	tr, err := tf.load(fs.Arg(0), stderr)
 	if err != nil {
 		return fail(err)
-	}
-	for _, w := range tr.Skipped.Warnings() {
-		fmt.Fprintf(stderr, "warning: trace %s: %s\n", fs.Arg(0), w)
 	}
 	key := *keyArg
 	if key == "auto" {

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 // TestAnalyzeHandComputed runs analyze on the text-to-image fixture's scene
@@ -65,10 +66,7 @@ func TestAnalyzeHandComputed(t *testing.T) {
 			}
 		}
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testenv.ReadFile(t, out)
 	if err := json.Unmarshal(data, &a); err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/csv"
 	"io"
 	"math"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -145,14 +142,13 @@ func TestCancelFreesSlots(t *testing.T) {
 	args := []string{"run", "--port", strconv.Itoa(port), "--request-rate", "20", "--seed", "1", "--num-prompts", strconv.Itoa(requests),
 		"--random-input-len", "16", "--random-output-len", "200", "--cancel-share", "1", "--cancel-after", "50ms",
 		"--warmup-requests", "0", "--summary-json", sumPath, "--quiet", "--disable-tqdm"}
-	var o, e bytes.Buffer
 	start := time.Now()
-	code := dispatch(context.Background(), args, &o, &e)
+	code, o, e := runCmd(args...)
 	elapsed := time.Since(start)
 	close(stop)
 	<-done
 	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, e.String())
+		t.Fatalf("exit %d: %s", code, e)
 	}
 	uncancelled := time.Duration(requests/slots) * 200 * 50 * time.Millisecond
 	if elapsed > uncancelled/5 {
@@ -183,8 +179,8 @@ func TestCancelFreesSlots(t *testing.T) {
 	if sum.Cancelled != requests || sum.Completed != 0 || sum.Failed != 0 {
 		t.Errorf("summary: %+v, want %d cancelled", sum, requests)
 	}
-	if !strings.Contains(o.String(), "Cancelled by the client:") {
-		t.Errorf("the table has no cancelled line:\n%s", o.String())
+	if !strings.Contains(o, "Cancelled by the client:") {
+		t.Errorf("the table has no cancelled line:\n%s", o)
 	}
 }
 
@@ -244,10 +240,7 @@ func TestCancelShardsMergeAndRecords(t *testing.T) {
 			"--summary-json", path("s" + strconv.Itoa(i) + ".json"), "--results-jsonl", path("r" + strconv.Itoa(i) + ".jsonl")}
 		mustRun(t, args...)
 		s := testenv.ReadJSON[cancelSummary](t, path("s"+strconv.Itoa(i)+".json"))
-		recs, err := os.ReadFile(path("r" + strconv.Itoa(i) + ".jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		recs := testenv.ReadFile(t, path("r"+strconv.Itoa(i)+".jsonl"))
 		n := int64(strings.Count(string(recs), `"outcome":"cancelled"`))
 		if s.Cancelled == 0 || s.Completed == 0 || s.Failed != 0 || s.Completed+s.Cancelled != 20 || n != s.Cancelled {
 			t.Errorf("shard %d: %+v, %d records cancelled", i, s, n)

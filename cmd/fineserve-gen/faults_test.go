@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,63 +13,8 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
-	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
-	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
-
-// toolRun is one in-process run of the command and what it wrote.
-type toolRun struct {
-	code           int
-	stdout, stderr string
-	dir            string
-}
-
-func (r *toolRun) path(name string) string { return filepath.Join(r.dir, name) }
-
-// runTool runs the command with args plus outputs in a fresh directory
-// (results.jsonl, summary.json).
-func runTool(t *testing.T, ctx context.Context, args ...string) *toolRun {
-	t.Helper()
-	r := &toolRun{dir: t.TempDir()}
-	args = append(args, "--results-jsonl", r.path("results.jsonl"), "--summary-json", r.path("summary.json"), "--disable-tqdm")
-	var out, errb bytes.Buffer
-	r.code = dispatch(ctx, args, &out, &errb)
-	r.stdout, r.stderr = out.String(), errb.String()
-	return r
-}
-
-func (r *toolRun) summary(t *testing.T) *metrics.Summary {
-	t.Helper()
-	if _, err := os.Stat(r.path("summary.json")); err != nil {
-		t.Fatalf("summary: %v\nstderr:\n%s", err, r.stderr)
-	}
-	s := testenv.ReadJSON[metrics.Summary](t, r.path("summary.json"))
-	return &s
-}
-
-// record is the part of a JSONL record the tests read.
-type record struct {
-	Index      int64   `json:"index"`
-	Sent       float64 `json:"sent_s"`
-	Status     int     `json:"status"`
-	ErrorClass string  `json:"error_class"`
-	Error      string  `json:"error"`
-	Retries    int     `json:"retries"`
-}
-
-// readRecords parses a results file, failing on any partial line.
-func readRecords(t *testing.T, path string) []record {
-	return testenv.ReadJSONL[record](t, path)
-}
-
-// baseArgs is a short run against the mock on port: n requests at once,
-// no warm-up.
-func baseArgs(port, n int) []string {
-	return []string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model",
-		"--num-prompts", strconv.Itoa(n), "--request-rate", "inf", "--random-input-len", "8", "--random-output-len", "4",
-		"--seed", "1", "--warmup-requests", "0", "--quiet"}
-}
 
 // TestRunAgainstEveryFault runs the tool against the built-in server
 // injecting each fault kind into every request: the run completes, every
@@ -215,10 +158,7 @@ func TestRetriesEndToEnd(t *testing.T) {
 func TestExitCodes(t *testing.T) {
 	_, port := mocktest.Start(t, mockserver.Config{})
 	t.Run("0: a clean run", func(t *testing.T) {
-		r := runTool(t, context.Background(), baseArgs(port, 20)...)
-		if r.code != exitOK {
-			t.Errorf("exit %d\n%s", r.code, r.stderr)
-		}
+		mustRunTool(t, baseArgs(port, 20)...)
 	})
 	t.Run("1: the server cannot be reached", func(t *testing.T) {
 		ln, _ := net.Listen("tcp", "127.0.0.1:0")
@@ -272,10 +212,7 @@ func TestExitCodes(t *testing.T) {
 			{"report", r.path("results.jsonl"), "--summary", r.path("summary.json"), "-o", r.path("report2.html")},
 			{"merge", r.path("summary.json"), "-o", r.path("merged.json")},
 		} {
-			var out, errb bytes.Buffer
-			if code := dispatch(context.Background(), args, &out, &errb); code != exitOK {
-				t.Errorf("%v: exit %d\n%s", args, code, errb.String())
-			}
+			mustRun(t, args...)
 		}
 		merged, _ := os.ReadFile(r.path("merged.json"))
 		if !strings.Contains(string(merged), `"p99_ttft_ms": null`) {

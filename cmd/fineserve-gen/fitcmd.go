@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/parametric"
-	"github.com/fineserve-gen/fineserve-gen/pkg/replay"
 )
 
 // fitCommand is "fineserve-gen fit TRACE": it fits Gamma windows and an NB
@@ -23,13 +21,9 @@ import (
 // a one-page summary.
 func fitCommand(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("fit")
-	var ro replay.Options
-	format := fs.String("trace-format", "", "trace format (default: detected from the extension and header)")
-	fs.StringVar(&ro.TimestampColumn, "timestamp-column", "", "timestamp column (default per format)")
-	fs.StringVar(&ro.InputColumn, "input-length-column", "", "input length column (default per format)")
-	fs.StringVar(&ro.OutputColumn, "output-length-column", "", "output length column (default per format)")
-	unit := fs.String("timestamp-unit", "", "timestamp unit: s, ms, us, ns or datetime (default per format)")
-	fs.BoolVar(&ro.Strict, "strict", false, "fail on unusable rows instead of skipping and counting them")
+	tf := addTraceFlags(fs)
+	fs.StringVar(&tf.ro.InputColumn, "input-length-column", "", "input length column (default per format)")
+	fs.StringVar(&tf.ro.OutputColumn, "output-length-column", "", "output length column (default per format)")
 	windowSec := fs.Float64("parametric-window-seconds", 300, "window length in seconds")
 	method := fs.String("method", "moments", "Gamma shape estimator: moments (default) or mle")
 	burst := fs.String("burst-width", "1ms", "micro-burst width: a burst is a request and those less than this after it (0: no NB model)")
@@ -52,16 +46,10 @@ func fitCommand(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		return fitUsage(stderr, errors.New("want exactly one trace file: fineserve-gen fit TRACE [flags]"))
 	}
 	trace := fs.Arg(0)
-	var errs []error
+	errs := tf.check()
 	var err error
-	if ro.Format, err = replay.ParseFormat(*format); err != nil {
-		errs = append(errs, fmt.Errorf("--trace-format: %w", err))
-	}
 	if *maxPairs < 0 {
 		errs = append(errs, fmt.Errorf("--max-length-pairs %d: want 0 or more", *maxPairs))
-	}
-	if ro.Unit, err = replay.ParseUnit(*unit); err != nil {
-		errs = append(errs, fmt.Errorf("--timestamp-unit: %w", err))
 	}
 	o := parametric.FitOptions{Window: time.Duration(math.Round(*windowSec * 1e9))}
 	if !(*windowSec >= 0.001) || *windowSec > 1e9 {
@@ -89,12 +77,9 @@ func fitCommand(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		return fitUsage(stderr, err)
 	}
 
-	tr, err := replay.Load(trace, ro)
+	tr, err := tf.load(trace, stderr)
 	if err != nil {
 		return fitUsage(stderr, err)
-	}
-	for _, w := range tr.Skipped.Warnings() {
-		fmt.Fprintf(stderr, "warning: %s: %s\n", trace, w)
 	}
 	times := make([]time.Duration, tr.Len())
 	for i := range times {
@@ -149,8 +134,8 @@ func fitCommand(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		}{lengthsFile, func(w io.Writer) error { return parametric.WriteLengthPairs(w, pairs) }})
 	}
 	for _, f := range files {
-		if err := writeFileWith(f.name, f.write); err != nil {
-			return fitFail(stderr, err)
+		if err := writeFile(f.name, f.write); err != nil {
+			return fitFail(stderr, fmt.Errorf("%s: %w", f.name, err))
 		}
 		fmt.Fprintf(stderr, "fit: wrote %s\n", f.name)
 	}
@@ -214,20 +199,4 @@ func windowLabel(d time.Duration) string {
 		return fmt.Sprintf("%dmin", d/time.Minute)
 	}
 	return strings.ReplaceAll(fmt.Sprintf("%gs", d.Seconds()), ".", "p")
-}
-
-// writeFileWith creates name and writes it with write.
-func writeFileWith(name string, write func(io.Writer) error) error {
-	f, err := os.Create(name)
-	if err != nil {
-		return err
-	}
-	err = write(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	return nil
 }

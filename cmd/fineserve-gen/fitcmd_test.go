@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -86,10 +84,7 @@ func TestFitLengthsReproduceTrace(t *testing.T) {
 	const trace = "../../pkg/replay/testdata/azure2023_code.csv.gz"
 	dir := t.TempDir()
 	prefix := filepath.Join(dir, "az")
-	var out, errb bytes.Buffer
-	if code := dispatch(context.Background(), []string{"fit", trace, "-o", prefix, "--parametric-window-seconds", "60", "--quiet"}, &out, &errb); code != exitOK {
-		t.Fatalf("fit: exit %d\n%s", code, errb.String())
-	}
+	_, errb := mustRun(t, "fit", trace, "-o", prefix, "--parametric-window-seconds", "60", "--quiet")
 	tr, err := replay.Load(trace, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -110,17 +105,13 @@ func TestFitLengthsReproduceTrace(t *testing.T) {
 	}
 
 	// Run the suggested command, as printed, with --dry-run --schedule-out.
-	_, hint, ok := strings.Cut(errb.String(), "generate from it with: fineserve-gen ")
+	_, hint, ok := strings.Cut(errb, "generate from it with: fineserve-gen ")
 	hint, _, _ = strings.Cut(hint, " …")
 	if !ok || !strings.Contains(hint, "--request-lengths-csv "+prefix+"_lengths.csv") {
-		t.Fatalf("the suggested command lacks --request-lengths-csv %s_lengths.csv:\n%s", prefix, errb.String())
+		t.Fatalf("the suggested command lacks --request-lengths-csv %s_lengths.csv:\n%s", prefix, errb)
 	}
 	sched := filepath.Join(dir, "s.csv")
-	args := append(strings.Fields(hint), "--seed", "5", "--dry-run", "--schedule-out", sched)
-	errb.Reset()
-	if code := dispatch(context.Background(), args, &out, &errb); code != exitOK {
-		t.Fatalf("%v: exit %d\n%s", args, code, errb.String())
-	}
+	mustRun(t, append(strings.Fields(hint), "--seed", "5", "--dry-run", "--schedule-out", sched)...)
 	rows, err := arrival.ReadCSV(testenv.Open(t, sched))
 	if err != nil {
 		t.Fatal(err)
@@ -148,24 +139,14 @@ func TestFitLengthsReproduceTrace(t *testing.T) {
 
 	// A bound: a seeded sample of that many of the trace's pairs, the same
 	// file every time.
-	read := func(name string) []byte {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
 	var files [2][]byte
 	for i := range files {
-		errb.Reset()
 		small := filepath.Join(dir, "small"+strconv.Itoa(i))
-		if code := dispatch(context.Background(), []string{"fit", trace, "-o", small, "--max-length-pairs", "500", "--quiet"}, &out, &errb); code != exitOK {
-			t.Fatalf("fit --max-length-pairs 500: exit %d\n%s", code, errb.String())
+		_, errb := mustRun(t, "fit", trace, "-o", small, "--max-length-pairs", "500", "--quiet")
+		if !strings.Contains(errb, "a uniform sample of 500 of the trace's 8819 length pairs") {
+			t.Errorf("the sample is not reported:\n%s", errb)
 		}
-		if !strings.Contains(errb.String(), "a uniform sample of 500 of the trace's 8819 length pairs") {
-			t.Errorf("the sample is not reported:\n%s", errb.String())
-		}
-		files[i] = read(small + "_lengths.csv")
+		files[i] = testenv.ReadFile(t, small+"_lengths.csv")
 	}
 	if !bytes.Equal(files[0], files[1]) {
 		t.Error("two fits of one trace wrote different length samples")
@@ -185,44 +166,26 @@ func TestFitLengthsReproduceTrace(t *testing.T) {
 
 	// 0 writes none, and the suggestion does not name one; a negative bound
 	// is a usage error.
-	errb.Reset()
 	none := filepath.Join(dir, "none")
-	if code := dispatch(context.Background(), []string{"fit", trace, "-o", none, "--max-length-pairs", "0", "--quiet"}, &out, &errb); code != exitOK {
-		t.Fatalf("--max-length-pairs 0: exit %d\n%s", code, errb.String())
+	_, errb = mustRun(t, "fit", trace, "-o", none, "--max-length-pairs", "0", "--quiet")
+	if _, err := os.Stat(none + "_lengths.csv"); !os.IsNotExist(err) || strings.Contains(errb, "--request-lengths-csv") {
+		t.Errorf("--max-length-pairs 0 wrote or suggested a lengths file: %v\n%s", err, errb)
 	}
-	if _, err := os.Stat(none + "_lengths.csv"); !os.IsNotExist(err) || strings.Contains(errb.String(), "--request-lengths-csv") {
-		t.Errorf("--max-length-pairs 0 wrote or suggested a lengths file: %v\n%s", err, errb.String())
-	}
-	errb.Reset()
-	if code := dispatch(context.Background(), []string{"fit", trace, "--max-length-pairs", "-1"}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "--max-length-pairs -1") {
-		t.Errorf("--max-length-pairs -1: exit %d, %q", code, errb.String())
-	}
+	wantUsage(t, []string{"fit", trace, "--max-length-pairs", "-1"}, "--max-length-pairs -1")
 }
 
 // TestFitWithoutLengths: a trace that gives no lengths (timestamps only)
 // gets no lengths file, says so, and the suggestion names none.
 func TestFitWithoutLengths(t *testing.T) {
 	dir := t.TempDir()
-	trace := filepath.Join(dir, "times.csv")
-	var b strings.Builder
-	b.WriteString("ts\n")
-	for i := range 200 {
-		fmt.Fprintf(&b, "%d\n", i*250)
-	}
-	if err := os.WriteFile(trace, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb bytes.Buffer
+	trace := timesTrace(t, dir, -1)
 	prefix := filepath.Join(dir, "t")
-	code := dispatch(context.Background(), []string{"fit", trace, "-o", prefix, "--timestamp-column", "ts", "--timestamp-unit", "ms", "--quiet"}, &out, &errb)
-	if code != exitOK {
-		t.Fatalf("exit %d\n%s", code, errb.String())
-	}
+	_, errb := mustRun(t, "fit", trace, "-o", prefix, "--timestamp-column", "ts", "--timestamp-unit", "ms", "--quiet")
 	if _, err := os.Stat(prefix + "_lengths.csv"); !os.IsNotExist(err) {
 		t.Errorf("a lengths file was written for a trace without lengths: %v", err)
 	}
-	if !strings.Contains(errb.String(), "gives no input and output lengths") || strings.Contains(errb.String(), "--request-lengths-csv") {
-		t.Errorf("stderr:\n%s", errb.String())
+	if !strings.Contains(errb, "gives no input and output lengths") || strings.Contains(errb, "--request-lengths-csv") {
+		t.Errorf("stderr:\n%s", errb)
 	}
 }
 

@@ -1,9 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +90,43 @@ func TestFlagValues(t *testing.T) {
 	}
 }
 
+// TestUnitValues: the mock's ms and µs flags take a fractional number of
+// their unit from 0 to 10⁶ s, print back what they were given, and name
+// their unit when they refuse a value.
+func TestUnitValues(t *testing.T) {
+	for _, tc := range []struct {
+		v          func(*time.Duration) unitValue
+		in         string
+		want       time.Duration
+		name, word string
+	}{
+		{millisValue, "2.5", 2500 * time.Microsecond, "ms", ""},
+		{millisValue, "1e9", 1e6 * time.Second, "ms", ""},
+		{millisValue, "1.000001e9", 0, "ms", "milliseconds"},
+		{millisValue, "-1", 0, "ms", "milliseconds"},
+		{microsValue, "2.5", 2500 * time.Nanosecond, "µs", ""},
+		{microsValue, "1e12", 1e6 * time.Second, "µs", ""},
+		{microsValue, "1.000001e12", 0, "µs", "microseconds"},
+		{microsValue, "inf", 0, "µs", "microseconds"},
+	} {
+		var d time.Duration
+		v := tc.v(&d)
+		err := v.Set(tc.in)
+		switch {
+		case v.Type() != tc.name:
+			t.Errorf("%q: type %s, want %s", tc.in, v.Type(), tc.name)
+		case tc.word != "" && (err == nil || !strings.Contains(err.Error(), tc.word)):
+			t.Errorf("%s %q: %v, want an error naming %s", tc.name, tc.in, err, tc.word)
+		case tc.word == "":
+			in, _ := strconv.ParseFloat(tc.in, 64)
+			back, _ := strconv.ParseFloat(v.String(), 64)
+			if err != nil || d != tc.want || back != in {
+				t.Errorf("%s %q: %v (prints %s), %v; want %v", tc.name, tc.in, d, v.String(), err, tc.want)
+			}
+		}
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--no-such-flag"},
@@ -100,9 +136,8 @@ func TestUsageErrors(t *testing.T) {
 	} {
 		wantUsage(t, args)
 	}
-	var out bytes.Buffer
-	if code := dispatch(context.Background(), []string{"run", "--help"}, &out, &out); code != exitOK || !strings.Contains(out.String(), "--request-rate") {
-		t.Errorf("run --help: exit %d\n%s", code, out.String())
+	if out, _ := mustRun(t, "run", "--help"); !strings.Contains(out, "--request-rate") {
+		t.Errorf("run --help:\n%s", out)
 	}
 }
 

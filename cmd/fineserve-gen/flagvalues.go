@@ -53,47 +53,42 @@ func (v durationValue) Set(s string) error {
 
 func (v durationValue) Type() string { return "duration" }
 
-// millisValue is a pflag.Value of a duration given in (fractional) ms.
-type millisValue struct{ d *time.Duration }
+// unitValue is a pflag.Value of a duration given as a (fractional) number
+// of a unit — ms (millisValue) or µs (microsValue) — from 0 to 10⁶ s.
+type unitValue struct {
+	d          *time.Duration
+	unit       time.Duration
+	name, word string // "ms", "milliseconds"
+}
 
-func (v millisValue) String() string {
+// maxUnitValue bounds a unitValue: 10⁶ s, in ns.
+const maxUnitValue = 1e15
+
+func millisValue(d *time.Duration) unitValue {
+	return unitValue{d, time.Millisecond, "ms", "milliseconds"}
+}
+
+func microsValue(d *time.Duration) unitValue {
+	return unitValue{d, time.Microsecond, "µs", "microseconds"}
+}
+
+func (v unitValue) String() string {
 	if v.d == nil {
 		return "0"
 	}
-	return strconv.FormatFloat(float64(*v.d)/1e6, 'g', -1, 64)
+	return strconv.FormatFloat(float64(*v.d)/float64(v.unit), 'g', -1, 64)
 }
 
-func (v millisValue) Set(s string) error {
+func (v unitValue) Set(s string) error {
 	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || f > 1e9 {
-		return fmt.Errorf("%q: want a number of milliseconds ≥ 0", s)
+	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || f > maxUnitValue/float64(v.unit) {
+		return fmt.Errorf("%q: want a number of %s ≥ 0", s, v.word)
 	}
-	*v.d = time.Duration(f * 1e6)
+	*v.d = time.Duration(f * float64(v.unit))
 	return nil
 }
 
-func (v millisValue) Type() string { return "ms" }
-
-// microsValue is a pflag.Value of a duration given in (fractional) µs.
-type microsValue struct{ d *time.Duration }
-
-func (v microsValue) String() string {
-	if v.d == nil {
-		return "0"
-	}
-	return strconv.FormatFloat(float64(*v.d)/1e3, 'g', -1, 64)
-}
-
-func (v microsValue) Set(s string) error {
-	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || f > 1e12 {
-		return fmt.Errorf("%q: want a number of microseconds ≥ 0", s)
-	}
-	*v.d = time.Duration(f * 1e3)
-	return nil
-}
-
-func (v microsValue) Type() string { return "µs" }
+func (v unitValue) Type() string { return v.name }
 
 // parseRate parses a request rate: a number > 0, or inf.
 func parseRate(s string) (float64, error) {

@@ -75,11 +75,11 @@ func FuzzMillisMicros(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		var d time.Duration
-		if (millisValue{&d}).Set(s) == nil && d < 0 {
+		if millisValue(&d).Set(s) == nil && d < 0 {
 			t.Fatalf("ms %q: %v", s, d)
 		}
 		d = 0
-		if (microsValue{&d}).Set(s) == nil && d < 0 {
+		if microsValue(&d).Set(s) == nil && d < 0 {
 			t.Fatalf("µs %q: %v", s, d)
 		}
 	})

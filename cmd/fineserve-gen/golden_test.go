@@ -28,6 +28,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 // goldenCase is one seeded run; its outputs go to testdata/golden/NAME.
@@ -104,10 +105,7 @@ func TestGolden(t *testing.T) {
 			}
 			for _, path := range want {
 				name := filepath.Base(path)
-				data, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
+				data := testenv.ReadFile(t, path)
 				g, ok := got[name]
 				if !ok {
 					t.Errorf("%s: the run no longer writes it", name)
@@ -156,33 +154,20 @@ func runGolden(t *testing.T, gc goldenCase) map[string][]byte {
 		}
 		out["table"+suffix+".txt"] = normalizeTable(stdout.Bytes())
 		out["stderr"+suffix+".txt"] = normalizeNotes(stderr.Bytes(), dir)
-		out["schedule"+suffix+".csv"] = readFile(t, filepath.Join(dir, "schedule"+suffix+".csv"))
-		out["summary"+suffix+".json"] = normalizeSummary(t, readFile(t, sum), dir)
-		out["records"+suffix+".jsonl"] = normalizeRecords(t, readFile(t, filepath.Join(dir, "records"+suffix+".jsonl")))
+		out["schedule"+suffix+".csv"] = testenv.ReadFile(t, filepath.Join(dir, "schedule"+suffix+".csv"))
+		out["summary"+suffix+".json"] = normalizeSummary(t, testenv.ReadFile(t, sum), dir)
+		out["records"+suffix+".jsonl"] = normalizeRecords(t, testenv.ReadFile(t, filepath.Join(dir, "records"+suffix+".jsonl")))
 	}
 	if gc.shards > 1 {
 		merged := filepath.Join(dir, "merged.json")
-		var stdout, stderr bytes.Buffer
-		args := append([]string{"merge"}, summaries...)
-		if code := dispatch(context.Background(), append(args, "-o", merged), &stdout, &stderr); code != exitOK {
-			t.Fatalf("merge: exit %d\n%s", code, stderr.String())
-		}
-		out["merge-table.txt"] = normalizeTable(stdout.Bytes())
-		out["merged.json"] = normalizeSummary(t, readFile(t, merged), dir)
+		table, _ := mustRun(t, append(append([]string{"merge"}, summaries...), "-o", merged)...)
+		out["merge-table.txt"] = normalizeTable([]byte(table))
+		out["merged.json"] = normalizeSummary(t, testenv.ReadFile(t, merged), dir)
 	}
 	return out
 }
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
-
-func readFile(t *testing.T, path string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
 
 // volatileKey matches the JSON keys whose values depend on the clock or on
 // the order in which the server saw requests: they are written as "~".

@@ -3,19 +3,33 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
+
+// runCmd runs the command in process with args and returns its exit code
+// and what it wrote to stdout and stderr.
+func runCmd(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = dispatch(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
 
 // mustRun runs the command in process with args and fails the test unless
 // it exits 0; it returns what the command wrote to stdout and stderr.
-func mustRun(t *testing.T, args ...string) (stdout, stderr string) {
+func mustRun(t testing.TB, args ...string) (stdout, stderr string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	if code := dispatch(context.Background(), args, &out, &errb); code != exitOK {
-		t.Fatalf("%v: exit %d\n%s", args, code, errb.String())
+	code, stdout, stderr := runCmd(args...)
+	if code != exitOK {
+		t.Fatalf("%v: exit %d\n%s", args, code, stderr)
 	}
-	return out.String(), errb.String()
+	return stdout, stderr
 }
 
 // wantUsage runs the command in process with args and fails the test
@@ -23,14 +37,82 @@ func mustRun(t *testing.T, args ...string) (stdout, stderr string) {
 // want.
 func wantUsage(t *testing.T, args []string, want ...string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := dispatch(context.Background(), args, &out, &errb)
-	if code != exitUsage || errb.Len() == 0 {
-		t.Errorf("%v: exit %d, want %d with a message (stderr %q)", args, code, exitUsage, errb.String())
+	code, _, errb := runCmd(args...)
+	if code != exitUsage || errb == "" {
+		t.Errorf("%v: exit %d, want %d with a message (stderr %q)", args, code, exitUsage, errb)
 	}
 	for _, w := range want {
-		if !strings.Contains(errb.String(), w) {
-			t.Errorf("%v: message %q, want %q", args, errb.String(), w)
+		if !strings.Contains(errb, w) {
+			t.Errorf("%v: message %q, want %q", args, errb, w)
 		}
 	}
+}
+
+// toolRun is one in-process run of the command and what it wrote.
+type toolRun struct {
+	code           int
+	stdout, stderr string
+	dir            string
+}
+
+func (r *toolRun) path(name string) string { return filepath.Join(r.dir, name) }
+
+// runTool runs the command with args plus outputs in a fresh directory
+// (results.jsonl, summary.json); the exit code is the caller's to check.
+func runTool(t *testing.T, ctx context.Context, args ...string) *toolRun {
+	t.Helper()
+	r := &toolRun{dir: t.TempDir()}
+	args = append(args, "--results-jsonl", r.path("results.jsonl"), "--summary-json", r.path("summary.json"), "--disable-tqdm")
+	var out, errb bytes.Buffer
+	r.code = dispatch(ctx, args, &out, &errb)
+	r.stdout, r.stderr = out.String(), errb.String()
+	return r
+}
+
+// mustRunTool is runTool that fails the test unless the run exits 0.
+func mustRunTool(t *testing.T, args ...string) *toolRun {
+	t.Helper()
+	r := runTool(t, context.Background(), args...)
+	if r.code != exitOK {
+		t.Fatalf("%v: exit %d\n%s", args, r.code, r.stderr)
+	}
+	return r
+}
+
+// summary reads the run's summary.json.
+func (r *toolRun) summary(t *testing.T) *metrics.Summary {
+	t.Helper()
+	if _, err := os.Stat(r.path("summary.json")); err != nil {
+		t.Fatalf("summary: %v\nstderr:\n%s", err, r.stderr)
+	}
+	s := testenv.ReadJSON[metrics.Summary](t, r.path("summary.json"))
+	return &s
+}
+
+// record is the part of a JSONL record the tests read.
+type record struct {
+	Index      int64   `json:"index"`
+	Sent       float64 `json:"sent_s"`
+	Status     int     `json:"status"`
+	ErrorClass string  `json:"error_class"`
+	Error      string  `json:"error"`
+	Retries    int     `json:"retries"`
+}
+
+// readRecords parses a results file, failing on any partial line.
+func readRecords(t *testing.T, path string) []record {
+	return testenv.ReadJSONL[record](t, path)
+}
+
+// mockTarget is the target flags of a run against the built-in server on
+// port (loopback) and its default model, followed by more.
+func mockTarget(port int, more ...string) []string {
+	return append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model"}, more...)
+}
+
+// baseArgs is a short run against the mock on port: n requests at once,
+// no warm-up.
+func baseArgs(port, n int) []string {
+	return mockTarget(port, "--num-prompts", strconv.Itoa(n), "--request-rate", "inf", "--random-input-len", "8", "--random-output-len", "4",
+		"--seed", "1", "--warmup-requests", "0", "--quiet")
 }

@@ -57,10 +57,7 @@ func TestHTTPSThroughGateway(t *testing.T) {
 	}
 	args := []string{"--base-url", hs.URL, "--model", "mock-model", "--num-prompts", "6", "--max-concurrency", "3",
 		"--random-input-len", "4", "--random-output-len", "2", "--ca-cert", ca, "--host-header", "example.com"}
-	r := runTool(t, context.Background(), args...)
-	if r.code != exitOK {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
+	r := mustRunTool(t, args...)
 	if s := r.summary(t); s.Completed != 6 {
 		t.Errorf("completed %d, want 6", s.Completed)
 	}

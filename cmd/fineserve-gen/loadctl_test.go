@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -86,14 +83,8 @@ func TestSharedPrefixCacheShare(t *testing.T) {
 		"--prefix-len", "1000", "--num-prefixes", "6", "--prefix-dist", "zipf:1.1",
 		"--lengths", "1500,4:70;600±0.2,4:30", "--warmup-requests", "0", "--seed", "5",
 		"--summary-json", sumPath, "--quiet", "--disable-tqdm"}
-	var o, e bytes.Buffer
-	if code := dispatch(context.Background(), args, &o, &e); code != exitOK {
-		t.Fatalf("exit %d: %s", code, e.String())
-	}
-	data, err := os.ReadFile(sumPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mustRun(t, args...)
+	data := testenv.ReadFile(t, sumPath)
 	var sum struct {
 		Completed    int64                     `json:"completed"`
 		Cached       int64                     `json:"cached_prompt_tokens"`

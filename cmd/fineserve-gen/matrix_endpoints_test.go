@@ -4,8 +4,6 @@ package main
 // several endpoints must change in its results.
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -317,16 +315,13 @@ func checkCaseShardMerge(t testing.TB, c matrixCase, args []string, r *caseRun, 
 	}
 	second := r.path("summary0.json")
 	other = append(other, "--summary-json", second, "--results-jsonl", r.path("results0.jsonl"), "--quiet")
-	var out, errb bytes.Buffer
-	if code := dispatch(context.Background(), other, &out, &errb); code != exitOK && code != exitBudget {
-		fail("shard 0/2: exit %d\n%s", code, errb.String())
+	if code, _, errb := runCmd(other...); code != exitOK && code != exitBudget {
+		fail("shard 0/2: exit %d\n%s", code, errb)
 		return
 	}
 	merged := r.path("merged.json")
-	out.Reset()
-	errb.Reset()
-	if code := dispatch(context.Background(), []string{"merge", "--quiet", first, second, "-o", merged}, &out, &errb); code != exitOK {
-		fail("merge: exit %d\n%s", code, errb.String())
+	if code, _, errb := runCmd("merge", "--quiet", first, second, "-o", merged); code != exitOK {
+		fail("merge: exit %d\n%s", code, errb)
 		return
 	}
 	var s0, m metrics.Summary

@@ -395,14 +395,8 @@ func caseArgs(c matrixCase, ports []int, dir string) (args, dry []string) {
 // returns its rows by index, its bytes and its columns by name.
 func drySchedule(t testing.TB, args []string, path string) (map[int64][]string, []byte, map[string]int) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	if code := dispatch(context.Background(), append(slices.Clone(args), "--schedule-out", path), &out, &errb); code != exitOK {
-		t.Fatalf("dry run: exit %d\nargs %q\n%s", code, args, errb.String())
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mustRun(t, append(slices.Clone(args), "--schedule-out", path)...)
+	b := testenv.ReadFile(t, path)
 	col, rows := testenv.ReadCSV(t, path)
 	bal := ""
 	if i := slices.Index(args, "--balance"); i >= 0 {
@@ -932,12 +926,7 @@ func TestMatrixInvalidCombinations(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, port := mocktest.Start(t, mockserver.Config{})
-			var out, errb bytes.Buffer
-			args := append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--seed", "1", "--quiet"}, tc.args...)
-			code := dispatch(context.Background(), args, &out, &errb)
-			if code != exitUsage || !strings.Contains(errb.String(), tc.want) {
-				t.Errorf("exit %d, want %d with %q in:\n%s", code, exitUsage, tc.want, errb.String())
-			}
+			wantUsage(t, append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--seed", "1", "--quiet"}, tc.args...), tc.want)
 			if n := srv.Stats().Requests; n != 0 {
 				t.Errorf("%d requests sent", n)
 			}

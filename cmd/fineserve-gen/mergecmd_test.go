@@ -336,15 +336,14 @@ func TestMergeCommandInputs(t *testing.T) {
 	}
 	merge := func(args ...string) (int, *metrics.Summary, string) {
 		out := filepath.Join(t.TempDir(), "m.json")
-		var stdout, stderr bytes.Buffer
-		code := dispatch(context.Background(), append(append([]string{"merge"}, args...), "-o", out), &stdout, &stderr)
+		code, _, stderr := runCmd(append(append([]string{"merge"}, args...), "-o", out)...)
 		var s metrics.Summary
 		if b, err := os.ReadFile(out); err == nil {
 			if err := json.Unmarshal(b, &s); err != nil {
 				t.Fatal(err)
 			}
 		}
-		return code, &s, stderr.String()
+		return code, &s, stderr
 	}
 	for _, args := range [][]string{
 		{filepath.Join(dir, "shard-*.json")},

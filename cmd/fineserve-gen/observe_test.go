@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -112,10 +111,7 @@ func TestMinGoodputExitCode(t *testing.T) {
 	if s.Goodput == nil || s.Goodput.Share != 0 {
 		t.Errorf("goodput %+v", s.Goodput)
 	}
-	r = runTool(t, context.Background(), append(baseArgs(port, 10), "--goodput", "ttft:5000", "--min-goodput", "0.5")...)
-	if r.code != exitOK {
-		t.Errorf("exit %d, want 0\n%s", r.code, r.stderr)
-	}
+	mustRunTool(t, append(baseArgs(port, 10), "--goodput", "ttft:5000", "--min-goodput", "0.5")...)
 }
 
 // TestReportCommand builds reports offline from a run's files: from the
@@ -123,11 +119,8 @@ func TestMinGoodputExitCode(t *testing.T) {
 // and a comparison of two runs.
 func TestReportCommand(t *testing.T) {
 	_, port := mocktest.Start(t, mockserver.Config{TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
-	a := runTool(t, context.Background(), append(baseArgs(port, 30), "--window-seconds", "0.5")...)
-	b := runTool(t, context.Background(), append(baseArgs(port, 30), "--window-seconds", "0.5", "--seed", "2")...)
-	if a.code != exitOK || b.code != exitOK {
-		t.Fatalf("runs: %d %d\n%s\n%s", a.code, b.code, a.stderr, b.stderr)
-	}
+	a := mustRunTool(t, append(baseArgs(port, 30), "--window-seconds", "0.5")...)
+	b := mustRunTool(t, append(baseArgs(port, 30), "--window-seconds", "0.5", "--seed", "2")...)
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		name string
@@ -154,11 +147,8 @@ func TestReportCommand(t *testing.T) {
 			}
 		})
 	}
-	var stdout, stderr bytes.Buffer
-	if code := dispatch(context.Background(), []string{"report"}, &stdout, &stderr); code != exitUsage {
-		t.Errorf("no file: exit %d", code)
-	}
-	if code := dispatch(context.Background(), []string{"report", filepath.Join(dir, "missing.jsonl")}, &stdout, &stderr); code != exitFailure {
+	wantUsage(t, []string{"report"})
+	if code, _, _ := runCmd("report", filepath.Join(dir, "missing.jsonl")); code != exitFailure {
 		t.Errorf("missing file: exit %d", code)
 	}
 }

@@ -111,7 +111,8 @@ func reportCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 	return exitOK
 }
 
-// writeFile creates path and writes it with write.
+// writeFile creates path and writes it with write, buffered (the files
+// the commands write: reports, summaries, fitted parameters).
 func writeFile(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -39,23 +35,14 @@ type sessionRecord struct {
 	ITL              []float64 `json:"itl_ms"`
 }
 
+// readSessionRecords reads a run's records by session, each session's in
+// turn order; every record must carry the session fields.
 func readSessionRecords(t *testing.T, path string) map[int64][]sessionRecord {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	out := map[int64][]sessionRecord{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r sessionRecord
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
+	for i, r := range testenv.ReadJSONL[sessionRecord](t, path) {
 		if r.Session == nil || r.HistoryTokens == nil || r.Turn < 1 {
-			t.Fatalf("record without session fields: %s", sc.Text())
+			t.Fatalf("%s: line %d: record without session fields: %+v", path, i+1, r)
 		}
 		out[*r.Session] = append(out[*r.Session], r)
 	}
@@ -68,19 +55,15 @@ func readSessionRecords(t *testing.T, path string) map[int64][]sessionRecord {
 // readPlan reads --sessions-out: think time and sizes by session and turn.
 func readPlan(t *testing.T, path string) map[int64][][3]float64 {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := rows[0]; !slices.Equal(got, []string{"session", "turn", "think_s", "input_len", "output_len"}) {
-		t.Fatalf("sessions header %v", got)
+	col, rows := testenv.ReadCSV(t, path)
+	header := []string{"session", "turn", "think_s", "input_len", "output_len"}
+	for i, h := range header {
+		if c, ok := col[h]; !ok || c != i || len(col) != len(header) {
+			t.Fatalf("sessions header %v, want %v", col, header)
+		}
 	}
 	out := map[int64][][3]float64{}
-	for _, r := range rows[1:] {
+	for _, r := range rows {
 		s, _ := strconv.ParseInt(r[0], 10, 64)
 		th, _ := strconv.ParseFloat(r[2], 64)
 		in, _ := strconv.ParseFloat(r[3], 64)
@@ -109,14 +92,11 @@ func TestSessionsAgainstPrefixCache(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			dir := t.TempDir()
 			plan := filepath.Join(dir, "sessions.csv")
-			args := []string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model", "--backend", backend,
+			args := mockTarget(port, "--backend", backend,
 				"--num-prompts", "6", "--request-rate", "50", "--random-input-len", "100", "--random-output-len", "20",
 				"--seed", "3", "--warmup-requests", "0", "--turns", "5", "--think-time", "uniform:10ms:40ms",
-				"--turn-input-len", "uniform:20:60", "--sessions-out", plan}
-			r := runTool(t, context.Background(), args...)
-			if r.code != exitOK {
-				t.Fatalf("exit %d\n%s", r.code, r.stderr)
-			}
+				"--turn-input-len", "uniform:20:60", "--sessions-out", plan)
+			r := mustRunTool(t, args...)
 			recs := readSessionRecords(t, r.path("results.jsonl"))
 			planned := readPlan(t, plan)
 			if len(recs) != 6 || len(planned) != 6 {
@@ -204,11 +184,7 @@ func TestSessionStartsAreTheSchedule(t *testing.T) {
 				out := filepath.Join(dir, "s.csv")
 				args := append([]string{"--dry-run", "--seed", "9", "--schedule-out", out}, mode...)
 				mustRun(t, append(args, extra...)...)
-				b, err := os.ReadFile(out)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return b
+				return testenv.ReadFile(t, out)
 			}
 			plain := sched()
 			with := sched("--turns", "uniform:2:4", "--think-time", "exp:1s", "--sessions-out", filepath.Join(dir, "p.csv"))
@@ -228,17 +204,13 @@ func TestSessionStartsAreTheSchedule(t *testing.T) {
 // session unless --continue-on-error, which sends every planned turn.
 func TestSessionsEnd(t *testing.T) {
 	base := func(port int, extra ...string) []string {
-		return append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model",
-			"--num-prompts", "4", "--request-rate", "inf", "--random-input-len", "100", "--random-output-len", "20",
-			"--seed", "1", "--warmup-requests", "0", "--turns", "5", "--turn-input-len", "40", "--quiet"}, extra...)
+		return append(append(baseArgs(port, 4), "--random-input-len", "100", "--random-output-len", "20",
+			"--turns", "5", "--turn-input-len", "40"), extra...)
 	}
 	t.Run("length", func(t *testing.T) {
 		// Turns need 120, 180, 240, 300 and 360 tokens: the fifth is above 300.
 		_, port := mocktest.Start(t, mockserver.Config{MaxModelLen: 300})
-		r := runTool(t, context.Background(), base(port)...)
-		if r.code != exitOK {
-			t.Fatalf("exit %d\n%s", r.code, r.stderr)
-		}
+		r := mustRunTool(t, base(port)...)
 		ss := r.summary(t).Sessions
 		if ss == nil || ss.Started != 4 || ss.EndedLength != 4 || ss.Completed != 0 || ss.TurnsSent != 16 {
 			t.Errorf("sessions %+v, want 4 ended by length after 4 turns each", ss)
@@ -284,13 +256,10 @@ func TestSessionsInEveryMode(t *testing.T) {
 	}
 	for name, mode := range cases {
 		t.Run(name, func(t *testing.T) {
-			args := append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model", "--seed", "4",
+			args := append(mockTarget(port, "--seed", "4",
 				"--warmup-requests", "0", "--quiet", "--turns", "3", "--think-time", "2ms", "--turn-input-len", "uniform:5:15",
-				"--random-output-len", "8"}, mode...)
-			r := runTool(t, context.Background(), args...)
-			if r.code != exitOK {
-				t.Fatalf("exit %d\n%s", r.code, r.stderr)
-			}
+				"--random-output-len", "8"), mode...)
+			r := mustRunTool(t, args...)
 			sum := r.summary(t)
 			if ss := sum.Sessions; ss == nil || ss.Started != 8 || ss.Completed+ss.EndedLength != 8 || ss.TurnsSent < 16 {
 				t.Fatalf("sessions %+v", ss)
@@ -317,16 +286,9 @@ func TestSessionsInEveryMode(t *testing.T) {
 // the history, and asks for its reply's length.
 func TestSessionsMultiTurnShareGPT(t *testing.T) {
 	const path = "testdata/sharegpt_multiturn.json"
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var convs []struct {
+	convs := testenv.ReadJSON[[]struct {
 		Conversations []struct{ From, Value string } `json:"conversations"`
-	}
-	if err := json.Unmarshal(raw, &convs); err != nil {
-		t.Fatal(err)
-	}
+	}](t, path)
 	var mu sync.Mutex
 	var bodies []string
 	_, port := mocktest.Start(t, mockserver.Config{PrefixCache: mockserver.PrefixCacheConfig{Blocks: 1 << 12},
@@ -336,12 +298,8 @@ func TestSessionsMultiTurnShareGPT(t *testing.T) {
 			mu.Lock()
 			bodies = nil
 			mu.Unlock()
-			r := runTool(t, context.Background(), "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model",
-				"--backend", backend, "--dataset-path", path, "--multi-turn", "--num-prompts", "8", "--request-rate", "100",
-				"--seed", "2", "--warmup-requests", "0", "--quiet", "--think-time", "1ms")
-			if r.code != exitOK {
-				t.Fatalf("exit %d\n%s", r.code, r.stderr)
-			}
+			r := mustRunTool(t, mockTarget(port, "--backend", backend, "--dataset-path", path, "--multi-turn", "--num-prompts", "8", "--request-rate", "100",
+				"--seed", "2", "--warmup-requests", "0", "--quiet", "--think-time", "1ms")...)
 			recs := readSessionRecords(t, r.path("results.jsonl"))
 			if len(recs) != len(convs) {
 				t.Fatalf("%d sessions, want %d", len(recs), len(convs))
@@ -417,14 +375,9 @@ func TestSessionsInterrupted(t *testing.T) {
 func TestSessionsShardsMergeExactly(t *testing.T) {
 	_, port := mocktest.Start(t, mockserver.Config{PrefixCache: mockserver.PrefixCacheConfig{Blocks: 1 << 14}})
 	args := append(baseArgs(port, 10), "--turns", "uniform:1:4", "--turn-input-len", "uniform:3:9", "--think-time", "1ms")
-	whole := runTool(t, context.Background(), args...)
-	s0 := runTool(t, context.Background(), append(args, "--shard", "0/2")...)
-	s1 := runTool(t, context.Background(), append(args, "--shard", "1/2")...)
-	for _, r := range []*toolRun{whole, s0, s1} {
-		if r.code != exitOK {
-			t.Fatalf("exit %d\n%s", r.code, r.stderr)
-		}
-	}
+	whole := mustRunTool(t, args...)
+	s0 := mustRunTool(t, append(args, "--shard", "0/2")...)
+	s1 := mustRunTool(t, append(args, "--shard", "1/2")...)
 	merged := filepath.Join(t.TempDir(), "merged.json")
 	mustRun(t, "merge", s0.path("summary.json"), s1.path("summary.json"), "-o", merged)
 	m := testenv.ReadJSON[metrics.Summary](t, merged)
@@ -458,11 +411,8 @@ func TestTimingSessionThinkTime(t *testing.T) {
 	testenv.SkipUnderRace(t)
 	_, port := mocktest.Start(t, mockserver.Config{TTFT: time.Millisecond})
 	plan := filepath.Join(t.TempDir(), "plan.csv")
-	r := runTool(t, context.Background(), append(baseArgs(port, 20), "--request-rate", "200", "--turns", "5",
+	r := mustRunTool(t, append(baseArgs(port, 20), "--request-rate", "200", "--turns", "5",
 		"--think-time", "exp:20ms", "--sessions-out", plan)...)
-	if r.code != exitOK {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
 	planned := readPlan(t, plan)
 	var sumPlanned, sumSeen float64
 	n := 0
@@ -490,10 +440,7 @@ func TestTimingSessionThinkTime(t *testing.T) {
 // the waiting ones start late, which their start lag shows.
 func TestSessionsMaxSessions(t *testing.T) {
 	_, port := mocktest.Start(t, mockserver.Config{TTFT: time.Millisecond})
-	r := runTool(t, context.Background(), append(baseArgs(port, 6), "--turns", "3", "--think-time", "20ms", "--max-sessions", "2")...)
-	if r.code != exitOK {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
+	r := mustRunTool(t, append(baseArgs(port, 6), "--turns", "3", "--think-time", "20ms", "--max-sessions", "2")...)
 	sum := r.summary(t)
 	if sum.Queued != 4 || sum.Sessions == nil || sum.Sessions.Completed != 6 {
 		t.Fatalf("queued %d, sessions %+v", sum.Queued, sum.Sessions)

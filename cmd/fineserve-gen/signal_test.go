@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -123,11 +122,9 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // signalArgs is a long run (2,000 requests over 20 s) against port, with
 // its outputs in dir.
 func signalArgs(port int, dir string, extra ...string) []string {
-	return append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model",
-		"--num-prompts", "2000", "--request-rate", "100", "--random-input-len", "8", "--random-output-len", "4",
+	return append(mockTarget(port, "--num-prompts", "2000", "--request-rate", "100", "--random-input-len", "8", "--random-output-len", "4",
 		"--seed", "5", "--warmup-requests", "0", "--disable-tqdm",
-		"--results-jsonl", filepath.Join(dir, "results.jsonl"), "--summary-json", filepath.Join(dir, "summary.json"),
-	}, extra...)
+		"--results-jsonl", filepath.Join(dir, "results.jsonl"), "--summary-json", filepath.Join(dir, "summary.json")), extra...)
 }
 
 // startStallingRun starts a child run (signalArgs with extra) against a

@@ -2,12 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/csv"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,32 +49,22 @@ func sweepArgs(port int, dir string, extra ...string) []string {
 // runSweep runs the command and reads its --sweep-json.
 func runSweep(t *testing.T, args []string, wantCode int) (*sweep.Result, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
 	start := time.Now()
-	code := dispatch(context.Background(), args, &out, &errb)
-	t.Logf("sweep: %d steps' run in %v", strings.Count(errb.String(), "sweep: step "), time.Since(start).Round(time.Millisecond))
+	code, out, errb := runCmd(args...)
+	t.Logf("sweep: %d steps' run in %v", strings.Count(errb, "sweep: step "), time.Since(start).Round(time.Millisecond))
 	if code != wantCode {
-		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, wantCode, out.String(), errb.String())
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, wantCode, out, errb)
 	}
-	i := slicesIndex(args, "--sweep-json")
+	i := slices.Index(args, "--sweep-json")
 	if i < 0 {
-		return nil, out.String()
+		return nil, out
 	}
 	res, err := sweep.Load(args[i+1])
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s", out.String())
-	return res, out.String()
-}
-
-func slicesIndex(a []string, s string) int {
-	for i, v := range a {
-		if v == s {
-			return i
-		}
-	}
-	return -1
+	t.Logf("%s", out)
+	return res, out
 }
 
 // ceiling is the highest achieved rate of the steps.
@@ -139,10 +129,7 @@ func TestSweepAnalyticCapacity(t *testing.T) {
 	if !strings.Contains(out, res.Line) || !strings.Contains(res.Line, "with e2el ≤ 250 ms for ≥ 90 % of requests; limited by: concurrency") {
 		t.Errorf("line %q not printed or not as documented", res.Line)
 	}
-	page, err := os.ReadFile(html)
-	if err != nil {
-		t.Fatal(err)
-	}
+	page := testenv.ReadFile(t, html)
 	for _, plot := range []string{"sweep_latency", "sweep_throughput", "sweep_goodput"} {
 		if !bytes.Contains(page, []byte(`data-plot="`+plot+`"`)) {
 			t.Errorf("HTML report without its %s plot", plot)
@@ -169,7 +156,7 @@ func fineServeTimestamps(t *testing.T, rows int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, in := slicesIndex(head, "timestamp"), slicesIndex(head, "input_length")
+	ts, in := slices.Index(head, "timestamp"), slices.Index(head, "input_length")
 	var b strings.Builder
 	b.WriteString("timestamp,input_length\n")
 	for n := 0; n < rows; n++ {

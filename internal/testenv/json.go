@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"encoding/json"
-	"os"
 	"testing"
 )
 
@@ -11,11 +10,7 @@ import (
 func ReadJSON[T any](t testing.TB, path string) T {
 	t.Helper()
 	var v T
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := json.Unmarshal(ReadFile(t, path), &v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return v

@@ -19,6 +19,17 @@ func Open(t testing.TB, path string) *os.File {
 	return f
 }
 
+// ReadFile reads the whole file at path (an output the test checks),
+// failing the test when it cannot.
+func ReadFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // OpenGzip opens a gzip-compressed file (a bundled trace) and returns its
 // decompressed content; the file is closed when the test ends.
 func OpenGzip(t testing.TB, path string) io.Reader {

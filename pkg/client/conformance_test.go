@@ -356,7 +356,15 @@ func runRow(t *testing.T, b behaviour, mode serverMode, transport string, stream
 	if b.closes {
 		wantConns = len(tableRequests)
 	}
-	if conns != wantConns {
+	// When the server closes every connection, net/http may dial the next
+	// request's connection while the last one is still being torn down and
+	// then use another: one spare connection is its behaviour, not a
+	// request sharing or skipping one.
+	spare := 0
+	if b.closes && transport != TransportLean {
+		spare = 1
+	}
+	if conns < wantConns || conns > wantConns+spare {
 		t.Errorf("%d connections for %d requests, want %d", conns, len(tableRequests), wantConns)
 	}
 	host := strings.TrimPrefix(strings.TrimPrefix(ts.URL, "http://"), "https://")

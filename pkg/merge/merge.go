@@ -1,6 +1,7 @@
 // Package merge combines the summaries of copies of one run (shards of one
 // schedule, or any summaries that carry a merge_state) into one summary,
-// exactly: from their histograms and counters, never their percentiles.
+// exactly: from their histograms and counters, never their percentiles. It
+// also composes a run's merge_state from its accumulators (state.go).
 package merge
 
 import (
@@ -374,7 +375,7 @@ func (m *merger) merge() (*Result, error) {
 		m.notef("max_concurrency and max_in_flight are the sums of the copies' (an upper bound of the requests in flight at once)")
 	}
 
-	run := metrics.RunState{Collector: col, Elapsed: dur, Groups: groups, InputLengths: lengths["input"], OutputLengths: lengths["output"]}
+	run := RunState{Collector: col, Elapsed: dur, Groups: groups, InputLengths: lengths["input"], OutputLengths: lengths["output"]}
 	if err := m.mergeSessions(&run, s); err != nil {
 		return nil, err
 	}
@@ -453,7 +454,7 @@ func (m *merger) merge() (*Result, error) {
 	case byEndpoint != nil:
 		m.warnf("%s is in some summaries only: it is left out of the merged summary", metrics.KeyEndpoints)
 	}
-	st, err := metrics.NewMergeState(run)
+	st, err := NewMergeState(run)
 	if err != nil {
 		return nil, err
 	}
@@ -654,7 +655,7 @@ func ftoa(v float64, prec int) string {
 // mergeSessions merges the inputs' sessions into run and s, exactly: the
 // counts add up and the distributions merge. Inputs planned with different
 // options, or some without sessions, are warned about.
-func (m *merger) mergeSessions(run *metrics.RunState, s *metrics.Summary) error {
+func (m *merger) mergeSessions(run *RunState, s *metrics.Summary) error {
 	var all *metrics.SessionsRun
 	some, none := false, false
 	for _, r := range m.rs {

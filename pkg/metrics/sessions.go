@@ -194,7 +194,8 @@ var _ Sink = (*PerTurn)(nil)
 
 // SessionsRun is a run's sessions as accumulated: the counts (Summary's
 // count fields and options), the session clock and the per-turn figures.
-// It is what NewMergeState encodes and merging combines.
+// Its state (State, SessionsFromState) is what the merge state carries and
+// merging combines.
 type SessionsRun struct {
 	Summary SessionsSummary
 	Clock   *SessionClock

@@ -185,10 +185,51 @@ func namesHist(hs []namedHist, k string) bool {
 	return slices.ContainsFunc(hs, func(e namedHist) bool { return e.name == k })
 }
 
+// histStates encodes the distributions hs by name; one with no values is
+// left out unless keepEmpty. An error names its distribution after prefix.
+func histStates(hs []namedHist, keepEmpty bool, prefix string) (map[string]HistState, error) {
+	out := map[string]HistState{}
+	for _, e := range hs {
+		st, err := (*e.h).State()
+		if err != nil {
+			return nil, fmt.Errorf("%s%s: %w", prefix, e.name, err)
+		}
+		if keepEmpty || st.Count > 0 {
+			out[e.name] = st
+		}
+	}
+	return out, nil
+}
+
+// histsFromStates decodes states into the distributions hs (of sigFigs
+// significant digits): each replaces its distribution, or with merge is
+// merged into it. It returns an error for each state that does not decode
+// and each that names no distribution of hs (of what: "a run", "a
+// window"…), the distribution named after prefix.
+func histsFromStates(states map[string]HistState, hs []namedHist, sigFigs int, merge bool, prefix, what string) []error {
+	var errs []error
+	for _, e := range hs {
+		h, err := histFromState(states[e.name], sigFigs)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s%s: %w", prefix, e.name, err))
+		case merge:
+			(*e.h).Merge(h)
+		default:
+			*e.h = h
+		}
+	}
+	for k := range states {
+		if !namesHist(hs, k) {
+			errs = append(errs, fmt.Errorf("%s%s: not a distribution of %s", prefix, k, what))
+		}
+	}
+	return errs
+}
+
 // State returns c in its mergeable form.
 func (c *Collector) State() (CollectorState, error) {
 	s := CollectorState{
-		Hists:     map[string]HistState{},
 		Completed: c.Completed, Failed: c.Failed, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
 		CachedTokens: c.CachedTokens, Retries: c.Retries, Images: c.Images, GeneratedImages: c.GeneratedImages,
 		ErrorSamples:  append([]ErrorSample(nil), c.ErrorSamples...),
@@ -202,34 +243,15 @@ func (c *Collector) State() (CollectorState, error) {
 			s.ErrorsByClass[k] = v
 		}
 	}
-	for _, e := range c.hists() {
-		hs, err := (*e.h).State()
-		if err != nil {
-			return s, fmt.Errorf("%s: %w", e.name, err)
-		}
-		s.Hists[e.name] = hs
-	}
-	return s, nil
+	var err error
+	s.Hists, err = histStates(c.hists(), true, "")
+	return s, err
 }
 
 // CollectorFromState rebuilds a Collector from its state, checking it.
 func CollectorFromState(s CollectorState) (*Collector, error) {
 	c := NewCollector()
-	var errs []error
-	hs := c.hists()
-	for _, e := range hs {
-		h, err := histFromState(s.Hists[e.name], histSigFigs)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("hists.%s: %w", e.name, err))
-			continue
-		}
-		*e.h = h
-	}
-	for k := range s.Hists {
-		if !namesHist(hs, k) {
-			errs = append(errs, fmt.Errorf("hists.%s: not a distribution of a run", k))
-		}
-	}
+	errs := histsFromStates(s.Hists, c.hists(), histSigFigs, false, "hists.", "a run")
 	if err := nonNegative(map[string]int64{
 		"completed": s.Completed, "failed": s.Failed, "input_tokens": s.InputTokens, "output_tokens": s.OutputTokens,
 		"cached_tokens": s.CachedTokens, "retries": s.Retries, "images": s.Images, "generated_images": s.GeneratedImages,
@@ -282,38 +304,14 @@ func (a *WindowAcc) hists() []namedHist {
 // State returns the distributions of the window index in their mergeable
 // form.
 func (a *WindowAcc) State(index int) (WindowState, error) {
-	s := WindowState{Index: index, Hists: map[string]HistState{}}
-	for _, e := range a.hists() {
-		hs, err := (*e.h).State()
-		if err != nil {
-			return s, fmt.Errorf("window %d %s: %w", index, e.name, err)
-		}
-		if hs.Count > 0 {
-			s.Hists[e.name] = hs
-		}
-	}
-	return s, nil
+	hs, err := histStates(a.hists(), false, fmt.Sprintf("window %d ", index))
+	return WindowState{Index: index, Hists: hs}, err
 }
 
 // AddState adds the distributions of a window's state s to a's (merging
 // windows of the same index).
 func (a *WindowAcc) AddState(s WindowState) error {
-	var errs []error
-	hs := a.hists()
-	for _, e := range hs {
-		h, err := histFromState(s.Hists[e.name], windowSigFigs)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", e.name, err))
-			continue
-		}
-		(*e.h).Merge(h)
-	}
-	for k := range s.Hists {
-		if !namesHist(hs, k) {
-			errs = append(errs, fmt.Errorf("%s: not a distribution of a window", k))
-		}
-	}
-	return errors.Join(errs...)
+	return errors.Join(histsFromStates(s.Hists, a.hists(), windowSigFigs, true, "", "a window")...)
 }
 
 // GroupState is one group of a breakdown (per_model, per_kind) in its
@@ -340,19 +338,13 @@ func (g *Groups) State() (map[string]GroupState, error) {
 	out := make(map[string]GroupState, len(g.m))
 	for k, gr := range g.m {
 		s := GroupState{
-			Hists:     map[string]HistState{},
 			Completed: gr.Completed, Failed: gr.Failed, InputTokens: gr.InputTokens, OutputTokens: gr.OutputTokens,
 			CachedTokens: gr.CachedTokens, Images: gr.Images, GeneratedImages: gr.GeneratedImages,
 			Text: gr.Text, Generations: gr.Generations,
 		}
-		for _, e := range gr.hists() {
-			hs, err := (*e.h).State()
-			if err != nil {
-				return nil, fmt.Errorf("group %q %s: %w", k, e.name, err)
-			}
-			if hs.Count > 0 {
-				s.Hists[e.name] = hs
-			}
+		var err error
+		if s.Hists, err = histStates(gr.hists(), false, fmt.Sprintf("group %q ", k)); err != nil {
+			return nil, err
 		}
 		out[k] = s
 	}
@@ -367,20 +359,7 @@ func GroupsFromState(m map[string]GroupState) (*Groups, error) {
 	for _, k := range sortedKeys(m) {
 		s := m[k]
 		gr := newGroup()
-		hs := gr.hists()
-		for _, e := range hs {
-			h, err := histFromState(s.Hists[e.name], histSigFigs)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("group %q %s: %w", k, e.name, err))
-				continue
-			}
-			*e.h = h
-		}
-		for name := range s.Hists {
-			if !namesHist(hs, name) {
-				errs = append(errs, fmt.Errorf("group %q %s: not a distribution of a group", k, name))
-			}
-		}
+		errs = append(errs, histsFromStates(s.Hists, gr.hists(), histSigFigs, false, fmt.Sprintf("group %q ", k), "a group")...)
 		if err := nonNegative(map[string]int64{
 			"completed": s.Completed, "failed": s.Failed, "input_tokens": s.InputTokens, "output_tokens": s.OutputTokens,
 			"cached_tokens": s.CachedTokens, "images": s.Images, "generated_images": s.GeneratedImages,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -82,4 +83,41 @@ func FuzzHistState(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStateErrorsNameTheDistribution: the collector, a window and a
+// breakdown rebuilt from a state each refuse a distribution that does not
+// decode and one that is not theirs, naming both as the state names them,
+// and keep every distribution of theirs when there is none (even empty).
+func TestStateErrorsNameTheDistribution(t *testing.T) {
+	bad := HistState{Count: 1, HDR: "not a histogram"}
+	cs, err := NewCollector().State()
+	must(t, err)
+	if len(cs.Hists) != len(NewCollector().hists()) {
+		t.Errorf("collector state keeps %d distributions, want every one", len(cs.Hists))
+	}
+	cs.Hists["ttft"], cs.Hists["latency"] = bad, HistState{}
+	_, err = CollectorFromState(cs)
+	wantErrs(t, "collector", err, "hists.ttft: ", "hists.latency: not a distribution of a run")
+
+	w := NewWindowAcc()
+	ws, err := w.State(3)
+	must(t, err)
+	if len(ws.Hists) != 0 {
+		t.Errorf("an empty window's state keeps %v", ws.Hists)
+	}
+	ws.Hists = map[string]HistState{"e2e": bad, "x": {}}
+	wantErrs(t, "window", w.AddState(ws), "e2e: ", "x: not a distribution of a window")
+
+	_, err = GroupsFromState(map[string]GroupState{"m": {Hists: map[string]HistState{"tpot": bad, "itl": {}}}})
+	wantErrs(t, "group", err, `group "m" tpot: `, `group "m" itl: not a distribution of a group`)
+}
+
+func wantErrs(t *testing.T, what string, err error, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: error %v, want %q", what, err, w)
+		}
+	}
 }

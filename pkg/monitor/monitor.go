@@ -17,17 +17,17 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/merge"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/promexport"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
 	"github.com/fineserve-gen/fineserve-gen/pkg/servermetrics"
 )
 
-// Logger receives the monitor's notes and warnings.
-type Logger interface {
-	Infof(format string, a ...any)
-	Warnf(format string, a ...any)
-}
+// Logger receives the monitor's notes and warnings (Infof, Warnf): the
+// one logger interface the run's parts share.
+type Logger = client.Logger
 
 // Config is what a monitor watches and how.
 type Config struct {
@@ -540,7 +540,7 @@ func (m *Monitor) MetricsAddr() net.Addr {
 // FillRunState adds what the monitor kept for the merge state to p: the
 // closed windows' distributions, the length histograms and goodput. Call
 // it after Stop.
-func (m *Monitor) FillRunState(p *metrics.RunState) error {
+func (m *Monitor) FillRunState(p *merge.RunState) error {
 	if m.stateErr != nil {
 		return m.stateErr
 	}

@@ -2,10 +2,7 @@ package options
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +35,7 @@ func TestLengthFlagsAboveTheLimit(t *testing.T) {
 			o := Defaults()
 			o.DryRun, o.Quiet, o.Seed, o.NumPrompts = true, true, 1, 10
 			c.set(&o)
-			_, err := Run(context.Background(), o, runner.IO{Out: io.Discard, Err: io.Discard})
+			_, err := runQuiet(o)
 			if c.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"math"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -22,6 +20,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
 
@@ -128,10 +127,7 @@ func TestLiveOutputWindowsReportAndMetrics(t *testing.T) {
 		t.Errorf("server metrics %+v", server)
 	}
 	// The summary file has the same windows.
-	b, err := os.ReadFile(o.SummaryJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testenv.ReadFile(t, o.SummaryJSON)
 	var file map[string]json.RawMessage
 	json.Unmarshal(b, &file)
 	for _, k := range []string{"windows", "window_seconds", "client_saturated", "latency_cdfs", "length_histograms", "server_metrics"} {
@@ -139,10 +135,7 @@ func TestLiveOutputWindowsReportAndMetrics(t *testing.T) {
 			t.Errorf("summary file lacks %s", k)
 		}
 	}
-	html, err := os.ReadFile(o.Observe.ReportHTML)
-	if err != nil {
-		t.Fatal(err)
-	}
+	html := testenv.ReadFile(t, o.Observe.ReportHTML)
 	if n := strings.Count(string(html), `<svg class="plot"`); n < 10 {
 		t.Errorf("the report has %d plots, want ≥ 10", n)
 	}

@@ -2,11 +2,9 @@ package options
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"math"
 	"os"
 	"path/filepath"
@@ -60,6 +58,18 @@ func (l *serverLog) models() map[string]int {
 	return out
 }
 
+// loggedReplay starts the built-in server with cfg, every generation
+// request it gets logged in the returned serverLog, and returns a replay
+// of trace aimed at it.
+func loggedReplay(t *testing.T, trace string, cfg mockserver.Config) (Options, *serverLog) {
+	t.Helper()
+	log := &serverLog{}
+	cfg.OnRequest = log.hook
+	o := replayOptions(trace)
+	o.Port = startMock(t, cfg)
+	return o, log
+}
+
 func perModel(t *testing.T, sum *metrics.Summary) map[string]metrics.GroupSummary {
 	t.Helper()
 	var g map[string]metrics.GroupSummary
@@ -98,10 +108,7 @@ func TestBurstGPTModelMap(t *testing.T) {
 	dir := t.TempDir()
 	mapFile := filepath.Join(dir, "models.yaml")
 	os.WriteFile(mapFile, []byte("# BurstGPT's products → served models\nChatGPT: llama-8b\nGPT-4: llama-70b\n"), 0o644)
-	var log serverLog
-	port := startMock(t, mockserver.Config{Models: []string{"llama-8b", "llama-70b"}, OnRequest: log.hook})
-	o := replayOptions(trace)
-	o.Port = port
+	o, log := loggedReplay(t, trace, mockserver.Config{Models: []string{"llama-8b", "llama-70b"}})
 	o.Replay.TargetRate = 1000
 	o.Models.Map = mapFile
 	o.ScheduleOut = filepath.Join(dir, "s.csv")
@@ -136,10 +143,7 @@ func TestBurstGPTModelMap(t *testing.T) {
 // server answers 404 for names it does not serve).
 func TestModelRoutingDefaults(t *testing.T) {
 	trace := tracePath(t, "burstgpt.csv")
-	var log serverLog
-	port := startMock(t, mockserver.Config{Models: []string{"served", "ChatGPT"}, OnRequest: log.hook})
-	o := replayOptions(trace)
-	o.Port = port
+	o, log := loggedReplay(t, trace, mockserver.Config{Models: []string{"served", "ChatGPT"}})
 	o.TimeScale = 1000
 	o.Quiet = false
 	sum, _, stderr := runReplay(t, o)
@@ -178,7 +182,7 @@ func zipfSchedule(t *testing.T, n int64, k int, shard string) []schedRow {
 		fmt.Sscanf(shard, "%d/%d", &o.ShardIndex, &o.ShardCount)
 	}
 	o.ScheduleOut = filepath.Join(t.TempDir(), "s.csv")
-	if _, err := Run(context.Background(), o, runner.IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}); err != nil {
+	if _, err := runQuiet(o); err != nil {
 		t.Fatal(err)
 	}
 	return readSchedule(t, o.ScheduleOut)
@@ -257,11 +261,8 @@ func TestAlibabaLoRAImages(t *testing.T) {
 		served = append(served, m)
 	}
 	slices.Sort(served)
-	var log serverLog
-	port := startMock(t, mockserver.Config{Models: served, OnRequest: log.hook, MaxNumSeqs: 4,
+	o, log := loggedReplay(t, trace, mockserver.Config{Models: served, MaxNumSeqs: 4,
 		Images: mockserver.ImageConfig{Base: 5e6, PerStep: 1e5, PerImage: 1e6}})
-	o := replayOptions(trace)
-	o.Port = port
 	o.Backend = "openai-images"
 	o.TimeScale = 3600
 	o.Models.Map = "keep"
@@ -353,10 +354,7 @@ func mapsEqual(a, b map[string]int) bool {
 // out and counted.
 func TestAlibabaT2IScene(t *testing.T) {
 	trace := tracePath(t, "alibaba_t2i.json")
-	var log serverLog
-	port := startMock(t, mockserver.Config{Models: []string{"sd15", "sdxl"}, OnRequest: log.hook})
-	o := replayOptions(trace)
-	o.Port = port
+	o, log := loggedReplay(t, trace, mockserver.Config{Models: []string{"sd15", "sdxl"}})
 	o.Backend = "openai-images"
 	o.TimeScale = 100
 	o.Replay.Scene = "A"
@@ -415,7 +413,7 @@ func TestModelOptionErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			o := testOptions(port)
 			c.set(&o)
-			_, err := Run(context.Background(), o, runner.IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+			_, err := runQuiet(o)
 			var ue *UsageError
 			if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want a usage error with %q", err, c.want)
@@ -425,7 +423,7 @@ func TestModelOptionErrors(t *testing.T) {
 	// A dry run may look at an image trace with any backend.
 	o := replayOptions(filepath.Join(traceDir, "alibaba_lora_head300.csv"))
 	o.DryRun = true
-	if _, err := Run(context.Background(), o, runner.IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}); err != nil {
+	if _, err := runQuiet(o); err != nil {
 		t.Fatalf("dry run: %v", err)
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"image/png"
 	"io"
 	"math/big"
@@ -25,8 +23,10 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
 // The replay tests read the traces bundled with pkg/replay's tests.
@@ -428,7 +428,7 @@ func TestReplayStrict(t *testing.T) {
 	o := replayOptions(tracePath(t, "fineserve_Dense_30to100B.csv.gz"))
 	o.Replay.Strict = true
 	o.DryRun = true
-	_, err := Run(context.Background(), o, runner.IO{Out: io.Discard, Err: io.Discard})
+	_, err := runQuiet(o)
 	var ue *UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "line 21118: timestamp: empty") || !strings.Contains(err.Error(), "fineserve_Dense_30to100B.csv.gz") {
 		t.Fatalf("error %v", err)

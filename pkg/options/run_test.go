@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,6 +19,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
 // startMock serves cfg on 127.0.0.1 for the test and returns its port.
@@ -36,6 +37,8 @@ func testOptions(port int) Options {
 	return o
 }
 
+// run runs o and fails the test on an error; it returns the summary and
+// what the run printed (the table).
 func run(t *testing.T, o Options) (*metrics.Summary, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
@@ -44,6 +47,12 @@ func run(t *testing.T, o Options) (*metrics.Summary, string) {
 		t.Fatalf("run: %v\n%s", err, errb.String())
 	}
 	return sum, out.String()
+}
+
+// runQuiet runs o with its output discarded, for a test that checks the
+// error or the files written.
+func runQuiet(o Options) (*metrics.Summary, error) {
+	return Run(context.Background(), o, runner.IO{Out: io.Discard, Err: io.Discard})
 }
 
 type record struct {
@@ -251,7 +260,7 @@ func TestValidationReportsEveryProblem(t *testing.T) {
 			t.Errorf("error lacks %s:\n%v", want, err)
 		}
 	}
-	_, err = Run(context.Background(), o, runner.IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+	_, err = runQuiet(o)
 	var ue *UsageError
 	if !errors.As(err, &ue) {
 		t.Errorf("Run returned %T, want *UsageError", err)
@@ -265,7 +274,7 @@ func TestUnreachableServerFailsClearly(t *testing.T) {
 	o := testOptions(port)
 	o.WarmupRequests = 1
 	o.Model = "m"
-	_, err := Run(context.Background(), o, runner.IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+	_, err := runQuiet(o)
 	if err == nil || !strings.Contains(err.Error(), "is the server up?") || !strings.Contains(err.Error(), ln.Addr().String()) {
 		t.Errorf("err = %v", err)
 	}
@@ -279,13 +288,13 @@ func TestWarmupFailureSaysHow(t *testing.T) {
 		Faults: []mockserver.Fault{{Kind: mockserver.FaultHTTP503, Rate: 1}}}})
 	o := testOptions(port)
 	o.WarmupRequests = 1
-	_, err := Run(context.Background(), o, runner.IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+	_, err := runQuiet(o)
 	if err == nil || !strings.Contains(err.Error(), "warm-up failed: the warm-up request failed") || !strings.Contains(err.Error(), "http_5xx") ||
 		!strings.Contains(err.Error(), "--warmup-requests") {
 		t.Errorf("err = %v", err)
 	}
 	o.WarmupRequests = 3
-	_, err = Run(context.Background(), o, runner.IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+	_, err = runQuiet(o)
 	if err == nil || !strings.Contains(err.Error(), "all 3 warm-up requests failed") {
 		t.Errorf("err = %v", err)
 	}

@@ -1,12 +1,11 @@
 package options
 
 import (
-	"context"
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
-	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
 func TestParseStartAt(t *testing.T) {
@@ -60,7 +59,7 @@ func TestStartAtInThePastIsRefused(t *testing.T) {
 	o := Defaults()
 	o.Seed, o.Port = 1, 1 // nothing listens: the check comes first
 	o.StartAt = time.Now().Add(-5 * time.Second)
-	_, err := Run(context.Background(), o, runner.IO{Out: io.Discard, Err: io.Discard})
+	_, err := runQuiet(o)
 	if err == nil || !strings.Contains(err.Error(), "--start-at") || !strings.Contains(err.Error(), "s ago at launch") {
 		t.Fatalf("error %v", err)
 	}
@@ -69,7 +68,7 @@ func TestStartAtInThePastIsRefused(t *testing.T) {
 	}
 	// A dry run only builds the schedule (e.g. to reproduce a past run's).
 	o.DryRun = true
-	if _, err := Run(context.Background(), o, runner.IO{Out: io.Discard, Err: io.Discard}); err != nil {
+	if _, err := runQuiet(o); err != nil {
 		t.Errorf("dry run: %v", err)
 	}
 	// Within the slack: accepted (the first requests leave late).

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/merge"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/monitor"
 )
@@ -73,11 +74,11 @@ func setMergeState(sum *metrics.Summary, col *metrics.Collector, mon *monitor.Mo
 			groups[g.key] = g.Groups
 		}
 	}
-	p := metrics.RunState{Collector: col, Elapsed: elapsed, Groups: groups, Sessions: sessions, Endpoints: byEndpoint}
+	p := merge.RunState{Collector: col, Elapsed: elapsed, Groups: groups, Sessions: sessions, Endpoints: byEndpoint}
 	if err := mon.FillRunState(&p); err != nil {
 		return fmt.Errorf("merge state: %w", err)
 	}
-	st, err := metrics.NewMergeState(p)
+	st, err := merge.NewMergeState(p)
 	if err != nil {
 		return fmt.Errorf("merge state: %w", err)
 	}

@@ -170,25 +170,19 @@ func parametricSchedule(c *Config, seed uint64, log Logger) (arrival.Schedule, e
 // model class's from --parametric-data-root, else the bundled one.
 func (p *ParametricOptions) gammaTable() (*parametric.Table, error) {
 	cols := parametric.Columns{Shape: p.ShapeColumn, Scale: p.ScaleColumn, WindowStart: p.WindowStartColumn, WindowEnd: p.WindowEndColumn}
-	var data []byte
-	var name string
-	var err error
-	switch {
-	case p.GammaParamsCSV != "":
-		name = p.GammaParamsCSV
-		data, err = readFile(name, "--gamma-params-csv")
-	case p.DataRoot != "":
-		name = filepath.Join(p.DataRoot, filepath.FromSlash(datasets.GammaPath(p.ModelClass)))
-		if _, serr := os.Stat(name); serr != nil {
+	root := ""
+	if p.GammaParamsCSV == "" && p.DataRoot != "" {
+		root = filepath.Join(p.DataRoot, filepath.FromSlash(datasets.GammaPath(p.ModelClass)))
+		if _, serr := os.Stat(root); serr != nil {
 			// FineServe's repository keeps these files in cv/.
 			if alt := filepath.Join(p.DataRoot, "cv", p.ModelClass+"_gamma_5min.csv"); fileExists(alt) {
-				name = alt
+				root = alt
 			}
 		}
-		data, err = readFile(name, "--parametric-data-root")
-	default:
-		data, name, err = datasets.Gamma(p.ModelClass)
 	}
+	data, name, err := parametricInput(p.GammaParamsCSV, "--gamma-params-csv", root, func() ([]byte, string, error) {
+		return datasets.Gamma(p.ModelClass)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -198,21 +192,18 @@ func (p *ParametricOptions) gammaTable() (*parametric.Table, error) {
 // nbModel returns the NB model: --parametric-nb-json, else Dense_lt10B's
 // (from the data root or bundled) unless disabled; nil for none.
 func (p *ParametricOptions) nbModel() (*parametric.NB, string, error) {
-	var data []byte
-	var name string
-	var err error
-	switch {
-	case p.NBJSON != "":
-		name = p.NBJSON
-		data, err = readFile(name, "--parametric-nb-json")
-	case p.ModelClass == "Dense_lt10B" && !p.DisableNBLt10B && p.DataRoot != "":
-		name = filepath.Join(p.DataRoot, filepath.FromSlash(datasets.NBPath(p.ModelClass)))
-		data, err = readFile(name, "--parametric-data-root")
-	case p.ModelClass == "Dense_lt10B" && !p.DisableNBLt10B:
-		data, name, _ = datasets.NB(p.ModelClass)
-	default:
+	lt10 := p.ModelClass == "Dense_lt10B" && !p.DisableNBLt10B
+	if p.NBJSON == "" && !lt10 {
 		return nil, "", nil
 	}
+	root := ""
+	if p.NBJSON == "" && p.DataRoot != "" {
+		root = filepath.Join(p.DataRoot, filepath.FromSlash(datasets.NBPath(p.ModelClass)))
+	}
+	data, name, err := parametricInput(p.NBJSON, "--parametric-nb-json", root, func() ([]byte, string, error) {
+		data, name, _ := datasets.NB(p.ModelClass)
+		return data, name, nil
+	})
 	if err != nil {
 		return nil, "", err
 	}
@@ -221,6 +212,23 @@ func (p *ParametricOptions) nbModel() (*parametric.NB, string, error) {
 		return nil, "", err
 	}
 	return &nb, name, nil
+}
+
+// parametricInput reads one of parametric mode's input files: the one its
+// flag gives (given), else the model class's file under
+// --parametric-data-root (root; "" without a data root), else the bundled
+// copy. It returns the data and the name it was read under.
+func parametricInput(given, flag, root string, bundled func() ([]byte, string, error)) ([]byte, string, error) {
+	switch {
+	case given != "":
+		data, err := readFile(given, flag)
+		return data, given, err
+	case root != "":
+		data, err := readFile(root, "--parametric-data-root")
+		return data, root, err
+	default:
+		return bundled()
+	}
 }
 
 // lengths picks the request sizes: --request-lengths-csv, else the model

@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -14,27 +13,17 @@ import (
 func TestSessionsPlanInThePass(t *testing.T) {
 	turns, _ := session.ParseDist("uniform:1:4", session.Count)
 	think, _ := session.ParseDist("exp:1s", session.Duration)
-	build := func(i, n int64) (*Workload, string) {
-		c := baseConfig()
-		c.Sessions = session.Config{Turns: turns, Think: think, Seed: c.Seed}
-		c.ShardIndex, c.ShardCount = i, n
-		var out bytes.Buffer
-		c.SessionsOut = &out
-		w, err := Build(c, quiet{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w, out.String()
-	}
-	whole, all := build(0, 1)
+	c := baseConfig()
+	c.Sessions = session.Config{Turns: turns, Think: think, Seed: c.Seed}
+	whole, _, all := buildShard(t, c, 0, 1)
 	if whole.Sessions == nil || whole.Sessions.Sessions != whole.Stats.Count || whole.Sessions.Turns < whole.Stats.Count {
 		t.Fatalf("sessions %+v for %d arrivals", whole.Sessions, whole.Stats.Count)
 	}
 	if got := strings.Count(all, "\n") - 1; int64(got) != whole.Sessions.Turns {
 		t.Errorf("%d plan rows, %d planned turns", got, whole.Sessions.Turns)
 	}
-	a, rowsA := build(0, 2)
-	b, rowsB := build(1, 2)
+	a, _, rowsA := buildShard(t, c, 0, 2)
+	b, _, rowsB := buildShard(t, c, 1, 2)
 	if a.Sessions.Hash != whole.Sessions.Hash || b.Sessions.Hash != whole.Sessions.Hash {
 		t.Errorf("shards' plan hashes %s %s, whole %s", a.Sessions.Hash, b.Sessions.Hash, whole.Sessions.Hash)
 	}
@@ -54,8 +43,7 @@ func TestSessionsPlanInThePass(t *testing.T) {
 			t.Fatalf("plan row %q in %v shards", l, la[l])
 		}
 	}
-	c := baseConfig()
-	w, err := Build(c, quiet{})
+	w, err := Build(baseConfig(), quiet{})
 	if err != nil || w.Sessions != nil {
 		t.Errorf("without sessions: %+v, %v", w.Sessions, err)
 	}

@@ -21,11 +21,9 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/session"
 )
 
-// Logger receives the notes and warnings that building a workload prints.
-type Logger interface {
-	Infof(format string, a ...any)
-	Warnf(format string, a ...any)
-}
+// Logger receives the notes and warnings that building a workload prints
+// (Infof, Warnf): the one logger interface the run's parts share.
+type Logger = client.Logger
 
 // Config is what a workload is built from: the mode and its options, the
 // request sizes, the token limit (found by the caller, e.g. from the

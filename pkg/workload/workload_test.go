@@ -34,6 +34,28 @@ func baseConfig() Config {
 	}
 }
 
+// buildShard builds c as shard i of n, failing the test on an error, and
+// returns the workload with the schedule CSV and the sessions plan CSV
+// (empty without sessions) that its one pass wrote.
+func buildShard(t *testing.T, c Config, i, n int64) (w *Workload, schedule, sessions string) {
+	t.Helper()
+	c.ShardIndex, c.ShardCount = i, n
+	var sched, plan bytes.Buffer
+	c.ScheduleOut, c.SessionsOut = &sched, &plan
+	w, err := Build(c, quiet{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, sched.String(), plan.String()
+}
+
+// csvHash is the schedule hash of a whole schedule's CSV: "sha256:" and
+// its SHA-256, as `sha256sum` prints it.
+func csvHash(csv string) string {
+	sum := sha256.Sum256([]byte(csv))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
 func tracePath(t *testing.T, name string) string {
 	t.Helper()
 	p := filepath.Join("../replay/testdata", name)
@@ -72,20 +94,14 @@ func TestOnePassMatchesTheSchedule(t *testing.T) {
 			t.Run(m.name+"/"+strconv.FormatInt(shard[0], 10), func(t *testing.T) {
 				c := baseConfig()
 				m.set(t, &c)
-				c.ShardIndex, c.ShardCount = shard[0], shard[1]
-				var pass bytes.Buffer
-				c.ScheduleOut = &pass
-				w, err := Build(c, quiet{})
-				if err != nil {
-					t.Fatal(err)
-				}
+				w, pass, _ := buildShard(t, c, shard[0], shard[1])
 				var walk bytes.Buffer
 				n, err := arrival.WriteCSV(&walk, w.Schedule)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !bytes.Equal(pass.Bytes(), walk.Bytes()) {
-					t.Errorf("the CSV of the pass (%d bytes) is not the schedule's (%d bytes)", pass.Len(), walk.Len())
+				if pass != walk.String() {
+					t.Errorf("the CSV of the pass (%d bytes) is not the schedule's (%d bytes)", len(pass), walk.Len())
 				}
 				if st := arrival.Summarize(w.Schedule); st != w.Stats || st.Count != n || n < 50 {
 					t.Errorf("stats %+v, a walk gives %+v (%d rows)", w.Stats, st, n)
@@ -97,8 +113,7 @@ func TestOnePassMatchesTheSchedule(t *testing.T) {
 					break
 				}
 				if shard[1] == 1 {
-					sum := sha256.Sum256(walk.Bytes())
-					if want := "sha256:" + hex.EncodeToString(sum[:]); w.Hash != want || w.Total != n {
+					if want := csvHash(walk.String()); w.Hash != want || w.Total != n {
 						t.Errorf("hash %s over %d, want the CSV's %s over %d", w.Hash, w.Total, want, n)
 					}
 				}
@@ -117,14 +132,8 @@ func TestShardsSplitTheScheduleInEveryMode(t *testing.T) {
 			build := func(i, n int64) (rows []string, hash string, total int64) {
 				c := baseConfig()
 				m.set(t, &c)
-				c.ShardIndex, c.ShardCount = i, n
-				var buf bytes.Buffer
-				c.ScheduleOut = &buf
-				w, err := Build(c, quiet{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+				w, csv, _ := buildShard(t, c, i, n)
+				lines := strings.Split(strings.TrimSuffix(csv, "\n"), "\n")
 				if lines[0] != arrival.ScheduleHeader {
 					t.Fatalf("header %q", lines[0])
 				}
@@ -247,28 +256,17 @@ func BenchmarkBuild1M(b *testing.B) {
 // schedule hash is still the whole run's (the SHA-256 of the unsharded
 // dry run's CSV), so every way of splitting a run has one hash.
 func TestShardsOverEndpointsHashTheWholeRun(t *testing.T) {
-	build := func(i, n int64) (*Workload, string) {
-		c := baseConfig()
-		modes[0].set(t, &c)
-		c.Endpoints = EndpointOptions{Count: 2, Strategy: balance.RoundRobin}
-		c.ShardIndex, c.ShardCount = i, n
-		var buf bytes.Buffer
-		c.ScheduleOut = &buf
-		w, err := Build(c, quiet{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w, buf.String()
-	}
-	whole, csv := build(0, 1)
-	sum := sha256.Sum256([]byte(csv))
-	if want := "sha256:" + hex.EncodeToString(sum[:]); whole.Hash != want {
+	c := baseConfig()
+	modes[0].set(t, &c)
+	c.Endpoints = EndpointOptions{Count: 2, Strategy: balance.RoundRobin}
+	whole, csv, _ := buildShard(t, c, 0, 1)
+	if want := csvHash(csv); whole.Hash != want {
 		t.Fatalf("whole run: hash %s, its CSV's %s", whole.Hash, want)
 	}
 	moved := 0
 	wholeRows := strings.Split(csv, "\n")
 	for i := range int64(2) {
-		w, rows := build(i, 2)
+		w, rows, _ := buildShard(t, c, i, 2)
 		if w.Hash != whole.Hash {
 			t.Errorf("shard %d/2: hash %s, the whole run's %s", i, w.Hash, whole.Hash)
 		}

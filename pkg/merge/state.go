@@ -1,0 +1,76 @@
+package merge
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+// RunState is what a run hands to NewMergeState: its collector and length,
+// the states of its closed windows, its breakdowns by summary key, its
+// goodput (nil without --goodput) and its length distributions (nil:
+// none).
+type RunState struct {
+	Collector     *metrics.Collector
+	Elapsed       time.Duration
+	Windows       []metrics.WindowState
+	Groups        map[string]*metrics.Groups
+	Goodput       *metrics.Goodput
+	InputLengths  *metrics.LengthHist
+	OutputLengths *metrics.LengthHist
+	// Sessions are the run's multi-turn sessions (nil: none).
+	Sessions *metrics.SessionsRun
+	// Endpoints is the per-endpoint breakdown (nil: one endpoint).
+	Endpoints *metrics.Endpoints
+}
+
+// NewMergeState encodes a run's state for its summary's merge_state: each
+// accumulator's own state, in the summary's histogram encoding. A run
+// writes it at its end; Summaries writes the merged summary's the same
+// way, so a merged summary can be merged again.
+func NewMergeState(p RunState) (metrics.MergeState, error) {
+	st := metrics.MergeState{Version: metrics.MergeStateVersion, HistEncoding: metrics.HistEncoding, ElapsedNS: int64(p.Elapsed), Windows: p.Windows}
+	var err error
+	if st.Collector, err = p.Collector.State(); err != nil {
+		return st, err
+	}
+	for k, g := range p.Groups {
+		if st.Groups == nil {
+			st.Groups = map[string]map[string]metrics.GroupState{}
+		}
+		if st.Groups[k], err = g.State(); err != nil {
+			return st, fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	if p.Endpoints != nil {
+		if st.Endpoints, err = p.Endpoints.State(); err != nil {
+			return st, fmt.Errorf("endpoints: %w", err)
+		}
+	}
+	if p.Goodput != nil {
+		gs := p.Goodput.State()
+		st.Goodput = &gs
+	}
+	if p.Sessions != nil {
+		if st.Sessions, err = p.Sessions.State(); err != nil {
+			return st, fmt.Errorf("sessions: %w", err)
+		}
+	}
+	for k, l := range map[string]*metrics.LengthHist{"input": p.InputLengths, "output": p.OutputLengths} {
+		if l == nil {
+			continue
+		}
+		enc, err := l.State()
+		if err != nil {
+			return st, err
+		}
+		if enc != "" {
+			if st.Lengths == nil {
+				st.Lengths = map[string]string{}
+			}
+			st.Lengths[k] = enc
+		}
+	}
+	return st, nil
+}
