@@ -10,7 +10,9 @@ import (
 	"time"
 )
 
-// Logger takes the notes and warnings of the model check.
+// Logger takes notes and warnings: the model check's here, and the
+// schedule's and the monitor's (workload.Logger and monitor.Logger are
+// this type).
 type Logger interface {
 	Infof(format string, a ...any)
 	Warnf(format string, a ...any)

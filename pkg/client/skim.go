@@ -202,13 +202,7 @@ func (s *skimmer) value(depth int) bool {
 		_, ok := s.str()
 		return ok
 	case c == '{':
-		s.i++
-		s.ws()
-		if s.eat('}') {
-			return true
-		}
-		for {
-			s.ws()
+		return s.items('}', func() bool {
 			if _, ok := s.str(); !ok {
 				return false
 			}
@@ -217,36 +211,10 @@ func (s *skimmer) value(depth int) bool {
 				return false
 			}
 			s.ws()
-			if !s.value(depth + 1) {
-				return false
-			}
-			s.ws()
-			if s.eat('}') {
-				return true
-			}
-			if !s.eat(',') {
-				return false
-			}
-		}
+			return s.value(depth + 1)
+		})
 	case c == '[':
-		s.i++
-		s.ws()
-		if s.eat(']') {
-			return true
-		}
-		for {
-			s.ws()
-			if !s.value(depth + 1) {
-				return false
-			}
-			s.ws()
-			if s.eat(']') {
-				return true
-			}
-			if !s.eat(',') {
-				return false
-			}
-		}
+		return s.items(']', func() bool { return s.value(depth + 1) })
 	case c == 't':
 		return s.lit("true")
 	case c == 'f':
@@ -257,6 +225,30 @@ func (s *skimmer) value(depth int) bool {
 		return s.number()
 	}
 	return false
+}
+
+// items skips the items of an object or an array (s at its opening
+// bracket) up to end, item skipping one (for an object, a key and its
+// value).
+func (s *skimmer) items(end byte, item func() bool) bool {
+	s.i++
+	s.ws()
+	if s.eat(end) {
+		return true
+	}
+	for {
+		s.ws()
+		if !item() {
+			return false
+		}
+		s.ws()
+		if s.eat(end) {
+			return true
+		}
+		if !s.eat(',') {
+			return false
+		}
+	}
 }
 
 func (s *skimmer) lit(w string) bool {
