@@ -3,6 +3,8 @@ package sweep
 import (
 	"fmt"
 	"math"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
 // Thresholds of the diagnosis (docs/CAPACITY.md).
@@ -64,6 +66,17 @@ func diagnose(r *Result) *Diagnosis {
 	if sv == nil {
 		return &Diagnosis{Kind: "unknown", Step: fail.Index, Detail: "the server's metrics were not read at that step (--scrape-server-metrics, --server-metrics-url)"}
 	}
+	d := diagnoseStep(fail, base, sv, ceiling)
+	if e := fail.Figures.ServerEndpoint; e != "" {
+		d.Detail = "endpoint " + e + ": " + d.Detail
+	}
+	return d
+}
+
+// diagnoseStep reads the limit from the failing step's server figures sv
+// (base: the lowest passing step, or nil; ceiling: the most requests
+// running at any step).
+func diagnoseStep(fail, base *Step, sv *metrics.ServerStats, ceiling float64) *Diagnosis {
 	if sv.KVCacheMax >= KVFull || sv.Preemptions > 0 {
 		return &Diagnosis{Kind: "memory", Step: fail.Index,
 			Detail: fmt.Sprintf("KV cache usage max %.0f %%, %.0f preemptions", 100*sv.KVCacheMax, sv.Preemptions)}

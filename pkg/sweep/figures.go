@@ -1,7 +1,9 @@
 package sweep
 
 import (
+	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
@@ -56,8 +58,11 @@ type Figures struct {
 	ClientCPUMax float64 `json:"client_cpu_max"`
 
 	// Server is the server's own metrics over the step (nil when they
-	// were not scraped or no scrape succeeded).
-	Server *metrics.ServerStats `json:"server,omitempty"`
+	// were not scraped or no scrape succeeded). With several endpoints it
+	// is the busiest one's (busiestEndpoint), which ServerEndpoint names
+	// ("#N URL", numbered from 1 as the table does).
+	Server         *metrics.ServerStats `json:"server,omitempty"`
+	ServerEndpoint string               `json:"server_endpoint,omitempty"`
 
 	// Windows are the step's windows, for the latency-growth check.
 	Windows []Window `json:"windows,omitempty"`
@@ -122,6 +127,10 @@ func stepFigures(s *metrics.Summary) (Figures, error) {
 	if srv := s.ServerMetrics; srv != nil && srv.Available && srv.ServerStats != nil {
 		f.Server = srv.ServerStats
 	}
+	if i := busiestEndpoint(s.Endpoints); i >= 0 {
+		e := &s.Endpoints[i]
+		f.Server, f.ServerEndpoint = e.ServerMetrics.ServerStats, fmt.Sprintf("#%d %s", e.Index+1, e.URL)
+	}
 	f.ClientCPUMax = -1
 	for _, w := range s.Windows {
 		f.ClientCPUMax = math.Max(f.ClientCPUMax, w.ClientCPU)
@@ -137,4 +146,35 @@ func stepFigures(s *metrics.Summary) (Figures, error) {
 		}
 	}
 	return f, nil
+}
+
+// busiestEndpoint returns the index in eps of the endpoint whose server was
+// under the most pressure over the step, among those whose metrics were
+// read: memory first (KV cache full or preemptions), then the longest
+// queue, the fullest KV cache and the most requests running. -1: fewer than
+// two endpoints, or none read.
+func busiestEndpoint(eps []metrics.EndpointSummary) int {
+	if len(eps) < 2 {
+		return -1
+	}
+	key := func(sv *metrics.ServerStats) [4]float64 {
+		memory := 0.0
+		if sv.KVCacheMax >= KVFull || sv.Preemptions > 0 {
+			memory = 1
+		}
+		return [4]float64{memory, sv.WaitingMax, sv.KVCacheMax, sv.RunningMean}
+	}
+	best := -1
+	var bestKey [4]float64
+	for i := range eps {
+		m := eps[i].ServerMetrics
+		if m == nil || !m.Available || m.ServerStats == nil {
+			continue
+		}
+		k := key(m.ServerStats)
+		if best < 0 || slices.Compare(k[:], bestKey[:]) > 0 {
+			best, bestKey = i, k
+		}
+	}
+	return best
 }

@@ -435,3 +435,46 @@ func TestJudgeLeavesCancelledRequestsOutOfTheThroughput(t *testing.T) {
 		}
 	}
 }
+
+// TestStepFiguresBusiestEndpoint: with several endpoints, a step's server
+// figures are those of the endpoint under the most pressure (memory, then
+// the longest queue), an endpoint whose metrics were not read is passed
+// over, and the diagnosis names the endpoint it read.
+func TestStepFiguresBusiestEndpoint(t *testing.T) {
+	read := func(sv metrics.ServerStats) *metrics.ServerSummary {
+		return &metrics.ServerSummary{Available: true, ServerStats: &sv}
+	}
+	top := &metrics.ServerSummary{Available: true, ServerStats: &metrics.ServerStats{RunningMax: 1}}
+	for _, tc := range []struct {
+		name string
+		eps  []*metrics.ServerSummary
+		want int // the endpoint read, -1: the run's own server_metrics
+	}{
+		{"one endpoint", []*metrics.ServerSummary{read(metrics.ServerStats{WaitingMax: 9})}, -1},
+		{"the longest queue", []*metrics.ServerSummary{read(metrics.ServerStats{WaitingMax: 2, RunningMax: 4}), read(metrics.ServerStats{WaitingMax: 7, RunningMax: 4})}, 1},
+		{"memory before queue", []*metrics.ServerSummary{read(metrics.ServerStats{Preemptions: 1}), read(metrics.ServerStats{WaitingMax: 7})}, 0},
+		{"unread passed over", []*metrics.ServerSummary{{Available: false}, read(metrics.ServerStats{RunningMean: 1}), nil}, 1},
+		{"none read", []*metrics.ServerSummary{{Available: false}, nil}, -1},
+	} {
+		s := &metrics.Summary{ServerMetrics: top}
+		for i, m := range tc.eps {
+			s.Endpoints = append(s.Endpoints, metrics.EndpointSummary{Index: i, URL: fmt.Sprintf("http://10.0.0.%d:8000", i+1), ServerMetrics: m})
+		}
+		f, err := stepFigures(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case tc.want < 0 && (f.Server != top.ServerStats || f.ServerEndpoint != ""):
+			t.Errorf("%s: read %+v of %q, want the run's own server metrics", tc.name, f.Server, f.ServerEndpoint)
+		case tc.want >= 0 && (f.Server != tc.eps[tc.want].ServerStats || f.ServerEndpoint != fmt.Sprintf("#%d http://10.0.0.%d:8000", tc.want+1, tc.want+1)):
+			t.Errorf("%s: read %+v of %q, want endpoint %d's", tc.name, f.Server, f.ServerEndpoint, tc.want+1)
+		}
+	}
+	fail := Step{Index: 2, Value: 40, Verdict: Fail, Figures: Figures{ServerEndpoint: "#2 http://10.0.0.2:8000",
+		Server: &metrics.ServerStats{RunningMax: 8, RunningMean: 8, WaitingMax: 5}}}
+	d := diagnose(&Result{Steps: []Step{fail}})
+	if d.Kind != "concurrency" || !strings.HasPrefix(d.Detail, "endpoint #2 http://10.0.0.2:8000: ") {
+		t.Errorf("diagnosis %+v: want concurrency, naming endpoint #2", d)
+	}
+}
