@@ -12,65 +12,33 @@ package client
 func skimChunk(data []byte, chat bool) (text, ok bool) {
 	s := skimmer{b: data}
 	s.ws()
-	if !s.eat('{') {
+	if s.peek() != '{' {
 		return false, false
 	}
 	var seenChoices bool
-	first := true
-	for {
-		s.ws()
-		if first && s.eat('}') {
-			break
-		}
-		key, ok := s.key()
-		if !ok {
-			return false, false
-		}
+	ok = s.fields(func(key []byte) bool {
 		switch string(key) {
 		case "error":
-			return false, false
+			return false
 		case "usage":
-			s.ws()
-			if s.peek() == '{' {
-				return false, false
-			}
-			if !s.value(0) {
-				return false, false
-			}
+			return s.peek() != '{' && s.value(0)
 		case "choices":
-			s.ws()
 			if seenChoices {
-				if !s.value(0) {
-					return false, false
-				}
-				break
+				return s.value(0)
 			}
 			seenChoices = true
 			if s.peek() != '[' {
-				return false, false
+				return false
 			}
-			t, ok := s.choices(chat)
-			if !ok {
-				return false, false
-			}
-			text = t
-		default:
-			if !s.value(0) {
-				return false, false
-			}
+			var ok bool
+			text, ok = s.choices(chat)
+			return ok
 		}
-		s.ws()
-		if s.eat('}') {
-			break
-		}
-		if !s.eat(',') {
-			return false, false
-		}
-		first = false
-	}
+		return s.value(0)
+	})
 	s.ws()
-	if s.i != len(s.b) {
-		return false, false // trailing data
+	if !ok || s.i != len(s.b) {
+		return false, false // invalid, or trailing data
 	}
 	return text, true
 }
@@ -295,28 +263,17 @@ func (s *skimmer) digits() bool {
 
 // choices reads the choices array: whether its first element carries text.
 func (s *skimmer) choices(chat bool) (text, ok bool) {
-	s.i++ // '['
-	s.ws()
-	if s.eat(']') {
-		return false, true
-	}
-	for n := 0; ; n++ {
-		s.ws()
-		if n == 0 && s.peek() == '{' {
-			if text, ok = s.choice(chat); !ok {
-				return false, false
-			}
-		} else if !s.value(1) {
-			return false, false
+	n := 0
+	ok = s.items(']', func() bool {
+		n++
+		if n == 1 && s.peek() == '{' {
+			var ok bool
+			text, ok = s.choice(chat)
+			return ok
 		}
-		s.ws()
-		if s.eat(']') {
-			return text, true
-		}
-		if !s.eat(',') {
-			return false, false
-		}
-	}
+		return s.value(1)
+	})
+	return text && ok, ok
 }
 
 // choice reads the first choice: completions' text, or chat's delta.
@@ -326,67 +283,31 @@ func (s *skimmer) choice(chat bool) (text, ok bool) {
 		want = "delta"
 	}
 	seen := false
-	s.i++ // '{'
-	s.ws()
-	if s.eat('}') {
-		return false, true
-	}
-	for {
-		s.ws()
-		key, ok := s.key()
-		if !ok {
-			return false, false
+	ok = s.fields(func(key []byte) bool {
+		if string(key) != want || seen {
+			return s.value(2)
 		}
+		seen = true
 		switch {
-		case string(key) == want && !seen:
-			seen = true
-			if chat {
-				if s.peek() == '{' {
-					if text, ok = s.delta(); !ok {
-						return false, false
-					}
-				} else if !s.value(2) {
-					return false, false
-				}
-			} else if s.peek() == '"' {
-				empty, ok := s.str()
-				if !ok {
-					return false, false
-				}
-				text = !empty
-			} else if !s.value(2) {
-				return false, false
-			}
-		default:
-			if !s.value(2) {
-				return false, false
-			}
+		case chat && s.peek() == '{':
+			var ok bool
+			text, ok = s.delta()
+			return ok
+		case !chat && s.peek() == '"':
+			empty, ok := s.str()
+			text = !empty
+			return ok
 		}
-		s.ws()
-		if s.eat('}') {
-			return text, true
-		}
-		if !s.eat(',') {
-			return false, false
-		}
-	}
+		return s.value(2)
+	})
+	return text && ok, ok
 }
 
 // delta reads a chat delta: whether its content, else its reasoning
 // content, is a non-empty string (the first of each key counts).
 func (s *skimmer) delta() (text, ok bool) {
 	var content, reasoning, seenContent, seenReasoning bool
-	s.i++ // '{'
-	s.ws()
-	if s.eat('}') {
-		return false, true
-	}
-	for {
-		s.ws()
-		key, ok := s.key()
-		if !ok {
-			return false, false
-		}
+	ok = s.fields(func(key []byte) bool {
 		var into *bool
 		switch {
 		case string(key) == "content" && !seenContent:
@@ -394,21 +315,37 @@ func (s *skimmer) delta() (text, ok bool) {
 		case string(key) == "reasoning_content" && !seenReasoning:
 			seenReasoning, into = true, &reasoning
 		}
-		if into != nil && s.peek() == '"' {
-			empty, ok := s.str()
-			if !ok {
-				return false, false
-			}
-			*into = !empty
-		} else if !s.value(3) {
-			return false, false
+		if into == nil || s.peek() != '"' {
+			return s.value(3)
+		}
+		empty, ok := s.str()
+		*into = !empty
+		return ok
+	})
+	return (content || reasoning) && ok, ok
+}
+
+// fields reads an object (s at its '{') field by field: field reads the
+// value of each key (s after the key's colon). Keys with escapes are
+// refused (key), so that the full decoder reads them.
+func (s *skimmer) fields(field func(key []byte) bool) bool {
+	s.i++
+	s.ws()
+	if s.eat('}') {
+		return true
+	}
+	for {
+		s.ws()
+		key, ok := s.key()
+		if !ok || !field(key) {
+			return false
 		}
 		s.ws()
 		if s.eat('}') {
-			return content || reasoning, true
+			return true
 		}
 		if !s.eat(',') {
-			return false, false
+			return false
 		}
 	}
 }
