@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -109,5 +110,42 @@ func TestRunStopIsNotACut(t *testing.T) {
 	c.Do(ctx, &Request{MaxTokens: 100, Prompt: []byte(`[1]`), CancelAfter: 10 * time.Second}, res)
 	if res.Cancelled || res.ErrorClass != ErrCanceled {
 		t.Errorf("cancelled %v class %q: want the class canceled", res.Cancelled, res.ErrorClass)
+	}
+}
+
+// TestCutDuringDialIsACut: a cut that falls while the connection is being
+// made ends the dial at the cut's deadline, and the dial can report its
+// timeout a moment before the cut's own timer fires. Such a request is
+// cancelled, not a timeout: every request to a port nobody listens on,
+// cut after 1 µs to 200 µs, is either cancelled or refused (connect).
+func TestCutDuringDialIsACut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	for _, transport := range []string{TransportLean, TransportNetHTTP} {
+		c, err := New(Config{BaseURL: dead, Backend: BackendVLLM, Model: "m", Stream: true, HTTPTransport: transport, Epoch: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cancelled, refused int
+		res := &Result{}
+		for i := range 300 {
+			res.Reset()
+			cut := time.Microsecond + time.Duration(i%200)*time.Microsecond
+			c.Do(context.Background(), &Request{MaxTokens: 3, Prompt: []byte(`[1]`), CancelAfter: cut}, res)
+			switch {
+			case res.Cancelled && res.ErrorClass == "":
+				cancelled++
+			case res.ErrorClass == ErrConnect:
+				refused++
+			default:
+				t.Fatalf("%s: request %d cut after %v: cancelled %v class %q error %q; want cancelled or connect",
+					transport, i, cut, res.Cancelled, res.ErrorClass, res.Error)
+			}
+		}
+		t.Logf("%s: %d cancelled, %d refused", transport, cancelled, refused)
 	}
 }

@@ -588,8 +588,14 @@ func (c *Client) cut(res *Result) {
 	}
 }
 
-// isCut reports whether ctx ended at the request's planned cut.
+// isCut reports whether ctx ended at the request's planned cut. A dial or
+// read that ctx's deadline bounded can fail a moment before ctx's own
+// timer fires; once the deadline has passed, it waits for ctx to end, so
+// that such a failure is the cut it was, not a timeout.
 func isCut(ctx context.Context) bool {
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		<-ctx.Done()
+	}
 	return ctx.Err() != nil && errors.Is(context.Cause(ctx), errCut)
 }
 
