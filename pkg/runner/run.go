@@ -338,37 +338,69 @@ func collect(results <-chan *client.Result, slo metrics.SLO, sinks []metrics.Sin
 		done.Add(1)
 		resultPool.Put(r)
 	}
+	// drain takes every result already finished; it reports false once
+	// results is closed.
+	drain := func() bool {
+		for {
+			select {
+			case r, ok := <-results:
+				if !ok {
+					return false
+				}
+				add(r)
+			default:
+				return true
+			}
+		}
+	}
+	end := func() error {
+		if records != nil {
+			return records.Close()
+		}
+		return nil
+	}
+	// answer takes every result already finished, writes them out, then
+	// answers an abort's request.
+	answer := func(reply chan<- struct{}) {
+		drain()
+		if records != nil {
+			records.Sync()
+		}
+		close(reply)
+	}
+	pause := time.NewTimer(time.Hour)
+	pause.Stop()
 	for {
 		select {
 		case r, ok := <-results:
 			if !ok {
-				if records != nil {
-					return records.Close()
-				}
-				return nil
+				return end()
 			}
 			add(r)
+			if !drain() {
+				return end()
+			}
+			// While results keep coming, take them every collectEvery
+			// instead of being woken by each: a worker's send to a
+			// collector that is not waiting wakes no thread.
+			pause.Reset(collectEvery)
+			select {
+			case <-pause.C:
+			case reply := <-abort:
+				pause.Stop()
+				answer(reply)
+			}
 		case reply := <-abort:
-			// Take every result already finished, then write them out.
-		queued:
-			for {
-				select {
-				case r, ok := <-results:
-					if !ok {
-						break queued
-					}
-					add(r)
-				default:
-					break queued
-				}
-			}
-			if records != nil {
-				records.Sync()
-			}
-			close(reply)
+			answer(reply)
 		}
 	}
 }
+
+// collectEvery is how often the collector takes the finished results while
+// they keep coming (see collect): at most this late in the live figures,
+// and one wake-up of the collector per collectEvery instead of one per
+// request.
+const collectEvery = time.Millisecond
 
 var resultPool = sync.Pool{New: func() any { return &client.Result{TokenTimes: make([]time.Duration, 0, 64)} }}
 
