@@ -44,12 +44,13 @@ type Dispatcher struct {
 	// Sleep waits until an absolute instant or the context ends; nil uses
 	// the precise sleeper of the platform (see SleepUntil).
 	Sleep func(ctx context.Context, t time.Time) error
-	// OnOffer, when set, is told of every arrival the schedule offers, on
-	// the dispatcher's goroutine, in schedule order, right after the
-	// arrival is handed to a worker (or to the wait queue when every slot
-	// is taken): no later than its due time plus the dispatcher's own lag.
-	// It must return quickly. An arrival never reached because the run was
-	// stopped is not offered.
+	// OnOffer, when set, is told of every arrival the schedule offers, at
+	// its due time (or as soon after as the client gets to it): by the
+	// worker about to send it when it was handed out ahead of time (see
+	// handOutLead), by the dispatcher otherwise, right after handing it to
+	// a worker or to the wait queue. It may be called from several
+	// goroutines at once and must return quickly. An arrival never reached
+	// because the run was stopped is not offered.
 	OnOffer func(a *Arrival)
 
 	// MaxUnstarted bounds the arrivals handed to workers that have not yet
@@ -78,6 +79,20 @@ type Dispatcher struct {
 // of goroutines that the Go scheduler has not yet run. A client that keeps
 // up has a handful at most.
 const DefaultMaxUnstarted = 1024
+
+// An arrival due within handOutLead + handOutBatch is handed to an idle
+// worker at once, and the worker waits for its due time on a timer of its
+// own, then sends it: the wake-up at the due time is the sender's, with no
+// hand-off between goroutines after it (which costs a thread wake-up of
+// its own). The dispatcher wakes handOutLead before a due time and hands
+// out every arrival due within the next handOutBatch in one go. Arrivals
+// that find no idle worker are handed out at their due time, as they
+// would be without a lead: to a new worker or, every slot taken, to the
+// wait queue.
+const (
+	handOutLead  = 2 * time.Millisecond
+	handOutBatch = time.Millisecond
+)
 
 // DispatchStats reports how the schedule was kept.
 type DispatchStats struct {
@@ -113,7 +128,7 @@ func (d *Dispatcher) Run(dispatchCtx, reqCtx context.Context, s Schedule) Dispat
 	if maxUnstarted <= 0 {
 		maxUnstarted = DefaultMaxUnstarted
 	}
-	p := &pool{sender: d.Sender, ctx: reqCtx, stop: dispatchCtx, max: d.MaxConcurrency, work: make(chan Arrival, 256), d: d,
+	p := &pool{sender: d.Sender, ctx: reqCtx, stop: dispatchCtx, max: d.MaxConcurrency, work: make(chan handout, 256), d: d,
 		maxUnstarted: int64(maxUnstarted), started: make(chan struct{}, 1)}
 	p.startRamp()
 	done := make(chan bool)
@@ -133,6 +148,15 @@ func (d *Dispatcher) Run(dispatchCtx, reqCtx context.Context, s Schedule) Dispat
 				return
 			}
 			due := d.Start.Add(a.At)
+			if left := time.Until(due); left > handOutLead+handOutBatch {
+				if err := sleep(dispatchCtx, due.Add(-handOutLead)); err != nil {
+					done <- true
+					return
+				}
+			}
+			if time.Until(due) > 0 && p.handEarly(a) {
+				continue // its worker offers it at its due time
+			}
 			if left := time.Until(due); left > 0 {
 				if err := sleep(dispatchCtx, due); err != nil {
 					done <- true
@@ -162,7 +186,7 @@ type pool struct {
 	ctx    context.Context // requests
 	stop   context.Context // dispatching: once done, queued arrivals are not sent
 	max    int
-	work   chan Arrival
+	work   chan handout
 	d      *Dispatcher
 
 	mu       sync.Mutex
@@ -280,6 +304,33 @@ func (p *pool) startRamp() {
 	})
 }
 
+// handout is an arrival given to an idle worker; early: before its due
+// time, which the worker waits for and offers it at.
+type handout struct {
+	a     Arrival
+	early bool
+}
+
+// handEarly hands a, not yet due, to an idle worker, if there is one and
+// the client is not behind; it reports whether it did.
+func (p *pool) handEarly(a Arrival) bool {
+	if p.behind() {
+		return false
+	}
+	p.mu.Lock()
+	if p.idle == 0 {
+		p.mu.Unlock()
+		return false
+	}
+	p.idle--
+	p.mu.Unlock()
+	p.d.dispatched.Add(1)
+	p.wg.Add(1)
+	p.d.unstarted.Add(1)
+	p.work <- handout{a, true}
+	return true
+}
+
 func (p *pool) dispatch(a Arrival) {
 	p.d.dispatched.Add(1)
 	p.wg.Add(1)
@@ -289,7 +340,7 @@ func (p *pool) dispatch(a Arrival) {
 		p.idle--
 		p.mu.Unlock()
 		p.d.unstarted.Add(1)
-		p.work <- a
+		p.work <- handout{a: a}
 	case p.max <= 0 || p.live < p.limit():
 		p.live++
 		p.mu.Unlock()
@@ -307,13 +358,30 @@ func (p *pool) dispatch(a Arrival) {
 
 func (p *pool) worker(a Arrival) {
 	defer p.workers.Done()
-	for {
-		n := p.d.inFlight.Add(1)
-		for m := p.maxIn.Load(); n > m && !p.maxIn.CompareAndSwap(m, n); m = p.maxIn.Load() {
+	var early bool // a was handed out ahead of its due time
+	var sl *sleeper
+	defer func() {
+		if sl != nil {
+			sl.close()
 		}
-		p.sender.Send(p.ctx, a)
-		p.d.inFlight.Add(-1)
+	}()
+	for {
+		send := true
+		if early {
+			if sl == nil && p.d.Sleep == nil {
+				sl = newSleeper(p.stop)
+			}
+			send = p.waitDue(sl, a)
+		}
+		if send {
+			n := p.d.inFlight.Add(1)
+			for m := p.maxIn.Load(); n > m && !p.maxIn.CompareAndSwap(m, n); m = p.maxIn.Load() {
+			}
+			p.sender.Send(p.ctx, a)
+			p.d.inFlight.Add(-1)
+		}
 		p.wg.Done()
+		early = false
 
 		p.mu.Lock()
 		if p.stop.Err() != nil {
@@ -330,12 +398,37 @@ func (p *pool) worker(a Arrival) {
 		}
 		p.idle++
 		p.mu.Unlock()
-		var ok bool
-		if a, ok = <-p.work; !ok {
+		h, ok := <-p.work
+		if !ok {
 			return
 		}
+		a, early = h.a, h.early
 		p.begin()
 	}
+}
+
+// waitDue waits for a's due time on sl (the Dispatcher's Sleep when set)
+// and offers it; it reports false, counting a as not sent, if dispatching
+// stopped first.
+func (p *pool) waitDue(sl *sleeper, a Arrival) bool {
+	due := p.d.Start.Add(a.At)
+	var err error
+	switch {
+	case p.d.Sleep != nil:
+		err = p.d.Sleep(p.stop, due)
+	case time.Until(due) > 0:
+		err = sl.sleepUntil(p.stop, due)
+	}
+	if err != nil || p.stop.Err() != nil {
+		p.mu.Lock()
+		p.notSent++
+		p.mu.Unlock()
+		return false
+	}
+	if p.d.OnOffer != nil {
+		p.d.OnOffer(&a)
+	}
+	return true
 }
 
 // finish waits for every handed-out arrival; when stopped, arrivals still

@@ -324,3 +324,59 @@ func TestDispatcherWaitsForUnwrittenRequests(t *testing.T) {
 		}
 	})
 }
+
+// TestDispatcherHandsOutEarlyAndSendsOnTime: an arrival due within the
+// hand-out lead goes to an idle worker ahead of its due time (it counts as
+// dispatched before anything is sent), and the worker sends and offers it
+// exactly at its due time. One that finds no idle worker is handed out at
+// its due time. A stop while a worker waits for its arrival's due time
+// leaves it not sent and not offered.
+func TestDispatcherHandsOutEarlyAndSendsOnTime(t *testing.T) {
+	ats := []time.Duration{0, 100 * time.Millisecond, 100*time.Millisecond + 500*time.Microsecond, 101 * time.Millisecond, 200 * time.Millisecond}
+	for _, stopAt := range []time.Duration{0, 99 * time.Millisecond} {
+		synctest.Test(t, func(t *testing.T) {
+			start := time.Now()
+			rec := &recorder{start: start, hold: time.Millisecond}
+			ctx, stop := context.WithCancel(t.Context())
+			var mu sync.Mutex
+			offered := map[int64]time.Duration{}
+			d := &Dispatcher{Start: start, Sender: rec, Sleep: goSleep,
+				OnOffer: func(a *Arrival) {
+					mu.Lock()
+					offered[a.Index] = time.Since(start)
+					mu.Unlock()
+				}}
+			var dispatched, sent int64
+			go func() {
+				time.Sleep(99 * time.Millisecond) // the lead began at 98 ms
+				dispatched = d.Dispatched()
+				rec.mu.Lock()
+				sent = int64(len(rec.sent))
+				rec.mu.Unlock()
+				if stopAt > 0 {
+					stop()
+				}
+			}()
+			st := d.Run(ctx, t.Context(), fixed(ats...))
+			// At 99 ms arrival 1 is with the worker that sent arrival 0
+			// (idle since 1 ms); arrival 2 has no idle worker to go to.
+			if dispatched != 2 || sent != 1 {
+				t.Fatalf("at 99 ms: %d dispatched, %d sent; want 2 and 1", dispatched, sent)
+			}
+			if stopAt > 0 {
+				if st.Dispatched != 1 || st.NotSent != 1 || len(rec.sent) != 1 || len(offered) != 1 {
+					t.Fatalf("stopped at 99 ms: stats %+v, %d sent, offers %v; want 1 sent, 1 not sent, 1 offered", st, len(rec.sent), offered)
+				}
+				return
+			}
+			if st.Dispatched != 5 || st.NotSent != 0 || len(rec.sent) != 5 {
+				t.Fatalf("stats %+v, %d sent", st, len(rec.sent))
+			}
+			for _, s := range rec.sent {
+				if want := ats[s.index]; s.elapsed != want || offered[s.index] != want {
+					t.Errorf("arrival %d sent at %v, offered at %v; want both at %v", s.index, s.elapsed, offered[s.index], want)
+				}
+			}
+		})
+	}
+}
