@@ -371,7 +371,7 @@ func (p *pool) worker(a Arrival) {
 			if sl == nil && p.d.Sleep == nil {
 				sl = newSleeper(p.stop)
 			}
-			send = p.waitDue(sl, a)
+			send = p.waitDue(sl, &a)
 		}
 		if send {
 			n := p.d.inFlight.Add(1)
@@ -410,7 +410,7 @@ func (p *pool) worker(a Arrival) {
 // waitDue waits for a's due time on sl (the Dispatcher's Sleep when set)
 // and offers it; it reports false, counting a as not sent, if dispatching
 // stopped first.
-func (p *pool) waitDue(sl *sleeper, a Arrival) bool {
+func (p *pool) waitDue(sl *sleeper, a *Arrival) bool {
 	due := p.d.Start.Add(a.At)
 	var err error
 	switch {
@@ -426,7 +426,7 @@ func (p *pool) waitDue(sl *sleeper, a Arrival) bool {
 		return false
 	}
 	if p.d.OnOffer != nil {
-		p.d.OnOffer(&a)
+		p.d.OnOffer(a) // the worker's own a: no copy to the heap per offer
 	}
 	return true
 }
