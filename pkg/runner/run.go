@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/exposed"
+	"github.com/fineserve-gen/fineserve-gen/internal/gcfloor"
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
@@ -193,6 +194,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		d.Sender, d.MaxConcurrency = sessions, cfg.MaxSessions
 	}
 
+	defer gcfloor.Start(gcfloor.DefaultHeadroom)()
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	stopDrain := drainOnStop(ctx, cfg.DrainTimeout, stdio.Hurry, cancelRequests, log)
