@@ -278,6 +278,49 @@ func TestSweepMatrix(t *testing.T) {
 			}
 		})
 	}
+	// Two endpoints with cancellation: each step's summary holds both
+	// endpoints and its cut requests; the HTML's table shows the cut
+	// requests, whose server figures each step read, and each endpoint's
+	// counts.
+	t.Run("poisson,rate,two-endpoints,cancel,html", func(t *testing.T) {
+		dir := t.TempDir()
+		second := startSweepServer(t)
+		urls := fmt.Sprintf("http://127.0.0.1:%d,http://127.0.0.1:%d", port, second)
+		html := filepath.Join(dir, "sweep.html")
+		res, _ := runSweep(t, []string{"sweep", "--base-url", urls, "--balance", "round-robin", "--seed", "3",
+			"--random-input-len", "8", "--random-output-len", "8", "--step-duration", "0.5s", "--sweep-quiet", "0",
+			"--sweep-max-lag", "250", "--report-interval", "0", "--sweep-variable", "rate", "--sweep-values", "10,20",
+			"--goodput", "e2el:5000", "--cancel-share", "0.5", "--cancel-after", "1ms",
+			"--sweep-json", filepath.Join(dir, "sweep.json"), "--report-html", html}, exitOK)
+		if len(res.Steps) != 2 {
+			t.Fatalf("%d steps", len(res.Steps))
+		}
+		b, err := os.ReadFile(html)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range res.Steps {
+			sum := st.Summary
+			if sum == nil || len(sum.Endpoints) != 2 || st.Figures.Cancelled == 0 || st.Figures.Cancelled != sum.Cancelled {
+				t.Fatalf("step %d: cancelled %d, summary %+v", st.Index, st.Figures.Cancelled, sum)
+			}
+			for _, e := range sum.Endpoints {
+				line := fmt.Sprintf("#%d %s: %d completed, %d failed", e.Index+1, e.URL, e.Completed, e.Failed)
+				if e.Requests == 0 || !bytes.Contains(b, []byte(line)) {
+					t.Errorf("step %d endpoint %d: %d requests; the HTML lacks %q", st.Index, e.Index+1, e.Requests, line)
+				}
+			}
+			cell := fmt.Sprintf("<td>%d</td><td>%d</td>", st.Figures.Failed, st.Figures.Cancelled)
+			if !bytes.Contains(b, []byte(cell)) {
+				t.Errorf("step %d: the HTML's table lacks failed and cut %s", st.Index, cell)
+			}
+		}
+		for _, want := range []string{"<th>Cut</th>", "<th>Per endpoint</th>", "<th>Server figures of</th>"} {
+			if !bytes.Contains(b, []byte(want)) {
+				t.Errorf("the HTML's table lacks %s", want)
+			}
+		}
+	})
 	for _, bad := range []struct {
 		name string
 		args []string

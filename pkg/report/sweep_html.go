@@ -27,11 +27,34 @@ type sweepPage struct {
 	Command string
 	Steps   []sweepRow
 	Plots   []plotView
+	// Columns shown only when a step has them: cancelled requests
+	// (--cancel-share), several endpoints (each one's counts, and whose
+	// server figures the step shows).
+	Cancelled, Endpoints bool
 }
 
 type sweepRow struct {
 	sweep.Step
 	Value, Goodput, Running, Waiting, KV string
+	// PerEndpoint is one line per endpoint: "#N URL: completed, failed,
+	// cut".
+	PerEndpoint []string
+}
+
+// perEndpoint gives a step's counts by endpoint (none with one endpoint).
+func perEndpoint(st *sweep.Step) []string {
+	if st.Summary == nil || len(st.Summary.Endpoints) < 2 {
+		return nil
+	}
+	var lines []string
+	for _, e := range st.Summary.Endpoints {
+		l := fmt.Sprintf("#%d %s: %d completed, %d failed", e.Index+1, e.URL, e.Completed, e.Failed)
+		if e.Cancelled > 0 {
+			l += fmt.Sprintf(", %d cut", e.Cancelled)
+		}
+		lines = append(lines, l)
+	}
+	return lines
 }
 
 // WriteSweepHTML writes a sweep's report: the answer and its diagnosis,
@@ -55,6 +78,9 @@ func WriteSweepHTML(w io.Writer, r *sweep.Result) error {
 		if pg.Command == "" && st.Summary != nil {
 			pg.Command = st.Summary.Command
 		}
+		row.PerEndpoint = perEndpoint(&st)
+		pg.Cancelled = pg.Cancelled || st.Figures.Cancelled > 0
+		pg.Endpoints = pg.Endpoints || len(row.PerEndpoint) > 0 || st.Figures.ServerEndpoint != ""
 		pg.Steps = append(pg.Steps, row)
 	}
 	capX := math.NaN()
@@ -241,10 +267,10 @@ var sweepTemplate = template.Must(template.New("sweep").Funcs(funcs).Parse(pageH
 
 <h2>Steps</h2>
 <table id="steps">
-<tr><th>Step</th><th>{{.R.Variable}}</th><th>Offered/s</th><th>Achieved/s</th><th>Goodput</th><th>TTFT p50</th><th>TTFT p99</th><th>TPOT p50</th><th>TPOT p99</th><th>E2E p50</th><th>E2E p99</th><th>Running max</th><th>Waiting max</th><th>KV max</th><th>Lag p99</th><th>Verdict</th></tr>
-{{range .Steps}}<tr><td>{{.Index}}</td><td>{{.Value}}</td><td>{{f2 .Figures.Offered}}</td><td>{{f2 .Figures.Achieved}}</td><td>{{.Goodput}}</td><td>{{ms .Figures.TTFT.P50}}</td><td>{{ms .Figures.TTFT.P99}}</td><td>{{ms .Figures.TPOT.P50}}</td><td>{{ms .Figures.TPOT.P99}}</td><td>{{ms .Figures.E2E.P50}}</td><td>{{ms .Figures.E2E.P99}}</td><td>{{.Running}}</td><td>{{.Waiting}}</td><td>{{.KV}}</td><td>{{ms .Figures.LagP99}}</td><td class="{{.Verdict}}" title="{{join .Reasons "; "}}">{{.Verdict}}</td></tr>
+<tr><th>Step</th><th>{{.R.Variable}}</th><th>Offered/s</th><th>Achieved/s</th><th>Failed</th>{{if .Cancelled}}<th>Cut</th>{{end}}<th>Goodput</th><th>TTFT p50</th><th>TTFT p99</th><th>TPOT p50</th><th>TPOT p99</th><th>E2E p50</th><th>E2E p99</th><th>Running max</th><th>Waiting max</th><th>KV max</th>{{if .Endpoints}}<th>Server figures of</th><th>Per endpoint</th>{{end}}<th>Lag p99</th><th>Verdict</th></tr>
+{{$p := .}}{{range .Steps}}<tr><td>{{.Index}}</td><td>{{.Value}}</td><td>{{f2 .Figures.Offered}}</td><td>{{f2 .Figures.Achieved}}</td><td>{{.Figures.Failed}}</td>{{if $p.Cancelled}}<td>{{.Figures.Cancelled}}</td>{{end}}<td>{{.Goodput}}</td><td>{{ms .Figures.TTFT.P50}}</td><td>{{ms .Figures.TTFT.P99}}</td><td>{{ms .Figures.TPOT.P50}}</td><td>{{ms .Figures.TPOT.P99}}</td><td>{{ms .Figures.E2E.P50}}</td><td>{{ms .Figures.E2E.P99}}</td><td>{{.Running}}</td><td>{{.Waiting}}</td><td>{{.KV}}</td>{{if $p.Endpoints}}<td>{{or .Figures.ServerEndpoint "–"}}</td><td class="endpoints">{{range $i, $l := .PerEndpoint}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td>{{end}}<td>{{ms .Figures.LagP99}}</td><td class="{{.Verdict}}" title="{{join .Reasons "; "}}">{{.Verdict}}</td></tr>
 {{end}}</table>
-<p class="meta">Latencies in ms, measured as in a run; running, waiting and KV: the server's own maxima over the step. Each step is a whole run; its full summary is in the sweep's JSON.</p>
+<p class="meta">Latencies in ms, measured as in a run; running, waiting and KV: the server's own maxima over the step{{if .Endpoints}}, read at the busiest endpoint ("server figures of"){{end}}.{{if .Cancelled}} Cut: requests the client cancelled on purpose (--cancel-share), neither completed nor failed; the throughput verdict allows for them.{{end}} Each step is a whole run; its full summary is in the sweep's JSON.</p>
 </body>
 </html>
 `))
