@@ -142,38 +142,35 @@ func (d *Dispatcher) Run(dispatchCtx, reqCtx context.Context, s Schedule) Dispat
 			defer sl.close()
 			sleep = sl.sleepUntil
 		}
-		for a := range s {
-			if dispatchCtx.Err() != nil {
-				done <- true
-				return
-			}
-			due := d.Start.Add(a.At)
-			if left := time.Until(due); left > handOutLead+handOutBatch {
-				if err := sleep(dispatchCtx, due.Add(-handOutLead)); err != nil {
-					done <- true
-					return
+		// keep goes through the schedule; it reports whether dispatching
+		// was stopped first.
+		keep := func() (stopped bool) {
+			for a := range s {
+				if dispatchCtx.Err() != nil {
+					return true
+				}
+				due := d.Start.Add(a.At)
+				if time.Until(due) > handOutLead+handOutBatch && sleep(dispatchCtx, due.Add(-handOutLead)) != nil {
+					return true
+				}
+				if time.Until(due) > 0 && p.handEarly(a) {
+					continue // its worker offers it at its due time
+				}
+				if time.Until(due) > 0 && sleep(dispatchCtx, due) != nil {
+					return true
+				}
+				if !p.waitForWorkers() {
+					return true
+				}
+				behind = max(behind, time.Since(due))
+				p.dispatch(a)
+				if d.OnOffer != nil {
+					d.OnOffer(&a)
 				}
 			}
-			if time.Until(due) > 0 && p.handEarly(a) {
-				continue // its worker offers it at its due time
-			}
-			if left := time.Until(due); left > 0 {
-				if err := sleep(dispatchCtx, due); err != nil {
-					done <- true
-					return
-				}
-			}
-			if !p.waitForWorkers() {
-				done <- true
-				return
-			}
-			behind = max(behind, time.Since(due))
-			p.dispatch(a)
-			if d.OnOffer != nil {
-				d.OnOffer(&a)
-			}
+			return false
 		}
-		done <- false
+		done <- keep()
 	})
 	st := p.finish(<-done)
 	st.MaxBehind = behind
@@ -413,11 +410,10 @@ func (p *pool) worker(a Arrival) {
 func (p *pool) waitDue(sl *sleeper, a *Arrival) bool {
 	due := p.d.Start.Add(a.At)
 	var err error
-	switch {
-	case p.d.Sleep != nil:
+	if p.d.Sleep != nil {
 		err = p.d.Sleep(p.stop, due)
-	case time.Until(due) > 0:
-		err = sl.sleepUntil(p.stop, due)
+	} else {
+		err = sl.sleepUntil(p.stop, due) // at once if already due
 	}
 	if err != nil || p.stop.Err() != nil {
 		p.mu.Lock()
