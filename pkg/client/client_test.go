@@ -320,3 +320,52 @@ func TestUnwrittenCountsOnlyRequestsNotYetWritten(t *testing.T) {
 		t.Errorf("%d unwritten after a failed request", n)
 	}
 }
+
+// TestReasoningIsATokenButNotHistory: a reasoning model's stream under
+// each of vLLM's field names — "reasoning" (v0.11.1 on), "reasoning_content"
+// (before v0.16) and both at once — starts TTFT at the first reasoning
+// chunk, counts each chunk once for ITL, and keeps only the answer as the
+// text a conversation's history carries.
+func TestReasoningIsATokenButNotHistory(t *testing.T) {
+	for _, field := range []string{"reasoning", "reasoning_content", "both"} {
+		t.Run(field, func(t *testing.T) {
+			think := func(s string) string {
+				switch field {
+				case "both":
+					return fmt.Sprintf(`{"choices":[{"index":0,"delta":{"reasoning":%q,"reasoning_content":%q}}]}`, s, s)
+				default:
+					return fmt.Sprintf(`{"choices":[{"index":0,"delta":{"content":null,%q:%q}}]}`, field, s)
+				}
+			}
+			answer := `{"choices":[{"index":0,"delta":{"content":"yes"}}]}`
+			events := []string{`{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`}
+			for range 3 {
+				events = append(events, think("hmm"))
+			}
+			events = append(events, answer, answer, "[DONE]")
+			srv := httptest.NewServer(&capture{respond: sse(events...)})
+			defer srv.Close()
+			c := newTestClient(t, srv, Config{Backend: BackendChat, Stream: true, IgnoreEOS: true})
+			for _, keep := range []bool{false, true} {
+				res := &Result{}
+				res.Reset()
+				res.KeepText = keep
+				res.OutputLen = 5
+				c.Do(context.Background(), &Request{MaxTokens: 5, Prompt: []byte(`"q"`)}, res)
+				if !res.OK() {
+					t.Fatalf("%s: %s", res.ErrorClass, res.Error)
+				}
+				if len(res.TokenTimes) != 5 || res.CompletionTokens != 5 {
+					t.Errorf("keep %v: %d token times, %d completion tokens, want 5 and 5 (3 reasoning + 2 content, each once)",
+						keep, len(res.TokenTimes), res.CompletionTokens)
+				}
+				if res.FirstToken != res.TokenTimes[0] {
+					t.Errorf("keep %v: first token %v is not the first reasoning chunk's %v", keep, res.FirstToken, res.TokenTimes[0])
+				}
+				if keep && string(res.Text) != "yesyes" {
+					t.Errorf("kept text %q, want the answer only", res.Text)
+				}
+			}
+		})
+	}
+}

@@ -4,7 +4,8 @@ package client
 // first choice carries text, or none, with no usage object and no error —
 // without building a parsed value: it validates the JSON as it goes and
 // notes only whether the first choice's text (completions) or delta content
-// or reasoning content (chat) is a non-empty string. It reports ok false for
+// or reasoning (chat: "reasoning" or "reasoning_content") is a non-empty
+// string. It reports ok false for
 // anything else (usage, an error, duplicate-sensitive or escaped keys,
 // invalid JSON, a choices value that is not an array, deep nesting), which
 // the full decoder then reads: whatever it accepts, the full decoder
@@ -303,17 +304,20 @@ func (s *skimmer) choice(chat bool) (text, ok bool) {
 	return text && ok, ok
 }
 
-// delta reads a chat delta: whether its content, else its reasoning
-// content, is a non-empty string (the first of each key counts).
+// delta reads a chat delta: whether its content or its reasoning — vLLM's
+// "reasoning" since v0.11.1, "reasoning_content" before v0.16 — is a
+// non-empty string (the first of each key counts).
 func (s *skimmer) delta() (text, ok bool) {
-	var content, reasoning, seenContent, seenReasoning bool
+	var content, reasoning, legacy, seenContent, seenReasoning, seenLegacy bool
 	ok = s.fields(func(key []byte) bool {
 		var into *bool
 		switch {
 		case string(key) == "content" && !seenContent:
 			seenContent, into = true, &content
-		case string(key) == "reasoning_content" && !seenReasoning:
+		case string(key) == "reasoning" && !seenReasoning:
 			seenReasoning, into = true, &reasoning
+		case string(key) == "reasoning_content" && !seenLegacy:
+			seenLegacy, into = true, &legacy
 		}
 		if into == nil || s.peek() != '"' {
 			return s.value(3)
@@ -322,7 +326,7 @@ func (s *skimmer) delta() (text, ok bool) {
 		*into = !empty
 		return ok
 	})
-	return (content || reasoning) && ok, ok
+	return (content || reasoning || legacy) && ok, ok
 }
 
 // fields reads an object (s at its '{') field by field: field reads the

@@ -14,6 +14,9 @@ var skimSeeds = []string{
 	`{"choices":[{"delta":{"content":"","reasoning_content":"think"}}]}`,
 	`{"choices":[{"delta":{"content":null,"reasoning_content":""}}]}`,
 	`{"choices":[{"delta":{"content":"a","content":""}}]}`,
+	`{"choices":[{"delta":{"content":null,"reasoning":"think"}}]}`,
+	`{"choices":[{"delta":{"reasoning":"think","reasoning_content":"think"}}]}`,
+	`{"choices":[{"delta":{"content":"","reasoning":""}}]}`,
 	`{"choices":[{"text":"\u00e9\"\\\/\b\f\n\r\t"}],"x":[1,-2.5e+3,0.1,true,false,null,{"a":[]}]}`,
 	`{"choices":[{"text":1}]}`, `{"choices":[1,{"text":"a"}]}`, `{"choices":{"0":{"text":"a"}}}`,
 	`{"choices":[{"text":"a"}],"choices":[]}`, `{"error":{"message":"boom","code":500}}`,
@@ -70,6 +73,9 @@ func TestSkimChunk(t *testing.T) {
 		{skimSeeds[4], true, true, true},
 		{skimSeeds[5], true, false, true},
 		{skimSeeds[6], true, true, true}, // the first "content" counts
+		{skimSeeds[7], true, true, true}, // vLLM ≥ 0.11.1's "reasoning"
+		{skimSeeds[8], true, true, true}, // both names (v0.11.1–v0.15)
+		{skimSeeds[9], true, false, true},
 		{`{"choices":[{"text":"a"}],"choices":[]}`, false, true, true},
 		{skimSeeds[2], false, false, false}, // usage: the full decoder copies it
 		{`{"error":{"message":"boom","code":500}}`, false, false, false},

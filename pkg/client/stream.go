@@ -177,15 +177,17 @@ func (c *Client) parseChunk(d *decoder, data []byte, res *Result) (text, usage b
 		if c.chat {
 			if delta := ch.Get("delta"); delta != nil {
 				t = delta.GetStringBytes("content")
-				if len(t) == 0 {
-					t = delta.GetStringBytes("reasoning_content")
-				}
+				// Reasoning is a token like content (TTFT is the first of
+				// either) but stays out of the kept text: a conversation's
+				// history carries the answer only.
+				text = len(t) > 0 || len(delta.GetStringBytes("reasoning")) > 0 ||
+					len(delta.GetStringBytes("reasoning_content")) > 0
 			}
 		} else {
 			t = ch.GetStringBytes("text")
+			text = len(t) > 0
 		}
-		text = len(t) > 0
-		if text && res.KeepText {
+		if len(t) > 0 && res.KeepText {
 			res.Text = append(res.Text, t...)
 		}
 	}
