@@ -23,7 +23,7 @@ func runFlags(o *options.Options, prof *profiles) (fs *pflag.FlagSet, finish fun
 	fs = newFlagSet("run")
 
 	// Target (FineServe).
-	fs.StringVar(&o.Backend, "backend", o.Backend, "vllm or openai (/v1/completions), openai-chat (/v1/chat/completions), openai-images (/v1/images/generations)")
+	fs.StringVar(&o.Backend, "backend", o.Backend, client.BackendHelp())
 	baseURLs := fs.StringArray("base-url", nil, "server base URL, e.g. http://localhost:8000 (overrides --host/--port); several endpoints: give it more than once or comma-separated")
 	fs.StringVar(&o.Balance, "balance", "round-robin", "with several --base-url: round-robin (by request), least-inflight (at send time) or session (a session's turns, or a shared prefix's requests, on one endpoint)")
 	fs.StringVar(&o.Host, "host", o.Host, "server host")

@@ -22,20 +22,12 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
-// Backends: the request kind each --backend sends.
-const (
-	BackendVLLM   = "vllm"          // /v1/completions (FineServe's default)
-	BackendOpenAI = "openai"        // /v1/completions
-	BackendChat   = "openai-chat"   // /v1/chat/completions
-	BackendImages = "openai-images" // /v1/images/generations (images.go)
-)
-
 // Config configures a Client. The zero value is not usable: BaseURL and
 // Backend are required.
 type Config struct {
 	// BaseURL is the server root, e.g. http://127.0.0.1:8000 (no /v1).
 	BaseURL string
-	// Backend selects the endpoint: vllm/openai (completions) or openai-chat.
+	// Backend names the API kind: a row of the backend table (backend.go).
 	Backend string
 	// Endpoint overrides the path derived from Backend.
 	Endpoint string
@@ -98,8 +90,8 @@ type Client struct {
 	cfg     Config
 	url     string
 	secrets *secret.Redactor
-	chat    bool
-	images  bool // openai-images (images.go)
+	backend *Backend
+	chat    bool // backend.Chat
 	http    *http.Client
 	rewind  bool // set GetBody: net/http re-sends requests a server refused unprocessed
 	header  http.Header
@@ -149,24 +141,14 @@ func New(cfg Config) (*Client, error) {
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
 		return nil, fmt.Errorf("client: base URL %q must start with http:// or https://", secret.URL(cfg.BaseURL))
 	}
+	b, ok := LookupBackend(cfg.Backend)
+	if !ok {
+		return nil, fmt.Errorf("client: unknown backend %q (want %s)", cfg.Backend, BackendNames())
+	}
+	c.backend, c.chat = b, b.Chat
 	path := cfg.Endpoint
-	switch cfg.Backend {
-	case BackendVLLM, BackendOpenAI:
-		if path == "" {
-			path = "/v1/completions"
-		}
-	case BackendChat:
-		c.chat = true
-		if path == "" {
-			path = "/v1/chat/completions"
-		}
-	case BackendImages:
-		c.images = true
-		if path == "" {
-			path = "/v1/images/generations"
-		}
-	default:
-		return nil, fmt.Errorf("client: unknown backend %q (want vllm, openai, openai-chat or openai-images)", cfg.Backend)
+	if path == "" {
+		path = b.Path
 	}
 	c.url = base + path
 	extra, omit, err := parseExtra(cfg.ExtraBody)
@@ -201,7 +183,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.buffers.New = func() any { b := make([]byte, 0, 512); return &b } // grows to the bodies it carries
 	c.decode.New = func() any { return new(decoder) }
-	if !c.chat && !c.images {
+	if b.ChatTwin {
 		twin := cfg
 		twin.Backend, twin.Endpoint, twin.Transport = BackendChat, chatPath(path), tr
 		if c.chatTwin, err = New(twin); err != nil {
@@ -216,7 +198,7 @@ func New(cfg Config) (*Client, error) {
 // when --extra-request-body sets the limit itself or asks for several
 // choices (n, best_of), whose tokens all come in one stream.
 func (c *Client) boundedTokens(req *Request) int {
-	if c.images || req.MaxTokens <= 0 {
+	if !c.backend.Measure.Tokens() || req.MaxTokens <= 0 {
 		return 0
 	}
 	for _, k := range []string{"max_tokens", "max_completion_tokens", "n", "best_of"} {
@@ -257,7 +239,10 @@ func (c *Client) SetEpoch(t time.Time) {
 }
 
 // Chat reports whether the client sends chat completions.
-func (c *Client) Chat() bool { return c.cfg.Backend == BackendChat }
+func (c *Client) Chat() bool { return c.chat }
+
+// Backend returns the client's row of the backend table.
+func (c *Client) Backend() *Backend { return c.backend }
 
 // URL is the endpoint requests are posted to.
 func (c *Client) URL() string { return c.url }
@@ -403,9 +388,12 @@ func (c *Client) AppendBody(b []byte, req *Request) []byte {
 	if req.Chat && c.chatTwin != nil {
 		return c.chatTwin.AppendBody(b, req)
 	}
-	if c.images {
-		return c.appendImageBody(b, req)
-	}
+	return c.backend.appendBody(c, b, req)
+}
+
+// appendTextBody appends the body of a text generation: a completion or a
+// chat completion.
+func appendTextBody(c *Client, b []byte, req *Request) []byte {
 	model := req.Model
 	if model == "" {
 		model = c.cfg.Model
@@ -484,7 +472,9 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 		}
 	}
 	if req.CancelAfter > 0 {
-		res.CancelAfter = req.CancelAfter
+		// The cut is measured from the send: Sent is read here, as its
+		// timer starts, so a busy machine cannot put the cut before it.
+		res.CancelAfter, res.Sent = req.CancelAfter, c.since()
 		var stop context.CancelFunc
 		ctx, stop = context.WithTimeoutCause(ctx, req.CancelAfter, errCut)
 		defer stop()
@@ -522,7 +512,7 @@ func (c *Client) attempt(ctx context.Context, deadline time.Time, body []byte, m
 		watch = watchAttempt(c.cfg.StallTimeout, deadline, c.cfg.Now, g.end)
 		defer watch.end()
 	}
-	if first {
+	if first && res.CancelAfter == 0 {
 		res.Sent = c.since()
 	}
 	resp, err := c.send(g, body)
@@ -550,14 +540,7 @@ func (c *Client) attempt(ctx context.Context, deadline time.Time, body []byte, m
 	defer c.decode.Put(d)
 	d.lines.watch = watch
 	d.maxTokens = maxTokens
-	if c.images {
-		err = c.readImages(d, rd, res)
-	} else if c.cfg.Stream && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-		err = c.readStream(d, resp.Body, res)
-	} else {
-		err = c.readWhole(d, rd, res)
-	}
-	if err == nil {
+	if err = c.backend.read(c, d, resp, rd, res); err == nil {
 		return -1
 	}
 	var pe protocolError

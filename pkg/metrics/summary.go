@@ -8,6 +8,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
 // Summary is the result of a run: FineServe's summary keys and ours. It
@@ -191,10 +193,13 @@ type distField struct {
 	only []string
 }
 
-// NoTokenMetrics reports whether the run generated images
-// (--backend openai-images): its requests have no tokens, so TTFT, TPOT
-// and ITL do not apply and are left out of the summary and the table.
-func (s *Summary) NoTokenMetrics() bool { return s.Backend == "openai-images" }
+// NoTokenMetrics reports whether the run's backend measures no tokens
+// (image generation): TTFT, TPOT and ITL do not apply and are left out of
+// the summary and the table.
+func (s *Summary) NoTokenMetrics() bool {
+	b, ok := client.LookupBackend(s.Backend)
+	return ok && !b.Measure.Tokens()
+}
 
 var distFields = []distField{
 	{func(s *Summary) *Dist { return &s.E2E }, "e2e_latency", true, false, nil},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/monitor"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
@@ -84,7 +85,8 @@ func (o *Options) scrapeServer() bool {
 	case "off":
 		return false
 	}
-	return o.Backend == "vllm"
+	b, ok := client.LookupBackend(o.Backend)
+	return ok && b.VLLM
 }
 
 // ServerMetricsTarget returns the address of the target's metrics

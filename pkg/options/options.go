@@ -167,7 +167,7 @@ const DefaultStallTimeout = 5 * time.Minute
 // Defaults returns FineServe's defaults.
 func Defaults() Options {
 	return Options{
-		Backend: "vllm", Host: "127.0.0.1", Port: 8000,
+		Backend: client.BackendVLLM, Host: "127.0.0.1", Port: 8000,
 		Mode: "poisson", RequestRate: math.Inf(1), Burstiness: 1, NumPrompts: 100,
 		Seed: -1, TimeScale: 1,
 		RandomInputLen: 1024, RandomOutputLen: 128,
@@ -207,10 +207,8 @@ func Usage(err error) error {
 func (o *Options) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	switch o.Backend {
-	case "vllm", "openai", "openai-chat", "openai-images":
-	default:
-		add("--backend %q: want vllm, openai, openai-chat or openai-images", o.Backend)
+	if _, ok := client.LookupBackend(o.Backend); !ok {
+		add("--backend %q: want %s", o.Backend, client.BackendNames())
 	}
 	if err := o.Models.Validate(); err != nil {
 		errs = append(errs, err)
@@ -409,8 +407,8 @@ func (o *Options) validateSessions() error {
 	if !o.Sessions.On() && !o.MultiTurn {
 		return errors.Join(errs...)
 	}
-	if o.Backend == client.BackendImages {
-		errs = append(errs, errors.New("--turns: image generation (openai-images) has no conversation; sessions need a text backend"))
+	if b, ok := client.LookupBackend(o.Backend); ok && !b.Sessions {
+		errs = append(errs, fmt.Errorf("--turns: --backend %s has no conversation; sessions need a text backend", b.Name))
 	}
 	return errors.Join(errs...)
 }

@@ -340,7 +340,10 @@ func (o *csvOut) close() error {
 }
 
 // images reports whether every request generates images.
-func (c *Config) images() bool { return c.Backend == client.BackendImages }
+func (c *Config) images() bool {
+	b, ok := client.LookupBackend(c.Backend)
+	return ok && b.GeneratesImages
+}
 
 // tokenLimit is the most tokens (input plus output) one request may have,
 // and where that limit comes from. The schedule is built with it, so a

@@ -1,0 +1,135 @@
+package client
+
+import (
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Backends: the --backend names of the table's rows. Code outside this file
+// reads a row's fields (Backend), never compares these names.
+const (
+	BackendVLLM   = "vllm"          // /v1/completions (FineServe's default)
+	BackendOpenAI = "openai"        // /v1/completions
+	BackendChat   = "openai-chat"   // /v1/chat/completions
+	BackendImages = "openai-images" // /v1/images/generations (images.go)
+)
+
+// Measure is what a backend's responses are measured by.
+type Measure uint8
+
+const (
+	// MeasureTokens: a stream (or a whole answer) of generated tokens:
+	// TTFT, ITL, TPOT and token throughput apply.
+	MeasureTokens Measure = iota
+	// MeasureImages: generated images, counted: end-to-end latency and
+	// images per second; no token figures.
+	MeasureImages
+)
+
+// Tokens reports whether responses carry generated tokens (TTFT, ITL and
+// TPOT apply).
+func (m Measure) Tokens() bool { return m == MeasureTokens }
+
+// Backend is one API kind: a row of the backend table. Everything that
+// differs between API kinds — the endpoint, the request body, how a
+// response is read, what it measures and what it supports — is a field of
+// its row; options, the workload, the metrics and the runner read the row.
+//
+// Adding an API kind is a row here and a file of its own for its wire
+// format (as images.go): see docs/ARCHITECTURE.md.
+type Backend struct {
+	// Name is the --backend value.
+	Name string
+	// Path is the endpoint requests are posted to (--endpoint overrides).
+	Path string
+	// Help describes the row in --backend's help.
+	Help string
+	// Measure is what a response is measured by.
+	Measure Measure
+	// Chat: requests carry a messages list — a session's history, content
+	// parts (input images) — and prompts are text, never token ids.
+	Chat bool
+	// Sessions: multi-turn conversations (--turns, --multi-turn) can be
+	// sent: the answer's text can be kept and sent back.
+	Sessions bool
+	// VLLM: the name says the server is vLLM, so its /metrics is scraped
+	// by default (--scrape-server-metrics).
+	VLLM bool
+	// ChatTwin: requests with input images (Request.Chat) go to the chat
+	// endpoint beside Path, through a chat client sharing the transport.
+	ChatTwin bool
+	// GeneratesImages: every request asks for images (Result.Generate);
+	// prompts are text and carry no input images.
+	GeneratesImages bool
+
+	// appendBody appends the JSON request body of req.
+	appendBody func(c *Client, b []byte, req *Request) []byte
+	// read consumes a 200 response's body (rd: the body as the stall
+	// watch reads it) into res.
+	read func(c *Client, d *decoder, resp *http.Response, rd io.Reader, res *Result) error
+}
+
+// backends is the table: one row per API kind, in --backend's help order.
+var backends = []*Backend{
+	{Name: BackendVLLM, Path: "/v1/completions", Help: "completions (/v1/completions)", Measure: MeasureTokens,
+		Sessions: true, VLLM: true, ChatTwin: true, appendBody: appendTextBody, read: readText},
+	{Name: BackendOpenAI, Path: "/v1/completions", Help: "completions (/v1/completions)", Measure: MeasureTokens,
+		Sessions: true, ChatTwin: true, appendBody: appendTextBody, read: readText},
+	{Name: BackendChat, Path: "/v1/chat/completions", Help: "chat completions (/v1/chat/completions)", Measure: MeasureTokens,
+		Chat: true, Sessions: true, appendBody: appendTextBody, read: readText},
+	{Name: BackendImages, Path: "/v1/images/generations", Help: "image generation (/v1/images/generations)", Measure: MeasureImages,
+		GeneratesImages: true, appendBody: (*Client).appendImageBody, read: readImages},
+}
+
+// LookupBackend returns the row named name.
+func LookupBackend(name string) (*Backend, bool) {
+	for _, b := range backends {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return nil, false
+}
+
+// Backends returns the table's rows in order (callers must not modify them).
+func Backends() []*Backend { return backends }
+
+// BackendNames lists the --backend values for messages: "a, b or c".
+func BackendNames() string {
+	names := make([]string, len(backends))
+	for i, b := range backends {
+		names[i] = b.Name
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// BackendHelp is --backend's help text, from the table: rows with the same
+// help share its line ("vllm or openai: completions (…)").
+func BackendHelp() string {
+	var parts []string
+	for i := 0; i < len(backends); {
+		j, names := i+1, backends[i].Name
+		for ; j < len(backends) && backends[j].Help == backends[i].Help; j++ {
+			names += " or " + backends[j].Name
+		}
+		parts = append(parts, names+": "+backends[i].Help)
+		i = j
+	}
+	return strings.Join(parts, "; ")
+}
+
+// readText reads a text generation's answer: a server-sent event stream,
+// or a whole JSON response when streaming is off or the server answers
+// with JSON anyway.
+func readText(c *Client, d *decoder, resp *http.Response, rd io.Reader, res *Result) error {
+	if c.cfg.Stream && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		return c.readStream(d, resp.Body, res)
+	}
+	return c.readWhole(d, rd, res)
+}
+
+// readImages reads an image generation's answer (images.go).
+func readImages(c *Client, d *decoder, _ *http.Response, rd io.Reader, res *Result) error {
+	return c.readImages(d, rd, res)
+}
