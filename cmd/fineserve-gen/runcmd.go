@@ -15,6 +15,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
+	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
 
 // runFlags declares the flags of a run onto o. FineServe's flags keep their
@@ -37,7 +38,7 @@ func runFlags(o *options.Options, prof *profiles) (fs *pflag.FlagSet, finish fun
 	apiKeyFile := fs.String("api-key-file", "", "read the API key from this file (default: $OPENAI_API_KEY)")
 
 	// Workload (FineServe).
-	fs.StringVar(&o.Mode, "mode", o.Mode, "request generation: poisson, replay or parametric")
+	fs.StringVar(&o.Mode, "mode", o.Mode, "request generation: "+workload.ModeHelp())
 	fs.Var(rateValue{&o.RequestRate}, "request-rate", "Poisson mode: mean request rate in req/s, or inf to send all at once")
 	fs.Float64Var(&o.Burstiness, "burstiness", o.Burstiness, "Poisson mode: shape of Gamma inter-arrival gaps (1 = Poisson, <1 burstier)")
 	fs.Int64Var(&o.NumPrompts, "num-prompts", o.NumPrompts, "number of requests")

@@ -20,6 +20,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"github.com/fineserve-gen/fineserve-gen/pkg/sweep"
+	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
 
 // sweepFlags are the flags a sweep adds to those of a run.
@@ -136,14 +137,14 @@ func sweepSetup(fs *pflag.FlagSet, o *options.Options, sf *sweepFlags) (sweep.Co
 	v := sweep.Variable(sf.variable)
 	if v == "" {
 		v = sweep.TimeScale
-		if o.Mode == "poisson" {
+		if workload.Rated(o.Mode) {
 			v = sweep.Rate
 		}
 	}
 	switch {
-	case v == sweep.Rate && o.Mode != "poisson":
+	case v == sweep.Rate && !workload.Rated(o.Mode):
 		add("--sweep-variable rate goes with --mode poisson; replay and parametric sweep time-scale (their shape is kept)")
-	case v == sweep.TimeScale && o.Mode == "poisson":
+	case v == sweep.TimeScale && workload.Rated(o.Mode):
 		add("--sweep-variable time-scale goes with --mode replay or parametric; poisson sweeps rate")
 	case v == sweep.TimeScale && o.Replay.TargetRate > 0:
 		add("--target-rate sets the time scale: leave it out of a time-scale sweep")
@@ -179,7 +180,7 @@ func sweepSetup(fs *pflag.FlagSet, o *options.Options, sf *sweepFlags) (sweep.Co
 	if step == 0 && !o.NumPromptsSet {
 		step = time.Minute
 	}
-	allAtOnce := o.Mode == "poisson" && math.IsInf(o.RequestRate, 1) && v != sweep.Rate
+	allAtOnce := workload.Rated(o.Mode) && math.IsInf(o.RequestRate, 1) && v != sweep.Rate
 	if allAtOnce && step > 0 && fs.Changed("step-duration") {
 		add("--request-rate inf sends every request at once: give --num-prompts, not --step-duration")
 	}
@@ -243,16 +244,16 @@ func stepPath(path string, n int) string {
 
 // workloadName names the workload in the answer.
 func workloadName(o *options.Options) string {
-	switch o.Mode {
-	case "replay":
+	m, ok := workload.LookupMode(o.Mode)
+	switch {
+	case !ok || m.Rated:
+		return o.Mode
+	case m.Trace:
 		return filepath.Base(o.Replay.TracePath)
-	case "parametric":
-		if p := o.Parametric.GammaParamsCSV; p != "" {
-			return filepath.Base(p)
-		}
-		return o.Parametric.ModelClass
+	case o.Parametric.GammaParamsCSV != "":
+		return filepath.Base(o.Parametric.GammaParamsCSV)
 	}
-	return "poisson"
+	return o.Parametric.ModelClass
 }
 
 // sweepOutputs prints the table and writes --sweep-json and --report-html.

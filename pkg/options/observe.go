@@ -11,6 +11,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/monitor"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
+	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
 
 // ObserveOptions configure how a run can be watched while it runs and read
@@ -107,7 +108,7 @@ func (o *Options) MonitorConfig(st arrival.Stats, stdio runner.IO, log monitor.L
 	c := monitor.Config{
 		Scheduled: st.Count, Span: st.Last,
 		Window: o.Observe.Window, ReportInterval: o.Observe.ReportInterval, Goodput: o.Observe.Goodput,
-		MaxConcurrency: o.MaxConcurrency, AllAtOnce: o.Mode == "poisson" && math.IsInf(o.RequestRate, 1) && !o.profiled(),
+		MaxConcurrency: o.MaxConcurrency, AllAtOnce: workload.Rated(o.Mode) && math.IsInf(o.RequestRate, 1) && !o.profiled(),
 		MetricsAddr: o.Observe.MetricsAddr, ServerMetricsInterval: o.Observe.ServerMetricsInterval,
 		ReportHTML: o.Observe.ReportHTML,
 		Quiet:      o.Quiet, Bar: stdio.Terminal && !o.DisableProgress,

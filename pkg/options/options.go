@@ -168,7 +168,7 @@ const DefaultStallTimeout = 5 * time.Minute
 func Defaults() Options {
 	return Options{
 		Backend: client.BackendVLLM, Host: "127.0.0.1", Port: 8000,
-		Mode: "poisson", RequestRate: math.Inf(1), Burstiness: 1, NumPrompts: 100,
+		Mode: workload.ModePoisson, RequestRate: math.Inf(1), Burstiness: 1, NumPrompts: 100,
 		Seed: -1, TimeScale: 1,
 		RandomInputLen: 1024, RandomOutputLen: 128,
 		PromptFormat: "token-ids",
@@ -213,10 +213,8 @@ func (o *Options) Validate() error {
 	if err := o.Models.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	switch o.Mode {
-	case "poisson", "replay", "parametric":
-	default:
-		add("--mode %q: want poisson, replay or parametric", o.Mode)
+	if _, ok := workload.LookupMode(o.Mode); !ok {
+		add("--mode %q: want %s", o.Mode, workload.ModeNames())
 	}
 	if o.BaseURL == "" && len(o.BaseURLs) == 0 && (o.Port < 1 || o.Port > 65535) {
 		add("--port %d: want 1–65535", o.Port)
@@ -297,7 +295,7 @@ func (o *Options) Validate() error {
 	if (o.DatasetName == "sharegpt" || o.DatasetName == "sharegpt_pre") && o.DatasetPath == "" {
 		add("--dataset-name %s needs --dataset-path FILE (nothing is downloaded at run time)", o.DatasetName)
 	}
-	if o.Mode == "poisson" {
+	if workload.Rated(o.Mode) {
 		if !(o.RequestRate > 0) {
 			add("--request-rate %g: want > 0, or inf", o.RequestRate)
 		}

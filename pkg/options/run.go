@@ -169,7 +169,7 @@ func (o *Options) runConfig(seed uint64, wl *workload.Workload, stdio runner.IO,
 // copies by (schedule hash, shard, --start-at).
 func (o *Options) summary(seed uint64, wl *workload.Workload) metrics.Summary {
 	sum := metrics.Summary{Backend: o.Backend, Mode: o.Mode, Model: o.Model, Seed: seed, Command: o.Command}
-	if o.Mode == "poisson" && wl.Profile == nil {
+	if workload.Rated(o.Mode) && wl.Profile == nil {
 		sum.RequestRate = metrics.Rate(o.RequestRate)
 	}
 	sum.TargetRate, sum.LengthMix, sum.SharedPrefix = wl.TargetRate, wl.LengthMix, wl.SharedPrefixInfo

@@ -46,6 +46,8 @@ func DefaultLoadOptions() LoadOptions {
 // Validate returns every problem of l in mode, each naming its flag (and
 // conflicting flags together).
 func (l *LoadOptions) Validate(mode string) error {
+	m, ok := LookupMode(mode)
+	rated, trace := ok && m.Rated, ok && m.Trace
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if l.Stages != "" {
@@ -57,7 +59,7 @@ func (l *LoadOptions) Validate(mode string) error {
 		if l.RampStrategy != "" {
 			add("--stages and --ramp-up-strategy: choose one (a ramp is one stage: --stages 0s:START,DURATION:END)")
 		}
-		if mode == "poisson" && l.RequestRateSet {
+		if rated && l.RequestRateSet {
 			add("--stages and --request-rate: choose one (the stages set the rate)")
 		}
 	}
@@ -67,7 +69,7 @@ func (l *LoadOptions) Validate(mode string) error {
 			add("--ramp-up-start-rps and --ramp-up-end-rps need --ramp-up-strategy linear or exponential")
 		}
 	case "linear", "exponential":
-		if mode != "poisson" {
+		if !rated {
 			add("--ramp-up-strategy applies to --mode poisson (in %s mode, --stages changes the speed)", mode)
 		}
 		if !l.RampStartSet || !l.RampEndSet {
@@ -86,7 +88,7 @@ func (l *LoadOptions) Validate(mode string) error {
 		if l.RampStartSet && l.RampEndSet && l.RampStartRPS == 0 && l.RampEndRPS == 0 {
 			add("--ramp-up-start-rps and --ramp-up-end-rps are both 0: no request would be due")
 		}
-		if mode == "poisson" && l.RequestRateSet {
+		if rated && l.RequestRateSet {
 			add("--ramp-up-strategy and --request-rate: choose one (the ramp sets the rate)")
 		}
 	default:
@@ -96,7 +98,7 @@ func (l *LoadOptions) Validate(mode string) error {
 		if _, err := arrival.ParseMixture(l.Lengths, 0); err != nil {
 			add("--lengths: %w", err)
 		}
-		if mode == "replay" {
+		if trace {
 			add("--lengths applies to poisson and parametric mode (a trace gives its own lengths)")
 		}
 	}
@@ -190,7 +192,7 @@ func (l *LoadOptions) sharedPrefix(c *Config) (*prompt.SharedPrefix, error) {
 // targetRate is the summary's target_rate of profile p.
 func targetRate(p *arrival.Profile, source, mode string) *metrics.TargetRate {
 	t := &metrics.TargetRate{Unit: "req/s", Source: source, Expected: p.Total()}
-	if mode != "poisson" {
+	if !Rated(mode) {
 		t.Unit = "x time scale"
 	}
 	for _, s := range p.Stages() {

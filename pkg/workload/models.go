@@ -99,7 +99,7 @@ func routeModels(c *Config, seed uint64, log Logger, w *Workload, s arrival.Sche
 		}
 	} else {
 		log.Infof("models: routing %s", m)
-		if len(w.traceModels) == 0 && (m.Strategy == routing.Table || m.Strategy == routing.Keep) && c.Mode != "replay" {
+		if len(w.traceModels) == 0 && (m.Strategy == routing.Table || m.Strategy == routing.Keep) && !c.mode().Trace {
 			log.Warnf("models: --model-map %s: this mode names no model per request; only hash, round-robin and zipf:S spread requests", m.Strategy)
 		}
 		if un := m.Unmapped(w.traceModels); len(un) > 0 {

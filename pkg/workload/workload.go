@@ -189,24 +189,18 @@ func Build(c Config, log Logger) (*Workload, error) {
 	// mode's schedule is built for the workload time the profile covers,
 	// then warped and cut at --duration.
 	wall := c.Duration
-	warp := c.profile != nil && c.Mode != "poisson"
+	mode, ok := LookupMode(c.Mode)
+	if !ok {
+		return nil, fmt.Errorf("--mode %q: want %s", c.Mode, ModeNames())
+	}
+	warp := c.profile != nil && !mode.Rated
 	if warp {
 		c.Duration = arrival.Seconds(c.profile.Total())
 	}
 	if err := w.loadConversations(&c, log); err != nil {
 		return nil, err
 	}
-	var s arrival.Schedule
-	switch c.Mode {
-	case "poisson":
-		s, err = poissonSchedule(&c, ds, log)
-	case "replay":
-		s, err = replaySchedule(&c, c.Seed, log, w)
-	case "parametric":
-		s, err = parametricSchedule(&c, c.Seed, log)
-	default:
-		err = fmt.Errorf("--mode %q: want poisson, replay or parametric", c.Mode)
-	}
+	s, err := mode.schedule(&c, w, log)
 	if err != nil {
 		return nil, err
 	}
@@ -340,6 +334,14 @@ func (o *csvOut) close() error {
 }
 
 // images reports whether every request generates images.
+// mode is c's row of the mode table (an empty row for an unknown name).
+func (c *Config) mode() *Mode {
+	if m, ok := LookupMode(c.Mode); ok {
+		return m
+	}
+	return &Mode{}
+}
+
 func (c *Config) images() bool {
 	b, ok := client.LookupBackend(c.Backend)
 	return ok && b.GeneratesImages
