@@ -67,7 +67,7 @@ func BenchmarkChunkSkim(b *testing.B) {
 	data := []byte(benchChunk)
 	b.ReportAllocs()
 	for b.Loop() {
-		if text, _, err := c.chunk(d, data, res); err != nil || !text {
+		if text, _, err := c.chunk(d, data, res); err != nil || text != tokOutput {
 			b.Fatal(err)
 		}
 	}
@@ -80,7 +80,7 @@ func BenchmarkChunkFastjson(b *testing.B) {
 	data := []byte(benchChunk)
 	b.ReportAllocs()
 	for b.Loop() {
-		if text, _, err := c.parseChunk(d, data, res); err != nil || !text {
+		if text, _, err := c.parseChunk(d, data, res); err != nil || text != tokOutput {
 			b.Fatal(err)
 		}
 	}

@@ -362,10 +362,87 @@ func TestReasoningIsATokenButNotHistory(t *testing.T) {
 				if res.FirstToken != res.TokenTimes[0] {
 					t.Errorf("keep %v: first token %v is not the first reasoning chunk's %v", keep, res.FirstToken, res.TokenTimes[0])
 				}
-				if keep && string(res.Text) != "yesyes" {
-					t.Errorf("kept text %q, want the answer only", res.Text)
+				if keep && (string(res.Text) != "yesyes" || string(res.Reasoning) != "hmmhmmhmm") {
+					t.Errorf("kept text %q and reasoning %q, want them apart", res.Text, res.Reasoning)
+				}
+				if res.FirstOutput != res.TokenTimes[3] || res.TTFO() < res.TTFT() {
+					t.Errorf("keep %v: first output %v, want the first content chunk's %v, not before the first token", keep, res.FirstOutput, res.TokenTimes[3])
+				}
+				if res.ReasoningTokens != 3 || res.ReasoningChunks != 3 {
+					t.Errorf("keep %v: reasoning tokens %d (chunks %d), want 3 counted", keep, res.ReasoningTokens, res.ReasoningChunks)
 				}
 			}
 		})
+	}
+}
+
+// TestReasoningTokensFromUsage: the server's completion_tokens_details.
+// reasoning_tokens is taken over the chunks counted.
+func TestReasoningTokensFromUsage(t *testing.T) {
+	think := `{"choices":[{"index":0,"delta":{"reasoning":"a b"}}]}`
+	answer := `{"choices":[{"index":0,"delta":{"content":"yes"}}]}`
+	u := `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":7,"completion_tokens_details":{"reasoning_tokens":5}}}`
+	srv := httptest.NewServer(&capture{respond: sse(think, think, answer, u, "[DONE]")})
+	defer srv.Close()
+	c := newTestClient(t, srv, Config{Backend: BackendChat, Stream: true})
+	res := do(c, `"q"`, 7)
+	if !res.OK() || res.ReasoningTokens != 5 || res.ReasoningChunks != 2 || res.CompletionTokens != 7 {
+		t.Errorf("%s %s: reasoning tokens %d, chunks %d, completion %d; want 5 (usage), 2, 7",
+			res.ErrorClass, res.Error, res.ReasoningTokens, res.ReasoningChunks, res.CompletionTokens)
+	}
+}
+
+// TestToolCallStream: vLLM's tool-call deltas (VLLM_WIRE.md §2.2: the name
+// and the first argument fragment as two entries of one index in one
+// delta, "content": null, then fragments) are output tokens; the call is
+// counted with its id and name, and its arguments are checked as JSON.
+func TestToolCallStream(t *testing.T) {
+	role := `{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`
+	first := `{"choices":[{"index":0,"delta":{"content":null,"tool_calls":[{"id":"chatcmpl-tool-5f0e","type":"function","index":0,"function":{"name":"get_weather"}},{"index":0,"function":{"arguments":"{\"city\": \""}}]},"logprobs":null,"finish_reason":null}]}`
+	for _, tc := range []struct {
+		name, rest string
+		invalid    int
+	}{
+		{"valid", `Paris\"}`, 0},
+		{"broken", `Paris`, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			more := `{"choices":[{"index":0,"delta":{"content":null,"tool_calls":[{"index":0,"function":{"arguments":"` + tc.rest + `"}}]},"logprobs":null,"finish_reason":null}]}`
+			fin := `{"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null}]}`
+			srv := httptest.NewServer(&capture{respond: sse(role, first, more, fin, "[DONE]")})
+			defer srv.Close()
+			c := newTestClient(t, srv, Config{Backend: BackendChat, Stream: true})
+			res := do(c, `"q"`, 8)
+			if !res.OK() {
+				t.Fatalf("%s: %s", res.ErrorClass, res.Error)
+			}
+			if len(res.TokenTimes) != 2 || res.CompletionTokens != 2 {
+				t.Errorf("%d token times, %d completion tokens, want 2 and 2", len(res.TokenTimes), res.CompletionTokens)
+			}
+			if res.ToolCalls != 1 || res.ToolArgsInvalid != tc.invalid || res.Calls[0].Name != "get_weather" || res.Calls[0].ID != "chatcmpl-tool-5f0e" {
+				t.Errorf("tool calls %d, invalid %d, calls %+v", res.ToolCalls, res.ToolArgsInvalid, res.Calls)
+			}
+			if res.FirstToolCall != res.TokenTimes[0] || res.FirstOutput != res.TokenTimes[0] {
+				t.Errorf("first tool call %v, first output %v, want the first chunk's %v", res.FirstToolCall, res.FirstOutput, res.TokenTimes[0])
+			}
+		})
+	}
+}
+
+// TestToolCallArgumentsAreBounded: a server that streams arguments without
+// end cannot make the client keep them: past the bound the call is cut
+// and counted invalid.
+func TestToolCallArgumentsAreBounded(t *testing.T) {
+	frag := `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"` + strings.Repeat("x", 60<<10) + `"}}]}}]}`
+	events := []string{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":""}}]}}]}`}
+	for range 8 {
+		events = append(events, frag)
+	}
+	srv := httptest.NewServer(&capture{respond: sse(append(events, "[DONE]")...)})
+	defer srv.Close()
+	c := newTestClient(t, srv, Config{Backend: BackendChat, Stream: true})
+	res := do(c, `"q"`, 0)
+	if !res.OK() || res.ToolCalls != 1 || res.ToolArgsInvalid != 1 || !res.Calls[0].Cut || len(res.Calls[0].Args) > maxToolArgs {
+		t.Errorf("%s: tool calls %d, invalid %d, cut %v, %d bytes kept (bound %d)", res.Error, res.ToolCalls, res.ToolArgsInvalid, res.Calls[0].Cut, len(res.Calls[0].Args), maxToolArgs)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/valyala/fastjson"
 )
 
 // Result is what the client observed of one request. Times are offsets from
@@ -64,15 +67,138 @@ type Result struct {
 	// one. metrics.Sample.Endpoint is its index (from 0).
 	Endpoint int
 	// KeepText asks the client to keep the text received (set after Reset,
-	// before Do: only session turns need it); Text is that text.
-	KeepText bool
-	Text     []byte
+	// before Do: only session turns need it); Text is the answer's text,
+	// Reasoning the reasoning's (each at most maxKeptText bytes).
+	KeepText  bool
+	Text      []byte
+	Reasoning []byte
+	// FirstOutput is when the first chunk of the answer — content or a
+	// tool call, not reasoning — arrived (0 if none): time to first
+	// output token. Without reasoning it equals FirstToken.
+	FirstOutput time.Duration
+	// ReasoningChunks counts the chunks that carried reasoning only;
+	// ReasoningTokens is the server's usage.completion_tokens_details.
+	// reasoning_tokens when given, else those chunks. Reasoning tokens are
+	// part of CompletionTokens.
+	ReasoningChunks, ReasoningTokens int
+	// Calls are the tool calls of the answer (at most maxToolCalls, their
+	// arguments at most maxToolArgs bytes in all); ToolCalls counts them
+	// and ToolArgsInvalid those whose arguments are not valid JSON (or were
+	// cut at the bound). FirstToolCall is when the first tool-call chunk
+	// arrived (0 if none).
+	Calls                      []ToolCall
+	ToolCalls, ToolArgsInvalid int
+	FirstToolCall              time.Duration
+	// Structured tells whether the answer was checked against the
+	// response format (Config.CheckAnswer): 0 not checked, 1 valid, 2 not.
+	Structured int8
 }
 
-// Reset clears r for reuse, keeping its TokenTimes storage.
+// ToolCall is one tool call of an answer.
+type ToolCall struct {
+	Index    int
+	ID, Name string
+	Args     []byte
+	// Cut tells the arguments went past maxToolArgs and were not kept whole.
+	Cut bool
+}
+
+// Bounds of what a response may make the client keep.
+const (
+	maxKeptText  = 4 << 20   // Text and Reasoning, each
+	maxToolCalls = 64        // tool calls of one answer
+	maxToolArgs  = 256 << 10 // their arguments, all together
+)
+
+// Reset clears r for reuse, keeping its storage.
 func (r *Result) Reset() {
-	tt, text := r.TokenTimes[:0], r.Text[:0]
-	*r = Result{TokenTimes: tt, Text: text, PromptTokens: -1, CachedTokens: -1}
+	tt, text, reasoning, calls := r.TokenTimes[:0], r.Text[:0], r.Reasoning[:0], r.Calls[:0]
+	*r = Result{TokenTimes: tt, Text: text, Reasoning: reasoning, Calls: calls, PromptTokens: -1, CachedTokens: -1}
+}
+
+// keep appends answer text when the text is kept, up to maxKeptText.
+func (r *Result) keep(t []byte) {
+	if r.KeepText && len(t) > 0 {
+		r.Text = appendBounded(r.Text, t, maxKeptText)
+	}
+}
+
+// keepReasoning appends reasoning text when the text is kept.
+func (r *Result) keepReasoning(t []byte) {
+	if r.KeepText && len(t) > 0 {
+		r.Reasoning = appendBounded(r.Reasoning, t, maxKeptText)
+	}
+}
+
+func appendBounded(b, t []byte, limit int) []byte {
+	return append(b, t[:min(len(t), max(limit-len(b), 0))]...)
+}
+
+// toolDeltas adds a delta's (or a whole message's) tool-call entries:
+// an entry with an index not seen yet starts a call (a whole message's
+// entries have no index: their position is theirs); its id, name and
+// argument fragments are added to the call of its index. It reports
+// whether an entry carried a name or arguments: an output token.
+func (r *Result) toolDeltas(entries []*fastjson.Value) (token bool) {
+	args := 0
+	for i := range r.Calls {
+		args += len(r.Calls[i].Args)
+	}
+	for pos, e := range entries {
+		idx := pos
+		if n := e.Get("index"); n != nil && n.Type() == fastjson.TypeNumber {
+			idx = n.GetInt()
+		}
+		var call *ToolCall
+		for i := range r.Calls {
+			if r.Calls[i].Index == idx {
+				call = &r.Calls[i]
+			}
+		}
+		if call == nil {
+			if len(r.Calls) >= maxToolCalls {
+				continue
+			}
+			if len(r.Calls) < cap(r.Calls) {
+				r.Calls = r.Calls[:len(r.Calls)+1]
+				c := &r.Calls[len(r.Calls)-1]
+				*c = ToolCall{Index: idx, Args: c.Args[:0]}
+			} else {
+				r.Calls = append(r.Calls, ToolCall{Index: idx})
+			}
+			call = &r.Calls[len(r.Calls)-1]
+		}
+		if id := e.GetStringBytes("id"); len(id) > 0 && call.ID == "" {
+			call.ID = string(id)
+		}
+		if name := e.GetStringBytes("function", "name"); len(name) > 0 {
+			token = true
+			if call.Name == "" {
+				call.Name = string(name)
+			}
+		}
+		if a := e.GetStringBytes("function", "arguments"); len(a) > 0 {
+			token = true
+			if args+len(a) > maxToolArgs {
+				call.Cut = true
+				continue
+			}
+			call.Args = append(call.Args, a...)
+			args += len(a)
+		}
+	}
+	return token
+}
+
+// checkToolCalls counts the answer's tool calls and those whose arguments
+// are not valid JSON.
+func (r *Result) checkToolCalls() {
+	r.ToolCalls, r.ToolArgsInvalid = len(r.Calls), 0
+	for i := range r.Calls {
+		if c := &r.Calls[i]; c.Cut || !json.Valid(c.Args) {
+			r.ToolArgsInvalid++
+		}
+	}
 }
 
 // clearAttempt forgets what a failed attempt observed before a retry,
@@ -80,7 +206,9 @@ func (r *Result) Reset() {
 func (r *Result) clearAttempt() {
 	r.FirstToken, r.End = 0, 0
 	r.TokenTimes = r.TokenTimes[:0]
-	r.Text = r.Text[:0]
+	r.Text, r.Reasoning, r.Calls = r.Text[:0], r.Reasoning[:0], r.Calls[:0]
+	r.FirstOutput, r.FirstToolCall = 0, 0
+	r.ReasoningChunks, r.ReasoningTokens, r.ToolCalls, r.ToolArgsInvalid, r.Structured = 0, 0, 0, 0, 0
 	r.PromptTokens, r.CompletionTokens, r.CachedTokens = -1, 0, -1
 	r.Status, r.ErrorClass, r.Error = 0, "", ""
 }
@@ -92,6 +220,15 @@ func (r *Result) OK() bool { return r.ErrorClass == "" && !r.Cancelled }
 // TTFT is the time from send to the first chunk carrying text (for a
 // non-streamed request, to the whole response).
 func (r *Result) TTFT() time.Duration { return r.FirstToken - r.Sent }
+
+// TTFO is the time from send to the first chunk of the answer — content or
+// a tool call, after any reasoning (0 when none arrived).
+func (r *Result) TTFO() time.Duration {
+	if r.FirstOutput == 0 {
+		return 0
+	}
+	return r.FirstOutput - r.Sent
+}
 
 // E2E is the time from send to the last byte.
 func (r *Result) E2E() time.Duration { return r.End - r.Sent }

@@ -3,18 +3,19 @@ package client
 // skimChunk reads a stream chunk of the common kind — a JSON object whose
 // first choice carries text, or none, with no usage object and no error —
 // without building a parsed value: it validates the JSON as it goes and
-// notes only whether the first choice's text (completions) or delta content
-// or reasoning (chat: "reasoning" or "reasoning_content") is a non-empty
-// string. It reports ok false for
-// anything else (usage, an error, duplicate-sensitive or escaped keys,
-// invalid JSON, a choices value that is not an array, deep nesting), which
-// the full decoder then reads: whatever it accepts, the full decoder
-// accepts and reads the same (FuzzSkimChunk checks it).
-func skimChunk(data []byte, chat bool) (text, ok bool) {
+// notes only what token the first choice carries: output when its text
+// (completions) or delta content (chat) is a non-empty string, else
+// reasoning when the delta's "reasoning" or "reasoning_content" is. It
+// reports ok false for anything else (usage, an error, tool calls,
+// duplicate-sensitive or escaped keys, invalid JSON, a choices value that
+// is not an array, deep nesting), which the full decoder then reads:
+// whatever it accepts, the full decoder accepts and reads the same
+// (FuzzSkimChunk checks it).
+func skimChunk(data []byte, chat bool) (kind tokenKind, ok bool) {
 	s := skimmer{b: data}
 	s.ws()
 	if s.peek() != '{' {
-		return false, false
+		return tokNone, false
 	}
 	var seenChoices bool
 	ok = s.fields(func(key []byte) bool {
@@ -32,16 +33,16 @@ func skimChunk(data []byte, chat bool) (text, ok bool) {
 				return false
 			}
 			var ok bool
-			text, ok = s.choices(chat)
+			kind, ok = s.choices(chat)
 			return ok
 		}
 		return s.value(0)
 	})
 	s.ws()
 	if !ok || s.i != len(s.b) {
-		return false, false // invalid, or trailing data
+		return tokNone, false // invalid, or trailing data
 	}
-	return text, true
+	return kind, true
 }
 
 // skimDepth bounds the nesting skimChunk follows; deeper chunks go to the
@@ -262,23 +263,26 @@ func (s *skimmer) digits() bool {
 	return s.i > start
 }
 
-// choices reads the choices array: whether its first element carries text.
-func (s *skimmer) choices(chat bool) (text, ok bool) {
+// choices reads the choices array: the token its first element carries.
+func (s *skimmer) choices(chat bool) (kind tokenKind, ok bool) {
 	n := 0
 	ok = s.items(']', func() bool {
 		n++
 		if n == 1 && s.peek() == '{' {
 			var ok bool
-			text, ok = s.choice(chat)
+			kind, ok = s.choice(chat)
 			return ok
 		}
 		return s.value(1)
 	})
-	return text && ok, ok
+	if !ok {
+		return tokNone, false
+	}
+	return kind, true
 }
 
 // choice reads the first choice: completions' text, or chat's delta.
-func (s *skimmer) choice(chat bool) (text, ok bool) {
+func (s *skimmer) choice(chat bool) (kind tokenKind, ok bool) {
 	want := "text"
 	if chat {
 		want = "delta"
@@ -292,26 +296,35 @@ func (s *skimmer) choice(chat bool) (text, ok bool) {
 		switch {
 		case chat && s.peek() == '{':
 			var ok bool
-			text, ok = s.delta()
+			kind, ok = s.delta()
 			return ok
 		case !chat && s.peek() == '"':
 			empty, ok := s.str()
-			text = !empty
+			if !empty {
+				kind = tokOutput
+			}
 			return ok
 		}
 		return s.value(2)
 	})
-	return text && ok, ok
+	if !ok {
+		return tokNone, false
+	}
+	return kind, true
 }
 
-// delta reads a chat delta: whether its content or its reasoning — vLLM's
-// "reasoning" since v0.11.1, "reasoning_content" before v0.16 — is a
-// non-empty string (the first of each key counts).
-func (s *skimmer) delta() (text, ok bool) {
+// delta reads a chat delta: output when its content is a non-empty
+// string, else reasoning when its reasoning — vLLM's "reasoning" since
+// v0.11.1, "reasoning_content" before v0.16 — is (the first of each key
+// counts). Tool calls (a "tool_calls" value other than null) are left to
+// the full decoder.
+func (s *skimmer) delta() (kind tokenKind, ok bool) {
 	var content, reasoning, legacy, seenContent, seenReasoning, seenLegacy bool
 	ok = s.fields(func(key []byte) bool {
 		var into *bool
 		switch {
+		case string(key) == "tool_calls":
+			return s.peek() == 'n' && s.value(3)
 		case string(key) == "content" && !seenContent:
 			seenContent, into = true, &content
 		case string(key) == "reasoning" && !seenReasoning:
@@ -326,7 +339,15 @@ func (s *skimmer) delta() (text, ok bool) {
 		*into = !empty
 		return ok
 	})
-	return (content || reasoning || legacy) && ok, ok
+	switch {
+	case !ok:
+		return tokNone, false
+	case content:
+		return tokOutput, true
+	case reasoning || legacy:
+		return tokReasoning, true
+	}
+	return tokNone, true
 }
 
 // fields reads an object (s at its '{') field by field: field reads the

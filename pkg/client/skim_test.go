@@ -17,6 +17,9 @@ var skimSeeds = []string{
 	`{"choices":[{"delta":{"content":null,"reasoning":"think"}}]}`,
 	`{"choices":[{"delta":{"reasoning":"think","reasoning_content":"think"}}]}`,
 	`{"choices":[{"delta":{"content":"","reasoning":""}}]}`,
+	`{"choices":[{"delta":{"reasoning":"end","content":"Paris"}}]}`,
+	`{"choices":[{"delta":{"content":"a","tool_calls":null}}]}`,
+	`{"choices":[{"delta":{"content":null,"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}`,
 	`{"choices":[{"text":"\u00e9\"\\\/\b\f\n\r\t"}],"x":[1,-2.5e+3,0.1,true,false,null,{"a":[]}]}`,
 	`{"choices":[{"text":1}]}`, `{"choices":[1,{"text":"a"}]}`, `{"choices":{"0":{"text":"a"}}}`,
 	`{"choices":[{"text":"a"}],"choices":[]}`, `{"error":{"message":"boom","code":500}}`,
@@ -40,7 +43,7 @@ func FuzzSkimChunk(f *testing.F) {
 
 func checkSkim(t *testing.T, data string, chat bool) {
 	t.Helper()
-	text, ok := skimChunk([]byte(data), chat)
+	kind, ok := skimChunk([]byte(data), chat)
 	if !ok {
 		return
 	}
@@ -52,9 +55,9 @@ func checkSkim(t *testing.T, data string, chat bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantText, usage, err := c.parseChunk(new(decoder), []byte(data), &Result{})
-	if err != nil || usage || wantText != text {
-		t.Fatalf("chat %v, %q: skimmed text %v; the full decoder: text %v, usage %v, error %v", chat, data, text, wantText, usage, err)
+	wantKind, usage, err := c.parseChunk(new(decoder), []byte(data), &Result{})
+	if err != nil || usage || wantKind != kind {
+		t.Fatalf("chat %v, %q: skimmed %v; the full decoder: %v, usage %v, error %v", chat, data, kind, wantKind, usage, err)
 	}
 }
 
@@ -62,31 +65,36 @@ func checkSkim(t *testing.T, data string, chat bool) {
 // chat delta, a reasoning delta, a chunk without text) and leaves usage,
 // errors and anything odd to the full decoder.
 func TestSkimChunk(t *testing.T) {
+	const none, out, think = tokNone, tokOutput, tokReasoning
 	for _, tc := range []struct {
-		data     string
-		chat     bool
-		text, ok bool
+		data string
+		chat bool
+		kind tokenKind
+		ok   bool
 	}{
-		{benchChunk, false, true, true},
-		{skimSeeds[1], false, false, true},
-		{skimSeeds[3], true, true, true},
-		{skimSeeds[4], true, true, true},
-		{skimSeeds[5], true, false, true},
-		{skimSeeds[6], true, true, true}, // the first "content" counts
-		{skimSeeds[7], true, true, true}, // vLLM ≥ 0.11.1's "reasoning"
-		{skimSeeds[8], true, true, true}, // both names (v0.11.1–v0.15)
-		{skimSeeds[9], true, false, true},
-		{`{"choices":[{"text":"a"}],"choices":[]}`, false, true, true},
-		{skimSeeds[2], false, false, false}, // usage: the full decoder copies it
-		{`{"error":{"message":"boom","code":500}}`, false, false, false},
-		{`{"choices":{"0":{"text":"a"}}}`, false, false, false}, // not an array
-		{`{"ch\u006fices":[{"text":"a"}]}`, false, false, false},
-		{`{"a":01}`, false, false, false},
-		{`{"choices":[{"text":"a"}]}x`, false, false, false},
+		{benchChunk, false, out, true},
+		{skimSeeds[1], false, none, true},
+		{skimSeeds[3], true, out, true},
+		{skimSeeds[4], true, think, true},
+		{skimSeeds[5], true, none, true},
+		{skimSeeds[6], true, out, true},   // the first "content" counts
+		{skimSeeds[7], true, think, true}, // vLLM ≥ 0.11.1's "reasoning"
+		{skimSeeds[8], true, think, true}, // both names (v0.11.1–v0.15)
+		{skimSeeds[9], true, none, true},
+		{skimSeeds[10], true, out, true},   // content and reasoning at </think>: output
+		{skimSeeds[11], true, out, true},   // tool_calls null
+		{skimSeeds[12], true, none, false}, // tool calls: the full decoder
+		{`{"choices":[{"text":"a"}],"choices":[]}`, false, out, true},
+		{skimSeeds[2], false, none, false}, // usage: the full decoder copies it
+		{`{"error":{"message":"boom","code":500}}`, false, none, false},
+		{`{"choices":{"0":{"text":"a"}}}`, false, none, false}, // not an array
+		{`{"ch\u006fices":[{"text":"a"}]}`, false, none, false},
+		{`{"a":01}`, false, none, false},
+		{`{"choices":[{"text":"a"}]}x`, false, none, false},
 	} {
-		text, ok := skimChunk([]byte(tc.data), tc.chat)
-		if text != tc.text || ok != tc.ok {
-			t.Errorf("chat %v, %s: text %v ok %v, want %v %v", tc.chat, tc.data, text, ok, tc.text, tc.ok)
+		kind, ok := skimChunk([]byte(tc.data), tc.chat)
+		if kind != tc.kind || ok != tc.ok {
+			t.Errorf("chat %v, %s: kind %v ok %v, want %v %v", tc.chat, tc.data, kind, ok, tc.kind, tc.ok)
 		}
 	}
 	for _, s := range skimSeeds {

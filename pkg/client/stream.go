@@ -27,6 +27,15 @@ func streamBound(maxTokens int) int {
 	return maxTokens + max(8, maxTokens/10)
 }
 
+// tokenKind is what a stream chunk carries.
+type tokenKind uint8
+
+const (
+	tokNone      tokenKind = iota
+	tokOutput              // answer text, or a tool call's name or arguments
+	tokReasoning           // reasoning text only
+)
+
 // protocolError is a response that is not a valid OpenAI response.
 type protocolError struct{ msg string }
 
@@ -76,14 +85,22 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 			done = true
 			return nil
 		}
-		text, u, err := c.chunk(d, data, res)
+		kind, u, err := c.chunk(d, data, res)
 		if err != nil {
 			return err
 		}
-		if text {
+		if kind != tokNone {
 			t := dataAt.Sub(c.cfg.Epoch)
 			if res.FirstToken == 0 {
 				res.FirstToken = t
+			}
+			if kind == tokReasoning {
+				res.ReasoningChunks++
+			} else if res.FirstOutput == 0 {
+				res.FirstOutput = t
+			}
+			if len(res.Calls) > 0 && res.FirstToolCall == 0 {
+				res.FirstToolCall = t
 			}
 			res.TokenTimes = append(res.TokenTimes, t)
 			chunks++
@@ -142,18 +159,22 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 	if !usage {
 		res.CompletionTokens = chunks
 	}
+	if res.ReasoningTokens == 0 {
+		res.ReasoningTokens = res.ReasoningChunks // no usage details: the chunks counted
+	}
+	res.checkToolCalls()
 	if !done {
 		return protocolError{"stream ended without data: [DONE]"}
 	}
 	return nil
 }
 
-// chunk decodes one completion chunk: whether it carries text and whether
-// it carries usage (which it copies into res).
-func (c *Client) chunk(d *decoder, data []byte, res *Result) (text, usage bool, err error) {
+// chunk decodes one completion chunk: the token it carries and whether it
+// carries usage (which it copies into res).
+func (c *Client) chunk(d *decoder, data []byte, res *Result) (kind tokenKind, usage bool, err error) {
 	if !res.KeepText {
-		if text, ok := skimChunk(data, c.chat); ok {
-			return text, false, nil
+		if kind, ok := skimChunk(data, c.chat); ok {
+			return kind, false, nil
 		}
 	}
 	return c.parseChunk(d, data, res)
@@ -161,41 +182,59 @@ func (c *Client) chunk(d *decoder, data []byte, res *Result) (text, usage bool, 
 
 // parseChunk decodes a chunk with the full JSON parser: what skimChunk
 // leaves, and the reference it is checked against.
-func (c *Client) parseChunk(d *decoder, data []byte, res *Result) (text, usage bool, err error) {
+func (c *Client) parseChunk(d *decoder, data []byte, res *Result) (kind tokenKind, usage bool, err error) {
 	v, err := d.parser.ParseBytes(data)
 	if err != nil {
-		return false, false, protocolError{fmt.Sprintf("invalid JSON in stream: %v: %q", err, truncate(string(data), 200))}
+		return tokNone, false, protocolError{fmt.Sprintf("invalid JSON in stream: %v: %q", err, truncate(string(data), 200))}
 	}
 	if v.Type() != fastjson.TypeObject {
-		return false, false, protocolError{fmt.Sprintf("stream chunk is not a JSON object: %q", truncate(string(data), 200))}
+		return tokNone, false, protocolError{fmt.Sprintf("stream chunk is not a JSON object: %q", truncate(string(data), 200))}
 	}
 	if e := v.Get("error"); e != nil {
-		return false, false, chunkError(e)
+		return tokNone, false, chunkError(e)
 	}
 	if ch := v.Get("choices", "0"); ch != nil {
-		var t []byte
 		if c.chat {
 			if delta := ch.Get("delta"); delta != nil {
-				t = delta.GetStringBytes("content")
-				// Reasoning is a token like content (TTFT is the first of
-				// either) but stays out of the kept text: a conversation's
-				// history carries the answer only.
-				text = len(t) > 0 || len(delta.GetStringBytes("reasoning")) > 0 ||
-					len(delta.GetStringBytes("reasoning_content")) > 0
+				kind = c.delta(delta, res)
 			}
-		} else {
-			t = ch.GetStringBytes("text")
-			text = len(t) > 0
-		}
-		if len(t) > 0 && res.KeepText {
-			res.Text = append(res.Text, t...)
+		} else if t := ch.GetStringBytes("text"); len(t) > 0 {
+			kind = tokOutput
+			res.keep(t)
 		}
 	}
 	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
 		copyUsage(u, res)
 		usage = u.Get("completion_tokens") != nil
 	}
-	return text, usage, nil
+	return kind, usage, nil
+}
+
+// delta reads a chat delta: its content, its tool calls' fragments (both
+// output tokens) and its reasoning — a token like content (TTFT is the
+// first of either) but kept apart from the answer: a conversation's
+// history carries the answer only, unless asked to carry the reasoning.
+func (c *Client) delta(delta *fastjson.Value, res *Result) tokenKind {
+	kind := tokNone
+	if t := delta.GetStringBytes("content"); len(t) > 0 {
+		kind = tokOutput
+		res.keep(t)
+	}
+	if calls := delta.GetArray("tool_calls"); len(calls) > 0 && res.toolDeltas(calls) {
+		kind = tokOutput
+	}
+	if kind == tokOutput {
+		return kind
+	}
+	r := delta.GetStringBytes("reasoning")
+	if len(r) == 0 {
+		r = delta.GetStringBytes("reasoning_content")
+	}
+	if len(r) > 0 {
+		res.keepReasoning(r)
+		return tokReasoning
+	}
+	return tokNone
 }
 
 // chunkError turns an error object inside a stream into a classified error.
@@ -224,6 +263,9 @@ func copyUsage(u *fastjson.Value, res *Result) {
 	if n := u.Get("prompt_tokens_details", "cached_tokens"); n != nil {
 		res.CachedTokens = n.GetInt()
 	}
+	if n := u.Get("completion_tokens_details", "reasoning_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
+		res.ReasoningTokens = n.GetInt()
+	}
 }
 
 // readWhole consumes a non-streamed JSON response.
@@ -245,16 +287,25 @@ func (c *Client) readWhole(d *decoder, body io.Reader, res *Result) error {
 		return protocolError{"response has no choices"}
 	}
 	res.CompletionTokens = res.OutputLen
-	if res.KeepText {
-		ch := v.Get("choices", "0")
-		t := ch.GetStringBytes("text")
-		if m := ch.Get("message"); m != nil {
-			t = m.GetStringBytes("content")
+	res.FirstOutput = now
+	ch := v.Get("choices", "0")
+	if m := ch.Get("message"); m != nil {
+		res.keep(m.GetStringBytes("content"))
+		r := m.GetStringBytes("reasoning")
+		if len(r) == 0 {
+			r = m.GetStringBytes("reasoning_content")
 		}
-		res.Text = append(res.Text, t...)
+		res.keepReasoning(r)
+		if calls := m.GetArray("tool_calls"); len(calls) > 0 {
+			res.toolDeltas(calls)
+			res.FirstToolCall = now
+		}
+	} else {
+		res.keep(ch.GetStringBytes("text"))
 	}
 	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
 		copyUsage(u, res)
 	}
+	res.checkToolCalls()
 	return nil
 }

@@ -376,6 +376,16 @@ func (m *merger) merge() (*Result, error) {
 	}
 
 	run := RunState{Collector: col, Elapsed: dur, Groups: groups, InputLengths: lengths["input"], OutputLengths: lengths["output"]}
+	parts := metrics.NewParts()
+	for _, r := range m.rs {
+		if err := metrics.MergeParts(parts, r.st.Parts); err != nil {
+			return nil, fmt.Errorf("%s: %s.%w", r.name, metrics.KeyMergeState, err)
+		}
+	}
+	var err error
+	if run.Parts, err = metrics.FinishParts(parts, s, dur); err != nil {
+		return nil, err
+	}
 	if err := m.mergeSessions(&run, s); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -23,6 +24,8 @@ type RunState struct {
 	Sessions *metrics.SessionsRun
 	// Endpoints is the per-endpoint breakdown (nil: one endpoint).
 	Endpoints *metrics.Endpoints
+	// Parts are the states of the run's parts (metrics.FinishParts).
+	Parts map[string]json.RawMessage
 }
 
 // NewMergeState encodes a run's state for its summary's merge_state: each
@@ -30,7 +33,8 @@ type RunState struct {
 // writes it at its end; Summaries writes the merged summary's the same
 // way, so a merged summary can be merged again.
 func NewMergeState(p RunState) (metrics.MergeState, error) {
-	st := metrics.MergeState{Version: metrics.MergeStateVersion, HistEncoding: metrics.HistEncoding, ElapsedNS: int64(p.Elapsed), Windows: p.Windows}
+	st := metrics.MergeState{Version: metrics.MergeStateVersion, HistEncoding: metrics.HistEncoding, ElapsedNS: int64(p.Elapsed), Windows: p.Windows,
+		Parts: p.Parts}
 	var err error
 	if st.Collector, err = p.Collector.State(); err != nil {
 		return st, err

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -33,6 +34,8 @@ type MergeState struct {
 	Lengths map[string]string `json:"lengths,omitempty"`
 	// Sessions holds a run of multi-turn sessions' figures (sessions.go).
 	Sessions *SessionsState `json:"sessions,omitempty"`
+	// Parts holds each Part's state by its key (part.go).
+	Parts map[string]json.RawMessage `json:"parts,omitempty"`
 }
 
 // ShardInfo is the part of a schedule a summary covers: the shards (index %

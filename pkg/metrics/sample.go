@@ -68,6 +68,25 @@ type Sample struct {
 	// TTFT is send to the first chunk carrying text (FirstToken − Sent,
 	// as observed); TTFTFromScheduled is measured from the due time.
 	TTFT, TTFTFromScheduled time.Duration
+	// HasTTFO: TTFO counts (a successful text request whose answer's
+	// content or tool call arrived). TTFO is send to the first chunk of the
+	// answer — content or a tool call, after any reasoning; without
+	// reasoning it equals TTFT.
+	HasTTFO bool
+	TTFO    time.Duration
+	// ReasoningTokens are the answer's reasoning tokens (the server's
+	// usage details, else the reasoning chunks counted; part of
+	// OutputTokens).
+	ReasoningTokens int
+	// ToolCalls counts the answer's tool calls, ToolArgsInvalid those whose
+	// arguments are not valid JSON. HasToolTTFT: ToolTTFT, send to the
+	// first tool-call chunk, counts.
+	ToolCalls, ToolArgsInvalid int
+	HasToolTTFT                bool
+	ToolTTFT                   time.Duration
+	// Structured tells whether the answer was checked against
+	// --response-format, and how it fared.
+	Structured Structured
 	// HasTTFTPer1k: TTFTPer1kPrompt counts (HasTTFT, and a prompt of at
 	// least one token). TTFTPer1kPrompt is TTFT per thousand prompt tokens
 	// (the server's usage when given, else the target): the prefill cost
@@ -113,6 +132,17 @@ type Sample struct {
 	Endpoint int
 }
 
+// Structured is whether an answer was checked against --response-format
+// (client.Result.Structured).
+type Structured = int8
+
+// The values of Structured.
+const (
+	StructuredUnchecked Structured = iota
+	StructuredValid
+	StructuredInvalid
+)
+
 // From fills s with r's figures and, when slo is set, whether r met it.
 // It does not allocate; s keeps views of r's token times (see Sample).
 func (s *Sample) From(r *client.Result, slo SLO) {
@@ -141,6 +171,10 @@ func (s *Sample) From(r *client.Result, slo SLO) {
 		Images:       r.Images, Generate: r.Generate, Generated: r.Generated,
 		Session: r.Session, Turn: r.Turn, HistoryTokens: r.HistoryTokens,
 		Endpoint: r.Endpoint - 1,
+		HasTTFO:  ok && !gen && r.FirstOutput > 0, TTFO: r.TTFO(),
+		ReasoningTokens: r.ReasoningTokens, ToolCalls: r.ToolCalls, ToolArgsInvalid: r.ToolArgsInvalid,
+		HasToolTTFT: ok && r.FirstToolCall > 0, ToolTTFT: r.FirstToolCall - r.Sent,
+		Structured: Structured(r.Structured),
 	}
 	if s.HasTTFT {
 		prompt := r.InputLen

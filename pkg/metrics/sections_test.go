@@ -152,9 +152,13 @@ func TestSectionsWrittenByThePreviousFormat(t *testing.T) {
 	}
 }
 
-// lastDistKey is the last distribution key a summary writes.
+// lastDistKey is the last distribution key a summary without answers
+// (answers.go) writes.
 func lastDistKey() string {
 	f := distFields[len(distFields)-1]
+	for i := len(distFields) - 1; f.answers; i-- {
+		f = distFields[i]
+	}
 	var d Dist
 	stats := d.stats()
 	last := stats[len(stats)-1]

@@ -89,6 +89,16 @@ type Summary struct {
 	// TTFTPer1kPrompt marshals as
 	// ttft_per_1k_prompt_tokens_{mean,p50,p90,p99}_ms.
 	TTFTPer1kPrompt Dist `json:"-"`
+	// TTFO (time to first output token: content or a tool call, after any
+	// reasoning) and ToolTTFT (time to the first tool-call token) marshal
+	// as {mean,median,…}_ttfo_ms and {mean,median,…}_tool_call_ttft_ms,
+	// only with Answers (a run that saw reasoning, tool calls or checked
+	// structured output).
+	TTFO     Dist `json:"-"`
+	ToolTTFT Dist `json:"-"`
+	// Answers are the answers' reasoning, tool-call and structured-output
+	// figures (answers.go; flat keys, nil: none seen).
+	Answers *AnswersSummary `json:"-"`
 
 	// Sections, written after the distributions in key order
 	// (sectionFields), each absent when unset.
@@ -191,6 +201,8 @@ type distField struct {
 	tokens bool // measured on tokens: absent from image-generation runs
 	// only lists the figures written, by their suffix name (nil: all).
 	only []string
+	// answers: written only with Summary.Answers (answers.go).
+	answers bool
 }
 
 // NoTokenMetrics reports whether the run's backend measures no tokens
@@ -202,14 +214,16 @@ func (s *Summary) NoTokenMetrics() bool {
 }
 
 var distFields = []distField{
-	{func(s *Summary) *Dist { return &s.E2E }, "e2e_latency", true, false, nil},
-	{func(s *Summary) *Dist { return &s.TTFT }, "ttft", true, true, nil},
-	{func(s *Summary) *Dist { return &s.TPOT }, "tpot", true, true, nil},
-	{func(s *Summary) *Dist { return &s.ITL }, "itl", true, true, nil},
-	{func(s *Summary) *Dist { return &s.SendLag }, "send_lag", false, false, nil},
-	{func(s *Summary) *Dist { return &s.TTFTFromScheduled }, "ttft_from_scheduled", false, true, nil},
-	{func(s *Summary) *Dist { return &s.E2EFromScheduled }, "e2e_from_scheduled", false, false, nil},
-	{func(s *Summary) *Dist { return &s.TTFTPer1kPrompt }, "ttft_per_1k_prompt_tokens", false, true, []string{"mean", "p50", "p90", "p99"}},
+	{func(s *Summary) *Dist { return &s.E2E }, "e2e_latency", true, false, nil, false},
+	{func(s *Summary) *Dist { return &s.TTFT }, "ttft", true, true, nil, false},
+	{func(s *Summary) *Dist { return &s.TPOT }, "tpot", true, true, nil, false},
+	{func(s *Summary) *Dist { return &s.ITL }, "itl", true, true, nil, false},
+	{func(s *Summary) *Dist { return &s.SendLag }, "send_lag", false, false, nil, false},
+	{func(s *Summary) *Dist { return &s.TTFTFromScheduled }, "ttft_from_scheduled", false, true, nil, false},
+	{func(s *Summary) *Dist { return &s.E2EFromScheduled }, "e2e_from_scheduled", false, false, nil, false},
+	{func(s *Summary) *Dist { return &s.TTFTPer1kPrompt }, "ttft_per_1k_prompt_tokens", false, true, []string{"mean", "p50", "p90", "p99"}, false},
+	{get: func(s *Summary) *Dist { return &s.TTFO }, name: "ttfo", prefix: true, tokens: true, answers: true},
+	{get: func(s *Summary) *Dist { return &s.ToolTTFT }, name: "tool_call_ttft", prefix: true, tokens: true, answers: true},
 }
 
 // distStat is one figure of a Dist with its name in both key styles.
@@ -247,6 +261,9 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 		if s.NoTokenMetrics() && f.tokens {
 			continue // absent, not zero: image generations have no tokens
 		}
+		if f.answers && s.Answers == nil {
+			continue
+		}
 		d := f.get(&s)
 		empty := d.Empty() // no sample: null, not 0
 		for _, st := range d.stats() {
@@ -263,6 +280,16 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 				return nil, err
 			}
 			buf.Write(v)
+		}
+	}
+	if s.Answers != nil { // flat keys, after the distributions
+		b, err := json.Marshal(s.Answers)
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > 2 {
+			buf.WriteByte(',')
+			buf.Write(b[1 : len(b)-1])
 		}
 	}
 	out, err := s.writeSections(buf.Bytes())
@@ -295,6 +322,13 @@ func (s *Summary) UnmarshalJSON(b []byte) error {
 				}
 			}
 		}
+	}
+	var ans AnswersSummary
+	if err := json.Unmarshal(b, &ans); err != nil {
+		return err
+	}
+	if ans != (AnswersSummary{}) {
+		s.Answers = &ans
 	}
 	return s.readSections(all)
 }

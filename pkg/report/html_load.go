@@ -139,6 +139,8 @@ type RecordBuilder struct {
 	res      client.Result
 	sample   metrics.Sample
 	perTurn  *metrics.PerTurn // sessions' turns, by turn number
+	// parts are the metrics.Part accumulators (answers: reasoning, tools).
+	parts []metrics.Part
 	// endpoints is the breakdown by the records' endpoint field (nil
 	// until a record has one).
 	endpoints *metrics.Endpoints
@@ -155,6 +157,10 @@ func NewRecordBuilder(slo metrics.SLO) *RecordBuilder {
 	b.good.SLO = slo
 	b.perTurn = metrics.NewPerTurn()
 	b.sinks = metrics.Fanout{b.col, b.timeline, b.lengths, b.perTurn}
+	b.parts = metrics.NewParts()
+	for _, p := range b.parts {
+		b.sinks = append(b.sinks, p)
+	}
 	if slo.Set() {
 		b.sinks = append(b.sinks, &b.good)
 	}
@@ -204,6 +210,9 @@ func (b *RecordBuilder) Data() (*Data, error) {
 	s := &metrics.Summary{Model: b.model}
 	dur := b.col.LastEnd
 	b.col.Summarize(s, dur)
+	if _, err := metrics.FinishParts(b.parts, s, dur); err != nil {
+		return nil, err
+	}
 	s.Scheduled = b.col.Completed + b.col.Failed + b.col.Cancelled
 	b.annotate(s, dur)
 	if turns := b.perTurn.Turns(); len(turns) > 0 {

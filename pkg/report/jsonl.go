@@ -315,7 +315,11 @@ const OutcomeCancelled = "cancelled"
 // for a request with a planned cut, cancel_after_ms, and when the cut
 // ended it, outcome "cancelled"; for a session's turn, session, turn and
 // history_tokens; with several endpoints, endpoint (the index of the one
-// the request went to).
+// the request went to); for an answer with reasoning or tool calls,
+// ttfo_ms (time to first output token: content or a tool call) and
+// reasoning_tokens; for one with tool calls, tool_calls, tool_args_invalid
+// and tool_call_ttft_ms; for one checked against --response-format,
+// structured ("valid" or "invalid").
 var recordFields = func() []recordField {
 	fs := []recordField{
 		field("index",
@@ -430,6 +434,57 @@ var recordFields = func() []recordField {
 		field("endpoint",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Endpoint), 10) },
 			func(x *fastjson.Value, r *client.Result) { r.Endpoint = optInt(x) + 1 }),
+		field("ttfo_ms",
+			func(b []byte, s *metrics.Sample) []byte {
+				if s.TTFO <= 0 {
+					return append(b, "null"...)
+				}
+				return appendMillis(b, s.TTFO)
+			},
+			func(x *fastjson.Value, r *client.Result) {
+				switch {
+				case x == nil: // no reasoning: the first output is the first token
+					r.FirstOutput = r.FirstToken
+				case x.Type() == fastjson.TypeNumber:
+					r.FirstOutput = r.Sent + millis(x.GetFloat64())
+				}
+			}),
+		field("reasoning_tokens",
+			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.ReasoningTokens), 10) },
+			func(x *fastjson.Value, r *client.Result) { r.ReasoningTokens = getInt(x) }),
+		field("tool_calls",
+			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.ToolCalls), 10) },
+			func(x *fastjson.Value, r *client.Result) { r.ToolCalls = getInt(x) }),
+		field("tool_args_invalid",
+			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.ToolArgsInvalid), 10) },
+			func(x *fastjson.Value, r *client.Result) { r.ToolArgsInvalid = getInt(x) }),
+		field("tool_call_ttft_ms",
+			func(b []byte, s *metrics.Sample) []byte {
+				if !s.HasToolTTFT {
+					return append(b, "null"...)
+				}
+				return appendMillis(b, s.ToolTTFT)
+			},
+			func(x *fastjson.Value, r *client.Result) {
+				if x != nil && x.Type() == fastjson.TypeNumber {
+					r.FirstToolCall = r.Sent + millis(x.GetFloat64())
+				}
+			}),
+		field("structured",
+			func(b []byte, s *metrics.Sample) []byte {
+				if s.Structured == metrics.StructuredInvalid {
+					return appendString(b, "invalid")
+				}
+				return appendString(b, "valid")
+			},
+			func(x *fastjson.Value, r *client.Result) {
+				switch getString(x) {
+				case "valid":
+					r.Structured = metrics.StructuredValid
+				case "invalid":
+					r.Structured = metrics.StructuredInvalid
+				}
+			}),
 	}
 	fs[0].head = `{"index":`
 	notGeneration := func(s *metrics.Sample) bool { return !s.Generation }
@@ -446,6 +501,12 @@ var recordFields = func() []recordField {
 			fs[i].omit = func(s *metrics.Sample) bool { return s.CancelAfter <= 0 }
 		case "outcome":
 			fs[i].omit = func(s *metrics.Sample) bool { return !s.Cancelled }
+		case "ttfo_ms", "reasoning_tokens":
+			fs[i].omit = func(s *metrics.Sample) bool { return s.ReasoningTokens == 0 && s.ToolCalls == 0 }
+		case "tool_calls", "tool_args_invalid", "tool_call_ttft_ms":
+			fs[i].omit = func(s *metrics.Sample) bool { return s.ToolCalls == 0 }
+		case "structured":
+			fs[i].omit = func(s *metrics.Sample) bool { return s.Structured == metrics.StructuredUnchecked }
 		}
 	}
 	return fs

@@ -115,10 +115,46 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 	t.stat("Mean TPOT (ms):", s.TPOT, s.TPOT.Mean)
 	t.stat("Median TPOT (ms):", s.TPOT, s.TPOT.Median)
 	t.stat("P99 TPOT (ms):", s.TPOT, s.TPOT.P99)
+	writeAnswers(t, s)
 	writeScheduleKeeping(t, s, true)
 	writeLoadControl(t, s)
 	writeErrors(t, s)
 	return t.err
+}
+
+// writeAnswers prints the answers' reasoning, tool-call and structured
+// output figures, when the run saw any.
+func writeAnswers(t *table, s *metrics.Summary) {
+	a := s.Answers
+	if a == nil {
+		return
+	}
+	if a.ReasoningRequests > 0 || a.ToolRequests > 0 {
+		t.line("%s", center("Time to First Output Token", '-', 50))
+		t.stat("Mean TTFO (ms):", s.TTFO, s.TTFO.Mean)
+		t.stat("Median TTFO (ms):", s.TTFO, s.TTFO.Median)
+		t.stat("P99 TTFO (ms):", s.TTFO, s.TTFO.P99)
+	}
+	if a.ReasoningRequests > 0 {
+		t.row("Requests with reasoning:", a.ReasoningRequests)
+		t.row("Total reasoning tokens:", a.ReasoningTokens)
+		t.row("Reasoning share of output (%):", 100*a.ReasoningShare)
+	}
+	if a.ToolRequests > 0 {
+		t.line("%s", center("Tool Calls", '-', 50))
+		t.row("Requests that called a tool (%):", 100*a.ToolCallShare)
+		t.row("Tool calls:", a.ToolCalls)
+		if a.ToolArgsValidShare != nil {
+			t.row("Arguments that parse as JSON (%):", 100**a.ToolArgsValidShare)
+		}
+		t.stat("Mean time to first tool call (ms):", s.ToolTTFT, s.ToolTTFT.Mean)
+		t.stat("P99 time to first tool call (ms):", s.ToolTTFT, s.ToolTTFT.P99)
+	}
+	if a.StructuredValidShare != nil {
+		t.line("%s", center("Structured Output", '-', 50))
+		t.row("Answers checked:", a.StructuredChecked)
+		t.row("Valid against the format (%):", 100**a.StructuredValidShare)
+	}
 }
 
 // targetText writes a target profile as --stages would take it.

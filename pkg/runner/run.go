@@ -173,6 +173,10 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		byEndpoint = metrics.NewEndpoints(cfg.Endpoints)
 		sinks = append(sinks, byEndpoint)
 	}
+	parts := metrics.NewParts()
+	for _, p := range parts {
+		sinks = append(sinks, p)
+	}
 	if records != nil {
 		sinks = append(sinks, records)
 	}
@@ -214,6 +218,10 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	*sum = cfg.Summary
 	sum.StartedAt = start.UTC().Format(time.RFC3339Nano)
 	col.Summarize(sum, elapsed)
+	partStates, perr := metrics.FinishParts(parts, sum, elapsed)
+	if perr != nil {
+		log.Warnf("%v", perr)
+	}
 	var sessRun *metrics.SessionsRun
 	if sessions != nil {
 		sessRun = sessions.run(perTurn)
@@ -223,7 +231,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		func() error { return setBreakdowns(sum, groups, elapsed) },
 		func() error { return mon.Annotate(sum, elapsed) },
 		func() error { return setEndpoints(sum, byEndpoint, mon, elapsed) },
-		func() error { return setMergeState(sum, col, mon, elapsed, groups, sessRun, byEndpoint) },
+		func() error { return setMergeState(sum, col, mon, elapsed, groups, sessRun, byEndpoint, partStates) },
 	}
 	for _, f := range annotate {
 		if err := f(); err != nil {

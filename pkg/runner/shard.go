@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -67,14 +68,14 @@ func waitForStart(ctx context.Context, startAt time.Time, log *Logger) (time.Tim
 // the breakdowns the summary holds, the sessions, the endpoints, and the
 // monitor's windows, lengths and goodput — which `fineserve-gen merge`
 // combines with other copies'.
-func setMergeState(sum *metrics.Summary, col *metrics.Collector, mon *monitor.Monitor, elapsed time.Duration, breakdowns []breakdown, sessions *metrics.SessionsRun, byEndpoint *metrics.Endpoints) error {
+func setMergeState(sum *metrics.Summary, col *metrics.Collector, mon *monitor.Monitor, elapsed time.Duration, breakdowns []breakdown, sessions *metrics.SessionsRun, byEndpoint *metrics.Endpoints, parts map[string]json.RawMessage) error {
 	groups := map[string]*metrics.Groups{}
 	for _, g := range breakdowns {
 		if sum.Breakdown(g.key) != nil { // only those the summary holds
 			groups[g.key] = g.Groups
 		}
 	}
-	p := merge.RunState{Collector: col, Elapsed: elapsed, Groups: groups, Sessions: sessions, Endpoints: byEndpoint}
+	p := merge.RunState{Collector: col, Elapsed: elapsed, Groups: groups, Sessions: sessions, Endpoints: byEndpoint, Parts: parts}
 	if err := mon.FillRunState(&p); err != nil {
 		return fmt.Errorf("merge state: %w", err)
 	}
