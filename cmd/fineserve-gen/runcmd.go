@@ -80,6 +80,7 @@ func runFlags(o *options.Options, prof *profiles) (fs *pflag.FlagSet, finish fun
 	addObserveFlags(fs, o)
 	addLoadFlags(fs, o)
 	addSessionFlags(fs, o)
+	addAnswerFlags(fs, o)
 
 	// Outputs.
 	fs.StringVar(&o.OutputFile, "output-file", o.OutputFile, "append the summary as one JSON line (FineServe; -: standard output)")

@@ -62,6 +62,10 @@ type Backend struct {
 	// GeneratesImages: every request asks for images (Result.Generate);
 	// prompts are text and carry no input images.
 	GeneratesImages bool
+	// Reasoning: reasoning knobs (--reasoning-effort) are sent and
+	// reasoning is read apart from the answer; Tools: tool calls (--tools);
+	// ResponseFormat: a response format (--response-format).
+	Reasoning, Tools, ResponseFormat bool
 
 	// appendBody appends the JSON request body of req.
 	appendBody func(c *Client, b []byte, req *Request) []byte
@@ -73,13 +77,25 @@ type Backend struct {
 // backends is the table: one row per API kind, in --backend's help order.
 var backends = []*Backend{
 	{Name: BackendVLLM, Path: "/v1/completions", Help: "completions (/v1/completions)", Measure: MeasureTokens,
-		Sessions: true, VLLM: true, ChatTwin: true, appendBody: appendTextBody, read: readText},
+		Sessions: true, VLLM: true, ChatTwin: true, ResponseFormat: true, appendBody: appendTextBody, read: readText},
 	{Name: BackendOpenAI, Path: "/v1/completions", Help: "completions (/v1/completions)", Measure: MeasureTokens,
-		Sessions: true, ChatTwin: true, appendBody: appendTextBody, read: readText},
+		Sessions: true, ChatTwin: true, ResponseFormat: true, appendBody: appendTextBody, read: readText},
 	{Name: BackendChat, Path: "/v1/chat/completions", Help: "chat completions (/v1/chat/completions)", Measure: MeasureTokens,
-		Chat: true, Sessions: true, appendBody: appendTextBody, read: readText},
+		Chat: true, Sessions: true, Reasoning: true, Tools: true, ResponseFormat: true, appendBody: appendTextBody, read: readText},
 	{Name: BackendImages, Path: "/v1/images/generations", Help: "image generation (/v1/images/generations)", Measure: MeasureImages,
 		GeneratesImages: true, appendBody: (*Client).appendImageBody, read: readImages},
+}
+
+// BackendsWith lists the names of the rows for which has is true, for
+// messages: "openai-chat or openai-responses".
+func BackendsWith(has func(*Backend) bool) string {
+	var names []string
+	for _, b := range backends {
+		if has(b) {
+			names = append(names, b.Name)
+		}
+	}
+	return strings.Join(names, " or ")
 }
 
 // LookupBackend returns the row named name.

@@ -79,6 +79,9 @@ type Config struct {
 	// ImageSize is the size ("WxH") of generated images (openai-images;
 	// "" sends none: the server's default).
 	ImageSize string
+	// Answer is what requests ask of the answer: reasoning knobs, tools,
+	// a response format (answer.go).
+	Answer AnswerOptions
 	// Secrets hides credentials in the messages of failed requests (nil:
 	// the API key and the user and password of BaseURL). URL credentials
 	// are always hidden.
@@ -415,6 +418,7 @@ func appendTextBody(c *Client, b []byte, req *Request) []byte {
 		if o.member("max_completion_tokens") {
 			o.b = appendInt(o.b, req.MaxTokens)
 		}
+		c.appendChatAnswer(&o)
 	} else {
 		if o.member("prompt") {
 			o.b = req.appendPrompt(o.b)
@@ -437,6 +441,9 @@ func appendTextBody(c *Client, b []byte, req *Request) []byte {
 	}
 	if c.cfg.IgnoreEOS && o.member("min_tokens") {
 		o.b = appendInt(o.b, req.MaxTokens)
+	}
+	if f := c.cfg.Answer.ResponseFormat; len(f) > 0 && o.member("response_format") {
+		o.b = append(o.b, f...)
 	}
 	return c.closeBody(&o)
 }
@@ -480,6 +487,9 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 		defer stop()
 	}
 	maxTokens := c.boundedTokens(req)
+	if c.cfg.Answer.Check != nil {
+		res.KeepText = true // the answer's text is checked
+	}
 	c.unwritten.Add(1)
 	for first := true; ; first = false {
 		wait := c.attempt(ctx, deadline, body, maxTokens, res, first)
@@ -541,6 +551,7 @@ func (c *Client) attempt(ctx context.Context, deadline time.Time, body []byte, m
 	d.lines.watch = watch
 	d.maxTokens = maxTokens
 	if err = c.backend.read(c, d, resp, rd, res); err == nil {
+		c.checkAnswer(res)
 		return -1
 	}
 	var pe protocolError

@@ -117,6 +117,9 @@ type Options struct {
 	// Load control: ramps and stages, shared prefixes, length mixtures
 	// (workload/loadctl.go).
 	Load LoadOptions
+	// What requests ask of the answer: reasoning knobs, tools, a response
+	// format (answer.go).
+	Answer AnswerOptions
 
 	// Multi-turn sessions (docs/SESSIONS.md): each arrival starts a
 	// session whose later turns follow the previous answer plus a think
@@ -223,6 +226,10 @@ func (o *Options) Validate() error {
 		add("--base-url %q: must start with http:// or https://", o.BaseURL)
 	}
 	if err := o.validateEndpoints(); err != nil {
+		errs = append(errs, err)
+	}
+	row, _ := client.LookupBackend(o.Backend)
+	if err := o.Answer.validate(row); err != nil {
 		errs = append(errs, err)
 	}
 	if err := o.validateSessions(); err != nil {
@@ -383,6 +390,7 @@ func (o *Options) ClientConfig() client.Config {
 		Secrets:   o.Secrets(),
 		Retries:   o.Retries,
 		ImageSize: fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
+		Answer:    o.Answer.options(),
 	}
 }
 

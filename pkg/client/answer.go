@@ -1,0 +1,81 @@
+package client
+
+import (
+	"encoding/json"
+)
+
+// AnswerOptions are what requests ask of the answer beyond its length: the
+// reasoning knobs, tools and a response format (--reasoning-effort,
+// --chat-template-kwargs, --tools, --tool-choice, --response-format). Each
+// is sent only when set, and only by a backend whose row supports it
+// (options refuse the others before a run).
+type AnswerOptions struct {
+	// ReasoningEffort is sent as reasoning_effort (chat) or
+	// reasoning.effort (responses).
+	ReasoningEffort string
+	// ChatTemplateKwargs is a JSON object sent as chat_template_kwargs
+	// (chat), e.g. {"enable_thinking": false}.
+	ChatTemplateKwargs json.RawMessage
+	// Tools is OpenAI's chat tools array ([{"type":"function","function":
+	// {"name",…}}]); ToolChoice is auto, required, none or a function's
+	// name ("": the server's default).
+	Tools      json.RawMessage
+	ToolChoice string
+	// ResponseFormat is OpenAI's response_format object ({"type":
+	// "json_object"} or {"type":"json_schema","json_schema":{…}}).
+	ResponseFormat json.RawMessage
+	// Check tells whether an answer's text is valid against the response
+	// format (nil: answers are not checked). With it, the client keeps each
+	// answer's text and sets Result.Structured.
+	Check func(text []byte) bool
+	// KeepReasoning sends a session's earlier reasoning back in its
+	// history (the assistant messages' "reasoning"); by default the
+	// history carries the answers only, as chat clients do.
+	KeepReasoning bool
+}
+
+// appendChatAnswer appends the answer options of a chat completion.
+func (c *Client) appendChatAnswer(o *body) {
+	a := &c.cfg.Answer
+	if len(a.Tools) > 0 && o.member("tools") {
+		o.b = append(o.b, a.Tools...)
+	}
+	if a.ToolChoice != "" && o.member("tool_choice") {
+		o.b = appendToolChoice(o.b, a.ToolChoice, false)
+	}
+	if a.ReasoningEffort != "" && o.member("reasoning_effort") {
+		o.b = appendJSONString(o.b, a.ReasoningEffort)
+	}
+	if len(a.ChatTemplateKwargs) > 0 && o.member("chat_template_kwargs") {
+		o.b = append(o.b, a.ChatTemplateKwargs...)
+	}
+}
+
+// appendToolChoice appends a tool choice: a mode as a string, a function's
+// name as OpenAI's named choice (flat: the Responses API's form).
+func appendToolChoice(b []byte, choice string, flat bool) []byte {
+	switch choice {
+	case "auto", "required", "none":
+		return appendJSONString(b, choice)
+	}
+	if flat {
+		b = append(b, `{"type":"function","name":`...)
+		b = appendJSONString(b, choice)
+		return append(b, '}')
+	}
+	b = append(b, `{"type":"function","function":{"name":`...)
+	b = appendJSONString(b, choice)
+	return append(b, "}}"...)
+}
+
+// checkAnswer sets res.Structured from the answer's text when answers are
+// checked.
+func (c *Client) checkAnswer(res *Result) {
+	if c.cfg.Answer.Check == nil {
+		return
+	}
+	res.Structured = 2
+	if c.cfg.Answer.Check(res.Text) {
+		res.Structured = 1
+	}
+}
