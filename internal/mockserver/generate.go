@@ -63,6 +63,10 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, bp *[]byte) (bo
 // and one for a model the server does not serve with vLLM's 404. It
 // reports whether the request is to be served.
 func (s *Server) accepted(w http.ResponseWriter, model string, err error) bool {
+	if ae, ok := err.(*apiError); ok {
+		writeAPIError(w, ae)
+		return false
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 		return false
@@ -102,14 +106,17 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	if s.prefix != nil {
 		cached = s.prefix.admit(req.prefix.blocks, req.promptTokens)
 	}
-	out := s.outputTokens(req, id)
+	g := generation{s: s, req: req, chat: chat, out: s.outputTokens(req, id), id: id, created: time.Now().Unix(), cached: cached}
+	if chat {
+		g.plan()
+	}
+	out := g.out
 	if s.prefix != nil {
-		s.prefix.keep(req.prefix.generated(out))
+		s.prefix.keep(g.generatedBlocks())
 	}
 	defer s.kv.hold(req.promptTokens + out)()
 	first := time.Now().Add(s.cfg.TTFT + time.Duration(req.promptTokens-cached)*s.cfg.PrefillPerToken)
 
-	g := generation{s: s, req: req, chat: chat, out: out, id: id, created: time.Now().Unix(), cached: cached}
 	if faultWritesBody(fault, req.stream) {
 		s.faultBody(ctx, w, fault, &g, first)
 		return
@@ -155,13 +162,73 @@ type generation struct {
 	s       *Server
 	req     request
 	chat    bool
-	out     int
+	out     int // output tokens: the reasoning tokens, then the answer's
 	id      int64
 	created int64
 	cached  int
+	// reasoning is how many of the first output tokens are reasoning.
+	reasoning int
+	// full writes vLLM's whole chunk and message shapes (token_ids,
+	// stop_reason, prompt_token_ids, the message's null fields): requests
+	// to a reasoning model or with tools or a response format. Others keep
+	// the server's historical subset of them, byte for byte.
+	full bool
+	// answer, when set, is the answer's text (a tool call's arguments, a
+	// structured output), answer token j being answer[cuts[j]:cuts[j+1]];
+	// otherwise each answer token is tokenText.
+	answer []byte
+	cuts   []int
+	tool   *toolCall
 }
 
-const tokenText = " tok"
+const (
+	tokenText     = " tok"
+	reasoningText = " think"
+)
+
+// plan decides a chat (or Responses) request's reasoning tokens, tool call
+// and structured answer. The reasoning comes before the answer's own
+// length (outputTokens), within max_tokens.
+func (g *generation) plan() {
+	s, req := g.s, &g.req
+	g.full = s.cfg.Reasoning.enabled() || len(req.tools) > 0 || req.format != nil
+	if s.cfg.Reasoning.enabled() {
+		r := s.cfg.Reasoning.Tokens.draw(s.cfg.Seed, g.id)
+		g.out = min(req.maxTokens, g.out+r)
+		g.reasoning = min(r, g.out)
+	}
+	budget := g.out - g.reasoning
+	if budget <= 0 {
+		return
+	}
+	if g.tool = s.pickTool(req, g.id); g.tool != nil {
+		// A call is as long as its arguments: a token per 4 bytes or so.
+		g.answer = g.tool.arguments()
+		g.cuts = splitTokens(g.answer, min(budget, (len(g.answer)+3)/4))
+		g.out = g.reasoning + len(g.cuts) - 1
+		return
+	}
+	if f := req.format; f != nil {
+		in := f.valid
+		if uniform(s.cfg.Seed, g.id, streamSchemaInvalid) < s.cfg.Structured.InvalidShare {
+			in = f.invalid
+		}
+		g.answer = in.padded(4 * budget)
+		g.cuts = splitTokens(g.answer, budget)
+		g.out = g.reasoning + len(g.cuts) - 1
+	}
+}
+
+// generatedBlocks returns the prefix-cache blocks the answer completes (the
+// reasoning is not part of the next turn's prompt).
+func (g *generation) generatedBlocks() []uint64 {
+	if g.answer == nil {
+		return g.req.prefix.generated(g.out - g.reasoning)
+	}
+	n0 := len(g.req.prefix.blocks)
+	g.req.prefix.words(g.answer)
+	return g.req.prefix.blocks[n0:]
+}
 
 // head appends the common start of a chunk or response object.
 func (g *generation) head(b []byte, chunk bool) []byte {
@@ -189,10 +256,33 @@ func (g *generation) head(b []byte, chunk bool) []byte {
 }
 
 func (g *generation) finishReason() string {
-	if g.out < g.req.maxTokens {
+	switch {
+	case g.tool != nil && g.tool.named:
+		return `"stop"`
+	case g.tool != nil:
+		return `"tool_calls"`
+	case g.out < g.req.maxTokens:
 		return `"stop"`
 	}
 	return `"length"`
+}
+
+// sent reports whether token k is sent (include_reasoning false hides the
+// reasoning tokens).
+func (g *generation) sent(k int) bool { return k >= g.reasoning || !g.req.hideReasoning }
+
+// fragment returns answer token j's text.
+func (g *generation) fragment(j int) []byte { return g.answer[g.cuts[j]:g.cuts[j+1]] }
+
+// reasoningFields returns the names the reasoning is sent under.
+func (g *generation) reasoningFields() []string {
+	switch g.s.cfg.Reasoning.Field {
+	case ReasoningFieldContent:
+		return []string{"reasoning_content"}
+	case ReasoningFieldBoth:
+		return []string{"reasoning", "reasoning_content"}
+	}
+	return []string{"reasoning"}
 }
 
 // appendChunk appends the SSE event of token k (k = -1: the chat role chunk).
@@ -202,19 +292,74 @@ func (g *generation) appendChunk(b []byte, k int) []byte {
 	b = append(b, `,"choices":[{"index":0,`...)
 	switch {
 	case k < 0:
-		b = append(b, `"delta":{"role":"assistant","content":""}`...)
-	case g.chat:
-		b = append(b, `"delta":{"content":"`+tokenText+`"}`...)
-	default:
+		b = append(b, `"delta":{"role":"assistant","content":""`...)
+		if g.full && g.s.cfg.Reasoning.enabled() && g.s.cfg.Reasoning.Field == ReasoningFieldBoth {
+			b = append(b, `,"reasoning_content":null`...) // as 0.11.1–0.15 sent it
+		}
+		b = append(b, '}')
+	case k < g.reasoning:
+		b = append(b, `"delta":{`...)
+		for i, f := range g.reasoningFields() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `"`+f+`":"`+reasoningText+`"`...)
+		}
+		b = append(b, '}')
+	case !g.chat:
 		b = append(b, `"text":"`+tokenText+`"`...)
+	case g.tool != nil:
+		j := k - g.reasoning
+		b = append(b, `"delta":{"content":null,"tool_calls":[`...)
+		if j == 0 {
+			b = append(b, `{"id":"`...)
+			b = append(b, g.tool.id...)
+			b = append(b, `","type":"function","index":0,"function":{"name":`...)
+			b = appendJSONString(b, g.tool.spec.name)
+			b = append(b, "}},"...)
+		}
+		b = append(b, `{"index":0,"function":{"arguments":`...)
+		b = appendJSONString(b, g.fragment(j))
+		b = append(b, "}}]}"...)
+	case g.answer != nil:
+		b = append(b, `"delta":{"content":`...)
+		b = appendJSONString(b, g.fragment(k-g.reasoning))
+		b = append(b, '}')
+	default:
+		b = append(b, `"delta":{"content":"`+tokenText+`"}`...)
 	}
+	return g.appendChoiceEnd(b, k, k == g.out-1 && g.tool == nil)
+}
+
+// appendChoiceEnd closes a chunk's choice and the chunk.
+func (g *generation) appendChoiceEnd(b []byte, k int, last bool) []byte {
 	b = append(b, `,"logprobs":null,"finish_reason":`...)
-	if k == g.out-1 {
+	if last {
 		b = append(b, g.finishReason()...)
+		if g.full {
+			b = append(b, `,"stop_reason":null`...)
+		}
 	} else {
 		b = append(b, "null"...)
 	}
-	return append(b, "}]}\n\n"...)
+	if g.full && k >= 0 {
+		b = append(b, `,"token_ids":null`...)
+	}
+	b = append(b, "}]"...)
+	if g.full && k < 0 {
+		b = append(b, `,"prompt_token_ids":null`...)
+	}
+	return append(b, "}\n\n"...)
+}
+
+// appendFinishChunk appends a chunk with an empty delta and the finish
+// reason: after a tool call's last argument fragment, as vLLM sends it, and
+// after hidden reasoning that took every token.
+func (g *generation) appendFinishChunk(b []byte) []byte {
+	b = append(b, "data: "...)
+	b = g.head(b, true)
+	b = append(b, `,"choices":[{"index":0,"delta":{}`...)
+	return g.appendChoiceEnd(b, g.out-1, true)
 }
 
 func (g *generation) appendUsage(b []byte) []byte {
@@ -227,7 +372,13 @@ func (g *generation) appendUsage(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(c), 10)
 	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
 	b = strconv.AppendInt(b, int64(g.cached), 10)
-	return append(b, "}}"...)
+	b = append(b, '}')
+	if g.chat && g.s.cfg.Reasoning.enabled() && !g.s.cfg.Reasoning.NoUsageDetails {
+		b = append(b, `,"completion_tokens_details":{"reasoning_tokens":`...)
+		b = strconv.AppendInt(b, int64(g.reasoning), 10)
+		b = append(b, '}')
+	}
+	return append(b, '}')
 }
 
 // appendUsageChunk appends the SSE event that carries the usage, after the
@@ -241,6 +392,7 @@ func (g *generation) appendUsageChunk(b []byte) []byte {
 }
 
 // stream writes the event stream; it reports false if the client left.
+// Output token k is due at first + k·ITL, whether it is sent or not.
 func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first time.Time) bool {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -282,7 +434,15 @@ func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first ti
 				return false
 			}
 		}
-		b = g.appendChunk(b, k)
+		switch {
+		case g.sent(k):
+			b = g.appendChunk(b, k)
+		case k == g.out-1:
+			b = g.appendFinishChunk(b)
+		}
+	}
+	if g.tool != nil {
+		b = g.appendFinishChunk(b)
 	}
 	if g.req.usage {
 		b = g.appendUsageChunk(b)
@@ -292,14 +452,27 @@ func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first ti
 	return err == nil
 }
 
-// whole returns a non-streamed response.
-func (g *generation) whole() []byte {
-	b := g.head(nil, false)
-	b = append(b, `,"choices":[{"index":0,`...)
-	text := make([]byte, 0, g.out*len(tokenText))
-	for range g.out {
+// answerText returns the answer's whole text.
+func (g *generation) answerText() []byte {
+	if g.answer != nil {
+		return g.answer
+	}
+	n := g.out - g.reasoning
+	text := make([]byte, 0, n*len(tokenText))
+	for range n {
 		text = append(text, tokenText...)
 	}
+	return text
+}
+
+// whole returns a non-streamed response.
+func (g *generation) whole() []byte {
+	if g.full {
+		return g.wholeFull()
+	}
+	b := g.head(nil, false)
+	b = append(b, `,"choices":[{"index":0,`...)
+	text := g.answerText()
 	if g.chat {
 		b = append(b, `"message":{"role":"assistant","content":`...)
 		b = strconv.AppendQuote(b, string(text))
@@ -313,4 +486,49 @@ func (g *generation) whole() []byte {
 	b = append(b, "}],"...)
 	b = g.appendUsage(b)
 	return append(b, '}')
+}
+
+// wholeFull returns a non-streamed chat response in vLLM's whole shape
+// (ChatCompletionResponse, ChatMessage: nulls included, tool_calls only
+// when there is one).
+func (g *generation) wholeFull() []byte {
+	b := g.head(nil, false)
+	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
+	switch {
+	case g.tool != nil, g.out == g.reasoning:
+		b = append(b, "null"...)
+	default:
+		b = appendJSONString(b, g.answerText())
+	}
+	b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null`...)
+	if g.tool != nil {
+		b = append(b, `,"tool_calls":[{"id":"`...)
+		b = append(b, g.tool.id...)
+		b = append(b, `","type":"function","function":{"name":`...)
+		b = appendJSONString(b, g.tool.spec.name)
+		b = append(b, `,"arguments":`...)
+		b = appendJSONString(b, g.answer)
+		b = append(b, "}}]"...)
+	}
+	if g.s.cfg.Reasoning.enabled() {
+		for _, f := range g.reasoningFields() {
+			b = append(b, `,"`+f+`":`...)
+			if g.reasoning == 0 || g.req.hideReasoning {
+				b = append(b, "null"...)
+				continue
+			}
+			b = append(b, '"')
+			for range g.reasoning {
+				b = append(b, reasoningText...)
+			}
+			b = append(b, '"')
+		}
+	} else {
+		b = append(b, `,"reasoning":null`...)
+	}
+	b = append(b, `},"logprobs":null,"finish_reason":`...)
+	b = append(b, g.finishReason()...)
+	b = append(b, `,"stop_reason":null,"token_ids":null}],"service_tier":null,"system_fingerprint":null,`...)
+	b = g.appendUsage(b)
+	return append(b, `,"prompt_logprobs":null,"prompt_token_ids":null,"kv_transfer_params":null}`...)
 }

@@ -60,7 +60,32 @@ type Config struct {
 	// (completions, chat completions, images) reaches its handler
 	// (arrivallog.go).
 	Arrivals *ArrivalLog
+	// Seed makes the per-request draws (reasoning length, tool calls,
+	// invalid answers) a pure function of itself and the request's number.
+	Seed uint64
+	// Reasoning makes chat completions and responses answer as a
+	// reasoning model (reasoning.go).
+	Reasoning ReasoningConfig
+	// Tools is how requests with tools are answered (tools.go).
+	Tools ToolConfig
+	// Structured is how requests with a JSON response format are
+	// answered (tools.go).
+	Structured StructuredConfig
+	// ResponseStore is how many responses of /v1/responses are kept for
+	// previous_response_id (least recently used evicted; responses.go);
+	// 0 keeps none, as vLLM without VLLM_ENABLE_RESPONSES_API_STORE.
+	ResponseStore int
 }
+
+// Validate returns every problem of the new-model options at once.
+func (c Config) validate() error {
+	return errors.Join(c.Reasoning.Validate(), validShare("tool call share", c.Tools.CallShare),
+		validShare("tool call invalid share", c.Tools.InvalidShare), validShare("schema invalid share", c.Structured.InvalidShare))
+}
+
+// maxOutputTokens bounds a request's max_tokens when the server has no
+// context length (MaxModelLen 0), and the reasoning tokens.
+const maxOutputTokens = 1 << 24
 
 // Server implements the endpoints. Create it with New.
 type Server struct {
@@ -88,6 +113,9 @@ type Server struct {
 func New(cfg Config) (*Server, error) {
 	if len(cfg.Models) == 0 {
 		return nil, errors.New("mock server: at least one model name is required")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("mock server: %w", err)
 	}
 	s := &Server{cfg: cfg, models: map[string]bool{}, startedAt: time.Now()}
 	fp, err := newFaultPlan(cfg.Faults)
@@ -230,6 +258,13 @@ type request struct {
 	stream       bool
 	usage        bool
 	prefix       *blockHasher // prefix cache block hashes (prefixcache.go)
+	// hideReasoning: include_reasoning false (the reasoning is generated,
+	// and takes its time, but is not sent).
+	hideReasoning bool
+	tools         []toolSpec
+	toolChoice    int
+	named         int // tools[named] is the named tool_choice
+	format        *outputFormat
 }
 
 // parse reads a completion or chat request body.
@@ -258,6 +293,15 @@ func (s *Server) parse(body []byte, chat bool) (request, error) {
 			req.maxTokens = n.GetInt()
 		} else if n := v.Get("max_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
 			req.maxTokens = n.GetInt()
+		}
+		if ir := v.Get("include_reasoning"); ir != nil && ir.Type() == fastjson.TypeFalse {
+			req.hideReasoning = true
+		}
+		if err := s.parseTools(v, &req, false); err != nil {
+			return req, err
+		}
+		if err := s.parseFormat(v.Get("response_format"), &req, false); err != nil {
+			return req, err
 		}
 	} else {
 		pr := v.Get("prompt")
