@@ -56,6 +56,7 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.Float64Var(&cfg.Tools.InvalidShare, "tool-call-invalid-share", 0, "share of tool calls whose arguments are not valid JSON")
 	fs.BoolVar(&cfg.Tools.NoAutoToolChoice, "no-auto-tool-choice", false, "answer tool_choice auto (sent, or implied by tools) with vLLM's 400, as a server without --enable-auto-tool-choice")
 	fs.Float64Var(&cfg.Structured.InvalidShare, "schema-invalid-share", 0, "share of response_format json_schema/json_object answers the schema rejects (a required property left out) or that do not parse")
+	responsesStore := fs.Bool("responses-store", true, "keep /v1/responses answers (store true, the default) for previous_response_id, the least recently used of the last 10,000 (=false: none kept, an unknown id's 404, as vLLM without VLLM_ENABLE_RESPONSES_API_STORE)")
 	if err := parseFlags(fs, args); err != nil {
 		if err == pflag.ErrHelp {
 			fmt.Fprintf(stdout, "Usage: fineserve-gen mock-server [flags]\n\n%s", fs.FlagUsages())
@@ -75,6 +76,9 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		cfg.Reasoning.Tokens = d
 	}
 	cfg.Reasoning.NoUsageDetails = !*usageReasoning
+	if *responsesStore {
+		cfg.ResponseStore = mockserver.DefaultResponseStore
+	}
 	if err := cfg.Reasoning.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("--reasoning-field: %w", err))
 	}

@@ -89,11 +89,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	if !s.accepted(w, req.model, err) {
 		return
 	}
-	if s.cfg.MaxModelLen > 0 && req.promptTokens+req.maxTokens > s.cfg.MaxModelLen {
-		writeError(w, http.StatusBadRequest, "BadRequestError",
-			"This model's maximum context length is "+strconv.Itoa(s.cfg.MaxModelLen)+" tokens. However, you requested "+
-				strconv.Itoa(req.promptTokens+req.maxTokens)+" tokens ("+strconv.Itoa(req.promptTokens)+" in the messages, "+
-				strconv.Itoa(req.maxTokens)+" in the completion). Please reduce the length of the messages or completion.")
+	if !s.withinContext(w, req) {
 		return
 	}
 	id := s.seq.Add(1)
@@ -139,6 +135,19 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	s.completed.Add(1)
 	s.promptTokens.Add(int64(req.promptTokens))
 	s.genTokens.Add(int64(out))
+}
+
+// withinContext answers a request whose prompt and max_tokens exceed the
+// context length with vLLM's 400; it reports whether the request fits.
+func (s *Server) withinContext(w http.ResponseWriter, req request) bool {
+	if s.cfg.MaxModelLen > 0 && req.promptTokens+req.maxTokens > s.cfg.MaxModelLen {
+		writeError(w, http.StatusBadRequest, "BadRequestError",
+			"This model's maximum context length is "+strconv.Itoa(s.cfg.MaxModelLen)+" tokens. However, you requested "+
+				strconv.Itoa(req.promptTokens+req.maxTokens)+" tokens ("+strconv.Itoa(req.promptTokens)+" in the messages, "+
+				strconv.Itoa(req.maxTokens)+" in the completion). Please reduce the length of the messages or completion.")
+		return false
+	}
+	return true
 }
 
 // sleepUntil waits for t; it reports false if ctx ended first.

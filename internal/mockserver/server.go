@@ -95,8 +95,9 @@ type Server struct {
 	parsers fastjson.ParserPool
 	seq     atomic.Int64
 	faults  *faultPlan
-	prefix  *prefixCache // nil: no prefix cache
-	kv      kvCache      // /metrics' KV-cache model (metrics.go)
+	prefix  *prefixCache   // nil: no prefix cache
+	store   *responseStore // nil: responses are not stored
+	kv      kvCache        // /metrics' KV-cache model (metrics.go)
 
 	running, waiting        atomic.Int64
 	requests, completed     atomic.Int64
@@ -124,6 +125,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.faults = fp
 	s.prefix = newPrefixCache(cfg.PrefixCache)
+	s.store = newResponseStore(cfg.ResponseStore)
 	s.kv.init(cfg.KVCacheTokens)
 	for _, m := range cfg.Models {
 		s.models[m] = true
@@ -140,6 +142,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, false) })
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, true) })
+	mux.HandleFunc("POST /v1/responses", s.handleResponses)
 	mux.HandleFunc("POST /v1/images/generations", s.handleImages)
 	mux.HandleFunc("POST /tokenize", s.handleTokenize)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {})
