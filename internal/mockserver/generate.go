@@ -11,28 +11,103 @@ import (
 
 var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
 
-// readBody reads a request body into a pooled buffer.
-func readBody(r *http.Request, bp *[]byte) ([]byte, error) {
+// maxPooledBody is the largest body buffer kept for reuse: a rare large
+// body does not stay in memory.
+const maxPooledBody = 1 << 20
+
+// putBody returns a body buffer to the pool, unless it is large.
+func putBody(bp *[]byte) {
+	if cap(*bp) <= maxPooledBody {
+		bodyPool.Put(bp)
+	}
+}
+
+// DefaultMaxBodyBytes is the largest request body the server reads when
+// Config.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes = 32 << 20
+
+// maxBody returns the largest request body the server reads.
+func (s *Server) maxBody() int64 {
+	if s.cfg.MaxBodyBytes > 0 {
+		return s.cfg.MaxBodyBytes
+	}
+	return DefaultMaxBodyBytes
+}
+
+// errBodyTooLarge is a body beyond maxBody.
+type errBodyTooLarge int64
+
+func (e errBodyTooLarge) Error() string {
+	return "request body larger than " + strconv.FormatInt(int64(e), 10) + " bytes"
+}
+
+// readBody reads a request body of at most limit bytes into a pooled
+// buffer (a larger one, or a Content-Length that claims one, is
+// errBodyTooLarge before it is read).
+func readBody(r *http.Request, bp *[]byte, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, errBodyTooLarge(limit)
+	}
 	b := (*bp)[:0]
 	if r.ContentLength > 0 && int(r.ContentLength) > cap(b) {
 		b = make([]byte, 0, r.ContentLength)
 	}
-	lr := io.LimitReader(r.Body, 256<<20)
+	lr := io.LimitReader(r.Body, limit+1)
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
 		n, err := lr.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
+		*bp = b
+		if int64(len(b)) > limit {
+			return nil, errBodyTooLarge(limit)
+		}
 		if err == io.EOF {
-			*bp = b
 			return b, nil
 		}
 		if err != nil {
-			*bp = b
 			return b, err
 		}
 	}
+}
+
+// maxValues returns how many JSON values a request body may hold: enough
+// for a prompt of token ids as long as the context (twice, and some), so
+// that parsing a body costs memory in proportion to what it can ask.
+func (s *Server) maxValues() int {
+	if s.cfg.MaxModelLen > 0 {
+		return 2*s.cfg.MaxModelLen + 1<<12
+	}
+	return 1 << 21
+}
+
+// countValues counts the JSON values of body, at most limit+1 (arrays'
+// and objects' items: its commas, brackets and braces outside strings),
+// without parsing it.
+func countValues(body []byte, limit int) int {
+	n, inString := 0, false
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case ',', '[', '{':
+			if n++; n > limit {
+				return n
+			}
+		}
+	}
+	return n
 }
 
 // receive logs a request's arrival (Config.Arrivals), reads its body into
@@ -44,9 +119,14 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, bp *[]byte) (bo
 		s.cfg.Arrivals.Record()
 	}
 	s.requests.Add(1)
-	body, err := readBody(r, bp)
+	body, err := readBody(r, bp, s.maxBody())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "BadRequestError", "reading body: "+err.Error())
+		return nil, "", false
+	}
+	if limit := s.maxValues(); countValues(body, limit) > limit {
+		writeError(w, http.StatusBadRequest, "BadRequestError", "request body holds more than "+strconv.Itoa(limit)+
+			" JSON values: more than a prompt within the maximum context length of "+strconv.Itoa(s.cfg.MaxModelLen)+" tokens can hold")
 		return nil, "", false
 	}
 	if s.cfg.OnRequest != nil {
@@ -80,7 +160,7 @@ func (s *Server) accepted(w http.ResponseWriter, model string, err error) bool {
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
 	bp := bodyPool.Get().(*[]byte)
-	defer bodyPool.Put(bp)
+	defer putBody(bp)
 	body, fault, ok := s.receive(w, r, bp)
 	if !ok {
 		return
@@ -140,10 +220,16 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 // withinContext answers a request whose prompt and max_tokens exceed the
 // context length with vLLM's 400; it reports whether the request fits.
 func (s *Server) withinContext(w http.ResponseWriter, req request) bool {
-	if s.cfg.MaxModelLen > 0 && req.promptTokens+req.maxTokens > s.cfg.MaxModelLen {
+	if s.cfg.MaxModelLen <= 0 && req.maxTokens > maxOutputTokens {
+		writeError(w, http.StatusBadRequest, "BadRequestError", "max_tokens "+strconv.Itoa(req.maxTokens)+
+			" is more than the "+strconv.Itoa(maxOutputTokens)+" output tokens this server generates for a request")
+		return false
+	}
+	// Written so that no sum overflows: max_tokens can be any int64.
+	if s.cfg.MaxModelLen > 0 && (req.promptTokens > s.cfg.MaxModelLen || req.maxTokens > s.cfg.MaxModelLen-req.promptTokens) {
 		writeError(w, http.StatusBadRequest, "BadRequestError",
 			"This model's maximum context length is "+strconv.Itoa(s.cfg.MaxModelLen)+" tokens. However, you requested "+
-				strconv.Itoa(req.promptTokens+req.maxTokens)+" tokens ("+strconv.Itoa(req.promptTokens)+" in the messages, "+
+				strconv.FormatUint(uint64(req.promptTokens)+uint64(req.maxTokens), 10)+" tokens ("+strconv.Itoa(req.promptTokens)+" in the messages, "+
 				strconv.Itoa(req.maxTokens)+" in the completion). Please reduce the length of the messages or completion.")
 		return false
 	}
@@ -400,6 +486,10 @@ func (g *generation) appendUsageChunk(b []byte) []byte {
 	return append(b, "}\n\n"...)
 }
 
+// streamBuffer is how much of a stream without pauses (ITL 0) is
+// buffered before it is written.
+const streamBuffer = 64 << 10
+
 // stream writes the event stream; it reports false if the client left.
 // Output token k is due at first + k·ITL, whether it is sent or not.
 func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first time.Time) bool {
@@ -408,7 +498,7 @@ func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first ti
 	h.Set("Cache-Control", "no-cache")
 	rc := http.NewResponseController(w)
 	bp := bodyPool.Get().(*[]byte)
-	defer bodyPool.Put(bp)
+	defer putBody(bp)
 	b := (*bp)[:0]
 	defer func() { *bp = b[:0] }()
 	itl := g.s.cfg.ITL
@@ -429,6 +519,14 @@ func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first ti
 		}
 	}
 	for k := range g.out {
+		if itl <= 0 && len(b) >= streamBuffer {
+			// Back to back: written out in pieces, so the buffer stays
+			// small and a client gone or a server stopping is seen.
+			if _, err := w.Write(b); err != nil || ctx.Err() != nil {
+				return false
+			}
+			b = b[:0]
+		}
 		if itl > 0 && k > 0 {
 			if len(b) > 0 {
 				if _, err := w.Write(b); err != nil {

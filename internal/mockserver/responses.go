@@ -182,10 +182,12 @@ func (s *Server) parseResponses(body []byte) (request, respMeta, error) {
 	default:
 		return req, meta, badRequest("input: a string or a list of input items is required")
 	}
-	if n := v.Get("max_output_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-		req.maxTokens = n.GetInt()
+	if err := intField(v, "max_output_tokens", &req.maxTokens); err != nil {
+		return req, meta, badRequest(err.Error())
 	}
-	req.minTokens = v.GetInt("min_tokens")
+	if err := intField(v, "min_tokens", &req.minTokens); err != nil {
+		return req, meta, badRequest(err.Error())
+	}
 	req.ignoreEOS = v.GetBool("ignore_eos")
 	req.stream = v.GetBool("stream")
 	req.usage = true
@@ -262,7 +264,7 @@ func (s *Server) responsesItem(it *fastjson.Value, req *request, hb *blockHasher
 
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	bp := bodyPool.Get().(*[]byte)
-	defer bodyPool.Put(bp)
+	defer putBody(bp)
 	body, _, ok := s.receive(w, r, bp)
 	if !ok {
 		return

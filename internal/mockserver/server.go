@@ -71,6 +71,11 @@ type Config struct {
 	// Structured is how requests with a JSON response format are
 	// answered (tools.go).
 	Structured StructuredConfig
+	// MaxBodyBytes is the largest request body read (0:
+	// DefaultMaxBodyBytes); a larger one gets a 400. A body is also
+	// refused, unparsed, when it holds more JSON values than a prompt
+	// within MaxModelLen needs, so memory stays bounded.
+	MaxBodyBytes int64
 	// ResponseStore is how many responses of /v1/responses are kept for
 	// previous_response_id (least recently used evicted; responses.go);
 	// 0 keeps none, as vLLM without VLLM_ENABLE_RESPONSES_API_STORE.
@@ -167,9 +172,20 @@ func (s *Server) ServeLoopback() (port int, stop func(), err error) {
 	return ln.Addr().(*net.TCPAddr).Port, func() { cancel(); <-done }, nil
 }
 
-// Serve serves on ln until ctx is done, then shuts down gracefully.
+// shutdownGrace is how long a stopping server waits for its handlers to
+// return before it closes their connections.
+const shutdownGrace = time.Second
+
+// Serve serves on ln until ctx is done, then stops: the requests in
+// flight are ended (their contexts canceled) and their connections closed
+// after shutdownGrace at most.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	// Requests' contexts end when the server stops: generations in flight
+	// end at once, as a stopped vLLM's do.
+	base, stopRequests := context.WithCancel(context.Background())
+	defer stopRequests()
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return base }}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -177,9 +193,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 		s.faults.release() // stalled and endless responses end
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		stopRequests()
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
-		_ = srv.Shutdown(sctx)
+		if srv.Shutdown(sctx) != nil {
+			srv.Close() // a handler blocked writing to a client that does not read
+		}
 		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
@@ -292,10 +311,12 @@ func (s *Server) parse(body []byte, chat bool) (request, error) {
 				return req, err
 			}
 		}
-		if n := v.Get("max_completion_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-			req.maxTokens = n.GetInt()
-		} else if n := v.Get("max_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-			req.maxTokens = n.GetInt()
+		name := "max_completion_tokens"
+		if v.Get(name) == nil {
+			name = "max_tokens"
+		}
+		if err := intField(v, name, &req.maxTokens); err != nil {
+			return req, err
 		}
 		if ir := v.Get("include_reasoning"); ir != nil && ir.Type() == fastjson.TypeFalse {
 			req.hideReasoning = true
@@ -325,11 +346,13 @@ func (s *Server) parse(body []byte, chat bool) (request, error) {
 		default:
 			return req, errors.New("prompt: a string or a list of token ids is required")
 		}
-		if n := v.Get("max_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-			req.maxTokens = n.GetInt()
+		if err := intField(v, "max_tokens", &req.maxTokens); err != nil {
+			return req, err
 		}
 	}
-	req.minTokens = v.GetInt("min_tokens")
+	if err := intField(v, "min_tokens", &req.minTokens); err != nil {
+		return req, err
+	}
 	req.ignoreEOS = v.GetBool("ignore_eos")
 	req.stream = v.GetBool("stream")
 	req.usage = !req.stream || v.GetBool("stream_options", "include_usage")
@@ -343,6 +366,22 @@ func (s *Server) parse(body []byte, chat bool) (request, error) {
 		req.prefix = s.prefixBlocks(v, chat, req.model)
 	}
 	return req, nil
+}
+
+// intField reads v's integer field name into *n when it is a number (left
+// as it is otherwise), and fails for a number that is not an integer of
+// 64 bits rather than reading it as 0.
+func intField(v *fastjson.Value, name string, n *int) error {
+	f := v.Get(name)
+	if f == nil || f.Type() != fastjson.TypeNumber {
+		return nil
+	}
+	i, err := f.Int64()
+	if err != nil {
+		return fmt.Errorf("%s: %s is not an integer of 64 bits", name, f.String())
+	}
+	*n = int(i)
+	return nil
 }
 
 // countContent adds a chat message's content to the prompt count.
@@ -392,9 +431,15 @@ func isSpace(c byte) bool {
 }
 
 func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
+	bp := bodyPool.Get().(*[]byte)
+	defer putBody(bp)
+	body, err := readBody(r, bp, s.maxBody())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
+		return
+	}
+	if limit := s.maxValues(); countValues(body, limit) > limit {
+		writeError(w, http.StatusBadRequest, "BadRequestError", "request body holds more than "+strconv.Itoa(limit)+" JSON values")
 		return
 	}
 	if s.cfg.OnRequest != nil {
