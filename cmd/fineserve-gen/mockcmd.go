@@ -49,13 +49,14 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.Uint64Var(&cfg.Faults.Seed, "fault-seed", 0, "which requests fault is a function of this seed and the request's arrival number")
 	fs.Var(durationValue{&cfg.Faults.Delay}, "fault-delay", "slow_headers: wait this long before the status line (default 5s)")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "which requests get which reasoning length, tool call and invalid answer is a function of this seed and the request's arrival number")
-	reasoningTokens := fs.String("reasoning-tokens", "0", "answer chat requests as a reasoning model: each streams N|uniform:A:B reasoning tokens first (paced like the answer: the first at the TTFT, then one every ITL), within max_tokens; 0: no reasoning")
-	fs.StringVar(&cfg.Reasoning.Field, "reasoning-field", mockserver.ReasoningFieldReasoning, "the delta/message field of the reasoning: reasoning (vLLM ≥ 0.16), reasoning_content (≤ 0.11.0) or both (0.11.1–0.15)")
+	reasoningTokens := fs.String("reasoning-tokens", "0", "answer chat and /v1/responses requests as a reasoning model: each streams N|uniform:A:B reasoning tokens first (paced like the answer: the first at the TTFT, then one every ITL), within max_tokens; 0: no reasoning")
+	fs.StringVar(&cfg.Reasoning.Field, "reasoning-field", mockserver.ReasoningFieldReasoning, "the chat delta/message field of the reasoning: reasoning (vLLM ≥ 0.16), reasoning_content (≤ 0.11.0) or both (0.11.1–0.15)")
 	usageReasoning := fs.Bool("usage-reasoning-tokens", true, "with --reasoning-tokens, report usage.completion_tokens_details.reasoning_tokens (vLLM since mid-2026; =false for earlier builds)")
 	fs.Float64Var(&cfg.Tools.CallShare, "tool-call-share", 0.5, "share of chat requests with tools and tool_choice auto answered with a tool call (required and a named function: all; none: none)")
 	fs.Float64Var(&cfg.Tools.InvalidShare, "tool-call-invalid-share", 0, "share of tool calls whose arguments are not valid JSON")
 	fs.BoolVar(&cfg.Tools.NoAutoToolChoice, "no-auto-tool-choice", false, "answer tool_choice auto (sent, or implied by tools) with vLLM's 400, as a server without --enable-auto-tool-choice")
 	fs.Float64Var(&cfg.Structured.InvalidShare, "schema-invalid-share", 0, "share of response_format json_schema/json_object answers the schema rejects (a required property left out) or that do not parse")
+	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", mockserver.DefaultMaxBodyBytes, "largest request body read; a larger one (or one holding more JSON values than a prompt within --max-model-len can) gets a 400")
 	responsesStore := fs.Bool("responses-store", true, "keep /v1/responses answers (store true, the default) for previous_response_id, the least recently used of the last 10,000 (=false: none kept, an unknown id's 404, as vLLM without VLLM_ENABLE_RESPONSES_API_STORE)")
 	if err := parseFlags(fs, args); err != nil {
 		if err == pflag.ErrHelp {
