@@ -25,6 +25,11 @@ const maxSchemaDepth = 16
 // maxArrayItems bounds the items an array of an instance gets.
 const maxArrayItems = 64
 
+// maxInstanceBytes bounds an instance's size: beyond it, values still to
+// write are null (a schema of nested arrays or $refs could otherwise ask
+// for an instance of exponential size).
+const maxInstanceBytes = 32 << 10
+
 // schemaInstance returns a simple JSON instance valid against schema: an
 // object gets its required properties (every property when none is
 // required), each by its type; enum and const give their first value;
@@ -49,7 +54,7 @@ type schemaGen struct {
 }
 
 func (g *schemaGen) value(s *fastjson.Value, depth int) {
-	if depth > maxSchemaDepth {
+	if depth > maxSchemaDepth || len(g.out.b) > maxInstanceBytes {
 		g.out.b = append(g.out.b, "null"...)
 		return
 	}

@@ -82,7 +82,7 @@ type Config struct {
 	ResponseStore int
 }
 
-// Validate returns every problem of the new-model options at once.
+// validate returns every problem of the model options at once.
 func (c Config) validate() error {
 	return errors.Join(c.Reasoning.Validate(), validShare("tool call share", c.Tools.CallShare),
 		validShare("tool call invalid share", c.Tools.InvalidShare), validShare("schema invalid share", c.Structured.InvalidShare))

@@ -98,7 +98,7 @@ func writeAPIError(w http.ResponseWriter, e *apiError) {
 }
 
 // maxTools bounds the tools of a request the server prepares calls of.
-const maxTools = 256
+const maxTools = 128
 
 // parseTools reads a chat request's tools and tool_choice (vLLM's
 // check_tool_usage rules). flat reads the Responses API's flat function

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -246,4 +248,23 @@ func TestToolCallWhole(t *testing.T) {
 			t.Errorf("got at %v:\n%s\nwant vLLM's message shape, finish tool_calls, %d tokens", w.writes[0].at, got, wantTokens)
 		}
 	})
+}
+
+// TestEndlessFaultAfterToolCall: the endless fault on a request answered
+// with a tool call goes on with plain tokens (it indexed past the call's
+// argument fragments and panicked).
+func TestEndlessFaultAfterToolCall(t *testing.T) {
+	s, err := New(Config{Models: []string{"m"}, ITL: time.Millisecond, Tools: ToolConfig{CallShare: 1},
+		Faults: FaultConfig{Faults: []Fault{{Kind: FaultEndless, Rate: 1}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := &cancelAfter{ResponseRecorder: httptest.NewRecorder(), n: 20, cancel: cancel}
+	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/chat/completions", strings.NewReader(`{"messages":[{"role":"user","content":"a"}],`+weatherTools+`,"max_tokens":4,"stream":true}`))
+	s.Handler().ServeHTTP(w, r)
+	if w.writes < 20 || !strings.Contains(w.Body.String(), `"tool_calls":[{"id":"chatcmpl-tool-`) {
+		t.Errorf("%d writes: %.600s", w.writes, w.Body.String())
+	}
 }
