@@ -170,6 +170,10 @@ func serveMock(ctx context.Context, cfg mockserver.Config, host string, port int
 	}
 	st := srv.Stats()
 	fmt.Fprintf(stderr, "mock-server: stopped after %v: %d requests, %d completed\n", st.Up.Round(time.Millisecond), st.Requests, st.Completed)
+	if m := st.Model; m != (mockserver.ModelStats{}) {
+		fmt.Fprintf(stderr, "mock-server: %d reasoning tokens; %d tool calls (%d with arguments not JSON); %d structured answers (%d invalid)\n",
+			m.ReasoningTokens, m.ToolCalls, m.InvalidToolCalls, m.Structured, m.InvalidStructured)
+	}
 	if pc := srv.PrefixCacheStats(); pc.Requests > 0 {
 		fmt.Fprintf(stderr, "mock-server: prefix cache: %d of %d prompt tokens cached (%d blocks held, %d evicted)\n", pc.CachedTokens, pc.PromptTokens, pc.Blocks, pc.Evicted)
 	}

@@ -215,6 +215,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	s.completed.Add(1)
 	s.promptTokens.Add(int64(req.promptTokens))
 	s.genTokens.Add(int64(out))
+	s.model.count(&g)
 }
 
 // withinContext answers a request whose prompt and max_tokens exceed the
@@ -271,9 +272,10 @@ type generation struct {
 	// answer, when set, is the answer's text (a tool call's arguments, a
 	// structured output), answer token j being answer[cuts[j]:cuts[j+1]];
 	// otherwise each answer token is tokenText.
-	answer []byte
-	cuts   []int
-	tool   *toolCall
+	answer        []byte
+	cuts          []int
+	tool          *toolCall
+	invalidAnswer bool // the structured answer is the invalid instance
 }
 
 const (
@@ -305,7 +307,7 @@ func (g *generation) plan() {
 	}
 	if f := req.format; f != nil {
 		in := f.valid
-		if uniform(s.cfg.Seed, g.id, streamSchemaInvalid) < s.cfg.Structured.InvalidShare {
+		if g.invalidAnswer = uniform(s.cfg.Seed, g.id, streamSchemaInvalid) < s.cfg.Structured.InvalidShare; g.invalidAnswer {
 			in = f.invalid
 		}
 		g.answer = in.padded(4 * budget)

@@ -87,6 +87,14 @@ func (d LengthDist) String() string {
 	return "uniform:" + strconv.Itoa(d.Min) + ":" + strconv.Itoa(d.Max)
 }
 
+// TokensFor returns the reasoning tokens drawn for request number n under
+// seed, before max_tokens caps them: a test's truth for the times of the
+// first reasoning and answer tokens. Requests are numbered from 1 in the
+// order they are accepted (past the checks of their body, model and
+// length), completions, chat, responses and images alike; a chat
+// response's id is chatcmpl-<n>.
+func (c ReasoningConfig) TokensFor(seed uint64, n int64) int { return c.Tokens.draw(seed, n) }
+
 // draw returns d's value for request id.
 func (d LengthDist) draw(seed uint64, id int64) int {
 	if d.Max <= d.Min {

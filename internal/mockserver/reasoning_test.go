@@ -302,3 +302,29 @@ data: [DONE]
 		}
 	})
 }
+
+// TestModelStatsAndTokensFor: the server counts what it answered with, and
+// TokensFor tells each request's reasoning length.
+func TestModelStatsAndTokensFor(t *testing.T) {
+	rc := ReasoningConfig{Tokens: LengthDist{1, 9}}
+	s, url := start(t, Config{Seed: 9, Reasoning: rc, Tools: ToolConfig{CallShare: 1, InvalidShare: 0.5}, Structured: StructuredConfig{InvalidShare: 1}})
+	want := ModelStats{}
+	for n := int64(1); n <= 6; n++ {
+		body := `{"messages":[{"role":"user","content":"a"}],"max_tokens":100,"stream":true,"stream_options":{"include_usage":true}`
+		if n%2 == 0 {
+			body += `,` + weatherTools
+		} else {
+			body += `,"response_format":{"type":"json_object"}`
+		}
+		r := post(t, url, "/v1/chat/completions", body+`}`)
+		details, _ := r.usage["completion_tokens_details"].(map[string]any)
+		if got := details["reasoning_tokens"]; got != float64(rc.TokensFor(9, n)) {
+			t.Errorf("request %d: %v reasoning tokens, TokensFor says %d", n, got, rc.TokensFor(9, n))
+		}
+		want.ReasoningTokens += int64(rc.TokensFor(9, n))
+	}
+	st := s.Stats().Model
+	if st.ReasoningTokens != want.ReasoningTokens || st.ToolCalls != 3 || st.Structured != 3 || st.InvalidStructured != 3 || st.InvalidToolCalls > 3 {
+		t.Errorf("model stats %+v: want %d reasoning tokens, 3 tool calls, 3 structured answers all invalid", st, want.ReasoningTokens)
+	}
+}

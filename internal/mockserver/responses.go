@@ -313,6 +313,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	s.completed.Add(1)
 	s.promptTokens.Add(int64(req.promptTokens))
 	s.genTokens.Add(int64(g.out))
+	s.model.count(&g)
 }
 
 // compact returns a copy of b whose blocks take no spare room.

@@ -109,6 +109,7 @@ type Server struct {
 	aborted                 atomic.Int64 // requests whose client went away before their end
 	promptTokens, genTokens atomic.Int64
 	images                  atomic.Int64 // generated (images.go)
+	model                   modelCounters
 	busyMu                  sync.Mutex
 	busySince               time.Time
 	busyTotal               time.Duration
@@ -217,6 +218,23 @@ type Stats struct {
 	// Busy is the total time at least one request was generating.
 	Busy time.Duration
 	Up   time.Duration
+	// Model is what the completed chat and Responses requests were
+	// answered with: the truth a client's figures are checked against.
+	Model ModelStats
+}
+
+// ModelStats counts what completed chat and Responses requests were
+// answered with.
+type ModelStats struct {
+	// ReasoningTokens is the reasoning tokens generated (GenerationTokens
+	// holds them too).
+	ReasoningTokens int64
+	// ToolCalls answered with a tool call, of which InvalidToolCalls with
+	// arguments that are not JSON.
+	ToolCalls, InvalidToolCalls int64
+	// Structured answered a response format, of which InvalidStructured
+	// with an answer the schema rejects or that does not parse.
+	Structured, InvalidStructured int64
 }
 
 // Stats returns the server's counters now.
@@ -233,6 +251,30 @@ func (s *Server) Stats() Stats {
 		PromptTokens: s.promptTokens.Load(), GenerationTokens: s.genTokens.Load(),
 		Aborted: s.aborted.Load(),
 		Busy:    busy, Up: time.Since(s.startedAt),
+		Model: ModelStats{ReasoningTokens: s.model.reasoning.Load(), ToolCalls: s.model.calls.Load(), InvalidToolCalls: s.model.badCalls.Load(),
+			Structured: s.model.structured.Load(), InvalidStructured: s.model.badStructured.Load()},
+	}
+}
+
+// modelCounters are ModelStats' counters.
+type modelCounters struct {
+	reasoning, calls, badCalls, structured, badStructured atomic.Int64
+}
+
+// count adds a completed request's answer to the counters.
+func (c *modelCounters) count(g *generation) {
+	c.reasoning.Add(int64(g.reasoning))
+	switch {
+	case g.tool != nil:
+		c.calls.Add(1)
+		if g.tool.invalid {
+			c.badCalls.Add(1)
+		}
+	case g.answer != nil:
+		c.structured.Add(1)
+		if g.invalidAnswer {
+			c.badStructured.Add(1)
+		}
 	}
 }
 
