@@ -48,6 +48,16 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		strings.Join(mockserver.FaultKinds, ", ")+" (RATE: share of requests, default 1)")
 	fs.Uint64Var(&cfg.Faults.Seed, "fault-seed", 0, "which requests fault is a function of this seed and the request's arrival number")
 	fs.Var(durationValue{&cfg.Faults.Delay}, "fault-delay", "slow_headers: wait this long before the status line (default 5s)")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "which requests get which reasoning length, tool call and invalid answer is a function of this seed and the request's arrival number")
+	reasoningTokens := fs.String("reasoning-tokens", "0", "answer chat and /v1/responses requests as a reasoning model: each streams N|uniform:A:B reasoning tokens first (paced like the answer: the first at the TTFT, then one every ITL), within max_tokens; 0: no reasoning")
+	fs.StringVar(&cfg.Reasoning.Field, "reasoning-field", mockserver.ReasoningFieldReasoning, "the chat delta/message field of the reasoning: reasoning (vLLM ≥ 0.16), reasoning_content (≤ 0.11.0) or both (0.11.1–0.15)")
+	usageReasoning := fs.Bool("usage-reasoning-tokens", true, "with --reasoning-tokens, report usage.completion_tokens_details.reasoning_tokens (vLLM since mid-2026; =false for earlier builds)")
+	fs.Float64Var(&cfg.Tools.CallShare, "tool-call-share", 0.5, "share of chat requests with tools and tool_choice auto answered with a tool call (required and a named function: all; none: none)")
+	fs.Float64Var(&cfg.Tools.InvalidShare, "tool-call-invalid-share", 0, "share of tool calls whose arguments are not valid JSON")
+	fs.BoolVar(&cfg.Tools.NoAutoToolChoice, "no-auto-tool-choice", false, "answer tool_choice auto (sent, or implied by tools) with vLLM's 400, as a server without --enable-auto-tool-choice")
+	fs.Float64Var(&cfg.Structured.InvalidShare, "schema-invalid-share", 0, "share of response_format json_schema/json_object answers the schema rejects (a required property left out) or that do not parse")
+	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", mockserver.DefaultMaxBodyBytes, "largest request body read; a larger one (or one holding more JSON values than a prompt within --max-model-len can) gets a 400")
+	responsesStore := fs.Bool("responses-store", true, "keep /v1/responses answers (store true, the default) for previous_response_id, the least recently used of the last 10,000 (=false: none kept, an unknown id's 404, as vLLM without VLLM_ENABLE_RESPONSES_API_STORE)")
 	if err := parseFlags(fs, args); err != nil {
 		if err == pflag.ErrHelp {
 			fmt.Fprintf(stdout, "Usage: fineserve-gen mock-server [flags]\n\n%s", fs.FlagUsages())
@@ -61,6 +71,26 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		cfg.PrefixCache.Blocks = 0
 	}
 	var errs []error
+	if d, err := mockserver.ParseLengthDist(*reasoningTokens); err != nil {
+		errs = append(errs, fmt.Errorf("--reasoning-tokens: %w", err))
+	} else {
+		cfg.Reasoning.Tokens = d
+	}
+	cfg.Reasoning.NoUsageDetails = !*usageReasoning
+	if *responsesStore {
+		cfg.ResponseStore = mockserver.DefaultResponseStore
+	}
+	if err := cfg.Reasoning.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--reasoning-field: %w", err))
+	}
+	for _, sh := range []struct {
+		name string
+		f    float64
+	}{{"--tool-call-share", cfg.Tools.CallShare}, {"--tool-call-invalid-share", cfg.Tools.InvalidShare}, {"--schema-invalid-share", cfg.Structured.InvalidShare}} {
+		if !(sh.f >= 0 && sh.f <= 1) {
+			errs = append(errs, fmt.Errorf("%s %g: want a share in [0, 1]", sh.name, sh.f))
+		}
+	}
 	for _, spec := range *faults {
 		f, err := mockserver.ParseFault(spec)
 		if err != nil {
@@ -125,6 +155,9 @@ func serveMock(ctx context.Context, cfg mockserver.Config, host string, port int
 	if len(cfg.Faults.Faults) > 0 {
 		fmt.Fprintf(stderr, "mock-server: injecting faults %v\n", cfg.Faults)
 	}
+	if cfg.Reasoning.Tokens.Max > 0 {
+		fmt.Fprintf(stderr, "mock-server: reasoning model: %v reasoning tokens per chat request, in %q\n", cfg.Reasoning.Tokens, cfg.Reasoning.Field)
+	}
 	stopProfiles, err := startProfiles(cpuProfile, "")
 	if err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", err)
@@ -137,6 +170,10 @@ func serveMock(ctx context.Context, cfg mockserver.Config, host string, port int
 	}
 	st := srv.Stats()
 	fmt.Fprintf(stderr, "mock-server: stopped after %v: %d requests, %d completed\n", st.Up.Round(time.Millisecond), st.Requests, st.Completed)
+	if m := st.Model; m != (mockserver.ModelStats{}) {
+		fmt.Fprintf(stderr, "mock-server: %d reasoning tokens; %d tool calls (%d with arguments not JSON); %d structured answers (%d invalid)\n",
+			m.ReasoningTokens, m.ToolCalls, m.InvalidToolCalls, m.Structured, m.InvalidStructured)
+	}
 	if pc := srv.PrefixCacheStats(); pc.Requests > 0 {
 		fmt.Fprintf(stderr, "mock-server: prefix cache: %d of %d prompt tokens cached (%d blocks held, %d evicted)\n", pc.CachedTokens, pc.PromptTokens, pc.Blocks, pc.Evicted)
 	}

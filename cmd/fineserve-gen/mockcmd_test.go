@@ -63,3 +63,47 @@ func TestMockServerArrivalLog(t *testing.T) {
 		t.Errorf("unwritable log: exit %d, stderr %q; want %d naming --arrival-log", code, errb.String(), exitFailure)
 	}
 }
+
+// TestMockServerModelFlags: the reasoning, tool and schema flags reach the
+// server (a reasoning chunk first, a tool call), and bad values are usage
+// errors named together.
+func TestMockServerModelFlags(t *testing.T) {
+	wantUsage(t, []string{"mock-server", "--reasoning-tokens", "uniform:5:2", "--reasoning-field", "thinking", "--tool-call-share", "1.5", "--schema-invalid-share", "-1"},
+		"--reasoning-tokens", "--reasoning-field", "--tool-call-share 1.5", "--schema-invalid-share -1")
+	portFile := filepath.Join(t.TempDir(), "port")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &testenv.SyncBuffer{}
+	done := make(chan int)
+	go func() {
+		done <- mockServerCommand(ctx, []string{"--port", "0", "--port-file", portFile, "--reasoning-tokens", "2", "--tool-call-share", "1", "--seed", "4"}, io.Discard, stderr)
+	}()
+	var port int
+	waitFor(t, 10*time.Second, "the mock's port file", func() bool {
+		b, err := os.ReadFile(portFile)
+		port, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && port > 0
+	})
+	get := func(body string) string {
+		resp, err := http.Post("http://127.0.0.1:"+strconv.Itoa(port)+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if b := get(`{"messages":[{"role":"user","content":"a"}],"max_tokens":4,"stream":true}`); !strings.Contains(b, `"delta":{"reasoning":" think"}`) {
+		t.Errorf("no reasoning chunk:\n%s", b)
+	}
+	if b := get(`{"messages":[{"role":"user","content":"a"}],"max_tokens":40,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`); !strings.Contains(b, `"finish_reason":"tool_calls"`) {
+		t.Errorf("no tool call: %s", b)
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), `reasoning model: 2 reasoning tokens per chat request, in "reasoning"`) {
+		t.Errorf("stderr %q: want the reasoning model's line", stderr.String())
+	}
+}

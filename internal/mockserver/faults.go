@@ -318,7 +318,8 @@ func (s *Server) faultBody(ctx context.Context, w http.ResponseWriter, kind stri
 		itl := max(s.cfg.ITL, time.Millisecond)
 		next := time.Now()
 		eg := *g
-		eg.out = math.MaxInt // no chunk is the last
+		eg.out = math.MaxInt                           // no chunk is the last
+		eg.reasoning, eg.tool, eg.answer = 0, nil, nil // plain tokens
 		var b []byte
 		for k := 1; ; k++ {
 			next = next.Add(itl)

@@ -11,28 +11,103 @@ import (
 
 var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
 
-// readBody reads a request body into a pooled buffer.
-func readBody(r *http.Request, bp *[]byte) ([]byte, error) {
+// maxPooledBody is the largest body buffer kept for reuse: a rare large
+// body does not stay in memory.
+const maxPooledBody = 1 << 20
+
+// putBody returns a body buffer to the pool, unless it is large.
+func putBody(bp *[]byte) {
+	if cap(*bp) <= maxPooledBody {
+		bodyPool.Put(bp)
+	}
+}
+
+// DefaultMaxBodyBytes is the largest request body the server reads when
+// Config.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes = 32 << 20
+
+// maxBody returns the largest request body the server reads.
+func (s *Server) maxBody() int64 {
+	if s.cfg.MaxBodyBytes > 0 {
+		return s.cfg.MaxBodyBytes
+	}
+	return DefaultMaxBodyBytes
+}
+
+// errBodyTooLarge is a body beyond maxBody.
+type errBodyTooLarge int64
+
+func (e errBodyTooLarge) Error() string {
+	return "request body larger than " + strconv.FormatInt(int64(e), 10) + " bytes"
+}
+
+// readBody reads a request body of at most limit bytes into a pooled
+// buffer (a larger one, or a Content-Length that claims one, is
+// errBodyTooLarge before it is read).
+func readBody(r *http.Request, bp *[]byte, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, errBodyTooLarge(limit)
+	}
 	b := (*bp)[:0]
 	if r.ContentLength > 0 && int(r.ContentLength) > cap(b) {
 		b = make([]byte, 0, r.ContentLength)
 	}
-	lr := io.LimitReader(r.Body, 256<<20)
+	lr := io.LimitReader(r.Body, limit+1)
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
 		n, err := lr.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
+		*bp = b
+		if int64(len(b)) > limit {
+			return nil, errBodyTooLarge(limit)
+		}
 		if err == io.EOF {
-			*bp = b
 			return b, nil
 		}
 		if err != nil {
-			*bp = b
 			return b, err
 		}
 	}
+}
+
+// maxValues returns how many JSON values a request body may hold: enough
+// for a prompt of token ids as long as the context (twice, and some), so
+// that parsing a body costs memory in proportion to what it can ask.
+func (s *Server) maxValues() int {
+	if s.cfg.MaxModelLen > 0 {
+		return 2*s.cfg.MaxModelLen + 1<<12
+	}
+	return 1 << 21
+}
+
+// countValues counts the JSON values of body, at most limit+1 (arrays'
+// and objects' items: its commas, brackets and braces outside strings),
+// without parsing it.
+func countValues(body []byte, limit int) int {
+	n, inString := 0, false
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case ',', '[', '{':
+			if n++; n > limit {
+				return n
+			}
+		}
+	}
+	return n
 }
 
 // receive logs a request's arrival (Config.Arrivals), reads its body into
@@ -44,9 +119,14 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, bp *[]byte) (bo
 		s.cfg.Arrivals.Record()
 	}
 	s.requests.Add(1)
-	body, err := readBody(r, bp)
+	body, err := readBody(r, bp, s.maxBody())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "BadRequestError", "reading body: "+err.Error())
+		return nil, "", false
+	}
+	if limit := s.maxValues(); countValues(body, limit) > limit {
+		writeError(w, http.StatusBadRequest, "BadRequestError", "request body holds more than "+strconv.Itoa(limit)+
+			" JSON values: more than a prompt within the maximum context length of "+strconv.Itoa(s.cfg.MaxModelLen)+" tokens can hold")
 		return nil, "", false
 	}
 	if s.cfg.OnRequest != nil {
@@ -63,6 +143,10 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, bp *[]byte) (bo
 // and one for a model the server does not serve with vLLM's 404. It
 // reports whether the request is to be served.
 func (s *Server) accepted(w http.ResponseWriter, model string, err error) bool {
+	if ae, ok := err.(*apiError); ok {
+		writeAPIError(w, ae)
+		return false
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 		return false
@@ -76,7 +160,7 @@ func (s *Server) accepted(w http.ResponseWriter, model string, err error) bool {
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
 	bp := bodyPool.Get().(*[]byte)
-	defer bodyPool.Put(bp)
+	defer putBody(bp)
 	body, fault, ok := s.receive(w, r, bp)
 	if !ok {
 		return
@@ -85,11 +169,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	if !s.accepted(w, req.model, err) {
 		return
 	}
-	if s.cfg.MaxModelLen > 0 && req.promptTokens+req.maxTokens > s.cfg.MaxModelLen {
-		writeError(w, http.StatusBadRequest, "BadRequestError",
-			"This model's maximum context length is "+strconv.Itoa(s.cfg.MaxModelLen)+" tokens. However, you requested "+
-				strconv.Itoa(req.promptTokens+req.maxTokens)+" tokens ("+strconv.Itoa(req.promptTokens)+" in the messages, "+
-				strconv.Itoa(req.maxTokens)+" in the completion). Please reduce the length of the messages or completion.")
+	if !s.withinContext(w, req) {
 		return
 	}
 	id := s.seq.Add(1)
@@ -102,14 +182,17 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	if s.prefix != nil {
 		cached = s.prefix.admit(req.prefix.blocks, req.promptTokens)
 	}
-	out := s.outputTokens(req, id)
+	g := generation{s: s, req: req, chat: chat, out: s.outputTokens(req, id), id: id, created: time.Now().Unix(), cached: cached}
+	if chat {
+		g.plan()
+	}
+	out := g.out
 	if s.prefix != nil {
-		s.prefix.keep(req.prefix.generated(out))
+		s.prefix.keep(g.generatedBlocks())
 	}
 	defer s.kv.hold(req.promptTokens + out)()
 	first := time.Now().Add(s.cfg.TTFT + time.Duration(req.promptTokens-cached)*s.cfg.PrefillPerToken)
 
-	g := generation{s: s, req: req, chat: chat, out: out, id: id, created: time.Now().Unix(), cached: cached}
 	if faultWritesBody(fault, req.stream) {
 		s.faultBody(ctx, w, fault, &g, first)
 		return
@@ -132,6 +215,26 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	s.completed.Add(1)
 	s.promptTokens.Add(int64(req.promptTokens))
 	s.genTokens.Add(int64(out))
+	s.model.count(&g)
+}
+
+// withinContext answers a request whose prompt and max_tokens exceed the
+// context length with vLLM's 400; it reports whether the request fits.
+func (s *Server) withinContext(w http.ResponseWriter, req request) bool {
+	if s.cfg.MaxModelLen <= 0 && req.maxTokens > maxOutputTokens {
+		writeError(w, http.StatusBadRequest, "BadRequestError", "max_tokens "+strconv.Itoa(req.maxTokens)+
+			" is more than the "+strconv.Itoa(maxOutputTokens)+" output tokens this server generates for a request")
+		return false
+	}
+	// Written so that no sum overflows: max_tokens can be any int64.
+	if s.cfg.MaxModelLen > 0 && (req.promptTokens > s.cfg.MaxModelLen || req.maxTokens > s.cfg.MaxModelLen-req.promptTokens) {
+		writeError(w, http.StatusBadRequest, "BadRequestError",
+			"This model's maximum context length is "+strconv.Itoa(s.cfg.MaxModelLen)+" tokens. However, you requested "+
+				strconv.FormatUint(uint64(req.promptTokens)+uint64(req.maxTokens), 10)+" tokens ("+strconv.Itoa(req.promptTokens)+" in the messages, "+
+				strconv.Itoa(req.maxTokens)+" in the completion). Please reduce the length of the messages or completion.")
+		return false
+	}
+	return true
 }
 
 // sleepUntil waits for t; it reports false if ctx ended first.
@@ -155,13 +258,74 @@ type generation struct {
 	s       *Server
 	req     request
 	chat    bool
-	out     int
+	out     int // output tokens: the reasoning tokens, then the answer's
 	id      int64
 	created int64
 	cached  int
+	// reasoning is how many of the first output tokens are reasoning.
+	reasoning int
+	// full writes vLLM's whole chunk and message shapes (token_ids,
+	// stop_reason, prompt_token_ids, the message's null fields): requests
+	// to a reasoning model or with tools or a response format. Others keep
+	// the server's historical subset of them, byte for byte.
+	full bool
+	// answer, when set, is the answer's text (a tool call's arguments, a
+	// structured output), answer token j being answer[cuts[j]:cuts[j+1]];
+	// otherwise each answer token is tokenText.
+	answer        []byte
+	cuts          []int
+	tool          *toolCall
+	invalidAnswer bool // the structured answer is the invalid instance
 }
 
-const tokenText = " tok"
+const (
+	tokenText     = " tok"
+	reasoningText = " think"
+)
+
+// plan decides a chat (or Responses) request's reasoning tokens, tool call
+// and structured answer. The reasoning comes before the answer's own
+// length (outputTokens), within max_tokens.
+func (g *generation) plan() {
+	s, req := g.s, &g.req
+	g.full = s.cfg.Reasoning.enabled() || len(req.tools) > 0 || req.format != nil
+	if s.cfg.Reasoning.enabled() {
+		r := s.cfg.Reasoning.Tokens.draw(s.cfg.Seed, g.id)
+		g.out = min(req.maxTokens, g.out+r)
+		g.reasoning = min(r, g.out)
+	}
+	budget := g.out - g.reasoning
+	if budget <= 0 {
+		return
+	}
+	if g.tool = s.pickTool(req, g.id); g.tool != nil {
+		// A call is as long as its arguments: a token per 4 bytes or so.
+		g.answer = g.tool.arguments()
+		g.cuts = splitTokens(g.answer, min(budget, (len(g.answer)+3)/4))
+		g.out = g.reasoning + len(g.cuts) - 1
+		return
+	}
+	if f := req.format; f != nil {
+		in := f.valid
+		if g.invalidAnswer = uniform(s.cfg.Seed, g.id, streamSchemaInvalid) < s.cfg.Structured.InvalidShare; g.invalidAnswer {
+			in = f.invalid
+		}
+		g.answer = in.padded(4 * budget)
+		g.cuts = splitTokens(g.answer, budget)
+		g.out = g.reasoning + len(g.cuts) - 1
+	}
+}
+
+// generatedBlocks returns the prefix-cache blocks the answer completes (the
+// reasoning is not part of the next turn's prompt).
+func (g *generation) generatedBlocks() []uint64 {
+	if g.answer == nil {
+		return g.req.prefix.generated(g.out - g.reasoning)
+	}
+	n0 := len(g.req.prefix.blocks)
+	g.req.prefix.words(g.answer)
+	return g.req.prefix.blocks[n0:]
+}
 
 // head appends the common start of a chunk or response object.
 func (g *generation) head(b []byte, chunk bool) []byte {
@@ -189,10 +353,33 @@ func (g *generation) head(b []byte, chunk bool) []byte {
 }
 
 func (g *generation) finishReason() string {
-	if g.out < g.req.maxTokens {
+	switch {
+	case g.tool != nil && g.tool.named:
+		return `"stop"`
+	case g.tool != nil:
+		return `"tool_calls"`
+	case g.out < g.req.maxTokens:
 		return `"stop"`
 	}
 	return `"length"`
+}
+
+// sent reports whether token k is sent (include_reasoning false hides the
+// reasoning tokens).
+func (g *generation) sent(k int) bool { return k >= g.reasoning || !g.req.hideReasoning }
+
+// fragment returns answer token j's text.
+func (g *generation) fragment(j int) []byte { return g.answer[g.cuts[j]:g.cuts[j+1]] }
+
+// reasoningFields returns the names the reasoning is sent under.
+func (g *generation) reasoningFields() []string {
+	switch g.s.cfg.Reasoning.Field {
+	case ReasoningFieldContent:
+		return []string{"reasoning_content"}
+	case ReasoningFieldBoth:
+		return []string{"reasoning", "reasoning_content"}
+	}
+	return []string{"reasoning"}
 }
 
 // appendChunk appends the SSE event of token k (k = -1: the chat role chunk).
@@ -202,19 +389,74 @@ func (g *generation) appendChunk(b []byte, k int) []byte {
 	b = append(b, `,"choices":[{"index":0,`...)
 	switch {
 	case k < 0:
-		b = append(b, `"delta":{"role":"assistant","content":""}`...)
-	case g.chat:
-		b = append(b, `"delta":{"content":"`+tokenText+`"}`...)
-	default:
+		b = append(b, `"delta":{"role":"assistant","content":""`...)
+		if g.full && g.s.cfg.Reasoning.enabled() && g.s.cfg.Reasoning.Field == ReasoningFieldBoth {
+			b = append(b, `,"reasoning_content":null`...) // as 0.11.1–0.15 sent it
+		}
+		b = append(b, '}')
+	case k < g.reasoning:
+		b = append(b, `"delta":{`...)
+		for i, f := range g.reasoningFields() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `"`+f+`":"`+reasoningText+`"`...)
+		}
+		b = append(b, '}')
+	case !g.chat:
 		b = append(b, `"text":"`+tokenText+`"`...)
+	case g.tool != nil:
+		j := k - g.reasoning
+		b = append(b, `"delta":{"content":null,"tool_calls":[`...)
+		if j == 0 {
+			b = append(b, `{"id":"`...)
+			b = append(b, g.tool.id...)
+			b = append(b, `","type":"function","index":0,"function":{"name":`...)
+			b = appendJSONString(b, g.tool.spec.name)
+			b = append(b, "}},"...)
+		}
+		b = append(b, `{"index":0,"function":{"arguments":`...)
+		b = appendJSONString(b, g.fragment(j))
+		b = append(b, "}}]}"...)
+	case g.answer != nil:
+		b = append(b, `"delta":{"content":`...)
+		b = appendJSONString(b, g.fragment(k-g.reasoning))
+		b = append(b, '}')
+	default:
+		b = append(b, `"delta":{"content":"`+tokenText+`"}`...)
 	}
+	return g.appendChoiceEnd(b, k, k == g.out-1 && g.tool == nil)
+}
+
+// appendChoiceEnd closes a chunk's choice and the chunk.
+func (g *generation) appendChoiceEnd(b []byte, k int, last bool) []byte {
 	b = append(b, `,"logprobs":null,"finish_reason":`...)
-	if k == g.out-1 {
+	if last {
 		b = append(b, g.finishReason()...)
+		if g.full {
+			b = append(b, `,"stop_reason":null`...)
+		}
 	} else {
 		b = append(b, "null"...)
 	}
-	return append(b, "}]}\n\n"...)
+	if g.full && k >= 0 {
+		b = append(b, `,"token_ids":null`...)
+	}
+	b = append(b, "}]"...)
+	if g.full && k < 0 {
+		b = append(b, `,"prompt_token_ids":null`...)
+	}
+	return append(b, "}\n\n"...)
+}
+
+// appendFinishChunk appends a chunk with an empty delta and the finish
+// reason: after a tool call's last argument fragment, as vLLM sends it, and
+// after hidden reasoning that took every token.
+func (g *generation) appendFinishChunk(b []byte) []byte {
+	b = append(b, "data: "...)
+	b = g.head(b, true)
+	b = append(b, `,"choices":[{"index":0,"delta":{}`...)
+	return g.appendChoiceEnd(b, g.out-1, true)
 }
 
 func (g *generation) appendUsage(b []byte) []byte {
@@ -227,7 +469,13 @@ func (g *generation) appendUsage(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(c), 10)
 	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
 	b = strconv.AppendInt(b, int64(g.cached), 10)
-	return append(b, "}}"...)
+	b = append(b, '}')
+	if g.chat && g.s.cfg.Reasoning.enabled() && !g.s.cfg.Reasoning.NoUsageDetails {
+		b = append(b, `,"completion_tokens_details":{"reasoning_tokens":`...)
+		b = strconv.AppendInt(b, int64(g.reasoning), 10)
+		b = append(b, '}')
+	}
+	return append(b, '}')
 }
 
 // appendUsageChunk appends the SSE event that carries the usage, after the
@@ -240,14 +488,19 @@ func (g *generation) appendUsageChunk(b []byte) []byte {
 	return append(b, "}\n\n"...)
 }
 
+// streamBuffer is how much of a stream without pauses (ITL 0) is
+// buffered before it is written.
+const streamBuffer = 64 << 10
+
 // stream writes the event stream; it reports false if the client left.
+// Output token k is due at first + k·ITL, whether it is sent or not.
 func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first time.Time) bool {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
 	rc := http.NewResponseController(w)
 	bp := bodyPool.Get().(*[]byte)
-	defer bodyPool.Put(bp)
+	defer putBody(bp)
 	b := (*bp)[:0]
 	defer func() { *bp = b[:0] }()
 	itl := g.s.cfg.ITL
@@ -268,6 +521,14 @@ func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first ti
 		}
 	}
 	for k := range g.out {
+		if itl <= 0 && len(b) >= streamBuffer {
+			// Back to back: written out in pieces, so the buffer stays
+			// small and a client gone or a server stopping is seen.
+			if _, err := w.Write(b); err != nil || ctx.Err() != nil {
+				return false
+			}
+			b = b[:0]
+		}
 		if itl > 0 && k > 0 {
 			if len(b) > 0 {
 				if _, err := w.Write(b); err != nil {
@@ -282,7 +543,15 @@ func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first ti
 				return false
 			}
 		}
-		b = g.appendChunk(b, k)
+		switch {
+		case g.sent(k):
+			b = g.appendChunk(b, k)
+		case k == g.out-1:
+			b = g.appendFinishChunk(b)
+		}
+	}
+	if g.tool != nil {
+		b = g.appendFinishChunk(b)
 	}
 	if g.req.usage {
 		b = g.appendUsageChunk(b)
@@ -292,14 +561,27 @@ func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first ti
 	return err == nil
 }
 
-// whole returns a non-streamed response.
-func (g *generation) whole() []byte {
-	b := g.head(nil, false)
-	b = append(b, `,"choices":[{"index":0,`...)
-	text := make([]byte, 0, g.out*len(tokenText))
-	for range g.out {
+// answerText returns the answer's whole text.
+func (g *generation) answerText() []byte {
+	if g.answer != nil {
+		return g.answer
+	}
+	n := g.out - g.reasoning
+	text := make([]byte, 0, n*len(tokenText))
+	for range n {
 		text = append(text, tokenText...)
 	}
+	return text
+}
+
+// whole returns a non-streamed response.
+func (g *generation) whole() []byte {
+	if g.full {
+		return g.wholeFull()
+	}
+	b := g.head(nil, false)
+	b = append(b, `,"choices":[{"index":0,`...)
+	text := g.answerText()
 	if g.chat {
 		b = append(b, `"message":{"role":"assistant","content":`...)
 		b = strconv.AppendQuote(b, string(text))
@@ -313,4 +595,49 @@ func (g *generation) whole() []byte {
 	b = append(b, "}],"...)
 	b = g.appendUsage(b)
 	return append(b, '}')
+}
+
+// wholeFull returns a non-streamed chat response in vLLM's whole shape
+// (ChatCompletionResponse, ChatMessage: nulls included, tool_calls only
+// when there is one).
+func (g *generation) wholeFull() []byte {
+	b := g.head(nil, false)
+	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
+	switch {
+	case g.tool != nil, g.out == g.reasoning:
+		b = append(b, "null"...)
+	default:
+		b = appendJSONString(b, g.answerText())
+	}
+	b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null`...)
+	if g.tool != nil {
+		b = append(b, `,"tool_calls":[{"id":"`...)
+		b = append(b, g.tool.id...)
+		b = append(b, `","type":"function","function":{"name":`...)
+		b = appendJSONString(b, g.tool.spec.name)
+		b = append(b, `,"arguments":`...)
+		b = appendJSONString(b, g.answer)
+		b = append(b, "}}]"...)
+	}
+	if g.s.cfg.Reasoning.enabled() {
+		for _, f := range g.reasoningFields() {
+			b = append(b, `,"`+f+`":`...)
+			if g.reasoning == 0 || g.req.hideReasoning {
+				b = append(b, "null"...)
+				continue
+			}
+			b = append(b, '"')
+			for range g.reasoning {
+				b = append(b, reasoningText...)
+			}
+			b = append(b, '"')
+		}
+	} else {
+		b = append(b, `,"reasoning":null`...)
+	}
+	b = append(b, `},"logprobs":null,"finish_reason":`...)
+	b = append(b, g.finishReason()...)
+	b = append(b, `,"stop_reason":null,"token_ids":null}],"service_tier":null,"system_fingerprint":null,`...)
+	b = g.appendUsage(b)
+	return append(b, `,"prompt_logprobs":null,"prompt_token_ids":null,"kv_transfer_params":null}`...)
 }

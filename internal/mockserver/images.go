@@ -131,7 +131,7 @@ func (s *Server) parseImage(body []byte) (imageRequest, error) {
 // handleImages serves POST /v1/images/generations.
 func (s *Server) handleImages(w http.ResponseWriter, r *http.Request) {
 	bp := bodyPool.Get().(*[]byte)
-	defer bodyPool.Put(bp)
+	defer putBody(bp)
 	// Only the faults that answer before a response apply (refuse, http_*,
 	// slow_headers): an image response is not streamed.
 	body, _, ok := s.receive(w, r, bp)

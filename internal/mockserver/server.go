@@ -60,7 +60,37 @@ type Config struct {
 	// (completions, chat completions, images) reaches its handler
 	// (arrivallog.go).
 	Arrivals *ArrivalLog
+	// Seed makes the per-request draws (reasoning length, tool calls,
+	// invalid answers) a pure function of itself and the request's number.
+	Seed uint64
+	// Reasoning makes chat completions and responses answer as a
+	// reasoning model (reasoning.go).
+	Reasoning ReasoningConfig
+	// Tools is how requests with tools are answered (tools.go).
+	Tools ToolConfig
+	// Structured is how requests with a JSON response format are
+	// answered (tools.go).
+	Structured StructuredConfig
+	// MaxBodyBytes is the largest request body read (0:
+	// DefaultMaxBodyBytes); a larger one gets a 400. A body is also
+	// refused, unparsed, when it holds more JSON values than a prompt
+	// within MaxModelLen needs, so memory stays bounded.
+	MaxBodyBytes int64
+	// ResponseStore is how many responses of /v1/responses are kept for
+	// previous_response_id (least recently used evicted; responses.go);
+	// 0 keeps none, as vLLM without VLLM_ENABLE_RESPONSES_API_STORE.
+	ResponseStore int
 }
+
+// validate returns every problem of the model options at once.
+func (c Config) validate() error {
+	return errors.Join(c.Reasoning.Validate(), validShare("tool call share", c.Tools.CallShare),
+		validShare("tool call invalid share", c.Tools.InvalidShare), validShare("schema invalid share", c.Structured.InvalidShare))
+}
+
+// maxOutputTokens bounds a request's max_tokens when the server has no
+// context length (MaxModelLen 0), and the reasoning tokens.
+const maxOutputTokens = 1 << 24
 
 // Server implements the endpoints. Create it with New.
 type Server struct {
@@ -70,14 +100,16 @@ type Server struct {
 	parsers fastjson.ParserPool
 	seq     atomic.Int64
 	faults  *faultPlan
-	prefix  *prefixCache // nil: no prefix cache
-	kv      kvCache      // /metrics' KV-cache model (metrics.go)
+	prefix  *prefixCache   // nil: no prefix cache
+	store   *responseStore // nil: responses are not stored
+	kv      kvCache        // /metrics' KV-cache model (metrics.go)
 
 	running, waiting        atomic.Int64
 	requests, completed     atomic.Int64
 	aborted                 atomic.Int64 // requests whose client went away before their end
 	promptTokens, genTokens atomic.Int64
 	images                  atomic.Int64 // generated (images.go)
+	model                   modelCounters
 	busyMu                  sync.Mutex
 	busySince               time.Time
 	busyTotal               time.Duration
@@ -89,6 +121,9 @@ func New(cfg Config) (*Server, error) {
 	if len(cfg.Models) == 0 {
 		return nil, errors.New("mock server: at least one model name is required")
 	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("mock server: %w", err)
+	}
 	s := &Server{cfg: cfg, models: map[string]bool{}, startedAt: time.Now()}
 	fp, err := newFaultPlan(cfg.Faults)
 	if err != nil {
@@ -96,6 +131,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.faults = fp
 	s.prefix = newPrefixCache(cfg.PrefixCache)
+	s.store = newResponseStore(cfg.ResponseStore)
 	s.kv.init(cfg.KVCacheTokens)
 	for _, m := range cfg.Models {
 		s.models[m] = true
@@ -112,6 +148,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, false) })
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, true) })
+	mux.HandleFunc("POST /v1/responses", s.handleResponses)
 	mux.HandleFunc("POST /v1/images/generations", s.handleImages)
 	mux.HandleFunc("POST /tokenize", s.handleTokenize)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {})
@@ -136,9 +173,20 @@ func (s *Server) ServeLoopback() (port int, stop func(), err error) {
 	return ln.Addr().(*net.TCPAddr).Port, func() { cancel(); <-done }, nil
 }
 
-// Serve serves on ln until ctx is done, then shuts down gracefully.
+// shutdownGrace is how long a stopping server waits for its handlers to
+// return before it closes their connections.
+const shutdownGrace = time.Second
+
+// Serve serves on ln until ctx is done, then stops: the requests in
+// flight are ended (their contexts canceled) and their connections closed
+// after shutdownGrace at most.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	// Requests' contexts end when the server stops: generations in flight
+	// end at once, as a stopped vLLM's do.
+	base, stopRequests := context.WithCancel(context.Background())
+	defer stopRequests()
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return base }}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -146,9 +194,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 		s.faults.release() // stalled and endless responses end
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		stopRequests()
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
-		_ = srv.Shutdown(sctx)
+		if srv.Shutdown(sctx) != nil {
+			srv.Close() // a handler blocked writing to a client that does not read
+		}
 		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
@@ -167,6 +218,23 @@ type Stats struct {
 	// Busy is the total time at least one request was generating.
 	Busy time.Duration
 	Up   time.Duration
+	// Model is what the completed chat and Responses requests were
+	// answered with: the truth a client's figures are checked against.
+	Model ModelStats
+}
+
+// ModelStats counts what completed chat and Responses requests were
+// answered with.
+type ModelStats struct {
+	// ReasoningTokens is the reasoning tokens generated (GenerationTokens
+	// holds them too).
+	ReasoningTokens int64
+	// ToolCalls answered with a tool call, of which InvalidToolCalls with
+	// arguments that are not JSON.
+	ToolCalls, InvalidToolCalls int64
+	// Structured answered a response format, of which InvalidStructured
+	// with an answer the schema rejects or that does not parse.
+	Structured, InvalidStructured int64
 }
 
 // Stats returns the server's counters now.
@@ -183,6 +251,30 @@ func (s *Server) Stats() Stats {
 		PromptTokens: s.promptTokens.Load(), GenerationTokens: s.genTokens.Load(),
 		Aborted: s.aborted.Load(),
 		Busy:    busy, Up: time.Since(s.startedAt),
+		Model: ModelStats{ReasoningTokens: s.model.reasoning.Load(), ToolCalls: s.model.calls.Load(), InvalidToolCalls: s.model.badCalls.Load(),
+			Structured: s.model.structured.Load(), InvalidStructured: s.model.badStructured.Load()},
+	}
+}
+
+// modelCounters are ModelStats' counters.
+type modelCounters struct {
+	reasoning, calls, badCalls, structured, badStructured atomic.Int64
+}
+
+// count adds a completed request's answer to the counters.
+func (c *modelCounters) count(g *generation) {
+	c.reasoning.Add(int64(g.reasoning))
+	switch {
+	case g.tool != nil:
+		c.calls.Add(1)
+		if g.tool.invalid {
+			c.badCalls.Add(1)
+		}
+	case g.answer != nil:
+		c.structured.Add(1)
+		if g.invalidAnswer {
+			c.badStructured.Add(1)
+		}
 	}
 }
 
@@ -230,6 +322,13 @@ type request struct {
 	stream       bool
 	usage        bool
 	prefix       *blockHasher // prefix cache block hashes (prefixcache.go)
+	// hideReasoning: include_reasoning false (the reasoning is generated,
+	// and takes its time, but is not sent).
+	hideReasoning bool
+	tools         []toolSpec
+	toolChoice    int
+	named         int // tools[named] is the named tool_choice
+	format        *outputFormat
 }
 
 // parse reads a completion or chat request body.
@@ -254,10 +353,21 @@ func (s *Server) parse(body []byte, chat bool) (request, error) {
 				return req, err
 			}
 		}
-		if n := v.Get("max_completion_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-			req.maxTokens = n.GetInt()
-		} else if n := v.Get("max_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-			req.maxTokens = n.GetInt()
+		name := "max_completion_tokens"
+		if v.Get(name) == nil {
+			name = "max_tokens"
+		}
+		if err := intField(v, name, &req.maxTokens); err != nil {
+			return req, err
+		}
+		if ir := v.Get("include_reasoning"); ir != nil && ir.Type() == fastjson.TypeFalse {
+			req.hideReasoning = true
+		}
+		if err := s.parseTools(v, &req, false); err != nil {
+			return req, err
+		}
+		if err := s.parseFormat(v.Get("response_format"), &req, false); err != nil {
+			return req, err
 		}
 	} else {
 		pr := v.Get("prompt")
@@ -278,11 +388,13 @@ func (s *Server) parse(body []byte, chat bool) (request, error) {
 		default:
 			return req, errors.New("prompt: a string or a list of token ids is required")
 		}
-		if n := v.Get("max_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-			req.maxTokens = n.GetInt()
+		if err := intField(v, "max_tokens", &req.maxTokens); err != nil {
+			return req, err
 		}
 	}
-	req.minTokens = v.GetInt("min_tokens")
+	if err := intField(v, "min_tokens", &req.minTokens); err != nil {
+		return req, err
+	}
 	req.ignoreEOS = v.GetBool("ignore_eos")
 	req.stream = v.GetBool("stream")
 	req.usage = !req.stream || v.GetBool("stream_options", "include_usage")
@@ -296,6 +408,22 @@ func (s *Server) parse(body []byte, chat bool) (request, error) {
 		req.prefix = s.prefixBlocks(v, chat, req.model)
 	}
 	return req, nil
+}
+
+// intField reads v's integer field name into *n when it is a number (left
+// as it is otherwise), and fails for a number that is not an integer of
+// 64 bits rather than reading it as 0.
+func intField(v *fastjson.Value, name string, n *int) error {
+	f := v.Get(name)
+	if f == nil || f.Type() != fastjson.TypeNumber {
+		return nil
+	}
+	i, err := f.Int64()
+	if err != nil {
+		return fmt.Errorf("%s: %s is not an integer of 64 bits", name, f.String())
+	}
+	*n = int(i)
+	return nil
 }
 
 // countContent adds a chat message's content to the prompt count.
@@ -345,9 +473,15 @@ func isSpace(c byte) bool {
 }
 
 func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
+	bp := bodyPool.Get().(*[]byte)
+	defer putBody(bp)
+	body, err := readBody(r, bp, s.maxBody())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
+		return
+	}
+	if limit := s.maxValues(); countValues(body, limit) > limit {
+		writeError(w, http.StatusBadRequest, "BadRequestError", "request body holds more than "+strconv.Itoa(limit)+" JSON values")
 		return
 	}
 	if s.cfg.OnRequest != nil {
