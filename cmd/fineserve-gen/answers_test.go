@@ -1,0 +1,162 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
+)
+
+// answerRecord is the part of a record the answers tests read.
+type answerRecord struct {
+	TTFT            *float64 `json:"ttft_ms"`
+	TTFO            *float64 `json:"ttfo_ms"`
+	ReasoningTokens int      `json:"reasoning_tokens"`
+	ToolCalls       int      `json:"tool_calls"`
+	ToolArgsInvalid int      `json:"tool_args_invalid"`
+	Structured      string   `json:"structured"`
+}
+
+// TestReasoningAgainstMock: against a server streaming 8 reasoning tokens
+// before the answer, under each of vLLM's field names and with or without
+// usage's reasoning_tokens, TTFT is the first reasoning token's and TTFO
+// the first answer token's — 8 ITLs later — and every request's reasoning
+// tokens are counted once. (Before delta.reasoning was read, TTFT was the
+// TTFO and the reasoning chunks were not tokens.)
+func TestReasoningAgainstMock(t *testing.T) {
+	const ttft, itl, reasoning = 20 * time.Millisecond, 5 * time.Millisecond, 8
+	for _, tc := range []struct {
+		field   string
+		noUsage bool
+	}{{"reasoning", false}, {"reasoning_content", false}, {"both", false}, {"reasoning", true}} {
+		t.Run(tc.field+map[bool]string{true: "-no-usage-details"}[tc.noUsage], func(t *testing.T) {
+			_, port := mocktest.Start(t, mockserver.Config{TTFT: ttft, ITL: itl,
+				Reasoning: mockserver.ReasoningConfig{Tokens: mockserver.LengthDist{Min: reasoning, Max: reasoning}, Field: tc.field, NoUsageDetails: tc.noUsage}})
+			args := append(baseArgs(port, 10), "--backend", "openai-chat", "--prompt-format", "text", "--random-output-len", "16")
+			r := mustRunTool(t, args...)
+			s := r.summary(t)
+			if s.Answers == nil || s.Answers.ReasoningRequests != 10 || s.Answers.ReasoningTokens != 10*reasoning || s.Answers.ReasoningShare != 0.5 {
+				t.Fatalf("answers %+v, want 10 requests with %d reasoning tokens each, half the output", s.Answers, reasoning)
+			}
+			// The TTFO is 8 ITLs (40 ms) after the TTFT; the margins are
+			// wide (a busy machine), the lower one is what fails when the
+			// reasoning is not read.
+			gap := s.TTFO.Mean - s.TTFT.Mean
+			if gap < 30 || gap > 400 || s.TTFT.Mean < 20 {
+				t.Errorf("mean TTFT %.1f ms, TTFO %.1f ms: want TTFT ≥ 20 and TTFO about 40 ms later", s.TTFT.Mean, s.TTFO.Mean)
+			}
+			for i, rec := range testenv.ReadJSONL[answerRecord](t, r.path("results.jsonl")) {
+				if rec.ReasoningTokens != reasoning || rec.TTFO == nil || rec.TTFT == nil || *rec.TTFO-*rec.TTFT < 30 {
+					t.Errorf("record %d: reasoning tokens %d, ttft %v, ttfo %v", i, rec.ReasoningTokens, rec.TTFT, rec.TTFO)
+				}
+			}
+			if !strings.Contains(r.stdout, "Mean TTFO (ms):") || !strings.Contains(r.stdout, "Reasoning share of output (%):") {
+				t.Errorf("the table lacks the reasoning figures:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+// weatherTools is a tools file with one function.
+const weatherTools = `[{"type":"function","function":{"name":"get_weather","description":"weather","parameters":{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"}},"required":["city"]}}}]`
+
+func testFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestToolCallsAgainstMock: the tool calls counted, and those whose
+// arguments do not parse, equal the server's own counts one for one — with
+// tool_choice required (every answer a call) and auto (a seeded share).
+func TestToolCallsAgainstMock(t *testing.T) {
+	tools := testFile(t, "tools.json", weatherTools)
+	for _, choice := range []string{"required", "auto"} {
+		t.Run(choice, func(t *testing.T) {
+			srv, port := mocktest.Start(t, mockserver.Config{Seed: 3, Tools: mockserver.ToolConfig{CallShare: 0.5, InvalidShare: 0.25}})
+			args := append(baseArgs(port, 40), "--backend", "openai-chat", "--prompt-format", "text", "--random-output-len", "24",
+				"--tools", tools, "--tool-choice", choice)
+			r := mustRunTool(t, args...)
+			s, m := r.summary(t), srv.Stats().Model
+			if m.ToolCalls == 0 || m.InvalidToolCalls == 0 {
+				t.Fatalf("the server made %d calls, %d invalid: the test needs both", m.ToolCalls, m.InvalidToolCalls)
+			}
+			a := s.Answers
+			if a == nil || a.ToolCalls != m.ToolCalls || a.ToolRequests != m.ToolCalls || a.ToolArgsValidShare == nil ||
+				*a.ToolArgsValidShare != float64(m.ToolCalls-m.InvalidToolCalls)/float64(m.ToolCalls) {
+				t.Fatalf("answers %+v; the server: %d calls, %d invalid", a, m.ToolCalls, m.InvalidToolCalls)
+			}
+			if choice == "required" && a.ToolCallShare != 1 {
+				t.Errorf("tool_choice required: share %g, want 1", a.ToolCallShare)
+			}
+			if s.ToolTTFT.Empty() || s.TTFO.Empty() {
+				t.Errorf("no time to first tool call (%+v) or TTFO (%+v)", s.ToolTTFT, s.TTFO)
+			}
+			invalid := 0
+			for _, rec := range testenv.ReadJSONL[answerRecord](t, r.path("results.jsonl")) {
+				invalid += rec.ToolArgsInvalid
+			}
+			if int64(invalid) != m.InvalidToolCalls {
+				t.Errorf("records: %d invalid calls, the server %d", invalid, m.InvalidToolCalls)
+			}
+		})
+	}
+}
+
+// TestStructuredOutputAgainstMock: answers checked against a JSON Schema
+// (and json_object) fail exactly as often as the server made them invalid.
+func TestStructuredOutputAgainstMock(t *testing.T) {
+	schema := testFile(t, "weather.json", `{"type":"object","properties":{"city":{"type":"string"},"temp_c":{"type":"number"}},"required":["city","temp_c"]}`)
+	for _, format := range []string{"json_schema:" + schema, "json_object"} {
+		t.Run(strings.SplitN(format, ":", 2)[0], func(t *testing.T) {
+			srv, port := mocktest.Start(t, mockserver.Config{Seed: 5, Structured: mockserver.StructuredConfig{InvalidShare: 0.3}})
+			args := append(baseArgs(port, 40), "--backend", "openai-chat", "--prompt-format", "text", "--random-output-len", "32",
+				"--response-format", format)
+			r := mustRunTool(t, args...)
+			s, m := r.summary(t), srv.Stats().Model
+			if m.InvalidStructured == 0 || m.Structured != 40 {
+				t.Fatalf("the server answered %d formats, %d invalid: the test needs some of each", m.Structured, m.InvalidStructured)
+			}
+			a := s.Answers
+			if a == nil || a.StructuredChecked != 40 || a.StructuredValidShare == nil || *a.StructuredValidShare != float64(40-m.InvalidStructured)/40 {
+				t.Fatalf("answers %+v; the server: %d invalid of 40", a, m.InvalidStructured)
+			}
+		})
+	}
+}
+
+// TestAnswerOptionsRefused: bad tools and schema files, and options the
+// backend cannot send, exit 2 before anything is sent, naming the flag,
+// the file and where in it.
+func TestAnswerOptionsRefused(t *testing.T) {
+	badTools := testFile(t, "tools.json", `[{"type":"function","function":{"name":"ok"}},{"type":"function","function":{"description":"x"}}]`)
+	notJSON := testFile(t, "broken.json", "[\n{\"type\": \"function\",\n}")
+	badSchema := testFile(t, "schema.json", `{"type":"objekt"}`)
+	tools := testFile(t, "tools.json", weatherTools)
+	base := []string{"--host", "127.0.0.1", "--port", "9", "--num-prompts", "1", "--dry-run"}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--backend", "openai-chat", "--tools", badTools}, []string{"--tools " + badTools, "[1].function.name: missing"}},
+		{[]string{"--backend", "openai-chat", "--tools", notJSON}, []string{"--tools " + notJSON, "line 3"}},
+		{[]string{"--backend", "openai-chat", "--response-format", "json_schema:" + badSchema}, []string{"--response-format json_schema:" + badSchema}},
+		{[]string{"--backend", "openai-chat", "--response-format", "yaml"}, []string{"want json_object or json_schema:FILE"}},
+		{[]string{"--backend", "vllm", "--tools", tools, "--reasoning-effort", "high"}, []string{"--tools: --backend vllm has no tool calls (use --backend openai-chat", "--reasoning-effort: --backend vllm has no reasoning"}},
+		{[]string{"--backend", "openai-chat", "--tools", tools, "--tool-choice", "get_time"}, []string{`--tool-choice "get_time": not a function of --tools`, "get_weather"}},
+		{[]string{"--backend", "openai-chat", "--tool-choice", "auto"}, []string{"--tool-choice auto needs --tools FILE"}},
+		{[]string{"--backend", "openai-chat", "--reasoning-effort", "extreme"}, []string{`--reasoning-effort "extreme": want one of none`}},
+		{[]string{"--backend", "openai-chat", "--chat-template-kwargs", "[1]"}, []string{"--chat-template-kwargs: want a JSON object"}},
+		{[]string{"--backend", "openai-images", "--response-format", "json_object"}, []string{"--response-format: --backend openai-images has no response format"}},
+	} {
+		wantUsage(t, append(append([]string{}, base...), tc.args...), tc.want...)
+	}
+}
