@@ -17,6 +17,7 @@ func addSessionFlags(fs *pflag.FlagSet, o *options.Options) {
 	fs.IntVar(&o.MaxSessions, "max-sessions", o.MaxSessions, "most sessions live at once; session starts that find none free wait and keep their scheduled time (0: no bound)")
 	fs.BoolVar(&o.ContinueOnError, "continue-on-error", o.ContinueOnError, "keep a session going after a failed turn (default: a failed turn ends its session)")
 	fs.BoolVar(&o.MultiTurn, "multi-turn", o.MultiTurn, "with --dataset-path: sessions are the dataset's conversations, their user messages in order with their replies' lengths as max_tokens")
+	fs.BoolVar(&o.ResponsesChain, "responses-chain", o.ResponsesChain, "--backend openai-responses: later turns send previous_response_id and their new messages only (the server must store responses; default: the whole history every turn)")
 	fs.StringVar(&o.SessionsOut, "sessions-out", o.SessionsOut, "write the planned turns of every session as CSV ("+session.PlanHeader+")")
 }
 

@@ -13,6 +13,8 @@ const (
 	BackendOpenAI = "openai"        // /v1/completions
 	BackendChat   = "openai-chat"   // /v1/chat/completions
 	BackendImages = "openai-images" // /v1/images/generations (images.go)
+	// BackendResponses is OpenAI's Responses API (responses.go).
+	BackendResponses = "openai-responses" // /v1/responses
 )
 
 // Measure is what a backend's responses are measured by.
@@ -72,16 +74,36 @@ type Backend struct {
 	// read consumes a 200 response's body (rd: the body as the stall
 	// watch reads it) into res.
 	read func(c *Client, d *decoder, resp *http.Response, rd io.Reader, res *Result) error
+	// chunk reads one server-sent event's data of a stream (readStream):
+	// the token it carries, whether it carried usage (copied into res)
+	// and whether it ends the stream; streamEnd names what a complete
+	// stream ends with, for the error when it does not (data: [DONE] ends
+	// any stream).
+	chunk     func(c *Client, d *decoder, data []byte, res *Result) (kind tokenKind, usage, done bool, err error)
+	streamEnd string
+	// HistoryItems: a session's tool calls and their results go back as
+	// input items (function_call, function_call_output: the Responses
+	// API), not as chat messages. Chains: a session's turn can be chained
+	// to the previous answer (previous_response_id, --responses-chain).
+	HistoryItems, Chains bool
+	// prepare, when set, readies a new client of the row (New).
+	prepare func(c *Client) error
 }
+
+// doneEvent is how completions and chat completions streams end.
+const doneEvent = "data: [DONE]"
 
 // backends is the table: one row per API kind, in --backend's help order.
 var backends = []*Backend{
 	{Name: BackendVLLM, Path: "/v1/completions", Help: "completions (/v1/completions)", Measure: MeasureTokens,
-		Sessions: true, VLLM: true, ChatTwin: true, ResponseFormat: true, appendBody: appendTextBody, read: readText},
+		Sessions: true, VLLM: true, ChatTwin: true, ResponseFormat: true, appendBody: appendTextBody, read: readText, chunk: textChunk, streamEnd: doneEvent},
 	{Name: BackendOpenAI, Path: "/v1/completions", Help: "completions (/v1/completions)", Measure: MeasureTokens,
-		Sessions: true, ChatTwin: true, ResponseFormat: true, appendBody: appendTextBody, read: readText},
+		Sessions: true, ChatTwin: true, ResponseFormat: true, appendBody: appendTextBody, read: readText, chunk: textChunk, streamEnd: doneEvent},
 	{Name: BackendChat, Path: "/v1/chat/completions", Help: "chat completions (/v1/chat/completions)", Measure: MeasureTokens,
-		Chat: true, Sessions: true, Reasoning: true, Tools: true, ResponseFormat: true, appendBody: appendTextBody, read: readText},
+		Chat: true, Sessions: true, Reasoning: true, Tools: true, ResponseFormat: true, appendBody: appendTextBody, read: readText, chunk: textChunk, streamEnd: doneEvent},
+	{Name: BackendResponses, Path: "/v1/responses", Help: "the Responses API (/v1/responses)", Measure: MeasureTokens,
+		Chat: true, Sessions: true, Reasoning: true, Tools: true, ResponseFormat: true, HistoryItems: true, Chains: true,
+		appendBody: appendResponsesBody, read: readResponses, chunk: responsesChunk, streamEnd: responsesEnd, prepare: prepareResponses},
 	{Name: BackendImages, Path: "/v1/images/generations", Help: "image generation (/v1/images/generations)", Measure: MeasureImages,
 		GeneratesImages: true, appendBody: (*Client).appendImageBody, read: readImages},
 }
@@ -139,7 +161,7 @@ func BackendHelp() string {
 // or a whole JSON response when streaming is off or the server answers
 // with JSON anyway.
 func readText(c *Client, d *decoder, resp *http.Response, rd io.Reader, res *Result) error {
-	if c.cfg.Stream && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+	if c.cfg.Stream && !isJSON(resp) {
 		return c.readStream(d, resp.Body, res)
 	}
 	return c.readWhole(d, rd, res)

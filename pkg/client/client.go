@@ -95,6 +95,9 @@ type Client struct {
 	secrets *secret.Redactor
 	backend *Backend
 	chat    bool // backend.Chat
+	// responses holds the answer options in the Responses API's forms
+	// (responses.go).
+	responses responsesAnswer
 	http    *http.Client
 	rewind  bool // set GetBody: net/http re-sends requests a server refused unprocessed
 	header  http.Header
@@ -149,6 +152,11 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("client: unknown backend %q (want %s)", cfg.Backend, BackendNames())
 	}
 	c.backend, c.chat = b, b.Chat
+	if b.prepare != nil {
+		if err := b.prepare(c); err != nil {
+			return nil, fmt.Errorf("client: %s: %w", b.Name, err)
+		}
+	}
 	path := cfg.Endpoint
 	if path == "" {
 		path = b.Path
@@ -322,6 +330,10 @@ type Request struct {
 	// Chat sends this request as a chat completion to /v1/chat/completions
 	// whatever the backend (requests with images).
 	Chat bool
+	// PreviousResponseID chains a Responses API request to an earlier
+	// answer (previous_response_id): a session's turn sends only its new
+	// message (--responses-chain).
+	PreviousResponseID string
 	// Gen is what an openai-images request generates (nil: one image, the
 	// server's default steps); Prompt is then a JSON string.
 	Gen *arrival.Generation

@@ -90,8 +90,11 @@ type Result struct {
 	ToolCalls, ToolArgsInvalid int
 	FirstToolCall              time.Duration
 	// Structured tells whether the answer was checked against the
-	// response format (Config.CheckAnswer): 0 not checked, 1 valid, 2 not.
+	// response format (AnswerOptions.Check): 0 not checked, 1 valid, 2 not.
 	Structured int8
+	// ResponseID is the Responses API's id of the answer (kept with the
+	// text: a session chains its next turn to it).
+	ResponseID string
 }
 
 // ToolCall is one tool call of an answer.
@@ -140,54 +143,77 @@ func appendBounded(b, t []byte, limit int) []byte {
 // argument fragments are added to the call of its index. It reports
 // whether an entry carried a name or arguments: an output token.
 func (r *Result) toolDeltas(entries []*fastjson.Value) (token bool) {
-	args := 0
-	for i := range r.Calls {
-		args += len(r.Calls[i].Args)
-	}
+	args := r.toolArgs()
 	for pos, e := range entries {
 		idx := pos
 		if n := e.Get("index"); n != nil && n.Type() == fastjson.TypeNumber {
 			idx = n.GetInt()
 		}
-		var call *ToolCall
-		for i := range r.Calls {
-			if r.Calls[i].Index == idx {
-				call = &r.Calls[i]
-			}
-		}
+		call := r.toolCall(idx, e.GetStringBytes("id"), e.GetStringBytes("function", "name"))
 		if call == nil {
-			if len(r.Calls) >= maxToolCalls {
-				continue
-			}
-			if len(r.Calls) < cap(r.Calls) {
-				r.Calls = r.Calls[:len(r.Calls)+1]
-				c := &r.Calls[len(r.Calls)-1]
-				*c = ToolCall{Index: idx, Args: c.Args[:0]}
-			} else {
-				r.Calls = append(r.Calls, ToolCall{Index: idx})
-			}
-			call = &r.Calls[len(r.Calls)-1]
+			continue
 		}
-		if id := e.GetStringBytes("id"); len(id) > 0 && call.ID == "" {
-			call.ID = string(id)
-		}
-		if name := e.GetStringBytes("function", "name"); len(name) > 0 {
+		if len(e.GetStringBytes("function", "name")) > 0 {
 			token = true
-			if call.Name == "" {
-				call.Name = string(name)
-			}
 		}
 		if a := e.GetStringBytes("function", "arguments"); len(a) > 0 {
 			token = true
-			if args+len(a) > maxToolArgs {
-				call.Cut = true
-				continue
-			}
-			call.Args = append(call.Args, a...)
-			args += len(a)
+			args = call.addArgs(a, args)
 		}
 	}
 	return token
+}
+
+// toolCall returns the call of index idx, starting it (with its id and
+// name) when it is new; nil past maxToolCalls.
+func (r *Result) toolCall(idx int, id, name []byte) *ToolCall {
+	var call *ToolCall
+	for i := range r.Calls {
+		if r.Calls[i].Index == idx {
+			call = &r.Calls[i]
+		}
+	}
+	if call == nil {
+		if len(r.Calls) >= maxToolCalls {
+			return nil
+		}
+		if len(r.Calls) < cap(r.Calls) {
+			r.Calls = r.Calls[:len(r.Calls)+1]
+			c := &r.Calls[len(r.Calls)-1]
+			*c = ToolCall{Index: idx, Args: c.Args[:0]}
+		} else {
+			r.Calls = append(r.Calls, ToolCall{Index: idx})
+		}
+		call = &r.Calls[len(r.Calls)-1]
+	}
+	if len(id) > 0 && call.ID == "" {
+		call.ID = string(id)
+	}
+	if len(name) > 0 && call.Name == "" {
+		call.Name = string(name)
+	}
+	return call
+}
+
+// addArgs appends an argument fragment to c, the answer's calls having
+// args bytes of arguments so far; past maxToolArgs the call is cut. It
+// returns the new total.
+func (c *ToolCall) addArgs(a []byte, args int) int {
+	if args+len(a) > maxToolArgs {
+		c.Cut = true
+		return args
+	}
+	c.Args = append(c.Args, a...)
+	return args + len(a)
+}
+
+// toolArgs is the bytes of arguments the answer's calls hold.
+func (r *Result) toolArgs() int {
+	n := 0
+	for i := range r.Calls {
+		n += len(r.Calls[i].Args)
+	}
+	return n
 }
 
 // checkToolCalls counts the answer's tool calls and those whose arguments
@@ -209,6 +235,7 @@ func (r *Result) clearAttempt() {
 	r.Text, r.Reasoning, r.Calls = r.Text[:0], r.Reasoning[:0], r.Calls[:0]
 	r.FirstOutput, r.FirstToolCall = 0, 0
 	r.ReasoningChunks, r.ReasoningTokens, r.ToolCalls, r.ToolArgsInvalid, r.Structured = 0, 0, 0, 0, 0
+	r.ResponseID = ""
 	r.PromptTokens, r.CompletionTokens, r.CachedTokens = -1, 0, -1
 	r.Status, r.ErrorClass, r.Error = 0, "", ""
 }

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fastjson"
@@ -85,10 +88,11 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 			done = true
 			return nil
 		}
-		kind, u, err := c.chunk(d, data, res)
+		kind, u, end, err := c.backend.chunk(c, d, data, res)
 		if err != nil {
 			return err
 		}
+		done = end
 		if kind != tokNone {
 			t := dataAt.Sub(c.cfg.Epoch)
 			if res.FirstToken == 0 {
@@ -164,9 +168,16 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 	}
 	res.checkToolCalls()
 	if !done {
-		return protocolError{"stream ended without data: [DONE]"}
+		return protocolError{"stream ended without " + c.backend.streamEnd}
 	}
 	return nil
+}
+
+// textChunk is the chunk reader of completions and chat completions: their
+// streams end with data: [DONE], which readStream reads.
+func textChunk(c *Client, d *decoder, data []byte, res *Result) (kind tokenKind, usage, done bool, err error) {
+	kind, usage, err = c.chunk(d, data, res)
+	return kind, usage, false, err
 }
 
 // chunk decodes one completion chunk: the token it carries and whether it
@@ -268,9 +279,58 @@ func copyUsage(u *fastjson.Value, res *Result) {
 	}
 }
 
+// Bounds of non-streamed answers: one body, and all those being read and
+// parsed at once (a parsed body takes a few times its size).
+const (
+	maxWholeResponse = 16 << 20
+	maxWholeInFlight = 256 << 20
+)
+
+// wholeInFlight is the bytes of non-streamed bodies held now, all clients
+// together.
+var wholeInFlight atomic.Int64
+
+// readWholeBody reads a non-streamed body, at most maxWholeResponse bytes, and
+// reserves them against maxWholeInFlight until release is called (it
+// always returns one). A larger body, or one past the shared bound, is a
+// protocol error that says so.
+func readWholeBody(body io.Reader) (raw []byte, release func(), err error) {
+	held := int64(0)
+	release = func() { wholeInFlight.Add(-held) }
+	buf := make([]byte, 0, 4<<10)
+	for {
+		if len(buf) == cap(buf) {
+			grow := min(max(cap(buf), 4<<10), maxWholeResponse+1-len(buf))
+			if grow <= 0 {
+				return nil, release, protocolError{fmt.Sprintf("response larger than %d MiB (non-streamed answers are read whole)", maxWholeResponse>>20)}
+			}
+			if wholeInFlight.Add(int64(grow)) > maxWholeInFlight {
+				wholeInFlight.Add(-int64(grow))
+				return nil, release, protocolError{fmt.Sprintf("the non-streamed answers being read hold more than %d MiB: this one was not read (stream, or lower --max-concurrency)", maxWholeInFlight>>20)}
+			}
+			held += int64(grow)
+			buf = append(buf[:cap(buf)], make([]byte, grow)...)[:len(buf)]
+		}
+		n, rerr := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if rerr == io.EOF {
+			return buf, release, nil
+		}
+		if rerr != nil {
+			return buf, release, rerr
+		}
+	}
+}
+
+// isJSON reports whether a response is a JSON document (not a stream).
+func isJSON(resp *http.Response) bool {
+	return strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json")
+}
+
 // readWhole consumes a non-streamed JSON response.
 func (c *Client) readWhole(d *decoder, body io.Reader, res *Result) error {
-	raw, err := io.ReadAll(io.LimitReader(body, 64<<20))
+	raw, release, err := readWholeBody(body)
+	defer release()
 	now := c.since()
 	res.End, res.FirstToken = now, now
 	if err != nil {

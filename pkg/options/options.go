@@ -120,6 +120,9 @@ type Options struct {
 	// What requests ask of the answer: reasoning knobs, tools, a response
 	// format (answer.go).
 	Answer AnswerOptions
+	// ResponsesChain sends a session's later turns with
+	// previous_response_id and the new messages only (--responses-chain).
+	ResponsesChain bool
 
 	// Multi-turn sessions (docs/SESSIONS.md): each arrival starts a
 	// session whose later turns follow the previous answer plus a think
@@ -411,10 +414,19 @@ func (o *Options) validateSessions() error {
 		errs = append(errs, fmt.Errorf("--max-sessions %d: want ≥ 0", o.MaxSessions))
 	}
 	if !o.Sessions.On() && !o.MultiTurn {
+		if o.ResponsesChain {
+			errs = append(errs, errors.New("--responses-chain chains a session's turns: give --turns or --multi-turn"))
+		}
 		return errors.Join(errs...)
 	}
 	if b, ok := client.LookupBackend(o.Backend); ok && !b.Sessions {
 		errs = append(errs, fmt.Errorf("--turns: --backend %s has no conversation; sessions need a text backend", b.Name))
+	}
+	if o.ResponsesChain {
+		if b, ok := client.LookupBackend(o.Backend); ok && !b.Chains {
+			errs = append(errs, fmt.Errorf("--responses-chain: --backend %s has no previous_response_id (use --backend %s)", b.Name,
+				client.BackendsWith(func(r *client.Backend) bool { return r.Chains })))
+		}
 	}
 	return errors.Join(errs...)
 }

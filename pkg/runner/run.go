@@ -73,6 +73,9 @@ type Config struct {
 	MaxSessions     int
 	ContinueOnError bool
 	TokenLimit      int
+	// Turns says what a session's history carries besides the messages
+	// and answers: reasoning, tool results, chaining (sessions.go).
+	Turns TurnOptions
 	// StartAt is when the schedule starts (zero: now, after the warm-up).
 	StartAt time.Time
 	// DrainTimeout is how long a stopped run waits for the requests in

@@ -2,6 +2,9 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +37,10 @@ type sessionSender struct {
 	limit           int
 	continueOnError bool
 	chat            bool
+	// items: tool calls and results go back as input items (the
+	// Responses API); turns: what the history carries besides messages.
+	items bool
+	turns TurnOptions
 	// conv gives later turns' user messages with --multi-turn (nil:
 	// synthetic text).
 	conv *prompt.Conversations
@@ -53,7 +60,7 @@ func newSessionSender(base *sender, wl *workload.Workload, cfg *Config, start ti
 	s := &sessionSender{
 		base: base, plan: wl.Sessions.Config, start: start, stop: stop,
 		continueOnError: cfg.ContinueOnError, chat: base.endpoints.First().Chat(), clock: metrics.NewSessionClock(),
-		conv: wl.Conversations, limit: cfg.TokenLimit,
+		conv: wl.Conversations, limit: cfg.TokenLimit, items: base.endpoints.First().Backend().HistoryItems, turns: cfg.Turns,
 	}
 	if cfg.MaxConcurrency > 0 {
 		s.slots = make(chan struct{}, cfg.MaxConcurrency)
@@ -66,21 +73,80 @@ func newSessionSender(base *sender, wl *workload.Workload, cfg *Config, start ti
 	return s
 }
 
+// TurnOptions say what a session's history carries besides its user
+// messages and the answers' text.
+type TurnOptions struct {
+	// KeepReasoning sends each answer's reasoning back with it (the
+	// assistant message's "reasoning"; --keep-reasoning-in-history).
+	KeepReasoning bool
+	// ToolResultLen is the tokens of the tool message answering each tool
+	// call an answer made, sent before the next user message
+	// (--tool-result-len).
+	ToolResultLen int
+	// Chain sends later turns with the previous answer's response id and
+	// only the messages after it (--responses-chain).
+	Chain bool
+}
+
 // message is one message of a session's history: a user message (rebuilt
 // from its arrival, or exchange-1 of the session's dataset conversation,
-// when sent again) or an answer's text as received.
+// when sent again) or an answer as received: its text, its reasoning when
+// kept, its tool calls (each answered by a tool message of result's
+// size).
 type message struct {
 	user     arrival.Arrival
 	exchange int
 	// reply marks an answer, answer its text (possibly empty).
-	reply  bool
-	answer []byte
+	reply     bool
+	answer    []byte
+	reasoning []byte
+	calls     []toolCall
+	result    arrival.Arrival
+}
+
+// toolCall is an answer's tool call as the history sends it back.
+type toolCall struct {
+	id, name string
+	args     []byte
 }
 
 // history is a live session's conversation so far.
 type history struct {
-	msgs   []message
-	tokens int // the user messages' target sizes plus the answers' completion tokens
+	msgs []message
+	// tokens are the user messages' target sizes plus the answers'
+	// completion tokens (less reasoning not sent back) and the tool
+	// results'.
+	tokens int
+	// responseID is the last answer's (Responses API), chained to with
+	// --responses-chain; the history after it is sent from msgs[chained].
+	responseID string
+	chained    int
+}
+
+// reply records a successful turn's answer in h: its text, reasoning
+// (when kept) and tool calls with their results; it returns the tokens
+// the history grew by besides the user message.
+func (h *history) reply(res *client.Result, turns TurnOptions, result arrival.Arrival) int {
+	m := message{reply: true, answer: append([]byte(nil), res.Text...), result: result}
+	grew := res.OutputTokens()
+	if turns.KeepReasoning {
+		m.reasoning = append([]byte(nil), res.Reasoning...)
+	} else {
+		grew -= min(res.ReasoningTokens, grew) // not sent back
+	}
+	for _, c := range res.Calls {
+		id := c.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d", c.Index)
+		}
+		m.calls = append(m.calls, toolCall{id: id, name: c.Name, args: append([]byte(nil), c.Args...)})
+		grew += turns.ToolResultLen
+	}
+	h.msgs = append(h.msgs, m)
+	if turns.Chain && res.ResponseID != "" {
+		h.responseID, h.chained = res.ResponseID, len(h.msgs)
+	}
+	return grew
 }
 
 // userArrival is the arrival a later turn's user message is built from:
@@ -139,8 +205,12 @@ func (s *sessionSender) Send(ctx context.Context, a arrival.Arrival) {
 		prevEnd = res.End
 		ok := res.OK()
 		if ok {
-			h.msgs = append(h.msgs, user, message{reply: true, answer: append([]byte(nil), res.Text...)})
-			h.tokens += t.Input + res.OutputTokens()
+			h.msgs = append(h.msgs, user)
+			result := arrival.Arrival{Index: a.Index ^ int64(k+1)<<44 ^ 1<<43, InputTokens: max(s.turns.ToolResultLen, 1)}
+			h.tokens += t.Input + h.reply(res, s.turns, result)
+		} else if res.Status == http.StatusNotFound && h.responseID != "" {
+			res.Error = fmt.Sprintf("%s (previous_response_id %s: the server keeps no responses — vLLM keeps them with VLLM_ENABLE_RESPONSES_API_STORE=1; without --responses-chain every turn sends the whole history)",
+				res.Error, h.responseID)
 		}
 		// res belongs to the results' reader once sent (it goes back to
 		// the pool): read what the session needs of it first.
@@ -211,9 +281,13 @@ func (s *sessionSender) do(ctx context.Context, a *arrival.Arrival, user *messag
 		res.Model = s.base.model
 	}
 	req := client.Request{Model: a.Model, MaxTokens: max(t.Output, 1), Chat: a.Images > 0, CancelAfter: t.CancelAfter}
-	w := userWriter{p: s.base.prompts, conv: s.conv, session: a.Index}
+	w := userWriter{p: s.base.prompts, conv: s.conv, session: a.Index, items: s.items, results: s.turns.ToolResultLen > 0}
 	if s.chat || a.Images > 0 {
-		req.AppendMessages = func(dst []byte) []byte { return appendMessages(&w, dst, h, user) }
+		from := 0
+		if s.turns.Chain && h.responseID != "" {
+			req.PreviousResponseID, from = h.responseID, h.chained-1 // the answer itself is the server's: its tool results are sent
+		}
+		req.AppendMessages = func(dst []byte) []byte { return appendMessages(&w, dst, h, from, user) }
 	} else {
 		req.AppendPrompt = func(dst []byte) []byte { return appendConversation(&w, dst, h, user) }
 	}
@@ -227,11 +301,15 @@ func (s *sessionSender) do(ctx context.Context, a *arrival.Arrival, user *messag
 }
 
 // userWriter writes a session's user messages: synthetic or dataset text
-// from their arrival, or a dataset conversation's later message.
+// from their arrival, or a dataset conversation's later message; and the
+// answers' tool calls, as chat messages or as input items (items).
 type userWriter struct {
 	p       *prompt.Builder
 	conv    *prompt.Conversations
 	session int64
+	items   bool
+	// results: tool results have text (--tool-result-len > 0).
+	results bool
 }
 
 // content appends m's chat content (a JSON value).
@@ -252,16 +330,19 @@ func (w *userWriter) text(dst []byte, m *message) []byte {
 	return w.conv.AppendConversationText(dst, w.session, m.exchange-1, max(m.user.InputTokens, 1))
 }
 
-// appendMessages writes a chat request's messages: the history, then the
-// new user message.
-func appendMessages(w *userWriter, dst []byte, h *history, user *message) []byte {
+// appendMessages writes a chat request's messages: the history from
+// msgs[from], then the new user message. A reply at from is the answer a
+// chained request continues (the server has it): only its tool results
+// are written.
+func appendMessages(w *userWriter, dst []byte, h *history, from int, user *message) []byte {
 	dst = append(dst, '[')
-	for i := range h.msgs {
+	for i := max(from, 0); i < len(h.msgs); i++ {
 		m := &h.msgs[i]
 		if m.reply {
-			dst = append(dst, `{"role":"assistant","content":"`...)
-			dst = prompt.AppendEscaped(dst, m.answer)
-			dst = append(dst, `"},`...)
+			if i != from || from == 0 {
+				dst = w.answer(dst, m)
+			}
+			dst = w.toolResults(dst, m)
 			continue
 		}
 		dst = append(dst, `{"role":"user","content":`...)
@@ -271,6 +352,81 @@ func appendMessages(w *userWriter, dst []byte, h *history, user *message) []byte
 	dst = append(dst, `{"role":"user","content":`...)
 	dst = w.content(dst, user)
 	return append(dst, `}]`...)
+}
+
+// answer appends an answer of the history: an assistant message with its
+// text, its reasoning when kept and its tool calls — or, as input items,
+// the message and a function_call item per call.
+func (w *userWriter) answer(dst []byte, m *message) []byte {
+	if len(m.answer) > 0 || len(m.calls) == 0 || !w.items {
+		dst = append(dst, `{"role":"assistant","content":"`...)
+		dst = prompt.AppendEscaped(dst, m.answer)
+		dst = append(dst, '"')
+		if len(m.reasoning) > 0 && !w.items {
+			dst = append(dst, `,"reasoning":"`...)
+			dst = prompt.AppendEscaped(dst, m.reasoning)
+			dst = append(dst, '"')
+		}
+		if len(m.calls) > 0 && !w.items {
+			dst = append(dst, `,"tool_calls":[`...)
+			for i, c := range m.calls {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = append(dst, `{"id":`...)
+				dst = appendJSONString(dst, c.id)
+				dst = append(dst, `,"type":"function","function":{"name":`...)
+				dst = appendJSONString(dst, c.name)
+				dst = append(dst, `,"arguments":"`...)
+				dst = prompt.AppendEscaped(dst, c.args)
+				dst = append(dst, `"}}`...)
+			}
+			dst = append(dst, ']')
+		}
+		dst = append(dst, `},`...)
+	}
+	if w.items {
+		for _, c := range m.calls {
+			dst = append(dst, `{"type":"function_call","call_id":`...)
+			dst = appendJSONString(dst, c.id)
+			dst = append(dst, `,"name":`...)
+			dst = appendJSONString(dst, c.name)
+			dst = append(dst, `,"arguments":"`...)
+			dst = prompt.AppendEscaped(dst, c.args)
+			dst = append(dst, `"},`...)
+		}
+	}
+	return dst
+}
+
+// toolResults appends the tool message (or function_call_output item)
+// answering each of an answer's tool calls: text of --tool-result-len
+// tokens, each call's its own.
+func (w *userWriter) toolResults(dst []byte, m *message) []byte {
+	for i, c := range m.calls {
+		if w.items {
+			dst = append(dst, `{"type":"function_call_output","call_id":`...)
+			dst = appendJSONString(dst, c.id)
+			dst = append(dst, `,"output":"`...)
+		} else {
+			dst = append(dst, `{"role":"tool","tool_call_id":`...)
+			dst = appendJSONString(dst, c.id)
+			dst = append(dst, `,"content":"`...)
+		}
+		if w.results {
+			r := m.result
+			r.Index ^= int64(i) << 40
+			dst = w.p.AppendText(dst, &r)
+		}
+		dst = append(dst, `"},`...)
+	}
+	return dst
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s)
+	return append(dst, b...)
 }
 
 // appendConversation writes a completion's prompt: the text of every
