@@ -65,13 +65,14 @@ const (
 	dTurns
 	dCancel
 	dEndpoints
+	dAnswer
 )
 
 var matrixDims = []dimension{
 	dWorkload: {"workload", []string{"poisson", "poisson-bursty", "poisson-inf",
 		"replay-fineserve", "replay-azure2023", "replay-azure-lmm", "replay-mooncake", "replay-burstgpt",
 		"replay-alibaba-lora", "replay-generic", "parametric-class-nb", "parametric-gamma"}},
-	dBackend:     {"backend", []string{"vllm", "openai", "openai-chat", "openai-images"}},
+	dBackend:     {"backend", []string{"vllm", "openai", "openai-chat", "openai-responses", "openai-images"}},
 	dSource:      {"source", []string{"random-ids", "trace-ids", "text", "sharegpt", "sharegpt_pre", "hash-ids", "images"}},
 	dWarmup:      {"warmup", []string{"0", "1", "3"}},
 	dConcurrency: {"concurrency", []string{"open", "max2", "max2-ramp"}},
@@ -96,6 +97,12 @@ var matrixDims = []dimension{
 	// --base-url dealt round-robin, least-inflight or by session, or one
 	// server and a closed loopback port (round-robin).
 	dEndpoints: {"endpoints", []string{"one", "two-rr", "two-least", "two-session", "two-dead"}},
+	// answer: what requests ask of the answer — nothing; reasoning (the
+	// server reasons first, --reasoning-effort); tools (--tools with
+	// tool_choice auto, answered by a tool call half the time; sessions
+	// send tool results back); a response format (--response-format
+	// json_object, every answer checked).
+	dAnswer: {"answer", []string{"plain", "reasoning", "tools", "format"}},
 }
 
 // is reports whether row (a partial row: testenv.Free where unset) has
@@ -136,8 +143,21 @@ var (
 //     is a trace).
 //   - sessions (--turns 3) with every text backend; the dataset's
 //     conversations (--multi-turn) with the ShareGPT sources.
+//   - reasoning, tools and a response format with the backends that have
+//     them (chat and responses); the Responses API without image inputs
+//     (chat content parts).
 func validCase(r []int) bool {
 	w, b, s := set(r, dWorkload), set(r, dBackend), set(r, dSource)
+	if set(r, dAnswer) && !is(r, dAnswer, "plain") && b && !is(r, dBackend, "openai-chat", "openai-responses") {
+		return false
+	}
+	if b && is(r, dBackend, "openai-responses") && ((s && is(r, dSource, "images")) || (w && is(r, dWorkload, append(imageTraces, "replay-mooncake")...))) {
+		return false // image inputs are chat content parts; hash ids are token ids
+	}
+	if set(r, dAnswer) && !is(r, dAnswer, "plain") && ((s && is(r, dSource, "random-ids", "trace-ids", "hash-ids")) ||
+		(w && is(r, dWorkload, "replay-alibaba-lora", "replay-mooncake"))) {
+		return false // token ids and image generations: no chat
+	}
 	if set(r, dLengths) && is(r, dLengths, "lengths-mix") {
 		if (w && !is(r, dWorkload, syntheticModes...)) || (s && !is(r, dSource, "random-ids", "text")) || (b && is(r, dBackend, "openai-images")) {
 			return false
@@ -152,6 +172,9 @@ func validCase(r []int) bool {
 	if set(r, dTurns) && is(r, dTurns, "multi-turn") && ((s && !is(r, dSource, "sharegpt", "sharegpt_pre")) ||
 		(w && is(r, dWorkload, append(imageTraces, "replay-mooncake")...))) {
 		return false // the conversations come from a ShareGPT file
+	}
+	if s && is(r, dSource, "random-ids", "trace-ids", "hash-ids") && b && is(r, dBackend, "openai-responses") {
+		return false // token ids: completions only
 	}
 	if s && is(r, dSource, "random-ids", "trace-ids") && b && !is(r, dBackend, "vllm", "openai") {
 		return false
@@ -283,6 +306,60 @@ type caseRun struct {
 
 func (r *caseRun) path(name string) string { return filepath.Join(r.dir, name) }
 
+// resent reports whether a prompt-size difference d is that of a
+// session's later turn re-sending structured answers or tool calls: their
+// text is JSON, which the built-in server does not count in words the way
+// it counted the tokens it generated (nor does a real server re-tokenize
+// them exactly). Such turns are held to a quarter of the target.
+func resent(c matrixCase, rec matrixRecord, d int) bool {
+	return rec.Turn > 1 && (c.v(dAnswer) == "tools" || c.v(dAnswer) == "format") && 4*max(d, -d) <= rec.InputLen
+}
+
+// checkCaseAnswers checks the answers' figures against the records: the
+// reasoning tokens, tool calls and checked answers of the completed
+// requests add up to the summary's, and each answer option shows.
+func checkCaseAnswers(c matrixCase, sum *metrics.Summary, recs []matrixRecord, fail func(string, ...any)) {
+	var reasoning, calls, checked, valid int64
+	for _, rec := range recs {
+		if rec.ErrorClass != "" || rec.Outcome != "" {
+			continue
+		}
+		reasoning += int64(rec.ReasoningTokens)
+		calls += int64(rec.ToolCalls)
+		if rec.Structured != "" {
+			checked++
+		}
+		if rec.Structured == "valid" {
+			valid++
+		}
+	}
+	a := sum.Answers
+	if a == nil {
+		if c.v(dAnswer) != "plain" && sum.Completed > 0 && (c.v(dAnswer) != "tools" || calls > 0) {
+			fail("no answers figures with %s (%d completed)", c.v(dAnswer), sum.Completed)
+		}
+		if reasoning+calls+checked > 0 {
+			fail("records with reasoning %d, tool calls %d, checked %d, and no answers figures", reasoning, calls, checked)
+		}
+		return
+	}
+	if a.ReasoningTokens != reasoning || a.ToolCalls != calls || a.StructuredChecked != checked {
+		fail("answers %+v; the records: reasoning %d, tool calls %d, checked %d", a, reasoning, calls, checked)
+	}
+	switch c.v(dAnswer) {
+	case "plain":
+		fail("answers %+v without an answer option", a)
+	case "reasoning":
+		if a.ReasoningRequests == 0 || sum.TTFO.Empty() && sum.Completed > a.ReasoningRequests {
+			fail("reasoning: %+v, TTFO %+v", a, sum.TTFO)
+		}
+	case "format":
+		if checked != sum.Completed || c.v(dEOS) == "ignore-eos" && valid != checked {
+			fail("format: %d checked, %d valid, %d completed (%s)", checked, valid, sum.Completed, c.v(dEOS))
+		}
+	}
+}
+
 // caseArgs builds the command line of c against port, writing outputs to
 // dir. It also returns the dry run of the same schedule (no outputs).
 func caseArgs(c matrixCase, ports []int, dir string) (args, dry []string) {
@@ -345,6 +422,14 @@ func caseArgs(c matrixCase, ports []int, dir string) (args, dry []string) {
 	}
 	args = append(slices.Clone(common), sched...)
 	args = append(args, "--warmup-requests", c.v(dWarmup))
+	switch c.v(dAnswer) {
+	case "reasoning":
+		args = append(args, "--reasoning-effort", "low")
+	case "tools":
+		args = append(args, "--tools", "testdata/tools.json", "--tool-choice", "auto", "--tool-result-len", "4")
+	case "format":
+		args = append(args, "--response-format", "json_object")
+	}
 	switch c.v(dConcurrency) {
 	case "max2":
 		args = append(args, "--max-concurrency", "2")
@@ -489,6 +574,12 @@ func (r *recorder) Fatalf(format string, a ...any) {
 // directories and cleanups.
 func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	cfg := mockserver.Config{Models: []string{"mock-model", "m-a", "m-b"}, EOSMeanTokens: 3, TokensPerImage: matrixTokensPerImage}
+	switch c.v(dAnswer) {
+	case "reasoning":
+		cfg.Reasoning = mockserver.ReasoningConfig{Tokens: mockserver.LengthDist{Min: 1, Max: 2}}
+	case "tools":
+		cfg.Tools = mockserver.ToolConfig{CallShare: 0.5}
+	}
 	if c.v(dRetries) == "retry-503" {
 		cfg.Faults = mockserver.FaultConfig{Seed: 5, Faults: []mockserver.Fault{{Kind: mockserver.FaultHTTP503, Rate: 0.25}}}
 	}
@@ -646,7 +737,6 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		}
 		seen[rec.Index], turnSeen[turn] = true, true
 		retries += int64(rec.Retries)
-		images += int64(rec.Images)
 		if want := mustInt(t, row[5]); rec.Images != want && c.v(dBackend) != "openai-images" {
 			fail("record %d: %d images, schedule %d", rec.Index, rec.Images, want)
 		}
@@ -689,6 +779,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		if rec.Status != 200 {
 			fail("record %d status %d without an error", rec.Index, rec.Status)
 		}
+		images += int64(rec.Images) // the summary counts the completed requests' input images
 		// Prompt sizes: token-id prompts are exact; text prompts are sized
 		// in words, which the built-in server counts as one token each, so
 		// they are exact against it too (images count --tokens-per-image
@@ -707,22 +798,22 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 			if rec.CompletionTokens < 1 || rec.CompletionTokens > rec.OutputLen {
 				fail("record %d turn %d: %d completion tokens, output_len %d", rec.Index, rec.Turn, rec.CompletionTokens, rec.OutputLen)
 			}
-		} else if want := mustInt(t, row[3]); rec.CompletionTokens != want && (c.v(dEOS) == "ignore-eos" || rec.CompletionTokens > want || rec.CompletionTokens < 1) {
+		} else if want := mustInt(t, row[3]); rec.CompletionTokens != want && (c.v(dEOS) == "ignore-eos" && rec.ToolCalls == 0 || rec.CompletionTokens > want || rec.CompletionTokens < 1) {
+			// (An answer that is a tool call ends with the call.)
 			fail("record %d: %d completion tokens, output_len %d (%s)", rec.Index, rec.CompletionTokens, want, c.v(dEOS))
 		}
 		outTokens += int64(rec.CompletionTokens)
-		if rec.PromptTokens != nil {
-			inTokens += int64(*rec.PromptTokens)
-		}
+		inTokens += int64(rec.InputLen) // the summary's input tokens are the targets (the server's count equals them, below)
 		if rec.PromptTokens == nil {
 			fail("record %d: no prompt_tokens from the server", rec.Index)
-		} else if d := *rec.PromptTokens - rec.InputLen; d != 0 {
+		} else if d := *rec.PromptTokens - rec.InputLen; d != 0 && !resent(c, rec, d) {
 			fail("record %d: prompt tokens %d, target %d (text prompt: %v)", rec.Index, *rec.PromptTokens, rec.InputLen, textual)
 		}
 	}
 	if cancelled != sum.Cancelled {
 		fail("%d records say cancelled, the summary %d", cancelled, sum.Cancelled)
 	}
+	checkCaseAnswers(c, sum, recs, fail)
 	if c.v(dBackend) != "openai-images" && (sum.TotalInputTokens != inTokens || sum.TotalOutputTokens != outTokens) {
 		fail("summary tokens in %d out %d; the records' sums %d, %d", sum.TotalInputTokens, sum.TotalOutputTokens, inTokens, outTokens)
 	}
@@ -923,6 +1014,10 @@ func TestMatrixInvalidCombinations(t *testing.T) {
 		{"length mixture with a trace", append(slices.Clone(workloadArgs["replay-burstgpt"]), "--lengths", "12,3:1"), "--lengths applies to poisson and parametric mode"},
 		{"length mixture with a dataset", append(slices.Clone(workloadArgs["poisson"]), "--dataset-path", "testdata/sharegpt.json", "--lengths", "12,3:1"), "--lengths and --dataset-path: choose one"},
 		{"stages with a request rate", append(slices.Clone(workloadArgs["poisson"]), "--stages", "1s:10"), "--stages and --request-rate: choose one"},
+		{"tools with completions", append(slices.Clone(workloadArgs["poisson"]), "--backend", "vllm", "--tools", "testdata/tools.json"), "--tools: --backend vllm has no tool calls"},
+		{"a response format with image generation", append(slices.Clone(workloadArgs["replay-alibaba-lora"]), "--backend", "openai-images", "--response-format", "json_object"), "--backend openai-images has no response format"},
+		{"a chain without a Responses backend", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-chat", "--turns", "3", "--responses-chain"), "--responses-chain: --backend openai-chat has no previous_response_id"},
+		{"a chain without sessions", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-responses", "--responses-chain"), "--responses-chain chains a session's turns"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, port := mocktest.Start(t, mockserver.Config{})

@@ -189,4 +189,8 @@ type matrixRecord struct {
 	// with several endpoints).
 	Session  int64 `json:"session"`
 	Endpoint *int  `json:"endpoint"`
+	// The answers' figures (reasoning, tool calls, structured output).
+	ReasoningTokens int    `json:"reasoning_tokens"`
+	ToolCalls       int    `json:"tool_calls"`
+	Structured      string `json:"structured"`
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 	"github.com/fineserve-gen/fineserve-gen/pkg/session"
 )
@@ -25,7 +26,7 @@ func TestConversationBodies(t *testing.T) {
 
 	chat := userWriter{p: prompt.New(prompt.Options{Chat: true, Salt: 9})}
 	var msgs []struct{ Role, Content string }
-	b := appendMessages(&chat, nil, &h, &u3)
+	b := appendMessages(&chat, nil, &h, 0, &u3)
 	if err := json.Unmarshal(b, &msgs); err != nil {
 		t.Fatalf("%v: %s", err, b)
 	}
@@ -60,5 +61,92 @@ func TestConversationBodies(t *testing.T) {
 	}
 	if n := len(strings.Fields(whole)); n != 5+2+3+2 {
 		t.Errorf("prompt of %d words, want 5 + the answer's 2 + 3 + 2: %q", n, whole)
+	}
+}
+
+// TestHistoryWithToolsAndReasoning: an answer's tool calls go back as an
+// assistant message with tool_calls and a tool message per call (chat), or
+// as function_call and function_call_output items (Responses), the tool
+// results of --tool-result-len words; reasoning goes back only when kept,
+// and the history's tokens count what is sent. A chained turn sends the
+// last answer's tool results and the new message only.
+func TestHistoryWithToolsAndReasoning(t *testing.T) {
+	a := arrival.Arrival{Index: 3, InputTokens: 5, OutputTokens: 4}
+	res := &client.Result{}
+	res.Reset()
+	res.KeepText = true
+	res.Text, res.Reasoning = []byte("ok"), []byte("think")
+	res.CompletionTokens, res.ReasoningTokens = 10, 4
+	res.Calls = []client.ToolCall{{Index: 0, ID: "call_a", Name: "get_weather", Args: []byte(`{"city":"Paris"}`)}}
+	res.ResponseID = "resp_1"
+	result := arrival.Arrival{Index: 99, InputTokens: 6}
+	u2 := message{user: userArrival(&a, 2, session.Turn{Input: 3})}
+	p := prompt.New(prompt.Options{Chat: true, Salt: 9})
+
+	for _, tc := range []struct {
+		name  string
+		turns TurnOptions
+		items bool
+		grew  int
+	}{
+		{"chat", TurnOptions{ToolResultLen: 6}, false, 10 - 4 + 6},
+		{"chat-keep-reasoning", TurnOptions{ToolResultLen: 6, KeepReasoning: true}, false, 10 + 6},
+		{"responses", TurnOptions{ToolResultLen: 6}, true, 10 - 4 + 6},
+		{"responses-chained", TurnOptions{ToolResultLen: 6, Chain: true}, true, 10 - 4 + 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := history{msgs: []message{{user: a}}}
+			if grew := h.reply(res, tc.turns, result); grew != tc.grew {
+				t.Errorf("history grew by %d tokens, want %d", grew, tc.grew)
+			}
+			w := userWriter{p: p, items: tc.items, results: true}
+			from := 0
+			if tc.turns.Chain {
+				if h.responseID != "resp_1" {
+					t.Fatalf("chained to %q", h.responseID)
+				}
+				from = h.chained - 1
+			}
+			b := appendMessages(&w, nil, &h, from, &u2)
+			var msgs []map[string]any
+			if err := json.Unmarshal(b, &msgs); err != nil {
+				t.Fatalf("%v: %s", err, b)
+			}
+			var kinds []string
+			for _, m := range msgs {
+				k, _ := m["role"].(string)
+				if k == "" {
+					k, _ = m["type"].(string)
+				}
+				kinds = append(kinds, k)
+			}
+			want := map[string]string{
+				"chat": "user assistant tool user", "chat-keep-reasoning": "user assistant tool user",
+				"responses": "user assistant function_call function_call_output user", "responses-chained": "function_call_output user",
+			}[tc.name]
+			if strings.Join(kinds, " ") != want {
+				t.Fatalf("messages %v, want %s: %s", kinds, want, b)
+			}
+			last := msgs[len(msgs)-2]
+			out, _ := last["content"].(string)
+			if tc.items {
+				out, _ = last["output"].(string)
+				if last["call_id"] != "call_a" {
+					t.Errorf("tool output for %v", last["call_id"])
+				}
+			} else if last["tool_call_id"] != "call_a" {
+				t.Errorf("tool message for %v", last["tool_call_id"])
+			}
+			if n := len(strings.Fields(out)); n != 6 {
+				t.Errorf("tool result of %d words, want 6: %q", n, out)
+			}
+			if !tc.items {
+				asst := msgs[1]
+				calls, _ := asst["tool_calls"].([]any)
+				if len(calls) != 1 || asst["content"] != "ok" || (asst["reasoning"] != nil) != tc.turns.KeepReasoning {
+					t.Errorf("assistant message %v", asst)
+				}
+			}
+		})
 	}
 }
