@@ -172,6 +172,10 @@ func (o *Options) summary(seed uint64, wl *workload.Workload) metrics.Summary {
 	if o.Mode == "poisson" && wl.Profile == nil {
 		sum.RequestRate = metrics.Rate(o.RequestRate)
 	}
+	if o.Mode == "poisson" {
+		b := o.Burstiness
+		sum.Burstiness = &b
+	}
 	sum.TargetRate, sum.LengthMix, sum.SharedPrefix = wl.TargetRate, wl.LengthMix, wl.SharedPrefixInfo
 	if o.MaxConcurrency > 0 {
 		mc := o.MaxConcurrency
