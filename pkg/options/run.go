@@ -159,7 +159,8 @@ func (o *Options) runConfig(seed uint64, wl *workload.Workload, stdio runner.IO,
 		Monitor:      o.MonitorConfig(wl.Stats, stdio, log),
 		Endpoints:    o.shownURLs(),
 		ResultsJSONL: o.ResultsJSONL, SummaryJSON: o.SummaryJSON, OutputFile: o.OutputFile,
-		Quiet: o.Quiet,
+		ResultsCSV: o.ResultsCSV,
+		Quiet:      o.Quiet,
 	}, nil
 }
 
