@@ -343,7 +343,11 @@ func WriteHTML(w io.Writer, d *Data) error {
 	for i, l := range labels {
 		pg.Errors = append(pg.Errors, errorRow{Class: l, Count: int64(values[i])})
 	}
-	svg, err := plotBars(PlotErrors, "Failed requests by error class", "requests", labels, values)
+	none := "none failed"
+	if s.Completed > 0 {
+		none = fmt.Sprintf("none failed (%d completed)", s.Completed)
+	}
+	svg, err := plotBars(PlotErrors, "Failed requests by error class", "requests", labels, values, none)
 	if err := add(&pg.Requests, PlotErrors, "Failed requests by error class", svg, err, ""); err != nil {
 		return err
 	}

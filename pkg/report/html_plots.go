@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"image/color"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -497,12 +498,14 @@ func unitBins(edges []float64) bool {
 	return len(edges) > 1
 }
 
-// plotBars draws one bar per label (errors by class).
-func plotBars(name, title, yLabel string, labels []string, values []float64) (template.HTML, error) {
-	p := newPlot(title, "", yLabel)
-	if len(values) == 0 {
-		labels, values = []string{"none"}, []float64{0}
+// plotBars draws one bar per label (errors by class); with no value above
+// 0 there is nothing to draw, and the plot says none instead: a panel
+// with the title and that line, no axes.
+func plotBars(name, title, yLabel string, labels []string, values []float64, none string) (template.HTML, error) {
+	if !slices.ContainsFunc(values, func(v float64) bool { return v > 0 }) {
+		return textPanel(name, title, none), nil
 	}
+	p := newPlot(title, "", yLabel)
 	b, err := plotter.NewBarChart(plotter.Values(values), vg.Points(24))
 	if err != nil {
 		return "", err
@@ -518,4 +521,15 @@ func plotBars(name, title, yLabel string, labels []string, values []float64) (te
 	}
 	p.Y.Min, p.Y.Max = 0, math.Max(top*1.15, 1)
 	return svgOf(p, name)
+}
+
+// textPanel is an SVG in place of a plot with nothing to draw: its title
+// and one line saying why, in the plots' fonts (name and texts escaped).
+func textPanel(name, title, line string) template.HTML {
+	esc := template.HTMLEscapeString
+	w, h := plotWidth.Points(), 1.1*vg.Inch.Points()
+	return template.HTML(fmt.Sprintf(`<svg class="plot" data-plot=%q role="img" aria-label="%s: %s" xmlns="http://www.w3.org/2000/svg" width="%.0fpt" height="%.0fpt" viewBox="0 0 %.0f %.0f">`+
+		`<text x="%.0f" y="22" text-anchor="middle" font-family="Liberation Sans, Helvetica, Arial, sans-serif" font-size="11">%s</text>`+
+		`<text class="none" x="%.0f" y="%.0f" text-anchor="middle" font-family="Liberation Sans, Helvetica, Arial, sans-serif" font-size="13" fill="#2c7a2c">%s</text></svg>`,
+		name, esc(title), esc(line), w, h, w, h, w/2, esc(title), w/2, h/2+12, esc(line)))
 }

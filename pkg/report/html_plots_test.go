@@ -69,7 +69,7 @@ func yTickLabels(svg string) []string {
 // are fractional: where a default tick marker puts 0.5, 2.5 or 32.5.
 func countReport(t *testing.T) []byte {
 	t.Helper()
-	s := &metrics.Summary{Completed: 12, Duration: 10, Backend: "vllm"}
+	s := &metrics.Summary{Completed: 12, Failed: 3, ErrorsByClass: map[string]int64{"timeout": 3}, Duration: 10, Backend: "vllm"}
 	var ws []metrics.WindowStats
 	for i := range 10 {
 		ws = append(ws, metrics.WindowStats{Index: i, Start: float64(2 * i), End: float64(2*i + 2), OfferedRate: 0.6, AchievedRate: 0.6,
@@ -262,5 +262,29 @@ func TestZeroITLGapsNoted(t *testing.T) {
 	positive := [][2]float64{{0.05, 0}, {8, 0.5}, {9, 0.9}, {20, 1}}
 	if strings.Contains(render(positive, 1000), "gaps of 0 ms") {
 		t.Error("a run without zero gaps has a zero-gap note")
+	}
+}
+
+// TestErrorsPlotSaysNoneFailed: with no failure the errors plot is not an
+// empty chart with a 0–1 axis but says so; with failures it draws a bar
+// per class.
+func TestErrorsPlotSaysNoneFailed(t *testing.T) {
+	page := func(s *metrics.Summary) string {
+		var b bytes.Buffer
+		if err := WriteHTML(&b, &Data{Summary: s}); err != nil {
+			t.Fatal(err)
+		}
+		return plotSVG(b.String(), PlotErrors)
+	}
+	svg := page(&metrics.Summary{Completed: 12, Backend: "vllm", ErrorsByClass: map[string]int64{}})
+	if !strings.Contains(svg, "none failed (12 completed)") {
+		t.Errorf("no failures: the plot does not say none failed:\n%s", svg)
+	}
+	if labels := yTickLabels(svg); len(labels) > 0 || strings.Contains(svg, "<path") {
+		t.Errorf("no failures: an axis or bars drawn (%v)", labels)
+	}
+	svg = page(&metrics.Summary{Completed: 12, Failed: 2, Backend: "vllm", ErrorsByClass: map[string]int64{"http_5xx": 2}})
+	if strings.Contains(svg, "none failed") || !strings.Contains(svg, "http_5xx") || len(yTickLabels(svg)) < 2 {
+		t.Errorf("2 failures: no bar chart:\n%.400s", svg)
 	}
 }
