@@ -296,7 +296,7 @@ func WriteHTML(w io.Writer, d *Data) error {
 		if err := add(&pg.Latency, c.name, c.title+": CDF", svg, err, ""); err != nil {
 			return err
 		}
-		_, _, logX, _ := cdfRange([]cdfSeries{{Points: series}})
+		_, _, logX, _ := cdfRange([]cdfSeries{{Points: series}}, math.Inf(1))
 		pg.Latency[len(pg.Latency)-1].Note = zeroNote(c.key, series, distCount(s, c.key), logX)
 	}
 
@@ -588,7 +588,33 @@ var funcs = template.FuncMap{
 		return fmtFloat(100*v, 0) + " %"
 	},
 	"join":  strings.Join,
+	"args":  cmdArgs,
 	"deref": func(p *float64) float64 { return *p },
+}
+
+// cmdArgs splits a command line into the pieces a page may wrap between:
+// the program with its subcommand, then each flag with its values (a
+// value that looks like a negative number stays with its flag). The
+// pieces joined by single spaces give the command back.
+func cmdArgs(cmd string) []string {
+	var out []string
+	from := 0
+	for i := 1; i+1 < len(cmd); i++ {
+		if cmd[i-1] != ' ' || cmd[i] != '-' {
+			continue
+		}
+		if c := cmd[i+1]; c >= '0' && c <= '9' || c == '.' || c == ' ' {
+			continue // a negative number, or a lone "-" (stdout): a value
+		}
+		if i-1 > from {
+			out = append(out, cmd[from:i-1])
+		}
+		from = i
+	}
+	if from < len(cmd) {
+		out = append(out, cmd[from:])
+	}
+	return out
 }
 
 // clockText formats seconds as mm:ss (h:mm:ss from an hour).
@@ -604,7 +630,8 @@ func clockText(secs float64) string {
 const styleSheet = `
 body{font-family:system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0 auto;max-width:1400px;padding:1em 2em;color:#222;background:#fff}
 h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
-.meta{color:#555}.cmd{background:#f5f5f5;padding:.6em;white-space:pre-wrap;word-break:break-all;font-size:.9em}
+.meta{color:#555}.cmd{background:#f5f5f5;padding:.6em;white-space:pre-wrap;font-size:.9em}
+.arg{display:inline-block;max-width:100%;white-space:pre-wrap;overflow-wrap:anywhere;word-break:normal}
 table{border-collapse:collapse;font-size:.9em}td,th{padding:.2em .7em;border-bottom:1px solid #eee;text-align:right}
 td:first-child,th:first-child{text-align:left}th{background:#fafafa}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:1em}
@@ -632,7 +659,7 @@ var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(pageH
 <body>
 <h1>{{.Title}}</h1>
 <p class="meta">{{if .S.Backend}}Backend <b>{{.S.Backend}}</b> · mode <b>{{.S.Mode}}</b> · request rate <b>{{.Rate}}</b> · max concurrency <b>{{.MaxConc}}</b> · seed <b id="seed">{{.S.Seed}}</b>{{else}}Run settings unknown: per-request records do not carry them (render the run's summary JSON for them){{end}}{{if .S.StartedAt}} · started {{.S.StartedAt}}{{end}}{{if .Source}} · from {{.Source}}{{end}}</p>
-{{if .S.Command}}<pre class="cmd" id="command">{{.S.Command}}</pre>{{end}}
+{{if .S.Command}}<pre class="cmd" id="command">{{range $i, $a := args .S.Command}}{{if $i}} {{end}}<span class="arg">{{$a}}</span>{{end}}</pre>{{end}}
 {{if .X.Saturated}}<p class="warn" id="client-saturated"><span class="sat">The client fell behind its schedule</span> in window(s) {{range $i, $w := .X.SatWindows}}{{if $i}}, {{end}}{{$w}}{{end}}: {{.X.SatReason}}. Latencies there include the client's own delay; do not read them as the server's.</p>{{end}}
 {{if .S.Interrupted}}<p class="warn">The run was interrupted: {{.S.NotSent}} scheduled request(s) were not sent.</p>{{end}}
 

@@ -225,7 +225,13 @@ type cdfSeries struct {
 // has no 0: values of 0 are left off it, so a curve starts at the share of
 // its values that are 0 (zeroShare; the page says how many there were).
 func plotCDF(name, title string, series []cdfSeries) (template.HTML, error) {
-	lo, hi, logX, zeros := cdfRange(series)
+	return plotCDFClipped(name, title, series, math.Inf(1))
+}
+
+// plotCDFClipped is plotCDF with the value axis ending at clip (+Inf: at
+// the largest value); the curves run to its edge.
+func plotCDFClipped(name, title string, series []cdfSeries, clip float64) (template.HTML, error) {
+	lo, hi, logX, zeros := cdfRange(series, clip)
 	xLabel := "ms"
 	if logX {
 		xLabel = "ms (log scale)"
@@ -235,15 +241,18 @@ func plotCDF(name, title string, series []cdfSeries) (template.HTML, error) {
 	return drawCDF(name, title, series, lo, hi, logX, xLabel)
 }
 
-// cdfRange is the range of the CDFs' positive values, whether they go on a
-// log axis (they span more than a factor of 20), and whether any value is 0.
-func cdfRange(series []cdfSeries) (lo, hi float64, logX, zeros bool) {
+// cdfRange is the range of the CDFs' positive values up to clip, whether
+// they go on a log axis (they span more than a factor of 20), and whether
+// any value is 0.
+func cdfRange(series []cdfSeries, clip float64) (lo, hi float64, logX, zeros bool) {
 	lo, hi = math.Inf(1), math.Inf(-1)
 	for _, s := range series {
 		for _, pt := range s.Points {
 			v := pt[0]
 			switch {
 			case math.IsNaN(v) || math.IsInf(v, 0):
+			case v > clip:
+				hi = clip
 			case v <= 0:
 				zeros = true
 			default:
@@ -264,13 +273,6 @@ func drawCDF(name, title string, series []cdfSeries, lo, hi float64, logX bool, 
 	if logX {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-		p.X.Min, p.X.Max = lo, hi
-	} else {
-		pad := (hi - lo) * 0.05
-		if pad == 0 {
-			pad = math.Max(math.Abs(hi)*0.1, 1e-3)
-		}
-		p.X.Min, p.X.Max = math.Max(lo-pad, 0), hi+pad
 	}
 	for i, s := range series {
 		pts := make(plotter.XYs, 0, len(s.Points))
@@ -285,6 +287,9 @@ func drawCDF(name, title string, series []cdfSeries, lo, hi float64, logX bool, 
 			return "", err
 		}
 		if s.Coarse && len(pts) > 0 {
+			pts = slices.DeleteFunc(slices.Clone(pts), func(p plotter.XY) bool { return p.X > hi }) // marks stay inside the axes
+		}
+		if s.Coarse && len(pts) > 0 {
 			sc, err := plotter.NewScatter(pts)
 			if err != nil {
 				return "", err
@@ -292,6 +297,17 @@ func drawCDF(name, title string, series []cdfSeries, lo, hi float64, logX bool, 
 			sc.Color = palette[i%len(palette)]
 			p.Add(sc)
 		}
+	}
+	// The range last: adding a series widens it to the series' values,
+	// and a clipped axis must stay clipped.
+	if logX {
+		p.X.Min, p.X.Max = lo, hi
+	} else {
+		pad := (hi - lo) * 0.05
+		if pad == 0 {
+			pad = math.Max(math.Abs(hi)*0.1, 1e-3)
+		}
+		p.X.Min, p.X.Max = math.Max(lo-pad, 0), hi+pad
 	}
 	return svgOf(p, name)
 }
