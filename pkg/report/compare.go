@@ -181,13 +181,13 @@ func clip(s string, n int) string {
 
 // comparePage is the comparison template's data.
 type comparePage struct {
-	Runs  []compareRun
+	Runs []compareRun
 	// Saturated are the runs whose client fell behind its schedule.
 	Saturated []compareRun
-	Rows  []compareRow
-	Rates plotView
-	Plots []plotView
-	Notes []string
+	Rows      []compareRow
+	Rates     plotView
+	Plots     []plotView
+	Notes     []string
 }
 
 type compareRun struct {

@@ -23,9 +23,9 @@ func compareRuns() []*Data {
 	}
 	run := func(label string, top float64, sat bool) *Data {
 		s := &metrics.Summary{Backend: "vllm", Mode: "poisson", Completed: 1000, Duration: 10, RequestThroughput: 100,
-			Command: "fineserve-gen --backend vllm --request-rate 100 --seed -1 --extra-request-body {\"a\":1} --output-file -",
-			E2E:     metrics.Dist{Count: 1000, Mean: 150, Median: 150, P99: 199, Max: top},
-			TTFT:    metrics.Dist{Count: 1000, Mean: 15, Median: 15, P99: 19.9, Max: 20},
+			Command:     "fineserve-gen --backend vllm --request-rate 100 --seed -1 --extra-request-body {\"a\":1} --output-file -",
+			E2E:         metrics.Dist{Count: 1000, Mean: 150, Median: 150, P99: 199, Max: top},
+			TTFT:        metrics.Dist{Count: 1000, Mean: 15, Median: 15, P99: 19.9, Max: 20},
 			LatencyCDFs: map[string][][2]float64{"e2e": cdf(1, top), "ttft": cdf(0.1, 20)},
 			Saturation:  &metrics.Saturation{Saturated: sat}}
 		if sat {
