@@ -426,7 +426,8 @@ func timePlots(pg *page, pts []metrics.SeriesPoint, target *metrics.TargetRate, 
 	svg, err = plotTime(PlotLag, "Send lag (send time − scheduled time)", "ms (log scale)", xs, []timeSeries{
 		{Label: "p50", Y: col(func(p *metrics.SeriesPoint) float64 { return p.LagP50 })},
 		{Label: "p99", Y: col(func(p *metrics.SeriesPoint) float64 { return p.LagP99 })},
-		{Label: "max", Y: col(func(p *metrics.SeriesPoint) float64 { return p.LagMax }), Dashed: true},
+		// max is often p99 (few sends a bin): a wide band under p99.
+		{Label: "max", Y: col(func(p *metrics.SeriesPoint) float64 { return p.LagMax }), Back: true},
 	}, yLog)
 	if err := add(&pg.Time, PlotLag, "Send lag", svg, err, ""); err != nil {
 		return err

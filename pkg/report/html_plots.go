@@ -386,6 +386,10 @@ type timeSeries struct {
 	X      []float64 // nil: the plot's common times
 	Y      []float64
 	Dashed bool
+	// Back draws the series first, wide and pale, under the others: a
+	// series that often equals another (max and p99 of a few values)
+	// then shows as a band around it instead of hiding it.
+	Back bool
 }
 
 // logFloor is the smallest value a logarithmic time plot shows (1 µs when
@@ -415,7 +419,18 @@ func plotTime(name, title, yLabel string, xs []float64, series []timeSeries, axi
 		p.Y.Tick.Marker = intTicks{}
 	}
 	yMin, yMax := math.Inf(1), math.Inf(-1)
-	for i, s := range series {
+	// Draw the Back series first; the legend keeps the series' order.
+	order := make([]int, 0, len(series))
+	for _, back := range []bool{true, false} {
+		for i, s := range series {
+			if s.Back == back {
+				order = append(order, i)
+			}
+		}
+	}
+	keys := make([]*legendKey, len(series))
+	for _, i := range order {
+		s := series[i]
 		sx := xs
 		if s.X != nil {
 			sx = s.X
@@ -435,10 +450,19 @@ func plotTime(name, title, yLabel string, xs []float64, series []timeSeries, axi
 			pts = append(pts, plotter.XY{X: x / div, Y: y})
 			yMin, yMax = math.Min(yMin, y), math.Max(yMax, y)
 		}
-		if err := line(p, pts, s.Label, i, s.Dashed); err != nil {
+		nKeys := len(p.keys)
+		if s.Back {
+			if err := backLine(p, pts, s.Label, i); err != nil {
+				return "", err
+			}
+		} else if err := line(p, pts, s.Label, i, s.Dashed); err != nil {
 			return "", err
 		}
-		if len(pts) < 30 { // few points: mark each
+		if len(p.keys) > nKeys {
+			k := p.keys[nKeys]
+			keys[i] = &k
+		}
+		if len(pts) < 30 && !s.Back { // few points: mark each
 			if err := marks(p, pts, i, vg.Points(1.8)); err != nil {
 				return "", err
 			}
@@ -464,7 +488,34 @@ func plotTime(name, title, yLabel string, xs []float64, series []timeSeries, axi
 	}
 	p.Y.Min, p.Y.Max = yMin, yMax
 	p.X.Min, p.X.Max = 0, math.Max(span/div, 1e-9)
+	var inOrder []legendKey
+	for _, k := range keys {
+		if k != nil {
+			inOrder = append(inOrder, *k)
+		}
+	}
+	p.keys = inOrder
 	return svgOf(p, name)
+}
+
+// backLine adds a wide, pale line in palette colour i: a series drawn
+// under the others (timeSeries.Back).
+func backLine(p *chart, pts plotter.XYs, label string, i int) error {
+	if len(pts) == 0 {
+		return nil
+	}
+	l, err := plotter.NewLine(pts)
+	if err != nil {
+		return err
+	}
+	c := palette[i%len(palette)]
+	l.Color = color.NRGBA{R: c.R, G: c.G, B: c.B, A: 100} // not premultiplied: a pale shade
+	l.Width = vg.Points(5)
+	p.Add(l)
+	if label != "" {
+		p.addKey(label, l)
+	}
+	return nil
 }
 
 // plotHistogram draws a length distribution from pre-computed bins. Both

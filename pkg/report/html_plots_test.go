@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"image/color"
 	"math"
 	"regexp"
 	"strconv"
@@ -286,5 +287,50 @@ func TestErrorsPlotSaysNoneFailed(t *testing.T) {
 	svg = page(&metrics.Summary{Completed: 12, Failed: 2, Backend: "vllm", ErrorsByClass: map[string]int64{"http_5xx": 2}})
 	if strings.Contains(svg, "none failed") || !strings.Contains(svg, "http_5xx") || len(yTickLabels(svg)) < 2 {
 		t.Errorf("2 failures: no bar chart:\n%.400s", svg)
+	}
+}
+
+// TestSendLagMaxDoesNotHideP99: in bins of few sends p99 equals max; max
+// is drawn first, as a wide pale band, so the p99 line stays visible on
+// it, and the legend keeps the order p50, p99, max.
+func TestSendLagMaxDoesNotHideP99(t *testing.T) {
+	s := &metrics.Summary{Completed: 4, Backend: "vllm", WindowSeconds: 1}
+	for i := range 4 {
+		s.Windows = append(s.Windows, metrics.WindowStats{Index: i, Start: float64(i), End: float64(i + 1), Completed: 1,
+			LagP50: 0.1, LagP99: 0.5, LagMax: 0.5})
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, &Data{Summary: s}); err != nil {
+		t.Fatal(err)
+	}
+	svg := plotSVG(b.String(), PlotLag)
+	stroke := func(c color.RGBA) string { return fmt.Sprintf("stroke:#%02X%02X%02X", c.R, c.G, c.B) }
+	width := regexp.MustCompile(`stroke-width:([0-9.]+)`)
+	first := func(style string) (at int, w float64) {
+		for i, p := range strings.Split(svg, "<path")[1:] {
+			if strings.Contains(p, style) && strings.Contains(p, "L") {
+				m := width.FindStringSubmatch(p)
+				w, _ = strconv.ParseFloat(m[1], 64)
+				return i, w
+			}
+		}
+		return -1, 0
+	}
+	p99At, p99W := first(stroke(palette[1]) + ";stroke-width")
+	maxAt, maxW := first("stroke-opacity") // the one pale line
+	if p99At < 0 || maxAt < 0 {
+		t.Fatalf("p99 line at %d, max at %d (-1: not drawn)", p99At, maxAt)
+	}
+	if !(maxAt < p99At && maxW > 2*p99W) {
+		t.Errorf("max drawn at %d (width %g), p99 at %d (width %g): want max first and wider, under p99", maxAt, maxW, p99At, p99W)
+	}
+	var legend []string
+	for _, tx := range texts(svg) {
+		if tx.S == "p50" || tx.S == "p99" || tx.S == "max" {
+			legend = append(legend, tx.S)
+		}
+	}
+	if strings.Join(legend, ",") != "p50,p99,max" {
+		t.Errorf("legend %v", legend)
 	}
 }
