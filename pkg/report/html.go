@@ -28,6 +28,11 @@ type Data struct {
 	Series []metrics.SeriesPoint
 	// SeriesNote says what Series is made of (e.g. "bins of 1s").
 	SeriesNote string
+	// Server are the server's scrapes (the live run's): its gauges are
+	// drawn as steps at the scrape times, each held until the next, as
+	// the summary's time-weighted figures hold them. Nil: the series'
+	// (or windows') server figures, held over each bin or window.
+	Server []metrics.ServerScrape
 	// Source says what the report was built from (a file name, "live run").
 	Source string
 	// Label names the run in comparisons (default: Source).
@@ -312,7 +317,7 @@ func WriteHTML(w io.Writer, d *Data) error {
 		}
 	}
 	pg.SeriesNote = from
-	if err := timePlots(&pg, pts, s.TargetRate, add); err != nil {
+	if err := timePlots(&pg, pts, d.Server, s.TargetRate, add); err != nil {
 		return err
 	}
 
@@ -390,7 +395,7 @@ func targetSeries(t *metrics.TargetRate) *timeSeries {
 }
 
 // timePlots adds the plots over time.
-func timePlots(pg *page, pts []metrics.SeriesPoint, target *metrics.TargetRate, add func(*[]plotView, string, string, template.HTML, error, string) error) error {
+func timePlots(pg *page, pts []metrics.SeriesPoint, scrapes []metrics.ServerScrape, target *metrics.TargetRate, add func(*[]plotView, string, string, template.HTML, error, string) error) error {
 	const none = "no time series: the summary has no windows and no per-request records were given"
 	if len(pts) == 0 {
 		for _, n := range [][2]string{{PlotRate, "Offered and achieved request rate"}, {PlotLag, "Send lag"}, {PlotInFlight, "Requests in flight"}} {
@@ -433,30 +438,80 @@ func timePlots(pg *page, pts []metrics.SeriesPoint, target *metrics.TargetRate, 
 		return err
 	}
 	flight := []timeSeries{{Label: "client: in flight", Y: col(func(p *metrics.SeriesPoint) float64 { return p.InFlight })}}
-	hasServer, hasKV := false, false
-	for _, p := range pts {
-		hasServer = hasServer || !math.IsNaN(p.ServerRunning)
-		hasKV = hasKV || !math.IsNaN(p.KVCache)
+	// The server's gauges as steps: at the scrape times when the scrapes
+	// are at hand, else held over each bin or window.
+	server := func(label string, fromScrape func(*metrics.ServerScrape) float64, fromPoint func(*metrics.SeriesPoint) float64, dashed bool) timeSeries {
+		ts := timeSeries{Label: label, Dashed: dashed, Steps: true}
+		if len(scrapes) > 0 {
+			ts.X, ts.Y = scrapeSteps(scrapes, fromScrape)
+		} else {
+			ts.X, ts.Y = pointSteps(pts, fromPoint)
+		}
+		if ts.X == nil {
+			ts.X = []float64{} // no value: nothing drawn, not the common times
+		}
+		return ts
 	}
-	if hasServer {
-		flight = append(flight,
-			timeSeries{Label: "server: running", Y: col(func(p *metrics.SeriesPoint) float64 { return p.ServerRunning })},
-			timeSeries{Label: "server: waiting", Y: col(func(p *metrics.SeriesPoint) float64 { return p.ServerWaiting }), Dashed: true})
+	running := server("server: running", func(c *metrics.ServerScrape) float64 { return c.Running },
+		func(p *metrics.SeriesPoint) float64 { return p.ServerRunning }, false)
+	kv := server("KV-cache usage", func(c *metrics.ServerScrape) float64 { return c.KVCache },
+		func(p *metrics.SeriesPoint) float64 { return p.KVCache }, false)
+	if len(running.Y) > 0 {
+		flight = append(flight, running,
+			server("server: waiting", func(c *metrics.ServerScrape) float64 { return c.Waiting },
+				func(p *metrics.SeriesPoint) float64 { return p.ServerWaiting }, true))
 	}
 	svg, err = plotTime(PlotInFlight, "Requests in flight", "requests", xs, flight, yCount)
 	if err := add(&pg.Time, PlotInFlight, "Requests in flight", svg, err, ""); err != nil {
 		return err
 	}
-	if hasKV {
-		svg, err = plotTime(PlotKVCache, "Server KV-cache usage and idle share", "share (1 = 100 %)", xs, []timeSeries{
-			{Label: "KV-cache usage", Y: col(func(p *metrics.SeriesPoint) float64 { return p.KVCache })},
-			{Label: "idle (nothing running)", Y: col(func(p *metrics.SeriesPoint) float64 { return p.ServerIdle }), Dashed: true},
-		}, yLinear)
+	if len(kv.Y) > 0 {
+		idle := server("idle (nothing running)", func(c *metrics.ServerScrape) float64 {
+			switch {
+			case math.IsNaN(c.Running):
+				return math.NaN()
+			case c.Running == 0:
+				return 1
+			}
+			return 0
+		}, func(p *metrics.SeriesPoint) float64 { return p.ServerIdle }, true)
+		svg, err = plotTime(PlotKVCache, "Server KV-cache usage and idle share", "share (1 = 100 %)", xs, []timeSeries{kv, idle}, yLinear)
 		if err := add(&pg.Time, PlotKVCache, "Server KV-cache usage", svg, err, ""); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// scrapeSteps draws a gauge of the server's scrapes as steps: each value
+// held from its scrape to the next (as the summary's time-weighted means
+// and idle fraction hold it), the last one a point at its scrape. Scrapes
+// without the gauge (NaN) are left out.
+func scrapeSteps(scrapes []metrics.ServerScrape, get func(*metrics.ServerScrape) float64) (xs, ys []float64) {
+	for i := range scrapes {
+		v := get(&scrapes[i])
+		if math.IsNaN(v) {
+			continue
+		}
+		if n := len(ys); n > 0 {
+			xs, ys = append(xs, scrapes[i].At), append(ys, ys[n-1])
+		}
+		xs, ys = append(xs, scrapes[i].At), append(ys, v)
+	}
+	return xs, ys
+}
+
+// pointSteps draws a figure of bins or windows as steps: each value held
+// over its bin's span [Start, End]; bins without it (NaN) are left out.
+func pointSteps(pts []metrics.SeriesPoint, get func(*metrics.SeriesPoint) float64) (xs, ys []float64) {
+	for i := range pts {
+		v := get(&pts[i])
+		if math.IsNaN(v) {
+			continue
+		}
+		xs, ys = append(xs, pts[i].Start, pts[i].End), append(ys, v, v)
+	}
+	return xs, ys
 }
 
 // distCount is the number of values of a latency distribution, 0 when the

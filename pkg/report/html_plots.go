@@ -390,6 +390,9 @@ type timeSeries struct {
 	// series that often equals another (max and p99 of a few values)
 	// then shows as a band around it instead of hiding it.
 	Back bool
+	// Steps marks a series whose points already draw steps (X and Y
+	// as a polyline): its corners are not marked.
+	Steps bool
 }
 
 // logFloor is the smallest value a logarithmic time plot shows (1 µs when
@@ -462,7 +465,7 @@ func plotTime(name, title, yLabel string, xs []float64, series []timeSeries, axi
 			k := p.keys[nKeys]
 			keys[i] = &k
 		}
-		if len(pts) < 30 && !s.Back { // few points: mark each
+		if len(pts) < 30 && !s.Back && !s.Steps { // few points: mark each
 			if err := marks(p, pts, i, vg.Points(1.8)); err != nil {
 				return "", err
 			}

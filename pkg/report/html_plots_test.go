@@ -334,3 +334,69 @@ func TestSendLagMaxDoesNotHideP99(t *testing.T) {
 		t.Errorf("legend %v", legend)
 	}
 }
+
+// TestServerGaugesAreSteps: the server's idle share (and KV cache) is
+// drawn as steps at the scrape times, each value held until the next
+// scrape and the last a point — as the summary's time-weighted idle
+// fraction counts them — never a line interpolated between scrapes.
+func TestServerGaugesAreSteps(t *testing.T) {
+	s := &metrics.Summary{Completed: 10, Backend: "vllm"}
+	var pts []metrics.SeriesPoint
+	for i := range 16 {
+		pts = append(pts, metrics.SeriesPoint{Start: float64(i) / 2, End: float64(i+1) / 2, AchievedRate: 2, InFlight: 1,
+			LagP50: math.NaN(), LagP99: math.NaN(), LagMax: math.NaN(),
+			ServerRunning: math.NaN(), ServerWaiting: math.NaN(), KVCache: math.NaN(), ServerIdle: math.NaN()})
+	}
+	scrape := func(at, running, kv float64) metrics.ServerScrape {
+		return metrics.ServerScrape{At: at, ServerSample: metrics.ServerSample{Running: running, Waiting: 0, KVCache: kv}}
+	}
+	// Four scrapes: idle at the start and at the end; busy between.
+	scrapes := []metrics.ServerScrape{scrape(0.1, 0, 0), scrape(2.1, 3, 0.2), scrape(4.1, 5, 0.4), scrape(6.1, 0, 0)}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, &Data{Summary: s, Series: pts, SeriesNote: "bins of 500ms", Server: scrapes}); err != nil {
+		t.Fatal(err)
+	}
+	svg := plotSVG(b.String(), PlotKVCache)
+	if svg == "" {
+		t.Fatal("no KV-cache plot")
+	}
+	for _, c := range []struct {
+		name  string
+		style string
+	}{{"KV-cache usage", fmt.Sprintf("stroke:#%02X%02X%02X;stroke-width:1.4\"", palette[0].R, palette[0].G, palette[0].B)},
+		{"idle", fmt.Sprintf("stroke:#%02X%02X%02X;stroke-width:1.4;stroke-dasharray", palette[1].R, palette[1].G, palette[1].B)}} {
+		var path string
+		for _, p := range strings.Split(svg, "<path")[1:] {
+			if strings.Contains(p, c.style) && strings.Count(p, "L") > 2 {
+				path = p
+				break
+			}
+		}
+		if path == "" {
+			t.Fatalf("%s: no line", c.name)
+		}
+		d := regexp.MustCompile(`d="([^"]*)"`).FindStringSubmatch(path)[1]
+		var xy [][2]float64
+		for _, m := range regexp.MustCompile(`[ML]([-0-9.]+),([-0-9.]+)`).FindAllStringSubmatch(d, -1) {
+			x, _ := strconv.ParseFloat(m[1], 64)
+			y, _ := strconv.ParseFloat(m[2], 64)
+			xy = append(xy, [2]float64{x, y})
+		}
+		// 4 scrapes: a value at each, a held step before each but the first.
+		if len(xy) != 7 {
+			t.Errorf("%s: %d points, want 7 (steps at 4 scrapes): %s", c.name, len(xy), d)
+			continue
+		}
+		xs := map[float64]bool{}
+		for i := 1; i < len(xy); i++ {
+			a, b := xy[i-1], xy[i]
+			if a[0] != b[0] && a[1] != b[1] {
+				t.Errorf("%s: segment %v → %v is slanted: interpolated between scrapes", c.name, a, b)
+			}
+			xs[b[0]] = true
+		}
+		if xs[xy[0][0]] = true; len(xs) != 4 {
+			t.Errorf("%s: corners at %d times, want the 4 scrape times", c.name, len(xs))
+		}
+	}
+}
