@@ -444,6 +444,7 @@ func timePlots(pg *page, pts []metrics.SeriesPoint, scrapes []metrics.ServerScra
 		ts := timeSeries{Label: label, Dashed: dashed, Steps: true}
 		if len(scrapes) > 0 {
 			ts.X, ts.Y = scrapeSteps(scrapes, fromScrape)
+			ts.EndMark = true // the last scrape is held for no time
 		} else {
 			ts.X, ts.Y = pointSteps(pts, fromPoint)
 		}
@@ -485,8 +486,9 @@ func timePlots(pg *page, pts []metrics.SeriesPoint, scrapes []metrics.ServerScra
 
 // scrapeSteps draws a gauge of the server's scrapes as steps: each value
 // held from its scrape to the next (as the summary's time-weighted means
-// and idle fraction hold it), the last one a point at its scrape. Scrapes
-// without the gauge (NaN) are left out.
+// and idle fraction hold it), the last one a point at its scrape (drawn as
+// a dot: timeSeries.EndMark). Scrapes without the gauge (NaN) are left
+// out.
 func scrapeSteps(scrapes []metrics.ServerScrape, get func(*metrics.ServerScrape) float64) (xs, ys []float64) {
 	for i := range scrapes {
 		v := get(&scrapes[i])

@@ -391,8 +391,10 @@ type timeSeries struct {
 	// then shows as a band around it instead of hiding it.
 	Back bool
 	// Steps marks a series whose points already draw steps (X and Y
-	// as a polyline): its corners are not marked.
-	Steps bool
+	// as a polyline): its corners are not marked. With EndMark its last
+	// point is a dot, not joined to the line: a value held for no time
+	// (the last scrape of a run).
+	Steps, EndMark bool
 }
 
 // logFloor is the smallest value a logarithmic time plot shows (1 µs when
@@ -454,6 +456,12 @@ func plotTime(name, title, yLabel string, xs []float64, series []timeSeries, axi
 			yMin, yMax = math.Min(yMin, y), math.Max(yMax, y)
 		}
 		nKeys := len(p.keys)
+		if s.EndMark && len(pts) > 1 {
+			if err := marks(p, pts[len(pts)-1:], i, vg.Points(2.2)); err != nil {
+				return "", err
+			}
+			pts = pts[:len(pts)-1]
+		}
 		if s.Back {
 			if err := backLine(p, pts, s.Label, i); err != nil {
 				return "", err

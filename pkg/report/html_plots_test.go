@@ -382,9 +382,11 @@ func TestServerGaugesAreSteps(t *testing.T) {
 			y, _ := strconv.ParseFloat(m[2], 64)
 			xy = append(xy, [2]float64{x, y})
 		}
-		// 4 scrapes: a value at each, a held step before each but the first.
-		if len(xy) != 7 {
-			t.Errorf("%s: %d points, want 7 (steps at 4 scrapes): %s", c.name, len(xy), d)
+		// 4 scrapes: a value at each, a held step before each but the
+		// first; the last scrape's value (held for no time) is a dot, not
+		// joined.
+		if len(xy) != 6 {
+			t.Errorf("%s: %d points, want 6 (steps at 4 scrapes, the last a dot): %s", c.name, len(xy), d)
 			continue
 		}
 		xs := map[float64]bool{}
@@ -397,6 +399,9 @@ func TestServerGaugesAreSteps(t *testing.T) {
 		}
 		if xs[xy[0][0]] = true; len(xs) != 4 {
 			t.Errorf("%s: corners at %d times, want the 4 scrape times", c.name, len(xs))
+		}
+		if last, prev := xy[5], xy[4]; last[1] != prev[1] {
+			t.Errorf("%s: the line ends with %v → %v, want the third scrape's value held to the last scrape", c.name, prev, last)
 		}
 	}
 }
