@@ -14,6 +14,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -144,7 +145,8 @@ func runGolden(t *testing.T, gc goldenCase) map[string][]byte {
 		args = append(args,
 			"--schedule-out", filepath.Join(dir, "schedule"+suffix+".csv"),
 			"--summary-json", sum,
-			"--results-jsonl", filepath.Join(dir, "records"+suffix+".jsonl"))
+			"--results-jsonl", filepath.Join(dir, "records"+suffix+".jsonl"),
+			"--results-csv", filepath.Join(dir, "records"+suffix+".csv"))
 		var stdout, stderr bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		code := dispatch(ctx, args, &stdout, &stderr)
@@ -157,6 +159,7 @@ func runGolden(t *testing.T, gc goldenCase) map[string][]byte {
 		out["schedule"+suffix+".csv"] = testenv.ReadFile(t, filepath.Join(dir, "schedule"+suffix+".csv"))
 		out["summary"+suffix+".json"] = normalizeSummary(t, testenv.ReadFile(t, sum), dir)
 		out["records"+suffix+".jsonl"] = normalizeRecords(t, testenv.ReadFile(t, filepath.Join(dir, "records"+suffix+".jsonl")))
+		out["records"+suffix+".csv"] = normalizeCSV(t, testenv.ReadFile(t, filepath.Join(dir, "records"+suffix+".csv")))
 	}
 	if gc.shards > 1 {
 		merged := filepath.Join(dir, "merged.json")
@@ -323,6 +326,36 @@ func normalizeRecords(t *testing.T, data []byte) []byte {
 		b.Write(r.line)
 		b.WriteByte('\n')
 	}
+	return b.Bytes()
+}
+
+// normalizeCSV blanks the per-request CSV's volatile cells (the non-empty
+// ones of the columns whose name volatileKey matches, and of the ITL
+// summary's) and sorts its rows by index (they are written as requests
+// finish), the header first.
+func normalizeCSV(t *testing.T, data []byte) []byte {
+	t.Helper()
+	rows, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+	if err != nil || len(rows) == 0 {
+		t.Fatalf("records CSV: %v", err)
+	}
+	header := rows[0]
+	for _, row := range rows[1:] {
+		for j, col := range header {
+			if row[j] != "" && (volatileKey.MatchString(col) || strings.HasPrefix(col, "itl_")) {
+				row[j] = "~"
+			}
+		}
+	}
+	body := rows[1:]
+	slices.SortStableFunc(body, func(a, b []string) int {
+		x, _ := strconv.ParseInt(a[0], 10, 64)
+		y, _ := strconv.ParseInt(b[0], 10, 64)
+		return int(x - y)
+	})
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	w.WriteAll(append([][]string{header}, body...))
 	return b.Bytes()
 }
 
