@@ -151,6 +151,10 @@ func figures(s *metrics.Summary, e *extras) []figure {
 	}
 	f = append(f, figure{"Concurrency", s.Concurrency, "", neither, 2})
 	if tokens {
+		f = append(f, figure{"Peak output token throughput (busiest second)", s.MaxOutputTokensPerS, "tok/s", higher, 0})
+	}
+	f = append(f, figure{"Peak concurrent requests", float64(s.MaxInFlight), "", neither, 0})
+	if tokens {
 		f = append(f, meanMedianP99("TTFT", s.TTFT)...)
 		f = append(f, meanMedianP99("TPOT", s.TPOT)...)
 		f = append(f, meanMedianP99("ITL", s.ITL)...)

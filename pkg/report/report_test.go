@@ -220,3 +220,17 @@ func TestTableServerMetrics(t *testing.T) {
 		t.Errorf("a run without scrapes shows server lines:\n%s", out)
 	}
 }
+
+// TestTablePeaks: the table shows vLLM's peaks: output tokens in the
+// busiest second and requests in flight at once.
+func TestTablePeaks(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteTable(&b, &metrics.Summary{Backend: "vllm", MaxOutputTokensPerS: 123, MaxInFlight: 7}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Peak output token throughput (tok/s):    123.00", "Peak concurrent requests:                7"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+}

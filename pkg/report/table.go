@@ -90,6 +90,10 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 	t.row("Output token throughput (tok/s):", s.OutputThroughput)
 	t.row("Total token throughput (tok/s):", s.TotalThroughput)
 	t.row("Concurrency:", s.Concurrency)
+	if !s.NoTokenMetrics() {
+		t.row("Peak output token throughput (tok/s):", s.MaxOutputTokensPerS) // vLLM's: the busiest second
+	}
+	t.row("Peak concurrent requests:", s.MaxInFlight)
 	if s.NoTokenMetrics() {
 		t.row("Total generated images:", s.GeneratedImages)
 		t.row("Image throughput (images/s):", s.ImageThroughput)
