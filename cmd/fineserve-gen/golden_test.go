@@ -362,7 +362,7 @@ func normalizeCSV(t *testing.T, data []byte) []byte {
 // tableVolatile matches the console table's lines whose value depends on
 // the clock, and tableValue the value in them.
 var (
-	tableVolatile = regexp.MustCompile(`\(ms\)|\(s\)|/s\)|^Concurrency|^Waited for|^Server `)
+	tableVolatile = regexp.MustCompile(`\(ms\)|\(s\)|/s\)|^Concurrency|^Peak concurrent|^Waited for|^Server `)
 	tableValue    = regexp.MustCompile(`-?[0-9][0-9.]*`)
 )
 
