@@ -5,8 +5,10 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,4 +102,45 @@ func bytesLastKey(t *testing.T, b []byte) string {
 		}
 	}
 	return last
+}
+
+// TestLiveReportServerSteps: a run's own report draws the server's gauges
+// (requests running and waiting, KV cache, idle share) as steps at the
+// scrape times: every segment of their lines is level or upright, none
+// slanted between two scrapes.
+func TestLiveReportServerSteps(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{Models: []string{"mock-model"}, TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond})
+	page := t.TempDir() + "/r.html"
+	mustRunTool(t, mockTarget(port, "--num-prompts", "40", "--request-rate", "40", "--random-input-len", "8", "--random-output-len", "8",
+		"--seed", "1", "--warmup-requests", "0", "--quiet", "--server-metrics-interval", "100ms", "--report-html", page)...)
+	html := string(testenv.ReadFile(t, page))
+	i := strings.Index(html, `data-plot="kv_cache"`)
+	if i < 0 {
+		t.Fatal("no server KV-cache plot in the run's report")
+	}
+	svg := html[i : i+strings.Index(html[i:], "</svg>")]
+	dRE := regexp.MustCompile(`d="(M[^"]*)" style="fill:none;stroke:#[0-9A-F]{6};stroke-width:1.4`)
+	ptRE := regexp.MustCompile(`[ML]([-0-9.]+),([-0-9.]+)`)
+	lines := 0
+	for _, m := range dRE.FindAllStringSubmatch(svg, -1) {
+		pts := ptRE.FindAllStringSubmatch(m[1], -1)
+		if len(pts) < 4 { // a legend swatch
+			continue
+		}
+		lines++
+		for j := 1; j < len(pts); j++ {
+			if pts[j][1] != pts[j-1][1] && pts[j][2] != pts[j-1][2] {
+				t.Errorf("a slanted segment %v → %v: interpolated between scrapes", pts[j-1][1:], pts[j][1:])
+				break
+			}
+		}
+	}
+	if lines != 2 {
+		t.Errorf("%d server lines in the KV-cache plot, want 2 (usage, idle)", lines)
+	}
+	// The steps are the scrapes' (not the bins'): the last scrape of each
+	// line is a dot.
+	if dots := strings.Count(svg, " 0 1 1 "); dots < 2 {
+		t.Errorf("%d dots for the last scrapes, want 2: the report did not get the scrapes", dots)
+	}
 }
