@@ -14,6 +14,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -144,7 +145,8 @@ func runGolden(t *testing.T, gc goldenCase) map[string][]byte {
 		args = append(args,
 			"--schedule-out", filepath.Join(dir, "schedule"+suffix+".csv"),
 			"--summary-json", sum,
-			"--results-jsonl", filepath.Join(dir, "records"+suffix+".jsonl"))
+			"--results-jsonl", filepath.Join(dir, "records"+suffix+".jsonl"),
+			"--results-csv", filepath.Join(dir, "records"+suffix+".csv"))
 		var stdout, stderr bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		code := dispatch(ctx, args, &stdout, &stderr)
@@ -157,6 +159,7 @@ func runGolden(t *testing.T, gc goldenCase) map[string][]byte {
 		out["schedule"+suffix+".csv"] = testenv.ReadFile(t, filepath.Join(dir, "schedule"+suffix+".csv"))
 		out["summary"+suffix+".json"] = normalizeSummary(t, testenv.ReadFile(t, sum), dir)
 		out["records"+suffix+".jsonl"] = normalizeRecords(t, testenv.ReadFile(t, filepath.Join(dir, "records"+suffix+".jsonl")))
+		out["records"+suffix+".csv"] = normalizeCSV(t, testenv.ReadFile(t, filepath.Join(dir, "records"+suffix+".csv")))
 	}
 	if gc.shards > 1 {
 		merged := filepath.Join(dir, "merged.json")
@@ -173,7 +176,7 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden files under te
 // the order in which the server saw requests: they are written as "~".
 var volatileKey = regexp.MustCompile(`_ms$|^duration$|throughput$|^concurrency$|^started_at$|^client_cpu|` +
 	`in_flight|^queued|_rate$|^end_s$|^observed_s$|^sent_s$|^latency_cdfs$|^merge_state$|^server_metrics$|^server$|` +
-	`^itl_ms$|^command$`)
+	`^itl_ms$|^command$|^max_output_tokens_per_s$|^max_concurrent_requests$`)
 
 // transientKey matches the keys that are there or not depending on the
 // clock (a window where the client fell behind): they are left out, and
@@ -326,10 +329,40 @@ func normalizeRecords(t *testing.T, data []byte) []byte {
 	return b.Bytes()
 }
 
+// normalizeCSV blanks the per-request CSV's volatile cells (the non-empty
+// ones of the columns whose name volatileKey matches, and of the ITL
+// summary's) and sorts its rows by index (they are written as requests
+// finish), the header first.
+func normalizeCSV(t *testing.T, data []byte) []byte {
+	t.Helper()
+	rows, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+	if err != nil || len(rows) == 0 {
+		t.Fatalf("records CSV: %v", err)
+	}
+	header := rows[0]
+	for _, row := range rows[1:] {
+		for j, col := range header {
+			if row[j] != "" && (volatileKey.MatchString(col) || strings.HasPrefix(col, "itl_")) {
+				row[j] = "~"
+			}
+		}
+	}
+	body := rows[1:]
+	slices.SortStableFunc(body, func(a, b []string) int {
+		x, _ := strconv.ParseInt(a[0], 10, 64)
+		y, _ := strconv.ParseInt(b[0], 10, 64)
+		return int(x - y)
+	})
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	w.WriteAll(append([][]string{header}, body...))
+	return b.Bytes()
+}
+
 // tableVolatile matches the console table's lines whose value depends on
 // the clock, and tableValue the value in them.
 var (
-	tableVolatile = regexp.MustCompile(`\(ms\)|\(s\)|/s\)|^Concurrency|^Waited for`)
+	tableVolatile = regexp.MustCompile(`\(ms\)|\(s\)|/s\)|^Concurrency|^Peak concurrent|^Waited for|^Server `)
 	tableValue    = regexp.MustCompile(`-?[0-9][0-9.]*`)
 )
 

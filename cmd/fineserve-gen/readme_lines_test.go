@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
@@ -193,4 +197,61 @@ type matrixRecord struct {
 	ReasoningTokens int    `json:"reasoning_tokens"`
 	ToolCalls       int    `json:"tool_calls"`
 	Structured      string `json:"structured"`
+}
+
+// TestREADMEFineServeSection: this repository's README says how to run
+// FineServe's first command line against the built-in server; its block
+// holds that line unchanged, and the server started as the block says
+// serves it: every request completes. Only the port (a free one), the
+// dataset (a fixture) and the number of prompts change.
+func TestREADMEFineServeSection(t *testing.T) {
+	readme := string(testenv.ReadFile(t, "../../README.md"))
+	i := strings.Index(readme, "### FineServe's command lines")
+	if i < 0 {
+		t.Fatal("README: no section \"FineServe's command lines\"")
+	}
+	block := readme[i:]
+	block = block[strings.Index(block, "```sh\n")+len("```sh\n"):]
+	block = block[:strings.Index(block, "```")]
+	var mockLine, runLine string
+	for line := range strings.Lines(block) {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "bin/fineserve-gen mock-server "):
+			mockLine = strings.TrimSuffix(strings.TrimPrefix(line, "bin/fineserve-gen mock-server "), " &")
+		case strings.HasPrefix(line, "bin/fineserve-gen "):
+			runLine = strings.TrimPrefix(line, "bin/fineserve-gen ")
+		}
+	}
+	if runLine != fineServeREADMELines[0].line {
+		t.Fatalf("README's FineServe line\n%s\nis not FineServe's first line\n%s", runLine, fineServeREADMELines[0].line)
+	}
+	mockArgs := shellFields(t, mockLine)
+	for j := 0; j+1 < len(mockArgs); j++ {
+		if mockArgs[j] == "--port" {
+			mockArgs[j+1] = "0"
+		}
+	}
+	portFile := filepath.Join(t.TempDir(), "port")
+	mockArgs = append(mockArgs, "--port-file", portFile)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- mockServerCommand(ctx, mockArgs, io.Discard, io.Discard) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	var port int
+	waitFor(t, 10*time.Second, "the port file of the server started as the README says", func() bool {
+		b, err := os.ReadFile(portFile)
+		port, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && port > 0
+	})
+	args := substitute(t, shellFields(t, runLine), port, "testdata/sharegpt.json")
+	sumPath := filepath.Join(t.TempDir(), "summary.json")
+	mustRun(t, append(args, "--summary-json", sumPath, "--seed", "1", "--disable-tqdm", "--quiet")...)
+	s := testenv.ReadJSON[metrics.Summary](t, sumPath)
+	if s.Scheduled != 40 || s.Completed != s.Scheduled || s.Model != "/path/to/model" {
+		t.Errorf("scheduled %d completed %d model %q", s.Scheduled, s.Completed, s.Model)
+	}
 }

@@ -86,6 +86,7 @@ func runFlags(o *options.Options, prof *profiles) (fs *pflag.FlagSet, finish fun
 	fs.StringVar(&o.OutputFile, "output-file", o.OutputFile, "append the summary as one JSON line (FineServe; -: standard output)")
 	fs.StringVar(&o.SummaryJSON, "summary-json", o.SummaryJSON, "write the summary as JSON")
 	fs.StringVar(&o.ResultsJSONL, "results-jsonl", o.ResultsJSONL, "stream one JSON record per finished request")
+	fs.StringVar(&o.ResultsCSV, "results-csv", o.ResultsCSV, "write one CSV row per finished request (the record's fields; ITL as count, mean and max), with a header row")
 	fs.StringVar(&o.ScheduleOut, "schedule-out", o.ScheduleOut, "write the schedule as CSV (index,time_s,input_len,output_len,model,num_images,burst)")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "build (and with --schedule-out write) the schedule; send nothing")
 	fs.BoolVar(&o.DisableProgress, "disable-tqdm", o.DisableProgress, "no progress bar (live lines stay: --report-interval 0 stops them)")

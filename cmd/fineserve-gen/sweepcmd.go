@@ -227,6 +227,7 @@ func sweepSetup(fs *pflag.FlagSet, o *options.Options, sf *sweepFlags) (sweep.Co
 		}
 		so.SummaryJSON = stepPath(so.SummaryJSON, n)
 		so.ResultsJSONL = stepPath(so.ResultsJSONL, n)
+		so.ResultsCSV = stepPath(so.ResultsCSV, n)
 		so.ScheduleOut = stepPath(so.ScheduleOut, n)
 		return so
 	}

@@ -98,13 +98,13 @@ type Client struct {
 	// responses holds the answer options in the Responses API's forms
 	// (responses.go).
 	responses responsesAnswer
-	http    *http.Client
-	rewind  bool // set GetBody: net/http re-sends requests a server refused unprocessed
-	header  http.Header
-	extra   []byte // ",k:v,…" members of ExtraBody
-	omit    map[string]bool
-	buffers sync.Pool
-	decode  sync.Pool
+	http      *http.Client
+	rewind    bool // set GetBody: net/http re-sends requests a server refused unprocessed
+	header    http.Header
+	extra     []byte // ",k:v,…" members of ExtraBody
+	omit      map[string]bool
+	buffers   sync.Pool
+	decode    sync.Pool
 	// chatTwin sends Request.Chat requests of a completions client: the
 	// same configuration as an openai-chat client, sharing the transport.
 	chatTwin *Client

@@ -350,7 +350,8 @@ func (m *merger) merge() (*Result, error) {
 
 	s := &metrics.Summary{
 		Backend: first.s.Backend, Mode: first.s.Mode, Model: first.s.Model, Seed: first.s.Seed,
-		Command: first.s.Command, RequestRate: first.s.RequestRate, StartedAt: start.UTC().Format(time.RFC3339Nano),
+		Command: first.s.Command, RequestRate: first.s.RequestRate, Burstiness: first.s.Burstiness,
+		StartedAt: start.UTC().Format(time.RFC3339Nano),
 	}
 	mc, allMC := 0, true
 	for _, r := range m.rs {

@@ -48,6 +48,55 @@ type Collector struct {
 	PromptExact        int64
 	FirstSent, LastEnd time.Duration
 	seen               bool
+	// OutputPerSecond counts the output tokens of completed requests by
+	// the second of the run they arrived in (from its start; see
+	// addOutputTimes): the summary's max_output_tokens_per_s is its
+	// largest. It grows by one count a second of the run.
+	OutputPerSecond []int64
+}
+
+// maxOutputSeconds bounds OutputPerSecond: a token later than this many
+// seconds into the run counts in the last second kept (a year).
+const maxOutputSeconds = 366 * 24 * 3600
+
+// addOutputTimes counts a completed request's output tokens by the second
+// each arrived in: one at each chunk carrying text, those beyond the
+// chunks at the last chunk (or at the end, for an answer without chunks:
+// a non-streamed one), so the seconds' counts add up to the run's output
+// tokens.
+func (c *Collector) addOutputTimes(s *Sample) {
+	n := int64(s.OutputTokens)
+	if n <= 0 {
+		return
+	}
+	put := func(at time.Duration, k int64) {
+		i := int(min(max(at, 0)/time.Second, maxOutputSeconds))
+		if i >= len(c.OutputPerSecond) {
+			c.OutputPerSecond = append(c.OutputPerSecond, make([]int64, i+1-len(c.OutputPerSecond))...)
+		}
+		c.OutputPerSecond[i] += k
+	}
+	last := s.End
+	for _, t := range s.TokenTimes {
+		if n == 1 {
+			break
+		}
+		put(t, 1)
+		n--
+	}
+	if k := len(s.TokenTimes); k > 0 {
+		last = s.TokenTimes[k-1]
+	}
+	put(last, n)
+}
+
+// MaxOutputPerSecond is the most output tokens counted in one second.
+func (c *Collector) MaxOutputPerSecond() int64 {
+	var m int64
+	for _, v := range c.OutputPerSecond {
+		m = max(m, v)
+	}
+	return m
 }
 
 // NewCollector returns an empty Collector.
@@ -99,6 +148,7 @@ func (c *Collector) Add(s *Sample) {
 	c.Completed++
 	c.InputTokens += int64(s.InputLen)
 	c.OutputTokens += int64(s.OutputTokens)
+	c.addOutputTimes(s)
 	c.Images += int64(s.Images)
 	if s.Generation {
 		c.GeneratedImages += int64(s.Generated)
@@ -177,6 +227,12 @@ func (c *Collector) Merge(o *Collector) {
 	c.PromptErrSum += o.PromptErrSum
 	c.PromptErrMax = max(c.PromptErrMax, o.PromptErrMax)
 	c.PromptExact += o.PromptExact
+	if n := len(o.OutputPerSecond); n > len(c.OutputPerSecond) {
+		c.OutputPerSecond = append(c.OutputPerSecond, make([]int64, n-len(c.OutputPerSecond))...)
+	}
+	for i, v := range o.OutputPerSecond {
+		c.OutputPerSecond[i] += v
+	}
 	if o.seen {
 		if !c.seen || o.FirstSent < c.FirstSent {
 			c.FirstSent = o.FirstSent

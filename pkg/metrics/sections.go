@@ -8,7 +8,7 @@ import (
 )
 
 // The summary's section keys: what follows the distributions in a summary,
-// in this (sorted) order. Each is a typed field of Summary; sectionFields
+// in this (sorted) order, but for merge_state, which comes last. Each is a typed field of Summary; sectionFields
 // maps one to the other.
 const (
 	KeyClientCPU          = "client_cpu_mean"            // CPU over the run, share of GOMAXPROCS cores
@@ -157,8 +157,8 @@ func good(f func(*GoodputSummary) any) func(*Summary) (any, bool) {
 	}
 }
 
-// sectionFields lists the sections in key order: the order they are
-// written in.
+// sectionFields lists the sections in key order, the order they are
+// written in, but for merge_state, written last.
 var sectionFields = []section{
 	{KeyClientCPU, func(s *Summary) (any, bool) { return s.ClientCPU, s.ClientCPU != nil },
 		func(s *Summary) any { return &s.ClientCPU }},
@@ -186,8 +186,6 @@ var sectionFields = []section{
 		func(s *Summary) any { return &s.LengthMix }},
 	{KeyMergeNotes, func(s *Summary) (any, bool) { return s.MergeNotes, len(s.MergeNotes) > 0 },
 		func(s *Summary) any { return &s.MergeNotes }},
-	{KeyMergeState, func(s *Summary) (any, bool) { return s.MergeState, s.MergeState != nil },
-		func(s *Summary) any { return &s.MergeState }},
 	{KeyMergeWarnings, func(s *Summary) (any, bool) { return s.MergeWarnings, len(s.MergeWarnings) > 0 },
 		func(s *Summary) any { return &s.MergeWarnings }},
 	{KeyMergedFrom, func(s *Summary) (any, bool) { return s.MergedFrom, len(s.MergedFrom) > 0 },
@@ -222,6 +220,10 @@ var sectionFields = []section{
 		func(s *Summary) any { return &s.WindowSeconds }},
 	{KeyWindows, func(s *Summary) (any, bool) { return s.Windows, s.WindowSeconds > 0 || s.Windows != nil },
 		func(s *Summary) any { return &s.Windows }},
+	// The merge state goes last, out of a reader's way: it is for merge,
+	// not for reading (most of the file's bytes).
+	{KeyMergeState, func(s *Summary) (any, bool) { return s.MergeState, s.MergeState != nil },
+		func(s *Summary) any { return &s.MergeState }},
 }
 
 // Breakdown returns the summary's breakdown under key (KeyPerKind,

@@ -10,6 +10,8 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -172,6 +174,47 @@ type CollectorState struct {
 	Seen                  bool             `json:"seen"`
 	FirstSentNS           int64            `json:"first_sent_ns"`
 	LastEndNS             int64            `json:"last_end_ns"`
+	// OutputPerSecond is the output tokens counted in each second of the
+	// run (Collector.OutputPerSecond), as decimal counts joined by commas
+	// (one short string, not an array of thousands of lines), trailing
+	// zeros left out; absent when none.
+	OutputPerSecond string `json:"output_tokens_per_s,omitempty"`
+}
+
+// joinCounts writes counts as decimals joined by commas, without the
+// trailing zeros.
+func joinCounts(v []int64) string {
+	for len(v) > 0 && v[len(v)-1] == 0 {
+		v = v[:len(v)-1]
+	}
+	var b []byte
+	for i, x := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, x, 10)
+	}
+	return string(b)
+}
+
+// splitCounts reads what joinCounts wrote: at most maxOutputSeconds+1
+// counts, none negative.
+func splitCounts(s string) ([]int64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if n := strings.Count(s, ",") + 1; n > maxOutputSeconds+1 {
+		return nil, fmt.Errorf("%d counts, more than %d", n, maxOutputSeconds+1)
+	}
+	var out []int64
+	for f := range strings.SplitSeq(s, ",") {
+		x, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || x < 0 {
+			return nil, fmt.Errorf("count %q: want an integer ≥ 0", f)
+		}
+		out = append(out, x)
+	}
+	return out, nil
 }
 
 // namedHist is a distribution with its key in a state's hists.
@@ -236,6 +279,7 @@ func (c *Collector) State() (CollectorState, error) {
 		PromptCounted: c.PromptCounted, PromptErrSum: c.PromptErrSum, PromptErrMax: c.PromptErrMax, PromptExact: c.PromptExact,
 		Seen: c.seen, FirstSentNS: int64(c.FirstSent), LastEndNS: int64(c.LastEnd),
 		Cancelled: c.Cancelled, CancelledFirstToken: c.CancelledFirstToken, CancelledOutputTokens: c.CancelledOutputTokens,
+		OutputPerSecond: joinCounts(c.OutputPerSecond),
 	}
 	if len(c.ErrorsByClass) > 0 {
 		s.ErrorsByClass = make(map[string]int64, len(c.ErrorsByClass))
@@ -266,6 +310,11 @@ func CollectorFromState(s CollectorState) (*Collector, error) {
 		}
 		c.ErrorsByClass[k] = v
 	}
+	perSecond, err := splitCounts(s.OutputPerSecond)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("output_tokens_per_s: %w", err))
+	}
+	c.OutputPerSecond = perSecond
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

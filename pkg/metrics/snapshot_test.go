@@ -121,3 +121,34 @@ func wantErrs(t *testing.T, what string, err error, want ...string) {
 		}
 	}
 }
+
+// TestTimelineKeepsScrapes: the timeline keeps the server's scrapes in
+// order, all of them up to maxScrapes, then every other (evenly thinned),
+// never more than maxScrapes.
+func TestTimelineKeepsScrapes(t *testing.T) {
+	tl := NewTimeline(time.Second, 16)
+	for i := range 3 {
+		tl.AddServer(time.Duration(i)*time.Second, ServerSample{Running: float64(i)})
+	}
+	if got := tl.Scrapes(); len(got) != 3 || got[2].At != 2 || got[2].Running != 2 {
+		t.Fatalf("scrapes %+v", got)
+	}
+	tl = NewTimeline(time.Second, 16)
+	const n = 5*maxScrapes + 3
+	for i := range n {
+		tl.AddServer(time.Duration(i)*time.Second, ServerSample{Running: float64(i)})
+	}
+	got := tl.Scrapes()
+	if len(got) > maxScrapes || len(got) < maxScrapes/2 {
+		t.Fatalf("%d scrapes kept of %d", len(got), n)
+	}
+	step := got[1].At - got[0].At
+	for i := 1; i < len(got); i++ {
+		if got[i].At-got[i-1].At != step || got[i].Running != got[i].At {
+			t.Fatalf("scrape %d at %v after %v: not evenly thinned", i, got[i].At, got[i-1].At)
+		}
+	}
+	if got[0].At != 0 || got[len(got)-1].At < n-1-step {
+		t.Errorf("kept %v … %v of 0 … %d", got[0].At, got[len(got)-1].At, n-1)
+	}
+}

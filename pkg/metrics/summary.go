@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
@@ -21,10 +22,14 @@ type Summary struct {
 	Mode           string `json:"mode"`
 	RequestRate    Rate   `json:"request_rate"`
 	MaxConcurrency *int   `json:"max_concurrency"`
-	Model          string `json:"model,omitempty"`
-	Seed           uint64 `json:"seed"`
-	Command        string `json:"command,omitempty"`
-	StartedAt      string `json:"started_at,omitempty"`
+	// Burstiness is --burstiness of a Poisson-mode run (1: Poisson; the
+	// gaps' Gamma shape), as vLLM's result writes it; null in the other
+	// modes, whose gaps come from a trace or a Gamma file.
+	Burstiness *float64 `json:"burstiness"`
+	Model      string   `json:"model,omitempty"`
+	Seed       uint64   `json:"seed"`
+	Command    string   `json:"command,omitempty"`
+	StartedAt  string   `json:"started_at,omitempty"`
 
 	// FineServe's results.
 	Duration  float64 `json:"duration"`
@@ -45,6 +50,12 @@ type Summary struct {
 	OutputThroughput      float64 `json:"output_throughput"`
 	TotalThroughput       float64 `json:"total_throughput"`
 	Concurrency           float64 `json:"concurrency"`
+	// MaxOutputTokensPerS is vLLM's peak output token throughput: the most
+	// output tokens of completed requests in one 1-second bucket, counted
+	// from the run's start, each token at the time of the chunk that
+	// carried it (a request's tokens beyond its chunks at its last chunk,
+	// all of a non-streamed answer's at its end). Exact across a merge.
+	MaxOutputTokensPerS float64 `json:"max_output_tokens_per_s"`
 
 	// Schedule keeping.
 	Scheduled     int64            `json:"scheduled"`
@@ -248,6 +259,42 @@ func (f distField) key(stat distStat) string {
 	return f.name + "_" + stat.suffix + "_ms"
 }
 
+// vllmAliases are the names vLLM's serving benchmark (vllm bench serve)
+// gives figures the summary holds under FineServe's or its own names:
+// num_prompts (scheduled), total_token_throughput (total_throughput),
+// max_concurrent_requests (max_in_flight) and
+// {mean,median,std,p90,p95,p99}_e2el_ms ({…}_e2e_latency_ms, null when
+// there is no sample). They are written too, after the summary's own
+// fields and before the distributions, so a script written for either tool
+// reads the file; each equals the value under the other name. Reading
+// takes one only when the summary's own key is absent (a file vLLM
+// wrote). This table is the one definition behind writing and reading.
+func (s *Summary) vllmAliases() []vllmAlias {
+	a := []vllmAlias{
+		{"num_prompts", "scheduled", &s.Scheduled, nil, nil},
+		{"total_token_throughput", "total_throughput", nil, &s.TotalThroughput, nil},
+		{"max_concurrent_requests", "max_in_flight", &s.MaxInFlight, nil, nil},
+	}
+	e2e := distFields[0] // e2e_latency
+	for _, st := range s.E2E.stats() {
+		switch st.prefix {
+		case "mean", "median", "std", "p90", "p95", "p99":
+			a = append(a, vllmAlias{st.prefix + "_e2el_ms", e2e.key(st), nil, st.v, &s.E2E})
+		}
+	}
+	return a
+}
+
+// vllmAlias is one vLLM name: the summary's own key for the figure, the
+// figure (a count or a float), and the distribution it is a figure of
+// (nil: none).
+type vllmAlias struct {
+	theirs, ours string
+	count        *int64
+	value        *float64
+	of           *Dist
+}
+
 // MarshalJSON writes the summary as one flat JSON object.
 func (s Summary) MarshalJSON() ([]byte, error) {
 	type plain Summary
@@ -257,6 +304,21 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	buf.Write(b[:len(b)-1])
+	for _, a := range s.vllmAliases() {
+		fmt.Fprintf(&buf, ",%q:", a.theirs)
+		switch {
+		case a.count != nil:
+			buf.WriteString(strconv.FormatInt(*a.count, 10))
+		case a.of != nil && a.of.Empty():
+			buf.WriteString("null") // no sample: null, not 0
+		default:
+			v, err := json.Marshal(finite(*a.value))
+			if err != nil {
+				return nil, err
+			}
+			buf.Write(v)
+		}
+	}
 	for _, f := range distFields {
 		if s.NoTokenMetrics() && f.tokens {
 			continue // absent, not zero: image generations have no tokens
@@ -330,6 +392,21 @@ func (s *Summary) UnmarshalJSON(b []byte) error {
 	if ans != (AnswersSummary{}) {
 		s.Answers = &ans
 	}
+	for _, a := range s.vllmAliases() {
+		raw, ok := all[a.theirs]
+		if _, own := all[a.ours]; own || !ok || string(raw) == "null" {
+			continue
+		}
+		var err error
+		if a.count != nil {
+			err = json.Unmarshal(raw, a.count)
+		} else {
+			err = json.Unmarshal(raw, a.value)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", a.theirs, err)
+		}
+	}
 	return s.readSections(all)
 }
 
@@ -367,6 +444,7 @@ func (c *Collector) Summarize(s *Summary, dur time.Duration) {
 	s.InputThroughput = per(float64(c.InputTokens))
 	s.OutputThroughput = per(float64(c.OutputTokens))
 	s.TotalThroughput = per(float64(c.InputTokens + c.OutputTokens))
+	s.MaxOutputTokensPerS = float64(c.MaxOutputPerSecond())
 	s.TTFT, s.TPOT, s.ITL, s.E2E = c.TTFT.Dist(), c.TPOT.Dist(), c.ITL.Dist(), c.E2E.Dist()
 	s.SendLag, s.TTFTFromScheduled, s.E2EFromScheduled = c.Lag.Dist(), c.TTFTSched.Dist(), c.E2ESched.Dist()
 	s.TTFTPer1kPrompt = c.TTFTPer1k.Dist()

@@ -18,6 +18,23 @@ type Timeline struct {
 	width   time.Duration
 	maxBins int
 	bins    []timelineBin
+	// scrapes are the server's samples as taken (at most maxScrapes; past
+	// that every other is dropped and only every stride-th is kept), for
+	// plots that hold each until the next, as the summary's figures do.
+	scrapes     []ServerScrape
+	stride      int
+	samplesSeen int64
+}
+
+// maxScrapes bounds the scrapes a Timeline keeps: a day of scrapes every
+// 2 s keeps one every 64 s.
+const maxScrapes = 2048
+
+// ServerScrape is one scrape of the server's gauges at At seconds from
+// the run's start; NaN marks a gauge the server did not report.
+type ServerScrape struct {
+	At float64
+	ServerSample
 }
 
 type timelineBin struct {
@@ -151,8 +168,25 @@ type ServerSample struct {
 	Running, Waiting, KVCache float64
 }
 
-// AddServer places a scrape taken at offset at.
+// AddServer places a scrape taken at offset at (scrapes come in time
+// order).
 func (t *Timeline) AddServer(at time.Duration, s ServerSample) {
+	if t.stride == 0 {
+		t.stride = 1
+	}
+	if n := t.samplesSeen; n%int64(t.stride) == 0 {
+		if len(t.scrapes) == maxScrapes { // keep every other: twice the stride
+			for i := range maxScrapes / 2 {
+				t.scrapes[i] = t.scrapes[2*i]
+			}
+			t.scrapes = t.scrapes[:maxScrapes/2]
+			t.stride *= 2
+		}
+		if n%int64(t.stride) == 0 {
+			t.scrapes = append(t.scrapes, ServerScrape{At: at.Seconds(), ServerSample: s})
+		}
+	}
+	t.samplesSeen++
 	b := &t.bin(at).server
 	b.samples++
 	if !math.IsNaN(s.Running) {
@@ -170,6 +204,12 @@ func (t *Timeline) AddServer(at time.Duration, s ServerSample) {
 		b.hasKV++
 		b.kv += s.KVCache
 	}
+}
+
+// Scrapes returns the server's scrapes the timeline kept, in time order
+// (all of them up to maxScrapes, then evenly thinned).
+func (t *Timeline) Scrapes() []ServerScrape {
+	return append([]ServerScrape(nil), t.scrapes...)
 }
 
 // SeriesPoint is one point of a time series for plots. Rates are per

@@ -518,8 +518,9 @@ func (m *Monitor) Finish(sum *metrics.Summary) error {
 		m.timeline.Reduce(seriesPoints)
 		pts := m.timeline.Points()
 		width := m.timeline.Width()
+		scrapes := m.timeline.Scrapes()
 		m.mu.Unlock()
-		d := &report.Data{Summary: sum, Series: pts, SeriesNote: fmt.Sprintf("bins of %v", width), Source: "live run"}
+		d := &report.Data{Summary: sum, Series: pts, SeriesNote: fmt.Sprintf("bins of %v", width), Server: scrapes, Source: "live run"}
 		if err := report.WriteHTMLFile(path, d); err != nil {
 			return fmt.Errorf("--report-html %s: %w", path, err)
 		}

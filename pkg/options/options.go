@@ -145,6 +145,7 @@ type Options struct {
 	OutputFile      string // FineServe: summary appended as one JSON line
 	SummaryJSON     string
 	ResultsJSONL    string
+	ResultsCSV      string // the records as a CSV table (report.AppendRecordCSV)
 	ScheduleOut     string
 	DryRun          bool
 	DisableProgress bool

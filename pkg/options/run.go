@@ -153,14 +153,15 @@ func (o *Options) runConfig(seed uint64, wl *workload.Workload, stdio runner.IO,
 		WarmupRequests: o.WarmupRequests,
 		MaxConcurrency: o.MaxConcurrency, ConcurrencyRamp: o.MaxConcurrencyRamp,
 		MaxSessions: o.MaxSessions, ContinueOnError: o.ContinueOnError, TokenLimit: limit,
-		Turns: runner.TurnOptions{KeepReasoning: o.Answer.KeepReasoning, ToolResultLen: o.Answer.ToolResultLen, Chain: o.ResponsesChain},
+		Turns:        runner.TurnOptions{KeepReasoning: o.Answer.KeepReasoning, ToolResultLen: o.Answer.ToolResultLen, Chain: o.ResponsesChain},
 		StartAt:      o.StartAt,
 		DrainTimeout: o.DrainTimeout,
 		SLO:          o.Observe.Goodput,
 		Monitor:      o.MonitorConfig(wl.Stats, stdio, log),
 		Endpoints:    o.shownURLs(),
 		ResultsJSONL: o.ResultsJSONL, SummaryJSON: o.SummaryJSON, OutputFile: o.OutputFile,
-		Quiet: o.Quiet,
+		ResultsCSV: o.ResultsCSV,
+		Quiet:      o.Quiet,
 	}, nil
 }
 
@@ -172,6 +173,10 @@ func (o *Options) summary(seed uint64, wl *workload.Workload) metrics.Summary {
 	sum := metrics.Summary{Backend: o.Backend, Mode: o.Mode, Model: o.Model, Seed: seed, Command: o.Command}
 	if workload.Rated(o.Mode) && wl.Profile == nil {
 		sum.RequestRate = metrics.Rate(o.RequestRate)
+	}
+	if o.Mode == "poisson" {
+		b := o.Burstiness
+		sum.Burstiness = &b
 	}
 	sum.TargetRate, sum.LengthMix, sum.SharedPrefix = wl.TargetRate, wl.LengthMix, wl.SharedPrefixInfo
 	if o.MaxConcurrency > 0 {

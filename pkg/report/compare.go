@@ -6,6 +6,8 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot/plotter"
@@ -88,7 +90,28 @@ func compareRows(runs []*Data) ([]compareRow, []extras, error) {
 		}
 		rows = append(rows, row)
 	}
+	rows = append(rows, saturationRow(runs))
 	return rows, xs, nil
+}
+
+// saturationRow says for each run whether the client fell behind its
+// schedule (the self-check), "–" when its summary does not say.
+func saturationRow(runs []*Data) compareRow {
+	row := compareRow{Label: "Client saturated"}
+	for i, d := range runs {
+		v := "–"
+		if c := d.Summary.Saturation; c != nil {
+			v = "no"
+			if c.Saturated {
+				v = "yes"
+			}
+		}
+		row.Values = append(row.Values, v)
+		if i > 0 {
+			row.Deltas = append(row.Deltas, delta{Text: "–"})
+		}
+	}
+	return row
 }
 
 // diff is f − base, absolute and relative, classed by which way is better.
@@ -158,11 +181,13 @@ func clip(s string, n int) string {
 
 // comparePage is the comparison template's data.
 type comparePage struct {
-	Runs  []compareRun
-	Rows  []compareRow
-	Rates plotView
-	Plots []plotView
-	Notes []string
+	Runs []compareRun
+	// Saturated are the runs whose client fell behind its schedule.
+	Saturated []compareRun
+	Rows      []compareRow
+	Rates     plotView
+	Plots     []plotView
+	Notes     []string
 }
 
 type compareRun struct {
@@ -172,6 +197,10 @@ type compareRun struct {
 	Started               string
 	// The run's rates, as text for the rates table.
 	RateSet, Offered, Achieved, Goodput, OutputTok string
+	// Saturated: the client fell behind its schedule (SatReason says
+	// where and why).
+	Saturated bool
+	SatReason string
 }
 
 // runRates are a run's request rates for the comparison's bar chart: NaN
@@ -266,6 +295,11 @@ func WriteCompareHTML(w io.Writer, runs []*Data) error {
 		pg.Runs = append(pg.Runs, compareRun{N: i + 1, Label: d.label(i), Command: s.Command, Model: s.Model, Seed: s.Seed, Started: s.StartedAt,
 			RateSet: rateText(s.RequestRate), Offered: rateCell(r.offered, "req/s"), Achieved: rateCell(r.achieved, "req/s"),
 			Goodput: rateCell(r.goodput, "req/s"), OutputTok: rateCell(s.OutputThroughput, "tok/s")})
+		if c := s.Saturation; c != nil && c.Saturated {
+			run := &pg.Runs[len(pg.Runs)-1]
+			run.Saturated, run.SatReason = true, c.Reason
+			pg.Saturated = append(pg.Saturated, *run)
+		}
 	}
 	svg, err := plotRunRates(rates)
 	if err != nil {
@@ -286,7 +320,8 @@ func WriteCompareHTML(w io.Writer, runs []*Data) error {
 			}
 			series = append(series, cdfSeries{Label: fmt.Sprintf("[%d] %s", i+1, d.label(i)), Points: pts, Coarse: coarse})
 		}
-		_, _, logX, _ := cdfRange(series)
+		clip, clipNote := outlierClip(series, runs, c.key)
+		_, _, logX, _ := cdfRange(series, clip)
 		for i, d := range runs {
 			pts, _ := cdfFor(d.Summary, &xs[i], c.key)
 			if n := zeroNote(c.key, pts, distCount(d.Summary, c.key), logX); n != "" {
@@ -297,11 +332,11 @@ func WriteCompareHTML(w io.Writer, runs []*Data) error {
 			pg.Plots = append(pg.Plots, plotView{Name: c.name, Title: c.title, Missing: "no run has these values"})
 			continue
 		}
-		svg, err := plotCDF(c.name, c.title, series)
+		svg, err := plotCDFClipped(c.name, c.title, series, clip)
 		if err != nil {
 			return err
 		}
-		pg.Plots = append(pg.Plots, plotView{Name: c.name, Title: c.title, SVG: svg})
+		pg.Plots = append(pg.Plots, plotView{Name: c.name, Title: c.title, SVG: svg, Note: clipNote})
 	}
 	// Achieved rate over time, each run on its own time axis from its start.
 	var ts []timeSeries
@@ -330,13 +365,14 @@ func WriteCompareHTML(w io.Writer, runs []*Data) error {
 	return compareTemplate.Execute(w, &pg)
 }
 
-var compareTemplate = template.Must(template.New("compare").Parse(pageHead + `<title>fineserve-gen comparison</title>
-<style>` + styleSheet + `.better{color:#1e8449}.worse{color:#c0392b}td.run{text-align:left;overflow-wrap:anywhere;min-width:12em}</style>
+var compareTemplate = template.Must(template.New("compare").Funcs(funcs).Parse(pageHead + `<title>fineserve-gen comparison</title>
+<style>` + styleSheet + `.better{color:#1e8449}.worse{color:#c0392b}td.run{text-align:left;overflow-wrap:anywhere;min-width:12em}td.cmdline{text-align:left;font-family:monospace;white-space:pre-wrap}</style>
 </head>
 <body>
 <h1>fineserve-gen comparison</h1>
-<table id="runs"><tr><th>Run</th><th>Model</th><th>Seed</th><th>Started</th><th>Command</th></tr>
-{{range .Runs}}<tr><td class="run">[{{.N}}] {{.Label}}</td><td>{{.Model}}</td><td>{{.Seed}}</td><td>{{.Started}}</td><td class="msg">{{.Command}}</td></tr>
+{{range .Saturated}}<p class="warn client-saturated"><span class="sat">[{{.N}}] {{.Label}}: the client fell behind its schedule</span>{{with .SatReason}} ({{.}}){{end}}. Its latencies there include the client's own delay; do not compare them as the server's.</p>
+{{end}}<table id="runs"><tr><th>Run</th><th>Model</th><th>Seed</th><th>Started</th><th>Client</th><th>Command</th></tr>
+{{range .Runs}}<tr><td class="run">[{{.N}}] {{.Label}}</td><td>{{.Model}}</td><td>{{.Seed}}</td><td>{{.Started}}</td><td>{{if .Saturated}}<span class="sat">saturated</span>{{else}}ok{{end}}</td><td class="cmdline">{{range $i, $a := args .Command}}{{if $i}} {{end}}<span class="arg">{{$a}}</span>{{end}}</td></tr>
 {{end}}</table>
 <h2>Rates</h2>
 <table id="rates"><tr><th>Run</th><th>Request rate set</th><th>Offered</th><th>Achieved</th><th>Goodput</th><th>Output tokens</th></tr>
@@ -351,9 +387,86 @@ var compareTemplate = template.Must(template.New("compare").Parse(pageHead + `<t
 {{end}}</table>
 <h2>Distributions and rate</h2>
 <div class="grid">
-{{range .Plots}}<figure id="plot-{{.Name}}">{{if .SVG}}{{.SVG}}{{else}}<figcaption>{{.Title}}</figcaption><p class="missing">{{.Missing}}</p>{{end}}</figure>
+{{range .Plots}}<figure id="plot-{{.Name}}">{{if .SVG}}{{.SVG}}{{with .Note}}<figcaption class="plot-note">{{.}}</figcaption>{{end}}{{else}}<figcaption>{{.Title}}</figcaption><p class="missing">{{.Missing}}</p>{{end}}</figure>
 {{end}}</div>
 {{if .Notes}}<h2>Not available</h2><ul class="notes">{{range .Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 </body>
 </html>
 `))
+
+// clipFactor is how far beyond the p99.9 of the runs' values together the
+// largest value must lie for a comparison's CDF to be clipped there: one
+// outlier would otherwise squeeze every curve into the axis' first part.
+const clipFactor = 1.5
+
+// outlierClip returns where to clip a comparison CDF's value axis — the
+// p99.9 of the runs' values together (each run weighted by its number of
+// values when the summary says it) — when the largest value lies more than
+// clipFactor beyond it, with the note that says so; else +Inf and "".
+func outlierClip(series []cdfSeries, runs []*Data, key string) (float64, string) {
+	var xs []float64
+	top, topRun := math.Inf(-1), ""
+	for _, s := range series {
+		for _, pt := range s.Points {
+			if v := pt[0]; !math.IsNaN(v) && !math.IsInf(v, 0) {
+				xs = append(xs, v)
+				if v > top {
+					top, topRun = v, s.Label
+				}
+			}
+		}
+	}
+	if len(xs) == 0 {
+		return math.Inf(1), ""
+	}
+	weights := make([]float64, len(series))
+	for i, s := range series {
+		weights[i] = 1
+		for j, d := range runs { // series are labelled "[N] label"
+			if strings.HasPrefix(s.Label, fmt.Sprintf("[%d] ", j+1)) {
+				if n := distCount(d.Summary, key); n > 0 {
+					weights[i] = float64(n)
+				}
+			}
+		}
+	}
+	slices.Sort(xs)
+	p999 := top
+	for _, x := range xs { // the smallest value at which the union reaches 0.999
+		var got, all float64
+		for i, s := range series {
+			got += weights[i] * cdfAt(s.Points, x)
+			all += weights[i]
+		}
+		if got >= 0.999*all {
+			p999 = x
+			break
+		}
+	}
+	if !(p999 > 0) || top <= clipFactor*p999 {
+		return math.Inf(1), ""
+	}
+	return p999, fmt.Sprintf("The value axis ends at %s ms, the p99.9 of the runs' values together: the values above it "+
+		"(at most 0.1 %%, up to %s ms, in %s) are off the plot; the table has every run's maximum.", fmtSig(p999), fmtSig(top), topRun)
+}
+
+// cdfAt is the share of a CDF's values at most x: the largest quantile of
+// its points at or below x (0 below its first).
+func cdfAt(points [][2]float64, x float64) float64 {
+	q := 0.0
+	for _, pt := range points {
+		if pt[0] <= x {
+			q = math.Max(q, pt[1])
+		}
+	}
+	return q
+}
+
+// fmtSig writes v with three significant digits, or as a whole number
+// from 1,000.
+func fmtSig(v float64) string {
+	if math.Abs(v) >= 1000 {
+		return strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}

@@ -28,6 +28,11 @@ type Data struct {
 	Series []metrics.SeriesPoint
 	// SeriesNote says what Series is made of (e.g. "bins of 1s").
 	SeriesNote string
+	// Server are the server's scrapes (the live run's): its gauges are
+	// drawn as steps at the scrape times, each held until the next, as
+	// the summary's time-weighted figures hold them. Nil: the series'
+	// (or windows') server figures, held over each bin or window.
+	Server []metrics.ServerScrape
 	// Source says what the report was built from (a file name, "live run").
 	Source string
 	// Label names the run in comparisons (default: Source).
@@ -145,6 +150,10 @@ func figures(s *metrics.Summary, e *extras) []figure {
 			figure{"Total token throughput", s.TotalThroughput, "tok/s", higher, 1})
 	}
 	f = append(f, figure{"Concurrency", s.Concurrency, "", neither, 2})
+	if tokens {
+		f = append(f, figure{"Peak output token throughput (busiest second)", s.MaxOutputTokensPerS, "tok/s", higher, 0})
+	}
+	f = append(f, figure{"Peak concurrent requests", float64(s.MaxInFlight), "", neither, 0})
 	if tokens {
 		f = append(f, meanMedianP99("TTFT", s.TTFT)...)
 		f = append(f, meanMedianP99("TPOT", s.TPOT)...)
@@ -296,7 +305,7 @@ func WriteHTML(w io.Writer, d *Data) error {
 		if err := add(&pg.Latency, c.name, c.title+": CDF", svg, err, ""); err != nil {
 			return err
 		}
-		_, _, logX, _ := cdfRange([]cdfSeries{{Points: series}})
+		_, _, logX, _ := cdfRange([]cdfSeries{{Points: series}}, math.Inf(1))
 		pg.Latency[len(pg.Latency)-1].Note = zeroNote(c.key, series, distCount(s, c.key), logX)
 	}
 
@@ -312,7 +321,7 @@ func WriteHTML(w io.Writer, d *Data) error {
 		}
 	}
 	pg.SeriesNote = from
-	if err := timePlots(&pg, pts, s.TargetRate, add); err != nil {
+	if err := timePlots(&pg, pts, d.Server, s.TargetRate, add); err != nil {
 		return err
 	}
 
@@ -343,7 +352,11 @@ func WriteHTML(w io.Writer, d *Data) error {
 	for i, l := range labels {
 		pg.Errors = append(pg.Errors, errorRow{Class: l, Count: int64(values[i])})
 	}
-	svg, err := plotBars(PlotErrors, "Failed requests by error class", "requests", labels, values)
+	none := "none failed"
+	if s.Completed > 0 {
+		none = fmt.Sprintf("none failed (%d completed)", s.Completed)
+	}
+	svg, err := plotBars(PlotErrors, "Failed requests by error class", "requests", labels, values, none)
 	if err := add(&pg.Requests, PlotErrors, "Failed requests by error class", svg, err, ""); err != nil {
 		return err
 	}
@@ -386,7 +399,7 @@ func targetSeries(t *metrics.TargetRate) *timeSeries {
 }
 
 // timePlots adds the plots over time.
-func timePlots(pg *page, pts []metrics.SeriesPoint, target *metrics.TargetRate, add func(*[]plotView, string, string, template.HTML, error, string) error) error {
+func timePlots(pg *page, pts []metrics.SeriesPoint, scrapes []metrics.ServerScrape, target *metrics.TargetRate, add func(*[]plotView, string, string, template.HTML, error, string) error) error {
 	const none = "no time series: the summary has no windows and no per-request records were given"
 	if len(pts) == 0 {
 		for _, n := range [][2]string{{PlotRate, "Offered and achieved request rate"}, {PlotLag, "Send lag"}, {PlotInFlight, "Requests in flight"}} {
@@ -422,36 +435,89 @@ func timePlots(pg *page, pts []metrics.SeriesPoint, target *metrics.TargetRate, 
 	svg, err = plotTime(PlotLag, "Send lag (send time − scheduled time)", "ms (log scale)", xs, []timeSeries{
 		{Label: "p50", Y: col(func(p *metrics.SeriesPoint) float64 { return p.LagP50 })},
 		{Label: "p99", Y: col(func(p *metrics.SeriesPoint) float64 { return p.LagP99 })},
-		{Label: "max", Y: col(func(p *metrics.SeriesPoint) float64 { return p.LagMax }), Dashed: true},
+		// max is often p99 (few sends a bin): a wide band under p99.
+		{Label: "max", Y: col(func(p *metrics.SeriesPoint) float64 { return p.LagMax }), Back: true},
 	}, yLog)
 	if err := add(&pg.Time, PlotLag, "Send lag", svg, err, ""); err != nil {
 		return err
 	}
 	flight := []timeSeries{{Label: "client: in flight", Y: col(func(p *metrics.SeriesPoint) float64 { return p.InFlight })}}
-	hasServer, hasKV := false, false
-	for _, p := range pts {
-		hasServer = hasServer || !math.IsNaN(p.ServerRunning)
-		hasKV = hasKV || !math.IsNaN(p.KVCache)
+	// The server's gauges as steps: at the scrape times when the scrapes
+	// are at hand, else held over each bin or window.
+	server := func(label string, fromScrape func(*metrics.ServerScrape) float64, fromPoint func(*metrics.SeriesPoint) float64, dashed bool) timeSeries {
+		ts := timeSeries{Label: label, Dashed: dashed, Steps: true}
+		if len(scrapes) > 0 {
+			ts.X, ts.Y = scrapeSteps(scrapes, fromScrape)
+			ts.EndMark = true // the last scrape is held for no time
+		} else {
+			ts.X, ts.Y = pointSteps(pts, fromPoint)
+		}
+		if ts.X == nil {
+			ts.X = []float64{} // no value: nothing drawn, not the common times
+		}
+		return ts
 	}
-	if hasServer {
-		flight = append(flight,
-			timeSeries{Label: "server: running", Y: col(func(p *metrics.SeriesPoint) float64 { return p.ServerRunning })},
-			timeSeries{Label: "server: waiting", Y: col(func(p *metrics.SeriesPoint) float64 { return p.ServerWaiting }), Dashed: true})
+	running := server("server: running", func(c *metrics.ServerScrape) float64 { return c.Running },
+		func(p *metrics.SeriesPoint) float64 { return p.ServerRunning }, false)
+	kv := server("KV-cache usage", func(c *metrics.ServerScrape) float64 { return c.KVCache },
+		func(p *metrics.SeriesPoint) float64 { return p.KVCache }, false)
+	if len(running.Y) > 0 {
+		flight = append(flight, running,
+			server("server: waiting", func(c *metrics.ServerScrape) float64 { return c.Waiting },
+				func(p *metrics.SeriesPoint) float64 { return p.ServerWaiting }, true))
 	}
 	svg, err = plotTime(PlotInFlight, "Requests in flight", "requests", xs, flight, yCount)
 	if err := add(&pg.Time, PlotInFlight, "Requests in flight", svg, err, ""); err != nil {
 		return err
 	}
-	if hasKV {
-		svg, err = plotTime(PlotKVCache, "Server KV-cache usage and idle share", "share (1 = 100 %)", xs, []timeSeries{
-			{Label: "KV-cache usage", Y: col(func(p *metrics.SeriesPoint) float64 { return p.KVCache })},
-			{Label: "idle (nothing running)", Y: col(func(p *metrics.SeriesPoint) float64 { return p.ServerIdle }), Dashed: true},
-		}, yLinear)
+	if len(kv.Y) > 0 {
+		idle := server("idle (nothing running)", func(c *metrics.ServerScrape) float64 {
+			switch {
+			case math.IsNaN(c.Running):
+				return math.NaN()
+			case c.Running == 0:
+				return 1
+			}
+			return 0
+		}, func(p *metrics.SeriesPoint) float64 { return p.ServerIdle }, true)
+		svg, err = plotTime(PlotKVCache, "Server KV-cache usage and idle share", "share (1 = 100 %)", xs, []timeSeries{kv, idle}, yLinear)
 		if err := add(&pg.Time, PlotKVCache, "Server KV-cache usage", svg, err, ""); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// scrapeSteps draws a gauge of the server's scrapes as steps: each value
+// held from its scrape to the next (as the summary's time-weighted means
+// and idle fraction hold it), the last one a point at its scrape (drawn as
+// a dot: timeSeries.EndMark). Scrapes without the gauge (NaN) are left
+// out.
+func scrapeSteps(scrapes []metrics.ServerScrape, get func(*metrics.ServerScrape) float64) (xs, ys []float64) {
+	for i := range scrapes {
+		v := get(&scrapes[i])
+		if math.IsNaN(v) {
+			continue
+		}
+		if n := len(ys); n > 0 {
+			xs, ys = append(xs, scrapes[i].At), append(ys, ys[n-1])
+		}
+		xs, ys = append(xs, scrapes[i].At), append(ys, v)
+	}
+	return xs, ys
+}
+
+// pointSteps draws a figure of bins or windows as steps: each value held
+// over its bin's span [Start, End]; bins without it (NaN) are left out.
+func pointSteps(pts []metrics.SeriesPoint, get func(*metrics.SeriesPoint) float64) (xs, ys []float64) {
+	for i := range pts {
+		v := get(&pts[i])
+		if math.IsNaN(v) {
+			continue
+		}
+		xs, ys = append(xs, pts[i].Start, pts[i].End), append(ys, v, v)
+	}
+	return xs, ys
 }
 
 // distCount is the number of values of a latency distribution, 0 when the
@@ -584,7 +650,33 @@ var funcs = template.FuncMap{
 		return fmtFloat(100*v, 0) + " %"
 	},
 	"join":  strings.Join,
+	"args":  cmdArgs,
 	"deref": func(p *float64) float64 { return *p },
+}
+
+// cmdArgs splits a command line into the pieces a page may wrap between:
+// the program with its subcommand, then each flag with its values (a
+// value that looks like a negative number stays with its flag). The
+// pieces joined by single spaces give the command back.
+func cmdArgs(cmd string) []string {
+	var out []string
+	from := 0
+	for i := 1; i+1 < len(cmd); i++ {
+		if cmd[i-1] != ' ' || cmd[i] != '-' {
+			continue
+		}
+		if c := cmd[i+1]; c >= '0' && c <= '9' || c == '.' || c == ' ' {
+			continue // a negative number, or a lone "-" (stdout): a value
+		}
+		if i-1 > from {
+			out = append(out, cmd[from:i-1])
+		}
+		from = i
+	}
+	if from < len(cmd) {
+		out = append(out, cmd[from:])
+	}
+	return out
 }
 
 // clockText formats seconds as mm:ss (h:mm:ss from an hour).
@@ -600,7 +692,8 @@ func clockText(secs float64) string {
 const styleSheet = `
 body{font-family:system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0 auto;max-width:1400px;padding:1em 2em;color:#222;background:#fff}
 h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
-.meta{color:#555}.cmd{background:#f5f5f5;padding:.6em;white-space:pre-wrap;word-break:break-all;font-size:.9em}
+.meta{color:#555}.cmd{background:#f5f5f5;padding:.6em;white-space:pre-wrap;font-size:.9em}
+.arg{display:inline-block;max-width:100%;white-space:pre-wrap;overflow-wrap:anywhere;word-break:normal}
 table{border-collapse:collapse;font-size:.9em}td,th{padding:.2em .7em;border-bottom:1px solid #eee;text-align:right}
 td:first-child,th:first-child{text-align:left}th{background:#fafafa}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:1em}
@@ -628,7 +721,7 @@ var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(pageH
 <body>
 <h1>{{.Title}}</h1>
 <p class="meta">{{if .S.Backend}}Backend <b>{{.S.Backend}}</b> · mode <b>{{.S.Mode}}</b> · request rate <b>{{.Rate}}</b> · max concurrency <b>{{.MaxConc}}</b> · seed <b id="seed">{{.S.Seed}}</b>{{else}}Run settings unknown: per-request records do not carry them (render the run's summary JSON for them){{end}}{{if .S.StartedAt}} · started {{.S.StartedAt}}{{end}}{{if .Source}} · from {{.Source}}{{end}}</p>
-{{if .S.Command}}<pre class="cmd" id="command">{{.S.Command}}</pre>{{end}}
+{{if .S.Command}}<pre class="cmd" id="command">{{range $i, $a := args .S.Command}}{{if $i}} {{end}}<span class="arg">{{$a}}</span>{{end}}</pre>{{end}}
 {{if .X.Saturated}}<p class="warn" id="client-saturated"><span class="sat">The client fell behind its schedule</span> in window(s) {{range $i, $w := .X.SatWindows}}{{if $i}}, {{end}}{{$w}}{{end}}: {{.X.SatReason}}. Latencies there include the client's own delay; do not read them as the server's.</p>{{end}}
 {{if .S.Interrupted}}<p class="warn">The run was interrupted: {{.S.NotSent}} scheduled request(s) were not sent.</p>{{end}}
 

@@ -389,6 +389,14 @@ func TestBrowserRendersComparison(t *testing.T) {
 	a, b := browserReport(t), browserReport(t)
 	a.Label = "baseline"
 	b.Label = "vllm-0.6.3-llama-3.1-8b-instruct-tp1-max-num-seqs-256-chunked-prefill-on-request-rate-20-2026-11-25.json"
+	// A long command, to wrap; a client that fell behind.
+	bs := *b.Summary
+	bs.Command = "fineserve-gen --backend vllm --base-url http://10.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct " +
+		"--mode replay --request-trace-csv /data/traces/Dense_30to100B.csv --time-scale 10 --max-concurrency 256 " +
+		"--goodput ttft:500 tpot:50 e2el:2000 --seed -1 --summary-json /results/run-2026-11-25/summary.json " +
+		"--results-jsonl /results/run-2026-11-25/results.jsonl --report-html /results/run-2026-11-25/report.html"
+	bs.Saturation = &metrics.Saturation{Saturated: true, Reason: "window 1: send lag p90 5.00 ms > 1.00 ms"}
+	b.Summary = &bs
 	path := filepath.Join(t.TempDir(), "compare.html")
 	var out strings.Builder
 	if err := WriteCompareHTML(&out, []*Data{a, b}); err != nil {
@@ -402,6 +410,22 @@ func TestBrowserRendersComparison(t *testing.T) {
 	checkPlots(t, c, PlotRunRates, PlotTTFT, PlotITL, PlotE2E, PlotTPOT, PlotRate)
 	if got := evalString(t, c, `document.getElementById("rates").innerText`); !strings.Contains(got, b.Label) {
 		t.Errorf("the rates table does not show %q whole: %q", b.Label, got)
+	}
+	// The long command wraps over lines, never inside a flag with its
+	// values: each piece lies on one line.
+	var pieces, lines int
+	if got := evalString(t, c, `(() => {
+		const args = [...document.querySelectorAll("#runs td.cmdline")].pop().querySelectorAll(".arg");
+		const tops = new Set([...args].map(a => Math.round(a.getBoundingClientRect().top)));
+		const split = [...args].filter(a => a.getClientRects().length != 1 || a.getBoundingClientRect().height > 1.6 * parseFloat(getComputedStyle(a).lineHeight || 16));
+		return args.length + " pieces on " + tops.size + " lines, split: " + split.map(a => a.textContent).join(" | ");
+	})()`); !strings.HasSuffix(got, "split: ") {
+		t.Errorf("the command's pieces: %s (want none split over lines)", got)
+	} else if fmt.Sscanf(got, "%d pieces on %d lines", &pieces, &lines); pieces != 13 || lines < 2 {
+		t.Errorf("the command's pieces: %s (want 13 on several lines)", got)
+	}
+	if got := evalString(t, c, `String([...document.querySelectorAll(".client-saturated")].map(e => e.offsetHeight > 0 && e.innerText).join(";"))`); !strings.Contains(got, "[2] "+b.Label+": the client fell behind its schedule") {
+		t.Errorf("the saturated run is not flagged visibly: %q", got)
 	}
 	for _, p := range c.problems(url) {
 		t.Error(p)

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"image/color"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -224,7 +225,13 @@ type cdfSeries struct {
 // has no 0: values of 0 are left off it, so a curve starts at the share of
 // its values that are 0 (zeroShare; the page says how many there were).
 func plotCDF(name, title string, series []cdfSeries) (template.HTML, error) {
-	lo, hi, logX, zeros := cdfRange(series)
+	return plotCDFClipped(name, title, series, math.Inf(1))
+}
+
+// plotCDFClipped is plotCDF with the value axis ending at clip (+Inf: at
+// the largest value); the curves run to its edge.
+func plotCDFClipped(name, title string, series []cdfSeries, clip float64) (template.HTML, error) {
+	lo, hi, logX, zeros := cdfRange(series, clip)
 	xLabel := "ms"
 	if logX {
 		xLabel = "ms (log scale)"
@@ -234,15 +241,18 @@ func plotCDF(name, title string, series []cdfSeries) (template.HTML, error) {
 	return drawCDF(name, title, series, lo, hi, logX, xLabel)
 }
 
-// cdfRange is the range of the CDFs' positive values, whether they go on a
-// log axis (they span more than a factor of 20), and whether any value is 0.
-func cdfRange(series []cdfSeries) (lo, hi float64, logX, zeros bool) {
+// cdfRange is the range of the CDFs' positive values up to clip, whether
+// they go on a log axis (they span more than a factor of 20), and whether
+// any value is 0.
+func cdfRange(series []cdfSeries, clip float64) (lo, hi float64, logX, zeros bool) {
 	lo, hi = math.Inf(1), math.Inf(-1)
 	for _, s := range series {
 		for _, pt := range s.Points {
 			v := pt[0]
 			switch {
 			case math.IsNaN(v) || math.IsInf(v, 0):
+			case v > clip:
+				hi = clip
 			case v <= 0:
 				zeros = true
 			default:
@@ -263,13 +273,6 @@ func drawCDF(name, title string, series []cdfSeries, lo, hi float64, logX bool, 
 	if logX {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-		p.X.Min, p.X.Max = lo, hi
-	} else {
-		pad := (hi - lo) * 0.05
-		if pad == 0 {
-			pad = math.Max(math.Abs(hi)*0.1, 1e-3)
-		}
-		p.X.Min, p.X.Max = math.Max(lo-pad, 0), hi+pad
 	}
 	for i, s := range series {
 		pts := make(plotter.XYs, 0, len(s.Points))
@@ -284,6 +287,9 @@ func drawCDF(name, title string, series []cdfSeries, lo, hi float64, logX bool, 
 			return "", err
 		}
 		if s.Coarse && len(pts) > 0 {
+			pts = slices.DeleteFunc(slices.Clone(pts), func(p plotter.XY) bool { return p.X > hi }) // marks stay inside the axes
+		}
+		if s.Coarse && len(pts) > 0 {
 			sc, err := plotter.NewScatter(pts)
 			if err != nil {
 				return "", err
@@ -291,6 +297,17 @@ func drawCDF(name, title string, series []cdfSeries, lo, hi float64, logX bool, 
 			sc.Color = palette[i%len(palette)]
 			p.Add(sc)
 		}
+	}
+	// The range last: adding a series widens it to the series' values,
+	// and a clipped axis must stay clipped.
+	if logX {
+		p.X.Min, p.X.Max = lo, hi
+	} else {
+		pad := (hi - lo) * 0.05
+		if pad == 0 {
+			pad = math.Max(math.Abs(hi)*0.1, 1e-3)
+		}
+		p.X.Min, p.X.Max = math.Max(lo-pad, 0), hi+pad
 	}
 	return svgOf(p, name)
 }
@@ -369,6 +386,15 @@ type timeSeries struct {
 	X      []float64 // nil: the plot's common times
 	Y      []float64
 	Dashed bool
+	// Back draws the series first, wide and pale, under the others: a
+	// series that often equals another (max and p99 of a few values)
+	// then shows as a band around it instead of hiding it.
+	Back bool
+	// Steps marks a series whose points already draw steps (X and Y
+	// as a polyline): its corners are not marked. With EndMark its last
+	// point is a dot, not joined to the line: a value held for no time
+	// (the last scrape of a run).
+	Steps, EndMark bool
 }
 
 // logFloor is the smallest value a logarithmic time plot shows (1 µs when
@@ -398,7 +424,18 @@ func plotTime(name, title, yLabel string, xs []float64, series []timeSeries, axi
 		p.Y.Tick.Marker = intTicks{}
 	}
 	yMin, yMax := math.Inf(1), math.Inf(-1)
-	for i, s := range series {
+	// Draw the Back series first; the legend keeps the series' order.
+	order := make([]int, 0, len(series))
+	for _, back := range []bool{true, false} {
+		for i, s := range series {
+			if s.Back == back {
+				order = append(order, i)
+			}
+		}
+	}
+	keys := make([]*legendKey, len(series))
+	for _, i := range order {
+		s := series[i]
 		sx := xs
 		if s.X != nil {
 			sx = s.X
@@ -418,10 +455,25 @@ func plotTime(name, title, yLabel string, xs []float64, series []timeSeries, axi
 			pts = append(pts, plotter.XY{X: x / div, Y: y})
 			yMin, yMax = math.Min(yMin, y), math.Max(yMax, y)
 		}
-		if err := line(p, pts, s.Label, i, s.Dashed); err != nil {
+		nKeys := len(p.keys)
+		if s.EndMark && len(pts) > 1 {
+			if err := marks(p, pts[len(pts)-1:], i, vg.Points(2.2)); err != nil {
+				return "", err
+			}
+			pts = pts[:len(pts)-1]
+		}
+		if s.Back {
+			if err := backLine(p, pts, s.Label, i); err != nil {
+				return "", err
+			}
+		} else if err := line(p, pts, s.Label, i, s.Dashed); err != nil {
 			return "", err
 		}
-		if len(pts) < 30 { // few points: mark each
+		if len(p.keys) > nKeys {
+			k := p.keys[nKeys]
+			keys[i] = &k
+		}
+		if len(pts) < 30 && !s.Back && !s.Steps { // few points: mark each
 			if err := marks(p, pts, i, vg.Points(1.8)); err != nil {
 				return "", err
 			}
@@ -447,7 +499,34 @@ func plotTime(name, title, yLabel string, xs []float64, series []timeSeries, axi
 	}
 	p.Y.Min, p.Y.Max = yMin, yMax
 	p.X.Min, p.X.Max = 0, math.Max(span/div, 1e-9)
+	var inOrder []legendKey
+	for _, k := range keys {
+		if k != nil {
+			inOrder = append(inOrder, *k)
+		}
+	}
+	p.keys = inOrder
 	return svgOf(p, name)
+}
+
+// backLine adds a wide, pale line in palette colour i: a series drawn
+// under the others (timeSeries.Back).
+func backLine(p *chart, pts plotter.XYs, label string, i int) error {
+	if len(pts) == 0 {
+		return nil
+	}
+	l, err := plotter.NewLine(pts)
+	if err != nil {
+		return err
+	}
+	c := palette[i%len(palette)]
+	l.Color = color.NRGBA{R: c.R, G: c.G, B: c.B, A: 100} // not premultiplied: a pale shade
+	l.Width = vg.Points(5)
+	p.Add(l)
+	if label != "" {
+		p.addKey(label, l)
+	}
+	return nil
 }
 
 // plotHistogram draws a length distribution from pre-computed bins. Both
@@ -497,12 +576,14 @@ func unitBins(edges []float64) bool {
 	return len(edges) > 1
 }
 
-// plotBars draws one bar per label (errors by class).
-func plotBars(name, title, yLabel string, labels []string, values []float64) (template.HTML, error) {
-	p := newPlot(title, "", yLabel)
-	if len(values) == 0 {
-		labels, values = []string{"none"}, []float64{0}
+// plotBars draws one bar per label (errors by class); with no value above
+// 0 there is nothing to draw, and the plot says none instead: a panel
+// with the title and that line, no axes.
+func plotBars(name, title, yLabel string, labels []string, values []float64, none string) (template.HTML, error) {
+	if !slices.ContainsFunc(values, func(v float64) bool { return v > 0 }) {
+		return textPanel(name, title, none), nil
 	}
+	p := newPlot(title, "", yLabel)
 	b, err := plotter.NewBarChart(plotter.Values(values), vg.Points(24))
 	if err != nil {
 		return "", err
@@ -518,4 +599,15 @@ func plotBars(name, title, yLabel string, labels []string, values []float64) (te
 	}
 	p.Y.Min, p.Y.Max = 0, math.Max(top*1.15, 1)
 	return svgOf(p, name)
+}
+
+// textPanel is an SVG in place of a plot with nothing to draw: its title
+// and one line saying why, in the plots' fonts (name and texts escaped).
+func textPanel(name, title, line string) template.HTML {
+	esc := template.HTMLEscapeString
+	w, h := plotWidth.Points(), 1.1*vg.Inch.Points()
+	return template.HTML(fmt.Sprintf(`<svg class="plot" data-plot=%q role="img" aria-label="%s: %s" xmlns="http://www.w3.org/2000/svg" width="%.0fpt" height="%.0fpt" viewBox="0 0 %.0f %.0f">`+
+		`<text x="%.0f" y="22" text-anchor="middle" font-family="Liberation Sans, Helvetica, Arial, sans-serif" font-size="11">%s</text>`+
+		`<text class="none" x="%.0f" y="%.0f" text-anchor="middle" font-family="Liberation Sans, Helvetica, Arial, sans-serif" font-size="13" fill="#2c7a2c">%s</text></svg>`,
+		name, esc(title), esc(line), w, h, w, h, w/2, esc(title), w/2, h/2+12, esc(line)))
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"image/color"
 	"math"
 	"regexp"
 	"strconv"
@@ -69,7 +70,7 @@ func yTickLabels(svg string) []string {
 // are fractional: where a default tick marker puts 0.5, 2.5 or 32.5.
 func countReport(t *testing.T) []byte {
 	t.Helper()
-	s := &metrics.Summary{Completed: 12, Duration: 10, Backend: "vllm"}
+	s := &metrics.Summary{Completed: 12, Failed: 3, ErrorsByClass: map[string]int64{"timeout": 3}, Duration: 10, Backend: "vllm"}
 	var ws []metrics.WindowStats
 	for i := range 10 {
 		ws = append(ws, metrics.WindowStats{Index: i, Start: float64(2 * i), End: float64(2*i + 2), OfferedRate: 0.6, AchievedRate: 0.6,
@@ -262,5 +263,145 @@ func TestZeroITLGapsNoted(t *testing.T) {
 	positive := [][2]float64{{0.05, 0}, {8, 0.5}, {9, 0.9}, {20, 1}}
 	if strings.Contains(render(positive, 1000), "gaps of 0 ms") {
 		t.Error("a run without zero gaps has a zero-gap note")
+	}
+}
+
+// TestErrorsPlotSaysNoneFailed: with no failure the errors plot is not an
+// empty chart with a 0–1 axis but says so; with failures it draws a bar
+// per class.
+func TestErrorsPlotSaysNoneFailed(t *testing.T) {
+	page := func(s *metrics.Summary) string {
+		var b bytes.Buffer
+		if err := WriteHTML(&b, &Data{Summary: s}); err != nil {
+			t.Fatal(err)
+		}
+		return plotSVG(b.String(), PlotErrors)
+	}
+	svg := page(&metrics.Summary{Completed: 12, Backend: "vllm", ErrorsByClass: map[string]int64{}})
+	if !strings.Contains(svg, "none failed (12 completed)") {
+		t.Errorf("no failures: the plot does not say none failed:\n%s", svg)
+	}
+	if labels := yTickLabels(svg); len(labels) > 0 || strings.Contains(svg, "<path") {
+		t.Errorf("no failures: an axis or bars drawn (%v)", labels)
+	}
+	svg = page(&metrics.Summary{Completed: 12, Failed: 2, Backend: "vllm", ErrorsByClass: map[string]int64{"http_5xx": 2}})
+	if strings.Contains(svg, "none failed") || !strings.Contains(svg, "http_5xx") || len(yTickLabels(svg)) < 2 {
+		t.Errorf("2 failures: no bar chart:\n%.400s", svg)
+	}
+}
+
+// TestSendLagMaxDoesNotHideP99: in bins of few sends p99 equals max; max
+// is drawn first, as a wide pale band, so the p99 line stays visible on
+// it, and the legend keeps the order p50, p99, max.
+func TestSendLagMaxDoesNotHideP99(t *testing.T) {
+	s := &metrics.Summary{Completed: 4, Backend: "vllm", WindowSeconds: 1}
+	for i := range 4 {
+		s.Windows = append(s.Windows, metrics.WindowStats{Index: i, Start: float64(i), End: float64(i + 1), Completed: 1,
+			LagP50: 0.1, LagP99: 0.5, LagMax: 0.5})
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, &Data{Summary: s}); err != nil {
+		t.Fatal(err)
+	}
+	svg := plotSVG(b.String(), PlotLag)
+	stroke := func(c color.RGBA) string { return fmt.Sprintf("stroke:#%02X%02X%02X", c.R, c.G, c.B) }
+	width := regexp.MustCompile(`stroke-width:([0-9.]+)`)
+	first := func(style string) (at int, w float64) {
+		for i, p := range strings.Split(svg, "<path")[1:] {
+			if strings.Contains(p, style) && strings.Contains(p, "L") {
+				m := width.FindStringSubmatch(p)
+				w, _ = strconv.ParseFloat(m[1], 64)
+				return i, w
+			}
+		}
+		return -1, 0
+	}
+	p99At, p99W := first(stroke(palette[1]) + ";stroke-width")
+	maxAt, maxW := first("stroke-opacity") // the one pale line
+	if p99At < 0 || maxAt < 0 {
+		t.Fatalf("p99 line at %d, max at %d (-1: not drawn)", p99At, maxAt)
+	}
+	if !(maxAt < p99At && maxW > 2*p99W) {
+		t.Errorf("max drawn at %d (width %g), p99 at %d (width %g): want max first and wider, under p99", maxAt, maxW, p99At, p99W)
+	}
+	var legend []string
+	for _, tx := range texts(svg) {
+		if tx.S == "p50" || tx.S == "p99" || tx.S == "max" {
+			legend = append(legend, tx.S)
+		}
+	}
+	if strings.Join(legend, ",") != "p50,p99,max" {
+		t.Errorf("legend %v", legend)
+	}
+}
+
+// TestServerGaugesAreSteps: the server's idle share (and KV cache) is
+// drawn as steps at the scrape times, each value held until the next
+// scrape and the last a point — as the summary's time-weighted idle
+// fraction counts them — never a line interpolated between scrapes.
+func TestServerGaugesAreSteps(t *testing.T) {
+	s := &metrics.Summary{Completed: 10, Backend: "vllm"}
+	var pts []metrics.SeriesPoint
+	for i := range 16 {
+		pts = append(pts, metrics.SeriesPoint{Start: float64(i) / 2, End: float64(i+1) / 2, AchievedRate: 2, InFlight: 1,
+			LagP50: math.NaN(), LagP99: math.NaN(), LagMax: math.NaN(),
+			ServerRunning: math.NaN(), ServerWaiting: math.NaN(), KVCache: math.NaN(), ServerIdle: math.NaN()})
+	}
+	scrape := func(at, running, kv float64) metrics.ServerScrape {
+		return metrics.ServerScrape{At: at, ServerSample: metrics.ServerSample{Running: running, Waiting: 0, KVCache: kv}}
+	}
+	// Four scrapes: idle at the start and at the end; busy between.
+	scrapes := []metrics.ServerScrape{scrape(0.1, 0, 0), scrape(2.1, 3, 0.2), scrape(4.1, 5, 0.4), scrape(6.1, 0, 0)}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, &Data{Summary: s, Series: pts, SeriesNote: "bins of 500ms", Server: scrapes}); err != nil {
+		t.Fatal(err)
+	}
+	svg := plotSVG(b.String(), PlotKVCache)
+	if svg == "" {
+		t.Fatal("no KV-cache plot")
+	}
+	for _, c := range []struct {
+		name  string
+		style string
+	}{{"KV-cache usage", fmt.Sprintf("stroke:#%02X%02X%02X;stroke-width:1.4\"", palette[0].R, palette[0].G, palette[0].B)},
+		{"idle", fmt.Sprintf("stroke:#%02X%02X%02X;stroke-width:1.4;stroke-dasharray", palette[1].R, palette[1].G, palette[1].B)}} {
+		var path string
+		for _, p := range strings.Split(svg, "<path")[1:] {
+			if strings.Contains(p, c.style) && strings.Count(p, "L") > 2 {
+				path = p
+				break
+			}
+		}
+		if path == "" {
+			t.Fatalf("%s: no line", c.name)
+		}
+		d := regexp.MustCompile(`d="([^"]*)"`).FindStringSubmatch(path)[1]
+		var xy [][2]float64
+		for _, m := range regexp.MustCompile(`[ML]([-0-9.]+),([-0-9.]+)`).FindAllStringSubmatch(d, -1) {
+			x, _ := strconv.ParseFloat(m[1], 64)
+			y, _ := strconv.ParseFloat(m[2], 64)
+			xy = append(xy, [2]float64{x, y})
+		}
+		// 4 scrapes: a value at each, a held step before each but the
+		// first; the last scrape's value (held for no time) is a dot, not
+		// joined.
+		if len(xy) != 6 {
+			t.Errorf("%s: %d points, want 6 (steps at 4 scrapes, the last a dot): %s", c.name, len(xy), d)
+			continue
+		}
+		xs := map[float64]bool{}
+		for i := 1; i < len(xy); i++ {
+			a, b := xy[i-1], xy[i]
+			if a[0] != b[0] && a[1] != b[1] {
+				t.Errorf("%s: segment %v → %v is slanted: interpolated between scrapes", c.name, a, b)
+			}
+			xs[b[0]] = true
+		}
+		if xs[xy[0][0]] = true; len(xs) != 4 {
+			t.Errorf("%s: corners at %d times, want the 4 scrape times", c.name, len(xs))
+		}
+		if last, prev := xy[5], xy[4]; last[1] != prev[1] {
+			t.Errorf("%s: the line ends with %v → %v, want the third scrape's value held to the last scrape", c.name, prev, last)
+		}
 	}
 }

@@ -47,7 +47,9 @@ const recordChunk = 64 << 10
 // Add, Sync and Close are called from one goroutine.
 type RecordWriter struct {
 	w     io.Writer
-	close func() error // syncs and closes the file (nil: nothing to close)
+	enc   func([]byte, *metrics.Sample) []byte // AppendRecord, or AppendRecordCSV
+	path  string                               // the file's name, for errors ("": none)
+	close func() error                         // syncs and closes the file (nil: nothing to close)
 	now   func() time.Time
 
 	n         int64 // records added (the caller's)
@@ -87,11 +89,18 @@ type Backlog struct {
 // CreateRecords creates (truncates) path for per-request records; now is
 // the writer's clock (nil: time.Now, see NewRecordWriter).
 func CreateRecords(path string, now func() time.Time) (*RecordWriter, error) {
+	return createRecords(path, now, NewRecordWriter)
+}
+
+// createRecords creates path and a writer of records to it made by
+// newWriter.
+func createRecords(path string, now func() time.Time, newWriter func(io.Writer, func() time.Time) *RecordWriter) (*RecordWriter, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	rw := NewRecordWriter(f, now)
+	rw := newWriter(f, now)
+	rw.path = path
 	rw.close = func() error {
 		err := f.Sync()
 		if e := f.Close(); err == nil {
@@ -108,12 +117,21 @@ func CreateRecords(path string, now func() time.Time) (*RecordWriter, error) {
 // (nil: time.Now); the wait until the oldest is due is the runtime's
 // timer, so a test fakes both at once with testing/synctest.
 func NewRecordWriter(w io.Writer, now func() time.Time) *RecordWriter {
+	return newRecordWriter(w, now, AppendRecord, nil)
+}
+
+// newRecordWriter returns a writer of records encoded by enc, after head
+// (nil: none), which it writes before it returns.
+func newRecordWriter(w io.Writer, now func() time.Time, enc func([]byte, *metrics.Sample) []byte, head []byte) *RecordWriter {
 	if now == nil {
 		now = time.Now
 	}
 	rw := &RecordWriter{
-		w: w, now: now, wake: make(chan struct{}, 1), writeDone: make(chan struct{}),
+		w: w, enc: enc, now: now, wake: make(chan struct{}, 1), writeDone: make(chan struct{}),
 		cur: make([]byte, 0, recordChunk+4096),
+	}
+	if len(head) > 0 { // written at once: a file without records has it
+		_, rw.err = w.Write(head)
 	}
 	rw.cond = sync.NewCond(&rw.mu)
 	go rw.loop()
@@ -129,7 +147,7 @@ func (rw *RecordWriter) Add(s *metrics.Sample) {
 	if first {
 		rw.curAt = now
 	}
-	rw.cur = AppendRecord(rw.cur, s)
+	rw.cur = rw.enc(rw.cur, s)
 	rw.curN++
 	full := len(rw.cur) >= recordChunk
 	rw.noteBacklog(now)

@@ -184,3 +184,53 @@ func TestRecordRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestTableServerMetrics: when the server's /metrics was scraped the table
+// shows its requests running and waiting and KV-cache usage, mean and
+// largest scraped, its idle fraction and preemptions; when no scrape
+// succeeded it says so; a run that scraped nothing has no such section.
+func TestTableServerMetrics(t *testing.T) {
+	table := func(sm *metrics.ServerSummary) string {
+		var b bytes.Buffer
+		if err := WriteTable(&b, &metrics.Summary{Backend: "vllm", Completed: 3, ServerMetrics: sm}); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	out := table(&metrics.ServerSummary{URL: "http://127.0.0.1:1/metrics", Available: true, ServerStats: &metrics.ServerStats{
+		Samples: 5, RunningMean: 3.2, RunningMax: 8, WaitingMean: 0.5, WaitingMax: 2, KVCacheMean: 0.125, KVCacheMax: 0.31,
+		IdleFraction: 0.04, Preemptions: 1, Observed: 8}})
+	for _, want := range []string{
+		"-----------------Server Metrics-----------------",
+		"Server running (mean / max):             3.20 / 8",
+		"Server waiting (mean / max):             0.50 / 2",
+		"Server KV-cache usage (mean / max):      12.5% / 31.0%",
+		"Server idle fraction:                    4.0%",
+		"Server preemptions:                      1",
+		"Server scrapes (time covered):           5 (8.0 s)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if out := table(&metrics.ServerSummary{Failures: 4}); !strings.Contains(out, "none succeeded (4 failed)") {
+		t.Errorf("failed scrapes not said:\n%s", out)
+	}
+	if out := table(nil); strings.Contains(out, "Server") {
+		t.Errorf("a run without scrapes shows server lines:\n%s", out)
+	}
+}
+
+// TestTablePeaks: the table shows vLLM's peaks: output tokens in the
+// busiest second and requests in flight at once.
+func TestTablePeaks(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteTable(&b, &metrics.Summary{Backend: "vllm", MaxOutputTokensPerS: 123, MaxInFlight: 7}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Peak output token throughput (tok/s):    123.00", "Peak concurrent requests:                7"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -90,6 +90,10 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 	t.row("Output token throughput (tok/s):", s.OutputThroughput)
 	t.row("Total token throughput (tok/s):", s.TotalThroughput)
 	t.row("Concurrency:", s.Concurrency)
+	if !s.NoTokenMetrics() {
+		t.row("Peak output token throughput (tok/s):", s.MaxOutputTokensPerS) // vLLM's: the busiest second
+	}
+	t.row("Peak concurrent requests:", s.MaxInFlight)
 	if s.NoTokenMetrics() {
 		t.row("Total generated images:", s.GeneratedImages)
 		t.row("Image throughput (images/s):", s.ImageThroughput)
@@ -117,6 +121,7 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 	t.stat("P99 TPOT (ms):", s.TPOT, s.TPOT.P99)
 	writeAnswers(t, s)
 	writeScheduleKeeping(t, s, true)
+	writeServer(t, s)
 	writeLoadControl(t, s)
 	writeErrors(t, s)
 	return t.err
@@ -155,6 +160,28 @@ func writeAnswers(t *table, s *metrics.Summary) {
 		t.row("Answers checked:", a.StructuredChecked)
 		t.row("Valid against the format (%):", 100**a.StructuredValidShare)
 	}
+}
+
+// writeServer prints what the server's /metrics said over the run when it
+// was scraped: its requests running and waiting and its KV-cache usage
+// (mean and the largest scraped), the idle fraction and preemptions.
+func writeServer(t *table, s *metrics.Summary) {
+	sm := s.ServerMetrics
+	if sm == nil {
+		return
+	}
+	t.line("%s", center("Server Metrics", '-', 50))
+	if !sm.Available || sm.ServerStats == nil || sm.Samples == 0 {
+		t.row("Server scrapes:", fmt.Sprintf("none succeeded (%d failed)", sm.Failures))
+		return
+	}
+	st := sm.ServerStats
+	t.row("Server running (mean / max):", fmt.Sprintf("%.2f / %.0f", st.RunningMean, st.RunningMax))
+	t.row("Server waiting (mean / max):", fmt.Sprintf("%.2f / %.0f", st.WaitingMean, st.WaitingMax))
+	t.row("Server KV-cache usage (mean / max):", fmt.Sprintf("%.1f%% / %.1f%%", 100*st.KVCacheMean, 100*st.KVCacheMax))
+	t.row("Server idle fraction:", fmt.Sprintf("%.1f%%", 100*st.IdleFraction))
+	t.row("Server preemptions:", fmt.Sprintf("%.0f", st.Preemptions))
+	t.row("Server scrapes (time covered):", fmt.Sprintf("%d (%.1f s)", st.Samples, st.Observed))
 }
 
 // targetText writes a target profile as --stages would take it.
@@ -220,6 +247,7 @@ func writeImageLatency(t *table, s *metrics.Summary) {
 	t.line("%s", center("Inter-Token Latency", '-', 50))
 	t.line("not applicable: image generation has no tokens (end-to-end only)")
 	writeScheduleKeeping(t, s, false)
+	writeServer(t, s)
 	writeErrors(t, s)
 }
 

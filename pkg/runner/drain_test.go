@@ -40,7 +40,7 @@ func startCollect(t *testing.T, sinks ...metrics.Sink) (results chan *client.Res
 	var done atomic.Int64
 	go func() {
 		sinks := append([]metrics.Sink{metrics.NewCollector()}, append(sinks, records)...)
-		collected <- collect(results, metrics.NoSLO, sinks, records, &done, abort, &requestPanics{log: NewLogger(io.Discard, false)})
+		collected <- collect(results, metrics.NoSLO, sinks, report.RecordWriters{records}, &done, abort, &requestPanics{log: NewLogger(io.Discard, false)})
 	}()
 	return results, abort, path, collected
 }
@@ -186,7 +186,7 @@ func TestSlowDiskHoldsNoWorker(t *testing.T) {
 		var done atomic.Int64
 		go func() {
 			sinks := []metrics.Sink{metrics.NewCollector(), records}
-			collected <- collect(results, metrics.NoSLO, sinks, records, &done, nil, &requestPanics{log: NewLogger(io.Discard, false)})
+			collected <- collect(results, metrics.NoSLO, sinks, report.RecordWriters{records}, &done, nil, &requestPanics{log: NewLogger(io.Discard, false)})
 		}()
 		const n = 2000
 		start := time.Now()

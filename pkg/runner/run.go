@@ -89,8 +89,10 @@ type Config struct {
 	// the run has several (nil: one endpoint, no per-endpoint section).
 	Endpoints []string
 	// Outputs ("": none): the records file, the summary file and the file
-	// the summary is appended to as one line ("-": stdout).
+	// the summary is appended to as one line ("-": stdout); ResultsCSV the
+	// records as a CSV table.
 	ResultsJSONL, SummaryJSON, OutputFile string
+	ResultsCSV                            string
 	// Quiet prints warnings only.
 	Quiet bool
 }
@@ -144,11 +146,20 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	if addr := mon.MetricsAddr(); addr != nil {
 		exposed.Warn(stdio.Err, "--metrics-addr "+cfg.Monitor.MetricsAddr, addr)
 	}
-	var records *report.RecordWriter
-	if cfg.ResultsJSONL != "" {
-		if records, err = report.CreateRecords(cfg.ResultsJSONL, nil); err != nil {
+	var records report.RecordWriters // the results files
+	for _, out := range []struct {
+		path   string
+		create func(string, func() time.Time) (*report.RecordWriter, error)
+	}{{cfg.ResultsJSONL, report.CreateRecords}, {cfg.ResultsCSV, report.CreateRecordsCSV}} {
+		if out.path == "" {
+			continue
+		}
+		w, err := out.create(out.path, nil)
+		if err != nil {
+			records.Close()
 			return nil, fmt.Errorf("results: %w", err)
 		}
+		records = append(records, w)
 	}
 
 	start, err := waitForStart(ctx, cfg.StartAt, log)
@@ -180,7 +191,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	for _, p := range parts {
 		sinks = append(sinks, p)
 	}
-	if records != nil {
+	if len(records) > 0 {
 		sinks = append(sinks, records)
 	}
 	results := make(chan *client.Result, 4096)
@@ -253,7 +264,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	}
 	sum.ScheduleSpan = st.Last.Seconds()
 	sum.Interrupted = ctx.Err() != nil
-	if records != nil {
+	if len(records) > 0 {
 		if b := records.MaxBacklog(); b.Records > 0 {
 			sum.RecordsBacklog = &metrics.RecordsBacklog{Records: b.Records, Bytes: b.Bytes}
 			log.Warnf("the results file fell behind the run: up to %d records (%d bytes) waited in memory for the disk (none was lost; the run was not slowed)", b.Records, b.Bytes)
@@ -266,7 +277,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		return sum, err
 	}
 	if werr != nil {
-		return sum, fmt.Errorf("results %s: %w", cfg.ResultsJSONL, werr)
+		return sum, fmt.Errorf("results: %w", werr)
 	}
 	if n := panics.recording.Load(); n > 0 {
 		return sum, fmt.Errorf("%d results could not be recorded whole (their records say error_class internal; the summary may count them as they were): %w",
@@ -315,7 +326,7 @@ func drainOnStop(ctx context.Context, timeout time.Duration, hurry <-chan struct
 
 // collect consumes results on one goroutine: it derives each result's
 // Sample once and hands it to the sinks in order (the run's fan-out, which
-// includes records, the results file). records (nil: none) only encodes a
+// includes records, the results files). records (none: no file) only encodes a
 // record: its own goroutine writes them, so a slow disk never holds this
 // loop, nor the workers behind it, and it writes every record within
 // report.FlushInterval by itself; a request on abort waits until every
@@ -323,7 +334,7 @@ func drainOnStop(ctx context.Context, timeout time.Duration, hurry <-chan struct
 // sink that panicked and those after it take it as an internal error
 // instead (those before it have taken it as it was), and the panic is
 // counted in panics.recording.
-func collect(results <-chan *client.Result, slo metrics.SLO, sinks []metrics.Sink, records *report.RecordWriter, done *atomic.Int64, abort <-chan chan<- struct{}, panics *requestPanics) error {
+func collect(results <-chan *client.Result, slo metrics.SLO, sinks []metrics.Sink, records report.RecordWriters, done *atomic.Int64, abort <-chan chan<- struct{}, panics *requestPanics) error {
 	var s metrics.Sample // reused: sinks do not keep it
 	// record derives r's sample and gives it to the sinks from the from-th
 	// on; a panic returns the sink it happened in.
@@ -367,18 +378,13 @@ func collect(results <-chan *client.Result, slo metrics.SLO, sinks []metrics.Sin
 		}
 	}
 	end := func() error {
-		if records != nil {
-			return records.Close()
-		}
-		return nil
+		return records.Close()
 	}
 	// answer takes every result already finished, writes them out, then
 	// answers an abort's request.
 	answer := func(reply chan<- struct{}) {
 		drain()
-		if records != nil {
-			records.Sync()
-		}
+		records.Sync()
 		close(reply)
 	}
 	pause := time.NewTimer(time.Hour)
