@@ -392,7 +392,7 @@ func TestReasoningTokensFromUsage(t *testing.T) {
 	}
 }
 
-// TestToolCallStream: vLLM's tool-call deltas (VLLM_WIRE.md §2.2: the name
+// TestToolCallStream: vLLM's tool-call deltas (vLLM's hermes parser and DeltaToolCall: the name
 // and the first argument fragment as two entries of one index in one
 // delta, "content": null, then fragments) are output tokens; the call is
 // counted with its id and name, and its arguments are checked as JSON.

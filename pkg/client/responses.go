@@ -24,7 +24,7 @@ import (
 // usage (input_tokens, output_tokens and their details). Deltas of
 // response.output_text are the answer, of response.reasoning_text the
 // reasoning, of response.function_call_arguments a tool call's arguments
-// (VLLM_WIRE.md §4). A whole answer is the response object: its output
+// (vLLM's simple_streaming_events.py). A whole answer is the response object: its output
 // items (reasoning, message, function_call) and usage.
 
 // responsesEnd is how a Responses stream ends.
