@@ -160,3 +160,21 @@ func TestAnswerOptionsRefused(t *testing.T) {
 		wantUsage(t, append(append([]string{}, base...), tc.args...), tc.want...)
 	}
 }
+
+// TestNoAutoToolChoice: a server without automatic tool choice refuses
+// every request with tools; the failure says what to do, and
+// --tool-choice required goes through.
+func TestNoAutoToolChoice(t *testing.T) {
+	tools := testFile(t, "tools.json", weatherTools)
+	_, port := mocktest.Start(t, mockserver.Config{Tools: mockserver.ToolConfig{NoAutoToolChoice: true}})
+	args := append(baseArgs(port, 4), "--backend", "openai-chat", "--prompt-format", "text", "--tools", tools)
+	r := runTool(t, t.Context(), args...)
+	s := r.summary(t)
+	if s.Failed != 4 || len(s.ErrorSamples) == 0 || !strings.Contains(s.ErrorSamples[0].Message, "--enable-auto-tool-choice --tool-call-parser NAME, or send --tool-choice required") {
+		t.Fatalf("exit %d, failed %d, errors %+v", r.code, s.Failed, s.ErrorSamples)
+	}
+	s = mustRunTool(t, append(args, "--tool-choice", "required")...).summary(t)
+	if s.Completed != 4 || s.Answers == nil || s.Answers.ToolCalls != 4 {
+		t.Errorf("tool_choice required: completed %d, answers %+v", s.Completed, s.Answers)
+	}
+}

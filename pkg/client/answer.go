@@ -2,6 +2,8 @@ package client
 
 import (
 	"encoding/json"
+	"net/http"
+	"strings"
 )
 
 // AnswerOptions are what requests ask of the answer beyond its length: the
@@ -66,6 +68,17 @@ func appendToolChoice(b []byte, choice string, flat bool) []byte {
 	b = append(b, `{"type":"function","function":{"name":`...)
 	b = appendJSONString(b, choice)
 	return append(b, "}}"...)
+}
+
+// answerHint adds what to do to a 400 that refused the tools: a server
+// without automatic tool choice (vLLM started without
+// --enable-auto-tool-choice --tool-call-parser).
+func (c *Client) answerHint(status int, msg string) string {
+	a := &c.cfg.Answer
+	if status != http.StatusBadRequest || len(a.Tools) == 0 || !strings.Contains(msg, "tool") || a.ToolChoice == "required" {
+		return msg
+	}
+	return msg + " (the server has no automatic tool choice: start vLLM with --enable-auto-tool-choice --tool-call-parser NAME, or send --tool-choice required or a function's name)"
 }
 
 // checkAnswer sets res.Structured from the answer's text when answers are

@@ -555,7 +555,7 @@ func (c *Client) attempt(ctx context.Context, deadline time.Time, body []byte, m
 		if status == "" {
 			status = "HTTP " + strconv.Itoa(resp.StatusCode)
 		}
-		c.fail(res, statusClass(resp.StatusCode), errorMessage(status, msg))
+		c.fail(res, statusClass(resp.StatusCode), c.answerHint(resp.StatusCode, errorMessage(status, msg)))
 		return c.retryWait(res, retryAfter(resp.Header.Get("Retry-After"), c.cfg.Now()))
 	}
 	d := c.decode.Get().(*decoder)
