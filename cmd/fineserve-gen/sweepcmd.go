@@ -19,6 +19,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
+	"github.com/fineserve-gen/fineserve-gen/pkg/servermetrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/sweep"
 	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
@@ -97,7 +98,7 @@ func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if !ok {
 			url = ""
 		}
-		idle := &sweep.Idle{URL: url, Quiet: sf.idleQuiet, Timeout: sf.idleTimeout, Warnf: func(f string, a ...any) { logf("warning: "+f, a...) }}
+		idle := &servermetrics.Idle{URL: url, Quiet: sf.idleQuiet, Timeout: sf.idleTimeout, Warnf: func(f string, a ...any) { logf("warning: "+f, a...) }}
 		cfg.Idle = idle.Wait
 	}
 	cfg.Run = func(ctx context.Context, step int, v float64) (*metrics.Summary, error) {

@@ -160,8 +160,8 @@ func (o *Options) runConfig(seed uint64, wl *workload.Workload, stdio runner.IO,
 		Monitor:      o.MonitorConfig(wl.Stats, stdio, log),
 		Endpoints:    o.shownURLs(),
 		ResultsJSONL: o.ResultsJSONL, SummaryJSON: o.SummaryJSON, OutputFile: o.OutputFile,
-		ResultsCSV: o.ResultsCSV,
-		Quiet:      o.Quiet,
+		ResultsCSV: o.ResultsCSV, ReportHTML: o.Observe.ReportHTML,
+		Quiet: o.Quiet,
 	}, nil
 }
 

@@ -93,6 +93,8 @@ type Config struct {
 	// records as a CSV table.
 	ResultsJSONL, SummaryJSON, OutputFile string
 	ResultsCSV                            string
+	// ReportHTML is the HTML report written at the end ("": none).
+	ReportHTML string
 	// Quiet prints warnings only.
 	Quiet bool
 }
@@ -202,7 +204,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	})
 
 	snd := &sender{endpoints: pool, plan: wl.Balance, prompts: prompts, results: results, model: cfg.Model, images: wl.Images, panics: panics}
-	d := &arrival.Dispatcher{Start: start, MaxConcurrency: cfg.MaxConcurrency, ConcurrencyRamp: cfg.ConcurrencyRamp, Sender: snd, OnOffer: mon.Offer,
+	d := &arrival.Dispatcher{Start: start, MaxConcurrency: cfg.MaxConcurrency, ConcurrencyRamp: cfg.ConcurrencyRamp, Sender: snd, OnOffer: mon.Offer, Go: safe.Go,
 		Unwritten: pool.Unwritten}
 	var sessions *sessionSender
 	if wl.Sessions != nil {
@@ -275,6 +277,14 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	}
 	if err := mon.Finish(sum); err != nil {
 		return sum, err
+	}
+	if path := cfg.ReportHTML; path != "" {
+		pts, note, scrapes := mon.Series()
+		d := &report.Data{Summary: sum, Series: pts, SeriesNote: note, Server: scrapes, Source: "live run"}
+		if err := report.WriteHTMLFile(path, d); err != nil {
+			return sum, fmt.Errorf("--report-html %s: %w", path, err)
+		}
+		log.Infof("report: %s", path)
 	}
 	if werr != nil {
 		return sum, fmt.Errorf("results: %w", werr)
