@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
 	"github.com/fineserve-gen/fineserve-gen/pkg/merge"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
@@ -141,17 +142,13 @@ func expandFiles(args []string) ([]string, error) {
 // --output-file), else the last line of a log that is a summary with a
 // merge state.
 func readMergeInput(path string) (*metrics.Summary, error) {
-	f, err := os.Open(path)
+	b, err := bounded.ReadFile(path, maxSummaryFile)
+	var tl *bounded.TooLarge
+	if errors.As(err, &tl) {
+		return nil, fmt.Errorf("%w: not a summary", err)
+	}
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSummaryFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxSummaryFile {
-		return nil, fmt.Errorf("larger than %d MiB: not a summary", maxSummaryFile>>20)
 	}
 	s, _, jerr := report.ReadSummary(bytes.NewReader(b))
 	if jerr == nil {
