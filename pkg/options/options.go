@@ -232,8 +232,8 @@ func (o *Options) Validate() error {
 	if err := o.validateSessions(); err != nil {
 		errs = append(errs, err)
 	}
-	if o.MaxModelLen < 0 {
-		add("--max-model-len %d: want ≥ 1 (or leave unset)", o.MaxModelLen)
+	if err := o.validateLengths(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.NumPromptsSet && o.NumPrompts < 1 {
 		add("--num-prompts %d: want ≥ 1", o.NumPrompts)
