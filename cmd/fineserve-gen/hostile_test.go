@@ -1,8 +1,11 @@
 package main
 
 import (
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
@@ -39,4 +42,39 @@ func TestLengthFlagsAreRangeChecked(t *testing.T) {
 	max := strconv.Itoa(arrival.MaxLength)
 	mustRun(t, "--dry-run", "--seed", "1", "--num-prompts", "2", "--max-model-len", max,
 		"--random-input-len", strconv.Itoa(arrival.MaxLength/2), "--random-output-len", strconv.Itoa(arrival.MaxLength/2))
+}
+
+// TestScheduleLimits: a schedule no run could keep is a usage error before
+// the first send, and said at once: offsets that overflowed (--time-scale
+// 1e-300 wrote "-9223372036.(+,))+", --request-rate 1e-300 a 9.2e9 s
+// span), and more requests than arrival.MaxRequests (--num-prompts
+// 99999999999 walked the schedule for hours).
+func TestScheduleLimits(t *testing.T) {
+	trace := "testdata/fineserve_Dense_30to100B_head200.csv"
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--mode", "replay", "--request-trace-csv", trace, "--num-prompts", "3", "--time-scale", "1e-300"},
+			[]string{"request 1 is due after", "longest schedule (366 days)", "raise --time-scale (now 1e-300)"}},
+		{[]string{"--num-prompts", "3", "--request-rate", "1e-300"}, []string{"request 1 is due after", "raise --request-rate (now 1e-300)"}},
+		{[]string{"--num-prompts", "1000", "--request-rate", "1e-5"}, []string{"is due at", "s, later than the longest schedule"}},
+		{[]string{"--num-prompts", "99999999999"}, []string{"--num-prompts 99999999999: want 1 to 1000000000"}},
+		{[]string{"--request-rate", "1e6", "--duration", "10000h"}, []string{"is 3.6e+13 requests: at most 1000000000"}},
+		{[]string{"--request-rate", "1", "--duration", "9000h"}, []string{"--duration 9000h0m0s: want > 0 and at most 8784h0m0s"}},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "s.csv")
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				wantUsage(t, append([]string{"--dry-run", "--seed", "1", "--schedule-out", out}, c.args...), c.want...)
+			}()
+			select {
+			case <-done:
+			case <-time.After(time.Minute):
+				t.Fatal("still computing the schedule after a minute")
+			}
+		})
+	}
 }

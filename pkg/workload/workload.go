@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
@@ -263,6 +264,9 @@ func (w *Workload) measure(s arrival.Schedule, c *Config) error {
 	}
 	facts := newLoadFacts(c.mixture, w.Prefix, w.ImageOptions)
 	for a := range s {
+		if err := c.checkArrival(&a, w.Total); err != nil {
+			return err
+		}
 		plan.add(&a, c)
 		line = cols.AppendRow(line[:0], a)
 		if unsharded != nil {
@@ -337,6 +341,28 @@ func (o *csvOut) close() error {
 	}
 	o.flush()
 	return o.err
+}
+
+// checkArrival stops a schedule that no run could keep: an arrival due
+// later than arrival.MaxSpan (an offset that overflowed: a tiny
+// --request-rate or --time-scale), or more than arrival.MaxRequests
+// arrivals. n is how many came before a.
+func (c *Config) checkArrival(a *arrival.Arrival, n int64) error {
+	if n >= arrival.MaxRequests {
+		return fmt.Errorf("the schedule has more than %d requests, the most one run may have: lower --num-prompts or --duration (or split the run into several)", int64(arrival.MaxRequests))
+	}
+	if a.At >= 0 && a.At <= arrival.MaxSpan {
+		return nil
+	}
+	due := "after " + arrival.MaxSpan.String()
+	if a.At > 0 && a.At < math.MaxInt64 {
+		due = fmt.Sprintf("at %.0f s", a.At.Seconds())
+	}
+	hint := fmt.Sprintf("raise --request-rate (now %g)", c.RequestRate)
+	if c.Mode != "poisson" || c.profile != nil {
+		hint = fmt.Sprintf("raise --time-scale (now %g)", c.TimeScale)
+	}
+	return fmt.Errorf("request %d is due %s, later than the longest schedule (%.0f days): %s, or send fewer requests (--num-prompts)", a.Index, due, arrival.MaxSpan.Hours()/24, hint)
 }
 
 // images reports whether every request generates images.
