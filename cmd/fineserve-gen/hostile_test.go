@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -76,5 +79,37 @@ func TestScheduleLimits(t *testing.T) {
 				t.Fatal("still computing the schedule after a minute")
 			}
 		})
+	}
+}
+
+// TestReplayHoldsOnlyWhatItSends: a small gzip file of millions of rows
+// (a row-count bomb) replayed for --num-prompts 100 holds 100 rows and
+// stops reading once it has them; it held every row (≈ 50 B each: 4 GB
+// for 144 M rows).
+func TestReplayHoldsOnlyWhatItSends(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bomb.csv.gz")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw, _ := gzip.NewWriterLevel(f, gzip.BestCompression)
+	zw.Write([]byte("timestamp,input_length,output_length\n"))
+	rows := bytes.Repeat([]byte("1000,1,1\n"), 1<<16)
+	for range 48 { // 3 M rows
+		zw.Write(rows)
+	}
+	if err := zw.Close(); err != nil || f.Close() != nil {
+		t.Fatal(err)
+	}
+	sched := filepath.Join(t.TempDir(), "s.csv")
+	_, stderr := mustRun(t, "--dry-run", "--seed", "1", "--mode", "replay", "--trace", path, "--num-prompts", "100", "--schedule-out", sched)
+	for _, want := range []string{
+		"1048576 usable of 1048576 rows",
+		"read to line 1048577: the rows this replay uses are held",
+		"schedule: 100 requests",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
 	}
 }
