@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
 // TestLengthFlagsAreRangeChecked: every length flag is a whole number of
@@ -111,5 +115,42 @@ func TestReplayHoldsOnlyWhatItSends(t *testing.T) {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
+	}
+}
+
+// TestWarmupRetriesAFailure: one failed warm-up request (one fault of a
+// server that fails 20 % of its requests) no longer stops the run (it
+// exited 1): it is sent again and the run goes on with a warning. Only a
+// warm-up whose every attempt fails stops the run.
+func TestWarmupRetriesAFailure(t *testing.T) {
+	faults := mockserver.FaultConfig{Faults: []mockserver.Fault{{Kind: mockserver.FaultHTTP500, Rate: 0.2}}}
+	// A seed whose first request faults and the next twelve do not.
+	for faults.Seed = 0; ; faults.Seed++ {
+		ok := faults.FaultFor(1) == mockserver.FaultHTTP500
+		for n := int64(2); ok && n <= 13; n++ {
+			ok = faults.FaultFor(n) == ""
+		}
+		if ok {
+			break
+		}
+	}
+	srv, port := mocktest.Start(t, mockserver.Config{Faults: faults})
+	r := runTool(t, context.Background(), append(baseArgs(port, 5), "--warmup-requests", "1")...)
+	if r.code != exitOK || !strings.Contains(r.stderr, "warning: warm-up: 1 of 1 request(s) succeeded after 1 failed attempt(s) (the first: http_5xx:") {
+		t.Errorf("exit %d, want %d with a warning about the retried warm-up\n%s", r.code, exitOK, r.stderr)
+	}
+	if s := r.summary(t); s.Completed != 5 || srv.FaultCounts()[mockserver.FaultHTTP500] != 1 {
+		t.Errorf("%d completed, %d faults; want 5 and 1", s.Completed, srv.FaultCounts()[mockserver.FaultHTTP500])
+	}
+
+	// Nothing works: every attempt fails, the run stops before sending.
+	faults.Faults[0].Rate = 1
+	srv, port = mocktest.Start(t, mockserver.Config{Faults: faults})
+	r = runTool(t, context.Background(), append(baseArgs(port, 5), "--warmup-requests", "1")...)
+	if r.code != exitFailure || !strings.Contains(r.stderr, "warm-up failed: the warm-up request failed 4 times; first error (http_5xx)") {
+		t.Errorf("exit %d, want %d saying the warm-up failed 4 times\n%s", r.code, exitFailure, r.stderr)
+	}
+	if n := srv.FaultCounts()[mockserver.FaultHTTP500]; n != runner.WarmupAttempts {
+		t.Errorf("%d warm-up attempts, want %d", n, runner.WarmupAttempts)
 	}
 }

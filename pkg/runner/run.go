@@ -450,9 +450,20 @@ func (s *sender) do(ctx context.Context, a arrival.Arrival, res *client.Result) 
 	cli.Do(ctx, &req, res)
 }
 
+// WarmupAttempts is how many times a warm-up request is sent at most: a
+// failed one is sent again after WarmupBackoff, twice as long before each
+// further attempt, so that one fault of a server that fails a share of its
+// requests does not stop the run.
+const WarmupAttempts = 4
+
+// WarmupBackoff is the wait before a failed warm-up request's second
+// attempt.
+var WarmupBackoff = 100 * time.Millisecond
+
 // warmup sends n requests shaped like the first arrival (at most 32 output
-// tokens) and fails the run if none succeeds. images: the run generates
-// images (the prompt is text).
+// tokens), each failed one again up to WarmupAttempts times, and fails the
+// run only if none succeeds — nothing works; failures a retry overcame are
+// a warning. images: the run generates images (the prompt is text).
 func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts *prompt.Builder, first arrival.Arrival, log *Logger, panics *requestPanics) error {
 	if n == 0 {
 		return nil
@@ -461,37 +472,92 @@ func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts
 	log.Infof("warm-up: %d request(s)", n)
 	var wg sync.WaitGroup
 	res := make([]client.Result, n)
+	failed := make([]warmupFailure, n) // each request's first failure
 	for i := range res {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[i].Reset()
-			defer panics.recoverInto(&res[i])
 			a := first
 			a.Index = -1 - int64(i)
 			a.PrefixBlocks = nil // the warm-up must not put the first request's prefix in the server's cache
 			if images {
 				a.Images = 0
 			}
-			req := client.Request{Model: a.Model, MaxTokens: a.OutputTokens, Prompt: appendPrompt(prompts, nil, &a), Chat: a.Images > 0, Gen: a.Gen}
-			cli.Do(ctx, &req, &res[i])
+			wait := WarmupBackoff
+			for attempt := range WarmupAttempts {
+				if attempt > 0 && !sleepCtx(ctx, wait) {
+					return
+				}
+				wait *= 2
+				res[i].Reset()
+				func() {
+					defer panics.recoverInto(&res[i])
+					req := client.Request{Model: a.Model, MaxTokens: a.OutputTokens, Prompt: appendPrompt(prompts, nil, &a), Chat: a.Images > 0, Gen: a.Gen}
+					cli.Do(ctx, &req, &res[i])
+				}()
+				if res[i].OK() || res[i].ErrorClass == client.ErrInternal || ctx.Err() != nil {
+					return
+				}
+				if failed[i].n++; failed[i].n == 1 {
+					failed[i].class, failed[i].msg = res[i].ErrorClass, res[i].Error
+				}
+			}
 		}()
 	}
 	wg.Wait()
+	ok, tries := 0, 0
+	var firstFail *warmupFailure
 	for i := range res {
 		if res[i].OK() {
-			return nil
+			ok++
+		}
+		tries += failed[i].n
+		if failed[i].n > 0 && firstFail == nil {
+			firstFail = &failed[i]
 		}
 	}
-	what := "the warm-up request failed"
+	if ok > 0 {
+		if firstFail != nil {
+			log.Warnf("warm-up: %d of %d request(s) succeeded after %d failed attempt(s) (the first: %s: %s); the run goes on",
+				ok, n, tries, firstFail.class, firstFail.msg)
+		}
+		return nil
+	}
+	what := fmt.Sprintf("the warm-up request failed %d times", WarmupAttempts)
 	if len(res) > 1 {
-		what = fmt.Sprintf("all %d warm-up requests failed", len(res))
+		what = fmt.Sprintf("all %d warm-up requests failed, each %d times", len(res), WarmupAttempts)
 	}
 	if res[0].ErrorClass == client.ErrInternal {
 		return fmt.Errorf("warm-up failed: %s: %w", what, &safe.Panic{Value: res[0].Error})
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("warm-up failed: %w", err)
+	}
+	cls, msg := res[0].ErrorClass, res[0].Error
+	if firstFail != nil {
+		cls, msg = firstFail.class, firstFail.msg
+	}
 	return fmt.Errorf("warm-up failed: %s; first error (%s): %s (--warmup-requests N sends more, 0 none: a server meant to fail some requests needs one of them)",
-		what, res[0].ErrorClass, res[0].Error)
+		what, cls, msg)
+}
+
+// warmupFailure is how often a warm-up request failed, and its first
+// error.
+type warmupFailure struct {
+	n          int
+	class, msg string
+}
+
+// sleepCtx waits d, or until ctx is done (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // writeOutputs prints the table and writes the summary files.
