@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,5 +153,74 @@ func TestWarmupRetriesAFailure(t *testing.T) {
 	}
 	if n := srv.FaultCounts()[mockserver.FaultHTTP500]; n != runner.WarmupAttempts {
 		t.Errorf("%d warm-up attempts, want %d", n, runner.WarmupAttempts)
+	}
+}
+
+// TestOutputsCheckedBeforeSending: an output in a missing directory, under
+// a file, or on a directory is a usage error naming the flag and the path
+// before any request is sent (the summary was lost at the end of the run).
+func TestOutputsCheckedBeforeSending(t *testing.T) {
+	var generations atomic.Int64
+	_, port := mocktest.Start(t, mockserver.Config{OnRequest: func(path string, _ []byte) {
+		if strings.HasSuffix(path, "completions") {
+			generations.Add(1)
+		}
+	}})
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	missing := filepath.Join(dir, "missing", "out")
+	for _, c := range []struct {
+		flag, path, why string
+		more            []string
+	}{
+		{"--summary-json", missing, "directory " + filepath.Dir(missing) + " does not exist", nil},
+		{"--report-html", missing, "does not exist", nil},
+		{"--output-file", missing, "does not exist", nil},
+		{"--results-jsonl", missing, "does not exist", nil},
+		{"--schedule-out", missing, "does not exist", nil},
+		{"--sessions-out", missing, "does not exist", []string{"--turns", "2"}},
+		{"--summary-json", filepath.Join(file, "s.json"), "not a directory", nil},
+		{"--summary-json", dir, "is a directory", nil},
+		{"--output-file", file, "--summary-json names the same file", []string{"--summary-json", file}},
+	} {
+		t.Run(c.flag+" "+c.why, func(t *testing.T) {
+			args := append(baseArgs(port, 3), append([]string{c.flag, c.path, "--warmup-requests", "1"}, c.more...)...)
+			wantUsage(t, args, c.flag+" "+c.path+": ", c.why)
+			if n := generations.Load(); n != 0 {
+				t.Errorf("%d requests sent before the check", n)
+			}
+		})
+	}
+	// A dry run checks them too: it is how a command line is tried.
+	wantUsage(t, []string{"--dry-run", "--summary-json", missing}, "--summary-json "+missing)
+}
+
+// TestFullDiskNamesEveryOutput: when the disk is full at the end, every
+// output that failed is named (only the summary and --output-file were; the
+// HTML report and the records were not).
+func TestFullDiskNamesEveryOutput(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	_, port := mocktest.Start(t, mockserver.Config{})
+	dir := t.TempDir()
+	full := func(name string) string { // a file on a full disk
+		p := filepath.Join(dir, name)
+		if err := os.Symlink("/dev/full", p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	args := append(baseArgs(port, 3), "--summary-json", full("s.json"), "--output-file", full("o.jsonl"),
+		"--report-html", full("r.html"), "--results-jsonl", full("r.jsonl"), "--disable-tqdm")
+	code, _, stderr := runCmd(args...)
+	if code != exitFailure {
+		t.Errorf("exit %d, want %d", code, exitFailure)
+	}
+	for _, want := range []string{"summary " + dir + "/s.json", "output file " + dir + "/o.jsonl", "--report-html " + dir + "/r.html", "results " + dir + "/r.jsonl", "no space left on device"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not name %q:\n%s", want, stderr)
+		}
 	}
 }

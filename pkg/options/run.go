@@ -35,6 +35,11 @@ func Run(ctx context.Context, o Options, stdio runner.IO) (*metrics.Summary, err
 	if err := runner.CheckStartAt(o.StartAt, time.Now(), "at launch"); err != nil && !o.DryRun {
 		return nil, Usage(err)
 	}
+	// Every output is checked before anything is sent, so that a summary
+	// is never lost at the end to a missing or read-only directory.
+	if err := CheckOutputs(o.Outputs()); err != nil {
+		return nil, Usage(err)
+	}
 	seed := uint64(o.Seed)
 	if o.Seed == -1 {
 		seed = uint64(time.Now().UnixNano()) & (1<<53 - 1)

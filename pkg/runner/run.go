@@ -248,14 +248,14 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 			log.Warnf("the results file fell behind the run: up to %d records (%d bytes) waited in memory for the disk (none was lost; the run was not slowed)", b.Records, b.Bytes)
 		}
 	}
-	if err := writeOutputs(cfg, sum, stdio); err != nil {
-		return sum, err
-	}
-	if err := mon.Finish(sum); err != nil {
-		return sum, err
-	}
+	// Every output is attempted, and every one that failed is named (a
+	// full disk fails them all).
+	outErrs := []error{writeOutputs(cfg, sum, stdio), mon.Finish(sum)}
 	if werr != nil {
-		return sum, fmt.Errorf("results %s: %w", cfg.ResultsJSONL, werr)
+		outErrs = append(outErrs, fmt.Errorf("results %s: %w", cfg.ResultsJSONL, werr))
+	}
+	if err := errors.Join(outErrs...); err != nil {
+		return sum, err
 	}
 	if n := panics.recording.Load(); n > 0 {
 		return sum, fmt.Errorf("%d results could not be recorded whole (their records say error_class internal; the summary may count them as they were): %w",
@@ -562,16 +562,13 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 
 // writeOutputs prints the table and writes the summary files.
 func writeOutputs(cfg *Config, sum *metrics.Summary, stdio IO) error {
-	if err := report.WriteTable(stdio.Out, sum); err != nil {
-		return err
-	}
-	if err := report.WriteBreakdowns(stdio.Out, sum); err != nil {
-		return err
-	}
-	if err := report.WriteSessions(stdio.Out, sum); err != nil {
-		return err
-	}
 	var errs []error
+	for _, write := range []func(io.Writer, *metrics.Summary) error{report.WriteTable, report.WriteBreakdowns, report.WriteSessions} {
+		if err := write(stdio.Out, sum); err != nil {
+			errs = append(errs, fmt.Errorf("the table (standard output): %w", err))
+			break
+		}
+	}
 	if cfg.SummaryJSON != "" {
 		b, err := json.MarshalIndent(sum, "", "  ")
 		if err == nil {
@@ -597,7 +594,8 @@ func writeFileAtomic(path string, b []byte) error {
 		return os.WriteFile(path, b, 0o644) // e.g. /dev/stdout
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := writeFile(tmp, b); err != nil {
+		os.Remove(tmp) // a full disk leaves no empty or partial .tmp behind
 		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -606,6 +604,9 @@ func writeFileAtomic(path string, b []byte) error {
 	}
 	return nil
 }
+
+// writeFile writes a whole file (a test's hook: a disk that fills up).
+var writeFile = func(path string, b []byte) error { return os.WriteFile(path, b, 0o644) }
 
 // appendLine appends the summary as one JSON line, as FineServe does; to
 // stdout when path is "-" (a container's log: docs/SCALE_OUT.md).
