@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -221,6 +224,43 @@ func TestFullDiskNamesEveryOutput(t *testing.T) {
 	for _, want := range []string{"summary " + dir + "/s.json", "output file " + dir + "/o.jsonl", "--report-html " + dir + "/r.html", "results " + dir + "/r.jsonl", "no space left on device"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr does not name %q:\n%s", want, stderr)
+		}
+	}
+}
+
+// TestOutsideTextCannotDriveTheTerminal: a model name and error messages
+// from the server, and a model name from a trace file, reach the terminal
+// with their control characters escaped (termsafe): "\x1b]0;…\a\x1b[2J"
+// retitled the window and cleared the screen, and a newline in an error
+// forged a line of the table.
+func TestOutsideTextCannotDriveTheTerminal(t *testing.T) {
+	const evil = "\x1b]0;pwned\a\x1b[2J"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+			json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []map[string]any{{"id": "evil" + evil + "model", "max_model_len": 4096}}})
+			return
+		}
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": "bad" + evil + "\nFAKE TABLE LINE", "code": 400}})
+	}))
+	defer srv.Close()
+	trace := filepath.Join(t.TempDir(), "t.csv")
+	os.WriteFile(trace, []byte("index,time_s,input_len,output_len,model,num_images,burst\n0,0,8,4,m"+evil+",0,0\n1,0.001,8,4,m"+evil+",0,1\n"), 0o644)
+	base := []string{"--base-url", srv.URL, "--num-prompts", "2", "--seed", "1", "--random-input-len", "8", "--random-output-len", "4", "--disable-tqdm"}
+	for _, args := range [][]string{
+		append(base, "--warmup-requests", "1"),
+		append(base, "--warmup-requests", "0"),
+		append(base, "--warmup-requests", "0", "--mode", "replay", "--trace", trace),
+		{"--dry-run", "--mode", "replay", "--trace", trace, "--seed", "1", "--model-map", "m" + evil + "=x"},
+	} {
+		code, stdout, stderr := runCmd(args...)
+		out := stdout + stderr
+		if strings.ContainsAny(out, "\x1b\a") || strings.Contains(out, "\nFAKE TABLE LINE") {
+			t.Errorf("%v: exit %d, the server's or the file's control characters reach the terminal:\n%q", args, code, out)
+		}
+		if !strings.Contains(out, `\x1b]0;pwned\a\x1b[2J`) {
+			t.Errorf("%v: exit %d, the text is not shown escaped:\n%s", args, code, out)
 		}
 	}
 }

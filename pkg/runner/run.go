@@ -20,6 +20,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/exposed"
 	"github.com/fineserve-gen/fineserve-gen/internal/gcfloor"
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
+	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
@@ -108,16 +109,18 @@ type Logger struct {
 // NewLogger returns a Logger that writes to w; quiet drops the notes.
 func NewLogger(w io.Writer, quiet bool) *Logger { return &Logger{w: w, quiet: quiet} }
 
-// Infof writes a note.
+// Infof writes a note. Its values may come from the server or a file (a
+// model name, an error message): their control characters are written as
+// escapes (termsafe), so they cannot act on the terminal.
 func (l *Logger) Infof(format string, a ...any) {
 	if !l.quiet {
-		fmt.Fprintf(l.w, format+"\n", a...)
+		fmt.Fprintf(l.w, format+"\n", termsafe.Args(a)...)
 	}
 }
 
-// Warnf writes a warning.
+// Warnf writes a warning, its values made safe as Infof's.
 func (l *Logger) Warnf(format string, a ...any) {
-	fmt.Fprintf(l.w, "warning: "+format+"\n", a...)
+	fmt.Fprintf(l.w, "warning: "+format+"\n", termsafe.Args(a)...)
 }
 
 var _ workload.Logger = (*Logger)(nil)
@@ -538,7 +541,7 @@ func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts
 		cls, msg = firstFail.class, firstFail.msg
 	}
 	return fmt.Errorf("warm-up failed: %s; first error (%s): %s (--warmup-requests N sends more, 0 none: a server meant to fail some requests needs one of them)",
-		what, cls, msg)
+		what, cls, termsafe.String(msg))
 }
 
 // warmupFailure is how often a warm-up request failed, and its first
