@@ -72,6 +72,11 @@ type Config struct {
 	// ScheduleOut, when set, receives the schedule CSV (this shard's
 	// arrivals) during the one pass.
 	ScheduleOut io.Writer
+	// Stop, when set, ends the pass once it is closed (the run was stopped
+	// by a signal while a long schedule was walked): Build returns
+	// ErrStopped. It is read every 65,536 arrivals, never for the
+	// schedule's content.
+	Stop <-chan struct{}
 
 	// Resolved load control (loadctl.go), for the mode's schedule.
 	profile *arrival.Profile
@@ -233,6 +238,9 @@ func Build(c Config, log Logger) (*Workload, error) {
 	return w, nil
 }
 
+// ErrStopped is Build's error when Config.Stop closed during its pass.
+var ErrStopped = errors.New("stopped while the schedule was built")
+
 // WriteError is a failure to write the schedule CSV.
 type WriteError struct{ Err error }
 
@@ -266,6 +274,13 @@ func (w *Workload) measure(s arrival.Schedule, c *Config) error {
 	for a := range s {
 		if err := c.checkArrival(&a, w.Total); err != nil {
 			return err
+		}
+		if w.Total&0xffff == 0xffff && c.Stop != nil {
+			select {
+			case <-c.Stop:
+				return ErrStopped
+			default:
+			}
 		}
 		plan.add(&a, c)
 		line = cols.AppendRow(line[:0], a)
