@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/parametric"
 )
 
@@ -171,7 +172,7 @@ func fitUsage(stderr io.Writer, err error) int {
 }
 
 func fitFail(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "fineserve-gen fit: %v\n", err)
+	fmt.Fprintf(stderr, "fineserve-gen fit: %s\n", termsafe.Lines(err.Error()))
 	return exitFailure
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
+	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/merge"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
@@ -67,7 +68,7 @@ func mergeCommand(_ context.Context, args []string, stdout, stderr io.Writer) in
 	for _, f := range files {
 		s, err := readMergeInput(f)
 		if err != nil {
-			fmt.Fprintf(stderr, "fineserve-gen merge: %s: %v\n", f, err)
+			fmt.Fprintf(stderr, "fineserve-gen merge: %s: %s\n", f, termsafe.Lines(err.Error()))
 			return exitUsage
 		}
 		ins = append(ins, merge.Input{Name: f, Summary: s})
@@ -78,7 +79,7 @@ func mergeCommand(_ context.Context, args []string, stdout, stderr io.Writer) in
 		return exitUsage
 	}
 	for _, w := range res.Warnings {
-		fmt.Fprintf(stderr, "warning: %s\n", w)
+		fmt.Fprintf(stderr, "warning: %s\n", termsafe.String(w)) // from the summaries' text
 	}
 	if *strict && len(res.Warnings) > 0 {
 		fmt.Fprintf(stderr, "fineserve-gen merge: %d warning(s) with --strict: nothing written\n", len(res.Warnings))
@@ -86,7 +87,7 @@ func mergeCommand(_ context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if !*quiet {
 		for _, n := range res.Notes {
-			fmt.Fprintf(stderr, "merge: %s\n", n)
+			fmt.Fprintf(stderr, "merge: %s\n", termsafe.String(n))
 		}
 	}
 	sum := res.Summary

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
 )
@@ -62,7 +63,7 @@ func reportCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 	for i, f := range files {
 		d, err := report.Load(f, opt)
 		if err != nil {
-			fmt.Fprintf(stderr, "fineserve-gen report: %v\n", err)
+			fmt.Fprintf(stderr, "fineserve-gen report: %s\n", termsafe.Lines(err.Error()))
 			return exitFailure
 		}
 		if i < len(*labels) {
@@ -88,11 +89,11 @@ func reportCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 			err = report.WriteBreakdowns(stdout, runs[0].Summary) // by kind, model and endpoint, as after a run
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "fineserve-gen report: %v\n", err)
+			fmt.Fprintf(stderr, "fineserve-gen report: %s\n", termsafe.Lines(err.Error()))
 			return exitFailure
 		}
 	} else if err := report.WriteCompareTable(stdout, runs); err != nil {
-		fmt.Fprintf(stderr, "fineserve-gen report: %v\n", err)
+		fmt.Fprintf(stderr, "fineserve-gen report: %s\n", termsafe.Lines(err.Error()))
 		return exitFailure
 	}
 	if *out == "" {

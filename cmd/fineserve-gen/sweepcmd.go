@@ -168,6 +168,15 @@ func sweepSetup(fs *pflag.FlagSet, o *options.Options, sf *sweepFlags) (sweep.Co
 	if o.OutputFile == "-" {
 		add("--output-file -: a sweep prints its table; use --sweep-json for the steps' summaries")
 	}
+	// The sweep's own files, and the first step's (the steps' are beside
+	// it), are checked before its first step.
+	sweepOuts := append(o.Outputs(), options.Output{Flag: "--sweep-json", Path: sf.json})
+	if sf.json == "" {
+		sweepOuts = sweepOuts[:len(sweepOuts)-1]
+	}
+	if err := options.CheckOutputs(sweepOuts); err != nil {
+		errs = append(errs, err)
+	}
 	if sf.maxDur < 0 || sf.stepDuration < 0 {
 		add("--step-duration and --max-duration must be ≥ 0")
 	}

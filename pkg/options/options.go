@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/session"
@@ -239,14 +240,14 @@ func (o *Options) Validate() error {
 	if err := o.validateSessions(); err != nil {
 		errs = append(errs, err)
 	}
-	if o.MaxModelLen < 0 {
-		add("--max-model-len %d: want ≥ 1 (or leave unset)", o.MaxModelLen)
+	if err := o.validateLengths(); err != nil {
+		errs = append(errs, err)
 	}
-	if o.NumPromptsSet && o.NumPrompts < 1 {
-		add("--num-prompts %d: want ≥ 1", o.NumPrompts)
+	if o.NumPromptsSet && (o.NumPrompts < 1 || o.NumPrompts > arrival.MaxRequests) {
+		add("--num-prompts %d: want 1 to %d (the most requests one run may have)", o.NumPrompts, int64(arrival.MaxRequests))
 	}
-	if o.Duration < 0 {
-		add("--duration %v: want > 0", o.Duration)
+	if o.Duration < 0 || o.Duration > arrival.MaxSpan {
+		add("--duration %v: want > 0 and at most %v (366 days)", o.Duration, arrival.MaxSpan)
 	}
 	if o.MaxConcurrencyRamp < 0 {
 		add("--max-concurrency-ramp %v: want a duration > 0", o.MaxConcurrencyRamp)
@@ -315,6 +316,9 @@ func (o *Options) Validate() error {
 		}
 		if math.IsInf(o.RequestRate, 1) && o.Duration > 0 && !o.NumPromptsSet && !o.profiled() {
 			add("--request-rate inf sends every request at once: give --num-prompts, not --duration")
+		}
+		if n := o.RequestRate * o.Duration.Seconds(); !math.IsInf(o.RequestRate, 1) && !o.NumPromptsSet && n > arrival.MaxRequests {
+			add("--request-rate %g for --duration %v is %.3g requests: at most %d a run (lower one, or give --num-prompts)", o.RequestRate, o.Duration, n, int64(arrival.MaxRequests))
 		}
 	}
 	if err := o.Load.Validate(o.Mode); err != nil {

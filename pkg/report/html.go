@@ -229,9 +229,15 @@ type errorRow struct {
 	Count int64
 }
 
-// WriteHTMLFile writes d's report to path.
+// WriteHTMLFile writes d's report to path, through a temporary file
+// renamed into place (a device is written directly): a failed write (a
+// full disk) leaves neither a partial report nor the temporary file.
 func WriteHTMLFile(path string, d *Data) error {
-	f, err := os.Create(path)
+	dst := path
+	if fi, err := os.Stat(path); err != nil || fi.Mode().IsRegular() {
+		dst = path + ".tmp"
+	}
+	f, err := os.Create(dst)
 	if err != nil {
 		return err
 	}
@@ -242,6 +248,15 @@ func WriteHTMLFile(path string, d *Data) error {
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if dst == path {
+		return err
+	}
+	if err == nil {
+		err = os.Rename(dst, path)
+	}
+	if err != nil {
+		os.Remove(dst)
 	}
 	return err
 }

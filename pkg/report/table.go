@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -28,9 +29,13 @@ type table struct {
 	err error
 }
 
+// line prints one line of the table; its values may come from the server
+// or a file (a model name, an error message): their control characters
+// are written as escapes (termsafe), so they cannot act on the terminal
+// or start a line of their own.
 func (t *table) line(format string, a ...any) {
 	if t.err == nil {
-		_, t.err = fmt.Fprintf(t.w, format+"\n", a...)
+		_, t.err = fmt.Fprintf(t.w, format+"\n", termsafe.Args(a)...)
 	}
 }
 

@@ -281,3 +281,20 @@ func TestShardsOverEndpointsHashTheWholeRun(t *testing.T) {
 		t.Error("no shard row differs from the whole run's: the test does not test the shard-aware round-robin")
 	}
 }
+
+// A stopped run (a signal) ends the schedule's pass: --num-prompts
+// 99999999999 was walked for hours with SIGTERM caught and ignored.
+func TestBuildStops(t *testing.T) {
+	c := baseConfig()
+	c.NumPrompts, c.NumPromptsSet = 1_000_000_000, true
+	stop := make(chan struct{})
+	close(stop)
+	c.Stop = stop
+	start := time.Now()
+	if _, err := Build(c, quiet{}); !errors.Is(err, ErrStopped) {
+		t.Fatalf("error %v, want ErrStopped", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("stopped after %v", d)
+	}
+}
