@@ -46,24 +46,14 @@ type Options struct {
 	// as the TLS server name (--host-header).
 	HostHeader string
 
-	// Workload.
-	Mode          string // poisson, replay, parametric
-	RequestRate   float64
-	Burstiness    float64
-	NumPrompts    int64
-	NumPromptsSet bool // --num-prompts was given explicitly
-	Duration      time.Duration
-	Seed          int64 // -1: derive from the clock (and report it)
-	TimeScale     float64
+	// The workload: the mode and its load, request sizes, the replay,
+	// parametric, model and load-control options and --multi-turn, as the
+	// workload package takes them (workload.Spec; see replay.go,
+	// parametric.go, models.go, workload/loadctl.go).
+	workload.Spec
+	Seed int64 // -1: derive from the clock (and report it)
 
 	// Request sizes and prompts.
-	DatasetName        string // sharegpt, sharegpt_pre, random, or "" (random unless --dataset-path)
-	DatasetPath        string
-	RandomInputLen     int
-	RandomOutputLen    int
-	RandomRangeRatio   float64
-	SharegptOutputLen  int
-	SharegptContextLen int
 	// MaxModelLen bounds a request's input plus output tokens
 	// (--max-model-len, vLLM's name); 0 takes the served model's
 	// max_model_len from /v1/models when the server reports one, else
@@ -105,19 +95,9 @@ type Options struct {
 	// pass (exit code 0); the command checks it.
 	MaxErrorRate float64
 
-	// Replay (see replay.go).
-	Replay ReplayOptions
-	// Parametric (see parametric.go).
-	Parametric ParametricOptions
-	// Models: which served model or adapter each request goes to (see
-	// models.go).
-	Models ModelOptions
 	// Watching the run: live lines, windows, goodput, HTML report,
 	// Prometheus, server metrics (see observe.go).
 	Observe ObserveOptions
-	// Load control: ramps and stages, shared prefixes, length mixtures
-	// (workload/loadctl.go).
-	Load LoadOptions
 	// What requests ask of the answer: reasoning knobs, tools, a response
 	// format (answer.go).
 	Answer AnswerOptions
@@ -134,9 +114,6 @@ type Options struct {
 	MaxSessions     int
 	ContinueOnError bool
 	SessionsOut     string
-	// MultiTurn makes the dataset's conversations the sessions
-	// (--multi-turn).
-	MultiTurn bool
 
 	// Scale-out: keep arrivals with Index % ShardCount == ShardIndex.
 	ShardIndex, ShardCount int64
@@ -176,17 +153,17 @@ const DefaultStallTimeout = 5 * time.Minute
 func Defaults() Options {
 	return Options{
 		Backend: client.BackendVLLM, Host: "127.0.0.1", Port: 8000,
-		Mode: workload.ModePoisson, RequestRate: math.Inf(1), Burstiness: 1, NumPrompts: 100,
-		Seed: -1, TimeScale: 1,
-		RandomInputLen: 1024, RandomOutputLen: 128,
+		Spec: workload.Spec{
+			Mode: workload.ModePoisson, RequestRate: math.Inf(1), Burstiness: 1, NumPrompts: 100, TimeScale: 1,
+			RandomInputLen: 1024, RandomOutputLen: 128,
+			Replay: workload.DefaultReplayOptions(), Load: workload.DefaultLoadOptions(), Parametric: workload.DefaultParametricOptions(),
+		},
+		Seed:         -1,
 		PromptFormat: "token-ids",
 		Stream:       true, IgnoreEOS: true, WarmupRequests: 1,
 		RequestTimeout: time.Hour,
 		StallTimeout:   DefaultStallTimeout,
 		DrainTimeout:   30 * time.Second,
-		Replay:         workload.DefaultReplayOptions(),
-		Load:           workload.DefaultLoadOptions(),
-		Parametric:     workload.DefaultParametricOptions(),
 		Observe:        DefaultObserveOptions(),
 		ShardCount:     1,
 	}
@@ -336,17 +313,11 @@ func (o *Options) profiled() bool { return o.Load.Stages != "" || o.Load.RampStr
 func (o *Options) WorkloadConfig(seed uint64) workload.Config {
 	limit, from := o.TokenLimit()
 	return workload.Config{
-		Mode: o.Mode, RequestRate: o.RequestRate, Burstiness: o.Burstiness,
-		NumPrompts: o.NumPrompts, NumPromptsSet: o.NumPromptsSet, Duration: o.Duration,
-		Seed: seed, TimeScale: o.TimeScale,
-		DatasetName: o.DatasetName, DatasetPath: o.DatasetPath,
-		RandomInputLen: o.RandomInputLen, RandomOutputLen: o.RandomOutputLen, RandomRangeRatio: o.RandomRangeRatio,
-		SharegptOutputLen: o.SharegptOutputLen, SharegptContextLen: o.SharegptContextLen,
+		Spec: o.Spec, Seed: seed,
 		TokenLimit: limit, TokenLimitFrom: from,
 		Backend: o.Backend, DryRun: o.DryRun,
-		Replay: o.Replay, Parametric: o.Parametric, Models: o.Models, Load: o.Load,
 		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount,
-		Sessions: o.SessionsConfig(seed), MultiTurn: o.MultiTurn,
+		Sessions:  o.SessionsConfig(seed),
 		Endpoints: o.endpointOptions(),
 	}
 }

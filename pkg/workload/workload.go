@@ -30,23 +30,11 @@ type Logger = client.Logger
 // request sizes, the token limit (found by the caller, e.g. from the
 // server's model list) and the shard.
 type Config struct {
-	Mode          string // poisson, replay, parametric
-	RequestRate   float64
-	Burstiness    float64
-	NumPrompts    int64
-	NumPromptsSet bool // --num-prompts was given explicitly
-	Duration      time.Duration
-	Seed          uint64
-	TimeScale     float64
+	// Spec is what the command line says of the schedule (options.Options
+	// embeds the same struct: nothing is copied field by field).
+	Spec
+	Seed uint64
 
-	// Request sizes.
-	DatasetName        string // sharegpt, sharegpt_pre, random, or ""
-	DatasetPath        string
-	RandomInputLen     int
-	RandomOutputLen    int
-	RandomRangeRatio   float64
-	SharegptOutputLen  int
-	SharegptContextLen int
 	// TokenLimit bounds a request's input plus output tokens (0:
 	// replay.DefaultTokenLimit); TokenLimitFrom names where it comes from.
 	TokenLimit     int
@@ -57,11 +45,6 @@ type Config struct {
 	// trace (unless DryRun: nothing is sent).
 	Backend string
 	DryRun  bool
-
-	Replay     ReplayOptions
-	Parametric ParametricOptions
-	Models     ModelOptions
-	Load       LoadOptions
 
 	// Endpoints spreads the requests over several endpoints (endpoints.go).
 	Endpoints EndpointOptions
@@ -85,6 +68,36 @@ type Config struct {
 	// set, receives the plan's CSV (this shard's sessions).
 	Sessions    session.Config
 	SessionsOut io.Writer
+}
+
+// Spec is a schedule as the command line describes it: the mode (a row of
+// the mode table) and its load, the request sizes, the mode's own options,
+// models, load control and multi-turn conversations. The command's
+// options embed it, and Config carries it with what a run resolves (the
+// seed, the token limit, the shard, the sessions' plan).
+type Spec struct {
+	Mode          string // a row of the mode table (modes.go)
+	RequestRate   float64
+	Burstiness    float64
+	NumPrompts    int64
+	NumPromptsSet bool // --num-prompts was given explicitly
+	Duration      time.Duration
+	TimeScale     float64
+
+	// Request sizes.
+	DatasetName        string // sharegpt, sharegpt_pre, random, or ""
+	DatasetPath        string
+	RandomInputLen     int
+	RandomOutputLen    int
+	RandomRangeRatio   float64
+	SharegptOutputLen  int
+	SharegptContextLen int
+
+	Replay     ReplayOptions
+	Parametric ParametricOptions
+	Models     ModelOptions
+	Load       LoadOptions
+
 	// MultiTurn makes the dataset's conversations the sessions
 	// (--multi-turn; sessions.go).
 	MultiTurn bool

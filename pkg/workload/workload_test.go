@@ -27,10 +27,10 @@ func (quiet) Warnf(string, ...any) {}
 // baseConfig is a seeded poisson workload with FineServe's defaults.
 func baseConfig() Config {
 	return Config{
-		Mode: "poisson", RequestRate: 40, Burstiness: 1, NumPrompts: 100, NumPromptsSet: true,
-		Seed: 42, TimeScale: 1, RandomInputLen: 1024, RandomOutputLen: 128,
-		Backend: "vllm", Replay: DefaultReplayOptions(), Parametric: DefaultParametricOptions(),
-		ShardCount: 1,
+		Spec: Spec{Mode: ModePoisson, RequestRate: 40, Burstiness: 1, NumPrompts: 100, NumPromptsSet: true,
+			TimeScale: 1, RandomInputLen: 1024, RandomOutputLen: 128,
+			Replay: DefaultReplayOptions(), Parametric: DefaultParametricOptions()},
+		Seed: 42, Backend: "vllm", ShardCount: 1,
 	}
 }
 
