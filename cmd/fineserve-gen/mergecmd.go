@@ -92,29 +92,17 @@ func mergeCommand(_ context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	sum := res.Summary
 	sum.Command = commandLine(append([]string{"merge"}, args...))
-	err = report.WriteTable(stdout, sum)
-	if err == nil {
-		err = report.WriteBreakdowns(stdout, sum)
+	outs := []report.Output{report.TableOutput(sum)}
+	if *out != "" {
+		outs = append(outs, report.SummaryOutput(*out, sum))
 	}
-	if err == nil {
-		err = writeMergedGoodput(stdout, sum)
-	}
-	if err != nil {
+	if err := report.WriteOutputs(stdout, outs...); err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen merge: %v\n", err)
 		return exitFailure
 	}
-	if *out == "" {
-		return exitOK
+	if *out != "" {
+		fmt.Fprintf(stderr, "merged %d summaries into %s\n", len(files), *out)
 	}
-	b, err := json.MarshalIndent(sum, "", "  ")
-	if err == nil {
-		err = writeFile(*out, func(w io.Writer) error { _, err := w.Write(append(b, '\n')); return err })
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "fineserve-gen merge: %s: %v\n", *out, err)
-		return exitFailure
-	}
-	fmt.Fprintf(stderr, "merged %d summaries into %s\n", len(files), *out)
 	return exitOK
 }
 
@@ -173,16 +161,4 @@ func readMergeInput(path string) (*metrics.Summary, error) {
 		return nil, fmt.Errorf("not a summary (%v), and no line of it is one with a %s", jerr, metrics.KeyMergeState)
 	}
 	return found, nil
-}
-
-// writeMergedGoodput prints the goodput lines of a summary that has them.
-func writeMergedGoodput(w io.Writer, s *metrics.Summary) error {
-	g := s.Goodput
-	if g == nil {
-		return nil
-	}
-	rate, share, good := g.Rate, g.Share, g.Requests
-	_, err := fmt.Fprintf(w, "%-40s %-10.2f\n%-40s %-10d\n%-40s %-10.2f\n%s\n",
-		"Request goodput (req/s):", rate, "Requests meeting every SLO:", good, "Share meeting every SLO (%):", 100*share, strings.Repeat("=", 50))
-	return err
 }

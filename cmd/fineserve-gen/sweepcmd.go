@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -269,27 +268,13 @@ func workloadName(o *options.Options) string {
 
 // sweepOutputs prints the table and writes --sweep-json and --report-html.
 func sweepOutputs(o *options.Options, sf *sweepFlags, res *sweep.Result, stdout, stderr io.Writer) error {
-	if err := sweep.WriteTable(stdout, res); err != nil {
+	if err := report.WriteOutputs(stdout, report.SweepOutputs(res, sf.json, o.Observe.ReportHTML)...); err != nil {
 		return err
 	}
-	var errs []error
-	if sf.json != "" {
-		b, err := json.MarshalIndent(res, "", "  ")
-		if err == nil {
-			err = writeFile(sf.json, func(w io.Writer) error { _, err := w.Write(append(b, '\n')); return err })
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--sweep-json %s: %w", sf.json, err))
-		}
-	}
 	if path := o.Observe.ReportHTML; path != "" {
-		if err := writeFile(path, func(w io.Writer) error { return report.WriteSweepHTML(w, res) }); err != nil {
-			errs = append(errs, fmt.Errorf("--report-html %s: %w", path, err))
-		} else {
-			fmt.Fprintf(stderr, "report: %s\n", path)
-		}
+		fmt.Fprintf(stderr, "report: %s\n", path)
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // isSweepJSON reports whether the file at path is a sweep's --sweep-json.
@@ -314,17 +299,12 @@ func reportSweep(path, out string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fineserve-gen report: %v\n", err)
 		return exitFailure
 	}
-	if err := sweep.WriteTable(stdout, res); err != nil {
+	if err := report.WriteOutputs(stdout, report.SweepOutputs(res, "", out)...); err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen report: %v\n", err)
 		return exitFailure
 	}
-	if out == "" {
-		return exitOK
+	if out != "" {
+		fmt.Fprintf(stderr, "report: %s\n", out)
 	}
-	if err := writeFile(out, func(w io.Writer) error { return report.WriteSweepHTML(w, res) }); err != nil {
-		fmt.Fprintf(stderr, "fineserve-gen report: %s: %v\n", out, err)
-		return exitFailure
-	}
-	fmt.Fprintf(stderr, "report: %s\n", out)
 	return exitOK
 }

@@ -499,9 +499,6 @@ func (m *Monitor) liveOutside(sat []metrics.WindowStats) []metrics.SaturatedInte
 // releases the monitor.
 func (m *Monitor) Finish(sum *metrics.Summary) error {
 	defer m.Close()
-	if m.slo.Set() {
-		writeGoodput(m.c.Out, sum)
-	}
 	if sat := m.saturated(); len(sat) > 0 || m.liveSatN > 0 {
 		where := fmt.Sprintf("%d of %d windows", len(sat), len(m.windows))
 		if n := len(m.liveOutside(sat)); n > 0 {

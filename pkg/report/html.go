@@ -1,13 +1,11 @@
 package report
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"html/template"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -233,32 +231,7 @@ type errorRow struct {
 // renamed into place (a device is written directly): a failed write (a
 // full disk) leaves neither a partial report nor the temporary file.
 func WriteHTMLFile(path string, d *Data) error {
-	dst := path
-	if fi, err := os.Stat(path); err != nil || fi.Mode().IsRegular() {
-		dst = path + ".tmp"
-	}
-	f, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(f)
-	err = WriteHTML(bw, d)
-	if ferr := bw.Flush(); err == nil {
-		err = ferr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if dst == path {
-		return err
-	}
-	if err == nil {
-		err = os.Rename(dst, path)
-	}
-	if err != nil {
-		os.Remove(dst)
-	}
-	return err
+	return WriteFileAtomic(path, func(w io.Writer) error { return WriteHTML(w, d) })
 }
 
 // WriteHTML writes d's report: one self-contained HTML page (inline SVG

@@ -7,11 +7,9 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -276,22 +274,16 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		}
 	}
 	// Every output is attempted, and every one that failed is named (a
-	// full disk fails them all).
-	outErrs := []error{writeOutputs(cfg, sum, stdio), mon.Finish(sum)}
-	if path := cfg.ReportHTML; path != "" {
-		pts, note, scrapes := mon.Series()
-		d := &report.Data{Summary: sum, Series: pts, SeriesNote: note, Server: scrapes, Source: "live run"}
-		if err := report.WriteHTMLFile(path, d); err != nil {
-			outErrs = append(outErrs, fmt.Errorf("--report-html %s: %w", path, err))
-		} else {
-			log.Infof("report: %s", path)
-		}
-	}
+	// full disk fails them all); then the monitor's closing warnings.
+	outErrs := []error{writeOutputs(cfg, sum, mon, stdio), mon.Finish(sum)}
 	if werr != nil {
 		outErrs = append(outErrs, fmt.Errorf("results: %w", werr))
 	}
 	if err := errors.Join(outErrs...); err != nil {
 		return sum, err
+	}
+	if cfg.ReportHTML != "" {
+		log.Infof("report: %s", cfg.ReportHTML)
 	}
 	if n := panics.recording.Load(); n > 0 {
 		return sum, fmt.Errorf("%d results could not be recorded whole (their records say error_class internal; the summary may count them as they were): %w",
@@ -591,74 +583,22 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// writeOutputs prints the table and writes the summary files.
-func writeOutputs(cfg *Config, sum *metrics.Summary, stdio IO) error {
-	var errs []error
-	for _, write := range []func(io.Writer, *metrics.Summary) error{report.WriteTable, report.WriteBreakdowns, report.WriteSessions} {
-		if err := write(stdio.Out, sum); err != nil {
-			errs = append(errs, fmt.Errorf("the table (standard output): %w", err))
-			break
-		}
-	}
+// writeOutputs prints the table and writes the summary files and the HTML
+// report (the outputs table: report.WriteOutputs).
+func writeOutputs(cfg *Config, sum *metrics.Summary, mon *monitor.Monitor, stdio IO) error {
+	outs := []report.Output{report.TableOutput(sum)}
 	if cfg.SummaryJSON != "" {
-		b, err := json.MarshalIndent(sum, "", "  ")
-		if err == nil {
-			err = writeFileAtomic(cfg.SummaryJSON, append(b, '\n'))
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("summary %s: %w", cfg.SummaryJSON, err))
-		}
+		outs = append(outs, report.SummaryOutput(cfg.SummaryJSON, sum))
 	}
 	if cfg.OutputFile != "" {
-		if err := appendLine(cfg.OutputFile, sum, stdio.Out); err != nil {
-			errs = append(errs, fmt.Errorf("output file %s: %w", cfg.OutputFile, err))
-		}
+		outs = append(outs, report.LineOutput(cfg.OutputFile, sum))
 	}
-	return errors.Join(errs...)
-}
-
-// writeFileAtomic writes b to path through a temporary file renamed into
-// place, so a process killed meanwhile leaves no half-written file (a
-// device or pipe is written directly).
-func writeFileAtomic(path string, b []byte) error {
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return os.WriteFile(path, b, 0o644) // e.g. /dev/stdout
+	if cfg.ReportHTML != "" {
+		pts, note, scrapes := mon.Series()
+		d := &report.Data{Summary: sum, Series: pts, SeriesNote: note, Server: scrapes, Source: "live run"}
+		outs = append(outs, report.HTMLOutput(cfg.ReportHTML, d))
 	}
-	tmp := path + ".tmp"
-	if err := writeFile(tmp, b); err != nil {
-		os.Remove(tmp) // a full disk leaves no empty or partial .tmp behind
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
-// writeFile writes a whole file (a test's hook: a disk that fills up).
-var writeFile = func(path string, b []byte) error { return os.WriteFile(path, b, 0o644) }
-
-// appendLine appends the summary as one JSON line, as FineServe does; to
-// stdout when path is "-" (a container's log: docs/SCALE_OUT.md).
-func appendLine(path string, sum *metrics.Summary, stdout io.Writer) error {
-	b, err := json.Marshal(sum)
-	if err != nil {
-		return err
-	}
-	if path == "-" {
-		_, err := stdout.Write(append(b, '\n'))
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(b, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return report.WriteOutputs(stdio.Out, outs...)
 }
 
 // imagesAsked is the number of images an arrival asks to generate: its
