@@ -124,8 +124,11 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			if !d.lines.at.IsZero() {
-				res.End = d.lines.at.Sub(c.cfg.Epoch)
+			// The request failed here (a timeout, a reset): it ends now,
+			// with the tokens that came.
+			res.End = c.since()
+			if !usage {
+				res.CompletionTokens = chunks
 			}
 			if errors.Is(err, errLineTooLong) {
 				return protocolError{err.Error()}
