@@ -98,11 +98,14 @@ var matrixDims = []dimension{
 	// server and a closed loopback port (round-robin).
 	dEndpoints: {"endpoints", []string{"one", "two-rr", "two-least", "two-session", "two-dead"}},
 	// answer: what requests ask of the answer — nothing; reasoning (the
-	// server reasons first, --reasoning-effort); tools (--tools with
-	// tool_choice auto, answered by a tool call half the time; sessions
-	// send tool results back); a response format (--response-format
-	// json_object, every answer checked).
-	dAnswer: {"answer", []string{"plain", "reasoning", "tools", "format"}},
+	// server reasons first, --reasoning-effort, --chat-template-kwargs,
+	// sessions send the reasoning back); tools (--tools with tool_choice
+	// auto, answered by a tool call half the time; sessions send tool
+	// results back); a response format (--response-format json_object,
+	// every answer checked); a Responses session chained by
+	// previous_response_id (--responses-chain; one endpoint, or several
+	// with --balance session: a response is kept where it was made).
+	dAnswer: {"answer", []string{"plain", "reasoning", "tools", "format", "chain"}},
 }
 
 // is reports whether row (a partial row: testenv.Free where unset) has
@@ -150,6 +153,10 @@ func validCase(r []int) bool {
 	w, b, s := set(r, dWorkload), set(r, dBackend), set(r, dSource)
 	if set(r, dAnswer) && !is(r, dAnswer, "plain") && b && !is(r, dBackend, "openai-chat", "openai-responses") {
 		return false
+	}
+	if set(r, dAnswer) && is(r, dAnswer, "chain") && ((b && !is(r, dBackend, "openai-responses")) || (set(r, dTurns) && is(r, dTurns, "1")) ||
+		(s && is(r, dSource, "images")) || (w && is(r, dWorkload, imageTraces...)) || (set(r, dEndpoints) && !is(r, dEndpoints, "one", "two-session"))) {
+		return false // a chain is a Responses session's, kept on the endpoint that holds its responses
 	}
 	if b && is(r, dBackend, "openai-responses") && ((s && is(r, dSource, "images")) || (w && is(r, dWorkload, append(imageTraces, "replay-mooncake")...))) {
 		return false // image inputs are chat content parts; hash ids are token ids
@@ -335,7 +342,7 @@ func checkCaseAnswers(c matrixCase, sum *metrics.Summary, recs []matrixRecord, f
 	}
 	a := sum.Answers
 	if a == nil {
-		if c.v(dAnswer) != "plain" && sum.Completed > 0 && (c.v(dAnswer) != "tools" || calls > 0) {
+		if !is(c.row, dAnswer, "plain", "chain") && sum.Completed > 0 && (c.v(dAnswer) != "tools" || calls > 0) {
 			fail("no answers figures with %s (%d completed)", c.v(dAnswer), sum.Completed)
 		}
 		if reasoning+calls+checked > 0 {
@@ -347,7 +354,7 @@ func checkCaseAnswers(c matrixCase, sum *metrics.Summary, recs []matrixRecord, f
 		fail("answers %+v; the records: reasoning %d, tool calls %d, checked %d", a, reasoning, calls, checked)
 	}
 	switch c.v(dAnswer) {
-	case "plain":
+	case "plain", "chain": // a chain asks nothing of the answer (its turns failing would fail the run)
 		fail("answers %+v without an answer option", a)
 	case "reasoning":
 		if a.ReasoningRequests == 0 || sum.TTFO.Empty() && sum.Completed > a.ReasoningRequests {
@@ -424,7 +431,9 @@ func caseArgs(c matrixCase, ports []int, dir string) (args, dry []string) {
 	args = append(args, "--warmup-requests", c.v(dWarmup))
 	switch c.v(dAnswer) {
 	case "reasoning":
-		args = append(args, "--reasoning-effort", "low")
+		args = append(args, "--reasoning-effort", "low", "--keep-reasoning-in-history", "--chat-template-kwargs", `{"enable_thinking": true}`)
+	case "chain":
+		args = append(args, "--responses-chain")
 	case "tools":
 		args = append(args, "--tools", "testdata/tools.json", "--tool-choice", "auto", "--tool-result-len", "4")
 	case "format":
@@ -579,6 +588,8 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		cfg.Reasoning = mockserver.ReasoningConfig{Tokens: mockserver.LengthDist{Min: 1, Max: 2}}
 	case "tools":
 		cfg.Tools = mockserver.ToolConfig{CallShare: 0.5}
+	case "chain":
+		cfg.ResponseStore = mockserver.DefaultResponseStore
 	}
 	if c.v(dRetries) == "retry-503" {
 		cfg.Faults = mockserver.FaultConfig{Seed: 5, Faults: []mockserver.Fault{{Kind: mockserver.FaultHTTP503, Rate: 0.25}}}
@@ -1018,6 +1029,8 @@ func TestMatrixInvalidCombinations(t *testing.T) {
 		{"a response format with image generation", append(slices.Clone(workloadArgs["replay-alibaba-lora"]), "--backend", "openai-images", "--response-format", "json_object"), "--backend openai-images has no response format"},
 		{"a chain without a Responses backend", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-chat", "--turns", "3", "--responses-chain"), "--responses-chain: --backend openai-chat has no previous_response_id"},
 		{"a chain without sessions", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-responses", "--responses-chain"), "--responses-chain chains a session's turns"},
+		{"a chain over endpoints dealt round-robin", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-responses", "--turns", "2", "--responses-chain",
+			"--base-url", "http://127.0.0.1:9,http://127.0.0.1:10"), "--responses-chain with several endpoints needs --balance session"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, port := mocktest.Start(t, mockserver.Config{})
