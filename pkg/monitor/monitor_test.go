@@ -486,3 +486,66 @@ func TestMonitorReadsItsClock(t *testing.T) {
 		t.Errorf("bar: %q, want it drawn at 10 s of 20 (%q)", text, want)
 	}
 }
+
+// TestImpossibleRateIsSaturated: a schedule of 1,000 req/s for a client
+// that can write one request at a time, each taking 10 ms (100 req/s): the
+// dispatcher waits for its workers (MaxUnstarted), falls further behind
+// every second, and the windows are flagged as ones where the client was
+// saturated by a growing backlog — with no CPU reading and no send lag to
+// go by (no request finishes here).
+func TestImpossibleRateIsSaturated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := testConfig()
+		c.ReportInterval, c.Window = time.Second, time.Second
+		c.CPU = func() (time.Duration, bool) { return 0, true }
+		sched := evenSchedule(1000, time.Millisecond)
+		var errb bytes.Buffer
+		c.Err, c.Log = &errb, &logger{w: &errb}
+		m, err := New(withStats(c, sched))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		var writing atomic.Int64
+		d := &arrival.Dispatcher{Start: start, OnOffer: m.Offer, MaxUnstarted: 1, Unwritten: writing.Load,
+			Sender: arrival.SenderFunc(func(context.Context, arrival.Arrival) {
+				writing.Add(1)
+				time.Sleep(10 * time.Millisecond)
+				writing.Add(-1)
+			}),
+			Sleep: func(ctx context.Context, t time.Time) error {
+				time.Sleep(time.Until(t))
+				return nil
+			}}
+		var done atomic.Int64
+		m.Begin(start, metrics.NewCollector(), func() int64 { return 1 }, d.Dispatched, d.Behind, &done)
+		d.Run(context.Background(), context.Background(), sched)
+		end := time.Since(start)
+		m.Stop(end)
+		var sum metrics.Summary
+		if err := m.Annotate(&sum, end); err != nil {
+			t.Fatal(err)
+		}
+		if end < 9*time.Second {
+			t.Fatalf("the run took %v: the client kept up, the test proves nothing", end)
+		}
+		// The first window is not (a backlog lasts a whole second before
+		// it counts), nor the last ones, which end after the dispatcher has
+		// handed out its last arrival; every other one is, 0.9 s further
+		// behind than the one before.
+		if len(sum.Windows) < 9 || sum.Windows[0].Saturated {
+			t.Fatalf("windows %+v", sum.Windows)
+		}
+		for _, w := range sum.Windows[1 : len(sum.Windows)-2] {
+			if !w.Saturated || !strings.Contains(strings.Join(w.Reasons, ", "), "a growing backlog") || w.Behind < 890*float64(w.Index) {
+				t.Errorf("window %d: saturated %v %v, behind %v ms", w.Index, w.Saturated, w.Reasons, w.Behind)
+			}
+		}
+		if sum.Saturation == nil || !sum.Saturation.Saturated || sum.Saturation.MachineBusy {
+			t.Errorf("self-check %+v, want saturated", sum.Saturation)
+		}
+		if n := strings.Count(errb.String(), "CLIENT SATURATED: a growing backlog"); n < 8 {
+			t.Errorf("%d live lines flag the client, want at least 8:\n%s", n, errb.String())
+		}
+	})
+}
