@@ -27,3 +27,15 @@ const LongEnv = "FINESERVE_GEN_TEST_LONG"
 // a light form in `make test` (the combination matrix: every value of
 // every dimension) run their full form (every pair of values).
 func Long() bool { return os.Getenv(LongEnv) != "" }
+
+// SkipHeavyUnderRace skips, under the race detector, a heavy test that runs
+// on one goroutine (schedule statistics over a day of arrivals, a 64 MiB
+// line): the detector slows it ten-fold and can find nothing in it. `make
+// test` runs its package again without the race detector (NORACE_PKGS in
+// the Makefile), so it still runs there.
+func SkipHeavyUnderRace(t testing.TB) {
+	t.Helper()
+	if RaceEnabled {
+		t.Skip("a heavy single-goroutine test: it runs in make test's pass without the race detector")
+	}
+}
