@@ -14,11 +14,11 @@ build:
 # tests with the combination matrix in its light form (every value of
 # every dimension), the packages whose heavy single-goroutine tests skip
 # under the race detector again without it (NORACE_PKGS), and deploy/'s
-# checks. About 4 min on 2 quiet cores, under 8 beside four CPU-bound
-# processes; it holds no timing assertion against the wall clock that a
-# busy machine breaks. deploy/ is a module of its own (its checks need the
-# Kubernetes API's packages, which the tool does not): it is vetted and
-# tested from there.
+# checks of the manifests (-short: the static build of the image's binary
+# is make test-long's). It holds no timing assertion against the wall clock
+# that a busy machine breaks. deploy/ is a module of its own (its checks
+# need the Kubernetes API's packages, which the tool does not): it is
+# vetted and tested from there.
 NORACE_PKGS ?= ./pkg/parametric ./pkg/replay
 test:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt: these files need formatting:"; gofmt -l .; exit 1; }
@@ -26,17 +26,19 @@ test:
 	cd deploy && $(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
 	$(GO) test -count=1 -timeout 5m $(NORACE_PKGS)
-	cd deploy && $(GO) test -race -count=1 -timeout 10m ./...
+	cd deploy && $(GO) test -race -short -count=1 -timeout 10m ./...
 
 # The long suite, after make test (CI runs both: .ci/run): the whole
 # combination matrix under the race detector (every pair of values), the
 # timing tests (TestTiming*: send lag, the sweep's capacities, the server's
-# idle share) without it, one package at a time, and every fuzz target
-# for FUZZTIME_LONG each. About 15 min on 2 quiet cores.
+# idle share) without it, one package at a time, deploy/'s checks with the
+# image's static build and its Job's command lines, and every fuzz target
+# for FUZZTIME_LONG each.
 FUZZTIME_LONG ?= 10s
 test-long:
 	FINESERVE_GEN_TEST_LONG=1 $(GO) test -race -count=1 -timeout 15m -run 'TestMatrix$$' ./cmd/fineserve-gen
 	FINESERVE_GEN_TEST_LONG=1 $(GO) test -count=1 -timeout 15m -p 1 -run 'Timing' $(PKGS)
+	cd deploy && $(GO) test -race -count=1 -timeout 10m ./...
 	./scripts/fuzz.sh $(FUZZTIME_LONG)
 
 # Fuzz every parser for longer: make fuzz FUZZTIME=5m
