@@ -198,10 +198,11 @@ func TestParametricErrors(t *testing.T) {
 // 10-minute real-time run (docs/PARAMETRIC.md): 60 s of the Dense_10to30B
 // class (≈ 17 req/s, Gamma shape ≈ 0.28, so arrivals come in clumps a few
 // µs apart) against the mock on 127.0.0.1. Every request must complete and
-// the send lag's p99 stay within 2 ms more than twice what the machine
-// itself imposes on a sleeping goroutine meanwhile (testenv.WakeLateness:
-// about 0 on a quiet machine, tens of ms beside busy processes, where
-// this test saw a p99 of 56 ms against a bound of 2).
+// the send lag's p99 stay within 10 ms: 5× the 2 ms the client keeps on a
+// quiet machine (1.2 ms measured), so that a machine shared with other
+// builds does not fail it (3.95 ms at a load average of 5); one kept busy
+// beyond its cores still does (56 ms at 11), which is why it runs in make
+// test-long, not make test.
 func TestTimingParametricAgainstMock(t *testing.T) {
 	testenv.SkipUnderRace(t)
 	port := startMock(t, mockserver.Config{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond})
@@ -211,21 +212,16 @@ func TestTimingParametricAgainstMock(t *testing.T) {
 	o.Duration = time.Minute
 	o.RandomInputLen, o.RandomOutputLen = 256, 16
 	o.SummaryJSON = filepath.Join(t.TempDir(), "s.json")
-	machine := testenv.WakeLateness()
 	sum, _ := run(t, o)
-	wake := machine()
-	t.Logf("%d completed, %d failed over %.1f s (%.2f req/s); send lag p50 %.3f p99 %.3f max %.3f ms; the machine's wake-up lateness p99 %v",
-		sum.Completed, sum.Failed, sum.Duration, sum.RequestThroughput, sum.SendLag.Median, sum.SendLag.P99, sum.SendLag.Max, wake)
+	t.Logf("%d completed, %d failed over %.1f s (%.2f req/s); send lag p50 %.3f p99 %.3f max %.3f ms",
+		sum.Completed, sum.Failed, sum.Duration, sum.RequestThroughput, sum.SendLag.Median, sum.SendLag.P99, sum.SendLag.Max)
 	if sum.Failed != 0 || sum.Completed != sum.Scheduled || sum.Scheduled < 600 {
 		t.Errorf("scheduled %d, completed %d, failed %d", sum.Scheduled, sum.Completed, sum.Failed)
 	}
 	if rate := float64(sum.Scheduled) / 60; math.Abs(rate-17.5) > 5 {
 		t.Errorf("%.1f req/s scheduled, want ≈ 17.5", rate)
 	}
-	if bound := 2 + 2*ms(wake); sum.SendLag.P99 > bound {
-		t.Errorf("send lag p99 %.3f ms, want ≤ 2 ms + twice the machine's wake-up lateness p99 %v = %.3f ms", sum.SendLag.P99, wake, bound)
+	if sum.SendLag.P99 > 5*2 {
+		t.Errorf("send lag p99 %.3f ms, want ≤ 10 (5× the 2 ms of a quiet machine)", sum.SendLag.P99)
 	}
 }
-
-// ms is d in milliseconds.
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
