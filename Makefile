@@ -15,7 +15,8 @@ build:
 # every dimension), the packages whose heavy single-goroutine tests skip
 # under the race detector again without it (NORACE_PKGS), and deploy/'s
 # checks of the manifests (-short: the static build of the image's binary
-# is make test-long's). It holds no timing assertion against the wall clock
+# is make test-long's). About 7 min on 2 cores beside four CPU-bound
+# processes. It holds no timing assertion against the wall clock
 # that a busy machine breaks. deploy/ is a module of its own (its checks
 # need the Kubernetes API's packages, which the tool does not): it is
 # vetted and tested from there.
@@ -33,7 +34,8 @@ test:
 # timing tests (TestTiming*: send lag, the sweep's capacities, the server's
 # idle share) without it, one package at a time, deploy/'s checks with the
 # image's static build and its Job's command lines, and every fuzz target
-# for FUZZTIME_LONG each.
+# for FUZZTIME_LONG each. About 13 min on 2 cores; with make test, CI
+# stays within 30 min.
 FUZZTIME_LONG ?= 10s
 test-long:
 	FINESERVE_GEN_TEST_LONG=1 $(GO) test -race -count=1 -timeout 15m -run 'TestMatrix$$' ./cmd/fineserve-gen
