@@ -511,7 +511,10 @@ func drySchedule(t testing.TB, args []string, path string) (map[int64][]string, 
 	return byIndex, b, col
 }
 
-// TestMatrix runs every generated case. Run one with
+// TestMatrix runs every generated case in the long suite (make test-long:
+// every pair of values of two dimensions) and, in make test, its light
+// form: the cases that hold every value of every dimension at least once
+// (lightCases). Run one with
 // go test -race -run 'TestMatrix/003_' ./cmd/fineserve-gen.
 func TestMatrix(t *testing.T) {
 	if testing.Short() {
@@ -525,13 +528,55 @@ func TestMatrix(t *testing.T) {
 	if m := p.Missing(rows); len(m) > 0 {
 		t.Fatalf("pairs not covered: %v", m)
 	}
+	form := "every pair"
+	if !testenv.Long() {
+		cases, form = lightCases(cases), "every value (the light form; "+testenv.LongEnv+"=1 for every pair)"
+	}
 	start := time.Now()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			runMatrixCase(t, c)
 		})
 	}
-	t.Logf("matrix: %d cases (%d dimensions) in %v", len(cases), len(matrixDims), time.Since(start).Round(time.Millisecond))
+	t.Logf("matrix: %d cases (%d dimensions, %s) in %v", len(cases), len(matrixDims), form, time.Since(start).Round(time.Millisecond))
+}
+
+// lightCases is the matrix's light form: the cases, in order, that hold a
+// value of some dimension no case before them holds — every value of every
+// dimension at least once, with the case numbers of the full matrix.
+func lightCases(cases []matrixCase) []matrixCase {
+	seen := make([]map[int]bool, len(matrixDims))
+	for d := range seen {
+		seen[d] = map[int]bool{}
+	}
+	var out []matrixCase
+	for _, c := range cases {
+		fresh := false
+		for d, v := range c.row {
+			if !seen[d][v] {
+				seen[d][v], fresh = true, true
+			}
+		}
+		if fresh {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TestMatrixLightFormHoldsEveryValue: the light form of the matrix (make
+// test) still runs every value of every dimension.
+func TestMatrixLightFormHoldsEveryValue(t *testing.T) {
+	cases, _ := matrixCases(t)
+	light := lightCases(cases)
+	for d, dim := range matrixDims {
+		for v, name := range dim.values {
+			if !slices.ContainsFunc(light, func(c matrixCase) bool { return c.row[d] == v }) {
+				t.Errorf("dimension %s: value %s in no case of the light form", dim.name, name)
+			}
+		}
+	}
+	t.Logf("light form: %d of %d cases", len(light), len(cases))
 }
 
 // runMatrixCase runs c and checks everything it can: a bug listed in
