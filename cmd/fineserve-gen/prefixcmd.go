@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/prefix"
 )
@@ -138,4 +142,127 @@ func (a *prefixAnalysis) writeTable(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// synthesizeCommand is "fineserve-gen synthesize TRACE -o OUT": a scaled
+// copy of a prefix trace that keeps its prefix tree's shape (AIPerf's
+// synthesize-trace knobs), written as a Mooncake trace that --mode replay
+// reads.
+func synthesizeCommand(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("synthesize")
+	out := fs.StringP("output", "o", "", "the trace to write (Mooncake JSONL; - for standard output)")
+	cfg := prefix.SynthConfig{}
+	fs.Float64Var(&cfg.Speedup, "speedup", 1, "divide every timestamp by this (2: twice the rate, half the span)")
+	fs.Float64Var(&cfg.PrefixLenMultiplier, "prefix-len-multiplier", 1, "stretch the shared prefixes (blocks more than one request uses): a shared run of L blocks becomes ⌊L·m⌋")
+	fs.IntVar(&cfg.PrefixRootMultiplier, "prefix-root-multiplier", 1, "spread the requests over N independent copies of the prefix tree (each request's copy drawn with --seed)")
+	fs.Float64Var(&cfg.PromptLenMultiplier, "prompt-len-multiplier", 1, "scale each request's unique tokens (those after its shared prefix)")
+	fs.Float64Var(&cfg.OutputLenMultiplier, "output-len-multiplier", 1, "scale each request's output tokens")
+	fs.IntVar(&cfg.MaxISL, "max-isl", 0, "cap the input tokens (0: no cap)")
+	fs.IntVar(&cfg.MaxOSL, "max-osl", 0, "cap the output tokens (0: no cap)")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "random seed (--prefix-root-multiplier's choice of copy)")
+	fs.IntVar(&cfg.OutBlockSize, "block-size", 512, "tokens a block of the written trace (Mooncake's 512; a multiple of the trace's)")
+	format := fs.String("trace-format", "", "mooncake, bailian or weka (default: detected)")
+	strict := fs.Bool("strict", false, "fail on unusable records instead of skipping and counting them")
+	maxDistinct := fs.Int("max-distinct-blocks", prefix.DefaultMaxDistinct, "the most distinct blocks kept in memory; a trace with more is refused")
+	fail := func(errs ...error) int {
+		for _, err := range errs {
+			fmt.Fprintf(stderr, "fineserve-gen synthesize: %v\n", err)
+		}
+		fmt.Fprintln(stderr, "Run 'fineserve-gen synthesize --help' for the flags.")
+		return exitUsage
+	}
+	if err := parseFlags(fs, args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintf(stdout, "Usage: fineserve-gen synthesize TRACE -o OUT [flags]\n\n"+
+				"Writes a scaled copy of a prefix trace (Mooncake, Bailian or WEKA hash ids) as a Mooncake trace\n"+
+				"(timestamp ms, input_length, output_length, hash_ids of --block-size tokens) that --mode replay\n"+
+				"reads. The prefix tree keeps its shape: shared blocks stay shared, unique ones unique. Two passes\n"+
+				"over the file: the first counts which blocks are shared.\n\n%s", fs.FlagUsages())
+			return exitOK
+		}
+		return fail(err)
+	}
+	var errs []error
+	if fs.NArg() != 1 {
+		errs = append(errs, errors.New("want exactly one trace file: fineserve-gen synthesize TRACE -o OUT [flags]"))
+	}
+	if *out == "" {
+		errs = append(errs, errors.New("-o/--output: the trace to write"))
+	}
+	pf, err := prefix.ParseFormat(*format)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--trace-format: %w", err))
+	}
+	if *maxDistinct < 1 {
+		errs = append(errs, fmt.Errorf("--max-distinct-blocks %d: want ≥ 1", *maxDistinct))
+	}
+	cfg.InBlockSize = 1 // checked against the trace's below
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return fail(errs...)
+	}
+	path := fs.Arg(0)
+	opt := prefix.Options{Format: pf, Strict: *strict}
+	// Pass 1: which blocks are shared, and the trace's own figures.
+	uses := prefix.NewAnalyzer(0, nil, *maxDistinct)
+	info, err := readPrefix(path, opt, stderr, uses.Add)
+	if err != nil {
+		var tooMany prefix.ErrTooManyBlocks
+		if errors.As(err, &tooMany) {
+			fmt.Fprintf(stderr, "fineserve-gen synthesize: %s: %v\n", path, err)
+			return exitFailure
+		}
+		return fail(err)
+	}
+	cfg.InBlockSize = info.BlockSize
+	if err := cfg.Validate(); err != nil {
+		return fail(fmt.Errorf("%s: %w", path, err))
+	}
+	// Pass 2: rewrite.
+	var w io.Writer = stdout
+	var f *os.File
+	if *out != "-" {
+		if f, err = os.Create(*out); err != nil {
+			return fail(err)
+		}
+		defer f.Close()
+		w = f
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	syn := prefix.NewSynthesizer(cfg, uses)
+	after := prefix.NewAnalyzer(cfg.OutBlockSize, nil, 0)
+	var buf []byte
+	var first, last float64
+	n := 0
+	opt.Format = info.Format
+	_, err = readPrefix(path, opt, io.Discard, func(q *prefix.Request) error {
+		o := syn.Rewrite(q)
+		if n == 0 {
+			first = o.T
+		}
+		last = o.T
+		n++
+		buf = prefix.AppendMooncake(buf[:0], o)
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+		return after.Add(&prefix.Request{T: o.T, In: o.In, Out: o.Out, Blocks: o.Blocks})
+	})
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil && f != nil {
+		err = f.Close()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "fineserve-gen synthesize: %v\n", err)
+		return exitFailure
+	}
+	before, now := uses.Report(), after.Report()
+	fmt.Fprintf(stderr, "synthesize: %d requests (%s, %d-token blocks) → %s (mooncake, %d-token blocks): span %.1f s → %.1f s; infinite-cache hit rate %.2f%% → %.2f%%; distinct blocks %d → %d; mean ISL %.0f → %.0f, OSL %.0f → %.0f\n",
+		before.Requests, info.Format, info.BlockSize, *out, cfg.OutBlockSize, before.SpanS, last-first, 100*before.InfiniteHitRate, 100*now.InfiniteHitRate,
+		before.Distinct, now.Distinct, before.ISL.Mean, now.ISL.Mean, before.OSL.Mean, now.OSL.Mean)
+	return exitOK
 }

@@ -42,7 +42,26 @@ type Analyzer struct {
 	blocks, hits          int64
 	tokens, hitTokens     int64
 	first, last           float64
-	isl, osl, ctx, reqHit *hdrhistogram.Histogram
+	isl, osl, ctx, reqHit dist
+}
+
+// dist is a distribution: an HdrHistogram for the quantiles (3 significant
+// digits) and the exact minimum, maximum and mean.
+type dist struct {
+	h        *hdrhistogram.Histogram
+	min, max int64
+	sum      float64
+}
+
+func newDist(highest int64) dist { return dist{h: hdrhistogram.New(0, highest, 3)} }
+
+func (d *dist) add(v int64) {
+	if d.h.TotalCount() == 0 || v < d.min {
+		d.min = v
+	}
+	d.max = max(d.max, v)
+	d.sum += float64(v)
+	_ = d.h.RecordValue(v)
 }
 
 // NewAnalyzer returns an analyzer of blocks of blockSize tokens (0: the
@@ -53,8 +72,7 @@ func NewAnalyzer(blockSize int, cacheBlocks []int, maxDistinct int) *Analyzer {
 		maxDistinct = DefaultMaxDistinct
 	}
 	a := &Analyzer{blockSize: blockSize, maxDistinct: maxDistinct, index: map[uint64]int32{}, lastIDs: map[uint64]struct{}{},
-		isl: hdrhistogram.New(0, 1<<32, 3), osl: hdrhistogram.New(0, 1<<32, 3), ctx: hdrhistogram.New(0, 1<<33, 3),
-		reqHit: hdrhistogram.New(0, 10000, 3)}
+		isl: newDist(1 << 32), osl: newDist(1 << 32), ctx: newDist(1 << 33), reqHit: newDist(10000)}
 	for _, c := range cacheBlocks {
 		a.lrus = append(a.lrus, newLRU(c))
 	}
@@ -72,9 +90,9 @@ func (a *Analyzer) Add(q *Request) error {
 	a.first, a.last = min(a.first, q.T), max(a.last, q.T)
 	reqIdx := int32(a.requests)
 	a.requests++
-	_ = a.isl.RecordValue(int64(q.In))
-	_ = a.osl.RecordValue(int64(q.Out))
-	_ = a.ctx.RecordValue(int64(q.In) + int64(q.Out))
+	a.isl.add(int64(q.In))
+	a.osl.add(int64(q.Out))
+	a.ctx.add(int64(q.In) + int64(q.Out))
 	if len(q.Blocks) == 0 {
 		return nil
 	}
@@ -117,7 +135,7 @@ func (a *Analyzer) Add(q *Request) error {
 	}
 	a.blocks += int64(len(q.Blocks))
 	a.hits += hits
-	_ = a.reqHit.RecordValue(int64(math.Round(10000 * float64(hits) / float64(len(q.Blocks)))))
+	a.reqHit.add(int64(math.Round(10000 * float64(hits) / float64(len(q.Blocks)))))
 	for _, c := range a.lrus {
 		c.request(q.Blocks)
 	}
@@ -136,13 +154,16 @@ type Quantiles struct {
 	Mean float64 `json:"mean"`
 }
 
-func quantiles(h *hdrhistogram.Histogram, div float64) Quantiles {
-	if h.TotalCount() == 0 {
+// quantiles summarizes d, every value divided by div; the quantiles are
+// within 0.1 % (HdrHistogram), never above the exact maximum.
+func quantiles(d dist, div float64) Quantiles {
+	n := d.h.TotalCount()
+	if n == 0 {
 		return Quantiles{}
 	}
-	q := func(p float64) float64 { return float64(h.ValueAtQuantile(p)) / div }
-	return Quantiles{Min: float64(h.Min()) / div, P25: q(25), P50: q(50), P75: q(75), P90: q(90), P99: q(99),
-		Max: float64(h.Max()) / div, Mean: h.Mean() / div}
+	q := func(p float64) float64 { return float64(min(d.h.ValueAtQuantile(p), d.max)) / div }
+	return Quantiles{Min: float64(d.min) / div, P25: q(25), P50: q(50), P75: q(75), P90: q(90), P99: q(99),
+		Max: float64(d.max) / div, Mean: d.sum / float64(n) / div}
 }
 
 // Tree is the prefix tree's shape: a node a distinct block, its parent the

@@ -390,25 +390,29 @@ func (rd *reader) mooncake(line int, obj map[string]json.RawMessage) error {
 		return rd.skip(Skip{line, "timestamp", p})
 	}
 	q.T = ts / 1000
-	return rd.lengthsAndBlocks(line, obj, q, "input_length", "output_length")
+	if sk := rd.lengthsAndBlocks(line, obj, q, "input_length", "output_length"); sk != nil {
+		return rd.skip(*sk)
+	}
+	return rd.emit(q)
 }
 
-func (rd *reader) lengthsAndBlocks(line int, obj map[string]json.RawMessage, q *Request, in, out string) error {
+// lengthsAndBlocks reads q's lengths and hash ids, or says what is wrong.
+func (rd *reader) lengthsAndBlocks(line int, obj map[string]json.RawMessage, q *Request, in, out string) *Skip {
 	var p string
 	if q.In, p = length(obj, in); p != "" {
-		return rd.skip(Skip{line, in, p})
+		return &Skip{line, in, p}
 	}
 	if q.Out, p = length(obj, out); p != "" {
-		return rd.skip(Skip{line, out, p})
+		return &Skip{line, out, p}
 	}
 	if q.Blocks, p = hashIDs(obj, "hash_ids"); p != "" {
-		return rd.skip(Skip{line, "hash_ids", p})
+		return &Skip{line, "hash_ids", p}
 	}
 	bs := rd.info.BlockSize
 	if need := (q.In + bs - 1) / bs; len(q.Blocks) > need {
-		return rd.skip(Skip{line, "hash_ids", fmt.Sprintf("%d ids for %d input tokens (at most %d blocks of %d)", len(q.Blocks), q.In, need, bs)})
+		return &Skip{line, "hash_ids", fmt.Sprintf("%d ids for %d input tokens (at most %d blocks of %d)", len(q.Blocks), q.In, need, bs)}
 	}
-	return rd.emit(q)
+	return nil
 }
 
 func (rd *reader) bailian(line int, obj map[string]json.RawMessage) error {
@@ -449,14 +453,14 @@ func (rd *reader) bailian(line int, obj map[string]json.RawMessage) error {
 		}
 		p = next
 	}
-	if err := rd.lengthsAndBlocks(line, obj, q, "input_length", "output_length"); err != nil {
-		return err
+	if sk := rd.lengthsAndBlocks(line, obj, q, "input_length", "output_length"); sk != nil {
+		return rd.skip(*sk)
 	}
 	if q.Parent < 0 {
 		rd.info.Conversations++
 	}
 	rd.chats[id] = q.Parent
-	return nil
+	return rd.emit(q)
 }
 
 func intField(obj map[string]json.RawMessage, key string) (int64, string) {
