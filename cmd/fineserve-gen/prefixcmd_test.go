@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
+)
+
+var (
+	bailianFixture = filepath.Join("..", "..", "pkg", "prefix", "testdata", "bailian.jsonl")
+	mooncakeSample = filepath.Join("..", "..", "pkg", "replay", "testdata", "mooncake_synthetic_trace.jsonl.gz")
+)
+
+// TestAnalyzePrefix: analyze detects a prefix trace, prints its table and
+// writes the JSON report (the figures are worked by hand in pkg/prefix).
+func TestAnalyzePrefix(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "a.json")
+	stdout, stderr := mustRun(t, "analyze", bailianFixture, "--cache-blocks", "3,100", "--json", out)
+	for _, s := range []string{"Prefix reuse:", "(bailian, 16-token blocks)", "5 requests in 2 conversations over 4.5 s; 17 blocks, 9 distinct",
+		"infinite cache: 47.06% of blocks already seen (52.89% of prompt tokens)", "Prefix tree: 9 nodes (2 roots), 4 leaves; depth max 6",
+		"           3             48            3     17.65%           11"} {
+		if !strings.Contains(stdout, s) {
+			t.Errorf("table lacks %q:\n%s", s, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "skipped 5 unusable record(s) (lines 5, 7, 8, 9, 10); first: line 5: parent_chat_id: a cycle") {
+		t.Errorf("stderr %q", stderr)
+	}
+	var a struct {
+		Format          string
+		Requests        int
+		InfiniteHitRate float64 `json:"infinite_cache_hit_rate"`
+		SkippedRecords  int     `json:"skipped_records"`
+		LRU             []struct {
+			CacheBlocks int   `json:"cache_blocks"`
+			Hits        int64 `json:"hits"`
+		} `json:"lru"`
+		Tree struct {
+			Nodes int `json:"nodes"`
+		} `json:"tree"`
+	}
+	if err := json.Unmarshal(testenv.ReadFile(t, out), &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Format != "bailian" || a.Requests != 5 || math.Abs(a.InfiniteHitRate-8.0/17) > 1e-9 || a.SkippedRecords != 5 || a.Tree.Nodes != 9 ||
+		len(a.LRU) != 2 || a.LRU[0].Hits != 3 || a.LRU[1].Hits != 8 {
+		t.Errorf("report %+v", a)
+	}
+}
+
+func TestAnalyzePrefixErrors(t *testing.T) {
+	wantUsage(t, []string{"analyze", bailianFixture, "--strict"}, "bailian.jsonl: line 5: parent_chat_id: a cycle in the parent links through chat 5")
+	wantUsage(t, []string{"analyze", bailianFixture, "--adapter-cache", "4"}, "--adapter-cache: not for a prefix trace")
+	wantUsage(t, []string{"analyze", bailianFixture, "--cache-blocks", "0"}, "--cache-blocks \"0\"")
+	wantUsage(t, []string{"analyze", filepath.Join("..", "..", "pkg", "replay", "testdata", "alibaba_t2i.json"), "--cache-blocks", "8"}, "--cache-blocks: for prefix traces")
+	code, _, stderr := runCmd("analyze", bailianFixture, "--max-distinct-blocks", "4")
+	if code != exitFailure || !strings.Contains(stderr, "more than 4 distinct blocks") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// TestSynthesizeSpeedupReplays: synthesize --speedup 2 on the Mooncake
+// sample writes a trace that --mode replay reads (--trace-format mooncake)
+// with every request, over half the span, and whose infinite-cache hit rate
+// analyze finds within 2 points of the original's (the same, to the block).
+func TestSynthesizeSpeedupReplays(t *testing.T) {
+	dir := t.TempDir()
+	syn := filepath.Join(dir, "s.jsonl")
+	_, stderr := mustRun(t, "synthesize", mooncakeSample, "-o", syn, "--speedup", "2")
+	if !strings.Contains(stderr, "span 1022.0 s → 511.0 s; infinite-cache hit rate 63.96% → 63.96%") {
+		t.Errorf("synthesize said %q", stderr)
+	}
+	rate := func(path string) (float64, float64) {
+		js := filepath.Join(dir, "a.json")
+		mustRun(t, "analyze", path, "--json", js)
+		var a struct {
+			Span float64 `json:"span_s"`
+			Hit  float64 `json:"infinite_cache_hit_rate"`
+		}
+		if err := json.Unmarshal(testenv.ReadFile(t, js), &a); err != nil {
+			t.Fatal(err)
+		}
+		return a.Span, a.Hit
+	}
+	span0, hit0 := rate(mooncakeSample)
+	span1, hit1 := rate(syn)
+	if math.Abs(span1-span0/2) > 0.001 || math.Abs(hit1-hit0) > 0.02 {
+		t.Errorf("span %g → %g, hit rate %g → %g", span0, span1, hit0, hit1)
+	}
+	sched := filepath.Join(dir, "schedule.csv")
+	mustRun(t, "--mode", "replay", "--trace", syn, "--trace-format", "mooncake", "--dry-run", "--schedule-out", sched, "--disable-tqdm")
+	col, rows := testenv.ReadCSV(t, sched)
+	if len(rows) != 3993 || rows[len(rows)-1][col["time_s"]] != "511.013000" {
+		t.Errorf("schedule: %d rows, last %v", len(rows), rows[len(rows)-1])
+	}
+}
+
+func TestSynthesizeErrors(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "o.jsonl")
+	wantUsage(t, []string{"synthesize", bailianFixture}, "-o/--output")
+	wantUsage(t, []string{"synthesize", bailianFixture, "-o", out, "--speedup", "0", "--prefix-root-multiplier", "0"}, "--speedup 0", "--prefix-root-multiplier 0")
+	wantUsage(t, []string{"synthesize", bailianFixture, "-o", out, "--block-size", "24"}, "must be a multiple")
+	wantUsage(t, []string{"synthesize", bailianFixture, "-o", out, "--strict"}, "line 5: parent_chat_id")
+}
