@@ -273,7 +273,11 @@ type ServeGenConfig struct {
 	Seed      uint64
 	// Lengths, when set, replaces the datasets' lengths.
 	Lengths arrival.Lengths
-	Model   string
+	// MaxTokens, when > 0, bounds a dataset draw's input + output: a
+	// larger draw is clamped (the input to MaxTokens − 1, the output to
+	// what is left).
+	MaxTokens int
+	Model     string
 }
 
 // Validate returns every problem of c.
@@ -439,6 +443,10 @@ func ServeGenSchedule(c ServeGenConfig) arrival.Schedule {
 							// draws them: long inputs go with long outputs.
 							u := sizes.Float64()
 							p.in, p.out = draw(ls.In, u), draw(ls.Out, u)
+							if m := c.MaxTokens; m > 1 && p.in+p.out > m {
+								p.in = min(p.in, m-1)
+								p.out = m - p.in
+							}
 						}
 						buf = append(buf, p)
 					}

@@ -292,3 +292,13 @@ func TestServeGenBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestServeGenTokenLimit: a draw above the limit is clamped to it.
+func TestServeGenTokenLimit(t *testing.T) {
+	a := client("a", 1, 2, "Gamma", 1, false)
+	for _, x := range collect(ServeGenSchedule(ServeGenConfig{Clients: []*ServeGenClient{a}, Seed: 1, MaxTokens: 15})) {
+		if !(x.InputTokens == 10 && x.OutputTokens == 1 || x.InputTokens == 14 && x.OutputTokens == 1) {
+			t.Fatalf("lengths %d, %d", x.InputTokens, x.OutputTokens)
+		}
+	}
+}

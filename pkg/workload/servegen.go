@@ -35,6 +35,8 @@ func servegenSchedule(c *Config, seed uint64, log Logger) (arrival.Schedule, err
 	if c.mixture != nil {
 		sc.Lengths = c.mixture
 	}
+	limit, from := c.tokenLimit()
+	sc.MaxTokens = limit
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("--servegen %s: %w", p.ServeGen, err)
 	}
@@ -59,7 +61,7 @@ func servegenSchedule(c *Config, seed uint64, log Logger) (arrival.Schedule, err
 	if sc.Lengths != nil {
 		log.Infof("parametric: request sizes from --lengths %s", c.mixture)
 	} else {
-		log.Infof("parametric: request sizes from the clients' datasets (each window's input and output distributions)")
+		log.Infof("parametric: request sizes from the clients' datasets (each window's input and output distributions; a draw above the token limit %d (%s) is clamped to it)", limit, from)
 	}
 	if sc.Count == 0 && sc.Duration == 0 {
 		log.Infof("parametric: one pass over the windows; --duration or --num-prompts run longer (the windows repeat) or shorter")
