@@ -8,7 +8,7 @@ import (
 )
 
 // DefaultMaxDistinct bounds the distinct blocks an analysis (or a
-// synthesis) keeps: each costs about 40 bytes, plus 24 in every LRU cache
+// synthesis) keeps: each costs about 60 bytes, plus 55 in every LRU cache
 // that holds it.
 const DefaultMaxDistinct = 50_000_000
 
@@ -17,7 +17,7 @@ const DefaultMaxDistinct = 50_000_000
 type ErrTooManyBlocks struct{ Max int }
 
 func (e ErrTooManyBlocks) Error() string {
-	return fmt.Sprintf("more than %d distinct blocks: the analysis keeps one entry a distinct block (about 40 bytes, more with --cache-blocks); raise --max-distinct-blocks if the memory is there", e.Max)
+	return fmt.Sprintf("more than %d distinct blocks: the analysis keeps one entry a distinct block (about 60 bytes, and 55 more in each --cache-blocks cache holding it); raise --max-distinct-blocks if the memory is there", e.Max)
 }
 
 // node is one distinct block: a node of the prefix tree.
