@@ -302,3 +302,30 @@ func TestServeGenTokenLimit(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParsePDF: any dict string parses to a CDF that rises to 1, or is
+// refused; draws stay inside it.
+func FuzzParsePDF(f *testing.F) {
+	for _, s := range []string{"{}", "{144: 0.00011767474699929395, 145: 0.0004706989879971758}", "{1: 0.5, 2: 0.25, 3: 0.25}", "{0.0: 0.5, 0.5: 0.5}", "{5: 0}", "{-1: 1}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		cdf, err := parsePDF(s)
+		if err != nil || cdf == nil {
+			return
+		}
+		for i := range cdf {
+			if cdf[i] < 0 || i > 0 && cdf[i] < cdf[i-1] {
+				t.Fatalf("cdf %v", cdf)
+			}
+		}
+		if math.Abs(cdf[len(cdf)-1]-1) > 1e-9 {
+			t.Fatalf("cdf ends at %g", cdf[len(cdf)-1])
+		}
+		for _, u := range []float64{0, 0.5, 0.999999} {
+			if v := draw(cdf, u); v < 1 || v > max(len(cdf)-1, 1) {
+				t.Fatalf("draw(%g) = %d of %d", u, v, len(cdf))
+			}
+		}
+	})
+}

@@ -60,6 +60,14 @@ func ParseFormat(s string) (Format, error) {
 	return "", fmt.Errorf("prefix trace format %q: want mooncake, bailian or weka", s)
 }
 
+// MaxTokens bounds a request's input or output tokens, and MaxBlocks the
+// blocks its input spans: a larger one is an unusable record (a bound on
+// what a trace can make the tool hold, not a model's context).
+const (
+	MaxTokens = 1 << 24
+	MaxBlocks = 1 << 20
+)
+
 // Request is one request of a prefix trace.
 type Request struct {
 	// Line is the line of the file the request was read from (of its
@@ -248,6 +256,7 @@ type reader struct {
 	info  *Info
 	fn    func(*Request) error
 	chats map[int64]int64 // Bailian: chat id → parent
+	seen  map[uint64]struct{}
 	lastT float64
 	// WEKA: the offset of the next conversation and the id namespace.
 	convOffset float64
@@ -351,8 +360,8 @@ func length(obj map[string]json.RawMessage, key string) (int, string) {
 	if p != "" {
 		return 0, p
 	}
-	if f > 1<<31 {
-		return 0, "too large"
+	if f > MaxTokens {
+		return 0, fmt.Sprintf("%.0f: more than %d tokens", f, MaxTokens)
 	}
 	return int(f), ""
 }
@@ -411,6 +420,24 @@ func (rd *reader) lengthsAndBlocks(line int, obj map[string]json.RawMessage, q *
 	bs := rd.info.BlockSize
 	if need := (q.In + bs - 1) / bs; len(q.Blocks) > need {
 		return &Skip{line, "hash_ids", fmt.Sprintf("%d ids for %d input tokens (at most %d blocks of %d)", len(q.Blocks), q.In, need, bs)}
+	} else if need > MaxBlocks {
+		return &Skip{line, in, fmt.Sprintf("%d tokens: more than %d blocks of %d", q.In, MaxBlocks, bs)}
+	}
+	return rd.repeated(line, "hash_ids", q.Blocks)
+}
+
+// repeated says when an id comes twice in one request: the ids are chained
+// (each names its whole prefix), so a request cannot hold one twice.
+func (rd *reader) repeated(line int, field string, ids []uint64) *Skip {
+	if rd.seen == nil {
+		rd.seen = map[uint64]struct{}{}
+	}
+	clear(rd.seen)
+	for _, id := range ids {
+		if _, dup := rd.seen[id]; dup {
+			return &Skip{line, field, fmt.Sprintf("id %d repeated (the ids are chained: each names its whole prefix)", id)}
+		}
+		rd.seen[id] = struct{}{}
 	}
 	return nil
 }
@@ -543,10 +570,13 @@ func (rd *reader) weka(line int, obj map[string]json.RawMessage) error {
 					return &Skip{line, field + "." + f.key, "missing"}
 				}
 				v, err := f.n.Int64()
-				if err != nil || v < 0 || v > 1<<31 {
-					return &Skip{line, field + "." + f.key, "not a token count"}
+				if err != nil || v < 0 || v > MaxTokens {
+					return &Skip{line, field + "." + f.key, fmt.Sprintf("not a token count of at most %d", MaxTokens)}
 				}
 				*f.dst = int(v)
+			}
+			if (q.In+bs-1)/bs > MaxBlocks {
+				return &Skip{line, field + ".in", fmt.Sprintf("%d tokens: more than %d blocks of %d", q.In, MaxBlocks, bs)}
 			}
 			if w.HashIDs == nil {
 				return &Skip{line, field + ".hash_ids", "missing"}
@@ -562,6 +592,9 @@ func (rd *reader) weka(line int, obj map[string]json.RawMessage) error {
 				}
 				maxID = max(maxID, uint64(v))
 				q.Blocks[k] = uint64(v)
+			}
+			if s := rd.repeated(line, field+".hash_ids", q.Blocks); s != nil {
+				return s
 			}
 			reqs = append(reqs, q)
 		}

@@ -35,15 +35,15 @@ type SynthConfig struct {
 func (c *SynthConfig) Validate() error {
 	var errs []error
 	pos := func(flag string, v float64) {
-		if !(v > 0) || math.IsInf(v, 0) {
-			errs = append(errs, fmt.Errorf("%s %g: want a number > 0", flag, v))
+		if !(v > 0) || v > 1000 {
+			errs = append(errs, fmt.Errorf("%s %g: want a number > 0, at most 1000", flag, v))
 		}
 	}
 	pos("--speedup", c.Speedup)
 	pos("--prefix-len-multiplier", c.PrefixLenMultiplier)
 	pos("--prompt-len-multiplier", c.PromptLenMultiplier)
 	pos("--output-len-multiplier", c.OutputLenMultiplier)
-	if c.PrefixRootMultiplier < 1 || c.PrefixRootMultiplier > 1<<20 {
+	if c.PrefixRootMultiplier < 1 || c.PrefixRootMultiplier > 1<<20 || c.PrefixRootMultiplier > math.MaxInt32 {
 		errs = append(errs, fmt.Errorf("--prefix-root-multiplier %d: want an integer ≥ 1", c.PrefixRootMultiplier))
 	}
 	if c.MaxISL < 0 || c.MaxOSL < 0 {
@@ -107,6 +107,7 @@ func (s *Synthesizer) Rewrite(q *Request) Out {
 	for d := 1; d <= shared; d++ {
 		id := q.Blocks[d-1]
 		n := int(math.Floor(float64(d)*m+1e-9)) - int(math.Floor(float64(d-1)*m+1e-9))
+		n = min(n, MaxBlocks-len(blocks))
 		for j := range n {
 			k := synthKey{copy: copyN, j: int32(j), id: id}
 			nid, ok := s.ids[k]
@@ -120,9 +121,9 @@ func (s *Synthesizer) Rewrite(q *Request) Out {
 	}
 	var in int
 	if rest := q.In - shared*B; rest >= 0 {
-		u := int(math.Round(float64(rest) * c.PromptLenMultiplier))
+		u := int(min(math.Round(float64(rest)*c.PromptLenMultiplier), MaxTokens))
 		in = len(blocks)*B + u
-		for range (u + B - 1) / B {
+		for range min((u+B-1)/B, MaxBlocks) {
 			blocks = append(blocks, s.fresh)
 			s.fresh++
 		}
@@ -133,6 +134,8 @@ func (s *Synthesizer) Rewrite(q *Request) Out {
 	if in < 1 {
 		in = 1
 	}
+	// What a request can hold (MaxTokens, MaxBlocks of the trace's blocks).
+	in = min(in, MaxTokens, MaxBlocks*B)
 	if c.MaxISL > 0 && in > c.MaxISL {
 		in = c.MaxISL
 	}
