@@ -160,7 +160,8 @@ func synthesizeCommand(_ context.Context, args []string, stdout, stderr io.Write
 	fs.IntVar(&cfg.MaxISL, "max-isl", 0, "cap the input tokens (0: no cap)")
 	fs.IntVar(&cfg.MaxOSL, "max-osl", 0, "cap the output tokens (0: no cap)")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "random seed (--prefix-root-multiplier's choice of copy)")
-	fs.IntVar(&cfg.OutBlockSize, "block-size", 512, "tokens a block of the written trace (Mooncake's 512; a multiple of the trace's)")
+	fs.IntVar(&cfg.OutBlockSize, "block-size", 0, "tokens a block of the written trace, a multiple of the trace's (default: 512 for mooncake, the trace's for bailian)")
+	outFormat := fs.String("output-format", "mooncake", "the written trace's format: mooncake (--mode replay --trace-format mooncake reads it) or bailian (a Bailian trace's own format, its chat ids, parents, turns and types kept)")
 	format := fs.String("trace-format", "", "mooncake, bailian or weka (default: detected)")
 	strict := fs.Bool("strict", false, "fail on unusable records instead of skipping and counting them")
 	maxDistinct := fs.Int("max-distinct-blocks", prefix.DefaultMaxDistinct, "the most distinct blocks kept in memory; a trace with more is refused")
@@ -176,8 +177,9 @@ func synthesizeCommand(_ context.Context, args []string, stdout, stderr io.Write
 			fmt.Fprintf(stdout, "Usage: fineserve-gen synthesize TRACE -o OUT [flags]\n\n"+
 				"Writes a scaled copy of a prefix trace (Mooncake, Bailian or WEKA hash ids) as a Mooncake trace\n"+
 				"(timestamp ms, input_length, output_length, hash_ids of --block-size tokens) that --mode replay\n"+
-				"reads. The prefix tree keeps its shape: shared blocks stay shared, unique ones unique. Two passes\n"+
-				"over the file: the first counts which blocks are shared.\n\n%s", fs.FlagUsages())
+				"reads, or a Bailian trace as a Bailian one (--output-format bailian). The prefix tree keeps its\n"+
+				"shape: shared blocks stay shared, unique ones unique. Two passes over the file: the first counts\n"+
+				"which blocks are shared.\n\n%s", fs.FlagUsages())
 			return exitOK
 		}
 		return fail(err)
@@ -196,9 +198,17 @@ func synthesizeCommand(_ context.Context, args []string, stdout, stderr io.Write
 	if *maxDistinct < 1 {
 		errs = append(errs, fmt.Errorf("--max-distinct-blocks %d: want ≥ 1", *maxDistinct))
 	}
-	cfg.InBlockSize = 1 // checked against the trace's below
+	switch *outFormat {
+	case "mooncake", "bailian":
+	default:
+		errs = append(errs, fmt.Errorf("--output-format %q: want mooncake or bailian", *outFormat))
+	}
+	cfg.InBlockSize, cfg.OutBlockSize = 1, max(cfg.OutBlockSize, 1) // checked against the trace's below
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if !fs.Changed("block-size") {
+		cfg.OutBlockSize = 0
 	}
 	if len(errs) > 0 {
 		return fail(errs...)
@@ -217,6 +227,15 @@ func synthesizeCommand(_ context.Context, args []string, stdout, stderr io.Write
 		return fail(err)
 	}
 	cfg.InBlockSize = info.BlockSize
+	if *outFormat == "bailian" && info.Format != prefix.Bailian {
+		return fail(fmt.Errorf("--output-format bailian: %s is a %s trace; its requests have no chat ids (write mooncake)", path, info.Format))
+	}
+	if cfg.OutBlockSize == 0 {
+		cfg.OutBlockSize = 512
+		if *outFormat == "bailian" {
+			cfg.OutBlockSize = info.BlockSize
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return fail(fmt.Errorf("%s: %w", path, err))
 	}
@@ -244,7 +263,11 @@ func synthesizeCommand(_ context.Context, args []string, stdout, stderr io.Write
 		}
 		last = o.T
 		n++
-		buf = prefix.AppendMooncake(buf[:0], o)
+		if *outFormat == "bailian" {
+			buf = prefix.AppendBailian(buf[:0], o)
+		} else {
+			buf = prefix.AppendMooncake(buf[:0], o)
+		}
 		if _, err := bw.Write(buf); err != nil {
 			return err
 		}
@@ -261,8 +284,8 @@ func synthesizeCommand(_ context.Context, args []string, stdout, stderr io.Write
 		return exitFailure
 	}
 	before, now := uses.Report(), after.Report()
-	fmt.Fprintf(stderr, "synthesize: %d requests (%s, %d-token blocks) → %s (mooncake, %d-token blocks): span %.1f s → %.1f s; infinite-cache hit rate %.2f%% → %.2f%%; distinct blocks %d → %d; mean ISL %.0f → %.0f, OSL %.0f → %.0f\n",
-		before.Requests, info.Format, info.BlockSize, *out, cfg.OutBlockSize, before.SpanS, last-first, 100*before.InfiniteHitRate, 100*now.InfiniteHitRate,
+	fmt.Fprintf(stderr, "synthesize: %d requests (%s, %d-token blocks) → %s (%s, %d-token blocks): span %.1f s → %.1f s; infinite-cache hit rate %.2f%% → %.2f%%; distinct blocks %d → %d; mean ISL %.0f → %.0f, OSL %.0f → %.0f\n",
+		before.Requests, info.Format, info.BlockSize, *out, *outFormat, cfg.OutBlockSize, before.SpanS, last-first, 100*before.InfiniteHitRate, 100*now.InfiniteHitRate,
 		before.Distinct, now.Distinct, before.ISL.Mean, now.ISL.Mean, before.OSL.Mean, now.OSL.Mean)
 	return exitOK
 }

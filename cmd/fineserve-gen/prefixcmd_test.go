@@ -149,3 +149,31 @@ func TestSynthesizedAgainstPrefixCache(t *testing.T) {
 		}
 	}
 }
+
+// TestSynthesizeBailian: a Bailian trace written as a Bailian trace keeps
+// its chats, parents, turns and types and its 16-token blocks; --speedup 2
+// halves its span with the same hit rate.
+func TestSynthesizeBailian(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "b.jsonl")
+	_, stderr := mustRun(t, "synthesize", bailianFixture, "-o", out, "--output-format", "bailian", "--speedup", "2")
+	if !strings.Contains(stderr, "(bailian, 16-token blocks): span 4.5 s → 2.2 s; infinite-cache hit rate 47.06% → 47.06%") {
+		t.Errorf("synthesize said %q", stderr)
+	}
+	rows := testenv.ReadJSONL[struct {
+		ChatID int64   `json:"chat_id"`
+		Parent int64   `json:"parent_chat_id"`
+		Turn   int     `json:"turn"`
+		Type   string  `json:"type"`
+		T      float64 `json:"timestamp"`
+	}](t, out)
+	if len(rows) != 5 || rows[1].ChatID != 2 || rows[1].Parent != 1 || rows[1].Turn != 2 || rows[2].Type != "search" || rows[4].T != 2.5 {
+		t.Errorf("rows %+v", rows)
+	}
+	stdout, _ := mustRun(t, "analyze", out)
+	if !strings.Contains(stdout, "5 requests in 2 conversations over 2.2 s; 17 blocks, 9 distinct") {
+		t.Errorf("analyze:\n%s", stdout)
+	}
+	wantUsage(t, []string{"synthesize", filepath.Join("..", "..", "pkg", "prefix", "testdata", "weka_trace_0026.json"), "-o", out, "--output-format", "bailian"},
+		"--output-format bailian", "is a weka trace")
+	wantUsage(t, []string{"synthesize", bailianFixture, "-o", out, "--output-format", "csv"}, "--output-format \"csv\"")
+}

@@ -83,9 +83,11 @@ type Request struct {
 	// leading run is a shared prefix. WEKA's local ids are made distinct
 	// between conversations.
 	Blocks []uint64
-	// Bailian's chat ids and turn (0 elsewhere; Parent -1 for a root).
+	// Bailian's chat ids, turn and type (0 elsewhere; Parent -1 for a
+	// root).
 	ChatID, Parent int64
 	Turn           int
+	Type           string
 	// Conv is the WEKA conversation (0-based) the request belongs to.
 	Conv int
 	// BlockSize is the tokens a hash id names (the format's, or the WEKA
@@ -458,6 +460,9 @@ func (rd *reader) bailian(line int, obj map[string]json.RawMessage) error {
 		if q.Parent, p = intField(obj, "parent_chat_id"); p != "" {
 			return rd.skip(Skip{line, "parent_chat_id", p})
 		}
+	}
+	if raw, ok := obj["type"]; ok {
+		_ = json.Unmarshal(raw, &q.Type) // informational: kept when a string
 	}
 	if _, ok := obj["turn"]; ok {
 		t, p := length(obj, "turn")

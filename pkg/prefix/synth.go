@@ -82,13 +82,17 @@ type Out struct {
 	T       float64
 	In, Out int
 	Blocks  []uint64
+	// Bailian's fields, kept from the request.
+	ChatID, Parent int64
+	Turn           int
+	Type           string
 }
 
 // Rewrite returns q scaled.
 func (s *Synthesizer) Rewrite(q *Request) Out {
 	c := &s.cfg
 	B := c.InBlockSize
-	o := Out{T: q.T / c.Speedup}
+	o := Out{T: q.T / c.Speedup, ChatID: q.ChatID, Parent: q.Parent, Turn: q.Turn, Type: q.Type}
 	copyN := int32(0)
 	if c.PrefixRootMultiplier > 1 {
 		copyN = int32(s.rng.IntN(c.PrefixRootMultiplier))
@@ -169,6 +173,34 @@ func AppendMooncake(b []byte, o Out) []byte {
 	b = strconv.AppendInt(b, int64(o.In), 10)
 	b = append(b, `, "output_length": `...)
 	b = strconv.AppendInt(b, int64(o.Out), 10)
+	b = append(b, `, "hash_ids": [`...)
+	for i, id := range o.Blocks {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendUint(b, id, 10)
+	}
+	return append(b, "]}\n"...)
+}
+
+// AppendBailian appends o as one Bailian JSONL line (timestamp in seconds).
+func AppendBailian(b []byte, o Out) []byte {
+	b = append(b, `{"chat_id": `...)
+	b = strconv.AppendInt(b, o.ChatID, 10)
+	b = append(b, `, "parent_chat_id": `...)
+	b = strconv.AppendInt(b, o.Parent, 10)
+	b = append(b, `, "timestamp": `...)
+	b = strconv.AppendFloat(b, math.Round(o.T*1e6)/1e6, 'f', -1, 64)
+	b = append(b, `, "input_length": `...)
+	b = strconv.AppendInt(b, int64(o.In), 10)
+	b = append(b, `, "output_length": `...)
+	b = strconv.AppendInt(b, int64(o.Out), 10)
+	if o.Type != "" {
+		b = append(b, `, "type": `...)
+		b = strconv.AppendQuote(b, o.Type)
+	}
+	b = append(b, `, "turn": `...)
+	b = strconv.AppendInt(b, int64(o.Turn), 10)
 	b = append(b, `, "hash_ids": [`...)
 	for i, id := range o.Blocks {
 		if i > 0 {
