@@ -38,15 +38,20 @@ func parseCacheBlocks(s string) ([]int, error) {
 	return out, nil
 }
 
-// readPrefix streams the prefix trace at path through fn and writes the
-// skipped records' warning to stderr.
+// readPrefix streams the prefix trace at path through fn, in time order
+// (prefix.Reorder's window), and writes the skipped records' warning to
+// stderr.
 func readPrefix(path string, opt prefix.Options, stderr io.Writer, fn func(*prefix.Request) error) (*prefix.Info, error) {
 	rc, err := prefix.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	info, err := prefix.Read(rc, path, opt, fn)
+	ro := prefix.NewReorder(0, fn)
+	info, err := prefix.Read(rc, path, opt, ro.Add)
+	if err == nil {
+		err = ro.Flush()
+	}
 	if err != nil {
 		return info, err
 	}
@@ -54,7 +59,11 @@ func readPrefix(path string, opt prefix.Options, stderr io.Writer, fn func(*pref
 		fmt.Fprintf(stderr, "warning: trace %s: %s\n", path, w)
 	}
 	if info.OutOfOrder > 0 {
-		fmt.Fprintf(stderr, "warning: trace %s: %d request(s) earlier than the one before them: analyzed in file order\n", path, info.OutOfOrder)
+		late := ""
+		if ro.Late > 0 {
+			late = fmt.Sprintf("; %d of them more than %d requests late, taken where they came", ro.Late, prefix.DefaultReorderWindow)
+		}
+		fmt.Fprintf(stderr, "warning: trace %s: %d request(s) earlier than the one before them: put in time order%s\n", path, info.OutOfOrder, late)
 	}
 	return info, nil
 }
