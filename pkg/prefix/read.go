@@ -13,8 +13,9 @@ import (
 	"io"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/valyala/fastjson"
 )
 
 // Format is a prefix trace's layout.
@@ -253,13 +254,14 @@ func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 }
 
 type reader struct {
-	name  string
-	opt   Options
-	info  *Info
-	fn    func(*Request) error
-	chats map[int64]int64 // Bailian: chat id → parent
-	seen  map[uint64]struct{}
-	lastT float64
+	name   string
+	opt    Options
+	info   *Info
+	fn     func(*Request) error
+	parser fastjson.Parser
+	chats  map[int64]int64 // Bailian: chat id → parent
+	seen   map[uint64]struct{}
+	lastT  float64
 	// WEKA: the offset of the next conversation and the id namespace.
 	convOffset float64
 	idBase     uint64
@@ -297,28 +299,25 @@ func (rd *reader) emit(q *Request) error {
 	return rd.fn(q)
 }
 
-// record parses one JSONL line or JSON document.
+// record parses one JSONL line or JSON document (fastjson for the
+// request lines, encoding/json for a WEKA conversation).
 func (rd *reader) record(line int, b []byte) error {
 	rd.info.Records++
-	var obj map[string]json.RawMessage
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	if err := d.Decode(&obj); err != nil || obj == nil {
+	v, err := rd.parser.ParseBytes(b)
+	if err != nil || v.Type() != fastjson.TypeObject {
 		return rd.skip(Skip{Line: line, Problem: "not a JSON object"})
 	}
 	if rd.info.Format == "" {
 		switch {
-		case obj["requests"] != nil:
+		case v.Exists("requests"):
 			rd.info.Format = WEKA
-		case obj["chat_id"] != nil || obj["parent_chat_id"] != nil:
+		case v.Exists("chat_id") || v.Exists("parent_chat_id"):
 			rd.info.Format = Bailian
-		case obj["hash_ids"] != nil:
+		case v.Exists("hash_ids"):
 			rd.info.Format = Mooncake
 		default:
-			keys := make([]string, 0, len(obj))
-			for k := range obj {
-				keys = append(keys, k)
-			}
+			var keys []string
+			v.GetObject().Visit(func(k []byte, _ *fastjson.Value) { keys = append(keys, string(k)) })
 			sort.Strings(keys)
 			return fmt.Errorf("prefix: %s: line %d: not a prefix trace: no hash_ids, chat_id or requests among its keys %q; give --trace-format mooncake, bailian or weka", rd.name, line, strings.Join(keys, ","))
 		}
@@ -328,25 +327,28 @@ func (rd *reader) record(line int, b []byte) error {
 	}
 	switch rd.info.Format {
 	case WEKA:
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(b, &obj); err != nil {
+			return rd.skip(Skip{Line: line, Problem: "not a JSON object"})
+		}
 		return rd.weka(line, obj)
 	case Bailian:
-		return rd.bailian(line, obj)
+		return rd.bailian(line, v)
 	default:
-		return rd.mooncake(line, obj)
+		return rd.mooncake(line, v)
 	}
 }
 
 // num reads a non-negative number field.
-func num(obj map[string]json.RawMessage, key string) (float64, string) {
-	raw, ok := obj[key]
-	if !ok || string(raw) == "null" {
+func num(v *fastjson.Value, key string) (float64, string) {
+	x := v.Get(key)
+	if x == nil || x.Type() == fastjson.TypeNull {
 		return 0, "missing"
 	}
-	var v json.Number
-	if err := json.Unmarshal(raw, &v); err != nil {
+	if x.Type() != fastjson.TypeNumber {
 		return 0, "not a number"
 	}
-	f, err := v.Float64()
+	f, err := x.Float64()
 	switch {
 	case err != nil || math.IsNaN(f) || math.IsInf(f, 0):
 		return 0, "not a number"
@@ -357,8 +359,8 @@ func num(obj map[string]json.RawMessage, key string) (float64, string) {
 }
 
 // length reads a token count field.
-func length(obj map[string]json.RawMessage, key string) (int, string) {
-	f, p := num(obj, key)
+func length(v *fastjson.Value, key string) (int, string) {
+	f, p := num(v, key)
 	if p != "" {
 		return 0, p
 	}
@@ -368,33 +370,36 @@ func length(obj map[string]json.RawMessage, key string) (int, string) {
 	return int(f), ""
 }
 
-// hashIDs reads the hash_ids array: non-negative integers (Bailian's
-// SipHash ids use the whole uint64 range).
-func hashIDs(obj map[string]json.RawMessage, key string) ([]uint64, string) {
-	raw, ok := obj[key]
-	if !ok || string(raw) == "null" {
+// hashIDs reads the hash_ids array: integers (Bailian's SipHash ids use the
+// whole uint64 range; a negative one is a signed hash, its bits kept).
+func hashIDs(v *fastjson.Value, key string) ([]uint64, string) {
+	x := v.Get(key)
+	if x == nil || x.Type() == fastjson.TypeNull {
 		return nil, "missing"
 	}
-	var nums []json.Number
-	if err := json.Unmarshal(raw, &nums); err != nil {
+	arr, err := x.Array()
+	if err != nil {
 		return nil, "not an array of integers"
 	}
-	out := make([]uint64, len(nums))
-	for i, n := range nums {
-		v, err := strconv.ParseUint(string(n), 10, 64)
-		if err != nil {
-			iv, err := strconv.ParseInt(string(n), 10, 64)
-			if err != nil {
-				return nil, fmt.Sprintf("element %d: %s: not an integer", i, n)
-			}
-			v = uint64(iv) // a signed 64-bit hash: keep its bits
+	out := make([]uint64, len(arr))
+	for i, el := range arr {
+		if el.Type() != fastjson.TypeNumber {
+			return nil, "not an array of integers"
 		}
-		out[i] = v
+		u, err := el.Uint64()
+		if err != nil {
+			iv, err := el.Int64()
+			if err != nil {
+				return nil, fmt.Sprintf("element %d: %s: not an integer", i, el)
+			}
+			u = uint64(iv)
+		}
+		out[i] = u
 	}
 	return out, ""
 }
 
-func (rd *reader) mooncake(line int, obj map[string]json.RawMessage) error {
+func (rd *reader) mooncake(line int, obj *fastjson.Value) error {
 	q := &Request{Line: line, Parent: -1}
 	ts, p := num(obj, "timestamp")
 	if p != "" {
@@ -408,7 +413,7 @@ func (rd *reader) mooncake(line int, obj map[string]json.RawMessage) error {
 }
 
 // lengthsAndBlocks reads q's lengths and hash ids, or says what is wrong.
-func (rd *reader) lengthsAndBlocks(line int, obj map[string]json.RawMessage, q *Request, in, out string) *Skip {
+func (rd *reader) lengthsAndBlocks(line int, obj *fastjson.Value, q *Request, in, out string) *Skip {
 	var p string
 	if q.In, p = length(obj, in); p != "" {
 		return &Skip{line, in, p}
@@ -444,7 +449,7 @@ func (rd *reader) repeated(line int, field string, ids []uint64) *Skip {
 	return nil
 }
 
-func (rd *reader) bailian(line int, obj map[string]json.RawMessage) error {
+func (rd *reader) bailian(line int, obj *fastjson.Value) error {
 	q := &Request{Line: line, Parent: -1, Turn: 1}
 	ts, p := num(obj, "timestamp")
 	if p != "" {
@@ -456,15 +461,15 @@ func (rd *reader) bailian(line int, obj map[string]json.RawMessage) error {
 		return rd.skip(Skip{line, "chat_id", p})
 	}
 	q.ChatID = id
-	if _, ok := obj["parent_chat_id"]; ok {
+	if obj.Exists("parent_chat_id") {
 		if q.Parent, p = intField(obj, "parent_chat_id"); p != "" {
 			return rd.skip(Skip{line, "parent_chat_id", p})
 		}
 	}
-	if raw, ok := obj["type"]; ok {
-		_ = json.Unmarshal(raw, &q.Type) // informational: kept when a string
+	if x := obj.Get("type"); x != nil && x.Type() == fastjson.TypeString {
+		q.Type = string(x.GetStringBytes()) // informational
 	}
-	if _, ok := obj["turn"]; ok {
+	if obj.Exists("turn") {
 		t, p := length(obj, "turn")
 		if p != "" {
 			return rd.skip(Skip{line, "turn", p})
@@ -495,20 +500,16 @@ func (rd *reader) bailian(line int, obj map[string]json.RawMessage) error {
 	return rd.emit(q)
 }
 
-func intField(obj map[string]json.RawMessage, key string) (int64, string) {
-	raw, ok := obj[key]
-	if !ok || string(raw) == "null" {
+func intField(v *fastjson.Value, key string) (int64, string) {
+	x := v.Get(key)
+	if x == nil || x.Type() == fastjson.TypeNull {
 		return 0, "missing"
 	}
-	var n json.Number
-	if err := json.Unmarshal(raw, &n); err != nil {
+	n, err := x.Int64()
+	if x.Type() != fastjson.TypeNumber || err != nil {
 		return 0, "not an integer"
 	}
-	v, err := n.Int64()
-	if err != nil {
-		return 0, "not an integer"
-	}
-	return v, ""
+	return n, ""
 }
 
 // wekaReq is a WEKA request or subagent entry.
