@@ -159,7 +159,7 @@ func (a *prefixAnalysis) writeTable(w io.Writer) error {
 // reads.
 func synthesizeCommand(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("synthesize")
-	out := fs.StringP("output", "o", "", "the trace to write (Mooncake JSONL; - for standard output)")
+	out := fs.StringP("output", "o", "", "the trace to write (- for standard output)")
 	cfg := prefix.SynthConfig{}
 	fs.Float64Var(&cfg.Speedup, "speedup", 1, "divide every timestamp by this (2: twice the rate, half the span)")
 	fs.Float64Var(&cfg.PrefixLenMultiplier, "prefix-len-multiplier", 1, "stretch the shared prefixes (blocks more than one request uses): a shared run of L blocks becomes ⌊L·m⌋")
@@ -223,6 +223,11 @@ func synthesizeCommand(_ context.Context, args []string, stdout, stderr io.Write
 		return fail(errs...)
 	}
 	path := fs.Arg(0)
+	if in, err := os.Stat(path); err == nil {
+		if o, err := os.Stat(*out); err == nil && os.SameFile(in, o) {
+			return fail(fmt.Errorf("-o %s: the trace itself (it is read twice): write elsewhere", *out))
+		}
+	}
 	opt := prefix.Options{Format: pf, Strict: *strict}
 	// Pass 1: which blocks are shared, and the trace's own figures.
 	uses := prefix.NewAnalyzer(0, nil, *maxDistinct)

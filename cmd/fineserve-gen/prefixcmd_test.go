@@ -108,6 +108,7 @@ func TestSynthesizeErrors(t *testing.T) {
 	wantUsage(t, []string{"synthesize", bailianFixture, "-o", out, "--speedup", "0", "--prefix-root-multiplier", "0"}, "--speedup 0: want a number > 0, at most 1000", "--prefix-root-multiplier 0")
 	wantUsage(t, []string{"synthesize", bailianFixture, "-o", out, "--block-size", "24"}, "must be a multiple")
 	wantUsage(t, []string{"synthesize", bailianFixture, "-o", out, "--strict"}, "line 5: parent_chat_id")
+	wantUsage(t, []string{"synthesize", bailianFixture, "-o", bailianFixture}, "the trace itself")
 }
 
 // TestSynthesizedAgainstPrefixCache: the Mooncake sample and a synthesized
