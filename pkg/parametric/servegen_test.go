@@ -159,6 +159,9 @@ func TestServeGenStatistics(t *testing.T) {
 func TestServeGenComposed(t *testing.T) {
 	a := client("a", 6, 3, "Gamma", 0.5, false)
 	b := client("b", 6, 2, "Weibull", 0.7, true)
+	// b's inputs are 30 or 40 tokens: its arrivals are told apart by them.
+	bIn, _ := parsePDF("{30: 0.5, 40: 0.5}")
+	b.Lengths[0].In = bIn
 	cfg := ServeGenConfig{Clients: []*ServeGenClient{a, b}, Seed: 7}
 	all := collect(ServeGenSchedule(cfg))
 	onlyA := collect(ServeGenSchedule(ServeGenConfig{Clients: []*ServeGenClient{a}, Seed: 7}))
@@ -167,17 +170,28 @@ func TestServeGenComposed(t *testing.T) {
 		t.Fatalf("%d = %d + %d?", len(all), len(onlyA), len(onlyB))
 	}
 	var times, union []time.Duration
+	perClient := map[string]int{}
 	for i, x := range all {
 		if x.Index != int64(i) || x.Burst != x.Index || i > 0 && x.At < all[i-1].At {
 			t.Fatalf("arrival %d: %+v", i, x)
 		}
 		times = append(times, x.At)
-		if !(x.InputTokens == 10 && x.OutputTokens == 1 || x.InputTokens == 20 && x.OutputTokens == 3) {
+		switch {
+		case x.InputTokens == 10 && x.OutputTokens == 1, x.InputTokens == 20 && x.OutputTokens == 3:
+			perClient["a"]++
+		case x.InputTokens == 30 && x.OutputTokens == 1, x.InputTokens == 40 && x.OutputTokens == 3:
+			perClient["b"]++
+		default:
 			t.Fatalf("lengths %d, %d", x.InputTokens, x.OutputTokens)
 		}
 	}
 	for _, x := range append(onlyA, onlyB...) {
 		union = append(union, x.At)
+	}
+	// Each client's rate in the composed schedule: r − 1/600 over its
+	// active windows (a: 3 req/s in 6 windows; b: 2 req/s in 3).
+	if ra, rb := float64(perClient["a"])/3600, float64(perClient["b"])/1800; math.Abs(ra-(3-1.0/600)) > 1e-9 || math.Abs(rb-(2-1.0/600)) > 1e-9 {
+		t.Errorf("rates in the composed schedule: a %.6f, b %.6f req/s", ra, rb)
 	}
 	slices.Sort(union)
 	if !slices.Equal(times, union) {
@@ -194,12 +208,14 @@ func TestServeGenComposed(t *testing.T) {
 	}
 	short := 0
 	for _, x := range all {
-		if x.InputTokens == 10 {
+		if x.InputTokens == 10 || x.InputTokens == 30 {
 			short++
 		}
 	}
+	// Half the inputs are the short ones: ±0.02 is 4.8 standard errors of
+	// 14,391 draws.
 	if share := float64(short) / float64(len(all)); math.Abs(share-0.5) > 0.02 {
-		t.Errorf("share of 10-token inputs %.3f, want 0.5 ± 0.02", share)
+		t.Errorf("share of short inputs %.3f, want 0.5 ± 0.02", share)
 	}
 }
 
