@@ -178,3 +178,21 @@ func TestTooManyBlocks(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestWEKASubagentTimes: a subagent's requests timed from its spawn
+// (kv-cache-tester) or from the conversation's start (SemiAnalysis's
+// variant) land at the same times.
+func TestWEKASubagentTimes(t *testing.T) {
+	for _, doc := range []string{
+		`{"block_size": 64, "requests": [{"t": 0, "type": "n", "in": 64, "out": 1, "hash_ids": [1]}, {"t": 10, "type": "subagent", "requests": [{"t": 0, "type": "n", "in": 64, "out": 1, "hash_ids": [7]}, {"t": 3, "type": "n", "in": 64, "out": 1, "hash_ids": [8]}]}, {"t": 20, "type": "n", "in": 128, "out": 1, "hash_ids": [1, 2]}]}`,
+		`{"block_size": 64, "requests": [{"t": 0, "type": "n", "in": 64, "out": 1, "hash_ids": [0]}, {"t": 10, "type": "subagent", "requests": [{"t": 10, "type": "n", "in": 64, "out": 1, "hash_ids": [6]}, {"t": 13, "type": "n", "in": 64, "out": 1, "hash_ids": [7]}]}, {"t": 20, "type": "n", "in": 128, "out": 1, "hash_ids": [0, 1]}]}`,
+	} {
+		var times []float64
+		if _, err := Read(strings.NewReader(doc+"\n"), "w.jsonl", Options{Strict: true}, func(q *Request) error { times = append(times, q.T); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(times) != 4 || times[0] != 0 || times[1] != 10 || times[2] != 13 || times[3] != 20 {
+			t.Errorf("times %v, want 0 10 13 20", times)
+		}
+	}
+}

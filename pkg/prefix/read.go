@@ -561,7 +561,17 @@ func (rd *reader) weka(line int, obj map[string]json.RawMessage) error {
 				if len(w.Requests) == 0 {
 					return &Skip{line, field + ".requests", "a subagent without requests"}
 				}
-				if s := walk(w.Requests, base+*w.T, field+".requests"); s != nil {
+				// kv-cache-tester times a subagent's requests from its spawn
+				// (its first at 0); SemiAnalysis's variant from the
+				// conversation's start (its first at or after the spawn).
+				sub := base + *w.T
+				var first struct {
+					T *float64 `json:"t"`
+				}
+				if json.Unmarshal(w.Requests[0], &first) == nil && first.T != nil && *w.T > 0 && *first.T >= *w.T {
+					sub = base
+				}
+				if s := walk(w.Requests, sub, field+".requests"); s != nil {
 					return s
 				}
 				continue
