@@ -126,6 +126,9 @@ func (a *prefixAnalysis) writeTable(w io.Writer) error {
 	conv := ""
 	if a.Conversations > 0 {
 		conv = fmt.Sprintf(" in %d conversations", a.Conversations)
+		if a.Conversations == 1 {
+			conv = " in 1 conversation"
+		}
 	}
 	fmt.Fprintf(&b, "%d requests%s over %.1f s; %d blocks, %d distinct\n", r.Requests, conv, r.SpanS, r.Blocks, r.Distinct)
 	fmt.Fprintf(&b, "infinite cache: %.2f%% of blocks already seen (%.2f%% of prompt tokens)\n", 100*r.InfiniteHitRate, 100*r.TokenHitRate)
