@@ -71,7 +71,7 @@ const (
 var matrixDims = []dimension{
 	dWorkload: {"workload", []string{"poisson", "poisson-bursty", "poisson-inf",
 		"replay-fineserve", "replay-azure2023", "replay-azure-lmm", "replay-mooncake", "replay-burstgpt",
-		"replay-alibaba-lora", "replay-generic", "parametric-class-nb", "parametric-gamma"}},
+		"replay-alibaba-lora", "replay-generic", "parametric-class-nb", "parametric-gamma", "parametric-servegen"}},
 	dBackend:     {"backend", []string{"vllm", "openai", "openai-chat", "openai-responses", "openai-images"}},
 	dSource:      {"source", []string{"random-ids", "trace-ids", "text", "sharegpt", "sharegpt_pre", "hash-ids", "images"}},
 	dWarmup:      {"warmup", []string{"0", "1", "3"}},
@@ -123,7 +123,7 @@ func set(row []int, d int) bool { return row[d] != testenv.Free }
 var (
 	imageTraces    = []string{"replay-azure-lmm", "replay-alibaba-lora"}
 	textTraces     = []string{"replay-fineserve", "replay-azure2023", "replay-burstgpt", "replay-generic"}
-	syntheticModes = []string{"poisson", "poisson-bursty", "poisson-inf", "parametric-class-nb", "parametric-gamma"}
+	syntheticModes = []string{"poisson", "poisson-bursty", "poisson-inf", "parametric-class-nb", "parametric-gamma", "parametric-servegen"}
 )
 
 // validCase is the matrix's validity function. Invalid combinations are
@@ -291,6 +291,8 @@ var workloadArgs = map[string][]string{
 		"--input-length-column", "prompt_len", "--output-length-column", "gen_len", "--model-column", "model_name", "--time-scale", "20", "--num-prompts", "6"},
 	"parametric-class-nb": {"--mode", "parametric", "--model-class", "Dense_lt10B", "--time-scale", "100", "--num-prompts", "8"},
 	"parametric-gamma":    {"--mode", "parametric", "--gamma-params-csv", "../../datasets/Parametric/gamma/Dense_10to30B_gamma_5min.csv", "--time-scale", "100", "--num-prompts", "6"},
+	// ServeGen clients: 50 req/s together, sped up 10 times.
+	"parametric-servegen": {"--mode", "parametric", "--servegen", "testdata/servegen", "--num-clients", "2", "--time-scale", "10", "--num-prompts", "8"},
 }
 
 var sourceArgs = map[string][]string{
@@ -1068,6 +1070,7 @@ func TestMatrixInvalidCombinations(t *testing.T) {
 		{"diffusion trace with a text backend", append(slices.Clone(workloadArgs["replay-alibaba-lora"]), "--backend", "vllm"), "--backend openai-images"},
 		{"sharegpt_pre without a file", append(slices.Clone(workloadArgs["poisson"]), "--dataset-name", "sharegpt_pre"), "needs --dataset-path"},
 		{"length mixture with a trace", append(slices.Clone(workloadArgs["replay-burstgpt"]), "--lengths", "12,3:1"), "--lengths applies to poisson and parametric mode"},
+		{"ServeGen clients with a model class", append(slices.Clone(workloadArgs["parametric-servegen"]), "--model-class", "Dense_lt10B"), "--servegen and --model-class: choose one"},
 		{"length mixture with a dataset", append(slices.Clone(workloadArgs["poisson"]), "--dataset-path", "testdata/sharegpt.json", "--lengths", "12,3:1"), "--lengths and --dataset-path: choose one"},
 		{"stages with a request rate", append(slices.Clone(workloadArgs["poisson"]), "--stages", "1s:10"), "--stages and --request-rate: choose one"},
 		{"tools with completions", append(slices.Clone(workloadArgs["poisson"]), "--backend", "vllm", "--tools", "testdata/tools.json"), "--tools: --backend vllm has no tool calls"},
