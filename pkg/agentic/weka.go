@@ -15,11 +15,11 @@ import (
 const MaxLine = 64 << 20
 
 type wekaConv struct {
-	ID        *string         `json:"id"`
-	BlockSize *int            `json:"block_size"`
-	Scope     string          `json:"hash_id_scope"`
-	Start     *float64        `json:"start_time"`
-	Requests  []wekaRequest   `json:"requests"`
+	ID        *string       `json:"id"`
+	BlockSize *int          `json:"block_size"`
+	Scope     string        `json:"hash_id_scope"`
+	Start     *float64      `json:"start_time"`
+	Requests  []wekaRequest `json:"requests"`
 }
 
 type wekaRequest struct {
