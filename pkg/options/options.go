@@ -106,6 +106,8 @@ type Options struct {
 
 	// Replay (see replay.go).
 	Replay ReplayOptions
+	// Agentic: the replay of agentic traces (docs/AGENTS.md).
+	Agentic workload.AgenticOptions
 	// Parametric (see parametric.go).
 	Parametric ParametricOptions
 	// Models: which served model or adapter each request goes to (see
@@ -340,7 +342,7 @@ func (o *Options) WorkloadConfig(seed uint64) workload.Config {
 		SharegptOutputLen: o.SharegptOutputLen, SharegptContextLen: o.SharegptContextLen,
 		TokenLimit: limit, TokenLimitFrom: from,
 		Backend: o.Backend, DryRun: o.DryRun,
-		Replay: o.Replay, Parametric: o.Parametric, Models: o.Models, Load: o.Load,
+		Replay: o.Replay, Agentic: o.Agentic, Parametric: o.Parametric, Models: o.Models, Load: o.Load,
 		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount,
 		Sessions: o.SessionsConfig(seed), MultiTurn: o.MultiTurn,
 		Endpoints: o.endpointOptions(),

@@ -58,6 +58,7 @@ type Config struct {
 	DryRun  bool
 
 	Replay     ReplayOptions
+	Agentic    AgenticOptions
 	Parametric ParametricOptions
 	Models     ModelOptions
 	Load       LoadOptions
@@ -137,6 +138,9 @@ type Workload struct {
 	// Conversations are the dataset's conversations (--multi-turn), nil
 	// otherwise.
 	Conversations *prompt.Conversations
+	// Agentic is the plan of an agentic trace's conversations (agentic.go;
+	// nil for any other workload): each arrival is a conversation's start.
+	Agentic *Agentic
 	// Balance is the plan of the requests' endpoints (nil with one
 	// endpoint): the schedule's arrivals carry theirs, a session's later
 	// turns take theirs from it (balance.Plan.Turn).
@@ -223,6 +227,7 @@ func Build(c Config, log Logger) (*Workload, error) {
 		return nil, err
 	}
 	w.Schedule = arrival.Shard(s, c.ShardIndex, c.ShardCount)
+	w.agenticSessions()
 	return w, nil
 }
 

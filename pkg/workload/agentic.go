@@ -1,0 +1,137 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/agentic"
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+)
+
+// AgenticOptions configure the replay of an agentic trace (WEKA/AgentX,
+// TraceLab, Bailian: docs/AGENTS.md).
+type AgenticOptions struct {
+	// Timing is --agent-timing (think, original, api-scaled); APIScale
+	// multiplies api_time with api-scaled (--api-time-scale).
+	Timing   string
+	APIScale float64
+	// MaxThink caps every idle gap (--max-think-time; 0: no cap).
+	MaxThink time.Duration
+	// Conversations, when > 0, makes that many Poisson starts at
+	// --request-rate, each replaying a conversation drawn by the seed.
+	Conversations int64
+}
+
+// Agentic is an agentic workload's plan (nil for any other).
+type Agentic struct {
+	*agentic.Plan
+	Path      string
+	TimeScale float64
+	// BlockSize is the tokens of one hash id's block (one for the trace).
+	BlockSize int
+}
+
+// agenticFormat returns the agentic format of c's trace, if it is one.
+func (c *Config) agenticFormat() (agentic.Format, bool) {
+	r := &c.Replay
+	if f, ok := agentic.ParseFormat(r.TraceFormat); ok {
+		return f, true
+	}
+	if r.TraceFormat != "" && r.TraceFormat != "auto" || r.TracePath == "" {
+		return "", false
+	}
+	return agentic.Detect(r.TracePath)
+}
+
+// agenticSchedule reads an agentic trace and returns its conversation
+// starts; w.Agentic keeps the plan the runner replays them with.
+func agenticSchedule(c *Config, f agentic.Format, log Logger, w *Workload) (arrival.Schedule, error) {
+	r := &c.Replay
+	a := &c.Agentic
+	timing, err := agentic.ParseTiming(a.Timing)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	if a.MaxThink < 0 {
+		errs = append(errs, fmt.Errorf("--max-think-time %v: want ≥ 0", a.MaxThink))
+	}
+	if a.APIScale < 0 {
+		errs = append(errs, fmt.Errorf("--api-time-scale %g: want > 0", a.APIScale))
+	}
+	if a.Conversations < 0 {
+		errs = append(errs, fmt.Errorf("--conversations %d: want ≥ 0", a.Conversations))
+	}
+	if r.TargetRate > 0 && c.TimeScale != 1 {
+		errs = append(errs, errors.New("--target-rate sets the time scale: give it or --time-scale, not both"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	tr, err := agentic.Load(r.TracePath, f)
+	if err != nil {
+		return nil, err
+	}
+	if tr.SkippedCount > 0 {
+		if r.Strict {
+			return nil, fmt.Errorf("replay: %s: %w", r.TracePath, tr.FirstSkip())
+		}
+		log.Warnf("trace %s: skipped %d unusable entr(ies); first: %v; --strict makes this an error", r.TracePath, tr.SkippedCount, tr.FirstSkip())
+	}
+	for _, cv := range tr.Conversations {
+		if cv.BlockSize != tr.Conversations[0].BlockSize {
+			return nil, fmt.Errorf("replay: %s: line %d: block_size %d: the trace's first conversation has %d (one block size a run)",
+				r.TracePath, cv.Line, cv.BlockSize, tr.Conversations[0].BlockSize)
+		}
+	}
+	limit, from := c.tokenLimit()
+	clock := agentic.Clock{Timing: timing, Scale: c.TimeScale, APIScale: a.APIScale, MaxThink: a.MaxThink}
+	plan := agentic.NewPlan(tr, clock, c.Seed, a.Conversations > 0)
+	share := 0.0
+	if plan.In > 0 {
+		share = float64(plan.Hit) / float64(plan.In)
+	}
+	log.Infof("trace %s: %s format, %d conversation(s), %d request(s); infinite-cache hit rate %.1f %% of prompt tokens; timing %s; token limit %d (%s)",
+		r.TracePath, f, len(tr.Conversations), tr.Requests, 100*share, timing, limit, from)
+	o := agentic.StartOptions{Count: a.Conversations, Rate: c.RequestRate, TimeScale: c.TimeScale, TargetRate: r.TargetRate,
+		Start: r.TraceStart, Span: r.TraceDuration, Duration: c.Duration}
+	if c.NumPromptsSet && a.Conversations == 0 {
+		o.Limit = c.NumPrompts
+	}
+	if r.TargetRate > 0 {
+		o.TimeScale = 0
+	}
+	s, scale := plan.Starts(o)
+	if r.TargetRate > 0 {
+		// Think times follow the starts' speed.
+		plan.Clock.Scale = scale
+	}
+	w.Agentic = &Agentic{Plan: plan, Path: r.TracePath, TimeScale: scale, BlockSize: tr.Conversations[0].BlockSize}
+	w.Replay = &ReplayInfo{Trace: r.TracePath, Format: string(f), RowsRead: tr.Requests + tr.SkippedCount, RowsUsable: tr.Requests,
+		TimeScale: scale, TargetRate: r.TargetRate, TraceStartS: r.TraceStart.Seconds(), TraceDuration: r.TraceDuration.Seconds(), Replayed: tr.Requests}
+	w.Replay.Skipped.Rows = tr.SkippedCount
+	for _, k := range tr.Skips {
+		w.Replay.Skipped.Lines = append(w.Replay.Skipped.Lines, k.Line)
+	}
+	if e := tr.FirstSkip(); e != nil {
+		w.Replay.Skipped.First = e.Error()
+	}
+	return s, nil
+}
+
+// agenticSessions is the sessions entry of an agentic workload: a
+// conversation is a session, its requests (subagents' included) its
+// turns.
+func (w *Workload) agenticSessions() {
+	if w.Agentic == nil {
+		return
+	}
+	s := &Sessions{Hash: w.Hash}
+	for a := range w.Schedule {
+		c := w.Agentic.Conversation(a.Index)
+		s.Sessions++
+		s.Turns += int64(c.Root.Requests())
+	}
+	w.Sessions = s
+}
