@@ -186,9 +186,11 @@ func (c *Clock) scale(d time.Duration) time.Duration {
 	return d
 }
 
-// Cache is an infinite prefix cache over hash ids: a request hits the
-// leading run of its blocks already seen (ids are chained: an id stands
-// for its whole prefix).
+// Cache is an infinite prefix cache over hash ids, as a server's: it
+// holds full blocks only (a request's last id, when its input is not a
+// multiple of the block size, names a partial block, which a server does
+// not cache), and a request hits the leading run of its blocks already
+// held (ids are chained: an id stands for its whole prefix).
 type Cache struct {
 	seen map[uint64]struct{}
 }
@@ -197,20 +199,26 @@ type Cache struct {
 func NewCache() *Cache { return &Cache{seen: map[uint64]struct{}{}} }
 
 // Hit returns the tokens of a request of in tokens with blocks ids that
-// the cache serves, and adds the ids.
+// the cache serves, and adds its full blocks.
 func (c *Cache) Hit(ids []uint64, in, block int) int {
 	hit := 0
 	lead := true
-	for _, id := range ids {
+	for j, id := range ids {
+		size := min(block, in-j*block)
+		if size <= 0 {
+			break
+		}
 		if _, ok := c.seen[id]; ok && lead {
-			hit++
+			hit += size
 		} else {
 			lead = false
 		}
-		c.seen[id] = struct{}{}
+		if size == block {
+			c.seen[id] = struct{}{}
+		}
 	}
 	// At least the last prompt token is computed, as in vLLM.
-	return max(min(hit*block, in-1), 0)
+	return max(min(hit, in-1), 0)
 }
 
 // Requests lists the conversation's requests in trace time order (the

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-const samples = "../../../shared/traces/agentic/"
+const samples = "testdata/"
 
 func TestWekaSamples(t *testing.T) {
 	for _, tc := range []struct {

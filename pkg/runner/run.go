@@ -529,6 +529,9 @@ func writeOutputs(cfg *Config, sum *metrics.Summary, stdio IO) error {
 	if err := report.WriteSessions(stdio.Out, sum); err != nil {
 		return err
 	}
+	if err := report.WriteAgents(stdio.Out, sum); err != nil {
+		return err
+	}
 	var errs []error
 	if cfg.SummaryJSON != "" {
 		b, err := json.MarshalIndent(sum, "", "  ")

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
+)
+
+const agenticSamples = "../../pkg/agentic/testdata/"
+
+// agentRecord is the part of an agentic step's record the tests read.
+type agentRecord struct {
+	Index        int64    `json:"index"`
+	Turn         int      `json:"turn"`
+	Branch       *int     `json:"branch"`
+	Scheduled    float64  `json:"scheduled_s"`
+	Sent         float64  `json:"sent_s"`
+	E2E          float64  `json:"e2e_ms"`
+	InputLen     int      `json:"input_len"`
+	PromptTokens *int     `json:"prompt_tokens"`
+	CachedTokens *int     `json:"cached_tokens"`
+	Expected     int      `json:"expected_cached_tokens"`
+	ToolWait     *float64 `json:"tool_wait_ms"`
+	ErrorClass   string   `json:"error_class"`
+}
+
+func (r *agentRecord) end() float64 { return r.Sent + r.E2E/1e3 }
+
+// TestAgenticCachedShareMatchesTrace replays every sample trace against
+// the built-in server's prefix cache: the share of prompt tokens it
+// serves equals the trace's own infinite-cache hit rate (from its hash
+// ids in time order) within ±3 points, request by request summed; every
+// request is sent with the trace's size, and the summary's agents
+// section and table say the same.
+func TestAgenticCachedShareMatchesTrace(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: time.Millisecond,
+		PrefixCache: mockserver.PrefixCacheConfig{Blocks: 1 << 20}})
+	cases := []struct {
+		file     string
+		requests int
+		extra    []string
+	}{
+		{"weka/trace_0012.json", 14, nil},
+		{"weka/trace_0022.json", 7, nil},
+		{"weka/trace_0026.json", 3, nil},
+		{"weka/trace_0277.json", 53, nil},
+		{"weka/trace_0291.json", 32, nil},
+		{"tracelab/session_workload_example.csv", 11, nil},
+		{"tracelab/round_trace.sanitized.jsonl", 19, []string{"--target-rate", "100", "--time-scale", "1"}},
+		{"bailian.jsonl", 4, nil},
+		// Scaled: four drawn conversations, Poisson starts.
+		{"weka/trace_0026.json", 12, []string{"--conversations", "4", "--request-rate", "50"}},
+	}
+	for _, tc := range cases {
+		t.Run(strings.ReplaceAll(tc.file, "/", "_")+strconv.Itoa(len(tc.extra)), func(t *testing.T) {
+			args := mockTarget(port, "--mode", "replay", "--trace", agenticSamples+tc.file, "--time-scale", "1000",
+				"--max-think-time", "2ms", "--warmup-requests", "0", "--seed", "1", "--max-model-len", "200000")
+			args = append(args, tc.extra...)
+			r := mustRunTool(t, args...)
+			recs := testenv.ReadJSONL[agentRecord](t, r.path("results.jsonl"))
+			if len(recs) != tc.requests {
+				t.Fatalf("%d records, want %d\n%s", len(recs), tc.requests, r.stderr)
+			}
+			var cached, prompt, exp, in int64
+			for _, rec := range recs {
+				if rec.ErrorClass != "" || rec.CachedTokens == nil || rec.PromptTokens == nil || rec.Branch == nil {
+					t.Fatalf("record %+v", rec)
+				}
+				if *rec.PromptTokens != rec.InputLen {
+					t.Errorf("turn %d: prompt %d tokens, trace %d", rec.Turn, *rec.PromptTokens, rec.InputLen)
+				}
+				cached += int64(*rec.CachedTokens)
+				prompt += int64(*rec.PromptTokens)
+				exp += int64(rec.Expected)
+				in += int64(rec.InputLen)
+			}
+			got, want := float64(cached)/float64(prompt), float64(exp)/float64(in)
+			t.Logf("%s: %d requests, cached %.2f %%, trace %.2f %%", tc.file, len(recs), 100*got, 100*want)
+			if math.Abs(got-want) > 0.03 {
+				t.Errorf("cached share %.4f, trace's infinite-cache hit rate %.4f", got, want)
+			}
+			ag := r.summary(t).Agents
+			if ag == nil || ag.Requests != int64(tc.requests) || math.Abs(ag.CachedShare-got) > 1e-9 || math.Abs(ag.ExpectedHitShare-want) > 1e-9 {
+				t.Errorf("agents section %+v", ag)
+			}
+			if !strings.Contains(r.stdout, "Agentic conversations") || !strings.Contains(r.stdout, "Trace's infinite-cache hit rate:") {
+				t.Errorf("table:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+// writeTrace writes a WEKA conversation for a test.
+func writeTrace(t *testing.T, doc string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "trace.json")
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestAgenticThinkGaps: at --time-scale 1, each step of a conversation
+// is sent its think_time after the previous response's last byte, within
+// 5 ms.
+func TestAgenticThinkGaps(t *testing.T) {
+	testenv.SkipUnderRace(t)
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: 2 * time.Millisecond, ITL: 200 * time.Microsecond})
+	thinks := []float64{0, 0.05, 0.12, 0.03, 0.08}
+	var b strings.Builder
+	b.WriteString(`{"id":"gaps","block_size":64,"requests":[`)
+	for i, th := range thinks {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"t":` + strconv.Itoa(i) + `,"type":"s","in":200,"out":8,"hash_ids":[1,2,3],"think_time":` + strconv.FormatFloat(th, 'f', -1, 64) + `}`)
+	}
+	b.WriteString(`]}`)
+	r := mustRunTool(t, mockTarget(port, "--mode", "replay", "--trace", writeTrace(t, b.String()), "--warmup-requests", "0")...)
+	recs := testenv.ReadJSONL[agentRecord](t, r.path("results.jsonl"))
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Turn < recs[j].Turn })
+	if len(recs) != len(thinks) {
+		t.Fatalf("%d records", len(recs))
+	}
+	for k := 1; k < len(recs); k++ {
+		gap := recs[k].Sent - recs[k-1].end()
+		if d := gap - thinks[k]; d < -0.0005 || d > 0.005 {
+			t.Errorf("step %d: sent %.4f s after the previous end, think_time %.3f s", k+1, gap, thinks[k])
+		}
+		if recs[k].ToolWait == nil || math.Abs(*recs[k].ToolWait-1e3*thinks[k]) > 0.01 {
+			t.Errorf("step %d: tool_wait_ms %v, want %.0f", k+1, recs[k].ToolWait, 1e3*thinks[k])
+		}
+	}
+}
+
+// TestAgenticSubagentsJoin: two subagents spawned after the parent's
+// first response run concurrently with each other while the parent
+// waits; the parent's next request is sent only after both ended
+// (join), its think time counted from its own previous response.
+func TestAgenticSubagentsJoin(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
+	sub := func(id string) string {
+		return `{"t":1,"type":"subagent","agent_id":"` + id + `","requests":[` +
+			`{"t":0,"in":100,"out":10,"hash_ids":[50],"think_time":0},` +
+			`{"t":1,"in":150,"out":10,"hash_ids":[50,51],"think_time":0.03},` +
+			`{"t":2,"in":200,"out":10,"hash_ids":[50,51,52],"think_time":0.03}]}`
+	}
+	doc := `{"id":"join","block_size":64,"requests":[` +
+		`{"t":0,"in":300,"out":10,"hash_ids":[1,2,3,4],"think_time":0},` + sub("a") + `,` + sub("b") + `,` +
+		`{"t":9,"in":400,"out":10,"hash_ids":[1,2,3,4,5,6],"think_time":0.01}]}`
+	r := mustRunTool(t, mockTarget(port, "--mode", "replay", "--trace", writeTrace(t, doc), "--warmup-requests", "0")...)
+	recs := testenv.ReadJSONL[agentRecord](t, r.path("results.jsonl"))
+	if len(recs) != 8 {
+		t.Fatalf("%d records", len(recs))
+	}
+	var parent []agentRecord
+	subs := map[int][]agentRecord{}
+	for _, rec := range recs {
+		if *rec.Branch == 0 {
+			parent = append(parent, rec)
+		} else {
+			subs[*rec.Branch] = append(subs[*rec.Branch], rec)
+		}
+	}
+	sort.Slice(parent, func(i, j int) bool { return parent[i].Sent < parent[j].Sent })
+	if len(parent) != 2 || len(subs) != 2 {
+		t.Fatalf("parent %d, subagents %d", len(parent), len(subs))
+	}
+	lastSubEnd := 0.0
+	var spans [][2]float64
+	for b, rs := range subs {
+		if len(rs) != 3 {
+			t.Fatalf("subagent %d: %d requests", b, len(rs))
+		}
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Sent < rs[j].Sent })
+		for _, rec := range rs {
+			// In flight during the parent's wait.
+			if rec.Sent < parent[0].end() || rec.end() > parent[1].Sent {
+				t.Errorf("subagent %d request [%.4f, %.4f] outside the parent's wait [%.4f, %.4f]", b, rec.Sent, rec.end(), parent[0].end(), parent[1].Sent)
+			}
+			lastSubEnd = max(lastSubEnd, rec.end())
+		}
+		spans = append(spans, [2]float64{rs[0].Sent, rs[2].end()})
+	}
+	if spans[0][0] > spans[1][1] || spans[1][0] > spans[0][1] {
+		t.Errorf("the two subagents did not run at the same time: %v", spans)
+	}
+	if parent[1].Sent < lastSubEnd {
+		t.Errorf("the parent's next request at %.4f before the subagents ended at %.4f", parent[1].Sent, lastSubEnd)
+	}
+	ag := r.summary(t).Agents
+	if ag == nil || ag.Conversations != 1 || ag.Subagents != 2 || ag.Requests != 8 {
+		t.Errorf("agents %+v", ag)
+	}
+}
+
+// TestAgenticBadInput: unusable entries are counted with line and field,
+// or exit 2 under --strict.
+func TestAgenticBadInput(t *testing.T) {
+	doc := `{"id":"bad","block_size":64,"requests":[{"t":0,"in":100,"out":4,"hash_ids":[1]},{"t":1,"out":4,"hash_ids":[1]},` +
+		`{"t":2,"type":"subagent","requests":[]},{"t":3,"in":100,"out":4,"hash_ids":[1,2,3,4]}]}`
+	path := writeTrace(t, doc)
+	wantUsage(t, []string{"--mode", "replay", "--trace", path, "--strict", "--dry-run"}, "line 1: requests[1].in: missing")
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: time.Millisecond})
+	r := mustRunTool(t, mockTarget(port, "--mode", "replay", "--trace", path, "--warmup-requests", "0")...)
+	if !strings.Contains(r.stderr, "skipped 3 unusable") || !strings.Contains(r.stderr, "requests[1].in: missing") {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+	if rp := r.summary(t).Replay; rp == nil || rp.Skipped.Rows != 3 || rp.Replayed != 1 {
+		t.Errorf("replay %+v", rp)
+	}
+}
