@@ -23,6 +23,9 @@ type Plan struct {
 	// hits are each request's tokens an infinite cache serves (local
 	// scope: within its conversation; global: over the whole trace).
 	hits map[*Step]int
+	// number is each request's number in its conversation, from 1, in
+	// the trace's order (a subagent's requests where it is spawned).
+	number map[*Step]int
 	// Hit and In total the expected hits and input of one replay of every
 	// conversation.
 	Hit, In int64
@@ -30,7 +33,7 @@ type Plan struct {
 
 // NewPlan returns the plan of t.
 func NewPlan(t *Trace, c Clock, seed uint64, draws bool) *Plan {
-	p := &Plan{Trace: t, Clock: c, Seed: seed, Draws: draws, hits: map[*Step]int{}}
+	p := &Plan{Trace: t, Clock: c, Seed: seed, Draws: draws, hits: map[*Step]int{}, number: map[*Step]int{}}
 	// Start i is conversation i in start order (file order for equal or
 	// unknown starts).
 	sort.SliceStable(t.Conversations, func(i, j int) bool { return t.Conversations[i].Start < t.Conversations[j].Start })
@@ -42,6 +45,19 @@ func NewPlan(t *Trace, c Clock, seed uint64, draws bool) *Plan {
 	}
 	var all []at
 	for _, c := range t.Conversations {
+		n := 0
+		var walk func(b *Branch)
+		walk = func(b *Branch) {
+			for i := range b.Steps {
+				if s := &b.Steps[i]; s.Sub != nil {
+					walk(s.Sub)
+				} else {
+					n++
+					p.number[s] = n
+				}
+			}
+		}
+		walk(&c.Root)
 		if !c.Global {
 			h, hit, in := c.HitTokens()
 			for s, v := range h {
@@ -69,6 +85,11 @@ func NewPlan(t *Trace, c Clock, seed uint64, draws bool) *Plan {
 func (p *Plan) Conversation(i int64) *Conversation {
 	return p.Trace.Pick(i, p.Seed, p.Draws)
 }
+
+// Number returns request s's number in its conversation (from 1, in the
+// trace's order, a subagent's requests where it is spawned): the same in
+// every run, whatever order concurrent branches send in.
+func (p *Plan) Number(s *Step) int { return p.number[s] }
 
 // Expected returns the tokens of s an infinite cache serves.
 func (p *Plan) Expected(s *Step) int { return p.hits[s] }

@@ -366,9 +366,9 @@ type AgentStep struct {
 	// Branch is 0 for the conversation's own steps, k for its k-th
 	// subagent's (numbered as they are spawned).
 	Branch int
-	// Waited is the idle time before the step was sent: from the branch's
-	// previous response's last byte (the tool time); -1 for a branch's
-	// first step.
+	// Waited is the idle time before the step was sent, as observed: from
+	// the branch's previous response's last byte to this send (the tool
+	// time, its lag included); -1 for a branch's first step.
 	Waited time.Duration
 	// Expected is the prompt tokens the trace's infinite prefix cache
 	// serves for this step.

@@ -12,8 +12,12 @@ import (
 const KeyAgents = "agents"
 
 // MaxAgentConversations caps the conversations listed one by one in the
-// summary (the distributions count every one).
-const MaxAgentConversations = 64
+// summary (the distributions count every one), and MaxAgentSpans the
+// steps each keeps for the report's swim-lanes.
+const (
+	MaxAgentConversations = 64
+	MaxAgentSpans         = 256
+)
 
 // Agents accumulates the figures of agentic conversations
 // (docs/AGENTS.md): per conversation its completion time (first send to
@@ -41,7 +45,17 @@ type agentConv struct {
 	tool                       time.Duration
 	cached, prompt, exp, input int64
 	ttft                       []float64
+	spans                      []AgentSpan
+	// seq: the conversation's order of appearance (spans are kept for
+	// the first MaxAgentConversations).
+	seq int
 }
+
+// AgentSpan is one step of a conversation as the report's swim-lane draws
+// it: its branch (0: the conversation, k: its k-th subagent), and when it
+// was sent, its first token came (0: none) and it ended, in seconds from
+// the run's start. It is written as an array [branch, sent, first, end].
+type AgentSpan [4]float64
 
 // AgentConversation is one conversation's line of the summary.
 type AgentConversation struct {
@@ -56,6 +70,9 @@ type AgentConversation struct {
 	ExpectedHit  float64 `json:"expected_hit_share"`
 	StartS       float64 `json:"start_s"`
 	PromptTokens int64   `json:"prompt_tokens"`
+	// Spans are its first MaxAgentSpans steps (AgentSpan), in the order
+	// they finished.
+	Spans []AgentSpan `json:"spans,omitempty"`
 }
 
 // AgentsSummary is the summary's agents section.
@@ -93,11 +110,18 @@ func (a *Agents) Add(s *Sample) {
 	}
 	c := a.live[s.Session]
 	if c == nil {
-		c = &agentConv{first: s.Sent}
+		c = &agentConv{first: s.Sent, seq: len(a.live)}
 		a.live[s.Session] = c
 	}
 	c.first = min(c.first, s.Sent)
 	c.last = max(c.last, s.End)
+	if len(c.spans) < MaxAgentSpans && c.seq < MaxAgentConversations {
+		first := 0.0
+		if s.FirstToken > 0 {
+			first = s.FirstToken.Seconds()
+		}
+		c.spans = append(c.spans, AgentSpan{float64(s.Agent.Branch), s.Sent.Seconds(), first, s.End.Seconds()})
+	}
 	c.steps++
 	c.maxBranch = max(c.maxBranch, s.Agent.Branch)
 	a.Requests++
@@ -152,7 +176,7 @@ func (a *Agents) fold() {
 			}
 			a.list = append(a.list, AgentConversation{Session: id, Steps: c.steps, Failed: c.failed, Subagents: c.maxBranch,
 				CompletionS: (c.last - c.first).Seconds(), ToolS: c.tool.Seconds(), TTFTP50MS: p50,
-				CachedShare: share(c.cached, c.prompt), ExpectedHit: share(c.exp, c.input), StartS: c.first.Seconds(), PromptTokens: c.prompt})
+				CachedShare: share(c.cached, c.prompt), ExpectedHit: share(c.exp, c.input), StartS: c.first.Seconds(), PromptTokens: c.prompt, Spans: c.spans})
 		}
 	}
 	a.live = map[int64]*agentConv{}

@@ -21,6 +21,9 @@ import (
 type agenticSender struct {
 	*sessionSender
 	plan *agentic.Plan
+	// cut is when the client cuts step n of conversation index (nil:
+	// no cancellation); the first step's cut is its arrival's.
+	cut func(index int64, n int) time.Duration
 }
 
 var _ arrival.Sender = (*agenticSender)(nil)
@@ -29,15 +32,15 @@ var _ arrival.Sender = (*agenticSender)(nil)
 type conversation struct {
 	a        arrival.Arrival
 	conv     *agentic.Conversation
-	turn     atomic.Int64
 	branches atomic.Int64
 	// failed: a step failed and the run does not continue on errors;
-	// stopped: the run was stopped.
-	failed, stopped atomic.Bool
-	mu              sync.Mutex
-	firstSent       time.Duration
-	lastEnd         time.Duration
-	sent            int64
+	// stopped: the run was stopped; cancelled: the client cut a step (the
+	// user gave up: the conversation ends).
+	failed, stopped, cancelled atomic.Bool
+	mu                         sync.Mutex
+	firstSent                  time.Duration
+	lastEnd                    time.Duration
+	sent                       int64
 }
 
 // Send implements arrival.Sender: it runs a's whole conversation.
@@ -51,6 +54,8 @@ func (s *agenticSender) Send(ctx context.Context, a arrival.Arrival) {
 	switch {
 	case c.stopped.Load():
 		s.sum.EndedInterrupt++
+	case c.cancelled.Load():
+		s.sum.EndedCancelled++
 	case c.failed.Load():
 		s.sum.EndedError++
 	default:
@@ -80,7 +85,7 @@ func (s *agenticSender) branch(ctx context.Context, c *conversation, b *agentic.
 	var blocks []uint64
 	for i := range b.Steps {
 		st := &b.Steps[i]
-		if c.failed.Load() || c.stopped.Load() {
+		if c.failed.Load() || c.stopped.Load() || c.cancelled.Load() {
 			return prevEnd
 		}
 		if st.Sub != nil {
@@ -135,6 +140,10 @@ func (s *agenticSender) branch(ctx context.Context, c *conversation, b *agentic.
 			c.stopped.Store(true)
 			return prevEnd
 		}
+		if res.cut {
+			c.cancelled.Store(true)
+			return prevEnd
+		}
 		if !res.ok && !s.continueOnError {
 			c.failed.Store(true)
 			return prevEnd
@@ -145,16 +154,21 @@ func (s *agenticSender) branch(ctx context.Context, c *conversation, b *agentic.
 
 // stepResult is what a branch needs of a sent step.
 type stepResult struct {
-	sent, end   time.Duration
-	ok, stopped bool
+	sent, end        time.Duration
+	ok, stopped, cut bool
 }
 
 // step sends one step of c, due at at, and hands its result on.
 func (s *agenticSender) step(ctx context.Context, c *conversation, st *agentic.Step, branch int, at, waited time.Duration, blocks *[]uint64) stepResult {
-	turn := int(c.turn.Add(1))
+	turn := s.plan.Number(st)
 	*blocks = s.plan.Blocks(*blocks, c.conv, c.a.Index, st)
 	a := arrival.Arrival{Index: c.a.Index ^ int64(turn)<<44, At: at, InputTokens: st.In, OutputTokens: st.Out,
 		PrefixBlocks: *blocks, Endpoint: c.a.Endpoint, Model: c.a.Model}
+	if turn == 1 {
+		a.CancelAfter = c.a.CancelAfter
+	} else if s.cut != nil {
+		a.CancelAfter = s.cut(c.a.Index, turn)
+	}
 	if p := s.base.plan; p != nil {
 		a.Endpoint = p.Turn(c.a.Endpoint, turn)
 	}
@@ -172,8 +186,11 @@ func (s *agenticSender) step(ctx context.Context, c *conversation, st *agentic.S
 		<-s.slots
 	}
 	res.Index, res.Session, res.Turn = c.a.Index, c.a.Index, turn
+	if waited >= 0 {
+		waited = max(res.Sent-(at-waited), 0) // as observed: the previous end to this send
+	}
 	res.Agent = client.AgentStep{On: true, Branch: branch, Waited: waited, Expected: s.plan.Expected(st)}
-	out := stepResult{sent: res.Sent, end: res.End, ok: res.OK(), stopped: res.ErrorClass == client.ErrCanceled}
+	out := stepResult{sent: res.Sent, end: res.End, ok: res.OK(), stopped: res.ErrorClass == client.ErrCanceled && !res.Cancelled, cut: res.Cancelled}
 	c.mu.Lock()
 	if c.firstSent < 0 || res.Sent < c.firstSent {
 		c.firstSent = res.Sent
@@ -183,7 +200,7 @@ func (s *agenticSender) step(ctx context.Context, c *conversation, st *agentic.S
 	c.mu.Unlock()
 	if waited >= 0 {
 		s.mu.Lock()
-		s.clock.Think.Record(max(res.Sent-(at-waited), 0))
+		s.clock.Think.Record(waited)
 		s.mu.Unlock()
 	}
 	s.base.results <- res

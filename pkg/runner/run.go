@@ -215,7 +215,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		d.Sender, d.MaxConcurrency = sessions, cfg.MaxSessions
 		if wl.Agentic != nil {
 			// A conversation is a session whose steps come from the trace.
-			d.Sender = &agenticSender{sessionSender: sessions, plan: wl.Agentic.Plan}
+			d.Sender = &agenticSender{sessionSender: sessions, plan: wl.Agentic.Plan, cut: wl.Agentic.Cancel}
 		}
 	}
 

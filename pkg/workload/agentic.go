@@ -7,6 +7,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/agentic"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
 // AgenticOptions configure the replay of an agentic trace (WEKA/AgentX,
@@ -30,6 +31,10 @@ type Agentic struct {
 	TimeScale float64
 	// BlockSize is the tokens of one hash id's block (one for the trace).
 	BlockSize int
+	// Cancel, when set, is when the client cuts request n of the
+	// conversation that start index replays (--cancel-share): a cut step
+	// ends its conversation, as a user who gave up.
+	Cancel func(index int64, n int) time.Duration
 }
 
 // agenticFormat returns the agentic format of c's trace, if it is one.
@@ -62,6 +67,12 @@ func agenticSchedule(c *Config, f agentic.Format, log Logger, w *Workload) (arri
 	}
 	if a.Conversations < 0 {
 		errs = append(errs, fmt.Errorf("--conversations %d: want ≥ 0", a.Conversations))
+	}
+	if b, ok := client.LookupBackend(c.Backend); ok && !b.Sessions {
+		errs = append(errs, fmt.Errorf("an agentic trace: --backend %s has no conversation; its conversations need a text backend", b.Name))
+	}
+	if c.Sessions.On() || c.MultiTurn {
+		errs = append(errs, errors.New("--turns/--multi-turn: an agentic trace's conversations are its sessions; leave them out"))
 	}
 	if r.TargetRate > 0 && c.TimeScale != 1 {
 		errs = append(errs, errors.New("--target-rate sets the time scale: give it or --time-scale, not both"))
@@ -126,6 +137,9 @@ func agenticSchedule(c *Config, f agentic.Format, log Logger, w *Workload) (arri
 func (w *Workload) agenticSessions() {
 	if w.Agentic == nil {
 		return
+	}
+	if w.Cancel.On() {
+		w.Agentic.Cancel = w.Cancel.Cut
 	}
 	s := &Sessions{Hash: w.Hash}
 	for a := range w.Schedule {
