@@ -210,6 +210,12 @@ func TestAgenticSubagentsJoin(t *testing.T) {
 	if ag == nil || ag.Conversations != 1 || ag.Subagents != 2 || ag.Requests != 8 {
 		t.Errorf("agents %+v", ag)
 	}
+
+	// A step above the token limit ends its conversation there.
+	r = mustRunTool(t, mockTarget(port, "--mode", "replay", "--trace", writeTrace(t, doc), "--warmup-requests", "0", "--max-model-len", "320")...)
+	if ss := r.summary(t).Sessions; ss == nil || ss.EndedLength != 1 || ss.TurnsSent != 7 || !strings.Contains(r.stderr, "1 request(s) above the token limit 320") {
+		t.Errorf("sessions %+v\n%s", ss, r.stderr)
+	}
 }
 
 // TestAgenticBadInput: unusable entries are counted with line and field,

@@ -36,11 +36,13 @@ type conversation struct {
 	// failed: a step failed and the run does not continue on errors;
 	// stopped: the run was stopped; cancelled: the client cut a step (the
 	// user gave up: the conversation ends).
-	failed, stopped, cancelled atomic.Bool
-	mu                         sync.Mutex
-	firstSent                  time.Duration
-	lastEnd                    time.Duration
-	sent                       int64
+	// length: a step needs more tokens than the limit (the conversation
+	// ends there, as a session at the context length).
+	failed, stopped, cancelled, length atomic.Bool
+	mu                                 sync.Mutex
+	firstSent                          time.Duration
+	lastEnd                            time.Duration
+	sent                               int64
 }
 
 // Send implements arrival.Sender: it runs a's whole conversation.
@@ -56,6 +58,8 @@ func (s *agenticSender) Send(ctx context.Context, a arrival.Arrival) {
 		s.sum.EndedInterrupt++
 	case c.cancelled.Load():
 		s.sum.EndedCancelled++
+	case c.length.Load():
+		s.sum.EndedLength++
 	case c.failed.Load():
 		s.sum.EndedError++
 	default:
@@ -85,7 +89,7 @@ func (s *agenticSender) branch(ctx context.Context, c *conversation, b *agentic.
 	var blocks []uint64
 	for i := range b.Steps {
 		st := &b.Steps[i]
-		if c.failed.Load() || c.stopped.Load() || c.cancelled.Load() {
+		if c.failed.Load() || c.stopped.Load() || c.cancelled.Load() || c.length.Load() {
 			return prevEnd
 		}
 		if st.Sub != nil {
@@ -126,6 +130,10 @@ func (s *agenticSender) branch(ctx context.Context, c *conversation, b *agentic.
 			joinMu.Lock()
 			at = max(at, joinEnd)
 			joinMu.Unlock()
+		}
+		if s.limit > 0 && st.In+st.Out > s.limit {
+			c.length.Store(true) // after the join: the subagents ran to their end
+			return prevEnd
 		}
 		if !s.waitUntil(at) {
 			c.stopped.Store(true)

@@ -74,9 +74,6 @@ func agenticSchedule(c *Config, f agentic.Format, log Logger, w *Workload) (arri
 	if c.Sessions.On() || c.MultiTurn {
 		errs = append(errs, errors.New("--turns/--multi-turn: an agentic trace's conversations are its sessions; leave them out"))
 	}
-	if r.TargetRate > 0 && c.TimeScale != 1 {
-		errs = append(errs, errors.New("--target-rate sets the time scale: give it or --time-scale, not both"))
-	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -105,19 +102,27 @@ func agenticSchedule(c *Config, f agentic.Format, log Logger, w *Workload) (arri
 	}
 	log.Infof("trace %s: %s format, %d conversation(s), %d request(s); infinite-cache hit rate %.1f %% of prompt tokens; timing %s; token limit %d (%s)",
 		r.TracePath, f, len(tr.Conversations), tr.Requests, 100*share, timing, limit, from)
+	over := 0
+	for _, cv := range tr.Conversations {
+		for _, st := range cv.Requests() {
+			if st.In+st.Out > limit {
+				over++
+			}
+		}
+	}
+	if over > 0 {
+		log.Warnf("trace %s: %d request(s) above the token limit %d (%s): a conversation ends before such a step (sessions.ended_length); --max-model-len sets the limit",
+			r.TracePath, over, limit, from)
+	}
 	o := agentic.StartOptions{Count: a.Conversations, Rate: c.RequestRate, TimeScale: c.TimeScale, TargetRate: r.TargetRate,
 		Start: r.TraceStart, Span: r.TraceDuration, Duration: c.Duration}
 	if c.NumPromptsSet && a.Conversations == 0 {
 		o.Limit = c.NumPrompts
 	}
 	if r.TargetRate > 0 {
-		o.TimeScale = 0
+		o.TimeScale = 0 // the starts' scale; --time-scale still scales the think times
 	}
 	s, scale := plan.Starts(o)
-	if r.TargetRate > 0 {
-		// Think times follow the starts' speed.
-		plan.Clock.Scale = scale
-	}
 	w.Agentic = &Agentic{Plan: plan, Path: r.TracePath, TimeScale: scale, BlockSize: tr.Conversations[0].BlockSize}
 	w.Replay = &ReplayInfo{Trace: r.TracePath, Format: string(f), RowsRead: tr.Requests + tr.SkippedCount, RowsUsable: tr.Requests,
 		TimeScale: scale, TargetRate: r.TargetRate, TraceStartS: r.TraceStart.Seconds(), TraceDuration: r.TraceDuration.Seconds(), Replayed: tr.Requests}
