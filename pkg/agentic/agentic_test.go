@@ -1,6 +1,7 @@
 package agentic
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -184,4 +185,51 @@ func FuzzReadWeka(f *testing.F) {
 			}
 		}
 	})
+}
+
+func FuzzReadTraceLab(f *testing.F) {
+	f.Add([]byte("session_id,round_idx,prefix_len,input_len,output_len,tool_wait_after_ms\n0,0,10,100,5,1\n0,1,100,20,5,3\n"))
+	f.Add([]byte(`{"session_id":"s","round_index":0,"input_tokens_total":100,"prefix_tokens":0,"output_tokens":3,"timing_events":[{"timestamp":"2026-01-01T00:00:00Z"}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tr, _ := ReadTraceLab(strings.NewReader(string(b)))
+		for _, c := range tr.Conversations {
+			for _, s := range c.Root.Steps {
+				if len(s.Hash) > s.In/c.BlockSize || s.In <= 0 || s.Out < 1 {
+					t.Fatalf("step %+v", s)
+				}
+			}
+			_, hit, in := c.HitTokens()
+			if hit > in || hit < 0 {
+				t.Fatalf("hit %d of %d", hit, in)
+			}
+		}
+	})
+}
+
+func FuzzReadBailian(f *testing.F) {
+	b, _ := os.ReadFile("testdata/bailian.jsonl")
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tr, _ := ReadBailian(strings.NewReader(string(b)))
+		n := 0
+		for _, c := range tr.Conversations {
+			n += c.Root.Requests()
+			_, hit, in := c.HitTokens()
+			if hit > in || hit < 0 {
+				t.Fatalf("hit %d of %d", hit, in)
+			}
+		}
+		if n != tr.Requests {
+			t.Fatalf("%d requests in conversations, %d counted", n, tr.Requests)
+		}
+	})
+}
+
+// TestTraceLabBounded: a round's size in the file never sizes its made
+// block ids past MaxRoundTokens.
+func TestTraceLabBounded(t *testing.T) {
+	tr, _ := ReadTraceLab(strings.NewReader("session_id,round_idx,prefix_len,input_len,output_len,tool_wait_after_ms\n0,0,0,1099511627776,5,1\n0,1,0,100,5,1\n"))
+	if tr.SkippedCount != 1 || len(tr.Conversations) != 1 || tr.Requests != 1 {
+		t.Errorf("skips %v, %d requests", tr.Skips, tr.Requests)
+	}
 }

@@ -17,6 +17,10 @@ import (
 // a round shares floor(prefix/64) blocks with the previous round.
 const TraceLabBlock = 64
 
+// MaxRoundTokens bounds a TraceLab round's prompt: its block ids are
+// made, not read, so a number in the file must not size them unbounded.
+const MaxRoundTokens = 1 << 24
+
 // tlRound is one TraceLab round, compact.
 type tlRound struct {
 	session    string
@@ -126,8 +130,8 @@ func (t *Trace) traceLabCSV(r io.Reader) ([]tlRound, error) {
 			continue
 		}
 		rd.in = rd.prefix + in
-		if rd.in <= 0 {
-			t.skip(line, "input_len", "an empty prompt")
+		if rd.in <= 0 || rd.in > MaxRoundTokens {
+			t.skip(line, "input_len", fmt.Sprintf("a prompt of %d tokens: want 1 to %d", rd.in, MaxRoundTokens))
 			continue
 		}
 		rd.wait, rd.hasWait = time.Duration(wait)*time.Millisecond, true
@@ -161,8 +165,8 @@ func (t *Trace) traceLabJSONL(r io.Reader) ([]tlRound, error) {
 		case j.Round == nil:
 			t.skip(line, "round_index", "missing")
 			return
-		case j.In == nil || *j.In <= 0:
-			t.skip(line, "input_tokens_total", "missing or ≤ 0")
+		case j.In == nil || *j.In <= 0 || *j.In > MaxRoundTokens:
+			t.skip(line, "input_tokens_total", fmt.Sprintf("missing, ≤ 0 or above %d", MaxRoundTokens))
 			return
 		case j.Out == nil || *j.Out < 0:
 			t.skip(line, "output_tokens", "missing or < 0")

@@ -124,8 +124,8 @@ func (t *Trace) wekaConv(line int, c *wekaConv) (*Conversation, bool) {
 		t.skip(line, "block_size", "missing")
 		return nil, false
 	}
-	if *c.BlockSize <= 0 {
-		t.skip(line, "block_size", fmt.Sprintf("%d: want > 0", *c.BlockSize))
+	if *c.BlockSize <= 0 || *c.BlockSize > 1<<20 {
+		t.skip(line, "block_size", fmt.Sprintf("%d: want 1 to %d", *c.BlockSize, 1<<20))
 		return nil, false
 	}
 	conv := &Conversation{Line: line, BlockSize: *c.BlockSize, Global: c.Scope == "global"}

@@ -123,6 +123,7 @@ func agenticSchedule(c *Config, f agentic.Format, log Logger, w *Workload) (arri
 		o.TimeScale = 0 // the starts' scale; --time-scale still scales the think times
 	}
 	s, scale := plan.Starts(o)
+	s = capStarts(s, limit)
 	w.Agentic = &Agentic{Plan: plan, Path: r.TracePath, TimeScale: scale, BlockSize: tr.Conversations[0].BlockSize}
 	w.Replay = &ReplayInfo{Trace: r.TracePath, Format: string(f), RowsRead: tr.Requests + tr.SkippedCount, RowsUsable: tr.Requests,
 		TimeScale: scale, TargetRate: r.TargetRate, TraceStartS: r.TraceStart.Seconds(), TraceDuration: r.TraceDuration.Seconds(), Replayed: tr.Requests}
@@ -153,4 +154,21 @@ func (w *Workload) agenticSessions() {
 		s.Turns += int64(c.Root.Requests())
 	}
 	w.Sessions = s
+}
+
+// capStarts sizes a start above the token limit within it: the start is
+// the warm-up's shape, and its first step, above the limit, is never sent
+// (the conversation ends there).
+func capStarts(s arrival.Schedule, limit int) arrival.Schedule {
+	return func(yield func(arrival.Arrival) bool) {
+		for a := range s {
+			if a.InputTokens+a.OutputTokens > limit {
+				a.OutputTokens = min(a.OutputTokens, max(limit/2, 1))
+				a.InputTokens = max(limit-a.OutputTokens, 1)
+			}
+			if !yield(a) {
+				return
+			}
+		}
+	}
 }
