@@ -234,3 +234,49 @@ func TestAgenticBadInput(t *testing.T) {
 		t.Errorf("replay %+v", rp)
 	}
 }
+
+// TestAgenticTimingModes: with --agent-timing original a step is sent the
+// trace's gap after the previous send; with api-scaled, the previous
+// api_time × --api-time-scale plus its think time after it — never before
+// the previous response ended (median miss within 5 ms, none late by
+// more than 25 ms).
+func TestAgenticTimingModes(t *testing.T) {
+	testenv.SkipUnderRace(t)
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: 2 * time.Millisecond, ITL: 200 * time.Microsecond})
+	doc := `{"id":"modes","block_size":64,"requests":[` +
+		`{"t":0,"in":200,"out":8,"hash_ids":[1,2,3],"api_time":0.05,"think_time":0},` +
+		`{"t":0.1,"in":200,"out":8,"hash_ids":[1,2,3],"api_time":0.03,"think_time":0.02},` +
+		`{"t":0.25,"in":200,"out":8,"hash_ids":[1,2,3],"api_time":0.01,"think_time":0.04},` +
+		`{"t":0.3,"in":200,"out":8,"hash_ids":[1,2,3],"api_time":0.01,"think_time":0.01}]}`
+	path := writeTrace(t, doc)
+	for _, tc := range []struct {
+		timing string
+		gaps   []float64 // send to send
+	}{
+		{"original", []float64{0.1, 0.15, 0.05}},
+		{"api-scaled", []float64{2*0.05 + 0.02, 2*0.03 + 0.04, 2*0.01 + 0.01}},
+	} {
+		t.Run(tc.timing, func(t *testing.T) {
+			r := mustRunTool(t, mockTarget(port, "--mode", "replay", "--trace", path, "--warmup-requests", "0",
+				"--agent-timing", tc.timing, "--api-time-scale", "2")...)
+			recs := testenv.ReadJSONL[agentRecord](t, r.path("results.jsonl"))
+			sort.Slice(recs, func(i, j int) bool { return recs[i].Turn < recs[j].Turn })
+			if len(recs) != 4 {
+				t.Fatalf("%d records", len(recs))
+			}
+			var misses []float64
+			for k := 1; k < len(recs); k++ {
+				gap := recs[k].Sent - recs[k-1].Sent
+				d := gap - tc.gaps[k-1]
+				misses = append(misses, d)
+				if d < -0.0005 || d > 0.025 || recs[k].Sent < recs[k-1].end() {
+					t.Errorf("step %d: sent %.4f s after the previous send, want %.3f s", k+1, gap, tc.gaps[k-1])
+				}
+			}
+			sort.Float64s(misses)
+			if m := misses[len(misses)/2]; m > 0.005 {
+				t.Errorf("median miss %.4f s: %v", m, misses)
+			}
+		})
+	}
+}

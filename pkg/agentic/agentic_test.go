@@ -2,9 +2,13 @@ package agentic
 
 import (
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
 const samples = "testdata/"
@@ -231,5 +235,57 @@ func TestTraceLabBounded(t *testing.T) {
 	tr, _ := ReadTraceLab(strings.NewReader("session_id,round_idx,prefix_len,input_len,output_len,tool_wait_after_ms\n0,0,0,1099511627776,5,1\n0,1,0,100,5,1\n"))
 	if tr.SkippedCount != 1 || len(tr.Conversations) != 1 || tr.Requests != 1 {
 		t.Errorf("skips %v, %d requests", tr.Skips, tr.Requests)
+	}
+}
+
+// TestStarts: the trace's own starts, scaled and sliced, and Poisson
+// starts over drawn conversations — the same arrivals on every walk and
+// for the same seed.
+func TestStarts(t *testing.T) {
+	doc := ""
+	for i, start := range []float64{100, 110, 130, 160} {
+		doc += `{"id":"c` + string(rune('a'+i)) + `","block_size":4,"start_time":` + strconv.FormatFloat(start, 'f', -1, 64) +
+			`,"requests":[{"t":0,"in":` + strconv.Itoa(8+i) + `,"out":2,"hash_ids":[1,2]}]}` + "\n"
+	}
+	tr, err := ReadWeka(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewPlan(tr, Clock{}, 1, false)
+	at := func(s func(func(arrival.Arrival) bool)) (out []float64, in []int) {
+		for a := range s {
+			out = append(out, a.At.Seconds())
+			in = append(in, a.InputTokens)
+		}
+		return
+	}
+	s, _ := p.Starts(StartOptions{TimeScale: 10})
+	if got, in := at(s); !slices.Equal(got, []float64{0, 1, 3, 6}) || !slices.Equal(in, []int{8, 9, 10, 11}) {
+		t.Errorf("starts %v %v", got, in)
+	}
+	s, scale := p.Starts(StartOptions{TargetRate: 1}) // 3 gaps over 60 s: 0.05/s
+	if got, _ := at(s); scale != 20 || !slices.Equal(got, []float64{0, 0.5, 1.5, 3}) {
+		t.Errorf("target rate: scale %v, starts %v", scale, got)
+	}
+	s, _ = p.Starts(StartOptions{Start: 105 * time.Second, Span: 30 * time.Second})
+	if got, in := at(s); !slices.Equal(got, []float64{0, 20}) || !slices.Equal(in, []int{9, 10}) {
+		t.Errorf("slice: starts %v %v", got, in)
+	}
+	d := NewPlan(tr, Clock{}, 7, true)
+	s, _ = d.Starts(StartOptions{Count: 50, Rate: 5})
+	a1, in1 := at(s)
+	a2, in2 := at(s)
+	d2 := NewPlan(tr, Clock{}, 7, true)
+	s2, _ := d2.Starts(StartOptions{Count: 50, Rate: 5})
+	a3, in3 := at(s2)
+	if len(a1) != 50 || !slices.Equal(a1, a2) || !slices.Equal(a1, a3) || !slices.Equal(in1, in2) || !slices.Equal(in1, in3) {
+		t.Errorf("draws not the same on every walk and plan")
+	}
+	seen := map[int]bool{}
+	for _, n := range in1 {
+		seen[n] = true
+	}
+	if len(seen) != 4 {
+		t.Errorf("50 draws picked %d of 4 conversations", len(seen))
 	}
 }

@@ -71,6 +71,9 @@ func agenticSchedule(c *Config, f agentic.Format, log Logger, w *Workload) (arri
 	if b, ok := client.LookupBackend(c.Backend); ok && !b.Sessions {
 		errs = append(errs, fmt.Errorf("an agentic trace: --backend %s has no conversation; its conversations need a text backend", b.Name))
 	}
+	if r.TraceBusiest {
+		errs = append(errs, errors.New("--trace-start busiest: not for an agentic trace (give a time)"))
+	}
 	if c.Sessions.On() || c.MultiTurn {
 		errs = append(errs, errors.New("--turns/--multi-turn: an agentic trace's conversations are its sessions; leave them out"))
 	}
