@@ -280,3 +280,31 @@ func TestAgenticTimingModes(t *testing.T) {
 		})
 	}
 }
+
+// TestAgenticPlanOut: --dry-run --sessions-out writes every request of
+// every conversation started (subagents' with their branch), the same
+// bytes for the same seed.
+func TestAgenticPlanOut(t *testing.T) {
+	dir := t.TempDir()
+	args := func(out string) []string {
+		return []string{"--mode", "replay", "--trace", agenticSamples + "weka/trace_0277.json", "--conversations", "3", "--request-rate", "1",
+			"--seed", "5", "--dry-run", "--sessions-out", filepath.Join(dir, out), "--quiet"}
+	}
+	mustRun(t, args("a.csv")...)
+	mustRun(t, args("b.csv")...)
+	a, b := testenv.ReadFile(t, filepath.Join(dir, "a.csv")), testenv.ReadFile(t, filepath.Join(dir, "b.csv"))
+	if string(a) != string(b) {
+		t.Fatal("two dry runs wrote different plans")
+	}
+	lines := strings.Split(strings.TrimSpace(string(a)), "\n")
+	if lines[0] != "session,turn,branch,at_s,think_s,api_s,input_len,output_len,expected_cached" || len(lines) != 1+3*53 {
+		t.Fatalf("plan: %d lines, header %q", len(lines), lines[0])
+	}
+	branches := map[string]bool{}
+	for _, l := range lines[1:] {
+		branches[strings.Split(l, ",")[2]] = true
+	}
+	if len(branches) != 5 {
+		t.Errorf("branches %v, want 0 to 4", branches)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
@@ -26,6 +27,9 @@ type Plan struct {
 	// number is each request's number in its conversation, from 1, in
 	// the trace's order (a subagent's requests where it is spawned).
 	number map[*Step]int
+	// branch is each subagent's number in its conversation, from 1, in
+	// the trace's order.
+	branch map[*Branch]int
 	// Hit and In total the expected hits and input of one replay of every
 	// conversation.
 	Hit, In int64
@@ -33,7 +37,7 @@ type Plan struct {
 
 // NewPlan returns the plan of t.
 func NewPlan(t *Trace, c Clock, seed uint64, draws bool) *Plan {
-	p := &Plan{Trace: t, Clock: c, Seed: seed, Draws: draws, hits: map[*Step]int{}, number: map[*Step]int{}}
+	p := &Plan{Trace: t, Clock: c, Seed: seed, Draws: draws, hits: map[*Step]int{}, number: map[*Step]int{}, branch: map[*Branch]int{}}
 	// Start i is conversation i in start order (file order for equal or
 	// unknown starts).
 	sort.SliceStable(t.Conversations, func(i, j int) bool { return t.Conversations[i].Start < t.Conversations[j].Start })
@@ -45,11 +49,13 @@ func NewPlan(t *Trace, c Clock, seed uint64, draws bool) *Plan {
 	}
 	var all []at
 	for _, c := range t.Conversations {
-		n := 0
+		n, nb := 0, 0
 		var walk func(b *Branch)
 		walk = func(b *Branch) {
 			for i := range b.Steps {
 				if s := &b.Steps[i]; s.Sub != nil {
+					nb++
+					p.branch[s.Sub] = nb
 					walk(s.Sub)
 				} else {
 					n++
@@ -90,6 +96,10 @@ func (p *Plan) Conversation(i int64) *Conversation {
 // trace's order, a subagent's requests where it is spawned): the same in
 // every run, whatever order concurrent branches send in.
 func (p *Plan) Number(s *Step) int { return p.number[s] }
+
+// Branch returns subagent b's number in its conversation (from 1, in the
+// trace's order; 0 for the conversation's root).
+func (p *Plan) Branch(b *Branch) int { return p.branch[b] }
 
 // Expected returns the tokens of s an infinite cache serves.
 func (p *Plan) Expected(s *Step) int { return p.hits[s] }
@@ -202,4 +212,39 @@ type firstLengths struct{ p *Plan }
 func (l firstLengths) Draw(_ *rand.Rand, i int64) (int, int) {
 	f := l.p.Conversation(i).First()
 	return f.In, f.Out
+}
+
+// PlanHeader is the header of an agentic run's --sessions-out: a row per
+// request of every conversation started, in the trace's order.
+const PlanHeader = "session,turn,branch,at_s,think_s,api_s,input_len,output_len,expected_cached"
+
+// AppendPlanRows appends the rows of the conversation start i replays.
+func (p *Plan) AppendPlanRows(b []byte, i int64) []byte {
+	c := p.Conversation(i)
+	var walk func(br *Branch, base time.Duration)
+	walk = func(br *Branch, base time.Duration) {
+		for k := range br.Steps {
+			s := &br.Steps[k]
+			if s.Sub != nil {
+				walk(s.Sub, base+s.At)
+				continue
+			}
+			b = strconv.AppendInt(b, i, 10)
+			b = append(b, ',')
+			b = strconv.AppendInt(b, int64(p.number[s]), 10)
+			b = append(b, ',')
+			b = strconv.AppendInt(b, int64(p.branch[br]), 10)
+			for _, d := range []time.Duration{base + s.At, s.Think, s.API} {
+				b = append(b, ',')
+				b = strconv.AppendFloat(b, d.Seconds(), 'f', 6, 64)
+			}
+			for _, n := range []int{s.In, s.Out, p.hits[s]} {
+				b = append(b, ',')
+				b = strconv.AppendInt(b, int64(n), 10)
+			}
+			b = append(b, '\n')
+		}
+	}
+	walk(&c.Root, 0)
+	return b
 }

@@ -88,7 +88,7 @@ func (o *Options) build(seed uint64, log Logger) (*workload.Workload, error) {
 		cfg.ScheduleOut = schedOut
 	}
 	var sessOut *os.File
-	if o.SessionsOut != "" && (cfg.Sessions.On() || cfg.MultiTurn) {
+	if o.SessionsOut != "" && (cfg.Sessions.On() || cfg.MultiTurn || cfg.ReplaysAgentic()) {
 		var err error
 		if sessOut, err = os.Create(o.SessionsOut); err != nil {
 			if schedOut != nil {
@@ -125,7 +125,7 @@ func (o *Options) build(seed uint64, log Logger) (*workload.Workload, error) {
 		log.Infof("%s", l)
 	}
 	if ws := wl.Sessions; ws != nil {
-		log.Infof("%s: %d sessions, %d planned turns, plan %s", ws.Config.Describe(), ws.Sessions, ws.Turns, ws.Hash)
+		log.Infof("%s: %d sessions, %d planned turns, plan %s", ws.Describe(), ws.Sessions, ws.Turns, ws.Hash)
 		if o.SessionsOut != "" {
 			log.Infof("sessions: %d planned turns written to %s", ws.Turns, o.SessionsOut)
 		}

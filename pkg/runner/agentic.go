@@ -30,9 +30,8 @@ var _ arrival.Sender = (*agenticSender)(nil)
 
 // conversation is a live conversation's shared state.
 type conversation struct {
-	a        arrival.Arrival
-	conv     *agentic.Conversation
-	branches atomic.Int64
+	a    arrival.Arrival
+	conv *agentic.Conversation
 	// failed: a step failed and the run does not continue on errors;
 	// stopped: the run was stopped; cancelled: the client cut a step (the
 	// user gave up: the conversation ends).
@@ -104,7 +103,7 @@ func (s *agenticSender) branch(ctx context.Context, c *conversation, b *agentic.
 				d, _ := clock.Spawn(nil, st)
 				at = due + d
 			}
-			sub := int(c.branches.Add(1))
+			sub := s.plan.Branch(st.Sub)
 			wg.Add(1)
 			pending = true
 			safe.Go(func() {

@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -35,6 +37,13 @@ type Agentic struct {
 	// conversation that start index replays (--cancel-share): a cut step
 	// ends its conversation, as a user who gave up.
 	Cancel func(index int64, n int) time.Duration
+}
+
+// ReplaysAgentic reports whether c replays an agentic trace (its conversations
+// are the sessions).
+func (c *Config) ReplaysAgentic() bool {
+	_, ok := c.agenticFormat()
+	return ok
 }
 
 // agenticFormat returns the agentic format of c's trace, if it is one.
@@ -142,21 +151,39 @@ func agenticSchedule(c *Config, f agentic.Format, log Logger, w *Workload) (arri
 
 // agenticSessions is the sessions entry of an agentic workload: a
 // conversation is a session, its requests (subagents' included) its
-// turns.
-func (w *Workload) agenticSessions() {
+// turns. whole is the unsharded schedule: the plan's hash is the whole
+// plan's; c.SessionsOut, when set, receives this shard's rows.
+func (w *Workload) agenticSessions(c *Config, whole arrival.Schedule) error {
 	if w.Agentic == nil {
-		return
+		return nil
 	}
 	if w.Cancel.On() {
 		w.Agentic.Cancel = w.Cancel.Cut
 	}
-	s := &Sessions{Hash: w.Hash}
-	for a := range w.Schedule {
-		c := w.Agentic.Conversation(a.Index)
-		s.Sessions++
-		s.Turns += int64(c.Root.Requests())
+	d := sha256.New()
+	d.Write([]byte(agentic.PlanHeader + "\n"))
+	var out *csvOut
+	if c.SessionsOut != nil {
+		out = newCSVOut(c.SessionsOut, agentic.PlanHeader)
 	}
+	s := &Sessions{Note: fmt.Sprintf("sessions: agentic conversations (--agent-timing %s)", w.Agentic.Clock.Timing)}
+	var rows []byte
+	for a := range whole {
+		rows = w.Agentic.AppendPlanRows(rows[:0], a.Index)
+		d.Write(rows)
+		if c.ShardCount > 1 && a.Index%c.ShardCount != c.ShardIndex {
+			continue
+		}
+		s.Sessions++
+		s.Turns += int64(w.Agentic.Conversation(a.Index).Root.Requests())
+		out.write(rows)
+	}
+	s.Hash = "sha256:" + hex.EncodeToString(d.Sum(nil))
 	w.Sessions = s
+	if err := out.close(); err != nil {
+		return &WriteError{fmt.Errorf("the sessions file: %w", err)}
+	}
+	return nil
 }
 
 // capStarts sizes a start above the token limit within it: the start is

@@ -227,7 +227,9 @@ func Build(c Config, log Logger) (*Workload, error) {
 		return nil, err
 	}
 	w.Schedule = arrival.Shard(s, c.ShardIndex, c.ShardCount)
-	w.agenticSessions()
+	if err := w.agenticSessions(&c, s); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
