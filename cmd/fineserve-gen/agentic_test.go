@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"math"
 	"os"
 	"path/filepath"
@@ -306,5 +307,37 @@ func TestAgenticPlanOut(t *testing.T) {
 	}
 	if len(branches) != 5 {
 		t.Errorf("branches %v, want 0 to 4", branches)
+	}
+}
+
+// TestAgenticInterrupted: a run stopped while a conversation's parent
+// waits for its subagents, and the subagents think, sends no further
+// step: the conversation ends as interrupted, every finished step keeps
+// its record, and the run waits neither for the think times nor for the
+// join. The first steps take a few ms; the stop comes at 1 s, the think
+// times are 60 s.
+func TestAgenticInterrupted(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: time.Millisecond})
+	doc := `{"id":"stop","block_size":64,"requests":[` +
+		`{"t":0,"in":100,"out":4,"hash_ids":[1],"think_time":0},` +
+		`{"t":1,"type":"subagent","requests":[{"t":0,"in":100,"out":4,"hash_ids":[9]},{"t":60,"in":100,"out":4,"hash_ids":[9],"think_time":60}]},` +
+		`{"t":120,"in":200,"out":4,"hash_ids":[1,2,3],"think_time":60}]}`
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	began := time.Now()
+	r := runTool(t, ctx, mockTarget(port, "--mode", "replay", "--trace", writeTrace(t, doc), "--warmup-requests", "0")...)
+	if took := time.Since(began); took > 30*time.Second {
+		t.Errorf("the stopped run took %v: it waited for a think time", took)
+	}
+	if r.code != exitInterrupted {
+		t.Errorf("exit %d, want %d\n%s", r.code, exitInterrupted, r.stderr)
+	}
+	ss := r.summary(t).Sessions
+	if ss == nil || ss.Started != 1 || ss.EndedInterrupt != 1 || ss.TurnsSent != 2 {
+		t.Errorf("sessions %+v, want 1 interrupted after 2 steps", ss)
+	}
+	recs := testenv.ReadJSONL[agentRecord](t, r.path("results.jsonl"))
+	if len(recs) != 2 {
+		t.Errorf("%d records, want 2", len(recs))
 	}
 }
