@@ -71,7 +71,7 @@ const (
 var matrixDims = []dimension{
 	dWorkload: {"workload", []string{"poisson", "poisson-bursty", "poisson-inf",
 		"replay-fineserve", "replay-azure2023", "replay-azure-lmm", "replay-mooncake", "replay-burstgpt",
-		"replay-alibaba-lora", "replay-generic", "parametric-class-nb", "parametric-gamma", "parametric-servegen"}},
+		"replay-alibaba-lora", "replay-generic", "parametric-class-nb", "parametric-gamma", "parametric-servegen", "replay-agentic"}},
 	dBackend:     {"backend", []string{"vllm", "openai", "openai-chat", "openai-responses", "openai-images"}},
 	dSource:      {"source", []string{"random-ids", "trace-ids", "text", "sharegpt", "sharegpt_pre", "hash-ids", "images"}},
 	dWarmup:      {"warmup", []string{"0", "1", "3"}},
@@ -135,8 +135,11 @@ var (
 //     image requests are text);
 //   - text and ShareGPT prompts with every text backend and workload but
 //     the image and Mooncake traces;
-//   - hash-ids (Mooncake's prefix blocks) is the Mooncake trace's only
-//     source, and images the image traces' only one;
+//   - hash-ids (Mooncake's prefix blocks, an agentic trace's) is the
+//     Mooncake and agentic traces' only source, and images the image
+//     traces' only one;
+//   - an agentic trace (its conversations are the sessions) without
+//     --turns and without --prefix-len (its prompts are its hash ids);
 //   - --backend openai-images only with the diffusion trace (Alibaba
 //     GenTD26), which needs it; Azure LMM (images in chat messages) with
 //     the other backends;
@@ -151,6 +154,12 @@ var (
 //     (chat content parts).
 func validCase(r []int) bool {
 	w, b, s := set(r, dWorkload), set(r, dBackend), set(r, dSource)
+	if w && is(r, dWorkload, "replay-agentic") && b && is(r, dBackend, "openai-images") {
+		return false
+	}
+	if w && is(r, dWorkload, "replay-agentic") && ((set(r, dTurns) && !is(r, dTurns, "1")) || (set(r, dPrefix) && is(r, dPrefix, "prefix"))) {
+		return false
+	}
 	if set(r, dAnswer) && !is(r, dAnswer, "plain") && b && !is(r, dBackend, "openai-chat", "openai-responses") {
 		return false
 	}
@@ -158,11 +167,11 @@ func validCase(r []int) bool {
 		(s && is(r, dSource, "images")) || (w && is(r, dWorkload, imageTraces...)) || (set(r, dEndpoints) && !is(r, dEndpoints, "one", "two-session"))) {
 		return false // a chain is a Responses session's, kept on the endpoint that holds its responses
 	}
-	if b && is(r, dBackend, "openai-responses") && ((s && is(r, dSource, "images")) || (w && is(r, dWorkload, append(imageTraces, "replay-mooncake")...))) {
+	if b && is(r, dBackend, "openai-responses") && ((s && is(r, dSource, "images")) || (w && is(r, dWorkload, append(imageTraces, "replay-mooncake", "replay-agentic")...))) {
 		return false // image inputs are chat content parts; hash ids are token ids
 	}
 	if set(r, dAnswer) && !is(r, dAnswer, "plain") && ((s && is(r, dSource, "random-ids", "trace-ids", "hash-ids")) ||
-		(w && is(r, dWorkload, "replay-alibaba-lora", "replay-mooncake"))) {
+		(w && is(r, dWorkload, "replay-alibaba-lora", "replay-mooncake", "replay-agentic"))) {
 		return false // token ids and image generations: no chat
 	}
 	if set(r, dLengths) && is(r, dLengths, "lengths-mix") {
@@ -177,7 +186,7 @@ func validCase(r []int) bool {
 		return false // the conversations give their own lengths
 	}
 	if set(r, dTurns) && is(r, dTurns, "multi-turn") && ((s && !is(r, dSource, "sharegpt", "sharegpt_pre")) ||
-		(w && is(r, dWorkload, append(imageTraces, "replay-mooncake")...))) {
+		(w && is(r, dWorkload, append(imageTraces, "replay-mooncake", "replay-agentic")...))) {
 		return false // the conversations come from a ShareGPT file
 	}
 	if s && is(r, dSource, "random-ids", "trace-ids", "hash-ids") && b && is(r, dBackend, "openai-responses") {
@@ -193,13 +202,16 @@ func validCase(r []int) bool {
 		case is(r, dSource, "trace-ids"):
 			return is(r, dWorkload, textTraces...)
 		case is(r, dSource, "hash-ids"):
-			return is(r, dWorkload, "replay-mooncake")
+			if is(r, dWorkload, "replay-agentic") && b && is(r, dBackend, "openai-images") {
+				return false // an image generation has no conversation
+			}
+			return is(r, dWorkload, "replay-mooncake", "replay-agentic")
 		case is(r, dSource, "images"):
 			if !is(r, dWorkload, imageTraces...) {
 				return false
 			}
 		default: // text, sharegpt, sharegpt_pre
-			if is(r, dWorkload, append(imageTraces, "replay-mooncake")...) {
+			if is(r, dWorkload, append(imageTraces, "replay-mooncake", "replay-agentic")...) {
 				return false
 			}
 		}
@@ -293,6 +305,10 @@ var workloadArgs = map[string][]string{
 	"parametric-gamma":    {"--mode", "parametric", "--gamma-params-csv", "../../datasets/Parametric/gamma/Dense_10to30B_gamma_5min.csv", "--time-scale", "100", "--num-prompts", "6"},
 	// ServeGen clients: 50 req/s together, sped up 10 times.
 	"parametric-servegen": {"--mode", "parametric", "--servegen", "testdata/servegen", "--num-clients", "2", "--time-scale", "10", "--num-prompts", "8"},
+	// Three conversations of a WEKA trace (3 steps each), Poisson starts,
+	// idle gaps capped.
+	"replay-agentic": {"--mode", "replay", "--trace", agenticSamples + "weka/trace_0026.json", "--conversations", "3", "--request-rate", "200",
+		"--time-scale", "1000", "--max-think-time", "2ms"},
 }
 
 var sourceArgs = map[string][]string{
@@ -729,7 +745,8 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		return
 	}
 	// Schedule facts against the dry run.
-	sessions := c.v(dTurns) != "1"
+	agentic := c.v(dWorkload) == "replay-agentic" // a conversation is a session
+	sessions := c.v(dTurns) != "1" || agentic
 	requests := sum.Scheduled // one request per arrival, or the turns sent
 	if sessions {
 		ss := sum.Sessions
@@ -740,6 +757,10 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 			return
 		}
 		requests = ss.TurnsSent
+		if ag := sum.Agents; agentic && (ag == nil || ag.Conversations != ss.Started || ag.Requests != ss.TurnsSent ||
+			ag.Requests != sum.Completed+sum.Failed+sum.Cancelled || ag.CompletionS.Max <= 0) {
+			fail("agents section %+v, sessions %+v", ag, ss)
+		}
 	} else if sum.Sessions != nil || sum.PerTurn != nil {
 		fail("a run without sessions has a sessions section")
 	}
@@ -851,7 +872,12 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		}
 		// Output: exactly the length asked for with ignore_eos; at most it
 		// (and at least one token) when the server may stop early.
-		if c.v(dTurns) == "multi-turn" && rec.Turn > 1 {
+		if agentic && rec.Turn > 1 {
+			// A conversation's later step asks for the trace's output.
+			if rec.CompletionTokens != rec.OutputLen && (c.v(dEOS) == "ignore-eos" || rec.CompletionTokens > rec.OutputLen || rec.CompletionTokens < 1) {
+				fail("record %d step %d: %d completion tokens, output_len %d (%s)", rec.Index, rec.Turn, rec.CompletionTokens, rec.OutputLen, c.v(dEOS))
+			}
+		} else if c.v(dTurns) == "multi-turn" && rec.Turn > 1 {
 			// A conversation's later turn asks for its reply's length.
 			if rec.CompletionTokens < 1 || rec.CompletionTokens > rec.OutputLen {
 				fail("record %d turn %d: %d completion tokens, output_len %d", rec.Index, rec.Turn, rec.CompletionTokens, rec.OutputLen)
@@ -897,6 +923,9 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		b, err := os.ReadFile(r.path("report.html"))
 		if err != nil || !bytes.Contains(b, []byte("<svg")) {
 			fail("--report-html: %v, %d bytes, svg %v", err, len(b), bytes.Contains(b, []byte("<svg")))
+		}
+		if has := bytes.Contains(b, []byte(`data-plot="agent_lanes"`)); has != (c.v(dWorkload) == "replay-agentic" && sum.Completed > 0) {
+			fail("--report-html: agentic swim-lanes %v with %s", has, c.v(dWorkload))
 		}
 		// Several endpoints: a table listing every one, by URL.
 		if has := bytes.Contains(b, []byte(`<table id="endpoints">`)); has != (len(ports) > 1) {
@@ -1076,6 +1105,8 @@ func TestMatrixInvalidCombinations(t *testing.T) {
 		{"tools with completions", append(slices.Clone(workloadArgs["poisson"]), "--backend", "vllm", "--tools", "testdata/tools.json"), "--tools: --backend vllm has no tool calls"},
 		{"a response format with image generation", append(slices.Clone(workloadArgs["replay-alibaba-lora"]), "--backend", "openai-images", "--response-format", "json_object"), "--backend openai-images has no response format"},
 		{"a chain without a Responses backend", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-chat", "--turns", "3", "--responses-chain"), "--responses-chain: --backend openai-chat has no previous_response_id"},
+		{"an agentic trace with image generation", append(slices.Clone(workloadArgs["replay-agentic"]), "--backend", "openai-images"), "--backend openai-images has no conversation"},
+		{"an agentic trace with --turns", append(slices.Clone(workloadArgs["replay-agentic"]), "--turns", "3"), "an agentic trace's conversations are its sessions"},
 		{"a chain without sessions", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-responses", "--responses-chain"), "--responses-chain chains a session's turns"},
 		{"a chain over endpoints dealt round-robin", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-responses", "--turns", "2", "--responses-chain",
 			"--base-url", "http://127.0.0.1:9,http://127.0.0.1:10"), "--responses-chain with several endpoints needs --balance session"},
