@@ -1,0 +1,139 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// bpe is a byte-level BPE model: a piece's bytes become GPT-2's printable
+// byte characters, which are merged pair by pair, lowest rank first.
+type bpe struct {
+	vocab        map[string]int
+	merges       map[[2]int]merge
+	byteID       [256]int // the vocabulary id of each byte's character (-1: none)
+	ignoreMerges bool     // a piece in the vocabulary is one token (Llama 3)
+}
+
+type merge struct{ rank, id int }
+
+type bpeJSON struct {
+	Vocab                   map[string]int    `json:"vocab"`
+	Merges                  []json.RawMessage `json:"merges"`
+	IgnoreMerges            bool              `json:"ignore_merges"`
+	ContinuingSubwordPrefix *string           `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string           `json:"end_of_word_suffix"`
+	Dropout                 *float64          `json:"dropout"`
+}
+
+// byteRunes is GPT-2's bytes_to_unicode: printable bytes stand for
+// themselves, the others for the characters from U+0100 on.
+var byteRunes = func() [256]rune {
+	var m [256]rune
+	n := 0
+	for b := range 256 {
+		if (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff) {
+			m[b] = rune(b)
+		} else {
+			m[b] = rune(256 + n)
+			n++
+		}
+	}
+	return m
+}()
+
+func parseBPE(raw json.RawMessage) (*bpe, error) {
+	var j bpeJSON
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return nil, err
+	}
+	if len(j.Vocab) == 0 {
+		return nil, errors.New("BPE: an empty vocab")
+	}
+	if j.ContinuingSubwordPrefix != nil && *j.ContinuingSubwordPrefix != "" {
+		return nil, unsupportedPart{"BPE continuing_subword_prefix"}
+	}
+	if j.EndOfWordSuffix != nil && *j.EndOfWordSuffix != "" {
+		return nil, unsupportedPart{"BPE end_of_word_suffix"}
+	}
+	if j.Dropout != nil && *j.Dropout > 0 {
+		return nil, unsupportedPart{"BPE dropout"}
+	}
+	m := &bpe{vocab: j.Vocab, merges: make(map[[2]int]merge, len(j.Merges)), ignoreMerges: j.IgnoreMerges}
+	for b := range 256 {
+		id, ok := j.Vocab[string(byteRunes[b])]
+		if !ok {
+			id = -1
+		}
+		m.byteID[b] = id
+	}
+	for rank, r := range j.Merges {
+		var a, b string
+		var s string
+		if err := json.Unmarshal(r, &s); err == nil {
+			var ok bool
+			if a, b, ok = strings.Cut(s, " "); !ok {
+				return nil, fmt.Errorf("BPE merges[%d]: %q is not two tokens separated by a space", rank, s)
+			}
+		} else {
+			var pair []string
+			if err := json.Unmarshal(r, &pair); err != nil || len(pair) != 2 {
+				return nil, fmt.Errorf("BPE merges[%d]: want \"a b\" or [\"a\", \"b\"]", rank)
+			}
+			a, b = pair[0], pair[1]
+		}
+		ia, oka := j.Vocab[a]
+		ib, okb := j.Vocab[b]
+		id, ok := j.Vocab[a+b]
+		if !oka || !okb || !ok {
+			return nil, fmt.Errorf("BPE merges[%d]: %q + %q: a token not in the vocab", rank, a, b)
+		}
+		k := [2]int{ia, ib}
+		if _, dup := m.merges[k]; !dup {
+			m.merges[k] = merge{rank, id}
+		}
+	}
+	return m, nil
+}
+
+type symbol struct{ id, end int }
+
+func (m *bpe) tokenize(piece string, dst []int) []int {
+	if piece == "" {
+		return dst
+	}
+	if m.ignoreMerges {
+		var b strings.Builder
+		for i := 0; i < len(piece); i++ {
+			b.WriteRune(byteRunes[piece[i]])
+		}
+		if _, ok := m.vocab[b.String()]; ok {
+			return append(dst, len(piece))
+		}
+	}
+	syms := make([]symbol, len(piece))
+	for i := 0; i < len(piece); i++ {
+		syms[i] = symbol{m.byteID[piece[i]], i + 1}
+	}
+	for len(syms) > 1 {
+		best, at := merge{rank: -1}, -1
+		for i := 0; i+1 < len(syms); i++ {
+			if syms[i].id < 0 || syms[i+1].id < 0 {
+				continue
+			}
+			if g, ok := m.merges[[2]int{syms[i].id, syms[i+1].id}]; ok && (at < 0 || g.rank < best.rank) {
+				best, at = g, i
+			}
+		}
+		if at < 0 {
+			break
+		}
+		syms[at] = symbol{best.id, syms[at+1].end}
+		syms = append(syms[:at+1], syms[at+2:]...)
+	}
+	for _, s := range syms {
+		dst = append(dst, s.end)
+	}
+	return dst
+}
