@@ -15,6 +15,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/exposed"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/pkg/tokenizer"
 )
 
 // defaultMockMaxModelLen is the built-in server's default context length,
@@ -39,6 +40,7 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.Var(millisValue(&cfg.Images.PerStep), "image-step-ms", "/v1/images/generations: latency per inference step, in ms")
 	fs.Var(millisValue(&cfg.Images.PerImage), "image-per-image-ms", "/v1/images/generations: latency per image generated (n), in ms")
 	fs.IntVar(&cfg.Images.DefaultSteps, "image-default-steps", cfg.Images.DefaultSteps, "/v1/images/generations: steps of a request without num_inference_steps")
+	tokenizerPath := fs.String("tokenizer", "", "count prompt text in this Hugging Face tokenizer.json's tokens (a file or a directory holding one) instead of in words, as a run's --tokenizer does")
 	prefixCache := fs.Bool("prefix-cache", false, "count prefix-cache hits (vLLM-like, 16-token blocks) and report them as cached_tokens")
 	fs.IntVar(&cfg.PrefixCache.Blocks, "prefix-cache-blocks", mockserver.DefaultPrefixCacheBlocks, "prefix cache capacity in 16-token blocks (least recently used evicted)")
 	portFile := fs.String("port-file", "", "write the port listened on to this file once ready")
@@ -101,6 +103,13 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	if err := cfg.Faults.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("--fault: %w", err))
+	}
+	if *tokenizerPath != "" {
+		if tk, err := tokenizer.Load(*tokenizerPath); err != nil {
+			errs = append(errs, fmt.Errorf("--tokenizer: %w", err))
+		} else {
+			cfg.Tokenizer = tk
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", err)

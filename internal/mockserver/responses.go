@@ -157,7 +157,7 @@ func (s *Server) parseResponses(body []byte) (request, respMeta, error) {
 		req.promptTokens = meta.hist.tokens
 	}
 	if ins := v.Get("instructions"); ins != nil && ins.Type() == fastjson.TypeString {
-		req.promptTokens += countWords(ins.GetStringBytes())
+		req.promptTokens += s.countText(ins.GetStringBytes())
 		if hb != nil {
 			hb.words(ins.GetStringBytes())
 		}
@@ -168,7 +168,7 @@ func (s *Server) parseResponses(body []byte) (request, respMeta, error) {
 	}
 	switch in.Type() {
 	case fastjson.TypeString:
-		req.promptTokens += countWords(in.GetStringBytes())
+		req.promptTokens += s.countText(in.GetStringBytes())
 		if hb != nil {
 			hb.words(in.GetStringBytes())
 		}
@@ -211,7 +211,7 @@ func (s *Server) parseResponses(body []byte) (request, respMeta, error) {
 // arguments or a function call's output.
 func (s *Server) responsesItem(it *fastjson.Value, req *request, hb *blockHasher) error {
 	text := func(b []byte) {
-		req.promptTokens += countWords(b)
+		req.promptTokens += s.countText(b)
 		if hb != nil {
 			hb.words(b)
 		}

@@ -45,8 +45,9 @@ type Builder struct {
 	suffix  string
 	dataset *Dataset
 	prefix  *SharedPrefix
-	ids     pool // pre-encoded token ids: `123,456,…`
-	words   pool // pre-encoded words: ` the of …`
+	tok     Tokens // nil: text is sized in words
+	ids     pool   // pre-encoded token ids: `123,456,…`
+	words   pool   // pre-encoded words: ` the of …`
 	images  imageSource
 }
 
@@ -70,11 +71,14 @@ type Options struct {
 	// Prefix, when set, starts every prompt without prefix blocks with one
 	// of its shared prefixes (see SharedPrefix).
 	Prefix *SharedPrefix
+	// Tokens, when set, sizes text prompts in its tokens, exactly: the
+	// text is built in words, then cut at the n-th token (--tokenizer).
+	Tokens Tokens
 }
 
 // New returns a Builder for o.
 func New(o Options) *Builder {
-	b := &Builder{format: o.Format, chat: o.Chat, salt: o.Salt, suffix: o.Suffix, dataset: o.Dataset, prefix: o.Prefix}
+	b := &Builder{format: o.Format, chat: o.Chat, salt: o.Salt, suffix: o.Suffix, dataset: o.Dataset, prefix: o.Prefix, tok: o.Tokens}
 	b.images.opts = o.Images.withDefaults()
 	if o.Chat || o.Dataset != nil {
 		b.format = Text
@@ -108,7 +112,11 @@ func (b *Builder) Append(dst []byte, a *arrival.Arrival) []byte {
 
 // appendText writes n tokens of text for a, escaped for a JSON string.
 func (b *Builder) appendText(dst []byte, a *arrival.Arrival, n int) []byte {
-	if b.dataset != nil && len(a.PrefixBlocks) == 0 {
+	if b.tok != nil && (b.dataset == nil || b.prefix != nil || len(a.PrefixBlocks) > 0) {
+		// Synthetic words (at least one token each), cut at the n-th token.
+		// A dataset's text alone is cut by the dataset (its own tokenizer).
+		dst = b.appendTokens(dst, a, n)
+	} else if b.dataset != nil && len(a.PrefixBlocks) == 0 {
 		rest := n
 		if b.prefix != nil {
 			// The shared prefix in words, then the dataset's text.
@@ -128,6 +136,28 @@ func (b *Builder) appendText(dst []byte, a *arrival.Arrival, n int) []byte {
 		dst = append(dst, ' ')
 		dst = appendEscaped(dst, b.suffix)
 	}
+	return dst
+}
+
+// appendTokens writes the text appendText would write in words (n words:
+// at least n tokens), cut at the n-th token of the builder's tokenizer.
+func (b *Builder) appendTokens(dst []byte, a *arrival.Arrival, n int) []byte {
+	bp := scratchPool.Get().(*[]byte)
+	raw := (*bp)[:0]
+	if b.dataset != nil && len(a.PrefixBlocks) == 0 {
+		p := min(b.prefix.Len, n)
+		raw = b.words.appendRun(raw, false, b.prefix.hash(b.salt, b.prefix.Pick(a.Index)), p)
+		if p < n {
+			raw = append(raw, ' ')
+			raw = b.dataset.appendRaw(raw, a.Index, n-p)
+		}
+	} else {
+		raw = b.appendBody(raw, &b.words, a, n)
+	}
+	cut, _ := b.tok.Cut(string(raw), n)
+	dst = appendEscaped(dst, cut)
+	*bp = raw[:0]
+	scratchPool.Put(bp)
 	return dst
 }
 

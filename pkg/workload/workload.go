@@ -39,8 +39,12 @@ type Config struct {
 	TimeScale     float64
 
 	// Request sizes.
-	DatasetName        string // sharegpt, sharegpt_pre, random, or ""
-	DatasetPath        string
+	DatasetName string // sharegpt, sharegpt_pre, random, or ""
+	DatasetPath string
+	// Sizing is how the dataset's prompts and replies are counted: a
+	// tokenizer's tokens, the server's /tokenize (a function: this package
+	// sends nothing itself), or words.
+	Sizing             prompt.Sizing
 	RandomInputLen     int
 	RandomOutputLen    int
 	RandomRangeRatio   float64
@@ -367,15 +371,26 @@ func loadDataset(c *Config, log Logger) (*prompt.Dataset, error) {
 	if kind == "" || kind == "random" {
 		kind = "sharegpt"
 	}
-	ds, err := prompt.LoadDataset(c.DatasetPath, kind, 0)
+	ds, err := prompt.LoadDatasetSized(c.DatasetPath, kind, 0, c.Sizing)
 	if err != nil {
 		return nil, err
 	}
 	if ds.Skipped > 0 {
 		log.Warnf("dataset %s: skipped %d entries without a prompt and a reply", c.DatasetPath, ds.Skipped)
 	}
-	log.Infof("dataset %s: %d prompts", c.DatasetPath, ds.Len())
+	log.Infof("dataset %s: %d prompts, sized in %s", c.DatasetPath, ds.Len(), unitsLine(ds.Units))
 	return ds, nil
+}
+
+// unitsLine says what a dataset's lengths count.
+func unitsLine(units string) string {
+	switch units {
+	case prompt.UnitTokenizer:
+		return "the tokenizer's tokens (--tokenizer)"
+	case prompt.UnitServer:
+		return "the server's tokens (--tokenize-via-server)"
+	}
+	return "words (give --tokenizer or --tokenize-via-server for tokens)"
 }
 
 // lengthSource picks how a synthetic schedule sizes its requests: the
