@@ -34,7 +34,8 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", 0, "requests generating at once; more wait in a queue (0: unbounded)")
 	fs.IntVar(&cfg.MaxModelLen, "max-model-len", defaultMockMaxModelLen, "context length: reported as max_model_len at /v1/models; prompt+max_tokens above it get vLLM's 400 (0: no limit, none reported)")
 	fs.IntVar(&cfg.EOSMeanTokens, "eos-mean-tokens", 0, "without ignore_eos, stop after a geometric number of tokens of this mean (0: always max_tokens)")
-	fs.IntVar(&cfg.TokensPerImage, "tokens-per-image", defaultTokensPerImage, "prompt tokens counted per image part of a chat message (the run's default for 512x512 images)")
+	fs.IntVar(&cfg.TokensPerImage, "tokens-per-image", 0, "prompt tokens counted per image part of a chat message (0: Qwen2-VL's count for the image's size, read from its data: URL, as a run counts its images: 326 at 512x512)")
+	fs.Float64Var(&cfg.AudioTokensPerSecond, "audio-tokens-per-second", 0, "prompt tokens counted per second of a chat message's WAV audio part, plus 2 a clip (0: Qwen2-Audio's 25)")
 	cfg.Images = mockserver.ImageConfig{Base: mockserver.DefaultImageBase, PerStep: mockserver.DefaultImagePerStep, PerImage: mockserver.DefaultImagePerImage, DefaultSteps: mockserver.DefaultImageSteps}
 	fs.Var(millisValue(&cfg.Images.Base), "image-base-ms", "/v1/images/generations: base latency of a request, in ms (plus per step and per image)")
 	fs.Var(millisValue(&cfg.Images.PerStep), "image-step-ms", "/v1/images/generations: latency per inference step, in ms")

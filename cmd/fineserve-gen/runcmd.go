@@ -76,6 +76,7 @@ func runFlags(o *options.Options, prof *profiles) (fs *pflag.FlagSet, finish fun
 	fs.Float64Var(&o.MaxErrorRate, "max-error-rate", o.MaxErrorRate, "exit 0 only if at most this share of requests failed (else exit 3)")
 
 	addReplayFlags(fs, o)
+	addMediaFlags(fs, o)
 	addModelFlags(fs, o)
 	addParametricFlags(fs, o)
 	addObserveFlags(fs, o)

@@ -233,13 +233,14 @@ func (s *Server) responsesItem(it *fastjson.Value, req *request, hb *blockHasher
 					text(part.GetStringBytes("text"))
 				case "input_image":
 					req.images++
-					req.promptTokens += s.cfg.TokensPerImage
+					n := s.imageTokens(imageURL(part))
+					req.promptTokens += n
 					if hb != nil {
 						var h uint64 = 0xcbf29ce484222325
 						for _, c := range part.GetStringBytes("image_url") {
 							h = (h ^ uint64(c)) * 0x100000001b3
 						}
-						for k := range s.cfg.TokensPerImage {
+						for k := range n {
 							hb.token(h + uint64(k))
 						}
 					}

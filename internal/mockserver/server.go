@@ -45,8 +45,11 @@ type Config struct {
 	// whitespace-separated words.
 	Tokenizer interface{ Count(string) int }
 	// TokensPerImage is what one image part of a chat message counts for in
-	// prompt tokens.
+	// prompt tokens; 0: Qwen2-VL's count for the image's size (media.go).
 	TokensPerImage int
+	// AudioTokensPerSecond is what a second of an audio part counts for
+	// (0: Qwen2-Audio's 25), plus 2 a clip (media.go).
+	AudioTokensPerSecond float64
 	// OnRequest, when set, receives the path and body of every request
 	// (tests inspect what reached the server). The body must not be kept.
 	OnRequest func(path string, body []byte)
@@ -446,7 +449,13 @@ func (s *Server) countContent(c *fastjson.Value, req *request) error {
 				req.promptTokens += s.countText(part.GetStringBytes("text"))
 			case "image_url", "input_image":
 				req.images++
-				req.promptTokens += s.cfg.TokensPerImage
+				req.promptTokens += s.imageTokens(imageURL(part))
+			case "input_audio", "audio_url":
+				n, err := s.audioTokens(part)
+				if err != nil {
+					return err
+				}
+				req.promptTokens += n
 			default:
 				return fmt.Errorf("content part type %q is not supported", part.GetStringBytes("type"))
 			}

@@ -84,8 +84,12 @@ type Options struct {
 	// the server's /tokenize instead (--tokenize-via-server).
 	Tokenizer         string
 	TokenizeViaServer bool
-	tok               *tokenizer.Tokenizer
-	countVia          func(string) (int, error)
+	// Media puts synthetic images (--images-per-request, --image-format;
+	// their size is --image-size) and an audio clip (--audio-seconds) in
+	// every request's chat content.
+	Media    workload.MediaOptions
+	tok      *tokenizer.Tokenizer
+	countVia func(string) (int, error)
 
 	// Request shape.
 	Stream           bool
@@ -315,6 +319,17 @@ func (o *Options) Validate() error {
 	if (o.DatasetName == "sharegpt" || o.DatasetName == "sharegpt_pre") && o.DatasetPath == "" {
 		add("--dataset-name %s needs --dataset-path FILE (nothing is downloaded at run time)", o.DatasetName)
 	}
+	if err := o.Media.Validate(); err != nil {
+		errs = append(errs, err)
+	} else if o.Media.On() {
+		media := func(b *client.Backend) bool { return (b.Chat || b.ChatTwin) && !b.HistoryItems && !b.GeneratesImages }
+		if b, ok := client.LookupBackend(o.Backend); ok && !media(b) {
+			add("--images-per-request and --audio-seconds put chat content parts in requests: --backend %s (not %s)", client.BackendsWith(media), o.Backend)
+		}
+		if o.Sessions.On() || o.MultiTurn {
+			add("--images-per-request and --audio-seconds: not with sessions (--turns, --multi-turn) yet: a later turn's message would carry the media again")
+		}
+	}
 	if o.TokenizeViaServer {
 		switch {
 		case o.Tokenizer != "":
@@ -363,7 +378,7 @@ func (o *Options) WorkloadConfig(seed uint64) workload.Config {
 		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount,
 		Sessions: o.SessionsConfig(seed), MultiTurn: o.MultiTurn,
 		Endpoints: o.endpointOptions(),
-		Sizing:    o.sizing(),
+		Sizing:    o.sizing(), Media: o.Media,
 	}
 }
 

@@ -213,7 +213,7 @@ func (o *Options) promptUnits(wl *workload.Workload) string {
 		return wl.Dataset.Units
 	}
 	b, _ := client.LookupBackend(o.Backend)
-	text := o.PromptFormat == "text" || wl.Sessions != nil || wl.Stats.Images > 0 || b != nil && b.Chat
+	text := o.PromptFormat == "text" || wl.Sessions != nil || wl.Stats.Images > 0 || o.Media.On() || b != nil && b.Chat
 	switch {
 	case !text || wl.Images:
 		return ""

@@ -49,6 +49,7 @@ type Builder struct {
 	ids     pool   // pre-encoded token ids: `123,456,…`
 	words   pool   // pre-encoded words: ` the of …`
 	images  imageSource
+	audio   audioSource
 }
 
 // Options configures a Builder.
@@ -68,6 +69,9 @@ type Options struct {
 	// Images sizes the synthetic images of arrivals with Images > 0 (see
 	// images.go); the zero value is 512x512 with DefaultTokensPerImage.
 	Images ImageOptions
+	// Audio, when it has seconds, gives every request an audio clip (see
+	// audio.go).
+	Audio AudioOptions
 	// Prefix, when set, starts every prompt without prefix blocks with one
 	// of its shared prefixes (see SharedPrefix).
 	Prefix *SharedPrefix
@@ -80,6 +84,7 @@ type Options struct {
 func New(o Options) *Builder {
 	b := &Builder{format: o.Format, chat: o.Chat, salt: o.Salt, suffix: o.Suffix, dataset: o.Dataset, prefix: o.Prefix, tok: o.Tokens}
 	b.images.opts = o.Images.withDefaults()
+	b.audio.opts = o.Audio
 	if o.Chat || o.Dataset != nil {
 		b.format = Text
 	}
@@ -96,7 +101,7 @@ func (b *Builder) Format() Format { return b.format }
 // content parts (text, then its images: see images.go), to be sent as a
 // chat completion whatever the backend.
 func (b *Builder) Append(dst []byte, a *arrival.Arrival) []byte {
-	if a.Images > 0 {
+	if b.Multimodal(a) {
 		return b.appendMultimodal(dst, a)
 	}
 	n := max(a.InputTokens, 1)

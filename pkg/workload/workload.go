@@ -44,7 +44,9 @@ type Config struct {
 	// Sizing is how the dataset's prompts and replies are counted: a
 	// tokenizer's tokens, the server's /tokenize (a function: this package
 	// sends nothing itself), or words.
-	Sizing             prompt.Sizing
+	Sizing prompt.Sizing
+	// Media: synthetic images and audio in every request (media.go).
+	Media              MediaOptions
 	RandomInputLen     int
 	RandomOutputLen    int
 	RandomRangeRatio   float64
@@ -115,8 +117,10 @@ type Workload struct {
 	Breakdowns []string
 	// Images: every request generates images (openai-images).
 	Images bool
-	// ImageOptions is how requests with input images are built.
+	// ImageOptions is how requests with input images are built; Audio the
+	// clip every request carries (--audio-seconds; none without).
 	ImageOptions prompt.ImageOptions
+	Audio        prompt.AudioOptions
 
 	// Profile is the target profile of --stages or a ramp (nil without
 	// one) and TargetRate its summary section.
@@ -164,7 +168,8 @@ const (
 // clock. A failure to write c.ScheduleOut is a *WriteError; every other
 // error is a problem of the options or input.
 func Build(c Config, log Logger) (*Workload, error) {
-	w := &Workload{Images: c.images(), ImageOptions: c.Replay.imageOptions()}
+	w := &Workload{Images: c.images(), ImageOptions: c.Replay.imageOptions(), Audio: c.Media.Audio}
+	w.ImageOptions.Format = c.Media.ImageFormat
 	ds, err := loadDataset(&c, log)
 	if err != nil {
 		return nil, err
@@ -208,6 +213,7 @@ func Build(c Config, log Logger) (*Workload, error) {
 	if err != nil {
 		return nil, err
 	}
+	s = c.Media.apply(s, w.ImageOptions)
 	if warp {
 		s = arrival.Limit(arrival.Warp(s, c.profile), 0, wall)
 		c.Duration = wall
