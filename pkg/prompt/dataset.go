@@ -299,13 +299,7 @@ func (d *Dataset) appendText(dst []byte, i int64, n int) []byte {
 		}
 	}
 	if d.tok != nil {
-		bp := scratchPool.Get().(*[]byte)
-		raw := d.appendRaw((*bp)[:0], i, n)
-		cut, _ := d.tok.Cut(string(raw), n)
-		dst = appendEscaped(dst, cut)
-		*bp = raw[:0]
-		scratchPool.Put(bp)
-		return dst
+		return appendCut(dst, d.tok, n, func(raw []byte, scale int) []byte { return d.appendRaw(raw, i, n, scale) })
 	}
 	words := strings.Fields(d.Prompts[k])
 	written := 0
@@ -338,13 +332,15 @@ func (d *Dataset) index(i int64) int64 {
 }
 
 // appendRaw appends prompt i mod Len, unescaped, repeated (joined by a
-// space) until it holds at least n tokens, and a copy more: a tokenizer
-// cuts it to n.
-func (d *Dataset) appendRaw(dst []byte, i int64, n int) []byte {
+// space) to about n tokens and more — scale times more copies than a copy
+// of its own length each would need: a copy after the first may be a
+// token or two shorter, its first word joined to the space before it.
+// A tokenizer cuts it to n.
+func (d *Dataset) appendRaw(dst []byte, i int64, n, scale int) []byte {
 	k := d.index(i)
 	copies := 1
 	if c := max(d.Inputs[k], 1); n >= c {
-		copies = n/c + 2
+		copies = scale * (n/c + 2)
 	}
 	for j := range copies {
 		if j > 0 {
@@ -352,6 +348,26 @@ func (d *Dataset) appendRaw(dst []byte, i int64, n int) []byte {
 		}
 		dst = append(dst, d.Prompts[k]...)
 	}
+	return dst
+}
+
+// appendCut appends, escaped, text of exactly n of tok's tokens cut from
+// the start of what build appends (given a scale, it appends more text
+// for a larger one), scaling up while the text is too short.
+func appendCut(dst []byte, tok Tokens, n int, build func(raw []byte, scale int) []byte) []byte {
+	bp := scratchPool.Get().(*[]byte)
+	raw := (*bp)[:0]
+	var cut string
+	for scale := 1; scale <= 16; scale *= 2 {
+		raw = build(raw[:0], scale)
+		var got int
+		if cut, got = tok.Cut(string(raw), n); got >= n {
+			break
+		}
+	}
+	dst = appendEscaped(dst, cut)
+	*bp = raw[:0]
+	scratchPool.Put(bp)
 	return dst
 }
 

@@ -147,23 +147,18 @@ func (b *Builder) appendText(dst []byte, a *arrival.Arrival, n int) []byte {
 // appendTokens writes the text appendText would write in words (n words:
 // at least n tokens), cut at the n-th token of the builder's tokenizer.
 func (b *Builder) appendTokens(dst []byte, a *arrival.Arrival, n int) []byte {
-	bp := scratchPool.Get().(*[]byte)
-	raw := (*bp)[:0]
-	if b.dataset != nil && len(a.PrefixBlocks) == 0 {
-		p := min(b.prefix.Len, n)
-		raw = b.words.appendRun(raw, false, b.prefix.hash(b.salt, b.prefix.Pick(a.Index)), p)
-		if p < n {
-			raw = append(raw, ' ')
-			raw = b.dataset.appendRaw(raw, a.Index, n-p)
+	return appendCut(dst, b.tok, n, func(raw []byte, scale int) []byte {
+		if b.dataset != nil && len(a.PrefixBlocks) == 0 {
+			p := min(b.prefix.Len, n)
+			raw = b.words.appendRun(raw, false, b.prefix.hash(b.salt, b.prefix.Pick(a.Index)), p)
+			if p < n {
+				raw = append(raw, ' ')
+				raw = b.dataset.appendRaw(raw, a.Index, n-p, scale)
+			}
+			return raw
 		}
-	} else {
-		raw = b.appendBody(raw, &b.words, a, n)
-	}
-	cut, _ := b.tok.Cut(string(raw), n)
-	dst = appendEscaped(dst, cut)
-	*bp = raw[:0]
-	scratchPool.Put(bp)
-	return dst
+		return b.appendBody(raw, &b.words, a, n) // n words: at least n tokens
+	})
 }
 
 // appendBody writes n separated units: the prefix blocks of a first (each

@@ -144,3 +144,28 @@ func mustPrefix(t testing.TB) *SharedPrefix {
 	}
 	return p
 }
+
+// A repeated prompt can be shorter than its copies' lengths added up (a
+// copy's first word joins the space before it): long targets are still
+// exact. The command's fixtures have such prompts.
+func TestDatasetRepeatsExactly(t *testing.T) {
+	tk, err := tokenizer.Load("../../cmd/fineserve-gen/testdata/tokenizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"sharegpt", "sharegpt_pre"} {
+		d, err := LoadDatasetSized("../../cmd/fineserve-gen/testdata/"+kind+".json", kind, 0, Sizing{Tokens: tk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := New(Options{Dataset: d, Tokens: tk})
+		for i := range int64(d.Len()) {
+			for _, n := range []int{1024, 5232} {
+				a := arrival.Arrival{Index: i, InputTokens: n}
+				if got := tk.Count(unquote(t, b.Append(nil, &a))); got != n {
+					t.Errorf("%s prompt %d (%d tokens) to %d: %d tokens", kind, i, d.Inputs[i], n, got)
+				}
+			}
+		}
+	}
+}
