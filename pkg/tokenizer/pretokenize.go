@@ -73,12 +73,12 @@ func (p preJSON) build(byteLevel *bool) ([]preTokenizer, error) {
 				return append(dst, withSpace(s, sp))
 			}}, nil
 		}
-		re := regexp2.MustCompile(gpt2Pattern, regexp2.None)
+		split := splitters[gpt2Pattern]
 		return []preTokenizer{func(s string, sp span, dst []span) []span {
 			if prefix {
 				sp = withSpace(s, sp)
 			}
-			return splitSpan(s, sp, regexMatches(re, text(s, sp)), "Isolated", false, dst)
+			return splitSpan(s, sp, split(text(s, sp)), "Isolated", false, dst)
 		}}, nil
 	case "Split":
 		var pat struct {
@@ -92,6 +92,11 @@ func (p preJSON) build(byteLevel *bool) ([]preTokenizer, error) {
 			return nil, err
 		}
 		switch {
+		case pat.Regex != nil && splitters[*pat.Regex] != nil:
+			split := splitters[*pat.Regex]
+			return []preTokenizer{func(s string, sp span, dst []span) []span {
+				return splitSpan(s, sp, split(text(s, sp)), p.Behavior, p.Invert, dst)
+			}}, nil
 		case pat.Regex != nil:
 			re, err := regexp2.Compile(*pat.Regex, regexp2.None)
 			if err != nil {

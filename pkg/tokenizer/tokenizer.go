@@ -207,10 +207,24 @@ func (t *Tokenizer) Ends(s string) []int {
 // prefix's own.
 func (t *Tokenizer) Cut(s string, n int) (string, int) {
 	s = t.Normalize(s)
-	var ends []int
-	t.each(s, func(end int) { ends = append(ends, end) })
 	if n <= 0 {
 		return "", 0
+	}
+	// Only the text's start is tokenized: a piece is split the same way
+	// whatever follows its next character, so the tokens of a prefix are
+	// the text's but for the last few.
+	var ends []int
+	for size := 8*n + 64; ; size *= 2 {
+		ends = ends[:0]
+		head := s[:min(size, len(s))]
+		t.each(head, func(end int) { ends = append(ends, end) })
+		if len(head) == len(s) {
+			break
+		}
+		if len(ends) > n+cutMargin {
+			ends = ends[:n+cutMargin]
+			break
+		}
 	}
 	if len(ends) <= n {
 		return s, len(ends)
@@ -240,6 +254,10 @@ func (t *Tokenizer) Cut(s string, n int) (string, int) {
 	}
 	return best, bestN
 }
+
+// cutMargin is how many tokens past the cut a prefix's tokenization must
+// hold to be the whole text's up to the cut.
+const cutMargin = 8
 
 // each calls f with the end offset of every token of the normalized s.
 func (t *Tokenizer) each(s string, f func(end int)) {

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -250,9 +251,9 @@ func TestLoadErrors(t *testing.T) {
 
 func FuzzCount(f *testing.F) {
 	tk := parse(f, byteLevelFile(f, llama3Pre, nil))
-	f.Add("hello, world! hello... singing")
-	f.Add("  \n\n\t x'll 1234567 é\xff")
-	f.Fuzz(func(t *testing.T, s string) {
+	f.Add("hello, world! hello... singing", 3)
+	f.Add("  \n\n\t x'll 1234567 é\xff<|endoftext|>", 5)
+	f.Fuzz(func(t *testing.T, s string, n int) {
 		ends := tk.Ends(s)
 		prev := 0
 		for _, e := range ends {
@@ -261,11 +262,52 @@ func FuzzCount(f *testing.F) {
 			}
 			prev = e
 		}
-		if len(s) > 0 && prev != len(s) {
+		if prev != len(s) {
 			t.Fatalf("%q: the tokens end at %d of %d bytes", s, prev, len(s))
 		}
-		if n := len(ends); n < len([]rune(strings.TrimSpace(s)))/8 && n == 0 {
-			t.Fatalf("%q: no tokens", s)
+		if tk.Count(s) != len(ends) {
+			t.Fatalf("%q: Count %d, %d ends", s, tk.Count(s), len(ends))
+		}
+		n = n % 64
+		p, c := tk.Cut(s, n)
+		if !strings.HasPrefix(s, p) || tk.Count(p) != c || c > max(n, 0) {
+			t.Fatalf("Cut(%q, %d) = %q, %d (counted %d)", s, n, p, c, tk.Count(p))
+		}
+		if n > 0 && len(ends) >= n && c != n {
+			t.Logf("Cut(%q, %d): %d tokens (no prefix of exactly %d)", s, n, c, n)
 		}
 	})
+}
+
+// Count is safe for concurrent use (the piece cache).
+func TestConcurrentCount(t *testing.T) {
+	tk := parse(t, byteLevelFile(t, llama3Pre, nil))
+	want := tk.Count("hello, world! singing the dog")
+	done := make(chan bool)
+	for g := range 4 {
+		go func() {
+			ok := true
+			for i := range 200 {
+				s := fmt.Sprintf("hello, world! singing the dog %d %d", g, i)
+				ok = ok && tk.Count(s) > want
+			}
+			done <- ok
+		}()
+	}
+	for range 4 {
+		if !<-done {
+			t.Error("a concurrent count was wrong")
+		}
+	}
+}
+
+func BenchmarkCut1024(b *testing.B) {
+	tk := parse(b, byteLevelFile(b, llama3Pre, nil))
+	text := strings.Repeat("hello, world! The dog is singing (again) 12345... ", 200)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, n := tk.Cut(text, 1024); n != 1024 {
+			b.Fatal(n)
+		}
+	}
 }
