@@ -18,9 +18,13 @@ const (
 
 // splitters maps a pattern to its hand-written matcher.
 var splitters = map[string]func(string) [][2]int{
-	gpt2Pattern:   func(t string) [][2]int { return splitMatches(t, matchGPT2) },
-	llama3Pattern: func(t string) [][2]int { return splitMatches(t, func(t string, i int) int { return matchLlama3(t, i, 3) }) },
-	qwen2Pattern:  func(t string) [][2]int { return splitMatches(t, func(t string, i int) int { return matchLlama3(t, i, 1) }) },
+	gpt2Pattern: func(t string) [][2]int { return splitMatches(t, matchGPT2) },
+	llama3Pattern: func(t string) [][2]int {
+		return splitMatches(t, func(t string, i int) int { return matchLlama3(t, i, 3) })
+	},
+	qwen2Pattern: func(t string) [][2]int {
+		return splitMatches(t, func(t string, i int) int { return matchLlama3(t, i, 1) })
+	},
 }
 
 // splitMatches collects the matches of match (the end of the match at i,
