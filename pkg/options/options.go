@@ -322,6 +322,9 @@ func (o *Options) Validate() error {
 	if err := o.Media.Validate(); err != nil {
 		errs = append(errs, err)
 	} else if o.Media.On() {
+		// Media are chat content parts. (A backend that sends --audio-seconds'
+		// clip as its file, transcription, takes the flag too: its row is
+		// to be let through here for Audio alone.)
 		media := func(b *client.Backend) bool { return (b.Chat || b.ChatTwin) && !b.HistoryItems && !b.GeneratesImages }
 		if b, ok := client.LookupBackend(o.Backend); ok && !media(b) {
 			add("--images-per-request and --audio-seconds put chat content parts in requests: --backend %s (not %s)", client.BackendsWith(media), o.Backend)
