@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"container/heap"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,8 +98,10 @@ func parseBPE(raw json.RawMessage) (*bpe, error) {
 	return m, nil
 }
 
-type symbol struct{ id, end int }
-
+// tokenize merges the piece's byte symbols pair by pair, the pair of lowest
+// rank first (the leftmost of equal ranks), as Hugging Face's word merge
+// does: a heap of candidate pairs over a linked list of symbols, so a long
+// piece (a run of spaces or dashes) costs n log n, not n².
 func (m *bpe) tokenize(piece string, dst []int) []int {
 	if piece == "" {
 		return dst
@@ -112,28 +115,68 @@ func (m *bpe) tokenize(piece string, dst []int) []int {
 			return append(dst, len(piece))
 		}
 	}
-	syms := make([]symbol, len(piece))
-	for i := 0; i < len(piece); i++ {
-		syms[i] = symbol{m.byteID[piece[i]], i + 1}
+	n := len(piece)
+	id := make([]int, n)
+	end := make([]int, n)
+	next := make([]int, n) // -1: none
+	prev := make([]int, n)
+	for i := range n {
+		id[i], end[i], next[i], prev[i] = m.byteID[piece[i]], i+1, i+1, i-1
 	}
-	for len(syms) > 1 {
-		best, at := merge{rank: -1}, -1
-		for i := 0; i+1 < len(syms); i++ {
-			if syms[i].id < 0 || syms[i+1].id < 0 {
-				continue
-			}
-			if g, ok := m.merges[[2]int{syms[i].id, syms[i+1].id}]; ok && (at < 0 || g.rank < best.rank) {
-				best, at = g, i
-			}
+	next[n-1] = -1
+	h := &pairHeap{}
+	push := func(i int) {
+		if i < 0 {
+			return
 		}
-		if at < 0 {
-			break
+		j := next[i]
+		if j < 0 || id[i] < 0 || id[j] < 0 {
+			return
 		}
-		syms[at] = symbol{best.id, syms[at+1].end}
-		syms = append(syms[:at+1], syms[at+2:]...)
+		if g, ok := m.merges[[2]int{id[i], id[j]}]; ok {
+			heap.Push(h, pair{rank: g.rank, pos: i, left: id[i], right: id[j], id: g.id})
+		}
 	}
-	for _, s := range syms {
-		dst = append(dst, s.end)
+	for i := 0; i+1 < n; i++ {
+		push(i)
+	}
+	for h.Len() > 0 {
+		p := heap.Pop(h).(pair)
+		j := next[p.pos]
+		if id[p.pos] != p.left || j < 0 || id[j] != p.right {
+			continue // stale: a symbol of the pair was merged away
+		}
+		// Merge j into pos.
+		id[p.pos], end[p.pos] = p.id, end[j]
+		id[j] = -2 // gone
+		next[p.pos] = next[j]
+		if k := next[j]; k >= 0 {
+			prev[k] = p.pos
+		}
+		push(prev[p.pos])
+		push(p.pos)
+	}
+	for i := 0; i >= 0; i = next[i] {
+		dst = append(dst, end[i])
 	}
 	return dst
+}
+
+// pair is a candidate merge of the symbols at pos and after it.
+type pair struct{ rank, pos, left, right, id int }
+
+// pairHeap orders candidate merges by rank, then position.
+type pairHeap []pair
+
+func (h pairHeap) Len() int { return len(h) }
+func (h pairHeap) Less(a, b int) bool {
+	return h[a].rank < h[b].rank || h[a].rank == h[b].rank && h[a].pos < h[b].pos
+}
+func (h pairHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *pairHeap) Push(x any)   { *h = append(*h, x.(pair)) }
+func (h *pairHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
