@@ -2,6 +2,7 @@ package main
 
 import (
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
@@ -20,10 +21,13 @@ type mediaRecord struct {
 // prompt_tokens are the scheduled input lengths exactly; the summary
 // counts the images.
 func TestMediaInEveryMode(t *testing.T) {
+	var mu sync.Mutex
 	var bodies []int
 	_, port := mocktest.Start(t, mockserver.Config{Models: []string{"mock-model"}, OnRequest: func(path string, body []byte) {
 		if path == "/v1/chat/completions" {
+			mu.Lock()
 			bodies = append(bodies, len(body))
+			mu.Unlock()
 		}
 	}})
 	modes := map[string][]string{
@@ -59,6 +63,8 @@ func TestMediaInEveryMode(t *testing.T) {
 			}
 		}
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if len(bodies) == 0 {
 		t.Error("no chat request reached the server")
 	}
@@ -77,16 +83,21 @@ func TestMediaBounds(t *testing.T) {
 
 // Two runs of the same seed and --prompt-salt send the same bytes.
 func TestMediaDeterministic(t *testing.T) {
+	var mu sync.Mutex
 	var bodies [2][]string
 	for k := range bodies {
 		_, port := mocktest.Start(t, mockserver.Config{Models: []string{"mock-model"}, OnRequest: func(path string, body []byte) {
 			if path == "/v1/chat/completions" {
+				mu.Lock()
 				bodies[k] = append(bodies[k], string(body))
+				mu.Unlock()
 			}
 		}})
 		mustRunTool(t, mockTarget(port, "--num-prompts", "3", "--request-rate", "inf", "--max-concurrency", "1", "--seed", "9", "--prompt-salt", "42",
 			"--warmup-requests", "0", "--quiet", "--images-per-request", "1", "--image-format", "jpeg", "--audio-seconds", "0.2")...)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if len(bodies[0]) != 3 || len(bodies[1]) != 3 {
 		t.Fatalf("%d and %d requests", len(bodies[0]), len(bodies[1]))
 	}
