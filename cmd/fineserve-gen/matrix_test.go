@@ -160,7 +160,7 @@ var (
 //     (chat content parts).
 //   - a tokenizer with the text sources (text, ShareGPT) only;
 //   - media (--images-per-request, --audio-seconds) with the completions
-//     and chat backends, without sessions.
+//     and chat backends.
 func validCase(r []int) bool {
 	w, b, s := set(r, dWorkload), set(r, dBackend), set(r, dSource)
 	if set(r, dUnits) && is(r, dUnits, "tokenizer") && ((s && !is(r, dSource, "text", "sharegpt", "sharegpt_pre")) ||
@@ -168,9 +168,8 @@ func validCase(r []int) bool {
 		return false // only text prompts are sized in a unit
 	}
 	if set(r, dMedia) && !is(r, dMedia, "no-media") {
-		if (b && !is(r, dBackend, "vllm", "openai", "openai-chat")) || (set(r, dTurns) && !is(r, dTurns, "1")) ||
-			(w && is(r, dWorkload, "replay-alibaba-lora")) {
-			return false // chat content parts; not in sessions
+		if (b && !is(r, dBackend, "vllm", "openai", "openai-chat")) || (w && is(r, dWorkload, "replay-alibaba-lora")) {
+			return false // chat content parts
 		}
 	}
 	if set(r, dAnswer) && !is(r, dAnswer, "plain") && b && !is(r, dBackend, "openai-chat", "openai-responses") {
@@ -1111,7 +1110,6 @@ func TestMatrixInvalidCombinations(t *testing.T) {
 		{"a chain without sessions", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-responses", "--responses-chain"), "--responses-chain chains a session's turns"},
 		{"media with image generation", append(slices.Clone(workloadArgs["replay-alibaba-lora"]), "--backend", "openai-images", "--images-per-request", "1"), "chat content parts"},
 		{"media with the Responses API", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-responses", "--audio-seconds", "1"), "chat content parts"},
-		{"media in sessions", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-chat", "--turns", "3", "--images-per-request", "1"), "not with sessions"},
 		{"a huge image", append(slices.Clone(workloadArgs["poisson"]), "--images-per-request", "1", "--image-size", "100000x100000"), "--image-size"},
 		{"a tokenizer the command cannot read", append(slices.Clone(workloadArgs["poisson"]), "--tokenizer", "testdata/tools.json"), "--tokenizer"},
 	} {

@@ -22,7 +22,7 @@ func TestMediaTokens(t *testing.T) {
 	} {
 		b := prompt.New(o)
 		for _, imgs := range []int{0, 1, 3} {
-			a := arrival.Arrival{Index: 4, InputTokens: 3000, Images: imgs}
+			a := arrival.Arrival{Index: 4, InputTokens: 3000, Images: imgs, Audio: o.Audio.Seconds > 0}
 			if !b.Multimodal(&a) {
 				continue
 			}

@@ -329,9 +329,6 @@ func (o *Options) Validate() error {
 		if b, ok := client.LookupBackend(o.Backend); ok && !media(b) {
 			add("--images-per-request and --audio-seconds put chat content parts in requests: --backend %s (not %s)", client.BackendsWith(media), o.Backend)
 		}
-		if o.Sessions.On() || o.MultiTurn {
-			add("--images-per-request and --audio-seconds: not with sessions (--turns, --multi-turn) yet: a later turn's message would carry the media again")
-		}
 	}
 	if o.TokenizeViaServer {
 		switch {

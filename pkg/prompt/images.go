@@ -147,7 +147,12 @@ func (o ImageOptions) TextTokens(total, n int) int {
 // images, then the audio clip (--audio-seconds).
 func (b *Builder) appendMultimodal(dst []byte, a *arrival.Arrival) []byte {
 	img := b.images.base()
-	text := max(a.InputTokens-a.Images*b.images.opts.TokensPerImage-b.audio.tokens(), 1)
+	audio := a.Audio && b.audio.on()
+	text := a.InputTokens - a.Images*b.images.opts.TokensPerImage
+	if audio {
+		text -= b.audio.tokens()
+	}
+	text = max(text, 1)
 	dst = append(dst, `[{"type":"text","text":"`...)
 	dst = b.appendText(dst, a, text)
 	dst = append(dst, `"}`...)
@@ -156,7 +161,7 @@ func (b *Builder) appendMultimodal(dst []byte, a *arrival.Arrival) []byte {
 		dst = img.appendDataURL(dst, b.salt, a.Index, part)
 		dst = append(dst, `"}}`...)
 	}
-	if b.audio.on() {
+	if audio {
 		dst = append(dst, `,{"type":"input_audio","input_audio":{"data":"`...)
 		dst = b.audio.base().appendBase64(dst, b.salt, a.Index)
 		dst = append(dst, `","format":"wav"}}`...)
@@ -167,7 +172,7 @@ func (b *Builder) appendMultimodal(dst []byte, a *arrival.Arrival) []byte {
 // Multimodal reports whether a's prompt has media (images, or the run's
 // audio clip): chat content parts, sent as a chat completion whatever the
 // backend.
-func (b *Builder) Multimodal(a *arrival.Arrival) bool { return a.Images > 0 || b.audio.on() }
+func (b *Builder) Multimodal(a *arrival.Arrival) bool { return a.Images > 0 || a.Audio && b.audio.on() }
 
 // AppendImageDataURL appends the data: URL of image part of request index,
 // as the builder sends it.

@@ -125,7 +125,7 @@ func TestAudioClip(t *testing.T) {
 		b, again := New(o), New(o)
 		seen := map[string]int64{}
 		for idx := range int64(4) {
-			a := arrival.Arrival{Index: idx, InputTokens: 2000, Images: int(idx % 2)}
+			a := arrival.Arrival{Index: idx, InputTokens: 2000, Images: int(idx % 2), Audio: true}
 			if !b.Multimodal(&a) {
 				t.Fatal("an audio run's request is not multimodal")
 			}
@@ -152,6 +152,12 @@ func TestAudioClip(t *testing.T) {
 			}
 		}
 	}
+	// A session's later turn (no Audio) is plain text.
+	b := New(Options{Audio: AudioOptions{Seconds: 1}})
+	later := arrival.Arrival{Index: 1, InputTokens: 10}
+	if b.Multimodal(&later) || strings.Contains(string(b.Append(nil, &later)), "input_audio") {
+		t.Error("an arrival without Audio got the clip")
+	}
 	if got := AudioTokens(1.5, 0); got != 38+2 {
 		t.Errorf("1.5 s: %d tokens, want 40 (25 a second, rounded up, + 2)", got)
 	}
@@ -175,7 +181,7 @@ func BenchmarkJPEGDataURL(b *testing.B) {
 
 func BenchmarkAudioClip(b *testing.B) {
 	bl := New(Options{Salt: 1, Audio: AudioOptions{Seconds: 10}})
-	a := arrival.Arrival{InputTokens: 1000}
+	a := arrival.Arrival{InputTokens: 1000, Audio: true}
 	var dst []byte
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {

@@ -58,6 +58,7 @@ func (m MediaOptions) apply(s arrival.Schedule, img prompt.ImageOptions) arrival
 				a.Images = m.ImagesPerRequest
 			}
 			a.InputTokens = max(text, 1) + a.Images*img.TokensPerImage + audio
+			a.Audio = audio > 0
 			if !yield(a) {
 				return
 			}
