@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 )
@@ -30,6 +31,8 @@ type Tokenizer struct {
 	pre   []preTokenizer // applied in order, each to the pieces of the last
 	model model
 	added []string // added tokens' contents, longest first: one token each
+	// byFirst lists the added tokens by their first byte, longest first.
+	byFirst [256][]string
 
 	mu    sync.Mutex
 	cache map[string][]int // a piece's token end offsets (bytes)
@@ -147,10 +150,9 @@ func Parse(path string, data []byte) (*Tokenizer, error) {
 		}
 	}
 	// Longest first, so that a token containing another wins.
-	for i := 1; i < len(t.added); i++ {
-		for j := i; j > 0 && len(t.added[j]) > len(t.added[j-1]); j-- {
-			t.added[j], t.added[j-1] = t.added[j-1], t.added[j]
-		}
+	sort.SliceStable(t.added, func(i, j int) bool { return len(t.added[i]) > len(t.added[j]) })
+	for _, a := range t.added {
+		t.byFirst[a[0]] = append(t.byFirst[a[0]], a)
 	}
 	return t, nil
 }
@@ -279,15 +281,16 @@ func (t *Tokenizer) each(s string, f func(end int)) {
 }
 
 // findAdded returns where the first added token in s starts and which it
-// is (len(s) and "" if none).
+// is (len(s) and "" if none): the longest at the first place one starts.
 func (t *Tokenizer) findAdded(s string) (int, string) {
-	best, tok := len(s), ""
-	for _, a := range t.added {
-		if i := strings.Index(s[:min(len(s), best+len(a))], a); i >= 0 && i < best {
-			best, tok = i, a
+	for i := 0; i < len(s); i++ {
+		for _, a := range t.byFirst[s[i]] { // longest first
+			if strings.HasPrefix(s[i:], a) {
+				return i, a
+			}
 		}
 	}
-	return best, tok
+	return len(s), ""
 }
 
 // eachPlain tokenizes s (no added tokens in it): pre-tokenize, then the
