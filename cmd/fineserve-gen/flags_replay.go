@@ -11,10 +11,6 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 )
 
-// defaultTokensPerImage is what the built-in server counts an image part
-// for by default: what a run counts for its default 512x512 images.
-var defaultTokensPerImage = prompt.DefaultTokensPerImage(512, 512)
-
 // addReplayFlags declares the flags of --mode replay.
 func addReplayFlags(fs *pflag.FlagSet, o *options.Options) {
 	r := &o.Replay
@@ -32,8 +28,8 @@ func addReplayFlags(fs *pflag.FlagSet, o *options.Options) {
 	fs.Float64Var(&r.TargetRate, "target-rate", r.TargetRate, "replay: set the time scale so the replayed slice's mean rate is this (req/s)")
 	fs.Var(traceStartValue{&r.TraceStart, &r.TraceBusiest}, "trace-start", "replay: start this far into the trace (trace time, e.g. 2h), or 'busiest' for the busiest --trace-duration window")
 	fs.Var(durationValue{&r.TraceDuration}, "trace-duration", "replay: replay this much of the trace (trace time, before --time-scale)")
-	fs.Var(imageSizeValue{&r.ImageWidth, &r.ImageHeight}, "image-size", "replay: size WxH of the synthetic images of multimodal rows (Azure LMM)")
-	fs.IntVar(&r.TokensPerImage, "tokens-per-image", r.TokensPerImage, "replay: prompt tokens one image counts for (0: Qwen2-VL's count for --image-size, 324 at 512x512)")
+	fs.Var(imageSizeValue{&r.ImageWidth, &r.ImageHeight}, "image-size", "size WxH of synthetic images: multimodal rows' (Azure LMM) and --images-per-request's (1–8192 pixels a side)")
+	fs.IntVar(&r.TokensPerImage, "tokens-per-image", r.TokensPerImage, "prompt tokens one synthetic image counts for (0: Qwen2-VL's count for --image-size, 326 at 512x512)")
 	ag := &o.Agentic
 	fs.StringVar(&ag.Timing, "agent-timing", ag.Timing, "agentic replay: when a conversation's next step is due: think (think_time after the previous response), original (the trace's gap after the previous send) or api-scaled (api_time × --api-time-scale + think_time)")
 	fs.Float64Var(&ag.APIScale, "api-time-scale", ag.APIScale, "agentic replay: api_time multiplier of --agent-timing api-scaled")

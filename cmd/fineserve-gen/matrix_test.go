@@ -30,6 +30,8 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
+	"github.com/fineserve-gen/fineserve-gen/pkg/tokenizer"
 )
 
 // dimension is one axis of the matrix: named values, each adding flags.
@@ -66,6 +68,8 @@ const (
 	dCancel
 	dEndpoints
 	dAnswer
+	dUnits
+	dMedia
 )
 
 var matrixDims = []dimension{
@@ -106,6 +110,14 @@ var matrixDims = []dimension{
 	// previous_response_id (--responses-chain; one endpoint, or several
 	// with --balance session: a response is kept where it was made).
 	dAnswer: {"answer", []string{"plain", "reasoning", "tools", "format", "chain"}},
+	// units: text prompts sized in words (the default), or in a
+	// tokenizer.json's tokens (--tokenizer; the built-in server counts in
+	// the same tokenizer).
+	dUnits: {"units", []string{"words", "tokenizer"}},
+	// media: none; two JPEG images in every request
+	// (--images-per-request); or a WAV clip (--audio-seconds). The
+	// built-in server counts them by their size and length.
+	dMedia: {"media", []string{"no-media", "images", "audio"}},
 }
 
 // is reports whether row (a partial row: testenv.Free where unset) has
@@ -152,6 +164,9 @@ var (
 //   - reasoning, tools and a response format with the backends that have
 //     them (chat and responses); the Responses API without image inputs
 //     (chat content parts).
+//   - a tokenizer with the text sources (text, ShareGPT) only;
+//   - media (--images-per-request, --audio-seconds) with the completions
+//     and chat backends.
 func validCase(r []int) bool {
 	w, b, s := set(r, dWorkload), set(r, dBackend), set(r, dSource)
 	if w && is(r, dWorkload, "replay-agentic") && b && is(r, dBackend, "openai-images") {
@@ -159,6 +174,18 @@ func validCase(r []int) bool {
 	}
 	if w && is(r, dWorkload, "replay-agentic") && ((set(r, dTurns) && !is(r, dTurns, "1")) || (set(r, dPrefix) && is(r, dPrefix, "prefix"))) {
 		return false
+	}
+	if set(r, dUnits) && is(r, dUnits, "tokenizer") && ((s && !is(r, dSource, "text", "sharegpt", "sharegpt_pre")) ||
+		(w && is(r, dWorkload, append(imageTraces, "replay-mooncake", "replay-agentic")...)) || (b && is(r, dBackend, "openai-images"))) {
+		return false // only text prompts are sized in a unit
+	}
+	if set(r, dMedia) && !is(r, dMedia, "no-media") && ((set(r, dAnswer) && is(r, dAnswer, "chain")) || (w && is(r, dWorkload, "replay-agentic"))) {
+		return false // media are chat content parts (a chain is the Responses API's); an agentic trace's steps are its hash ids
+	}
+	if set(r, dMedia) && !is(r, dMedia, "no-media") {
+		if (b && !is(r, dBackend, "vllm", "openai", "openai-chat")) || (w && is(r, dWorkload, "replay-alibaba-lora")) {
+			return false // chat content parts
+		}
 	}
 	if set(r, dAnswer) && !is(r, dAnswer, "plain") && b && !is(r, dBackend, "openai-chat", "openai-responses") {
 		return false
@@ -283,6 +310,51 @@ func matrixCases(t testing.TB) ([]matrixCase, testenv.Pairwise) {
 var knownBugs = map[string]string{}
 
 const replayData = "../../pkg/replay/testdata/"
+
+// The matrix's tokenizer: a byte-level BPE trained on the ShareGPT
+// fixtures, the synthetic vocabulary's words and the built-in server's
+// answer token (" tok": a session's re-sent answers count as generated),
+// with few enough merges that words and tokens differ.
+var (
+	matrixTokOnce sync.Once
+	matrixTokJSON []byte
+	matrixTok     *tokenizer.Tokenizer
+	matrixTokErr  error
+)
+
+func matrixTokenizerJSON() ([]byte, *tokenizer.Tokenizer, error) {
+	matrixTokOnce.Do(func() {
+		var corpus strings.Builder
+		for _, f := range []string{"testdata/sharegpt.json", "testdata/sharegpt_pre.json", "testdata/sharegpt_multiturn.json"} {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				matrixTokErr = err
+				return
+			}
+			corpus.Write(b)
+		}
+		corpus.WriteString(strings.Repeat("tok tok tok ", 200))
+		matrixTokJSON = testenv.TrainBPE(corpus.String(), 120)
+		matrixTok, matrixTokErr = tokenizer.Parse("matrix tokenizer", matrixTokJSON)
+	})
+	return matrixTokJSON, matrixTok, matrixTokErr
+}
+
+func matrixTokenizer(t testing.TB) *tokenizer.Tokenizer {
+	_, tk, err := matrixTokenizerJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// matrixTokenizerPath writes the matrix's tokenizer.json into dir.
+func matrixTokenizerPath(dir string) string {
+	b, _, _ := matrixTokenizerJSON()
+	p := filepath.Join(dir, "tokenizer.json")
+	os.WriteFile(p, b, 0o644)
+	return p
+}
 
 // matrixTokensPerImage is what an image counts for, on both sides.
 const matrixTokensPerImage = 16
@@ -430,6 +502,15 @@ func caseArgs(c matrixCase, ports []int, dir string) (args, dry []string) {
 	}
 	if c.v(dLengths) == "lengths-mix" {
 		sched = append(sched, "--lengths", "12,3:1;30±0.2,5:1")
+	}
+	if c.v(dUnits) == "tokenizer" {
+		sched = append(sched, "--tokenizer", matrixTokenizerPath(dir))
+	}
+	switch c.v(dMedia) {
+	case "images":
+		sched = append(sched, "--images-per-request", "2", "--image-format", "jpeg", "--image-size", "60x40")
+	case "audio":
+		sched = append(sched, "--audio-seconds", "0.3")
 	}
 	if c.v(dCancel) == "cancel" {
 		// Half the requests, cut between 1 µs (before any answer) and
@@ -645,7 +726,13 @@ func (r *recorder) Fatalf(format string, a ...any) {
 // checkMatrixCase runs c: t reports failures, tt owns temporary
 // directories and cleanups.
 func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
-	cfg := mockserver.Config{Models: []string{"mock-model", "m-a", "m-b"}, EOSMeanTokens: 3, TokensPerImage: matrixTokensPerImage}
+	cfg := mockserver.Config{Models: []string{"mock-model", "m-a", "m-b"}, EOSMeanTokens: 3}
+	if c.v(dWorkload) == "replay-azure-lmm" {
+		cfg.TokensPerImage = matrixTokensPerImage // else Qwen2-VL's count of the image's size, as the client's
+	}
+	if c.v(dUnits) == "tokenizer" {
+		cfg.Tokenizer = matrixTokenizer(t)
+	}
 	switch c.v(dAnswer) {
 	case "reasoning":
 		cfg.Reasoning = mockserver.ReasoningConfig{Tokens: mockserver.LengthDist{Min: 1, Max: 2}}
@@ -907,6 +994,10 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	if sum.Backend != c.v(dBackend) || sum.Mode != workloadArgs[c.v(dWorkload)][1] {
 		fail("summary backend %q mode %q", sum.Backend, sum.Mode)
 	}
+	// The unit text prompts were sized in.
+	if want := map[bool]string{true: "tokenizer", false: "words"}[c.v(dUnits) == "tokenizer"]; is(c.row, dSource, "text", "sharegpt", "sharegpt_pre") && sum.PromptUnits != want {
+		fail("summary prompt_units %q, want %q", sum.PromptUnits, want)
+	}
 	if c.v(dShard) == "shard1of2" {
 		for i := range seen {
 			if i%2 != 1 {
@@ -964,8 +1055,10 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		if len(sum.LengthMix) != 2 || n == 0 {
 			fail("length_mix %+v", sum.LengthMix)
 		}
+		// Media come on top of a mode's lengths: their tokens are off.
+		media := map[string]int{"images": 2 * prompt.DefaultTokensPerImage(60, 40), "audio": prompt.AudioTokens(0.3, 0)}[c.v(dMedia)]
 		for _, row := range dryRows {
-			if in := mustInt(t, row[2]); in != 12 && (in < 24 || in > 36) {
+			if in := mustInt(t, row[2]) - media; in != 12 && (in < 24 || in > 36) {
 				fail("--lengths: input_len %d outside the mixture", in)
 			}
 		}
@@ -1107,9 +1200,14 @@ func TestMatrixInvalidCombinations(t *testing.T) {
 		{"a chain without a Responses backend", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-chat", "--turns", "3", "--responses-chain"), "--responses-chain: --backend openai-chat has no previous_response_id"},
 		{"an agentic trace with image generation", append(slices.Clone(workloadArgs["replay-agentic"]), "--backend", "openai-images"), "--backend openai-images has no conversation"},
 		{"an agentic trace with --turns", append(slices.Clone(workloadArgs["replay-agentic"]), "--turns", "3"), "an agentic trace's conversations are its sessions"},
+		{"an agentic trace with media", append(slices.Clone(workloadArgs["replay-agentic"]), "--images-per-request", "1"), "an agentic trace's prompts are its hash ids"},
 		{"a chain without sessions", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-responses", "--responses-chain"), "--responses-chain chains a session's turns"},
 		{"a chain over endpoints dealt round-robin", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-responses", "--turns", "2", "--responses-chain",
 			"--base-url", "http://127.0.0.1:9,http://127.0.0.1:10"), "--responses-chain with several endpoints needs --balance session"},
+		{"media with image generation", append(slices.Clone(workloadArgs["replay-alibaba-lora"]), "--backend", "openai-images", "--images-per-request", "1"), "chat content parts"},
+		{"media with the Responses API", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-responses", "--audio-seconds", "1"), "chat content parts"},
+		{"a huge image", append(slices.Clone(workloadArgs["poisson"]), "--images-per-request", "1", "--image-size", "100000x100000"), "--image-size"},
+		{"a tokenizer the command cannot read", append(slices.Clone(workloadArgs["poisson"]), "--tokenizer", "testdata/tools.json"), "--tokenizer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, port := mocktest.Start(t, mockserver.Config{})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/exposed"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/pkg/tokenizer"
 )
 
 // defaultMockMaxModelLen is the built-in server's default context length,
@@ -33,12 +34,14 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", 0, "requests generating at once; more wait in a queue (0: unbounded)")
 	fs.IntVar(&cfg.MaxModelLen, "max-model-len", defaultMockMaxModelLen, "context length: reported as max_model_len at /v1/models; prompt+max_tokens above it get vLLM's 400 (0: no limit, none reported)")
 	fs.IntVar(&cfg.EOSMeanTokens, "eos-mean-tokens", 0, "without ignore_eos, stop after a geometric number of tokens of this mean (0: always max_tokens)")
-	fs.IntVar(&cfg.TokensPerImage, "tokens-per-image", defaultTokensPerImage, "prompt tokens counted per image part of a chat message (the run's default for 512x512 images)")
+	fs.IntVar(&cfg.TokensPerImage, "tokens-per-image", 0, "prompt tokens counted per image part of a chat message (0: Qwen2-VL's count for the image's size, read from its data: URL, as a run counts its images: 326 at 512x512)")
+	fs.Float64Var(&cfg.AudioTokensPerSecond, "audio-tokens-per-second", 0, "prompt tokens counted per second of a chat message's WAV audio part, plus 2 a clip (0: Qwen2-Audio's 25)")
 	cfg.Images = mockserver.ImageConfig{Base: mockserver.DefaultImageBase, PerStep: mockserver.DefaultImagePerStep, PerImage: mockserver.DefaultImagePerImage, DefaultSteps: mockserver.DefaultImageSteps}
 	fs.Var(millisValue(&cfg.Images.Base), "image-base-ms", "/v1/images/generations: base latency of a request, in ms (plus per step and per image)")
 	fs.Var(millisValue(&cfg.Images.PerStep), "image-step-ms", "/v1/images/generations: latency per inference step, in ms")
 	fs.Var(millisValue(&cfg.Images.PerImage), "image-per-image-ms", "/v1/images/generations: latency per image generated (n), in ms")
 	fs.IntVar(&cfg.Images.DefaultSteps, "image-default-steps", cfg.Images.DefaultSteps, "/v1/images/generations: steps of a request without num_inference_steps")
+	tokenizerPath := fs.String("tokenizer", "", "count prompt text in this Hugging Face tokenizer.json's tokens (a file or a directory holding one) instead of in words, as a run's --tokenizer does")
 	prefixCache := fs.Bool("prefix-cache", false, "count prefix-cache hits (vLLM-like, 16-token blocks) and report them as cached_tokens")
 	fs.IntVar(&cfg.PrefixCache.Blocks, "prefix-cache-blocks", mockserver.DefaultPrefixCacheBlocks, "prefix cache capacity in 16-token blocks (least recently used evicted)")
 	portFile := fs.String("port-file", "", "write the port listened on to this file once ready")
@@ -101,6 +104,13 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	if err := cfg.Faults.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("--fault: %w", err))
+	}
+	if *tokenizerPath != "" {
+		if tk, err := tokenizer.Load(*tokenizerPath); err != nil {
+			errs = append(errs, fmt.Errorf("--tokenizer: %w", err))
+		} else {
+			cfg.Tokenizer = tk
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", err)

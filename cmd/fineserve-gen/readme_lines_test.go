@@ -17,6 +17,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/tokenizer"
 )
 
 // fineServeREADMELines are the command lines of FineServe's README
@@ -74,6 +75,7 @@ var readmeFixtures = map[string]string{
 	"datasets/replay/Dense_10to30B.csv":                    "testdata/fineserve_Dense_30to100B_head200.csv",
 	"datasets/Parametric/gamma/Dense_lt10B_gamma_5min.csv": "../../datasets/Parametric/gamma/Dense_lt10B_gamma_5min.csv",
 	"datasets/Parametric/nb/Dense_lt10B_nb.json":           "../../datasets/Parametric/nb/Dense_lt10B_nb.json",
+	"/path/to/tokenizer":                                   "testdata/tokenizer.json",
 }
 
 // substitute changes only what the brief of these tests allows: file paths
@@ -91,7 +93,7 @@ func substitute(t *testing.T, args []string, port int, dataset string) []string 
 			*v = strconv.Itoa(port)
 		case "--dataset-path":
 			*v = dataset
-		case "--request-trace-csv", "--gamma-params-csv", "--parametric-nb-json":
+		case "--request-trace-csv", "--gamma-params-csv", "--parametric-nb-json", "--tokenizer":
 			f, ok := readmeFixtures[*v]
 			if !ok {
 				t.Fatalf("no fixture for %s %s", out[i], *v)
@@ -112,6 +114,15 @@ func substitute(t *testing.T, args []string, port int, dataset string) []string 
 	return out
 }
 
+// readmeTokenizer is the fixture of FineServe's --tokenizer.
+func readmeTokenizer(t *testing.T) *tokenizer.Tokenizer {
+	tk, err := tokenizer.Load(readmeFixtures["/path/to/tokenizer"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
 // TestFineServeREADMELines runs every command line of FineServe's README
 // against the built-in server serving the README's model name, with each
 // ShareGPT format: exit 0, every scheduled request completed, and the
@@ -122,7 +133,8 @@ func TestFineServeREADMELines(t *testing.T) {
 			t.Run(line.name+"/"+format, func(t *testing.T) {
 				var mu sync.Mutex
 				var models []string
-				srv, port := mocktest.Start(t, mockserver.Config{Models: []string{"/path/to/model"}, OnRequest: func(path string, body []byte) {
+				// The server counts in the line's tokenizer, as the run sizes.
+				srv, port := mocktest.Start(t, mockserver.Config{Models: []string{"/path/to/model"}, Tokenizer: readmeTokenizer(t), OnRequest: func(path string, body []byte) {
 					var b struct{ Model string }
 					if json.Unmarshal(body, &b) == nil {
 						mu.Lock()
@@ -147,8 +159,12 @@ func TestFineServeREADMELines(t *testing.T) {
 					t.Errorf("%d records for %d scheduled", len(recs), s.Scheduled)
 				}
 				for _, r := range recs {
-					if r.PromptTokens == nil || *r.PromptTokens != r.InputLen {
-						t.Errorf("record %d: prompt tokens %v, target %d", r.Index, r.PromptTokens, r.InputLen)
+					if r.PromptTokens == nil {
+						t.Errorf("record %d: no prompt tokens, target %d", r.Index, r.InputLen)
+						break
+					}
+					if *r.PromptTokens != r.InputLen {
+						t.Errorf("record %d: prompt tokens %d, target %d", r.Index, *r.PromptTokens, r.InputLen)
 						break
 					}
 				}
@@ -228,8 +244,11 @@ func TestREADMEFineServeSection(t *testing.T) {
 	}
 	mockArgs := shellFields(t, mockLine)
 	for j := 0; j+1 < len(mockArgs); j++ {
-		if mockArgs[j] == "--port" {
+		switch mockArgs[j] {
+		case "--port":
 			mockArgs[j+1] = "0"
+		case "--tokenizer":
+			mockArgs[j+1] = readmeFixtures[mockArgs[j+1]]
 		}
 	}
 	portFile := filepath.Join(t.TempDir(), "port")

@@ -82,7 +82,7 @@ func (s *Server) parseImage(body []byte) (imageRequest, error) {
 	if pr == nil || pr.Type() != fastjson.TypeString {
 		return req, errors.New("prompt: a string is required")
 	}
-	req.promptTokens = countWords(pr.GetStringBytes())
+	req.promptTokens = s.countText(pr.GetStringBytes())
 	num := func(key string, lo, hi int, dst *int) error {
 		x := v.Get(key)
 		if x == nil || x.Type() == fastjson.TypeNull {

@@ -240,7 +240,7 @@ func (s *Server) prefixBlocks(v *fastjson.Value, chat bool, model string) *block
 					for _, c := range url {
 						h = (h ^ uint64(c)) * 0x100000001b3
 					}
-					for k := range s.cfg.TokensPerImage {
+					for k := range s.imageTokens(url) {
 						b.token(h + uint64(k))
 					}
 				}

@@ -157,7 +157,7 @@ func (s *Server) parseResponses(body []byte) (request, respMeta, error) {
 		req.promptTokens = meta.hist.tokens
 	}
 	if ins := v.Get("instructions"); ins != nil && ins.Type() == fastjson.TypeString {
-		req.promptTokens += countWords(ins.GetStringBytes())
+		req.promptTokens += s.countText(ins.GetStringBytes())
 		if hb != nil {
 			hb.words(ins.GetStringBytes())
 		}
@@ -168,7 +168,7 @@ func (s *Server) parseResponses(body []byte) (request, respMeta, error) {
 	}
 	switch in.Type() {
 	case fastjson.TypeString:
-		req.promptTokens += countWords(in.GetStringBytes())
+		req.promptTokens += s.countText(in.GetStringBytes())
 		if hb != nil {
 			hb.words(in.GetStringBytes())
 		}
@@ -211,7 +211,7 @@ func (s *Server) parseResponses(body []byte) (request, respMeta, error) {
 // arguments or a function call's output.
 func (s *Server) responsesItem(it *fastjson.Value, req *request, hb *blockHasher) error {
 	text := func(b []byte) {
-		req.promptTokens += countWords(b)
+		req.promptTokens += s.countText(b)
 		if hb != nil {
 			hb.words(b)
 		}
@@ -233,13 +233,14 @@ func (s *Server) responsesItem(it *fastjson.Value, req *request, hb *blockHasher
 					text(part.GetStringBytes("text"))
 				case "input_image":
 					req.images++
-					req.promptTokens += s.cfg.TokensPerImage
+					n := s.imageTokens(imageURL(part))
+					req.promptTokens += n
 					if hb != nil {
 						var h uint64 = 0xcbf29ce484222325
 						for _, c := range part.GetStringBytes("image_url") {
 							h = (h ^ uint64(c)) * 0x100000001b3
 						}
-						for k := range s.cfg.TokensPerImage {
+						for k := range n {
 							hb.token(h + uint64(k))
 						}
 					}

@@ -40,9 +40,16 @@ type Config struct {
 	// length (no ignore_eos, min_tokens < max_tokens) stop at an
 	// end-of-sequence token after a geometric number of tokens of this mean.
 	EOSMeanTokens int
+	// Tokenizer, when set, counts the text of prompts (a Hugging Face
+	// tokenizer, pkg/tokenizer); without it a text's tokens are its
+	// whitespace-separated words.
+	Tokenizer interface{ Count(string) int }
 	// TokensPerImage is what one image part of a chat message counts for in
-	// prompt tokens.
+	// prompt tokens; 0: Qwen2-VL's count for the image's size (media.go).
 	TokensPerImage int
+	// AudioTokensPerSecond is what a second of an audio part counts for
+	// (0: Qwen2-Audio's 25), plus 2 a clip (media.go).
+	AudioTokensPerSecond float64
 	// OnRequest, when set, receives the path and body of every request
 	// (tests inspect what reached the server). The body must not be kept.
 	OnRequest func(path string, body []byte)
@@ -376,7 +383,7 @@ func (s *Server) parse(body []byte, chat bool) (request, error) {
 		}
 		switch pr.Type() {
 		case fastjson.TypeString:
-			req.promptTokens = countWords(pr.GetStringBytes())
+			req.promptTokens = s.countText(pr.GetStringBytes())
 		case fastjson.TypeArray:
 			items, _ := pr.Array()
 			for _, it := range items {
@@ -433,16 +440,22 @@ func (s *Server) countContent(c *fastjson.Value, req *request) error {
 	}
 	switch c.Type() {
 	case fastjson.TypeString:
-		req.promptTokens += countWords(c.GetStringBytes())
+		req.promptTokens += s.countText(c.GetStringBytes())
 	case fastjson.TypeArray:
 		parts, _ := c.Array()
 		for _, part := range parts {
 			switch string(part.GetStringBytes("type")) {
 			case "text":
-				req.promptTokens += countWords(part.GetStringBytes("text"))
+				req.promptTokens += s.countText(part.GetStringBytes("text"))
 			case "image_url", "input_image":
 				req.images++
-				req.promptTokens += s.cfg.TokensPerImage
+				req.promptTokens += s.imageTokens(imageURL(part))
+			case "input_audio", "audio_url":
+				n, err := s.audioTokens(part)
+				if err != nil {
+					return err
+				}
+				req.promptTokens += n
 			default:
 				return fmt.Errorf("content part type %q is not supported", part.GetStringBytes("type"))
 			}
@@ -452,6 +465,15 @@ func (s *Server) countContent(c *fastjson.Value, req *request) error {
 		return errors.New("message content must be a string or a list of parts")
 	}
 	return nil
+}
+
+// countText counts a prompt text's tokens: with the configured tokenizer,
+// else its words.
+func (s *Server) countText(b []byte) int {
+	if s.cfg.Tokenizer != nil {
+		return s.cfg.Tokenizer.Count(string(b))
+	}
+	return countWords(b)
 }
 
 // countWords counts a prompt's tokens: its whitespace-separated words.
@@ -503,7 +525,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	} else if pr := v.Get("prompt"); pr != nil && pr.Type() == fastjson.TypeString {
-		req.promptTokens = countWords(pr.GetStringBytes())
+		req.promptTokens = s.countText(pr.GetStringBytes())
 	} else if pr != nil && pr.Type() == fastjson.TypeArray {
 		items, _ := pr.Array()
 		req.promptTokens = len(items)

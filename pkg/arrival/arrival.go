@@ -30,6 +30,9 @@ type Arrival struct {
 	Model string
 	// Images is the number of input images sent with the prompt.
 	Images int
+	// Audio: the prompt carries the run's audio clip (--audio-seconds),
+	// whose tokens InputTokens counts. A session's later turns do not.
+	Audio bool
 	// PrefixBlocks are content ids of consecutive 512-token prompt blocks:
 	// equal ids give identical blocks (Mooncake hash_ids), so a server's
 	// prefix cache sees the reuse the trace recorded.

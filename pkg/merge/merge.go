@@ -350,7 +350,7 @@ func (m *merger) merge() (*Result, error) {
 
 	s := &metrics.Summary{
 		Backend: first.s.Backend, Mode: first.s.Mode, Model: first.s.Model, Seed: first.s.Seed,
-		Command: first.s.Command, RequestRate: first.s.RequestRate, Burstiness: first.s.Burstiness,
+		Command: first.s.Command, RequestRate: first.s.RequestRate, Burstiness: first.s.Burstiness, PromptUnits: first.s.PromptUnits,
 		StartedAt: start.UTC().Format(time.RFC3339Nano),
 	}
 	mc, allMC := 0, true

@@ -80,6 +80,13 @@ type Summary struct {
 	PromptTokensCounted   int64   `json:"prompt_tokens_counted"`
 	PromptTokensErrorMean float64 `json:"prompt_tokens_error_mean"`
 	PromptTokensErrorMax  int64   `json:"prompt_tokens_error_max"`
+	// PromptUnits is the unit text prompts were sized in (absent for
+	// token-id prompts, exact by construction): "words" (whitespace-
+	// separated, the built-in server's count; a dataset's prompts are then
+	// not sized in a model's tokens), "tokenizer" (--tokenizer's tokens,
+	// exactly) or "server" (a dataset's lengths from the server's
+	// /tokenize, --tokenize-via-server; other sizes cut in words).
+	PromptUnits string `json:"prompt_units,omitempty"`
 
 	// RecordsBacklog is the most per-request records that waited in memory
 	// for a results file that fell behind (absent when it kept up).

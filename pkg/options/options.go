@@ -16,7 +16,9 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 	"github.com/fineserve-gen/fineserve-gen/pkg/session"
+	"github.com/fineserve-gen/fineserve-gen/pkg/tokenizer"
 	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
 
@@ -67,7 +69,17 @@ type Options struct {
 	PromptSuffix      string
 	PromptSalt        int64 // 0: derived per run
 	ApplyChatTemplate bool
+	// Tokenizer is a Hugging Face tokenizer.json (or a directory holding
+	// one) text prompts are counted and cut in (--tokenizer); Run loads
+	// it. TokenizeViaServer counts a dataset's prompts and replies with
+	// the server's /tokenize instead (--tokenize-via-server).
 	Tokenizer         string
+	TokenizeViaServer bool
+	// (Media — synthetic images and audio in every request's chat
+	// content: --images-per-request, --image-format, --audio-seconds — is
+	// workload.Spec's.)
+	tok      *tokenizer.Tokenizer
+	countVia func(string) (int, error)
 
 	// Request shape.
 	Stream           bool
@@ -284,6 +296,27 @@ func (o *Options) Validate() error {
 	if (o.DatasetName == "sharegpt" || o.DatasetName == "sharegpt_pre") && o.DatasetPath == "" {
 		add("--dataset-name %s needs --dataset-path FILE (nothing is downloaded at run time)", o.DatasetName)
 	}
+	if err := o.Media.Validate(); err != nil {
+		errs = append(errs, err)
+	} else if o.Media.On() {
+		// Media are chat content parts. (A backend that sends --audio-seconds'
+		// clip as its file, transcription, takes the flag too: its row is
+		// to be let through here for Audio alone.)
+		media := func(b *client.Backend) bool { return (b.Chat || b.ChatTwin) && !b.HistoryItems && !b.GeneratesImages }
+		if b, ok := client.LookupBackend(o.Backend); ok && !media(b) {
+			add("--images-per-request and --audio-seconds put chat content parts in requests: --backend %s (not %s)", client.BackendsWith(media), o.Backend)
+		}
+	}
+	if o.TokenizeViaServer {
+		switch {
+		case o.Tokenizer != "":
+			add("--tokenizer and --tokenize-via-server: choose one (--tokenizer counts here, exactly; the server's /tokenize only sizes a dataset)")
+		case o.DatasetPath == "":
+			add("--tokenize-via-server sizes --dataset-path's prompts with the server's /tokenize: give a dataset, or --tokenizer for synthetic text")
+		case o.DryRun:
+			add("--tokenize-via-server asks the server, and --dry-run sends nothing: use --tokenizer FILE to size the prompts offline")
+		}
+	}
 	if workload.Rated(o.Mode) {
 		if !(o.RequestRate > 0) {
 			add("--request-rate %g: want > 0, or inf", o.RequestRate)
@@ -319,7 +352,40 @@ func (o *Options) WorkloadConfig(seed uint64) workload.Config {
 		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount,
 		Sessions:  o.SessionsConfig(seed),
 		Endpoints: o.endpointOptions(),
+		Sizing:    o.sizing(),
 	}
+}
+
+// sizing is how text prompts are counted: --tokenizer's tokens, the
+// server's (--tokenize-via-server, once Run has the server), or words.
+func (o *Options) sizing() prompt.Sizing {
+	sz := prompt.Sizing{Count: o.countVia}
+	if o.tok != nil {
+		sz.Tokens = o.tok
+	}
+	return sz
+}
+
+// LoadTokenizer reads --tokenizer (nothing without it). Its error names the
+// file and, for a file it cannot use, what is unsupported.
+func (o *Options) LoadTokenizer() error {
+	if o.Tokenizer == "" || o.tok != nil {
+		return nil
+	}
+	tk, err := tokenizer.Load(o.Tokenizer)
+	if err != nil {
+		return fmt.Errorf("--tokenizer: %w", err)
+	}
+	o.tok = tk
+	return nil
+}
+
+// Tokens is the loaded --tokenizer (nil without one) as pkg/prompt takes it.
+func (o *Options) Tokens() prompt.Tokens {
+	if o.tok == nil {
+		return nil
+	}
+	return o.tok
 }
 
 // baseURL is the server root the client talks to.

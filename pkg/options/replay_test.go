@@ -639,7 +639,7 @@ func TestAzureLMMImages(t *testing.T) {
 	if !strings.Contains(out, "Requests by Kind") || !strings.Contains(out, "image") {
 		t.Errorf("no breakdown in the report:\n%s", out)
 	}
-	if prompt.DefaultTokensPerImage(512, 512) != 324 {
+	if prompt.DefaultTokensPerImage(512, 512) != 326 {
 		t.Error("the documented default changed")
 	}
 }

@@ -32,6 +32,9 @@ func Run(ctx context.Context, o Options, stdio runner.IO) (*metrics.Summary, err
 	if err := o.Validate(); err != nil {
 		return nil, Usage(err)
 	}
+	if err := o.LoadTokenizer(); err != nil {
+		return nil, Usage(err)
+	}
 	if err := runner.CheckStartAt(o.StartAt, time.Now(), "at launch"); err != nil && !o.DryRun {
 		return nil, Usage(err)
 	}
@@ -61,6 +64,16 @@ func Run(ctx context.Context, o Options, stdio runner.IO) (*metrics.Summary, err
 		}
 		o.Model = model
 		o.SetServerLimit(models, log)
+		if o.TokenizeViaServer {
+			cli := pool.First()
+			o.countVia = func(text string) (int, error) {
+				n, err := cli.Tokenize(ctx, o.Model, text)
+				if err != nil {
+					return 0, fmt.Errorf("--tokenize-via-server: %s/tokenize: %w", secret.URL(o.baseURL()), err)
+				}
+				return n, nil
+			}
+		}
 	}
 	wl, err := o.build(ctx, seed, log)
 	if err != nil || o.DryRun {
@@ -157,7 +170,7 @@ func (o *Options) runConfig(seed uint64, wl *workload.Workload, stdio runner.IO,
 	limit, _ := o.TokenLimit()
 	return runner.Config{
 		Summary:        o.summary(seed, wl),
-		Prompts:        prompt.Options{Format: format, Salt: o.salt(seed), Suffix: o.PromptSuffix},
+		Prompts:        prompt.Options{Format: format, Salt: o.salt(seed), Suffix: o.PromptSuffix, Tokens: o.Tokens()},
 		Model:          o.Model,
 		WarmupRequests: o.WarmupRequests,
 		MaxConcurrency: o.MaxConcurrency, ConcurrencyRamp: o.MaxConcurrencyRamp,
@@ -198,5 +211,23 @@ func (o *Options) summary(seed uint64, wl *workload.Workload) metrics.Summary {
 		sum.StartAt = o.StartAt.UTC().Format(time.RFC3339Nano)
 	}
 	sum.Replay = wl.Replay
+	sum.PromptUnits = o.promptUnits(wl)
 	return sum
+}
+
+// promptUnits is the unit the run's text prompts are sized in ("" when
+// every prompt is token ids).
+func (o *Options) promptUnits(wl *workload.Workload) string {
+	if wl.Dataset != nil {
+		return wl.Dataset.Units
+	}
+	b, _ := client.LookupBackend(o.Backend)
+	text := o.PromptFormat == "text" || wl.Sessions != nil || wl.Stats.Images > 0 || o.Media.On() || b != nil && b.Chat
+	switch {
+	case !text || wl.Images:
+		return ""
+	case o.tok != nil:
+		return prompt.UnitTokenizer
+	}
+	return prompt.UnitWords
 }

@@ -15,13 +15,16 @@ import (
 // the length of the reply that followed it, in words.
 type Conversations struct {
 	Later [][]Exchange
+	tok   Tokens // nil: messages are cut in words
 }
 
 // Exchange is one user message of a conversation and the length of the
-// reply to it.
+// reply to it, in the unit of the Sizing the conversations were read with
+// (words without one).
 type Exchange struct {
-	User  string
-	Reply int // words
+	User    string
+	UserLen int
+	Reply   int
 }
 
 // Len is the number of conversations.
@@ -42,12 +45,18 @@ func (c *Conversations) Of(i int64) []Exchange {
 // whose user message is empty or has no reply ends the conversation) or
 // "sharegpt_pre" (one exchange per entry: none after the first).
 func LoadConversations(path, kind string) (*Conversations, error) {
+	return LoadConversationsSized(path, kind, Sizing{})
+}
+
+// LoadConversationsSized is LoadConversations with the messages and
+// replies counted as sz says.
+func LoadConversationsSized(path, kind string, sz Sizing) (*Conversations, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
 	defer f.Close()
-	c, err := ReadConversations(f, kind)
+	c, err := ReadConversationsSized(f, kind, sz)
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", path, err)
 	}
@@ -56,7 +65,13 @@ func LoadConversations(path, kind string) (*Conversations, error) {
 
 // ReadConversations is LoadConversations on a reader.
 func ReadConversations(r io.Reader, kind string) (*Conversations, error) {
-	c := &Conversations{}
+	return ReadConversationsSized(r, kind, Sizing{})
+}
+
+// ReadConversationsSized is ReadConversations with the messages and
+// replies counted as sz says.
+func ReadConversationsSized(r io.Reader, kind string, sz Sizing) (*Conversations, error) {
+	c := &Conversations{tok: sz.Tokens}
 	text := 0
 	err := eachEntry(r, func(e *datasetEntry, at entryAt) (bool, error) {
 		if kind == "sharegpt_pre" {
@@ -76,7 +91,15 @@ func ReadConversations(r io.Reader, kind string) (*Conversations, error) {
 			if CountWords(conv[j].Value) == 0 {
 				break
 			}
-			later = append(later, Exchange{User: conv[j].Value, Reply: max(CountWords(conv[j+1].Value), 1)})
+			user, err := sz.count(conv[j].Value)
+			if err != nil {
+				return false, at.errorf("message %d: %v", j, err)
+			}
+			reply, err := sz.count(conv[j+1].Value)
+			if err != nil {
+				return false, at.errorf("message %d: %v", j+1, err)
+			}
+			later = append(later, Exchange{User: conv[j].Value, UserLen: user, Reply: max(reply, 1)})
 			if text += len(conv[j].Value); text > maxDatasetText {
 				return false, at.errorf("the conversations kept so far exceed %d MiB of text (the limit of a dataset): use a smaller file", maxDatasetText>>20)
 			}
@@ -95,12 +118,13 @@ func ReadConversations(r io.Reader, kind string) (*Conversations, error) {
 
 // AppendConversationText appends exchange j (0: the first after the
 // conversation's opening message) of conversation i's user message,
-// trimmed or repeated to n words and JSON-escaped, without quotes.
+// trimmed or repeated to n words (tokens with a tokenizer) and
+// JSON-escaped, without quotes.
 func (c *Conversations) AppendConversationText(dst []byte, i int64, j, n int) []byte {
 	ex := c.Of(i)
 	if j < 0 || j >= len(ex) {
 		return dst
 	}
-	d := Dataset{Prompts: []string{ex[j].User}}
+	d := Dataset{Prompts: []string{ex[j].User}, Inputs: []int{ex[j].UserLen}, tok: c.tok}
 	return d.appendText(dst, 0, n)
 }

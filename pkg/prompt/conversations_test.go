@@ -30,7 +30,7 @@ func TestReadConversationsAlignsWithTheDataset(t *testing.T) {
 	if c.Len() != d.Len() || d.Len() != 2 {
 		t.Fatalf("%d conversations for %d prompts", c.Len(), d.Len())
 	}
-	if got := c.Of(0); len(got) != 1 || got[0] != (Exchange{User: "d e", Reply: 4}) {
+	if got := c.Of(0); len(got) != 1 || got[0] != (Exchange{User: "d e", UserLen: 2, Reply: 4}) {
 		t.Errorf("conversation 0: %+v", got)
 	}
 	if got := c.Of(1); len(got) != 0 {

@@ -6,20 +6,73 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 )
 
-// Dataset holds real prompt texts (ShareGPT) and their lengths in words,
-// the unit the tool sizes text prompts in.
+// Dataset holds real prompt texts (ShareGPT) and their lengths in the unit
+// text prompts are sized in: words (whitespace-separated, as the built-in
+// server counts), a tokenizer's tokens (--tokenizer) or the server's
+// (--tokenize-via-server).
 type Dataset struct {
-	// Prompts are the first user turns; Outputs the lengths of the first
-	// replies (or the sharegpt_pre output_length), in words.
+	// Prompts are the first user turns; Inputs their lengths; Outputs the
+	// lengths of the first replies (or the sharegpt_pre output_length).
 	Prompts []string
+	Inputs  []int
 	Outputs []int
 	// Skipped counts entries without two turns or with empty text.
 	Skipped int
+	// Units is the unit of Inputs and Outputs (see Sizing).
+	Units string
+	tok   Tokens // nil: prompts are cut in words
+}
+
+// Units text prompts are sized in (the summary's prompt_units).
+const (
+	UnitWords     = "words"
+	UnitTokenizer = "tokenizer"
+	UnitServer    = "server"
+)
+
+// Tokens is a tokenizer text prompts are counted and cut in
+// (*tokenizer.Tokenizer).
+type Tokens interface {
+	// Count is the number of tokens of s.
+	Count(s string) int
+	// Cut returns a prefix of s of n tokens (fewer if s has fewer) and
+	// its count.
+	Cut(s string, n int) (string, int)
+}
+
+// Sizing is how a dataset's prompts and replies are counted: with Tokens,
+// else with Count (the server's /tokenize), else in words.
+type Sizing struct {
+	Tokens Tokens
+	Count  func(string) (int, error)
+}
+
+// Units names the unit s sizes in.
+func (s Sizing) Units() string {
+	switch {
+	case s.Tokens != nil:
+		return UnitTokenizer
+	case s.Count != nil:
+		return UnitServer
+	}
+	return UnitWords
+}
+
+func (s Sizing) count(text string) (int, error) {
+	switch {
+	case s.Tokens != nil:
+		return s.Tokens.Count(text), nil
+	case s.Count != nil:
+		return s.Count(text)
+	}
+	return CountWords(text), nil
 }
 
 // Len is the number of prompts.
@@ -28,12 +81,12 @@ func (d *Dataset) Len() int { return len(d.Prompts) }
 // Lengths returns (input, output) pairs in dataset order, as words.
 func (d *Dataset) Lengths(fixedOutput int) [][2]int {
 	out := make([][2]int, len(d.Prompts))
-	for i, p := range d.Prompts {
+	for i := range d.Prompts {
 		o := d.Outputs[i]
 		if fixedOutput > 0 {
 			o = fixedOutput
 		}
-		out[i] = [2]int{CountWords(p), max(o, 1)}
+		out[i] = [2]int{d.Inputs[i], max(o, 1)}
 	}
 	return out
 }
@@ -57,12 +110,18 @@ var errElementTooLarge = fmt.Errorf("an element larger than %d MiB (the limit of
 // are streamed, so a large file is never held as one value. limit > 0 stops
 // after that many usable entries.
 func LoadDataset(path, kind string, limit int) (*Dataset, error) {
+	return LoadDatasetSized(path, kind, limit, Sizing{})
+}
+
+// LoadDatasetSized is LoadDataset with the prompts and replies counted as
+// sz says.
+func LoadDatasetSized(path, kind string, limit int, sz Sizing) (*Dataset, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
 	defer f.Close()
-	d, err := ReadDataset(f, kind, limit)
+	d, err := ReadDatasetSized(f, kind, limit, sz)
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", path, err)
 	}
@@ -72,7 +131,13 @@ func LoadDataset(path, kind string, limit int) (*Dataset, error) {
 // ReadDataset is LoadDataset on a reader. Errors name the line, the array
 // element and the field where the problem is.
 func ReadDataset(r io.Reader, kind string, limit int) (*Dataset, error) {
-	d := &Dataset{}
+	return ReadDatasetSized(r, kind, limit, Sizing{})
+}
+
+// ReadDatasetSized is ReadDataset with the prompts and replies counted as
+// sz says.
+func ReadDatasetSized(r io.Reader, kind string, limit int, sz Sizing) (*Dataset, error) {
+	d := &Dataset{Units: sz.Units(), tok: sz.Tokens}
 	text := 0 // bytes of prompt text kept
 	err := eachEntry(r, func(e *datasetEntry, at entryAt) (bool, error) {
 		switch kind {
@@ -90,8 +155,20 @@ func ReadDataset(r io.Reader, kind string, limit int) (*Dataset, error) {
 				d.Skipped++
 				return false, nil
 			}
+			out, err := sz.count(conv[1].Value)
+			if err != nil {
+				return false, at.errorf("the reply: %v", err)
+			}
 			d.Prompts = append(d.Prompts, conv[0].Value)
-			d.Outputs = append(d.Outputs, CountWords(conv[1].Value))
+			d.Outputs = append(d.Outputs, out)
+		}
+		in, err := sz.count(d.Prompts[len(d.Prompts)-1])
+		if err != nil {
+			return false, at.errorf("the prompt: %v", err)
+		}
+		d.Inputs = append(d.Inputs, in)
+		if kind == "sharegpt_pre" && e.OutputLength == nil {
+			d.Outputs[len(d.Outputs)-1] = max(in/2, 1) // half the prompt, in its unit
 		}
 		if text += len(d.Prompts[len(d.Prompts)-1]); text > maxDatasetText {
 			return false, at.errorf("the prompts kept so far exceed %d MiB of text (the limit of a dataset): use a smaller file", maxDatasetText>>20)
@@ -205,13 +282,24 @@ func CountWords(s string) int {
 	return n
 }
 
-// appendText writes prompt i mod Len, trimmed or repeated to n words and
-// JSON-escaped (FineServe's adjust_prompt_to_target_length, in words).
-// Negative indexes (the warm-up's) wrap around like any other.
+// appendText writes prompt i mod Len, trimmed or repeated to n words (n
+// tokens with a tokenizer) and JSON-escaped (FineServe's
+// adjust_prompt_to_target_length). Negative indexes (the warm-up's) wrap
+// around like any other.
 func (d *Dataset) appendText(dst []byte, i int64, n int) []byte {
-	k := i % int64(len(d.Prompts))
-	if k < 0 {
-		k += int64(len(d.Prompts))
+	k := d.index(i)
+	if d.Units != UnitWords && d.Units != "" {
+		if n == d.Inputs[k] {
+			return appendEscaped(dst, d.Prompts[k]) // its own length: as it is
+		}
+		if d.tok == nil {
+			// Sized by the server, cut here in words: n tokens are this
+			// prompt's words per token times n, near n tokens.
+			n = max(1, int(math.Round(float64(n)*float64(CountWords(d.Prompts[k]))/float64(max(d.Inputs[k], 1)))))
+		}
+	}
+	if d.tok != nil {
+		return appendCut(dst, d.tok, n, func(raw []byte, scale int) []byte { return d.appendRaw(raw, i, n, scale) })
 	}
 	words := strings.Fields(d.Prompts[k])
 	written := 0
@@ -233,6 +321,59 @@ func (d *Dataset) appendText(dst []byte, i int64, n int) []byte {
 	}
 	return dst
 }
+
+// index is i mod Len, from 0.
+func (d *Dataset) index(i int64) int64 {
+	k := i % int64(len(d.Prompts))
+	if k < 0 {
+		k += int64(len(d.Prompts))
+	}
+	return k
+}
+
+// appendRaw appends prompt i mod Len, unescaped, repeated (joined by a
+// space) to about n tokens and more — scale times more copies than a copy
+// of its own length each would need: a copy after the first may be a
+// token or two shorter, its first word joined to the space before it.
+// A tokenizer cuts it to n.
+func (d *Dataset) appendRaw(dst []byte, i int64, n, scale int) []byte {
+	k := d.index(i)
+	copies := 1
+	if c := max(d.Inputs[k], 1); n >= c {
+		copies = scale * (n/c + 2)
+	}
+	for j := range copies {
+		if j > 0 {
+			dst = append(dst, ' ')
+		}
+		dst = append(dst, d.Prompts[k]...)
+	}
+	return dst
+}
+
+// appendCut appends, escaped, text of exactly n of tok's tokens cut from
+// the start of what build appends (given a scale, it appends more text
+// for a larger one), scaling up while the text is too short.
+func appendCut(dst []byte, tok Tokens, n int, build func(raw []byte, scale int) []byte) []byte {
+	bp := scratchPool.Get().(*[]byte)
+	raw := (*bp)[:0]
+	var cut string
+	for scale := 1; scale <= 16; scale *= 2 {
+		raw = build(raw[:0], scale)
+		var got int
+		if cut, got = tok.Cut(string(raw), n); got >= n {
+			break
+		}
+	}
+	dst = appendEscaped(dst, cut)
+	*bp = raw[:0]
+	scratchPool.Put(bp)
+	return dst
+}
+
+// scratchPool recycles the buffers text is built in before a tokenizer
+// cuts it.
+var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
 
 // datasetEntry is one element of a dataset file, in either format.
 type datasetEntry struct {

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,8 @@ import (
 type ImageOptions struct {
 	// Width and Height in pixels (default 512x512).
 	Width, Height int
+	// Format is "png" (the default) or "jpeg" (--image-format).
+	Format string
 	// TokensPerImage is what one image counts for in the prompt (default
 	// DefaultTokensPerImage of the size).
 	TokensPerImage int
@@ -52,7 +55,21 @@ func (o ImageOptions) Validate() error {
 	if o.TokensPerImage < 0 {
 		return fmt.Errorf("tokens per image %d: want ≥ 0", o.TokensPerImage)
 	}
+	if _, err := ParseImageFormat(o.Format); err != nil {
+		return err
+	}
 	return nil
+}
+
+// ParseImageFormat checks --image-format: png or jpeg (jpg), "" for png.
+func ParseImageFormat(s string) (string, error) {
+	switch strings.ToLower(s) {
+	case "", "png":
+		return "png", nil
+	case "jpeg", "jpg":
+		return "jpeg", nil
+	}
+	return "", fmt.Errorf("image format %q: want png or jpeg", s)
 }
 
 func (o ImageOptions) withDefaults() ImageOptions {
@@ -63,6 +80,10 @@ func (o ImageOptions) withDefaults() ImageOptions {
 		o.Height = 512
 	}
 	o.Width, o.Height = min(o.Width, MaxImageSide), min(o.Height, MaxImageSide)
+	o.Format, _ = ParseImageFormat(o.Format)
+	if o.Format == "" {
+		o.Format = "png"
+	}
 	if o.TokensPerImage <= 0 {
 		o.TokensPerImage = DefaultTokensPerImage(o.Width, o.Height)
 	}
@@ -71,14 +92,35 @@ func (o ImageOptions) withDefaults() ImageOptions {
 
 // DefaultTokensPerImage is the prompt tokens of a w×h image in the
 // Qwen2-VL / Qwen2.5-VL family, the most common open multimodal models
-// served by vLLM: one token per 28×28-pixel patch (14-pixel patches merged
-// 2×2), each side rounded to a whole number of patches. 512x512 gives
-// 18×18 = 324 tokens (LLaVA-1.5 would count 576, Phi-3-vision ~ 1,900:
-// set --tokens-per-image for those).
+// served by vLLM: the image is resized as their processor's smart_resize
+// does (each side rounded to a multiple of 28 pixels, half to even as
+// Python rounds; scaled up to at least 56×56 = 3,136 pixels or down to at
+// most 12,845,056, the models' preprocessor_config.json), one token per
+// 28×28 patch (14-pixel patches merged 2×2), plus the two tokens around
+// them (<|vision_start|> and <|vision_end|>). 512x512: 18×18 + 2 = 326;
+// 32x32: 2×2 + 2 = 6 (LLaVA-1.5 counts 576 whatever the size,
+// Phi-3-vision ~ 1,900: set --tokens-per-image for those).
 func DefaultTokensPerImage(w, h int) int {
-	side := func(n int) int { return max(1, (n+14)/28) }
-	return side(w) * side(h)
+	const factor, minPixels, maxPixels = 28, 56 * 56, 28 * 28 * 16384
+	w, h = max(w, 1), max(h, 1)
+	hb := max(factor, int(math.RoundToEven(float64(h)/factor))*factor)
+	wb := max(factor, int(math.RoundToEven(float64(w)/factor))*factor)
+	switch {
+	case hb*wb > maxPixels:
+		beta := math.Sqrt(float64(h) * float64(w) / maxPixels)
+		hb = max(factor, int(math.Floor(float64(h)/beta/factor))*factor)
+		wb = max(factor, int(math.Floor(float64(w)/beta/factor))*factor)
+	case hb*wb < minPixels:
+		beta := math.Sqrt(minPixels / (float64(h) * float64(w)))
+		hb = int(math.Ceil(float64(h)*beta/factor)) * factor
+		wb = int(math.Ceil(float64(w)*beta/factor)) * factor
+	}
+	return (hb/factor)*(wb/factor) + VisionMarkerTokens
 }
+
+// VisionMarkerTokens are the tokens Qwen2-VL's chat template puts around
+// an image's patches (<|vision_start|>, <|vision_end|>).
+const VisionMarkerTokens = 2
 
 // ParseImageSize parses "WxH" (e.g. 512x512).
 func ParseImageSize(s string) (w, h int, err error) {
@@ -102,19 +144,35 @@ func (o ImageOptions) TextTokens(total, n int) int {
 }
 
 // appendMultimodal writes a's chat content parts: the text, then a.Images
-// images.
+// images, then the audio clip (--audio-seconds).
 func (b *Builder) appendMultimodal(dst []byte, a *arrival.Arrival) []byte {
 	img := b.images.base()
+	audio := a.Audio && b.audio.on()
+	text := a.InputTokens - a.Images*b.images.opts.TokensPerImage
+	if audio {
+		text -= b.audio.tokens()
+	}
+	text = max(text, 1)
 	dst = append(dst, `[{"type":"text","text":"`...)
-	dst = b.appendText(dst, a, b.images.opts.TextTokens(a.InputTokens, a.Images))
+	dst = b.appendText(dst, a, text)
 	dst = append(dst, `"}`...)
 	for part := range a.Images {
 		dst = append(dst, `,{"type":"image_url","image_url":{"url":"`...)
 		dst = img.appendDataURL(dst, b.salt, a.Index, part)
 		dst = append(dst, `"}}`...)
 	}
+	if audio {
+		dst = append(dst, `,{"type":"input_audio","input_audio":{"data":"`...)
+		dst = b.audio.base().appendBase64(dst, b.salt, a.Index)
+		dst = append(dst, `","format":"wav"}}`...)
+	}
 	return append(dst, ']')
 }
+
+// Multimodal reports whether a's prompt has media (images, or the run's
+// audio clip): chat content parts, sent as a chat completion whatever the
+// backend.
+func (b *Builder) Multimodal(a *arrival.Arrival) bool { return a.Images > 0 || a.Audio && b.audio.on() }
 
 // AppendImageDataURL appends the data: URL of image part of request index,
 // as the builder sends it.
@@ -126,38 +184,54 @@ func (b *Builder) AppendImageDataURL(dst []byte, index int64, part int) []byte {
 // that the first image request of a run does not pay for it.
 func PrepareImages(o ImageOptions) {
 	o = o.withDefaults()
-	cachedBase(o.Width, o.Height)
+	cachedBase(o.Width, o.Height, o.Format)
+}
+
+// imageBase is the constant part of every image of one size and format.
+type imageBase interface {
+	appendDataURL(dst []byte, salt uint64, index int64, part int) []byte
 }
 
 // imageSource builds its base picture on first use.
 type imageSource struct {
 	opts ImageOptions
 	once sync.Once
-	img  *pngBase
+	img  imageBase
 }
 
-func (s *imageSource) base() *pngBase {
+func (s *imageSource) base() imageBase {
 	s.once.Do(func() {
 		o := s.opts.withDefaults()
-		s.img = cachedBase(o.Width, o.Height)
+		s.img = cachedBase(o.Width, o.Height, o.Format)
 	})
 	return s.img
 }
 
-// Base pictures are shared by every builder: they depend on the size only.
+// Base pictures are shared by every builder: they depend on the size and
+// format only.
+type baseKey struct {
+	w, h   int
+	format string
+}
+
 var (
 	basesMu sync.Mutex
-	bases   = map[[2]int]*pngBase{}
+	bases   = map[baseKey]imageBase{}
 )
 
-func cachedBase(w, h int) *pngBase {
+func cachedBase(w, h int, format string) imageBase {
 	basesMu.Lock()
 	defer basesMu.Unlock()
-	k := [2]int{w, h}
+	k := baseKey{w, h, format}
 	if b := bases[k]; b != nil {
 		return b
 	}
-	b := newPNGBase(w, h)
+	var b imageBase
+	if format == "jpeg" {
+		b = newJPEGBase(w, h)
+	} else {
+		b = newPNGBase(w, h)
+	}
 	bases[k] = b
 	return b
 }

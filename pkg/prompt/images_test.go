@@ -106,7 +106,10 @@ func TestMultimodalContent(t *testing.T) {
 }
 
 func TestDefaultTokensPerImage(t *testing.T) {
-	for _, c := range []struct{ w, h, want int }{{512, 512, 324}, {28, 28, 1}, {1, 1, 1}, {1024, 768, 37 * 27}} {
+	// Qwen2-VL's smart_resize: each side rounded to 28 (half to even),
+	// at least 3,136 pixels, at most 12,845,056; plus 2 marker tokens.
+	for _, c := range []struct{ w, h, want int }{{512, 512, 18*18 + 2}, {28, 28, 2*2 + 2}, {1, 1, 2*2 + 2}, {1024, 768, 37*27 + 2},
+		{70, 70, 2*2 + 2} /* 2.5 rounds to 2 */, {98, 98, 4*4 + 2} /* 3.5 rounds to 4 */, {8192, 8192, 128*128 + 2}, {3584, 3584, 128*128 + 2}} {
 		if got := DefaultTokensPerImage(c.w, c.h); got != c.want {
 			t.Errorf("DefaultTokensPerImage(%d, %d) = %d, want %d", c.w, c.h, got, c.want)
 		}

@@ -46,9 +46,11 @@ type Builder struct {
 	suffix  string
 	dataset *Dataset
 	prefix  *SharedPrefix
-	ids     pool // pre-encoded token ids: `123,456,…`
-	words   pool // pre-encoded words: ` the of …`
+	tok     Tokens // nil: text is sized in words
+	ids     pool   // pre-encoded token ids: `123,456,…`
+	words   pool   // pre-encoded words: ` the of …`
 	images  imageSource
+	audio   audioSource
 }
 
 // Options configures a Builder.
@@ -68,21 +70,28 @@ type Options struct {
 	// Images sizes the synthetic images of arrivals with Images > 0 (see
 	// images.go); the zero value is 512x512 with DefaultTokensPerImage.
 	Images ImageOptions
+	// Audio, when it has seconds, gives every request an audio clip (see
+	// audio.go).
+	Audio AudioOptions
 	// Prefix, when set, starts every prompt without prefix blocks with one
 	// of its shared prefixes (see SharedPrefix).
 	Prefix *SharedPrefix
 	// BlockTokens is the tokens of one prefix block (0: BlockTokens,
 	// Mooncake's 512; agentic traces say theirs).
 	BlockTokens int
+	// Tokens, when set, sizes text prompts in its tokens, exactly: the
+	// text is built in words, then cut at the n-th token (--tokenizer).
+	Tokens Tokens
 }
 
 // New returns a Builder for o.
 func New(o Options) *Builder {
-	b := &Builder{format: o.Format, chat: o.Chat, salt: o.Salt, suffix: o.Suffix, dataset: o.Dataset, prefix: o.Prefix, block: o.BlockTokens}
+	b := &Builder{format: o.Format, chat: o.Chat, salt: o.Salt, suffix: o.Suffix, dataset: o.Dataset, prefix: o.Prefix, block: o.BlockTokens, tok: o.Tokens}
 	if b.block <= 0 {
 		b.block = BlockTokens
 	}
 	b.images.opts = o.Images.withDefaults()
+	b.audio.opts = o.Audio
 	if o.Chat || o.Dataset != nil {
 		b.format = Text
 	}
@@ -99,7 +108,7 @@ func (b *Builder) Format() Format { return b.format }
 // content parts (text, then its images: see images.go), to be sent as a
 // chat completion whatever the backend.
 func (b *Builder) Append(dst []byte, a *arrival.Arrival) []byte {
-	if a.Images > 0 {
+	if b.Multimodal(a) {
 		return b.appendMultimodal(dst, a)
 	}
 	n := max(a.InputTokens, 1)
@@ -115,7 +124,11 @@ func (b *Builder) Append(dst []byte, a *arrival.Arrival) []byte {
 
 // appendText writes n tokens of text for a, escaped for a JSON string.
 func (b *Builder) appendText(dst []byte, a *arrival.Arrival, n int) []byte {
-	if b.dataset != nil && len(a.PrefixBlocks) == 0 {
+	if b.tok != nil && (b.dataset == nil || b.prefix != nil || len(a.PrefixBlocks) > 0) {
+		// Synthetic words (at least one token each), cut at the n-th token.
+		// A dataset's text alone is cut by the dataset (its own tokenizer).
+		dst = b.appendTokens(dst, a, n)
+	} else if b.dataset != nil && len(a.PrefixBlocks) == 0 {
 		rest := n
 		if b.prefix != nil {
 			// The shared prefix in words, then the dataset's text.
@@ -136,6 +149,23 @@ func (b *Builder) appendText(dst []byte, a *arrival.Arrival, n int) []byte {
 		dst = appendEscaped(dst, b.suffix)
 	}
 	return dst
+}
+
+// appendTokens writes the text appendText would write in words (n words:
+// at least n tokens), cut at the n-th token of the builder's tokenizer.
+func (b *Builder) appendTokens(dst []byte, a *arrival.Arrival, n int) []byte {
+	return appendCut(dst, b.tok, n, func(raw []byte, scale int) []byte {
+		if b.dataset != nil && len(a.PrefixBlocks) == 0 {
+			p := min(b.prefix.Len, n)
+			raw = b.words.appendRun(raw, false, b.prefix.hash(b.salt, b.prefix.Pick(a.Index)), p)
+			if p < n {
+				raw = append(raw, ' ')
+				raw = b.dataset.appendRaw(raw, a.Index, n-p, scale)
+			}
+			return raw
+		}
+		return b.appendBody(raw, &b.words, a, n) // n words: at least n tokens
+	})
 }
 
 // appendBody writes n separated units: the prefix blocks of a first (each

@@ -133,7 +133,7 @@ var _ workload.Logger = (*Logger)(nil)
 // execute sends the schedule and reports.
 func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *client.Pool, stdio IO, log *Logger) (*metrics.Summary, error) {
 	po := cfg.Prompts
-	po.Chat, po.Dataset, po.Images, po.Prefix = pool.First().Chat(), wl.Dataset, wl.ImageOptions, wl.Prefix
+	po.Chat, po.Dataset, po.Images, po.Audio, po.Prefix = pool.First().Chat(), wl.Dataset, wl.ImageOptions, wl.Audio, wl.Prefix
 	if wl.Agentic != nil {
 		po.BlockTokens = wl.Agentic.BlockSize
 	}
@@ -472,7 +472,7 @@ func (s *sender) do(ctx context.Context, a arrival.Arrival, res *client.Result) 
 		res.Generate = imagesAsked(&a)
 		a.Images = 0 // no input images: the prompt is text
 	}
-	req := client.Request{Model: a.Model, MaxTokens: max(a.OutputTokens, 1), Chat: a.Images > 0, Gen: a.Gen,
+	req := client.Request{Model: a.Model, MaxTokens: max(a.OutputTokens, 1), Chat: s.prompts.Multimodal(&a), Gen: a.Gen,
 		CancelAfter:  a.CancelAfter,
 		AppendPrompt: func(dst []byte) []byte { return appendPrompt(s.prompts, dst, &a) }}
 	cli := s.endpoints.Acquire(a.Endpoint, res)
@@ -522,7 +522,7 @@ func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts
 				res[i].Reset()
 				func() {
 					defer panics.recoverInto(&res[i])
-					req := client.Request{Model: a.Model, MaxTokens: a.OutputTokens, Prompt: appendPrompt(prompts, nil, &a), Chat: a.Images > 0, Gen: a.Gen}
+					req := client.Request{Model: a.Model, MaxTokens: a.OutputTokens, Prompt: appendPrompt(prompts, nil, &a), Chat: prompts.Multimodal(&a), Gen: a.Gen}
 					cli.Do(ctx, &req, &res[i])
 				}()
 				if res[i].OK() || res[i].ErrorClass == client.ErrInternal || ctx.Err() != nil {

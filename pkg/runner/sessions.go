@@ -281,9 +281,10 @@ func (s *sessionSender) do(ctx context.Context, a *arrival.Arrival, user *messag
 	if res.Model == "" {
 		res.Model = s.base.model
 	}
-	req := client.Request{Model: a.Model, MaxTokens: max(t.Output, 1), Chat: a.Images > 0, CancelAfter: t.CancelAfter}
+	media := s.base.prompts.Multimodal(a)
+	req := client.Request{Model: a.Model, MaxTokens: max(t.Output, 1), Chat: media, CancelAfter: t.CancelAfter}
 	w := userWriter{p: s.base.prompts, conv: s.conv, session: a.Index, items: s.items, results: s.turns.ToolResultLen > 0}
-	if s.chat || a.Images > 0 {
+	if s.chat || media {
 		from := 0
 		if s.turns.Chain && h.responseID != "" {
 			req.PreviousResponseID, from = h.responseID, h.chained-1 // the answer itself is the server's: its tool results are sent

@@ -86,6 +86,9 @@ func agenticSchedule(c *Config, f agentic.Format, log Logger, w *Workload) (arri
 	if c.Sessions.On() || c.MultiTurn {
 		errs = append(errs, errors.New("--turns/--multi-turn: an agentic trace's conversations are its sessions; leave them out"))
 	}
+	if c.Media.On() {
+		errs = append(errs, errors.New("--images-per-request/--audio-seconds: an agentic trace's prompts are its hash ids (token blocks); media go in chat prompts of the other modes"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

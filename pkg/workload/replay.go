@@ -201,8 +201,12 @@ func replaySchedule(c *Config, seed uint64, log Logger, w *Workload) (arrival.Sc
 		info.ImageTextClamped = clamped
 		prompt.PrepareImages(img)
 		if images > 0 {
-			log.Infof("replay: %d of %d requests carry images (%dx%d, %d prompt tokens each: run the built-in server with --tokens-per-image %d); they go to /v1/chat/completions",
-				images, sl.Len(), img.Width, img.Height, img.TokensPerImage, img.TokensPerImage)
+			hint := "Qwen2-VL's count for the size, as the built-in server counts them"
+			if img.TokensPerImage != prompt.DefaultTokensPerImage(img.Width, img.Height) {
+				hint = fmt.Sprintf("run the built-in server with --tokens-per-image %d", img.TokensPerImage)
+			}
+			log.Infof("replay: %d of %d requests carry images (%dx%d, %d prompt tokens each: %s); they go to /v1/chat/completions",
+				images, sl.Len(), img.Width, img.Height, img.TokensPerImage, hint)
 		}
 		if clamped > 0 {
 			log.Warnf("replay: %d image request(s) have a context no larger than their images (%d tokens each): their text is 1 token", clamped, img.TokensPerImage)

@@ -126,7 +126,7 @@ func (w *Workload) loadConversations(c *Config, log Logger) error {
 	if kind == "" {
 		kind = "sharegpt"
 	}
-	conv, err := prompt.LoadConversations(c.DatasetPath, kind)
+	conv, err := prompt.LoadConversationsSized(c.DatasetPath, kind, c.Sizing)
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func (w *Workload) loadConversations(c *Config, log Logger) error {
 		ex := conv.Of(i)
 		out := make([]session.Turn, len(ex))
 		for j, e := range ex {
-			out[j] = session.Turn{Input: prompt.CountWords(e.User), Output: e.Reply}
+			out[j] = session.Turn{Input: e.UserLen, Output: e.Reply}
 			if fixed > 0 {
 				out[j].Output = fixed
 			}

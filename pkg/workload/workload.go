@@ -35,6 +35,10 @@ type Config struct {
 	Spec
 	Seed uint64
 
+	// Sizing is how the dataset's prompts and replies are counted: a
+	// tokenizer's tokens, the server's /tokenize (a function: this package
+	// sends nothing itself), or words.
+	Sizing prompt.Sizing
 	// TokenLimit bounds a request's input plus output tokens (0:
 	// replay.DefaultTokenLimit); TokenLimitFrom names where it comes from.
 	TokenLimit     int
@@ -99,6 +103,9 @@ type Spec struct {
 	Models     ModelOptions
 	Load       LoadOptions
 
+	// Media: synthetic images and audio in every request (media.go).
+	Media MediaOptions
+
 	// MultiTurn makes the dataset's conversations the sessions
 	// (--multi-turn; sessions.go).
 	MultiTurn bool
@@ -131,8 +138,10 @@ type Workload struct {
 	Breakdowns []string
 	// Images: every request generates images (openai-images).
 	Images bool
-	// ImageOptions is how requests with input images are built.
+	// ImageOptions is how requests with input images are built; Audio the
+	// clip every request carries (--audio-seconds; none without).
 	ImageOptions prompt.ImageOptions
+	Audio        prompt.AudioOptions
 
 	// Profile is the target profile of --stages or a ramp (nil without
 	// one) and TargetRate its summary section.
@@ -183,7 +192,8 @@ const (
 // clock. A failure to write c.ScheduleOut is a *WriteError; every other
 // error is a problem of the options or input.
 func Build(c Config, log Logger) (*Workload, error) {
-	w := &Workload{Images: c.images(), ImageOptions: c.Replay.imageOptions()}
+	w := &Workload{Images: c.images(), ImageOptions: c.Replay.imageOptions(), Audio: c.Media.Audio}
+	w.ImageOptions.Format = c.Media.ImageFormat
 	ds, err := loadDataset(&c, log)
 	if err != nil {
 		return nil, err
@@ -227,6 +237,7 @@ func Build(c Config, log Logger) (*Workload, error) {
 	if err != nil {
 		return nil, err
 	}
+	s = c.Media.apply(s, w.ImageOptions)
 	if warp {
 		s = arrival.Limit(arrival.Warp(s, c.profile), 0, wall)
 		c.Duration = wall
@@ -428,15 +439,26 @@ func loadDataset(c *Config, log Logger) (*prompt.Dataset, error) {
 	if kind == "" || kind == "random" {
 		kind = "sharegpt"
 	}
-	ds, err := prompt.LoadDataset(c.DatasetPath, kind, 0)
+	ds, err := prompt.LoadDatasetSized(c.DatasetPath, kind, 0, c.Sizing)
 	if err != nil {
 		return nil, err
 	}
 	if ds.Skipped > 0 {
 		log.Warnf("dataset %s: skipped %d entries without a prompt and a reply", c.DatasetPath, ds.Skipped)
 	}
-	log.Infof("dataset %s: %d prompts", c.DatasetPath, ds.Len())
+	log.Infof("dataset %s: %d prompts, sized in %s", c.DatasetPath, ds.Len(), unitsLine(ds.Units))
 	return ds, nil
+}
+
+// unitsLine says what a dataset's lengths count.
+func unitsLine(units string) string {
+	switch units {
+	case prompt.UnitTokenizer:
+		return "the tokenizer's tokens (--tokenizer)"
+	case prompt.UnitServer:
+		return "the server's tokens (--tokenize-via-server)"
+	}
+	return "words (give --tokenizer or --tokenize-via-server for tokens)"
 }
 
 // lengthSource picks how a synthetic schedule sizes its requests: the

@@ -1,0 +1,73 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"errors"
+	"unicode/utf8"
+)
+
+// wordPiece is BERT's model: each piece is cut greedily into the longest
+// vocabulary entries, those after the first with the continuing prefix
+// ("##"); a piece that cannot be cut is one unknown token.
+type wordPiece struct {
+	vocab    map[string]int
+	prefix   string
+	maxChars int
+}
+
+type wordPieceJSON struct {
+	Vocab                   map[string]int `json:"vocab"`
+	UnkToken                string         `json:"unk_token"`
+	ContinuingSubwordPrefix *string        `json:"continuing_subword_prefix"`
+	MaxInputCharsPerWord    *int           `json:"max_input_chars_per_word"`
+}
+
+func parseWordPiece(raw json.RawMessage) (*wordPiece, error) {
+	var j wordPieceJSON
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return nil, err
+	}
+	if len(j.Vocab) == 0 {
+		return nil, errors.New("WordPiece: an empty vocab")
+	}
+	m := &wordPiece{vocab: j.Vocab, prefix: "##", maxChars: 100}
+	if j.ContinuingSubwordPrefix != nil {
+		m.prefix = *j.ContinuingSubwordPrefix
+	}
+	if j.MaxInputCharsPerWord != nil {
+		m.maxChars = *j.MaxInputCharsPerWord
+	}
+	return m, nil
+}
+
+func (m *wordPiece) tokenize(piece string, dst []int) []int {
+	if piece == "" {
+		return dst
+	}
+	if utf8.RuneCountInString(piece) > m.maxChars {
+		return append(dst, len(piece))
+	}
+	n := len(dst)
+	for start := 0; start < len(piece); {
+		end := len(piece)
+		found := false
+		for end > start {
+			sub := piece[start:end]
+			if start > 0 {
+				sub = m.prefix + sub
+			}
+			if _, ok := m.vocab[sub]; ok {
+				found = true
+				break
+			}
+			_, size := utf8.DecodeLastRuneInString(piece[start:end])
+			end -= size
+		}
+		if !found {
+			return append(dst[:n], len(piece)) // the whole piece is [UNK]
+		}
+		dst = append(dst, end)
+		start = end
+	}
+	return dst
+}
