@@ -82,7 +82,12 @@ type Options struct {
 	Stream           bool
 	IgnoreEOS        bool
 	ExtraRequestBody string
-	WarmupRequests   int
+	// BatchSize is the inputs of a request of a batching backend
+	// (--batch-size; 0: 1); AudioSeconds the synthetic audio of a backend
+	// that sends audio (--audio-seconds; 0: client.DefaultAudioSeconds).
+	BatchSize      int
+	AudioSeconds   float64
+	WarmupRequests int
 	MaxConcurrency   int
 	// MaxConcurrencyRamp grows the --max-concurrency bound from 1 to it
 	// over this long from the start (0: the full bound at once).
@@ -234,6 +239,9 @@ func (o *Options) Validate() error {
 	}
 	row, _ := client.LookupBackend(o.Backend)
 	if err := o.Answer.validate(row); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.validateRequestShape(row); err != nil {
 		errs = append(errs, err)
 	}
 	if err := o.validateSessions(); err != nil {
@@ -395,7 +403,33 @@ func (o *Options) ClientConfig() client.Config {
 		Retries:   o.Retries,
 		ImageSize: fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
 		Answer:    o.Answer.options(),
+		BatchSize: o.BatchSize, AudioSeconds: o.AudioSeconds, AudioSeed: uint64(max(o.Seed, 0)),
 	}
+}
+
+// validateRequestShape checks --batch-size and --audio-seconds: in range,
+// and given only with a backend whose row batches or sends audio (the
+// error names the rows that do).
+func (o *Options) validateRequestShape(b *client.Backend) error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if o.BatchSize != 0 {
+		if o.BatchSize < 1 || o.BatchSize > client.MaxBatchSize {
+			add("--batch-size %d: want 1 to %d inputs a request", o.BatchSize, client.MaxBatchSize)
+		}
+		if b != nil && !b.Batch {
+			add("--batch-size: --backend %s sends one prompt a request (use --backend %s)", b.Name, client.BackendsWith(func(r *client.Backend) bool { return r.Batch }))
+		}
+	}
+	if o.AudioSeconds != 0 {
+		if !(o.AudioSeconds > 0 && o.AudioSeconds <= client.MaxAudioSeconds) {
+			add("--audio-seconds %g: want more than 0 and at most %g seconds", o.AudioSeconds, client.MaxAudioSeconds)
+		}
+		if b != nil && !b.Audio {
+			add("--audio-seconds: --backend %s sends no audio (use --backend %s)", b.Name, client.BackendsWith(func(r *client.Backend) bool { return r.Audio }))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // SessionsConfig is the plan's configuration for a run of seed.

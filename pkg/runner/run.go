@@ -201,7 +201,8 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		collected <- collect(results, cfg.SLO, sinks, records, &done, stdio.Abort, panics)
 	})
 
-	snd := &sender{endpoints: pool, plan: wl.Balance, prompts: prompts, results: results, model: cfg.Model, images: wl.Images, panics: panics}
+	snd := &sender{endpoints: pool, plan: wl.Balance, prompts: prompts, results: results, model: cfg.Model, images: wl.Images, panics: panics,
+		batch: pool.First().Backend().Batch}
 	d := &arrival.Dispatcher{Start: start, MaxConcurrency: cfg.MaxConcurrency, ConcurrencyRamp: cfg.ConcurrencyRamp, Sender: snd, OnOffer: mon.Offer,
 		Unwritten: pool.Unwritten}
 	var sessions *sessionSender
@@ -433,6 +434,7 @@ type sender struct {
 	results   chan<- *client.Result
 	model     string
 	images    bool // openai-images: every request generates images
+	batch     bool // the row batches inputs (client.Backend.Batch)
 	panics    *requestPanics
 }
 
@@ -462,6 +464,9 @@ func (s *sender) do(ctx context.Context, a arrival.Arrival, res *client.Result) 
 	req := client.Request{Model: a.Model, MaxTokens: max(a.OutputTokens, 1), Chat: a.Images > 0, Gen: a.Gen,
 		CancelAfter:  a.CancelAfter,
 		AppendPrompt: func(dst []byte) []byte { return appendPrompt(s.prompts, dst, &a) }}
+	if s.batch {
+		batchInputs(&req, s.prompts, &a)
+	}
 	cli := s.endpoints.Acquire(a.Endpoint, res)
 	defer s.endpoints.Release(res)
 	cli.Do(ctx, &req, res)
@@ -491,6 +496,9 @@ func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts
 				a.Images = 0
 			}
 			req := client.Request{Model: a.Model, MaxTokens: a.OutputTokens, Prompt: appendPrompt(prompts, nil, &a), Chat: a.Images > 0, Gen: a.Gen}
+			if cli.Backend().Batch {
+				batchInputs(&req, prompts, &a)
+			}
 			cli.Do(ctx, &req, &res[i])
 		}()
 	}
@@ -579,6 +587,22 @@ func appendLine(path string, sum *metrics.Summary, stdout io.Writer) error {
 	}
 	return err
 }
+
+// batchInputs makes req a batch of a's prompts (client.Backend.Batch):
+// the client splits a's input tokens over the batch's parts and asks for
+// each part's prompt, a different one per part (an index of its own).
+func batchInputs(req *client.Request, prompts *prompt.Builder, a *arrival.Arrival) {
+	req.InputTokens = a.InputTokens
+	req.AppendInput = func(dst []byte, part, tokens int) []byte {
+		p := *a
+		p.Index, p.InputTokens, p.Images = a.Index*batchIndexStride+int64(part), tokens, 0
+		return appendPrompt(prompts, dst, &p)
+	}
+}
+
+// batchIndexStride spaces the prompt indices of a batch's parts: more
+// than a query and client.MaxBatchSize documents.
+const batchIndexStride = 4096
 
 // imagesAsked is the number of images an arrival asks to generate: its
 // Generation's, else 1.
