@@ -39,6 +39,10 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.Var(millisValue(&cfg.Images.PerStep), "image-step-ms", "/v1/images/generations: latency per inference step, in ms")
 	fs.Var(millisValue(&cfg.Images.PerImage), "image-per-image-ms", "/v1/images/generations: latency per image generated (n), in ms")
 	fs.IntVar(&cfg.Images.DefaultSteps, "image-default-steps", cfg.Images.DefaultSteps, "/v1/images/generations: steps of a request without num_inference_steps")
+	cfg.Pooling = mockserver.PoolingConfig{Base: mockserver.DefaultPoolingBase, PerToken: mockserver.DefaultPoolingPerToken, Dims: mockserver.DefaultPoolingDims}
+	fs.Var(millisValue(&cfg.Pooling.Base), "pooling-base-ms", "/v1/embeddings, /pooling, /score, /rerank: base latency of a request, in ms (plus per prompt token)")
+	fs.Var(microsValue(&cfg.Pooling.PerToken), "pooling-us-per-token", "/v1/embeddings, /pooling, /score, /rerank: latency per prompt token of a batch, in µs")
+	fs.IntVar(&cfg.Pooling.Dims, "pooling-dims", cfg.Pooling.Dims, "length of the vectors /v1/embeddings and /pooling answer")
 	prefixCache := fs.Bool("prefix-cache", false, "count prefix-cache hits (vLLM-like, 16-token blocks) and report them as cached_tokens")
 	fs.IntVar(&cfg.PrefixCache.Blocks, "prefix-cache-blocks", mockserver.DefaultPrefixCacheBlocks, "prefix cache capacity in 16-token blocks (least recently used evicted)")
 	portFile := fs.String("port-file", "", "write the port listened on to this file once ready")
