@@ -29,6 +29,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -72,7 +73,8 @@ var matrixDims = []dimension{
 	dWorkload: {"workload", []string{"poisson", "poisson-bursty", "poisson-inf",
 		"replay-fineserve", "replay-azure2023", "replay-azure-lmm", "replay-mooncake", "replay-burstgpt",
 		"replay-alibaba-lora", "replay-generic", "parametric-class-nb", "parametric-gamma"}},
-	dBackend:     {"backend", []string{"vllm", "openai", "openai-chat", "openai-responses", "openai-images"}},
+	dBackend: {"backend", []string{"vllm", "openai", "openai-chat", "openai-responses", "openai-images",
+		"openai-embeddings", "vllm-pooling", "vllm-rerank", "vllm-score", "openai-transcriptions"}},
 	dSource:      {"source", []string{"random-ids", "trace-ids", "text", "sharegpt", "sharegpt_pre", "hash-ids", "images"}},
 	dWarmup:      {"warmup", []string{"0", "1", "3"}},
 	dConcurrency: {"concurrency", []string{"open", "max2", "max2-ramp"}},
@@ -118,6 +120,12 @@ func is(row []int, d int, names ...string) bool {
 func set(row []int, d int) bool { return row[d] != testenv.Free }
 
 var (
+	// batchBackends send --batch-size inputs a request (the pooling
+	// APIs); idsBackends take token-id prompts; noTalk have no
+	// conversation (sessions).
+	batchBackends  = []string{"openai-embeddings", "vllm-pooling", "vllm-rerank", "vllm-score"}
+	idsBackends    = []string{"vllm", "openai", "openai-embeddings", "vllm-pooling"}
+	noTalk         = append([]string{"openai-images", "openai-transcriptions"}, batchBackends...)
 	imageTraces    = []string{"replay-azure-lmm", "replay-alibaba-lora"}
 	textTraces     = []string{"replay-fineserve", "replay-azure2023", "replay-burstgpt", "replay-generic"}
 	syntheticModes = []string{"poisson", "poisson-bursty", "poisson-inf", "parametric-class-nb", "parametric-gamma"}
@@ -146,8 +154,19 @@ var (
 //   - reasoning, tools and a response format with the backends that have
 //     them (chat and responses); the Responses API without image inputs
 //     (chat content parts).
+//   - the pooling backends (embeddings, pooling, rerank, score) with every
+//     text source and workload but the image traces, token ids with
+//     embeddings and pooling only (a rerank's documents are text); the
+//     transcription backend (its audio is synthetic: the prompt source
+//     only sizes nothing) with text prompts; neither in sessions.
 func validCase(r []int) bool {
 	w, b, s := set(r, dWorkload), set(r, dBackend), set(r, dSource)
+	if b && is(r, dBackend, append([]string{"openai-transcriptions"}, batchBackends...)...) && ((s && is(r, dSource, "images")) || (w && is(r, dWorkload, imageTraces...))) {
+		return false // no image inputs
+	}
+	if b && is(r, dBackend, "openai-transcriptions") && s && !is(r, dSource, "text") {
+		return false
+	}
 	if set(r, dAnswer) && !is(r, dAnswer, "plain") && b && !is(r, dBackend, "openai-chat", "openai-responses") {
 		return false
 	}
@@ -163,8 +182,8 @@ func validCase(r []int) bool {
 			return false
 		}
 	}
-	if set(r, dTurns) && !is(r, dTurns, "1") && ((b && is(r, dBackend, "openai-images")) || (w && is(r, dWorkload, "replay-alibaba-lora"))) {
-		return false // an image generation has no conversation
+	if set(r, dTurns) && !is(r, dTurns, "1") && ((b && is(r, dBackend, noTalk...)) || (w && is(r, dWorkload, "replay-alibaba-lora"))) {
+		return false // an image generation, a pooling batch, a transcription have no conversation
 	}
 	if set(r, dTurns) && is(r, dTurns, "multi-turn") && set(r, dLengths) && is(r, dLengths, "lengths-mix") {
 		return false // the conversations give their own lengths
@@ -176,8 +195,11 @@ func validCase(r []int) bool {
 	if s && is(r, dSource, "random-ids", "trace-ids", "hash-ids") && b && is(r, dBackend, "openai-responses") {
 		return false // token ids: completions only
 	}
-	if s && is(r, dSource, "random-ids", "trace-ids") && b && !is(r, dBackend, "vllm", "openai") {
+	if s && is(r, dSource, "random-ids", "trace-ids") && b && !is(r, dBackend, idsBackends...) {
 		return false
+	}
+	if ((s && is(r, dSource, "hash-ids")) || (w && is(r, dWorkload, "replay-mooncake"))) && b && is(r, dBackend, "vllm-rerank", "vllm-score", "openai-transcriptions") {
+		return false // hash ids are token ids, the Mooncake trace's only prompts
 	}
 	if s && w {
 		switch {
@@ -267,6 +289,33 @@ const replayData = "../../pkg/replay/testdata/"
 
 // matrixTokensPerImage is what an image counts for, on both sides.
 const matrixTokensPerImage = 16
+
+// matrixBatch is the pooling backends' --batch-size; matrixAudioSeconds
+// the transcriptions' --audio-seconds.
+const (
+	matrixBatch        = 3
+	matrixAudioSeconds = 0.5
+)
+
+// poolingPrompt is the prompt tokens the built-in server counts for a
+// batch of input tokens split over matrixBatch inputs (BatchLens): their
+// sum, and for a query (rerank, score) the query again with every
+// document.
+func poolingPrompt(backend string, input int) int {
+	if backend == "vllm-rerank" || backend == "vllm-score" {
+		lens := client.BatchLens(input, matrixBatch+1)
+		n := (matrixBatch - 1) * lens[0]
+		for _, l := range lens {
+			n += l
+		}
+		return n
+	}
+	n := 0
+	for _, l := range client.BatchLens(input, matrixBatch) {
+		n += l
+	}
+	return n
+}
 
 // workloadArgs are the flags of each workload: a handful of requests due
 // within a fraction of a second.
@@ -379,6 +428,12 @@ func caseArgs(c matrixCase, ports []int, dir string) (args, dry []string) {
 	}
 	sched := append(slices.Clone(workloadArgs[c.v(dWorkload)]), "--backend", c.v(dBackend))
 	sched = append(sched, sourceArgs[c.v(dSource)]...)
+	switch {
+	case slices.Contains(batchBackends, c.v(dBackend)):
+		sched = append(sched, "--batch-size", strconv.Itoa(matrixBatch))
+	case c.v(dBackend) == "openai-transcriptions":
+		sched = append(sched, "--audio-seconds", strconv.FormatFloat(matrixAudioSeconds, 'f', -1, 64))
+	}
 	if c.v(dShard) == "shard1of2" {
 		sched = append(sched, "--shard", "1/2")
 	}
@@ -791,9 +846,15 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		if c.v(dBackend) == "openai-images" {
 			continue
 		}
+		pooling := slices.Contains(batchBackends, c.v(dBackend))
 		// Output: exactly the length asked for with ignore_eos; at most it
-		// (and at least one token) when the server may stop early.
-		if c.v(dTurns) == "multi-turn" && rec.Turn > 1 {
+		// (and at least one token) when the server may stop early; none
+		// for a pooling batch (and no first token either: no TTFT).
+		if pooling {
+			if rec.CompletionTokens != 0 || rec.TTFT != nil {
+				fail("record %d: a pooling batch with %d completion tokens, ttft %v", rec.Index, rec.CompletionTokens, rec.TTFT)
+			}
+		} else if c.v(dTurns) == "multi-turn" && rec.Turn > 1 {
 			// A conversation's later turn asks for its reply's length.
 			if rec.CompletionTokens < 1 || rec.CompletionTokens > rec.OutputLen {
 				fail("record %d turn %d: %d completion tokens, output_len %d", rec.Index, rec.Turn, rec.CompletionTokens, rec.OutputLen)
@@ -804,16 +865,29 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		}
 		outTokens += int64(rec.CompletionTokens)
 		inTokens += int64(rec.InputLen) // the summary's input tokens are the targets (the server's count equals them, below)
+		// The server's count: a pooling batch's inputs (a query again with
+		// each document), a transcription's audio (50 tokens a second;
+		// only a stream's usage counts tokens), else the target.
+		want := rec.InputLen
+		switch {
+		case pooling:
+			want = poolingPrompt(c.v(dBackend), rec.InputLen)
+		case c.v(dBackend) == "openai-transcriptions":
+			want = int(math.Ceil(matrixAudioSeconds * mockserver.AudioTokensPerSecond))
+		}
 		if rec.PromptTokens == nil {
-			fail("record %d: no prompt_tokens from the server", rec.Index)
-		} else if d := *rec.PromptTokens - rec.InputLen; d != 0 && !resent(c, rec, d) {
-			fail("record %d: prompt tokens %d, target %d (text prompt: %v)", rec.Index, *rec.PromptTokens, rec.InputLen, textual)
+			if c.v(dBackend) != "openai-transcriptions" || c.v(dStream) == "stream" {
+				fail("record %d: no prompt_tokens from the server", rec.Index)
+			}
+		} else if d := *rec.PromptTokens - want; d != 0 && !resent(c, rec, d) {
+			fail("record %d: prompt tokens %d, target %d (text prompt: %v)", rec.Index, *rec.PromptTokens, want, textual)
 		}
 	}
 	if cancelled != sum.Cancelled {
 		fail("%d records say cancelled, the summary %d", cancelled, sum.Cancelled)
 	}
 	checkCaseAnswers(c, sum, recs, fail)
+	checkCasePooling(c, sum, recs, fail)
 	if c.v(dBackend) != "openai-images" && (sum.TotalInputTokens != inTokens || sum.TotalOutputTokens != outTokens) {
 		fail("summary tokens in %d out %d; the records' sums %d, %d", sum.TotalInputTokens, sum.TotalOutputTokens, inTokens, outTokens)
 	}
@@ -886,6 +960,36 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		fail("length_mix without --lengths")
 	}
 	checkCaseShardMerge(t, c, args, r, sum, int64(bytes.Count(wholeCSV, []byte("\n"))-1), fail)
+}
+
+// checkCasePooling checks a pooling run's section against its records:
+// matrixBatch inputs and as many vectors or scores for every completed
+// request; no token figure at all. Other runs have no pooling section.
+func checkCasePooling(c matrixCase, sum *metrics.Summary, recs []matrixRecord, fail func(string, ...any)) {
+	if !slices.Contains(batchBackends, c.v(dBackend)) {
+		if sum.Pooling != nil {
+			fail("pooling section %+v with %s", sum.Pooling, c.v(dBackend))
+		}
+		return
+	}
+	var completed int64
+	for _, rec := range recs {
+		if rec.ErrorClass == "" && rec.Outcome == "" {
+			completed++
+		}
+	}
+	p := sum.Pooling
+	switch {
+	case completed == 0:
+		if p != nil {
+			fail("pooling section %+v without a completed request", p)
+		}
+	case p == nil || p.Inputs != matrixBatch*completed || p.Returned != p.Inputs || p.BatchSize != matrixBatch:
+		fail("pooling section %+v for %d completed requests of %d inputs", p, completed, matrixBatch)
+	}
+	if !sum.TTFT.Empty() || !sum.ITL.Empty() || !sum.TPOT.Empty() {
+		fail("a pooling run with token figures: TTFT %+v ITL %+v TPOT %+v", sum.TTFT, sum.ITL, sum.TPOT)
+	}
 }
 
 // readCaseSummary reads the summary from where the case asked for it.
@@ -1018,6 +1122,10 @@ func TestMatrixInvalidCombinations(t *testing.T) {
 		{"a response format with image generation", append(slices.Clone(workloadArgs["replay-alibaba-lora"]), "--backend", "openai-images", "--response-format", "json_object"), "--backend openai-images has no response format"},
 		{"a chain without a Responses backend", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-chat", "--turns", "3", "--responses-chain"), "--responses-chain: --backend openai-chat has no previous_response_id"},
 		{"a chain without sessions", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-responses", "--responses-chain"), "--responses-chain chains a session's turns"},
+		{"a batch size with completions", append(slices.Clone(workloadArgs["poisson"]), "--backend", "vllm", "--batch-size", "4"), "--batch-size: --backend vllm sends one prompt a request"},
+		{"sessions of embeddings", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-embeddings", "--turns", "3"), "--backend openai-embeddings has no conversation"},
+		{"audio seconds with chat", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-chat", "--audio-seconds", "3"), "--audio-seconds: --backend openai-chat sends no audio"},
+		{"tools with rerank", append(slices.Clone(workloadArgs["poisson"]), "--backend", "vllm-rerank", "--tools", "testdata/tools.json"), "--backend vllm-rerank has no tool calls"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, port := mocktest.Start(t, mockserver.Config{})
