@@ -801,7 +801,11 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		if rec.Turn <= 1 && math.Abs(rec.Scheduled-mustFloat(t, row[1])) > 1e-6 {
 			fail("record %d scheduled at %v s, schedule says %s", rec.Index, rec.Scheduled, row[1])
 		}
-		if want := mustInt(t, row[2]); rec.Turn <= 1 && rec.InputLen != want && c.v(dBackend) != "openai-images" {
+		if want := mustInt(t, row[2]); c.v(dBackend) == "openai-transcriptions" {
+			if rec.InputLen != client.AudioTokens(matrixAudioSeconds) { // the audio is the input
+				fail("record %d input_len %d, want the audio's %d tokens", rec.Index, rec.InputLen, client.AudioTokens(matrixAudioSeconds))
+			}
+		} else if rec.Turn <= 1 && rec.InputLen != want && c.v(dBackend) != "openai-images" {
 			fail("record %d input_len %d, schedule %d", rec.Index, rec.InputLen, want)
 		}
 		wantModel := row[4]
@@ -866,14 +870,13 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		outTokens += int64(rec.CompletionTokens)
 		inTokens += int64(rec.InputLen) // the summary's input tokens are the targets (the server's count equals them, below)
 		// The server's count: a pooling batch's inputs (a query again with
-		// each document), a transcription's audio (50 tokens a second;
-		// only a stream's usage counts tokens), else the target.
+		// each document), else the target — a transcription's is its
+		// audio's tokens, 50 a second on both sides (only a stream's usage
+		// counts them).
 		want := rec.InputLen
 		switch {
 		case pooling:
 			want = poolingPrompt(c.v(dBackend), rec.InputLen)
-		case c.v(dBackend) == "openai-transcriptions":
-			want = int(math.Ceil(matrixAudioSeconds * mockserver.AudioTokensPerSecond))
 		}
 		if rec.PromptTokens == nil {
 			if c.v(dBackend) != "openai-transcriptions" || c.v(dStream) == "stream" {

@@ -95,8 +95,9 @@ func TestPoolingEndToEnd(t *testing.T) {
 }
 
 // TestTranscriptionEndToEnd: openai-transcriptions from the command line,
-// streamed and not: the server counts each request's --audio-seconds (50
-// tokens a second) and answers its output length; a stream has TTFT and
+// streamed and not: each request's input is its --audio-seconds, 50
+// tokens a second as the server counts them, and the server answers its
+// output length; a stream has TTFT and
 // ITL, a whole answer its words as tokens.
 func TestTranscriptionEndToEnd(t *testing.T) {
 	for _, stream := range []bool{true, false} {
@@ -109,11 +110,11 @@ func TestTranscriptionEndToEnd(t *testing.T) {
 			}
 			r := mustRunTool(t, args...)
 			sum := r.summary(t)
-			if sum.Completed != 6 || sum.Pooling != nil || sum.TTFT.Empty() || (stream && sum.ITL.Empty()) {
+			if sum.Completed != 6 || sum.Pooling != nil || sum.TotalInputTokens != 6*125 || sum.TTFT.Empty() || (stream && sum.ITL.Empty()) {
 				t.Fatalf("completed %d, pooling %+v, TTFT %+v, ITL %+v\n%s", sum.Completed, sum.Pooling, sum.TTFT, sum.ITL, r.stderr)
 			}
 			for _, rec := range testenv.ReadJSONL[poolingRecord](t, r.path("results.jsonl")) {
-				if rec.CompletionTokens != rec.OutputLen || rec.TTFT == nil || (stream && rec.PromptTokens == nil) || (rec.PromptTokens != nil && *rec.PromptTokens != 125) {
+				if rec.CompletionTokens != rec.OutputLen || rec.TTFT == nil || rec.InputLen != 125 || (stream && rec.PromptTokens == nil) || (rec.PromptTokens != nil && *rec.PromptTokens != 125) {
 					t.Errorf("record %d: completion %d of %d, ttft %v, prompt %v (want 125: 2.5 s)", rec.Index, rec.CompletionTokens, rec.OutputLen, rec.TTFT, rec.PromptTokens)
 				}
 			}

@@ -27,7 +27,8 @@ import (
 // temperature…) are accepted and ignored.
 
 // AudioTokensPerSecond is the prompt tokens of one second of audio:
-// Whisper's encoder makes 1,500 positions of a 30 s window.
+// Whisper's encoder makes 1,500 positions of a 30 s window (the client's
+// client.AudioTokensPerSecond, so its targets are the server's count).
 const AudioTokensPerSecond = 50
 
 // OutputTokensPerAudioSecond is the length of a transcription that sets

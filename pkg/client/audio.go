@@ -17,7 +17,16 @@ const (
 	DefaultAudioSeconds = 10.0
 	// MaxAudioSeconds bounds --audio-seconds: 600 s is 19.2 MB a request.
 	MaxAudioSeconds = 600.0
+	// AudioTokensPerSecond is what a second of audio counts for as input
+	// tokens: Whisper's encoder makes 1,500 positions of a 30 s window. A
+	// transcription's input length (Result.InputLen) is its audio's
+	// tokens at this rate, not the schedule's input length.
+	AudioTokensPerSecond = 50
 )
+
+// AudioTokens is the input tokens of seconds of audio
+// (AudioTokensPerSecond a second, rounded up).
+func AudioTokens(seconds float64) int { return int(math.Ceil(seconds * AudioTokensPerSecond)) }
 
 // SyntheticWAV returns a WAV of seconds (at least one sample) made from
 // seed.

@@ -128,8 +128,9 @@ type Client struct {
 	unwritten atomic.Int64
 	// audio is the synthetic WAV an Audio row sends (audio.go), and
 	// form the multipart fields --extra-request-body adds.
-	audio []byte
-	form  [][2]string
+	audio       []byte
+	audioTokens int
+	form        [][2]string
 }
 
 // Unwritten returns the number of requests that Do has begun and not yet
@@ -498,6 +499,9 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 	res.Measure = c.backend.Measure
 	if c.backend.Batch {
 		res.Inputs = c.batchSize()
+	}
+	if c.backend.Audio {
+		res.InputLen = c.audioTokens // the audio is the input, not the schedule's length
 	}
 	bp := c.buffers.Get().(*[]byte)
 	body := c.AppendBody((*bp)[:0], req)

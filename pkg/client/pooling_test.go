@@ -220,6 +220,9 @@ func TestTranscriptionForm(t *testing.T) {
 			if !bytes.Equal(wav, SyntheticWAV(2, 9)) || string(wav[:4]) != "RIFF" || binary.LittleEndian.Uint32(wav[40:]) != 2*2*AudioSampleRate {
 				t.Errorf("file: %d bytes, not the 2 s WAV of seed 9", len(wav))
 			}
+			if res.InputLen != 100 {
+				t.Errorf("input length %d, want the 2 s audio's 100 tokens", res.InputLen)
+			}
 			if stream {
 				if res.FirstToken <= res.Sent || len(res.TokenTimes) != 3 || res.CompletionTokens != 3 || res.PromptTokens != 100 {
 					t.Errorf("first token %v sent %v, %d token times, completion %d, prompt %d", res.FirstToken, res.Sent, len(res.TokenTimes), res.CompletionTokens, res.PromptTokens)

@@ -43,7 +43,7 @@ func prepareTranscription(c *Client) error {
 	if secs > MaxAudioSeconds {
 		return fmt.Errorf("audio of %g s: at most %g s", secs, MaxAudioSeconds)
 	}
-	c.audio = SyntheticWAV(secs, c.cfg.AudioSeed)
+	c.audio, c.audioTokens = SyntheticWAV(secs, c.cfg.AudioSeed), AudioTokens(secs)
 	for bytes.Contains(c.audio, []byte(formBoundary)) { // never in practice: keep the form well formed anyway
 		c.cfg.AudioSeed++
 		c.audio = SyntheticWAV(secs, c.cfg.AudioSeed)

@@ -88,7 +88,7 @@ type Options struct {
 	BatchSize      int
 	AudioSeconds   float64
 	WarmupRequests int
-	MaxConcurrency   int
+	MaxConcurrency int
 	// MaxConcurrencyRamp grows the --max-concurrency bound from 1 to it
 	// over this long from the start (0: the full bound at once).
 	MaxConcurrencyRamp time.Duration
