@@ -178,6 +178,9 @@ func serveMock(ctx context.Context, cfg mockserver.Config, host string, port int
 		fmt.Fprintf(stderr, "mock-server: %d reasoning tokens; %d tool calls (%d with arguments not JSON); %d structured answers (%d invalid)\n",
 			m.ReasoningTokens, m.ToolCalls, m.InvalidToolCalls, m.Structured, m.InvalidStructured)
 	}
+	if st.PooledInputs > 0 || st.AudioSeconds > 0 {
+		fmt.Fprintf(stderr, "mock-server: %d pooling inputs answered; %.1f s of audio transcribed\n", st.PooledInputs, st.AudioSeconds)
+	}
 	if pc := srv.PrefixCacheStats(); pc.Requests > 0 {
 		fmt.Fprintf(stderr, "mock-server: prefix cache: %d of %d prompt tokens cached (%d blocks held, %d evicted)\n", pc.CachedTokens, pc.PromptTokens, pc.Blocks, pc.Evicted)
 	}
