@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
@@ -238,4 +239,92 @@ func TestTranscriptionForm(t *testing.T) {
 	if _, err := New(Config{BaseURL: "http://x", Backend: BackendTranscriptions, AudioSeconds: MaxAudioSeconds + 1}); err == nil {
 		t.Error("an audio longer than MaxAudioSeconds was accepted")
 	}
+}
+
+// FuzzVectorScan checks the scanner of pooling answers against
+// encoding/json: it never panics, never counts more than the bytes allow,
+// and on an answer encoding/json reads as an object whose data (or
+// results) list holds objects it counts exactly those, and the first
+// embedding's length.
+func FuzzVectorScan(f *testing.F) {
+	for _, s := range []string{
+		`{"data":[{"embedding":[1,2,3]},{"embedding":[4]}],"usage":{"prompt_tokens":3}}`,
+		`{"object":"list","data":[{"index":0,"embedding":"AAAAPwAAgD8AAAAA"}]}`,
+		`{"results":[{"index":1,"relevance_score":0.5,"document":{"text":"a, [b] {c}"}}]}`,
+		`{"data":[{"data":[[1,2],[3]]}],"error":null}`,
+		`{"data":[]}`, `{"data":[1,2]}`, `[]`, `{"data":[{"embedding":[1,2}]}`, `{"a":"\"}{["}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, sc := range []vectorScan{
+			{lists: [2]string{"data", "data"}, vec: [2]string{"embedding", "data"}},
+			{lists: [2]string{"data", "results"}},
+		} {
+			err := sc.read(bytes.NewReader(b), make([]byte, 7)) // small reads: state across them
+			if sc.entries > len(b)/2 {
+				t.Fatalf("%d entries in %d bytes", sc.entries, len(b))
+			}
+			var v map[string]json.RawMessage
+			if json.Unmarshal(b, &v) != nil || !plainKeys(b) {
+				continue // not JSON, or keys the scanner need not read: escaped, or given twice (no server sends them)
+			}
+			if err != nil {
+				t.Fatalf("a JSON object refused: %v: %q", err, b)
+			}
+			list := v[sc.lists[0]]
+			if _, ok := v[sc.lists[1]]; ok && sc.lists[1] != sc.lists[0] {
+				continue // both lists: which one counts is the scanner's choice
+			}
+			var items []json.RawMessage
+			if json.Unmarshal(list, &items) != nil {
+				continue
+			}
+			objects, dims := 0, -1
+			for _, it := range items {
+				var o map[string]json.RawMessage
+				if json.Unmarshal(it, &o) != nil {
+					continue
+				}
+				objects++
+				if objects == 1 && sc.vec[0] != "" {
+					var vec []json.RawMessage
+					if json.Unmarshal(o["embedding"], &vec) == nil && o["data"] == nil {
+						dims = len(vec)
+					}
+				}
+			}
+			if sc.entries != objects || (dims >= 0 && sc.dims != dims) {
+				t.Fatalf("counted %d entries of %d dims, encoding/json %d of %d: %q", sc.entries, sc.dims, objects, dims, b)
+			}
+		}
+	})
+}
+
+// plainKeys reports whether the top-level object b has no key twice and no
+// \u escape anywhere.
+func plainKeys(b []byte) bool {
+	if bytes.Contains(b, []byte(`\u`)) {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil {
+		return false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if seen[fmt.Sprint(k)] {
+			return false
+		}
+		seen[fmt.Sprint(k)] = true
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return false
+		}
+	}
+	return true
 }
