@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/locality"
 	"github.com/fineserve-gen/fineserve-gen/pkg/replay"
 )
@@ -34,7 +35,7 @@ func analyzeCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 	fs.BoolVar(&tf.ro.KeepFailed, "keep-failed", false, "keep rows the trace marks as failed")
 	fail := func(errs ...error) int {
 		for _, err := range errs {
-			fmt.Fprintf(stderr, "fineserve-gen analyze: %v\n", err)
+			fmt.Fprintf(stderr, "fineserve-gen analyze: %s\n", termsafe.Lines(err.Error()))
 		}
 		fmt.Fprintln(stderr, "Run 'fineserve-gen analyze --help' for the flags.")
 		return exitUsage
@@ -101,7 +102,7 @@ func analyzeCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 	a := buildAnalysis(tr, key, slots, policies, *perInstance && tr.HasInstances())
 	a.Trace = fs.Arg(0)
 	if err := a.writeTable(stdout, *top); err != nil {
-		fmt.Fprintf(stderr, "fineserve-gen analyze: %v\n", err)
+		fmt.Fprintf(stderr, "fineserve-gen analyze: %s\n", termsafe.Lines(err.Error()))
 		return exitFailure
 	}
 	if *jsonOut != "" {
@@ -221,7 +222,7 @@ func (a *analysis) writeTable(w io.Writer, top int) error {
 			}
 			b.WriteString("  (loads)\n")
 			for _, in := range a.InstanceList[:min(top, len(a.InstanceList))] {
-				fmt.Fprintf(&b, "%-*s %9d %9d", width, in.Name, in.Requests, in.Distinct)
+				fmt.Fprintf(&b, "%-*s %9d %9d", width, termsafe.String(in.Name), in.Requests, in.Distinct) // the trace's text
 				for _, r := range in.Runs {
 					fmt.Fprintf(&b, " %9d", r.Loads)
 				}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -65,20 +63,11 @@ func TestReasoningAgainstMock(t *testing.T) {
 // weatherTools is a tools file with one function.
 const weatherTools = `[{"type":"function","function":{"name":"get_weather","description":"weather","parameters":{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"}},"required":["city"]}}}]`
 
-func testFile(t *testing.T, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // TestToolCallsAgainstMock: the tool calls counted, and those whose
 // arguments do not parse, equal the server's own counts one for one — with
 // tool_choice required (every answer a call) and auto (a seeded share).
 func TestToolCallsAgainstMock(t *testing.T) {
-	tools := testFile(t, "tools.json", weatherTools)
+	tools := testenv.WriteFile(t, "tools.json", weatherTools)
 	for _, choice := range []string{"required", "auto"} {
 		t.Run(choice, func(t *testing.T) {
 			srv, port := mocktest.Start(t, mockserver.Config{Seed: 3, Tools: mockserver.ToolConfig{CallShare: 0.5, InvalidShare: 0.25}})
@@ -114,7 +103,7 @@ func TestToolCallsAgainstMock(t *testing.T) {
 // TestStructuredOutputAgainstMock: answers checked against a JSON Schema
 // (and json_object) fail exactly as often as the server made them invalid.
 func TestStructuredOutputAgainstMock(t *testing.T) {
-	schema := testFile(t, "weather.json", `{"type":"object","properties":{"city":{"type":"string"},"temp_c":{"type":"number"}},"required":["city","temp_c"]}`)
+	schema := testenv.WriteFile(t, "weather.json", `{"type":"object","properties":{"city":{"type":"string"},"temp_c":{"type":"number"}},"required":["city","temp_c"]}`)
 	for _, format := range []string{"json_schema:" + schema, "json_object"} {
 		t.Run(strings.SplitN(format, ":", 2)[0], func(t *testing.T) {
 			srv, port := mocktest.Start(t, mockserver.Config{Seed: 5, Structured: mockserver.StructuredConfig{InvalidShare: 0.3}})
@@ -137,10 +126,10 @@ func TestStructuredOutputAgainstMock(t *testing.T) {
 // backend cannot send, exit 2 before anything is sent, naming the flag,
 // the file and where in it.
 func TestAnswerOptionsRefused(t *testing.T) {
-	badTools := testFile(t, "tools.json", `[{"type":"function","function":{"name":"ok"}},{"type":"function","function":{"description":"x"}}]`)
-	notJSON := testFile(t, "broken.json", "[\n{\"type\": \"function\",\n}")
-	badSchema := testFile(t, "schema.json", `{"type":"objekt"}`)
-	tools := testFile(t, "tools.json", weatherTools)
+	badTools := testenv.WriteFile(t, "tools.json", `[{"type":"function","function":{"name":"ok"}},{"type":"function","function":{"description":"x"}}]`)
+	notJSON := testenv.WriteFile(t, "broken.json", "[\n{\"type\": \"function\",\n}")
+	badSchema := testenv.WriteFile(t, "schema.json", `{"type":"objekt"}`)
+	tools := testenv.WriteFile(t, "tools.json", weatherTools)
 	base := []string{"--host", "127.0.0.1", "--port", "9", "--num-prompts", "1", "--dry-run"}
 	for _, tc := range []struct {
 		args []string
@@ -165,7 +154,7 @@ func TestAnswerOptionsRefused(t *testing.T) {
 // every request with tools; the failure says what to do, and
 // --tool-choice required goes through.
 func TestNoAutoToolChoice(t *testing.T) {
-	tools := testFile(t, "tools.json", weatherTools)
+	tools := testenv.WriteFile(t, "tools.json", weatherTools)
 	_, port := mocktest.Start(t, mockserver.Config{Tools: mockserver.ToolConfig{NoAutoToolChoice: true}})
 	args := append(baseArgs(port, 4), "--backend", "openai-chat", "--prompt-format", "text", "--tools", tools)
 	r := runTool(t, t.Context(), args...)

@@ -13,7 +13,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/parametric"
+	"github.com/fineserve-gen/fineserve-gen/pkg/report"
 )
 
 // fitCommand is "fineserve-gen fit TRACE": it fits Gamma windows and an NB
@@ -134,7 +136,7 @@ func fitCommand(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		}{lengthsFile, func(w io.Writer) error { return parametric.WriteLengthPairs(w, pairs) }})
 	}
 	for _, f := range files {
-		if err := writeFile(f.name, f.write); err != nil {
+		if err := report.WriteFileAtomic(f.name, f.write); err != nil {
 			return fitFail(stderr, fmt.Errorf("%s: %w", f.name, err))
 		}
 		fmt.Fprintf(stderr, "fit: wrote %s\n", f.name)
@@ -171,7 +173,7 @@ func fitUsage(stderr io.Writer, err error) int {
 }
 
 func fitFail(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "fineserve-gen fit: %v\n", err)
+	fmt.Fprintf(stderr, "fineserve-gen fit: %s\n", termsafe.Lines(err.Error()))
 	return exitFailure
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
+	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 )
@@ -232,7 +233,7 @@ func exitCode(err error, stderr io.Writer) int {
 	if errors.As(err, &ue) || errors.Is(err, pflag.ErrHelp) {
 		return usageExit(stderr, err)
 	}
-	fmt.Fprintf(stderr, "fineserve-gen: %v\n", err)
+	fmt.Fprintf(stderr, "fineserve-gen: %s\n", termsafe.Lines(err.Error()))
 	var p *safe.Panic
 	if errors.As(err, &p) {
 		return exitInternal
@@ -250,11 +251,11 @@ func usageExit(stderr io.Writer, errs ...error) int {
 	case 0:
 		return exitUsage
 	case 1:
-		fmt.Fprintf(stderr, "fineserve-gen: %v\n", flat[0])
+		fmt.Fprintf(stderr, "fineserve-gen: %s\n", termsafe.Lines(flat[0].Error()))
 	default:
 		fmt.Fprintf(stderr, "fineserve-gen: %d problems:\n", len(flat))
 		for _, err := range flat {
-			fmt.Fprintf(stderr, "  %s\n", strings.ReplaceAll(err.Error(), "\n", "\n    "))
+			fmt.Fprintf(stderr, "  %s\n", strings.ReplaceAll(termsafe.Lines(err.Error()), "\n", "\n    "))
 		}
 	}
 	fmt.Fprintln(stderr, "Run 'fineserve-gen run --help' for the flags.")
@@ -335,7 +336,7 @@ func outcome(ctx context.Context, o *options.Options, sum *metrics.Summary, err 
 	case err != nil && errors.As(err, &ue):
 		return exitCode(err, stderr)
 	case err != nil && ctx.Err() != nil && (sum == nil || sum.Interrupted):
-		fmt.Fprintf(stderr, "fineserve-gen: interrupted: %v\n", err)
+		fmt.Fprintf(stderr, "fineserve-gen: interrupted: %s\n", termsafe.Lines(err.Error()))
 		return exitInterrupted
 	case err != nil:
 		return exitCode(err, stderr)
@@ -348,7 +349,7 @@ func outcome(ctx context.Context, o *options.Options, sum *metrics.Summary, err 
 	}
 	code := exitOK
 	for _, r := range metrics.Verdict(o.Targets(), sum) {
-		fmt.Fprintf(stderr, "fineserve-gen: %s\n", r.Text)
+		fmt.Fprintf(stderr, "fineserve-gen: %s\n", termsafe.Lines(r.Text))
 		switch {
 		case r.Kind == metrics.InternalError:
 			code = exitInternal

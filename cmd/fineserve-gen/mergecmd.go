@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
+	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/merge"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
@@ -66,7 +68,7 @@ func mergeCommand(_ context.Context, args []string, stdout, stderr io.Writer) in
 	for _, f := range files {
 		s, err := readMergeInput(f)
 		if err != nil {
-			fmt.Fprintf(stderr, "fineserve-gen merge: %s: %v\n", f, err)
+			fmt.Fprintf(stderr, "fineserve-gen merge: %s: %s\n", f, termsafe.Lines(err.Error()))
 			return exitUsage
 		}
 		ins = append(ins, merge.Input{Name: f, Summary: s})
@@ -77,7 +79,7 @@ func mergeCommand(_ context.Context, args []string, stdout, stderr io.Writer) in
 		return exitUsage
 	}
 	for _, w := range res.Warnings {
-		fmt.Fprintf(stderr, "warning: %s\n", w)
+		fmt.Fprintf(stderr, "warning: %s\n", termsafe.String(w)) // from the summaries' text
 	}
 	if *strict && len(res.Warnings) > 0 {
 		fmt.Fprintf(stderr, "fineserve-gen merge: %d warning(s) with --strict: nothing written\n", len(res.Warnings))
@@ -85,34 +87,22 @@ func mergeCommand(_ context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if !*quiet {
 		for _, n := range res.Notes {
-			fmt.Fprintf(stderr, "merge: %s\n", n)
+			fmt.Fprintf(stderr, "merge: %s\n", termsafe.String(n))
 		}
 	}
 	sum := res.Summary
 	sum.Command = commandLine(append([]string{"merge"}, args...))
-	err = report.WriteTable(stdout, sum)
-	if err == nil {
-		err = report.WriteBreakdowns(stdout, sum)
+	outs := []report.Output{report.TableOutput(sum)}
+	if *out != "" {
+		outs = append(outs, report.SummaryOutput(*out, sum))
 	}
-	if err == nil {
-		err = writeMergedGoodput(stdout, sum)
-	}
-	if err != nil {
+	if err := report.WriteOutputs(stdout, outs...); err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen merge: %v\n", err)
 		return exitFailure
 	}
-	if *out == "" {
-		return exitOK
+	if *out != "" {
+		fmt.Fprintf(stderr, "merged %d summaries into %s\n", len(files), *out)
 	}
-	b, err := json.MarshalIndent(sum, "", "  ")
-	if err == nil {
-		err = writeFile(*out, func(w io.Writer) error { _, err := w.Write(append(b, '\n')); return err })
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "fineserve-gen merge: %s: %v\n", *out, err)
-		return exitFailure
-	}
-	fmt.Fprintf(stderr, "merged %d summaries into %s\n", len(files), *out)
 	return exitOK
 }
 
@@ -141,17 +131,13 @@ func expandFiles(args []string) ([]string, error) {
 // --output-file), else the last line of a log that is a summary with a
 // merge state.
 func readMergeInput(path string) (*metrics.Summary, error) {
-	f, err := os.Open(path)
+	b, err := bounded.ReadFile(path, maxSummaryFile)
+	var tl *bounded.TooLarge
+	if errors.As(err, &tl) {
+		return nil, fmt.Errorf("%w: not a summary", err)
+	}
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSummaryFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxSummaryFile {
-		return nil, fmt.Errorf("larger than %d MiB: not a summary", maxSummaryFile>>20)
 	}
 	s, _, jerr := report.ReadSummary(bytes.NewReader(b))
 	if jerr == nil {
@@ -175,16 +161,4 @@ func readMergeInput(path string) (*metrics.Summary, error) {
 		return nil, fmt.Errorf("not a summary (%v), and no line of it is one with a %s", jerr, metrics.KeyMergeState)
 	}
 	return found, nil
-}
-
-// writeMergedGoodput prints the goodput lines of a summary that has them.
-func writeMergedGoodput(w io.Writer, s *metrics.Summary) error {
-	g := s.Goodput
-	if g == nil {
-		return nil
-	}
-	rate, share, good := g.Rate, g.Share, g.Requests
-	_, err := fmt.Fprintf(w, "%-40s %-10.2f\n%-40s %-10d\n%-40s %-10.2f\n%s\n",
-		"Request goodput (req/s):", rate, "Requests meeting every SLO:", good, "Share meeting every SLO (%):", 100*share, strings.Repeat("=", 50))
-	return err
 }

@@ -5,12 +5,19 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 )
 
 // startProfiles starts a CPU profile and arranges a heap profile, for
 // --cpu-profile and --mem-profile. The returned function stops and writes
 // them.
 func startProfiles(cpuPath, memPath string) (func() error, error) {
+	if memPath != "" { // written at the end: checked now, as the run's outputs are
+		if err := options.CheckOutputs([]options.Output{{Flag: "--mem-profile", Path: memPath}}); err != nil {
+			return nil, err
+		}
+	}
 	var cpu *os.File
 	if cpuPath != "" {
 		f, err := os.Create(cpuPath)

@@ -1,15 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/pflag"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
 )
@@ -62,7 +61,7 @@ func reportCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 	for i, f := range files {
 		d, err := report.Load(f, opt)
 		if err != nil {
-			fmt.Fprintf(stderr, "fineserve-gen report: %v\n", err)
+			fmt.Fprintf(stderr, "fineserve-gen report: %s\n", termsafe.Lines(err.Error()))
 			return exitFailure
 		}
 		if i < len(*labels) {
@@ -82,49 +81,26 @@ func reportCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		runs[0] = report.Merge(s, runs[0])
 	}
+	// One run: its table (as after the run) and report; several: the
+	// comparison's.
+	var outs []report.Output
 	if len(runs) == 1 {
-		err := report.WriteTable(stdout, runs[0].Summary)
-		if err == nil {
-			err = report.WriteBreakdowns(stdout, runs[0].Summary) // by kind, model and endpoint, as after a run
+		outs = append(outs, report.TableOutput(runs[0].Summary))
+		if *out != "" {
+			outs = append(outs, report.HTMLOutput(*out, runs[0]))
 		}
-		if err != nil {
-			fmt.Fprintf(stderr, "fineserve-gen report: %v\n", err)
-			return exitFailure
+	} else {
+		outs = append(outs, report.Output{Name: "the comparison (standard output)", Write: func(w io.Writer) error { return report.WriteCompareTable(w, runs) }})
+		if *out != "" {
+			outs = append(outs, report.Output{Name: "--output " + *out, Path: *out, Write: func(w io.Writer) error { return report.WriteCompareHTML(w, runs) }})
 		}
-	} else if err := report.WriteCompareTable(stdout, runs); err != nil {
-		fmt.Fprintf(stderr, "fineserve-gen report: %v\n", err)
+	}
+	if err := report.WriteOutputs(stdout, outs...); err != nil {
+		fmt.Fprintf(stderr, "fineserve-gen report: %s\n", termsafe.Lines(err.Error()))
 		return exitFailure
 	}
-	if *out == "" {
-		return exitOK
+	if *out != "" {
+		fmt.Fprintf(stderr, "report: %s\n", *out)
 	}
-	if err := writeFile(*out, func(w io.Writer) error {
-		if len(runs) == 1 {
-			return report.WriteHTML(w, runs[0])
-		}
-		return report.WriteCompareHTML(w, runs)
-	}); err != nil {
-		fmt.Fprintf(stderr, "fineserve-gen report: %s: %v\n", *out, err)
-		return exitFailure
-	}
-	fmt.Fprintf(stderr, "report: %s\n", *out)
 	return exitOK
-}
-
-// writeFile creates path and writes it with write, buffered (the files
-// the commands write: reports, summaries, fitted parameters).
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(f)
-	err = write(bw)
-	if ferr := bw.Flush(); err == nil {
-		err = ferr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
+	"github.com/fineserve-gen/fineserve-gen/pkg/servermetrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/sweep"
 	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
@@ -97,7 +97,7 @@ func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if !ok {
 			url = ""
 		}
-		idle := &sweep.Idle{URL: url, Quiet: sf.idleQuiet, Timeout: sf.idleTimeout, Warnf: func(f string, a ...any) { logf("warning: "+f, a...) }}
+		idle := &servermetrics.Idle{URL: url, Quiet: sf.idleQuiet, Timeout: sf.idleTimeout, Warnf: func(f string, a ...any) { logf("warning: "+f, a...) }}
 		cfg.Idle = idle.Wait
 	}
 	cfg.Run = func(ctx context.Context, step int, v float64) (*metrics.Summary, error) {
@@ -166,6 +166,15 @@ func sweepSetup(fs *pflag.FlagSet, o *options.Options, sf *sweepFlags) (sweep.Co
 	}
 	if o.OutputFile == "-" {
 		add("--output-file -: a sweep prints its table; use --sweep-json for the steps' summaries")
+	}
+	// The sweep's own files, and the first step's (the steps' are beside
+	// it), are checked before its first step.
+	sweepOuts := append(o.Outputs(), options.Output{Flag: "--sweep-json", Path: sf.json})
+	if sf.json == "" {
+		sweepOuts = sweepOuts[:len(sweepOuts)-1]
+	}
+	if err := options.CheckOutputs(sweepOuts); err != nil {
+		errs = append(errs, err)
 	}
 	if sf.maxDur < 0 || sf.stepDuration < 0 {
 		add("--step-duration and --max-duration must be ≥ 0")
@@ -259,27 +268,13 @@ func workloadName(o *options.Options) string {
 
 // sweepOutputs prints the table and writes --sweep-json and --report-html.
 func sweepOutputs(o *options.Options, sf *sweepFlags, res *sweep.Result, stdout, stderr io.Writer) error {
-	if err := sweep.WriteTable(stdout, res); err != nil {
+	if err := report.WriteOutputs(stdout, report.SweepOutputs(res, sf.json, o.Observe.ReportHTML)...); err != nil {
 		return err
 	}
-	var errs []error
-	if sf.json != "" {
-		b, err := json.MarshalIndent(res, "", "  ")
-		if err == nil {
-			err = writeFile(sf.json, func(w io.Writer) error { _, err := w.Write(append(b, '\n')); return err })
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--sweep-json %s: %w", sf.json, err))
-		}
-	}
 	if path := o.Observe.ReportHTML; path != "" {
-		if err := writeFile(path, func(w io.Writer) error { return report.WriteSweepHTML(w, res) }); err != nil {
-			errs = append(errs, fmt.Errorf("--report-html %s: %w", path, err))
-		} else {
-			fmt.Fprintf(stderr, "report: %s\n", path)
-		}
+		fmt.Fprintf(stderr, "report: %s\n", path)
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // isSweepJSON reports whether the file at path is a sweep's --sweep-json.
@@ -304,17 +299,12 @@ func reportSweep(path, out string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fineserve-gen report: %v\n", err)
 		return exitFailure
 	}
-	if err := sweep.WriteTable(stdout, res); err != nil {
+	if err := report.WriteOutputs(stdout, report.SweepOutputs(res, "", out)...); err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen report: %v\n", err)
 		return exitFailure
 	}
-	if out == "" {
-		return exitOK
+	if out != "" {
+		fmt.Fprintf(stderr, "report: %s\n", out)
 	}
-	if err := writeFile(out, func(w io.Writer) error { return report.WriteSweepHTML(w, res) }); err != nil {
-		fmt.Fprintf(stderr, "fineserve-gen report: %s: %v\n", out, err)
-		return exitFailure
-	}
-	fmt.Fprintf(stderr, "report: %s\n", out)
 	return exitOK
 }

@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"io"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -39,4 +40,15 @@ func OpenGzip(t testing.TB, path string) io.Reader {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return zr
+}
+
+// WriteFile writes content to a file name in a fresh temporary directory
+// of t and returns its path.
+func WriteFile(t testing.TB, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -87,6 +87,33 @@ const (
 	StreamParams  uint64 = 5
 )
 
+// MaxSpan is the latest an arrival may be due: a schedule that runs longer
+// (a tiny --request-rate or --time-scale, whose offsets overflowed) is an
+// error before anything is sent (workload.Build).
+const MaxSpan = 366 * 24 * time.Hour
+
+// MaxRequests is the most arrivals one schedule may have (the whole run's,
+// every shard's together): the schedule is walked once before the first
+// send, at about 8 M arrivals a second, so its largest walk takes about two
+// minutes.
+const MaxRequests = 1_000_000_000
+
+// Divide returns d/factor rounded to the nanosecond, saturating at the
+// largest (or smallest) Duration instead of overflowing (a factor such as
+// --time-scale 1e-300).
+func Divide(d time.Duration, factor float64) time.Duration {
+	v := math.Round(float64(d) / factor)
+	switch {
+	case v >= float64(math.MaxInt64):
+		return math.MaxInt64
+	case v <= float64(math.MinInt64):
+		return math.MinInt64
+	case math.IsNaN(v):
+		return 0
+	}
+	return time.Duration(v)
+}
+
 // maxSeconds is the longest offset a time.Duration holds, in seconds.
 const maxSeconds = float64(math.MaxInt64) / 1e9
 
@@ -131,7 +158,7 @@ func Scale(s Schedule, factor float64) Schedule {
 	}
 	return func(yield func(Arrival) bool) {
 		for a := range s {
-			a.At = time.Duration(math.Round(float64(a.At) / factor))
+			a.At = Divide(a.At, factor)
 			if !yield(a) {
 				return
 			}

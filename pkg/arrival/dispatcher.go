@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 )
 
 // Sender performs the request of one arrival. It is called on a worker
@@ -68,11 +66,25 @@ type Dispatcher struct {
 	// Requests written and waiting for the server do not count: the
 	// schedule stays open-loop whatever the server does.
 	Unwritten func() int64
+	// Go starts the dispatcher's goroutines (the schedule's, the workers',
+	// the ramp's); nil starts them plainly. The runner passes one that
+	// traps a panic into the run's error (internal/safe), so a bug in a
+	// worker stops the run with its stack instead of crashing it.
+	Go func(f func())
 
 	dispatched atomic.Int64
 	queued     atomic.Int64
 	inFlight   atomic.Int64
 	unstarted  atomic.Int64
+}
+
+// goroutine starts f with Go, or plainly.
+func (d *Dispatcher) goroutine(f func()) {
+	if d.Go != nil {
+		d.Go(f)
+		return
+	}
+	go f()
 }
 
 // DefaultMaxUnstarted is the default Dispatcher.MaxUnstarted: about 10 MB
@@ -135,7 +147,7 @@ func (d *Dispatcher) Run(dispatchCtx, reqCtx context.Context, s Schedule) Dispat
 	var behind time.Duration
 	// The schedule is kept by one goroutine of its own (see sleep.go for
 	// how the default sleeper waits).
-	safe.Go(func() {
+	p.d.goroutine(func() {
 		sleep := d.Sleep
 		if sleep == nil {
 			sl := newSleeper(dispatchCtx)
@@ -279,7 +291,7 @@ func (p *pool) startRamp() {
 	}
 	p.rampStop = make(chan struct{})
 	p.rampDone.Add(1)
-	safe.Go(func() {
+	p.d.goroutine(func() {
 		defer p.rampDone.Done()
 		for k := 1; k < p.max; k++ {
 			t := time.NewTimer(time.Until(p.d.Start.Add(time.Duration(int64(r) * int64(k) / int64(p.max-1)))))
@@ -294,7 +306,7 @@ func (p *pool) startRamp() {
 				a, _ := p.queue.pop()
 				p.live++
 				p.workers.Add(1)
-				safe.Go(func() { p.worker(a) })
+				p.d.goroutine(func() { p.worker(a) })
 			}
 			p.mu.Unlock()
 		}
@@ -343,7 +355,7 @@ func (p *pool) dispatch(a Arrival) {
 		p.mu.Unlock()
 		p.workers.Add(1)
 		p.d.unstarted.Add(1)
-		safe.Go(func() { p.begin(); p.worker(a) })
+		p.d.goroutine(func() { p.begin(); p.worker(a) })
 	default:
 		p.queue.push(a)
 		p.queued++

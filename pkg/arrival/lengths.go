@@ -6,6 +6,14 @@ import (
 	"math/rand/v2"
 )
 
+// MaxLength is the most tokens one length may ask for: an input or an
+// output length of --lengths, --random-input-len, --random-output-len and
+// every other length flag, and the largest --max-model-len (16,777,216
+// tokens, above every served context). A length above it is a usage error,
+// so a sum of two never overflows and no prompt is built that no server
+// could take.
+const MaxLength = 1 << 24
+
 // Lengths assigns target request sizes to the arrivals of a synthetic
 // schedule. Draw must use only r (and i) so that schedules stay pure.
 type Lengths interface {

@@ -84,8 +84,8 @@ func parseJittered(s string) (int, float64, error) {
 		l, r, jit = strings.Cut(s, "+-")
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(l))
-	if err != nil || n < 1 || n > 1<<24 {
-		return 0, 0, fmt.Errorf("length %q is not a whole number of tokens in [1, %d]", strings.TrimSpace(l), 1<<24)
+	if err != nil || n < 1 || n > MaxLength {
+		return 0, 0, fmt.Errorf("length %q is not a whole number of tokens in [1, %d]", strings.TrimSpace(l), MaxLength)
 	}
 	if !jit {
 		return n, 0, nil

@@ -230,3 +230,28 @@ func BenchmarkPoissonSchedule(b *testing.B) {
 		}
 	}
 }
+
+// Divide saturates where a plain conversion overflowed: --time-scale
+// 1e-300 made offsets negative ("-9223372036.(+,))+" in the schedule CSV).
+func TestDivideSaturates(t *testing.T) {
+	for _, c := range []struct {
+		d      time.Duration
+		factor float64
+		want   time.Duration
+	}{
+		{time.Second, 1e-300, math.MaxInt64},
+		{-time.Second, 1e-300, math.MinInt64},
+		{3 * time.Second, 2, 1500 * time.Millisecond},
+		{0, 1e-300, 0},
+	} {
+		if got := Divide(c.d, c.factor); got != c.want {
+			t.Errorf("Divide(%v, %g) = %v, want %v", c.d, c.factor, got, c.want)
+		}
+	}
+	s := Scale(func(yield func(Arrival) bool) { yield(Arrival{At: time.Second}) }, 1e-300)
+	for a := range s {
+		if a.At != math.MaxInt64 {
+			t.Errorf("scaled offset %v, want the largest Duration", a.At)
+		}
+	}
+}

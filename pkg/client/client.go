@@ -391,6 +391,20 @@ func (c *Client) openBody(b []byte) body {
 	return body{b: append(b, '{'), omit: c.omit, empty: true}
 }
 
+// openModelBody opens a body with its first member, the request's model
+// (the client's default when the request names none).
+func (c *Client) openModelBody(b []byte, req *Request) body {
+	model := req.Model
+	if model == "" {
+		model = c.cfg.Model
+	}
+	o := c.openBody(b)
+	if o.member("model") {
+		o.b = appendJSONString(o.b, model)
+	}
+	return o
+}
+
 // member starts the member key and reports true, or reports false when the
 // extra body overrides key (the caller then writes no value).
 func (o *body) member(key string) bool {
@@ -431,14 +445,7 @@ func (c *Client) AppendBody(b []byte, req *Request) []byte {
 // appendTextBody appends the body of a text generation: a completion or a
 // chat completion.
 func appendTextBody(c *Client, b []byte, req *Request) []byte {
-	model := req.Model
-	if model == "" {
-		model = c.cfg.Model
-	}
-	o := c.openBody(b)
-	if o.member("model") {
-		o.b = appendJSONString(o.b, model)
-	}
+	o := c.openModelBody(b, req)
 	if c.chat {
 		if o.member("messages") {
 			if req.AppendMessages != nil {

@@ -451,3 +451,39 @@ func TestToolCallArgumentsAreBounded(t *testing.T) {
 		t.Errorf("%s: tool calls %d, invalid %d, cut %v, %d bytes kept (bound %d)", res.Error, res.ToolCalls, res.ToolArgsInvalid, res.Calls[0].Cut, len(res.Calls[0].Args), maxToolArgs)
 	}
 }
+
+// TestWholeResponseIsBounded: a non-streamed answer larger than the bound
+// is a protocol error that says so (not "invalid JSON"), and the bytes it
+// held are given back; the answers being read at once share a bound too.
+func TestWholeResponseIsBounded(t *testing.T) {
+	big := `{"choices":[{"text":"` + strings.Repeat("x", maxWholeResponse) + `"}]}`
+	srv := httptest.NewServer(&capture{respond: func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, big)
+	}})
+	defer srv.Close()
+	c := newTestClient(t, srv, Config{Stream: false})
+	res := do(c, `[1]`, 4)
+	if res.ErrorClass != ErrProtocol || !strings.Contains(res.Error, "response larger than 16 MiB") {
+		t.Errorf("class %q: %s", res.ErrorClass, res.Error)
+	}
+	if n := wholeInFlight.Load(); n != 0 {
+		t.Errorf("%d bytes still held after the request", n)
+	}
+	// The shared bound: with the budget nearly spent by others, an answer
+	// is refused, saying why, and the budget is as it was.
+	wholeInFlight.Add(maxWholeInFlight - 1024)
+	defer wholeInFlight.Add(-(maxWholeInFlight - 1024))
+	small := httptest.NewServer(&capture{respond: func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"choices":[{"text":"`+strings.Repeat("y", 64<<10)+`"}]}`)
+	}})
+	defer small.Close()
+	res = do(newTestClient(t, small, Config{Stream: false}), `[1]`, 4)
+	if res.ErrorClass != ErrProtocol || !strings.Contains(res.Error, "non-streamed answers being read hold more than 256 MiB") {
+		t.Errorf("class %q: %s", res.ErrorClass, res.Error)
+	}
+	if n := wholeInFlight.Load(); n != maxWholeInFlight-1024 {
+		t.Errorf("the budget is %d after a refused answer, want %d", n, maxWholeInFlight-1024)
+	}
+}

@@ -137,6 +137,11 @@ func TestStallWatchEndsASilentStream(t *testing.T) {
 		if want := 2*gap + stall; took != want {
 			t.Errorf("the request ended after %v, want %v (the last byte, then the stall timeout)", took, want)
 		}
+		// What it records: the tokens that came, and the end at the
+		// timeout (not the last token's arrival).
+		if res.CompletionTokens != 3 || res.E2E() != 2*gap+stall {
+			t.Errorf("recorded %d completion tokens over %v, want 3 over %v", res.CompletionTokens, res.E2E(), 2*gap+stall)
+		}
 	})
 }
 

@@ -1,10 +1,13 @@
 package client
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
 )
 
 // The openai-images backend posts OpenAI's image-generation request to
@@ -30,20 +33,13 @@ var negativeWords = []string{"blurry", "lowres", "watermark", "text", "cropped",
 
 // appendImageBody appends the JSON body of an image-generation request.
 func (c *Client) appendImageBody(b []byte, req *Request) []byte {
-	model := req.Model
-	if model == "" {
-		model = c.cfg.Model
-	}
 	n, steps, neg := 1, 0, 0
 	var loras, cnets []string
 	if g := req.Gen; g != nil {
 		n, steps, neg = max(g.Images, 1), g.Steps, g.NegativeTokens
 		loras, cnets = g.LoRAs, g.ControlNets
 	}
-	o := c.openBody(b)
-	if o.member("model") {
-		o.b = appendJSONString(o.b, model)
-	}
+	o := c.openModelBody(b, req)
 	if o.member("prompt") {
 		o.b = req.appendPrompt(o.b)
 	}
@@ -90,13 +86,14 @@ func appendStrings(b []byte, s []string) []byte {
 // in data and takes usage.input_tokens (or prompt_tokens) as the prompt
 // size. FirstToken stays 0: the request has no first token.
 func (c *Client) readImages(d *decoder, body io.Reader, res *Result) error {
-	raw, err := io.ReadAll(io.LimitReader(body, maxImageResponse+1))
+	raw, err := bounded.Read(body, maxImageResponse)
 	res.End = c.since()
+	var tl *bounded.TooLarge
+	if errors.As(err, &tl) {
+		return protocolError{"image response " + err.Error()}
+	}
 	if err != nil {
 		return err
-	}
-	if len(raw) > maxImageResponse {
-		return protocolError{fmt.Sprintf("image response larger than %d MiB", maxImageResponse>>20)}
 	}
 	v, err := d.parser.ParseBytes(raw)
 	if err != nil || v.Type() != fastjson.TypeObject {

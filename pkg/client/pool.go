@@ -3,8 +3,6 @@ package client
 import (
 	"net/url"
 	"time"
-
-	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
 )
 
 // Pool is a run's clients, one per endpoint (--base-url given more than
@@ -16,13 +14,24 @@ type Pool struct {
 	// live tells the endpoints that answered the model check (Check); all
 	// of them until it runs.
 	live   []bool
-	picker *balance.Picker // nil with one endpoint
+	picker Picker // nil with one endpoint
+}
+
+// Picker chooses the endpoint of a request at send time and is told when
+// it ends (balance.Picker: round-robin, least-inflight, session).
+type Picker interface {
+	// Acquire returns the endpoint (from 0) of a request whose schedule
+	// planned it for endpoint planned (-1: none planned).
+	Acquire(planned int) int
+	// Release ends a request at endpoint i.
+	Release(i int)
 }
 
 // NewPool makes the client of every endpoint in urls (each a server root,
 // without a trailing slash), configured as cfg but for the URL; with
-// several, st spreads the requests the schedule leaves to send time.
-func NewPool(cfg Config, urls []string, st balance.Strategy) (*Pool, error) {
+// several, pick(n) makes the picker that spreads the requests the schedule
+// leaves to send time over the n endpoints.
+func NewPool(cfg Config, urls []string, pick func(n int) Picker) (*Pool, error) {
 	p := &Pool{urls: urls, live: make([]bool, len(urls))}
 	for i, u := range urls {
 		c := cfg
@@ -36,7 +45,7 @@ func NewPool(cfg Config, urls []string, st balance.Strategy) (*Pool, error) {
 		p.live[i] = true
 	}
 	if len(p.clients) > 1 {
-		p.picker = balance.NewPicker(len(p.clients), st)
+		p.picker = pick(len(p.clients))
 	}
 	return p, nil
 }

@@ -18,7 +18,7 @@ import (
 // where it was placed, and one left to send time goes to the endpoint with
 // the fewest in flight, each noted from 1 in the result.
 func TestPoolAcquireRelease(t *testing.T) {
-	one, err := NewPool(Config{Backend: "vllm"}, []string{"http://127.0.0.1:1"}, balance.RoundRobin)
+	one, err := NewPool(Config{Backend: "vllm"}, []string{"http://127.0.0.1:1"}, picker(balance.RoundRobin))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestPoolAcquireRelease(t *testing.T) {
 	one.Release(&r)
 
 	urls := []string{"http://u:secret@127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3"}
-	p, err := NewPool(Config{Backend: "vllm"}, urls, balance.LeastInflight)
+	p, err := NewPool(Config{Backend: "vllm"}, urls, picker(balance.LeastInflight))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestPoolCheckSeveral(t *testing.T) {
 	dead := "http://" + ln.Addr().String()
 	ln.Close()
 
-	p, err := NewPool(Config{Backend: "vllm"}, []string{dead, a.URL, b.URL}, balance.RoundRobin)
+	p, err := NewPool(Config{Backend: "vllm"}, []string{dead, a.URL, b.URL}, picker(balance.RoundRobin))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,4 +110,10 @@ func TestPoolCheckSeveral(t *testing.T) {
 	if _, _, err := p.Check(context.Background(), "m2", &log); err == nil || !strings.Contains(err.Error(), "--model m2 is not served at endpoint 3 ("+strings.TrimPrefix(b.URL, "http://")+"); it serves m1") {
 		t.Errorf("m2: %v", err)
 	}
+}
+
+// picker makes balance's picker of strategy st (the pool's tests take the
+// real one; the package itself does not import balance).
+func picker(st balance.Strategy) func(n int) Picker {
+	return func(n int) Picker { return balance.NewPicker(n, st) }
 }

@@ -92,10 +92,7 @@ func (c *Client) model(req *Request) string {
 // appendEmbeddingsBody appends an embeddings (or pooling) request: N
 // inputs.
 func appendEmbeddingsBody(c *Client, b []byte, req *Request) []byte {
-	o := c.openBody(b)
-	if o.member("model") {
-		o.b = appendJSONString(o.b, c.model(req))
-	}
+	o := c.openModelBody(b, req)
 	if o.member("input") {
 		o.b = req.appendInputs(o.b, 0, c.batchSize())
 	}
@@ -116,10 +113,7 @@ func appendScoreBody(c *Client, b []byte, req *Request) []byte {
 
 func (c *Client) appendQueryBody(b []byte, req *Request, query, docs string) []byte {
 	parts := c.batchSize() + 1
-	o := c.openBody(b)
-	if o.member("model") {
-		o.b = appendJSONString(o.b, c.model(req))
-	}
+	o := c.openModelBody(b, req)
 	if o.member(query) {
 		o.b = req.appendInput(o.b, 0, parts)
 	}

@@ -77,15 +77,8 @@ func prepareResponses(c *Client) error {
 
 // appendResponsesBody appends a Responses API request body.
 func appendResponsesBody(c *Client, b []byte, req *Request) []byte {
-	model := req.Model
-	if model == "" {
-		model = c.cfg.Model
-	}
 	a := &c.cfg.Answer
-	o := c.openBody(b)
-	if o.member("model") {
-		o.b = appendJSONString(o.b, model)
-	}
+	o := c.openModelBody(b, req)
 	if o.member("input") {
 		if req.AppendMessages != nil {
 			o.b = req.AppendMessages(o.b)

@@ -124,8 +124,11 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			if !d.lines.at.IsZero() {
-				res.End = d.lines.at.Sub(c.cfg.Epoch)
+			// The request failed here (a timeout, a reset): it ends now,
+			// with the tokens that came.
+			res.End = c.since()
+			if !usage {
+				res.CompletionTokens = chunks
 			}
 			if errors.Is(err, errLineTooLong) {
 				return protocolError{err.Error()}
@@ -297,7 +300,7 @@ var wholeInFlight atomic.Int64
 func readWholeBody(body io.Reader) (raw []byte, release func(), err error) {
 	held := int64(0)
 	release = func() { wholeInFlight.Add(-held) }
-	buf := make([]byte, 0, 4<<10)
+	var buf []byte
 	for {
 		if len(buf) == cap(buf) {
 			grow := min(max(cap(buf), 4<<10), maxWholeResponse+1-len(buf))
@@ -309,7 +312,9 @@ func readWholeBody(body io.Reader) (raw []byte, release func(), err error) {
 				return nil, release, protocolError{fmt.Sprintf("the non-streamed answers being read hold more than %d MiB: this one was not read (stream, or lower --max-concurrency)", maxWholeInFlight>>20)}
 			}
 			held += int64(grow)
-			buf = append(buf[:cap(buf)], make([]byte, grow)...)[:len(buf)]
+			nb := make([]byte, len(buf), len(buf)+grow) // exactly what was reserved
+			copy(nb, buf)
+			buf = nb
 		}
 		n, rerr := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]

@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"strings"
 	"time"
@@ -122,37 +121,6 @@ func num(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.2f", v)
-}
-
-// writeGoodput prints the goodput section after the result table, with the
-// labels of vLLM's benchmark.
-func writeGoodput(w io.Writer, sum *metrics.Summary) {
-	g := sum.Goodput
-	if g == nil {
-		return
-	}
-	rate, share, good, slo := g.Rate, g.Share, g.Requests, g.SLO
-	var targets []string
-	for _, k := range []string{"ttft", "tpot", "e2el"} {
-		if v, ok := slo[k]; ok {
-			targets = append(targets, fmt.Sprintf("%s ≤ %g ms", k, v))
-		}
-	}
-	fmt.Fprintf(w, "%s\n", center50("Goodput", '-'))
-	fmt.Fprintf(w, "%-40s %-10s\n", "SLOs:", strings.Join(targets, ", "))
-	fmt.Fprintf(w, "%-40s %-10.2f\n", "Request goodput (req/s):", rate)
-	fmt.Fprintf(w, "%-40s %-10d\n", "Requests meeting every SLO:", good)
-	fmt.Fprintf(w, "%-40s %-10.2f\n", "Share meeting every SLO (%):", 100*share)
-	fmt.Fprintf(w, "%s\n", strings.Repeat("=", 50))
-}
-
-// center50 centers s in 50 columns padded with c, as the table's headings.
-func center50(s string, c byte) string {
-	pad := 50 - len(s)
-	if pad <= 0 {
-		return s
-	}
-	return strings.Repeat(string(c), pad/2) + s + strings.Repeat(string(c), pad-pad/2)
 }
 
 // closeLive prints the line of a closed live interval.

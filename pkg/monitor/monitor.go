@@ -21,7 +21,6 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/merge"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/promexport"
-	"github.com/fineserve-gen/fineserve-gen/pkg/report"
 	"github.com/fineserve-gen/fineserve-gen/pkg/servermetrics"
 )
 
@@ -55,8 +54,6 @@ type Config struct {
 	// endpoints, polled as ServerMetricsURL is (nil: one endpoint, or not
 	// polled); an entry equal to ServerMetricsURL shares its poller.
 	EndpointMetricsURLs []string
-	// ReportHTML is the path of the HTML report ("": none).
-	ReportHTML string
 	// Quiet prints only the live lines that flag the client; Bar draws the
 	// progress bar (a terminal).
 	Quiet, Bar bool
@@ -502,9 +499,6 @@ func (m *Monitor) liveOutside(sat []metrics.WindowStats) []metrics.SaturatedInte
 // releases the monitor.
 func (m *Monitor) Finish(sum *metrics.Summary) error {
 	defer m.Close()
-	if m.slo.Set() {
-		writeGoodput(m.c.Out, sum)
-	}
 	if sat := m.saturated(); len(sat) > 0 || m.liveSatN > 0 {
 		where := fmt.Sprintf("%d of %d windows", len(sat), len(m.windows))
 		if n := len(m.liveOutside(sat)); n > 0 {
@@ -513,20 +507,16 @@ func (m *Monitor) Finish(sum *metrics.Summary) error {
 		fmt.Fprintf(m.c.Err, "warning: the client fell behind its schedule in %s (%s): latencies there include the client's delay, not only the server's; see client_saturated in the summary\n",
 			where, m.saturationReason(sat))
 	}
-	if path := m.c.ReportHTML; path != "" {
-		m.mu.Lock()
-		m.timeline.Reduce(seriesPoints)
-		pts := m.timeline.Points()
-		width := m.timeline.Width()
-		scrapes := m.timeline.Scrapes()
-		m.mu.Unlock()
-		d := &report.Data{Summary: sum, Series: pts, SeriesNote: fmt.Sprintf("bins of %v", width), Server: scrapes, Source: "live run"}
-		if err := report.WriteHTMLFile(path, d); err != nil {
-			return fmt.Errorf("--report-html %s: %w", path, err)
-		}
-		m.c.Log.Infof("report: %s", path)
-	}
 	return nil
+}
+
+// Series returns the run's time series for its HTML report, after Stop:
+// its points, what their bins are, and the server's scrapes.
+func (m *Monitor) Series() (pts []metrics.SeriesPoint, note string, scrapes []metrics.ServerScrape) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.timeline.Reduce(seriesPoints)
+	return m.timeline.Points(), fmt.Sprintf("bins of %v", m.timeline.Width()), m.timeline.Scrapes()
 }
 
 // MetricsAddr is the address the generator's metrics endpoint listens on

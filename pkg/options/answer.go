@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
@@ -228,21 +227,7 @@ func responseFormat(spec string) (json.RawMessage, func([]byte) bool, error) {
 var schemaName = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
 
 // readAnswerFile reads a tools or schema file, bounded.
-func readAnswerFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	raw, err := io.ReadAll(io.LimitReader(f, maxAnswerFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) > maxAnswerFile {
-		return nil, fmt.Errorf("larger than %d MiB", maxAnswerFile>>20)
-	}
-	return raw, nil
-}
+func readAnswerFile(path string) ([]byte, error) { return bounded.ReadFile(path, maxAnswerFile) }
 
 // jsonErr adds the line and column of a JSON syntax or type error in raw.
 func jsonErr(raw []byte, err error) error {

@@ -79,5 +79,5 @@ func (o *Options) shownURLs() []string {
 // NewPool makes the client of every endpoint of o.
 func (o *Options) NewPool() (*client.Pool, error) {
 	st, _ := balance.Parse(o.Balance) // checked by Validate
-	return client.NewPool(o.ClientConfig(), o.endpointURLs(), st)
+	return client.NewPool(o.ClientConfig(), o.endpointURLs(), func(n int) client.Picker { return balance.NewPicker(n, st) })
 }

@@ -21,7 +21,8 @@ func TestLengthFlagsAboveTheLimit(t *testing.T) {
 		set     func(o *Options)
 		wantErr string
 	}{
-		{"built-in cap", func(o *Options) { o.RandomInputLen = 2147483647 }, "--random-input-len 2147483647 + --random-output-len 128 exceed the token limit 1048576 (the built-in cap)"},
+		{"built-in cap", func(o *Options) { o.RandomInputLen = 2000000 }, "--random-input-len 2000000 + --random-output-len 128 exceed the token limit 1048576 (the built-in cap)"},
+		{"above every limit", func(o *Options) { o.RandomInputLen = 2147483647 }, "--random-input-len 2147483647: want a number of tokens from 1 to 16777216"},
 		{"max-model-len", func(o *Options) { o.MaxModelLen, o.RandomInputLen = 4096, 4000 }, "exceed the token limit 4096 (--max-model-len)"},
 		{"range ratio", func(o *Options) { o.MaxModelLen, o.RandomInputLen, o.RandomRangeRatio = 4096, 3000, 0.5 }, "(with --random-range-ratio 0.5: up to 4500 + 192)"},
 		{"replay fills lengths", func(o *Options) {

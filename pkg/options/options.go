@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/session"
@@ -45,24 +46,14 @@ type Options struct {
 	// as the TLS server name (--host-header).
 	HostHeader string
 
-	// Workload.
-	Mode          string // poisson, replay, parametric
-	RequestRate   float64
-	Burstiness    float64
-	NumPrompts    int64
-	NumPromptsSet bool // --num-prompts was given explicitly
-	Duration      time.Duration
-	Seed          int64 // -1: derive from the clock (and report it)
-	TimeScale     float64
+	// The workload: the mode and its load, request sizes, the replay,
+	// parametric, model and load-control options and --multi-turn, as the
+	// workload package takes them (workload.Spec; see replay.go,
+	// parametric.go, models.go, workload/loadctl.go).
+	workload.Spec
+	Seed int64 // -1: derive from the clock (and report it)
 
 	// Request sizes and prompts.
-	DatasetName        string // sharegpt, sharegpt_pre, random, or "" (random unless --dataset-path)
-	DatasetPath        string
-	RandomInputLen     int
-	RandomOutputLen    int
-	RandomRangeRatio   float64
-	SharegptOutputLen  int
-	SharegptContextLen int
 	// MaxModelLen bounds a request's input plus output tokens
 	// (--max-model-len, vLLM's name); 0 takes the served model's
 	// max_model_len from /v1/models when the server reports one, else
@@ -109,19 +100,9 @@ type Options struct {
 	// pass (exit code 0); the command checks it.
 	MaxErrorRate float64
 
-	// Replay (see replay.go).
-	Replay ReplayOptions
-	// Parametric (see parametric.go).
-	Parametric ParametricOptions
-	// Models: which served model or adapter each request goes to (see
-	// models.go).
-	Models ModelOptions
 	// Watching the run: live lines, windows, goodput, HTML report,
 	// Prometheus, server metrics (see observe.go).
 	Observe ObserveOptions
-	// Load control: ramps and stages, shared prefixes, length mixtures
-	// (workload/loadctl.go).
-	Load LoadOptions
 	// What requests ask of the answer: reasoning knobs, tools, a response
 	// format (answer.go).
 	Answer AnswerOptions
@@ -138,9 +119,6 @@ type Options struct {
 	MaxSessions     int
 	ContinueOnError bool
 	SessionsOut     string
-	// MultiTurn makes the dataset's conversations the sessions
-	// (--multi-turn).
-	MultiTurn bool
 
 	// Scale-out: keep arrivals with Index % ShardCount == ShardIndex.
 	ShardIndex, ShardCount int64
@@ -180,17 +158,17 @@ const DefaultStallTimeout = 5 * time.Minute
 func Defaults() Options {
 	return Options{
 		Backend: client.BackendVLLM, Host: "127.0.0.1", Port: 8000,
-		Mode: workload.ModePoisson, RequestRate: math.Inf(1), Burstiness: 1, NumPrompts: 100,
-		Seed: -1, TimeScale: 1,
-		RandomInputLen: 1024, RandomOutputLen: 128,
+		Spec: workload.Spec{
+			Mode: workload.ModePoisson, RequestRate: math.Inf(1), Burstiness: 1, NumPrompts: 100, TimeScale: 1,
+			RandomInputLen: 1024, RandomOutputLen: 128,
+			Replay: workload.DefaultReplayOptions(), Load: workload.DefaultLoadOptions(), Parametric: workload.DefaultParametricOptions(),
+		},
+		Seed:         -1,
 		PromptFormat: "token-ids",
 		Stream:       true, IgnoreEOS: true, WarmupRequests: 1,
 		RequestTimeout: time.Hour,
 		StallTimeout:   DefaultStallTimeout,
 		DrainTimeout:   30 * time.Second,
-		Replay:         workload.DefaultReplayOptions(),
-		Load:           workload.DefaultLoadOptions(),
-		Parametric:     workload.DefaultParametricOptions(),
 		Observe:        DefaultObserveOptions(),
 		ShardCount:     1,
 	}
@@ -247,14 +225,14 @@ func (o *Options) Validate() error {
 	if err := o.validateSessions(); err != nil {
 		errs = append(errs, err)
 	}
-	if o.MaxModelLen < 0 {
-		add("--max-model-len %d: want ≥ 1 (or leave unset)", o.MaxModelLen)
+	if err := o.validateLengths(); err != nil {
+		errs = append(errs, err)
 	}
-	if o.NumPromptsSet && o.NumPrompts < 1 {
-		add("--num-prompts %d: want ≥ 1", o.NumPrompts)
+	if o.NumPromptsSet && (o.NumPrompts < 1 || o.NumPrompts > arrival.MaxRequests) {
+		add("--num-prompts %d: want 1 to %d (the most requests one run may have)", o.NumPrompts, int64(arrival.MaxRequests))
 	}
-	if o.Duration < 0 {
-		add("--duration %v: want > 0", o.Duration)
+	if o.Duration < 0 || o.Duration > arrival.MaxSpan {
+		add("--duration %v: want > 0 and at most %v (366 days)", o.Duration, arrival.MaxSpan)
 	}
 	if o.MaxConcurrencyRamp < 0 {
 		add("--max-concurrency-ramp %v: want a duration > 0", o.MaxConcurrencyRamp)
@@ -324,6 +302,9 @@ func (o *Options) Validate() error {
 		if math.IsInf(o.RequestRate, 1) && o.Duration > 0 && !o.NumPromptsSet && !o.profiled() {
 			add("--request-rate inf sends every request at once: give --num-prompts, not --duration")
 		}
+		if n := o.RequestRate * o.Duration.Seconds(); !math.IsInf(o.RequestRate, 1) && !o.NumPromptsSet && n > arrival.MaxRequests {
+			add("--request-rate %g for --duration %v is %.3g requests: at most %d a run (lower one, or give --num-prompts)", o.RequestRate, o.Duration, n, int64(arrival.MaxRequests))
+		}
 	}
 	if err := o.Load.Validate(o.Mode); err != nil {
 		errs = append(errs, err)
@@ -340,17 +321,11 @@ func (o *Options) profiled() bool { return o.Load.Stages != "" || o.Load.RampStr
 func (o *Options) WorkloadConfig(seed uint64) workload.Config {
 	limit, from := o.TokenLimit()
 	return workload.Config{
-		Mode: o.Mode, RequestRate: o.RequestRate, Burstiness: o.Burstiness,
-		NumPrompts: o.NumPrompts, NumPromptsSet: o.NumPromptsSet, Duration: o.Duration,
-		Seed: seed, TimeScale: o.TimeScale,
-		DatasetName: o.DatasetName, DatasetPath: o.DatasetPath,
-		RandomInputLen: o.RandomInputLen, RandomOutputLen: o.RandomOutputLen, RandomRangeRatio: o.RandomRangeRatio,
-		SharegptOutputLen: o.SharegptOutputLen, SharegptContextLen: o.SharegptContextLen,
+		Spec: o.Spec, Seed: seed,
 		TokenLimit: limit, TokenLimitFrom: from,
 		Backend: o.Backend, DryRun: o.DryRun,
-		Replay: o.Replay, Parametric: o.Parametric, Models: o.Models, Load: o.Load,
 		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount,
-		Sessions: o.SessionsConfig(seed), MultiTurn: o.MultiTurn,
+		Sessions:  o.SessionsConfig(seed),
 		Endpoints: o.endpointOptions(),
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,18 +34,9 @@ func dryParametric(t *testing.T, o Options) ([]arrival.Arrival, string, error) {
 	return rows, errb.String(), nil
 }
 
-func writeTemp(t *testing.T, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func TestParametricOptions(t *testing.T) {
-	gamma4 := writeTemp(t, "g.csv", "start,end,k,theta\n0,60000,0.5,40\n60000,120000,2,20\n")
-	lengths := writeTemp(t, "l.csv", "in,out\n10,1\n20,2\n30,3\n")
+	gamma4 := testenv.WriteFile(t, "g.csv", "start,end,k,theta\n0,60000,0.5,40\n60000,120000,2,20\n")
+	lengths := testenv.WriteFile(t, "l.csv", "in,out\n10,1\n20,2\n30,3\n")
 	bursts := func(rows []arrival.Arrival) int {
 		n := 0
 		for _, a := range rows {
@@ -159,8 +149,8 @@ func TestParametricDataRoot(t *testing.T) {
 }
 
 func TestParametricErrors(t *testing.T) {
-	badCSV := writeTemp(t, "bad.csv", "gamma_shape,gamma_scale\n0.3,50\n0.3,-1\n")
-	badNB := writeTemp(t, "nb.json", "{\"nb_mu\": 2,\n\"nb_alpha\": \"many\"}")
+	badCSV := testenv.WriteFile(t, "bad.csv", "gamma_shape,gamma_scale\n0.3,50\n0.3,-1\n")
+	badNB := testenv.WriteFile(t, "nb.json", "{\"nb_mu\": 2,\n\"nb_alpha\": \"many\"}")
 	cases := []struct {
 		name string
 		set  func(p *ParametricOptions)

@@ -35,6 +35,11 @@ func Run(ctx context.Context, o Options, stdio runner.IO) (*metrics.Summary, err
 	if err := runner.CheckStartAt(o.StartAt, time.Now(), "at launch"); err != nil && !o.DryRun {
 		return nil, Usage(err)
 	}
+	// Every output is checked before anything is sent, so that a summary
+	// is never lost at the end to a missing or read-only directory.
+	if err := CheckOutputs(o.Outputs()); err != nil {
+		return nil, Usage(err)
+	}
 	seed := uint64(o.Seed)
 	if o.Seed == -1 {
 		seed = uint64(time.Now().UnixNano()) & (1<<53 - 1)
@@ -57,7 +62,7 @@ func Run(ctx context.Context, o Options, stdio runner.IO) (*metrics.Summary, err
 		o.Model = model
 		o.SetServerLimit(models, log)
 	}
-	wl, err := o.build(seed, log)
+	wl, err := o.build(ctx, seed, log)
 	if err != nil || o.DryRun {
 		return nil, err
 	}
@@ -77,8 +82,9 @@ func Run(ctx context.Context, o Options, stdio runner.IO) (*metrics.Summary, err
 
 // build builds the workload of a run of seed, writes --schedule-out and
 // --sessions-out, and logs what it is.
-func (o *Options) build(seed uint64, log Logger) (*workload.Workload, error) {
+func (o *Options) build(ctx context.Context, seed uint64, log Logger) (*workload.Workload, error) {
 	cfg := o.WorkloadConfig(seed)
+	cfg.Stop = ctx.Done()
 	var schedOut *os.File
 	if o.ScheduleOut != "" {
 		var err error
@@ -113,6 +119,9 @@ func (o *Options) build(seed uint64, log Logger) (*workload.Workload, error) {
 	}
 	if sessErr != nil {
 		return nil, fmt.Errorf("sessions %s: %w", o.SessionsOut, sessErr)
+	}
+	if errors.Is(err, workload.ErrStopped) {
+		return nil, fmt.Errorf("%w: %w", err, context.Cause(ctx))
 	}
 	if err != nil {
 		return nil, Usage(err)
@@ -160,8 +169,8 @@ func (o *Options) runConfig(seed uint64, wl *workload.Workload, stdio runner.IO,
 		Monitor:      o.MonitorConfig(wl.Stats, stdio, log),
 		Endpoints:    o.shownURLs(),
 		ResultsJSONL: o.ResultsJSONL, SummaryJSON: o.SummaryJSON, OutputFile: o.OutputFile,
-		ResultsCSV: o.ResultsCSV,
-		Quiet:      o.Quiet,
+		ResultsCSV: o.ResultsCSV, ReportHTML: o.Observe.ReportHTML,
+		Quiet: o.Quiet,
 	}, nil
 }
 

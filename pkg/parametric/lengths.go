@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
 // LengthPairs is what ReadLengthPairs found: the usable (input, output)
@@ -23,8 +25,8 @@ type LengthPairs struct {
 	SkippedLines []int
 }
 
-// maxLength bounds an accepted token length.
-const maxLength = 1 << 24
+// maxLength bounds an accepted token length (as every length flag).
+const maxLength = arrival.MaxLength
 
 // ReadLengthPairs reads request sizes from a CSV with a header naming the
 // input and output columns (default input_length and output_length). Rows

@@ -10,6 +10,8 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
 )
 
 // NB is a Negative Binomial burst-size model: mean Mu, dispersion Alpha,
@@ -140,12 +142,9 @@ const maxNBFile = 1 << 20
 // ReadNBJSON reads an NB JSON file (FineServe's format; only nb_mu and
 // nb_alpha are required). Errors name the file, the line and the key.
 func ReadNBJSON(r io.Reader, name string) (NB, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxNBFile+1))
+	data, err := bounded.Read(r, maxNBFile)
 	if err != nil {
 		return NB{}, &ParseError{File: name, Err: err}
-	}
-	if len(data) > maxNBFile {
-		return NB{}, &ParseError{File: name, Err: fmt.Errorf("larger than %d bytes", maxNBFile)}
 	}
 	var raw map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -329,11 +329,7 @@ func readLoRA(cl *csvLines, header []string, t *Trace, o *Options) error {
 		rec = fields
 		return parseRow(line)
 	})
-	if err != nil {
-		return err
-	}
-	b.finish()
-	return nil
+	return b.end(err)
 }
 
 // The text-to-image trace's keys.
@@ -500,6 +496,9 @@ func readJSONArray(br *bufio.Reader, t *Trace, o *Options) error {
 		default:
 			err = p.object(line, v)
 		}
+		if errors.Is(err, errEnough) {
+			break
+		}
 		if err != nil {
 			return err
 		}
@@ -664,9 +663,5 @@ func (s *arrayScanner) value() (tooLong bool, err error) {
 // readT2ILines reads the text-to-image trace written as JSON Lines.
 func readT2ILines(br *bufio.Reader, t *Trace, o *Options) error {
 	p := newT2IParser(t, o)
-	if err := eachJSONObject(br, t, p.b, p.object); err != nil {
-		return err
-	}
-	p.b.finish()
-	return nil
+	return p.b.end(eachJSONObject(br, t, p.b, p.object))
 }

@@ -179,11 +179,7 @@ func readJSONL(br *bufio.Reader, t *Trace, o *Options, first []byte) error {
 		v = obj
 		return p.parse(line, get, blocks)
 	})
-	if err != nil {
-		return err
-	}
-	p.b.finish()
-	return nil
+	return p.b.end(err)
 }
 
 // eachJSONObject calls fn with every non-blank line of a JSON Lines file,

@@ -291,11 +291,7 @@ func readCSV(br *bufio.Reader, t *Trace, o *Options) error {
 		rec = fields
 		return p.parse(line, get, nil)
 	})
-	if err != nil {
-		return err
-	}
-	p.b.finish()
-	return nil
+	return p.b.end(err)
 }
 
 // eachCSVRecord calls fn with every record of cl and its line; a malformed

@@ -120,7 +120,7 @@ func (s Slice) due(t *Trace, i int) time.Duration {
 	if s.TimeScale == 1 {
 		return time.Duration(d)
 	}
-	return time.Duration(math.Round(float64(d) / s.TimeScale))
+	return arrival.Divide(time.Duration(d), s.TimeScale)
 }
 
 // Schedule returns the arrivals of slice s of t: indexes from 0, times

@@ -97,6 +97,67 @@ type Options struct {
 	// for messages ("--max-model-len").
 	TokenLimit     int
 	TokenLimitFrom string
+	// Keep, when set, bounds the rows held to those a replay can use (the
+	// rest are read and counted, not held), and lets reading stop early
+	// (see Keep).
+	Keep Keep
+	// MaxRows is the most rows a Trace holds (0: DefaultMaxRows); a trace
+	// that needs more is an error (*RowCapError).
+	MaxRows int
+}
+
+// Keep says which rows a replay can use, so that only those are held: a
+// trace of 144 M rows (a 1.6 MB gzip file) replayed for 100 requests holds
+// 100 rows, not 4 GB. Every usable row is still read and counted (the
+// trace's rows, span and mean rate are the whole file's), except that once
+// StopAfter usable rows are read, the rows are in time order so far and
+// the rows needed are held, reading stops: a later row could only be later
+// still (Trace.Stopped says where reading stopped).
+type Keep struct {
+	// Count, when > 0, keeps the Count earliest rows (--num-prompts of a
+	// replay from the start of the trace).
+	Count int
+	// Before, when > 0, keeps the rows less than Before after the earliest
+	// (--trace-start plus --trace-duration).
+	Before time.Duration
+	// StopAfter is how many usable rows are read at least before reading
+	// may stop (0: DefaultStopAfter; < 0: never).
+	StopAfter int
+}
+
+// On reports whether k bounds the rows held.
+func (k Keep) On() bool { return k.Count > 0 || k.Before > 0 }
+
+// DefaultMaxRows is the most rows a trace holds: 33,554,432 (a trace held
+// whole takes 16 bytes a row, about 48 with the copies made while it
+// grows: 1.6 GB; Azure's 2024 trace has 27 M rows). A replay of part of a larger trace holds only that part
+// (Options.Keep).
+const DefaultMaxRows = 1 << 25
+
+// DefaultStopAfter is how many usable rows are read at least before a
+// replay that holds the rows it needs (Options.Keep) stops reading a trace
+// in time order: a trace of up to 1,048,576 rows is always read whole.
+const DefaultStopAfter = 1 << 20
+
+// RowCapError is a trace with more rows to hold than Options.MaxRows.
+type RowCapError struct {
+	Path string
+	Line int // the line of the first row over the cap
+	Max  int
+	// Keep: Options.Keep was on; Unordered: the rows were not in time
+	// order.
+	Keep, Unordered bool
+}
+
+func (e *RowCapError) Error() string {
+	how := "replay a part of it (--num-prompts or --trace-duration: only that part is held), or split the file"
+	switch {
+	case e.Keep && e.Unordered:
+		how = "the trace is not in time order, so the rows to replay are known only at its end: sort it by time, or split the file"
+	case e.Keep:
+		how = "the part to replay has more: replay less of it (--num-prompts, --trace-duration), or split the file"
+	}
+	return fmt.Sprintf("replay: %s: line %d: more than %d rows to hold, the most a trace may have (about %d MB of memory): %s", e.Path, e.Line, e.Max, e.Max*48>>20, how)
 }
 
 // DefaultTokenLimit is the token limit of a row, and of any request, when
@@ -253,21 +314,27 @@ type Trace struct {
 	// Tasks counts the usable rows by task (GenTD26's predict_type), nil
 	// when the format has none.
 	Tasks map[string]int
+	// Stopped is the line reading stopped at, before the end of the file
+	// (0: read whole; see Keep).
+	Stopped int
+
+	usable int   // usable rows read (held or not)
+	span   int64 // from the earliest usable row to the latest, ns
 }
 
-// Len is the number of usable rows.
+// Len is the number of rows held: the usable rows, or with Options.Keep
+// those the replay can use.
 func (t *Trace) Len() int { return len(t.at) }
+
+// Usable is the number of usable rows read (held or not).
+func (t *Trace) Usable() int { return t.usable }
 
 // At is row i's offset from the first row, on the trace's clock.
 func (t *Trace) At(i int) time.Duration { return time.Duration(t.at[i]) }
 
-// Span is the offset of the last row (0 for an empty trace).
-func (t *Trace) Span() time.Duration {
-	if len(t.at) == 0 {
-		return 0
-	}
-	return time.Duration(t.at[len(t.at)-1])
-}
+// Span is the offset of the latest usable row read (held or not) from the
+// earliest (0 for an empty trace).
+func (t *Trace) Span() time.Duration { return time.Duration(t.span) }
 
 // InputTokens is row i's prompt length (≥ 1 when HasInput).
 func (t *Trace) InputTokens(i int) int { return int(t.in[i]) }
@@ -322,10 +389,10 @@ func (t *Trace) Burst(i int) int64 {
 // MeanRate is the trace's mean request rate over its span, in req/s (0
 // with fewer than two rows or a zero span).
 func (t *Trace) MeanRate() float64 {
-	if len(t.at) < 2 || t.Span() <= 0 {
+	if t.usable < 2 || t.Span() <= 0 {
 		return 0
 	}
-	return float64(len(t.at)-1) / t.Span().Seconds()
+	return float64(t.usable-1) / t.Span().Seconds()
 }
 
 // row is one parsed row, before it is stored.
@@ -354,10 +421,24 @@ type builder struct {
 	modelIdx  map[string]uint32
 	instIdx   map[string]uint32
 	unordered bool
+	// Options.Keep: the earliest and latest usable row, the latest held,
+	// and (Keep.Count) the time at or after which no row is needed.
+	keep         Keep
+	maxRows      int
+	minAt, maxAt int64
+	maxHeld      int64
+	after        int64
+	afterSet     bool
 }
 
+// errEnough stops reading: the rows needed are held (Options.Keep).
+var errEnough = errors.New("enough rows")
+
 func newBuilder(t *Trace, o *Options, c columns) *builder {
-	b := &builder{t: t, o: o, minOut: int32(max(o.MinOutputLen, 1))}
+	b := &builder{t: t, o: o, minOut: int32(max(o.MinOutputLen, 1)), keep: o.Keep, maxRows: cmp.Or(o.MaxRows, DefaultMaxRows)}
+	if b.keep.StopAfter == 0 {
+		b.keep.StopAfter = DefaultStopAfter
+	}
 	limit, from := o.Limit()
 	b.limit, b.limitFrom = int64(limit), from
 	t.HasInput, t.HasOutput = c.in, c.out
@@ -447,11 +528,39 @@ func (b *builder) add(r *row) error {
 	if n := int64(r.in) + int64(r.out); n > b.limit {
 		return b.overLimit(r, n)
 	}
-	if len(t.at) > 0 && r.at < b.prev {
+	if t.usable > 0 && r.at < b.prev {
 		t.Skipped.OutOfOrder++
 		b.unordered = true
 	}
 	b.prev = r.at
+	if t.usable == 0 || r.at < b.minAt {
+		b.minAt = r.at
+	}
+	if t.usable == 0 || r.at > b.maxAt {
+		b.maxAt = r.at
+	}
+	t.usable++
+	if !b.needed(r.at) {
+		// Counted, not held; the trace's names are every usable row's.
+		if t.model != nil {
+			intern(b.modelIdx, &t.models, r.model)
+		}
+		if t.inst != nil {
+			intern(b.instIdx, &t.insts, r.instance)
+		}
+		if !b.unordered && b.keep.StopAfter > 0 && t.usable >= b.keep.StopAfter {
+			t.Stopped = r.line
+			return errEnough
+		}
+		return nil
+	}
+	if len(t.at) >= b.maxRows {
+		return &RowCapError{Path: t.Path, Line: r.line, Max: b.maxRows, Keep: b.keep.On(), Unordered: b.unordered}
+	}
+	b.maxHeld = max(b.maxHeld, r.at)
+	if k := b.keep.Count; k > 0 && len(t.at)+1 == k {
+		b.after, b.afterSet = b.maxHeld, true
+	}
 	t.at = append(t.at, r.at)
 	t.in = append(t.in, r.in)
 	t.out = append(t.out, r.out)
@@ -477,6 +586,29 @@ func (b *builder) add(r *row) error {
 	return nil
 }
 
+// needed reports whether a usable row at time at may be one the replay
+// uses (Options.Keep). The rows held are a superset of those needed: the
+// earliest row so far only moves earlier, so a row past Keep.Before from
+// it stays past; once Keep.Count rows are held, a row at or after the
+// latest of them (a tie sorts after them) is never among the Count
+// earliest.
+func (b *builder) needed(at int64) bool {
+	if d := b.keep.Before; d > 0 && at-b.minAt >= int64(d) {
+		return false
+	}
+	return !b.afterSet || at < b.after
+}
+
+// end finishes a reader's pass: err is its error, errEnough when it
+// stopped early.
+func (b *builder) end(err error) error {
+	if err != nil && !errors.Is(err, errEnough) {
+		return err
+	}
+	b.finish()
+	return nil
+}
+
 // intern returns name's id: its index in *names, where a copy of it (the
 // row's text may alias a reused buffer) is appended on first sight.
 func intern(idx map[string]uint32, names *[]string, name string) uint32 {
@@ -498,11 +630,12 @@ func (b *builder) finish() {
 		b.sort()
 	}
 	if len(t.at) > 0 {
-		lead := t.at[0]
+		lead := t.at[0] // the earliest usable row is always held
 		t.Lead = time.Duration(lead)
 		for i := range t.at {
 			t.at[i] -= lead
 		}
+		t.span = b.maxAt - lead
 	}
 }
 

@@ -1,13 +1,11 @@
 package report
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"html/template"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -229,21 +227,11 @@ type errorRow struct {
 	Count int64
 }
 
-// WriteHTMLFile writes d's report to path.
+// WriteHTMLFile writes d's report to path, through a temporary file
+// renamed into place (a device is written directly): a failed write (a
+// full disk) leaves neither a partial report nor the temporary file.
 func WriteHTMLFile(path string, d *Data) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(f)
-	err = WriteHTML(bw, d)
-	if ferr := bw.Flush(); err == nil {
-		err = ferr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return WriteFileAtomic(path, func(w io.Writer) error { return WriteHTML(w, d) })
 }
 
 // WriteHTML writes d's report: one self-contained HTML page (inline SVG

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -28,9 +29,13 @@ type table struct {
 	err error
 }
 
+// line prints one line of the table; its values may come from the server
+// or a file (a model name, an error message): their control characters
+// are written as escapes (termsafe), so they cannot act on the terminal
+// or start a line of their own.
 func (t *table) line(format string, a ...any) {
 	if t.err == nil {
-		_, t.err = fmt.Fprintf(t.w, format+"\n", a...)
+		_, t.err = fmt.Fprintf(t.w, format+"\n", termsafe.Args(a)...)
 	}
 }
 
@@ -313,4 +318,28 @@ func rateText(r metrics.Rate) string {
 		return "N/A"
 	}
 	return fmt.Sprintf("%g", float64(r))
+}
+
+// WriteGoodput prints the goodput section of a run judged against
+// --goodput: the SLOs, requests meeting every one per second, their number
+// and share (nothing without --goodput).
+func WriteGoodput(w io.Writer, sum *metrics.Summary) error {
+	g := sum.Goodput
+	if g == nil {
+		return nil
+	}
+	var targets []string
+	for _, k := range []string{"ttft", "tpot", "e2el"} {
+		if v, ok := g.SLO[k]; ok {
+			targets = append(targets, fmt.Sprintf("%s ≤ %g ms", k, v))
+		}
+	}
+	t := &table{w: w}
+	t.line("%s", center("Goodput", '-', 50))
+	t.line("%-40s %-10s", "SLOs:", strings.Join(targets, ", "))
+	t.row("Request goodput (req/s):", g.Rate)
+	t.line("%-40s %-10d", "Requests meeting every SLO:", g.Requests)
+	t.row("Share meeting every SLO (%):", 100*g.Share)
+	t.line("%s", strings.Repeat("=", 50))
+	return t.err
 }

@@ -7,11 +7,9 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -20,6 +18,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/exposed"
 	"github.com/fineserve-gen/fineserve-gen/internal/gcfloor"
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
+	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
@@ -93,6 +92,8 @@ type Config struct {
 	// records as a CSV table.
 	ResultsJSONL, SummaryJSON, OutputFile string
 	ResultsCSV                            string
+	// ReportHTML is the HTML report written at the end ("": none).
+	ReportHTML string
 	// Quiet prints warnings only.
 	Quiet bool
 }
@@ -113,16 +114,18 @@ type Logger struct {
 // NewLogger returns a Logger that writes to w; quiet drops the notes.
 func NewLogger(w io.Writer, quiet bool) *Logger { return &Logger{w: w, quiet: quiet} }
 
-// Infof writes a note.
+// Infof writes a note. Its values may come from the server or a file (a
+// model name, an error message): their control characters are written as
+// escapes (termsafe), so they cannot act on the terminal.
 func (l *Logger) Infof(format string, a ...any) {
 	if !l.quiet {
-		fmt.Fprintf(l.w, format+"\n", a...)
+		fmt.Fprintf(l.w, format+"\n", termsafe.Args(a)...)
 	}
 }
 
-// Warnf writes a warning.
+// Warnf writes a warning, its values made safe as Infof's.
 func (l *Logger) Warnf(format string, a ...any) {
-	fmt.Fprintf(l.w, "warning: "+format+"\n", a...)
+	fmt.Fprintf(l.w, "warning: "+format+"\n", termsafe.Args(a)...)
 }
 
 var _ workload.Logger = (*Logger)(nil)
@@ -203,7 +206,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 
 	snd := &sender{endpoints: pool, plan: wl.Balance, prompts: prompts, results: results, model: cfg.Model, images: wl.Images, panics: panics,
 		batch: pool.First().Backend().Batch}
-	d := &arrival.Dispatcher{Start: start, MaxConcurrency: cfg.MaxConcurrency, ConcurrencyRamp: cfg.ConcurrencyRamp, Sender: snd, OnOffer: mon.Offer,
+	d := &arrival.Dispatcher{Start: start, MaxConcurrency: cfg.MaxConcurrency, ConcurrencyRamp: cfg.ConcurrencyRamp, Sender: snd, OnOffer: mon.Offer, Go: safe.Go,
 		Unwritten: pool.Unwritten}
 	var sessions *sessionSender
 	if wl.Sessions != nil {
@@ -271,14 +274,17 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 			log.Warnf("the results file fell behind the run: up to %d records (%d bytes) waited in memory for the disk (none was lost; the run was not slowed)", b.Records, b.Bytes)
 		}
 	}
-	if err := writeOutputs(cfg, sum, stdio); err != nil {
-		return sum, err
-	}
-	if err := mon.Finish(sum); err != nil {
-		return sum, err
-	}
+	// Every output is attempted, and every one that failed is named (a
+	// full disk fails them all); then the monitor's closing warnings.
+	outErrs := []error{writeOutputs(cfg, sum, mon, stdio), mon.Finish(sum)}
 	if werr != nil {
-		return sum, fmt.Errorf("results: %w", werr)
+		outErrs = append(outErrs, fmt.Errorf("results: %w", werr))
+	}
+	if err := errors.Join(outErrs...); err != nil {
+		return sum, err
+	}
+	if cfg.ReportHTML != "" {
+		log.Infof("report: %s", cfg.ReportHTML)
 	}
 	if n := panics.recording.Load(); n > 0 {
 		return sum, fmt.Errorf("%d results could not be recorded whole (their records say error_class internal; the summary may count them as they were): %w",
@@ -472,9 +478,20 @@ func (s *sender) do(ctx context.Context, a arrival.Arrival, res *client.Result) 
 	cli.Do(ctx, &req, res)
 }
 
+// WarmupAttempts is how many times a warm-up request is sent at most: a
+// failed one is sent again after WarmupBackoff, twice as long before each
+// further attempt, so that one fault of a server that fails a share of its
+// requests does not stop the run.
+const WarmupAttempts = 4
+
+// WarmupBackoff is the wait before a failed warm-up request's second
+// attempt.
+var WarmupBackoff = 100 * time.Millisecond
+
 // warmup sends n requests shaped like the first arrival (at most 32 output
-// tokens) and fails the run if none succeeds. images: the run generates
-// images (the prompt is text).
+// tokens), each failed one again up to WarmupAttempts times, and fails the
+// run only if none succeeds — nothing works; failures a retry overcame are
+// a warning. images: the run generates images (the prompt is text).
 func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts *prompt.Builder, first arrival.Arrival, log *Logger, panics *requestPanics) error {
 	if n == 0 {
 		return nil
@@ -483,109 +500,113 @@ func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts
 	log.Infof("warm-up: %d request(s)", n)
 	var wg sync.WaitGroup
 	res := make([]client.Result, n)
+	failed := make([]warmupFailure, n) // each request's first failure
 	for i := range res {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[i].Reset()
-			defer panics.recoverInto(&res[i])
 			a := first
 			a.Index = -1 - int64(i)
 			a.PrefixBlocks = nil // the warm-up must not put the first request's prefix in the server's cache
 			if images {
 				a.Images = 0
 			}
-			req := client.Request{Model: a.Model, MaxTokens: a.OutputTokens, Prompt: appendPrompt(prompts, nil, &a), Chat: a.Images > 0, Gen: a.Gen}
-			if cli.Backend().Batch {
-				batchInputs(&req, prompts, &a)
+			wait := WarmupBackoff
+			for attempt := range WarmupAttempts {
+				if attempt > 0 && !sleepCtx(ctx, wait) {
+					return
+				}
+				wait *= 2
+				res[i].Reset()
+				func() {
+					defer panics.recoverInto(&res[i])
+					req := client.Request{Model: a.Model, MaxTokens: a.OutputTokens, Prompt: appendPrompt(prompts, nil, &a), Chat: a.Images > 0, Gen: a.Gen}
+					if cli.Backend().Batch {
+						batchInputs(&req, prompts, &a)
+					}
+					cli.Do(ctx, &req, &res[i])
+				}()
+				if res[i].OK() || res[i].ErrorClass == client.ErrInternal || ctx.Err() != nil {
+					return
+				}
+				if failed[i].n++; failed[i].n == 1 {
+					failed[i].class, failed[i].msg = res[i].ErrorClass, res[i].Error
+				}
 			}
-			cli.Do(ctx, &req, &res[i])
 		}()
 	}
 	wg.Wait()
+	ok, tries := 0, 0
+	var firstFail *warmupFailure
 	for i := range res {
 		if res[i].OK() {
-			return nil
+			ok++
+		}
+		tries += failed[i].n
+		if failed[i].n > 0 && firstFail == nil {
+			firstFail = &failed[i]
 		}
 	}
-	what := "the warm-up request failed"
+	if ok > 0 {
+		if firstFail != nil {
+			log.Warnf("warm-up: %d of %d request(s) succeeded after %d failed attempt(s) (the first: %s: %s); the run goes on",
+				ok, n, tries, firstFail.class, firstFail.msg)
+		}
+		return nil
+	}
+	what := fmt.Sprintf("the warm-up request failed %d times", WarmupAttempts)
 	if len(res) > 1 {
-		what = fmt.Sprintf("all %d warm-up requests failed", len(res))
+		what = fmt.Sprintf("all %d warm-up requests failed, each %d times", len(res), WarmupAttempts)
 	}
 	if res[0].ErrorClass == client.ErrInternal {
 		return fmt.Errorf("warm-up failed: %s: %w", what, &safe.Panic{Value: res[0].Error})
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("warm-up failed: %w", err)
+	}
+	cls, msg := res[0].ErrorClass, res[0].Error
+	if firstFail != nil {
+		cls, msg = firstFail.class, firstFail.msg
+	}
 	return fmt.Errorf("warm-up failed: %s; first error (%s): %s (--warmup-requests N sends more, 0 none: a server meant to fail some requests needs one of them)",
-		what, res[0].ErrorClass, res[0].Error)
+		what, cls, termsafe.String(msg))
 }
 
-// writeOutputs prints the table and writes the summary files.
-func writeOutputs(cfg *Config, sum *metrics.Summary, stdio IO) error {
-	if err := report.WriteTable(stdio.Out, sum); err != nil {
-		return err
+// warmupFailure is how often a warm-up request failed, and its first
+// error.
+type warmupFailure struct {
+	n          int
+	class, msg string
+}
+
+// sleepCtx waits d, or until ctx is done (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
-	if err := report.WriteBreakdowns(stdio.Out, sum); err != nil {
-		return err
-	}
-	if err := report.WriteSessions(stdio.Out, sum); err != nil {
-		return err
-	}
-	var errs []error
+}
+
+// writeOutputs prints the table and writes the summary files and the HTML
+// report (the outputs table: report.WriteOutputs).
+func writeOutputs(cfg *Config, sum *metrics.Summary, mon *monitor.Monitor, stdio IO) error {
+	outs := []report.Output{report.TableOutput(sum)}
 	if cfg.SummaryJSON != "" {
-		b, err := json.MarshalIndent(sum, "", "  ")
-		if err == nil {
-			err = writeFileAtomic(cfg.SummaryJSON, append(b, '\n'))
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("summary %s: %w", cfg.SummaryJSON, err))
-		}
+		outs = append(outs, report.SummaryOutput(cfg.SummaryJSON, sum))
 	}
 	if cfg.OutputFile != "" {
-		if err := appendLine(cfg.OutputFile, sum, stdio.Out); err != nil {
-			errs = append(errs, fmt.Errorf("output file %s: %w", cfg.OutputFile, err))
-		}
+		outs = append(outs, report.LineOutput(cfg.OutputFile, sum))
 	}
-	return errors.Join(errs...)
-}
-
-// writeFileAtomic writes b to path through a temporary file renamed into
-// place, so a process killed meanwhile leaves no half-written file (a
-// device or pipe is written directly).
-func writeFileAtomic(path string, b []byte) error {
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return os.WriteFile(path, b, 0o644) // e.g. /dev/stdout
+	if cfg.ReportHTML != "" {
+		pts, note, scrapes := mon.Series()
+		d := &report.Data{Summary: sum, Series: pts, SeriesNote: note, Server: scrapes, Source: "live run"}
+		outs = append(outs, report.HTMLOutput(cfg.ReportHTML, d))
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
-// appendLine appends the summary as one JSON line, as FineServe does; to
-// stdout when path is "-" (a container's log: docs/SCALE_OUT.md).
-func appendLine(path string, sum *metrics.Summary, stdout io.Writer) error {
-	b, err := json.Marshal(sum)
-	if err != nil {
-		return err
-	}
-	if path == "-" {
-		_, err := stdout.Write(append(b, '\n'))
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(b, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return report.WriteOutputs(stdio.Out, outs...)
 }
 
 // batchInputs makes req a batch of a's prompts (client.Backend.Batch):

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
 // Unit is what a Dist's values are: a count of turns, a number of tokens or
@@ -128,6 +130,9 @@ func (d Dist) check() error {
 			return errors.New("lognormal:MEDIAN:SIGMA needs MEDIAN > 0 and SIGMA ≥ 0")
 		}
 	}
+	if d.Unit == Tokens && (d.A > arrival.MaxLength || d.Kind == "uniform" && d.B > arrival.MaxLength) {
+		return fmt.Errorf("a length is at most %d tokens", arrival.MaxLength)
+	}
 	return nil
 }
 
@@ -144,8 +149,9 @@ func (d Dist) Mean() float64 {
 	return 0
 }
 
-// Draw draws one value from r: whole and ≥ 1 for counts and tokens,
-// ≥ 0 seconds for durations.
+// Draw draws one value from r: whole and ≥ 1 for counts (at most
+// MaxTurns) and tokens (at most arrival.MaxLength), ≥ 0 seconds for
+// durations.
 func (d Dist) Draw(r *rand.Rand) float64 {
 	var v float64
 	switch d.Kind {
@@ -173,6 +179,12 @@ func (d Dist) Draw(r *rand.Rand) float64 {
 	}
 	if d.Unit != Duration {
 		v = max(math.Round(v), 1)
+	}
+	switch d.Unit { // a geometric or lognormal tail, or a huge constant
+	case Tokens:
+		v = min(v, arrival.MaxLength)
+	case Count:
+		v = min(v, MaxTurns)
 	}
 	return v
 }

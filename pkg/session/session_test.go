@@ -2,6 +2,7 @@ package session
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"testing"
@@ -172,5 +173,38 @@ func TestPlanRows(t *testing.T) {
 	want := "12,1,0.000000,100,20\n12,2,1.500000,30,20\n"
 	if got != want {
 		t.Errorf("rows:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A token length is at most arrival.MaxLength however far a distribution's
+// tail reaches, and a count at most MaxTurns (int of a huge float is
+// negative: no turn at all).
+func TestDrawIsBounded(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, c := range []struct {
+		s    string
+		unit Unit
+		max  float64
+	}{
+		{"lognormal:1000000:30", Tokens, arrival.MaxLength},
+		{"geometric:16000000", Tokens, arrival.MaxLength},
+		{"1e300", Count, MaxTurns},
+		{"lognormal:100:40", Count, MaxTurns},
+	} {
+		d, err := ParseDist(c.s, c.unit)
+		if err != nil {
+			t.Fatalf("%s: %v", c.s, err)
+		}
+		hit := false
+		for range 1000 {
+			v := d.Draw(r)
+			if v < 1 || v > c.max {
+				t.Fatalf("%s: drew %g, want 1 to %g", c.s, v, c.max)
+			}
+			hit = hit || v == c.max
+		}
+		if !hit {
+			t.Errorf("%s: never reached the bound %g in 1000 draws", c.s, c.max)
+		}
 	}
 }

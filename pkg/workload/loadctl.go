@@ -102,8 +102,8 @@ func (l *LoadOptions) Validate(mode string) error {
 			add("--lengths applies to poisson and parametric mode (a trace gives its own lengths)")
 		}
 	}
-	if l.PrefixLen < 0 {
-		add("--prefix-len %d: want a number of tokens ≥ 1 (0: off)", l.PrefixLen)
+	if l.PrefixLen < 0 || l.PrefixLen > arrival.MaxLength {
+		add("--prefix-len %d: want a number of tokens from 1 to %d (0: off)", l.PrefixLen, arrival.MaxLength)
 	}
 	if l.NumPrefixes < 0 || l.NumPrefixes > prompt.MaxPrefixes || l.NumPrefixes == 0 && l.PrefixLen > 0 {
 		add("--num-prefixes %d: want 1 to %d", l.NumPrefixes, prompt.MaxPrefixes)

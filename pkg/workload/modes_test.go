@@ -30,7 +30,7 @@ func TestModeTable(t *testing.T) {
 	if strings.Join(rated, ",") != ModePoisson || strings.Join(trace, ",") != ModeReplay {
 		t.Errorf("rated %v, trace %v", rated, trace)
 	}
-	if _, err := Build(Config{Mode: "poison"}, nil); err == nil || !strings.Contains(err.Error(), ModeNames()) {
+	if _, err := Build(Config{Spec: Spec{Mode: "poison"}}, nil); err == nil || !strings.Contains(err.Error(), ModeNames()) {
 		t.Errorf("unknown mode: %v, want an error listing %s", err, ModeNames())
 	}
 }

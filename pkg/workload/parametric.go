@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/datasets"
+	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/parametric"
 )
@@ -291,17 +291,15 @@ const maxInputFile = 256 << 20
 
 // readFile reads a named input file, at most maxInputFile bytes.
 func readFile(name, flag string) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
+	data, err := bounded.ReadFile(name, maxInputFile)
+	var tl *bounded.TooLarge
+	switch {
+	case errors.As(err, &tl):
+		return nil, fmt.Errorf("%s %s: %w, the limit of this input", flag, name, err)
+	case errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission):
 		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxInputFile+1))
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("%s %s: %w", flag, name, err)
-	}
-	if len(data) > maxInputFile {
-		return nil, fmt.Errorf("%s %s: larger than %d MiB, the limit of this input", flag, name, maxInputFile>>20)
 	}
 	return data, nil
 }

@@ -3,6 +3,7 @@ package workload
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
@@ -106,15 +107,19 @@ func replaySchedule(c *Config, seed uint64, log Logger, w *Workload) (arrival.Sc
 		OutputColumn: r.OutputLengthColumn, ModelColumn: r.ModelColumn,
 		Strict: r.Strict, KeepFailed: r.KeepFailed, MinOutputLen: r.MinOutputLen,
 		Scene: r.Scene, TokenLimit: limit, TokenLimitFrom: from,
+		Keep: keepRows(c),
 	})
 	if err != nil {
 		return nil, (err)
 	}
 	if rate := tr.MeanRate(); rate > 0 {
 		log.Infof("trace %s: %s format, %d usable of %d rows over %s (mean %.3f req/s)",
-			r.TracePath, tr.Format, tr.Len(), tr.Rows, tr.Span().Round(time.Millisecond), rate)
+			r.TracePath, tr.Format, tr.Usable(), tr.Rows, tr.Span().Round(time.Millisecond), rate)
 	} else {
-		log.Infof("trace %s: %s format, %d usable of %d rows, all at one time", r.TracePath, tr.Format, tr.Len(), tr.Rows)
+		log.Infof("trace %s: %s format, %d usable of %d rows, all at one time", r.TracePath, tr.Format, tr.Usable(), tr.Rows)
+	}
+	if tr.Stopped > 0 {
+		log.Infof("trace %s: read to line %d: the rows this replay uses are held and the trace is in time order so far (the rest of the file is not read)", r.TracePath, tr.Stopped)
 	}
 	if tr.Detected != "" {
 		log.Infof("trace %s: %s", r.TracePath, tr.Detected)
@@ -171,7 +176,7 @@ func replaySchedule(c *Config, seed uint64, log Logger, w *Workload) (arrival.Sc
 	}
 
 	info := ReplayInfo{
-		Trace: r.TracePath, Format: string(tr.Format), RowsRead: tr.Rows, RowsUsable: tr.Len(),
+		Trace: r.TracePath, Format: string(tr.Format), RowsRead: tr.Rows, RowsUsable: tr.Usable(),
 		Skipped: tr.Skipped, TimeScale: sl.TimeScale, TargetRate: r.TargetRate,
 		TraceStartS: sl.Start.Seconds(), TraceDuration: r.TraceDuration.Seconds(),
 		Replayed: sl.Len(), TraceRate: sl.SliceRate, Tasks: tr.Tasks,
@@ -200,6 +205,36 @@ func replaySchedule(c *Config, seed uint64, log Logger, w *Workload) (arrival.Sc
 	}
 	w.Replay = &info
 	return s, nil
+}
+
+// keepRows says which rows of the trace the replay can use, so that only
+// those are held (replay.Keep): the earliest --num-prompts of a replay
+// from the start, and the rows before --trace-start plus --trace-duration
+// or, from the start, before --duration at the time scale. --trace-start
+// busiest and --target-rate need the whole trace.
+func keepRows(c *Config) replay.Keep {
+	r := &c.Replay
+	var k replay.Keep
+	if r.TraceBusiest {
+		return k
+	}
+	before := func(d time.Duration) {
+		if d > 0 && (k.Before == 0 || d < k.Before) {
+			k.Before = d
+		}
+	}
+	if r.TraceDuration > 0 && r.TraceStart <= math.MaxInt64-r.TraceDuration {
+		before(r.TraceStart + r.TraceDuration)
+	}
+	if r.TraceStart == 0 && r.TargetRate == 0 {
+		if c.NumPromptsSet && c.NumPrompts <= arrival.MaxRequests {
+			k.Count = int(c.NumPrompts)
+		}
+		if c.Duration > 0 && c.TimeScale > 0 {
+			before(arrival.Divide(c.Duration, 1/c.TimeScale))
+		}
+	}
+	return k
 }
 
 func missingLengths(tr *replay.Trace) string {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
@@ -29,23 +30,11 @@ type Logger = client.Logger
 // request sizes, the token limit (found by the caller, e.g. from the
 // server's model list) and the shard.
 type Config struct {
-	Mode          string // poisson, replay, parametric
-	RequestRate   float64
-	Burstiness    float64
-	NumPrompts    int64
-	NumPromptsSet bool // --num-prompts was given explicitly
-	Duration      time.Duration
-	Seed          uint64
-	TimeScale     float64
+	// Spec is what the command line says of the schedule (options.Options
+	// embeds the same struct: nothing is copied field by field).
+	Spec
+	Seed uint64
 
-	// Request sizes.
-	DatasetName        string // sharegpt, sharegpt_pre, random, or ""
-	DatasetPath        string
-	RandomInputLen     int
-	RandomOutputLen    int
-	RandomRangeRatio   float64
-	SharegptOutputLen  int
-	SharegptContextLen int
 	// TokenLimit bounds a request's input plus output tokens (0:
 	// replay.DefaultTokenLimit); TokenLimitFrom names where it comes from.
 	TokenLimit     int
@@ -57,11 +46,6 @@ type Config struct {
 	Backend string
 	DryRun  bool
 
-	Replay     ReplayOptions
-	Parametric ParametricOptions
-	Models     ModelOptions
-	Load       LoadOptions
-
 	// Endpoints spreads the requests over several endpoints (endpoints.go).
 	Endpoints EndpointOptions
 
@@ -71,6 +55,11 @@ type Config struct {
 	// ScheduleOut, when set, receives the schedule CSV (this shard's
 	// arrivals) during the one pass.
 	ScheduleOut io.Writer
+	// Stop, when set, ends the pass once it is closed (the run was stopped
+	// by a signal while a long schedule was walked): Build returns
+	// ErrStopped. It is read every 65,536 arrivals, never for the
+	// schedule's content.
+	Stop <-chan struct{}
 
 	// Resolved load control (loadctl.go), for the mode's schedule.
 	profile *arrival.Profile
@@ -79,6 +68,36 @@ type Config struct {
 	// set, receives the plan's CSV (this shard's sessions).
 	Sessions    session.Config
 	SessionsOut io.Writer
+}
+
+// Spec is a schedule as the command line describes it: the mode (a row of
+// the mode table) and its load, the request sizes, the mode's own options,
+// models, load control and multi-turn conversations. The command's
+// options embed it, and Config carries it with what a run resolves (the
+// seed, the token limit, the shard, the sessions' plan).
+type Spec struct {
+	Mode          string // a row of the mode table (modes.go)
+	RequestRate   float64
+	Burstiness    float64
+	NumPrompts    int64
+	NumPromptsSet bool // --num-prompts was given explicitly
+	Duration      time.Duration
+	TimeScale     float64
+
+	// Request sizes.
+	DatasetName        string // sharegpt, sharegpt_pre, random, or ""
+	DatasetPath        string
+	RandomInputLen     int
+	RandomOutputLen    int
+	RandomRangeRatio   float64
+	SharegptOutputLen  int
+	SharegptContextLen int
+
+	Replay     ReplayOptions
+	Parametric ParametricOptions
+	Models     ModelOptions
+	Load       LoadOptions
+
 	// MultiTurn makes the dataset's conversations the sessions
 	// (--multi-turn; sessions.go).
 	MultiTurn bool
@@ -226,6 +245,9 @@ func Build(c Config, log Logger) (*Workload, error) {
 	return w, nil
 }
 
+// ErrStopped is Build's error when Config.Stop closed during its pass.
+var ErrStopped = errors.New("stopped while the schedule was built")
+
 // WriteError is a failure to write the schedule CSV.
 type WriteError struct{ Err error }
 
@@ -257,6 +279,16 @@ func (w *Workload) measure(s arrival.Schedule, c *Config) error {
 	}
 	facts := newLoadFacts(c.mixture, w.Prefix, w.ImageOptions)
 	for a := range s {
+		if err := c.checkArrival(&a, w.Total); err != nil {
+			return err
+		}
+		if w.Total&0xffff == 0xffff && c.Stop != nil {
+			select {
+			case <-c.Stop:
+				return ErrStopped
+			default:
+			}
+		}
 		plan.add(&a, c)
 		line = cols.AppendRow(line[:0], a)
 		if unsharded != nil {
@@ -331,6 +363,28 @@ func (o *csvOut) close() error {
 	}
 	o.flush()
 	return o.err
+}
+
+// checkArrival stops a schedule that no run could keep: an arrival due
+// later than arrival.MaxSpan (an offset that overflowed: a tiny
+// --request-rate or --time-scale), or more than arrival.MaxRequests
+// arrivals. n is how many came before a.
+func (c *Config) checkArrival(a *arrival.Arrival, n int64) error {
+	if n >= arrival.MaxRequests {
+		return fmt.Errorf("the schedule has more than %d requests, the most one run may have: lower --num-prompts or --duration (or split the run into several)", int64(arrival.MaxRequests))
+	}
+	if a.At >= 0 && a.At <= arrival.MaxSpan {
+		return nil
+	}
+	due := "after " + arrival.MaxSpan.String()
+	if a.At > 0 && a.At < math.MaxInt64 {
+		due = fmt.Sprintf("at %.0f s", a.At.Seconds())
+	}
+	hint := fmt.Sprintf("raise --request-rate (now %g)", c.RequestRate)
+	if c.Mode != "poisson" || c.profile != nil {
+		hint = fmt.Sprintf("raise --time-scale (now %g)", c.TimeScale)
+	}
+	return fmt.Errorf("request %d is due %s, later than the longest schedule (%.0f days): %s, or send fewer requests (--num-prompts)", a.Index, due, arrival.MaxSpan.Hours()/24, hint)
 }
 
 // images reports whether every request generates images.

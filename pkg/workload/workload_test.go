@@ -27,10 +27,10 @@ func (quiet) Warnf(string, ...any) {}
 // baseConfig is a seeded poisson workload with FineServe's defaults.
 func baseConfig() Config {
 	return Config{
-		Mode: "poisson", RequestRate: 40, Burstiness: 1, NumPrompts: 100, NumPromptsSet: true,
-		Seed: 42, TimeScale: 1, RandomInputLen: 1024, RandomOutputLen: 128,
-		Backend: "vllm", Replay: DefaultReplayOptions(), Parametric: DefaultParametricOptions(),
-		ShardCount: 1,
+		Spec: Spec{Mode: ModePoisson, RequestRate: 40, Burstiness: 1, NumPrompts: 100, NumPromptsSet: true,
+			TimeScale: 1, RandomInputLen: 1024, RandomOutputLen: 128,
+			Replay: DefaultReplayOptions(), Parametric: DefaultParametricOptions()},
+		Seed: 42, Backend: "vllm", ShardCount: 1,
 	}
 }
 
@@ -279,5 +279,22 @@ func TestShardsOverEndpointsHashTheWholeRun(t *testing.T) {
 	}
 	if moved == 0 {
 		t.Error("no shard row differs from the whole run's: the test does not test the shard-aware round-robin")
+	}
+}
+
+// A stopped run (a signal) ends the schedule's pass: --num-prompts
+// 99999999999 was walked for hours with SIGTERM caught and ignored.
+func TestBuildStops(t *testing.T) {
+	c := baseConfig()
+	c.NumPrompts, c.NumPromptsSet = 1_000_000_000, true
+	stop := make(chan struct{})
+	close(stop)
+	c.Stop = stop
+	start := time.Now()
+	if _, err := Build(c, quiet{}); !errors.Is(err, ErrStopped) {
+		t.Fatalf("error %v, want ErrStopped", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("stopped after %v", d)
 	}
 }

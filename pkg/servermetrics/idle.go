@@ -1,4 +1,4 @@
-package sweep
+package servermetrics
 
 import (
 	"context"
@@ -7,11 +7,9 @@ import (
 	"math"
 	"net/http"
 	"time"
-
-	"github.com/fineserve-gen/fineserve-gen/pkg/servermetrics"
 )
 
-// Idle waits for a server to be idle between steps, so that one step's
+// Idle waits for a server to be idle between a sweep's steps, so that one step's
 // backlog does not spill into the next. Every run ends with no request of
 // its own in flight; Idle then polls the server's metrics until they show
 // nothing running and nothing waiting (other clients' requests count too),
@@ -78,21 +76,21 @@ func (w *Idle) Wait(ctx context.Context) error {
 	return sleep(ctx, w.Quiet)
 }
 
-func (w *Idle) read(ctx context.Context, cl *http.Client) (servermetrics.Sample, error) {
+func (w *Idle) read(ctx context.Context, cl *http.Client) (Sample, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.URL, nil)
 	if err != nil {
-		return servermetrics.Sample{}, err
+		return Sample{}, err
 	}
 	resp, err := cl.Do(req)
 	if err != nil {
-		return servermetrics.Sample{}, err
+		return Sample{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return servermetrics.Sample{}, fmt.Errorf("the metrics page answered %s", resp.Status)
+		return Sample{}, fmt.Errorf("the metrics page answered %s", resp.Status)
 	}
-	return servermetrics.Parse(io.LimitReader(resp.Body, 64<<20))
+	return Parse(io.LimitReader(resp.Body, 64<<20))
 }
 
 // sleep waits d or until ctx is done.

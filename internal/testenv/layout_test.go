@@ -1,0 +1,82 @@
+package testenv
+
+import (
+	"go/build"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// module is the import path of the project's module.
+const module = "github.com/fineserve-gen/fineserve-gen"
+
+// TestImportLayout: the data flows one way, and the import graph shows
+// it — at most 8 layers from the command down, and the report imported only
+// by the runner and the commands (nothing below the runner renders
+// outputs). It reads the packages' imports (not their tests').
+func TestImportLayout(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	imports := map[string][]string{}
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "deploy") {
+			return filepath.SkipDir
+		}
+		pkg, err := build.ImportDir(path, 0)
+		if err != nil {
+			return nil // no Go files
+		}
+		rel, _ := filepath.Rel(root, path)
+		var own []string
+		for _, imp := range pkg.Imports {
+			if p, ok := strings.CutPrefix(imp, module+"/"); ok {
+				own = append(own, p)
+			}
+		}
+		imports[filepath.ToSlash(rel)] = own
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(imports) < 20 {
+		t.Fatalf("found %d packages: %v", len(imports), imports)
+	}
+	depth := map[string]int{}
+	var path func(p string, seen []string) int
+	path = func(p string, seen []string) int {
+		if d, ok := depth[p]; ok {
+			return d
+		}
+		if slices.Contains(seen, p) {
+			t.Fatalf("import cycle: %v", append(seen, p))
+		}
+		d := 1
+		for _, q := range imports[p] {
+			d = max(d, 1+path(q, append(seen, p)))
+		}
+		depth[p] = d
+		return d
+	}
+	for p := range imports {
+		path(p, nil)
+	}
+	if d := depth["cmd/fineserve-gen"]; d > 8 || d < 4 {
+		t.Errorf("the command is %d layers deep, want at most 8", d)
+	}
+	for p, imps := range imports {
+		if slices.Contains(imps, "pkg/report") && p != "pkg/runner" && !strings.HasPrefix(p, "cmd/") {
+			t.Errorf("%s imports pkg/report: only the runner and the commands render outputs", p)
+		}
+	}
+}
