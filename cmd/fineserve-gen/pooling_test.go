@@ -175,3 +175,21 @@ func TestPoolingBadInput(t *testing.T) {
 		t.Errorf("%d records, want 3", len(recs))
 	}
 }
+
+// TestPoolingDropsTraceImages: a trace's input images go nowhere with a
+// pooling backend (its row sends none), so none is counted: the records
+// say 0 images and the summary has no input images.
+func TestPoolingDropsTraceImages(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{})
+	r := mustRunTool(t, mockTarget(port, "--backend", "openai-embeddings", "--batch-size", "2", "--mode", "replay", "--trace", replayData+"azure_lmm_2025.csv",
+		"--time-scale", "100", "--num-prompts", "6", "--seed", "1", "--warmup-requests", "0", "--quiet")...)
+	sum := r.summary(t)
+	if sum.Completed != 6 || sum.Images != 0 || sum.Pooling == nil || sum.Pooling.Inputs != 12 {
+		t.Errorf("completed %d, images %d, pooling %+v", sum.Completed, sum.Images, sum.Pooling)
+	}
+	for _, rec := range testenv.ReadJSONL[matrixRecord](t, r.path("results.jsonl")) {
+		if rec.Images != 0 {
+			t.Errorf("record %d: %d images", rec.Index, rec.Images)
+		}
+	}
+}

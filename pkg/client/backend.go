@@ -167,6 +167,10 @@ var backends = []*Backend{
 		chunk: transcriptionChunk, streamEnd: doneEvent, prepare: prepareTranscription},
 }
 
+// InputImages reports whether the row's requests can carry input images
+// (chat content parts, its own or its chat twin's).
+func (b *Backend) InputImages() bool { return b.Chat || b.ChatTwin }
+
 // BackendsWith lists the names of the rows for which has is true, for
 // messages: "openai-chat or openai-responses".
 func BackendsWith(has func(*Backend) bool) string {

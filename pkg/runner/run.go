@@ -205,7 +205,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	})
 
 	snd := &sender{endpoints: pool, plan: wl.Balance, prompts: prompts, results: results, model: cfg.Model, images: wl.Images, panics: panics,
-		batch: pool.First().Backend().Batch}
+		batch: pool.First().Backend().Batch, noImages: !pool.First().Backend().InputImages()}
 	d := &arrival.Dispatcher{Start: start, MaxConcurrency: cfg.MaxConcurrency, ConcurrencyRamp: cfg.ConcurrencyRamp, Sender: snd, OnOffer: mon.Offer, Go: safe.Go,
 		Unwritten: pool.Unwritten}
 	var sessions *sessionSender
@@ -441,6 +441,7 @@ type sender struct {
 	model     string
 	images    bool // openai-images: every request generates images
 	batch     bool // the row batches inputs (client.Backend.Batch)
+	noImages  bool // the row sends no input images (!client.Backend.InputImages)
 	panics    *requestPanics
 }
 
@@ -463,9 +464,12 @@ func (s *sender) do(ctx context.Context, a arrival.Arrival, res *client.Result) 
 	if res.Model == "" {
 		res.Model = s.model
 	}
-	if s.images {
+	switch {
+	case s.images:
 		res.Generate = imagesAsked(&a)
 		a.Images = 0 // no input images: the prompt is text
+	case s.noImages:
+		res.Images, a.Images = 0, 0 // the row sends none: none counted
 	}
 	req := client.Request{Model: a.Model, MaxTokens: max(a.OutputTokens, 1), Chat: a.Images > 0, Gen: a.Gen,
 		CancelAfter:  a.CancelAfter,
