@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -191,5 +192,22 @@ func TestPoolingDropsTraceImages(t *testing.T) {
 		if rec.Images != 0 {
 			t.Errorf("record %d: %d images", rec.Index, rec.Images)
 		}
+	}
+}
+
+// TestRerankEndpoints: vLLM's rerank aliases are reached with --endpoint,
+// the same API.
+func TestRerankEndpoints(t *testing.T) {
+	var mu sync.Mutex
+	paths := map[string]int{}
+	_, port := mocktest.Start(t, mockserver.Config{OnRequest: func(path string, _ []byte) { mu.Lock(); paths[path]++; mu.Unlock() }})
+	for _, ep := range []string{"/v1/rerank", "/v2/rerank"} {
+		r := mustRunTool(t, append(baseArgs(port, 3), "--backend", "vllm-rerank", "--batch-size", "5", "--endpoint", ep)...)
+		if s := r.summary(t); s.Completed != 3 || s.Pooling == nil || s.Pooling.Returned != 15 {
+			t.Errorf("%s: completed %d, pooling %+v", ep, s.Completed, s.Pooling)
+		}
+	}
+	if paths["/v1/rerank"] != 3 || paths["/v2/rerank"] != 3 || paths["/rerank"] != 0 {
+		t.Errorf("paths %v", paths)
 	}
 }

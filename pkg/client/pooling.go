@@ -162,7 +162,9 @@ func (c *Client) readBatch(d *decoder, rd io.Reader, res *Result, sc vectorScan)
 			}
 		}
 	}
-	if res.Inputs > 0 && sc.entries != res.Inputs {
+	// One entry an input; a rerank asked for its top_n only
+	// (--extra-request-body) may hold fewer, never more.
+	if res.Inputs > 0 && (sc.entries > res.Inputs || sc.entries < res.Inputs && !c.omit["top_n"]) {
 		what := "vectors"
 		if sc.vec[0] == "" {
 			what = "scores"

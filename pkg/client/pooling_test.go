@@ -181,6 +181,27 @@ func TestPoolingBadAnswers(t *testing.T) {
 	}
 }
 
+// TestRerankTopN: a rerank asked for its top_n (--extra-request-body) may
+// answer fewer results than documents, never more.
+func TestRerankTopN(t *testing.T) {
+	answer := `{"results":[{"index":1,"relevance_score":0.9}]}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, answer) }))
+	defer srv.Close()
+	for _, tc := range []struct {
+		extra string
+		ok    bool
+	}{{`{"top_n":1}`, true}, {``, false}} {
+		res := doBatch(newTestClient(t, srv, Config{Backend: BackendRerank, BatchSize: 3, ExtraBody: []byte(tc.extra)}), 12)
+		if res.OK() != tc.ok || res.Returned != 1 {
+			t.Errorf("extra %q: ok %v (%s), returned %d; want ok %v", tc.extra, res.OK(), res.Error, res.Returned, tc.ok)
+		}
+	}
+	answer = `{"results":[{"index":0},{"index":1},{"index":2},{"index":3}]}`
+	if res := doBatch(newTestClient(t, srv, Config{Backend: BackendRerank, BatchSize: 3, ExtraBody: []byte(`{"top_n":1}`)}), 12); res.OK() {
+		t.Error("4 results for 3 documents accepted")
+	}
+}
+
 // TestTranscriptionForm: the request is a multipart form with a WAV of
 // --audio-seconds (the same bytes for the same seed), the model, the
 // output length and the stream flags; a stream's chunks are tokens (TTFT
