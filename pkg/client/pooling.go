@@ -251,8 +251,29 @@ func (s *vectorScan) inList() bool {
 	return len(s.stack) >= 2 && s.stack[1] == '[' && (s.keys[0] == s.lists[0] || s.keys[0] == s.lists[1])
 }
 
+// plainByte marks the bytes of literals and commas: neither structure
+// (strings, objects, arrays, keys) nor space. Outside the first vector a
+// run of them only ends a pending key's colon, so it is skipped at once.
+var plainByte = func() (t [256]bool) {
+	for i := range t {
+		t[i] = true
+	}
+	for _, c := range []byte("\"{}[]: \t\r\n") {
+		t[c] = false
+	}
+	return t
+}()
+
 func (s *vectorScan) scan(p []byte) error {
-	for i, c := range p {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if plainByte[c] && !s.inStr && s.capture == nil && !s.inVec && s.started && !s.ended {
+			for i+1 < len(p) && plainByte[p[i+1]] {
+				i++
+			}
+			s.colon = false
+			continue
+		}
 		if s.capture != nil {
 			if len(*s.capture) >= maxScanObject {
 				return protocolError{"usage or error object too large"}
