@@ -239,6 +239,17 @@ func (s *vectorScan) read(r io.Reader, buf []byte) error {
 	}
 }
 
+// name returns the key b as one of the names the scanner looks for, or
+// "" for any other (no string is made for a key).
+func (s *vectorScan) name(b []byte) string {
+	for _, n := range [...]string{s.lists[0], s.lists[1], s.vec[0], s.vec[1], "usage", "error"} {
+		if n != "" && string(b) == n {
+			return n
+		}
+	}
+	return ""
+}
+
 // vecKey reports whether the member being read at level depth (its
 // parent an entry of the list) is the first entry's vector.
 func (s *vectorScan) vecKey(depth int) bool {
@@ -288,7 +299,7 @@ func (s *vectorScan) scan(p []byte) error {
 				s.esc = true
 			case c == '"':
 				s.inStr = false
-				s.pending = string(s.str)
+				s.pending = s.name(s.str)
 				if s.isValue && s.vecKey(len(s.stack)) && s.dims == 0 {
 					s.dims = s.strLen * 3 / 4 / 4 // base64 of float32s
 				}
