@@ -138,6 +138,8 @@ func TestPoolingBadInput(t *testing.T) {
 	}{
 		{[]string{"--backend", "openai-embeddings", "--batch-size", "2049"}, "--batch-size 2049: want 1 to 2048"},
 		{[]string{"--backend", "vllm-rerank", "--batch-size", "-1"}, "--batch-size -1"},
+		{[]string{"--backend", "vllm-score", "--batch-size", "0"}, "--batch-size 0: want 1 to 2048"},
+		{[]string{"--backend", "openai-transcriptions", "--audio-seconds", "0"}, "--audio-seconds 0: want more than 0"},
 		{[]string{"--backend", "vllm", "--batch-size", "8"}, "--batch-size: --backend vllm sends one prompt a request (use --backend openai-embeddings or vllm-pooling or vllm-rerank or vllm-score)"},
 		{[]string{"--backend", "openai-transcriptions", "--audio-seconds", "601"}, "--audio-seconds 601: want more than 0 and at most 600"},
 		{[]string{"--backend", "openai-transcriptions", "--audio-seconds", "-2"}, "--audio-seconds -2"},

@@ -103,6 +103,7 @@ func runFlags(o *options.Options, prof *profiles) (fs *pflag.FlagSet, finish fun
 		o.Stream = !*disableStream
 		o.IgnoreEOS = !*disableIgnoreEOS
 		o.NumPromptsSet = fs.Changed("num-prompts")
+		o.BatchSizeSet, o.AudioSecondsSet = fs.Changed("batch-size"), fs.Changed("audio-seconds")
 		finishLoadFlags(fs, o)
 		finishBaseURLs(o, *baseURLs)
 		if *shard != "" {

@@ -76,10 +76,13 @@ type Options struct {
 	// BatchSize is the inputs of a request of a batching backend
 	// (--batch-size; 0: 1); AudioSeconds the synthetic audio of a backend
 	// that sends audio (--audio-seconds; 0: client.DefaultAudioSeconds).
-	BatchSize      int
-	AudioSeconds   float64
-	WarmupRequests int
-	MaxConcurrency int
+	BatchSize    int
+	AudioSeconds float64
+	// BatchSizeSet and AudioSecondsSet tell the flags were given (0 is
+	// then out of range, not the default).
+	BatchSizeSet, AudioSecondsSet bool
+	WarmupRequests                int
+	MaxConcurrency                int
 	// MaxConcurrencyRamp grows the --max-concurrency bound from 1 to it
 	// over this long from the start (0: the full bound at once).
 	MaxConcurrencyRamp time.Duration
@@ -388,7 +391,7 @@ func (o *Options) ClientConfig() client.Config {
 func (o *Options) validateRequestShape(b *client.Backend) error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if o.BatchSize != 0 {
+	if o.BatchSize != 0 || o.BatchSizeSet {
 		if o.BatchSize < 1 || o.BatchSize > client.MaxBatchSize {
 			add("--batch-size %d: want 1 to %d inputs a request", o.BatchSize, client.MaxBatchSize)
 		}
@@ -396,7 +399,7 @@ func (o *Options) validateRequestShape(b *client.Backend) error {
 			add("--batch-size: --backend %s sends one prompt a request (use --backend %s)", b.Name, client.BackendsWith(func(r *client.Backend) bool { return r.Batch }))
 		}
 	}
-	if o.AudioSeconds != 0 {
+	if o.AudioSeconds != 0 || o.AudioSecondsSet {
 		if !(o.AudioSeconds > 0 && o.AudioSeconds <= client.MaxAudioSeconds) {
 			add("--audio-seconds %g: want more than 0 and at most %g seconds", o.AudioSeconds, client.MaxAudioSeconds)
 		}
