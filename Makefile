@@ -3,25 +3,45 @@ GO      ?= go
 BIN     ?= bin/fineserve-gen
 PKGS    ?= ./...
 
-.PHONY: all build test demo bench fuzz clean
+.PHONY: all build test test-long demo bench fuzz clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/fineserve-gen
 
-# The test suite CI runs (.ci/run): vet, race-enabled tests, the timing
-# tests without the race detector (it distorts latency), short fuzzing.
-# deploy/ is a module of its own (its checks need the Kubernetes API's
-# packages, which the tool does not): it is vetted and tested from there.
+# The quick suite (docs/TESTING.md): formatting, vet, the race-enabled
+# tests with the combination matrix in its light form (every value of
+# every dimension), the packages whose heavy single-goroutine tests skip
+# under the race detector again without it (NORACE_PKGS), and deploy/'s
+# checks of the manifests (-short: the static build of the image's binary
+# is make test-long's). About 7 min on 2 cores beside four CPU-bound
+# processes. It holds no timing assertion against the wall clock
+# that a busy machine breaks. deploy/ is a module of its own (its checks
+# need the Kubernetes API's packages, which the tool does not): it is
+# vetted and tested from there.
+NORACE_PKGS ?= ./pkg/parametric ./pkg/replay
 test:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt: these files need formatting:"; gofmt -l .; exit 1; }
 	$(GO) vet $(PKGS)
 	cd deploy && $(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+	$(GO) test -count=1 -timeout 5m $(NORACE_PKGS)
+	cd deploy && $(GO) test -race -short -count=1 -timeout 10m ./...
+
+# The long suite, after make test (CI runs both: .ci/run): the whole
+# combination matrix under the race detector (every pair of values), the
+# timing tests (TestTiming*: send lag, the sweep's capacities, the server's
+# idle share) without it, one package at a time, deploy/'s checks with the
+# image's static build and its Job's command lines, and every fuzz target
+# for FUZZTIME_LONG each. About 13 min on 2 cores; with make test, CI
+# stays within 30 min.
+FUZZTIME_LONG ?= 10s
+test-long:
+	FINESERVE_GEN_TEST_LONG=1 $(GO) test -race -count=1 -timeout 15m -run 'TestMatrix$$' ./cmd/fineserve-gen
+	FINESERVE_GEN_TEST_LONG=1 $(GO) test -count=1 -timeout 15m -p 1 -run 'Timing' $(PKGS)
 	cd deploy && $(GO) test -race -count=1 -timeout 10m ./...
-	$(GO) test -count=1 -timeout 10m -p 1 -run 'Timing' $(PKGS)
-	./scripts/fuzz.sh 10s
+	./scripts/fuzz.sh $(FUZZTIME_LONG)
 
 # Fuzz every parser for longer: make fuzz FUZZTIME=5m
 FUZZTIME ?= 60s

@@ -15,12 +15,16 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/locality"
+	"github.com/fineserve-gen/fineserve-gen/pkg/prefix"
 	"github.com/fineserve-gen/fineserve-gen/pkg/replay"
 )
 
 // analyzeCommand is "fineserve-gen analyze TRACE": how many adapter (or
 // model) loads a cache of N slots needs for the trace's request order,
 // overall and per instance — to choose vLLM's --max-loras before a run.
+// For a prefix trace (Mooncake, Bailian, WEKA hash ids) it reports the
+// prefix reuse instead: hit rates of an infinite cache and of LRU caches of
+// --cache-blocks blocks, lengths and the prefix tree (prefixcmd.go).
 func analyzeCommand(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("analyze")
 	slotsArg := fs.String("adapter-cache", "8", "cache sizes to simulate, in adapters (slots): N or N,M,… (vLLM's --max-loras)")
@@ -29,6 +33,8 @@ func analyzeCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 	perInstance := fs.Bool("per-instance", true, "also simulate one cache per instance (groupId, ip) when the trace has them")
 	top := fs.Int("top", 10, "instances listed in the table (the busiest; the JSON lists every one)")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file (- for standard output)")
+	cacheArg := fs.String("cache-blocks", "", "prefix traces: LRU prefix-cache sizes to simulate, in the trace's blocks: C or C,D,… (the infinite cache is always reported)")
+	maxDistinct := fs.Int("max-distinct-blocks", prefix.DefaultMaxDistinct, "prefix traces: the most distinct blocks kept in memory (about 60 bytes each); a trace with more is refused")
 	tf := addTraceFlags(fs)
 	fs.StringVar(&tf.ro.ModelColumn, "model-column", "", "model column (default per format)")
 	fs.StringVar(&tf.ro.Scene, "scene", "", "keep the rows of this scene_id (Alibaba text-to-image trace)")
@@ -45,7 +51,11 @@ func analyzeCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 			fmt.Fprintf(stdout, "Usage: fineserve-gen analyze TRACE [flags]\n\n"+
 				"Replays the trace's request order (no clock, nothing sent) through caches of N adapter slots\n"+
 				"and counts the loads each needs: one cache for the whole trace, and one per instance.\n"+
-				"A request needs every adapter it names resident (the model itself with --key model).\n\n%s", fs.FlagUsages())
+				"A request needs every adapter it names resident (the model itself with --key model).\n\n"+
+				"A prefix trace (Mooncake, Bailian or WEKA hash_ids; detected, or --trace-format mooncake|bailian|weka)\n"+
+				"is analyzed for prefix reuse instead: requests, the infinite-cache hit rate (blocks already seen, in time\n"+
+				"order), unique prefixes, prefix-reuse ratio, ISL/OSL/context quantiles, the prefix tree, and the hit rate\n"+
+				"of an LRU prefix cache of each --cache-blocks size. The file is streamed.\n\n%s", fs.FlagUsages())
 			return exitOK
 		}
 		return fail(err)
@@ -53,6 +63,28 @@ func analyzeCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 	var errs []error
 	if fs.NArg() != 1 {
 		errs = append(errs, errors.New("want exactly one trace file: fineserve-gen analyze TRACE [flags]"))
+	}
+	cacheBlocks, err := parseCacheBlocks(*cacheArg)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if *maxDistinct < 1 {
+		errs = append(errs, fmt.Errorf("--max-distinct-blocks %d: want ≥ 1", *maxDistinct))
+	}
+	if len(errs) == 0 && (isPrefixFormat(tf.format) || tf.format == "" && prefix.Sniff(fs.Arg(0))) {
+		for _, name := range []string{"adapter-cache", "policy", "key", "per-instance", "top", "model-column", "scene", "keep-failed", "timestamp-column", "timestamp-unit"} {
+			if fs.Changed(name) {
+				errs = append(errs, fmt.Errorf("--%s: not for a prefix trace (%s reads hash ids)", name, fs.Arg(0)))
+			}
+		}
+		if len(errs) > 0 {
+			return fail(errs...)
+		}
+		pf, _ := prefix.ParseFormat(tf.format)
+		return analyzePrefix(fs.Arg(0), prefix.Options{Format: pf, Strict: tf.ro.Strict}, cacheBlocks, *maxDistinct, *jsonOut, stdout, stderr)
+	}
+	if len(cacheBlocks) > 0 {
+		errs = append(errs, errors.New("--cache-blocks: for prefix traces (Mooncake, Bailian, WEKA hash ids); adapter caches take --adapter-cache"))
 	}
 	slots, err := parseSlots(*slotsArg)
 	if err != nil {

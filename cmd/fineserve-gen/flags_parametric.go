@@ -22,5 +22,8 @@ func addParametricFlags(fs *pflag.FlagSet, o *options.Options) {
 	fs.StringVar(&p.ExtensionMode, "parametric-extension-mode", p.ExtensionMode, "parametric: past the file's windows: repeat_jitter or model_sample")
 	fs.Float64Var(&p.JitterRatio, "parametric-jitter-ratio", p.JitterRatio, "parametric: repeat_jitter multiplies shape and scale by factors uniform in [1−r, 1+r)")
 	fs.StringVar(&p.NBJSON, "parametric-nb-json", p.NBJSON, "parametric: NB micro-burst model (nb_mu, nb_alpha): every Gamma event becomes a burst inside 1 ms")
+	fs.StringVar(&p.ServeGen, "servegen", p.ServeGen, "parametric: ServeGen clients (DIR of NAME-trace.csv, NAME-dataset.json): their Gamma/Weibull windows and length distributions, composed")
+	fs.IntVar(&p.NumClients, "num-clients", p.NumClients, "parametric: with --servegen, compose this many clients chosen with --seed (0: all)")
+	fs.BoolVar(&p.ServeGenSkipIdle, "servegen-skip-idle", p.ServeGenSkipIdle, "parametric: with --servegen, leave out the windows where no chosen client is active")
 	fs.BoolVar(&p.DisableNBLt10B, "disable-parametric-nb-lt10b", p.DisableNBLt10B, "parametric: no NB micro-bursts for --model-class Dense_lt10B")
 }

@@ -42,6 +42,7 @@ var subcommands = map[string]func(ctx context.Context, args []string, stdout, st
 	"report":      reportCommand,
 	"fit":         fitCommand,
 	"analyze":     analyzeCommand,
+	"synthesize":  synthesizeCommand,
 	"merge":       mergeCommand,
 	"sweep":       sweepCommand,
 }
@@ -109,7 +110,8 @@ Usage:
   fineserve-gen mock-server [flags]    serve a vLLM-like mock on 127.0.0.1
   fineserve-gen fit TRACE [flags]      fit Gamma windows and NB bursts to a trace (for --mode parametric)
   fineserve-gen report FILE… [-o F]   HTML report of a run, or a comparison of runs
-  fineserve-gen analyze TRACE [flags]  adapter loads a cache of N slots needs (--max-loras)
+  fineserve-gen analyze TRACE [flags]  adapter loads a cache of N slots needs (--max-loras), or a prefix trace's reuse
+  fineserve-gen synthesize TRACE -o OUT [flags]  a scaled copy of a prefix trace (Mooncake JSONL)
   fineserve-gen merge S1.json S2.json… [-o F]  merge the summaries of a sharded run
   fineserve-gen sweep [run flags] [sweep flags]  capacity: the highest load within the SLO, and its limit
 

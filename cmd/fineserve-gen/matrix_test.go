@@ -72,7 +72,7 @@ const (
 var matrixDims = []dimension{
 	dWorkload: {"workload", []string{"poisson", "poisson-bursty", "poisson-inf",
 		"replay-fineserve", "replay-azure2023", "replay-azure-lmm", "replay-mooncake", "replay-burstgpt",
-		"replay-alibaba-lora", "replay-generic", "parametric-class-nb", "parametric-gamma"}},
+		"replay-alibaba-lora", "replay-generic", "parametric-class-nb", "parametric-gamma", "parametric-servegen"}},
 	dBackend: {"backend", []string{"vllm", "openai", "openai-chat", "openai-responses", "openai-images",
 		"openai-embeddings", "vllm-pooling", "vllm-rerank", "vllm-score", "openai-transcriptions"}},
 	dSource:      {"source", []string{"random-ids", "trace-ids", "text", "sharegpt", "sharegpt_pre", "hash-ids", "images"}},
@@ -100,11 +100,14 @@ var matrixDims = []dimension{
 	// server and a closed loopback port (round-robin).
 	dEndpoints: {"endpoints", []string{"one", "two-rr", "two-least", "two-session", "two-dead"}},
 	// answer: what requests ask of the answer — nothing; reasoning (the
-	// server reasons first, --reasoning-effort); tools (--tools with
-	// tool_choice auto, answered by a tool call half the time; sessions
-	// send tool results back); a response format (--response-format
-	// json_object, every answer checked).
-	dAnswer: {"answer", []string{"plain", "reasoning", "tools", "format"}},
+	// server reasons first, --reasoning-effort, --chat-template-kwargs,
+	// sessions send the reasoning back); tools (--tools with tool_choice
+	// auto, answered by a tool call half the time; sessions send tool
+	// results back); a response format (--response-format json_object,
+	// every answer checked); a Responses session chained by
+	// previous_response_id (--responses-chain; one endpoint, or several
+	// with --balance session: a response is kept where it was made).
+	dAnswer: {"answer", []string{"plain", "reasoning", "tools", "format", "chain"}},
 }
 
 // is reports whether row (a partial row: testenv.Free where unset) has
@@ -128,7 +131,7 @@ var (
 	noTalk         = append([]string{"openai-images", "openai-transcriptions"}, batchBackends...)
 	imageTraces    = []string{"replay-azure-lmm", "replay-alibaba-lora"}
 	textTraces     = []string{"replay-fineserve", "replay-azure2023", "replay-burstgpt", "replay-generic"}
-	syntheticModes = []string{"poisson", "poisson-bursty", "poisson-inf", "parametric-class-nb", "parametric-gamma"}
+	syntheticModes = []string{"poisson", "poisson-bursty", "poisson-inf", "parametric-class-nb", "parametric-gamma", "parametric-servegen"}
 )
 
 // validCase is the matrix's validity function. Invalid combinations are
@@ -169,6 +172,10 @@ func validCase(r []int) bool {
 	}
 	if set(r, dAnswer) && !is(r, dAnswer, "plain") && b && !is(r, dBackend, "openai-chat", "openai-responses") {
 		return false
+	}
+	if set(r, dAnswer) && is(r, dAnswer, "chain") && ((b && !is(r, dBackend, "openai-responses")) || (set(r, dTurns) && is(r, dTurns, "1")) ||
+		(s && is(r, dSource, "images")) || (w && is(r, dWorkload, imageTraces...)) || (set(r, dEndpoints) && !is(r, dEndpoints, "one", "two-session"))) {
+		return false // a chain is a Responses session's, kept on the endpoint that holds its responses
 	}
 	if b && is(r, dBackend, "openai-responses") && ((s && is(r, dSource, "images")) || (w && is(r, dWorkload, append(imageTraces, "replay-mooncake")...))) {
 		return false // image inputs are chat content parts; hash ids are token ids
@@ -333,6 +340,8 @@ var workloadArgs = map[string][]string{
 		"--input-length-column", "prompt_len", "--output-length-column", "gen_len", "--model-column", "model_name", "--time-scale", "20", "--num-prompts", "6"},
 	"parametric-class-nb": {"--mode", "parametric", "--model-class", "Dense_lt10B", "--time-scale", "100", "--num-prompts", "8"},
 	"parametric-gamma":    {"--mode", "parametric", "--gamma-params-csv", "../../datasets/Parametric/gamma/Dense_10to30B_gamma_5min.csv", "--time-scale", "100", "--num-prompts", "6"},
+	// ServeGen clients: 50 req/s together, sped up 10 times.
+	"parametric-servegen": {"--mode", "parametric", "--servegen", "testdata/servegen", "--num-clients", "2", "--time-scale", "10", "--num-prompts", "8"},
 }
 
 var sourceArgs = map[string][]string{
@@ -384,7 +393,7 @@ func checkCaseAnswers(c matrixCase, sum *metrics.Summary, recs []matrixRecord, f
 	}
 	a := sum.Answers
 	if a == nil {
-		if c.v(dAnswer) != "plain" && sum.Completed > 0 && (c.v(dAnswer) != "tools" || calls > 0) {
+		if !is(c.row, dAnswer, "plain", "chain") && sum.Completed > 0 && (c.v(dAnswer) != "tools" || calls > 0) {
 			fail("no answers figures with %s (%d completed)", c.v(dAnswer), sum.Completed)
 		}
 		if reasoning+calls+checked > 0 {
@@ -396,7 +405,7 @@ func checkCaseAnswers(c matrixCase, sum *metrics.Summary, recs []matrixRecord, f
 		fail("answers %+v; the records: reasoning %d, tool calls %d, checked %d", a, reasoning, calls, checked)
 	}
 	switch c.v(dAnswer) {
-	case "plain":
+	case "plain", "chain": // a chain asks nothing of the answer (its turns failing would fail the run)
 		fail("answers %+v without an answer option", a)
 	case "reasoning":
 		if a.ReasoningRequests == 0 || sum.TTFO.Empty() && sum.Completed > a.ReasoningRequests {
@@ -479,7 +488,9 @@ func caseArgs(c matrixCase, ports []int, dir string) (args, dry []string) {
 	args = append(args, "--warmup-requests", c.v(dWarmup))
 	switch c.v(dAnswer) {
 	case "reasoning":
-		args = append(args, "--reasoning-effort", "low")
+		args = append(args, "--reasoning-effort", "low", "--keep-reasoning-in-history", "--chat-template-kwargs", `{"enable_thinking": true}`)
+	case "chain":
+		args = append(args, "--responses-chain")
 	case "tools":
 		args = append(args, "--tools", "testdata/tools.json", "--tool-choice", "auto", "--tool-result-len", "4")
 	case "format":
@@ -557,7 +568,10 @@ func drySchedule(t testing.TB, args []string, path string) (map[int64][]string, 
 	return byIndex, b, col
 }
 
-// TestMatrix runs every generated case. Run one with
+// TestMatrix runs every generated case in the long suite (make test-long:
+// every pair of values of two dimensions) and, in make test, its light
+// form: the cases that hold every value of every dimension at least once
+// (lightCases). Run one with
 // go test -race -run 'TestMatrix/003_' ./cmd/fineserve-gen.
 func TestMatrix(t *testing.T) {
 	if testing.Short() {
@@ -571,13 +585,55 @@ func TestMatrix(t *testing.T) {
 	if m := p.Missing(rows); len(m) > 0 {
 		t.Fatalf("pairs not covered: %v", m)
 	}
+	form := "every pair"
+	if !testenv.Long() {
+		cases, form = lightCases(cases), "every value (the light form; "+testenv.LongEnv+"=1 for every pair)"
+	}
 	start := time.Now()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			runMatrixCase(t, c)
 		})
 	}
-	t.Logf("matrix: %d cases (%d dimensions) in %v", len(cases), len(matrixDims), time.Since(start).Round(time.Millisecond))
+	t.Logf("matrix: %d cases (%d dimensions, %s) in %v", len(cases), len(matrixDims), form, time.Since(start).Round(time.Millisecond))
+}
+
+// lightCases is the matrix's light form: the cases, in order, that hold a
+// value of some dimension no case before them holds — every value of every
+// dimension at least once, with the case numbers of the full matrix.
+func lightCases(cases []matrixCase) []matrixCase {
+	seen := make([]map[int]bool, len(matrixDims))
+	for d := range seen {
+		seen[d] = map[int]bool{}
+	}
+	var out []matrixCase
+	for _, c := range cases {
+		fresh := false
+		for d, v := range c.row {
+			if !seen[d][v] {
+				seen[d][v], fresh = true, true
+			}
+		}
+		if fresh {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TestMatrixLightFormHoldsEveryValue: the light form of the matrix (make
+// test) still runs every value of every dimension.
+func TestMatrixLightFormHoldsEveryValue(t *testing.T) {
+	cases, _ := matrixCases(t)
+	light := lightCases(cases)
+	for d, dim := range matrixDims {
+		for v, name := range dim.values {
+			if !slices.ContainsFunc(light, func(c matrixCase) bool { return c.row[d] == v }) {
+				t.Errorf("dimension %s: value %s in no case of the light form", dim.name, name)
+			}
+		}
+	}
+	t.Logf("light form: %d of %d cases", len(light), len(cases))
 }
 
 // runMatrixCase runs c and checks everything it can: a bug listed in
@@ -634,6 +690,8 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		cfg.Reasoning = mockserver.ReasoningConfig{Tokens: mockserver.LengthDist{Min: 1, Max: 2}}
 	case "tools":
 		cfg.Tools = mockserver.ToolConfig{CallShare: 0.5}
+	case "chain":
+		cfg.ResponseStore = mockserver.DefaultResponseStore
 	}
 	if c.v(dRetries) == "retry-503" {
 		cfg.Faults = mockserver.FaultConfig{Seed: 5, Faults: []mockserver.Fault{{Kind: mockserver.FaultHTTP503, Rate: 0.25}}}
@@ -1119,6 +1177,7 @@ func TestMatrixInvalidCombinations(t *testing.T) {
 		{"diffusion trace with a text backend", append(slices.Clone(workloadArgs["replay-alibaba-lora"]), "--backend", "vllm"), "--backend openai-images"},
 		{"sharegpt_pre without a file", append(slices.Clone(workloadArgs["poisson"]), "--dataset-name", "sharegpt_pre"), "needs --dataset-path"},
 		{"length mixture with a trace", append(slices.Clone(workloadArgs["replay-burstgpt"]), "--lengths", "12,3:1"), "--lengths applies to poisson and parametric mode"},
+		{"ServeGen clients with a model class", append(slices.Clone(workloadArgs["parametric-servegen"]), "--model-class", "Dense_lt10B"), "--servegen and --model-class: choose one"},
 		{"length mixture with a dataset", append(slices.Clone(workloadArgs["poisson"]), "--dataset-path", "testdata/sharegpt.json", "--lengths", "12,3:1"), "--lengths and --dataset-path: choose one"},
 		{"stages with a request rate", append(slices.Clone(workloadArgs["poisson"]), "--stages", "1s:10"), "--stages and --request-rate: choose one"},
 		{"tools with completions", append(slices.Clone(workloadArgs["poisson"]), "--backend", "vllm", "--tools", "testdata/tools.json"), "--tools: --backend vllm has no tool calls"},
@@ -1129,6 +1188,8 @@ func TestMatrixInvalidCombinations(t *testing.T) {
 		{"sessions of embeddings", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-embeddings", "--turns", "3"), "--backend openai-embeddings has no conversation"},
 		{"audio seconds with chat", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-chat", "--audio-seconds", "3"), "--audio-seconds: --backend openai-chat sends no audio"},
 		{"tools with rerank", append(slices.Clone(workloadArgs["poisson"]), "--backend", "vllm-rerank", "--tools", "testdata/tools.json"), "--backend vllm-rerank has no tool calls"},
+		{"a chain over endpoints dealt round-robin", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-responses", "--turns", "2", "--responses-chain",
+			"--base-url", "http://127.0.0.1:9,http://127.0.0.1:10"), "--responses-chain with several endpoints needs --balance session"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, port := mocktest.Start(t, mockserver.Config{})

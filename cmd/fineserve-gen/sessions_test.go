@@ -146,8 +146,11 @@ func TestSessionsAgainstPrefixCache(t *testing.T) {
 			if ss == nil || ss.Started != 6 || ss.Completed != 6 || ss.TurnsSent != 30 || ss.PlannedTurns != 30 || ss.Turns != "5" {
 				t.Fatalf("sessions section %+v", ss)
 			}
-			if ss.ThinkMS.P50 < 10 || ss.ThinkMS.Max > 40+200 {
-				t.Errorf("observed think times %+v, planned 10–40 ms", ss.ThinkMS)
+			// The observed think time is the planned one (10–40 ms) plus
+			// the turn's send lag, which a busy machine makes as long as it
+			// likes: compared with the run's own lags, not the wall clock.
+			if ss.ThinkMS.P50 < 10 || ss.ThinkMS.Max > 40+ss.TurnLagMS.Max+1 {
+				t.Errorf("observed think times %+v, planned 10–40 ms plus the turns' lag (max %.3f ms)", ss.ThinkMS, ss.TurnLagMS.Max)
 			}
 			if len(sum.PerTurn) != 5 {
 				t.Fatalf("per_turn %+v", sum.PerTurn)

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -209,14 +212,23 @@ func TestFirstSignalDrainsAndWritesEverything(t *testing.T) {
 // second (asserted with a 5× margin).
 func TestSecondSignalCancelsAndWritesEverything(t *testing.T) {
 	dir := t.TempDir()
-	srv, c := startStallingRun(t, dir, "--drain-timeout", "10m", "--report-html", filepath.Join(dir, "report.html"))
+	srv, c := startStallingRun(t, dir, "--drain-timeout", "10m", "--report-html", filepath.Join(dir, "report.html"),
+		"--metrics-addr", "127.0.0.1:0")
+	metricsURL := regexp.MustCompile(`metrics: serving (http://\S+)`).FindStringSubmatch(c.stderr.String())
+	if metricsURL == nil {
+		t.Fatalf("no metrics address on stderr:\n%s", c.stderr.String())
+	}
 	c.cmd.Process.Signal(syscall.SIGINT)
 	waitFor(t, 30*time.Second, "the drain to start", func() bool { return strings.Contains(c.stderr.String(), "waiting up to") })
 	// Wait until every request that does not stall has been answered: the
-	// requests in flight are then the stalled ones.
+	// requests in flight are then the stalled ones. The server's counts
+	// alone do not say so — a request sent just before the first signal
+	// may not have reached it yet on a busy machine — so the client's own
+	// count of requests in flight must be the stalled ones too.
 	waitFor(t, 30*time.Second, "the answered requests to settle", func() bool {
 		st := srv.Stats()
-		return st.Completed+srv.FaultCounts()[mockserver.FaultStall] == st.Requests
+		stalled := srv.FaultCounts()[mockserver.FaultStall]
+		return st.Completed+stalled == st.Requests && clientInFlight(t, metricsURL[1]) == stalled
 	})
 	st := srv.Stats()
 	stalled := srv.FaultCounts()[mockserver.FaultStall]
@@ -257,4 +269,28 @@ func TestSecondSignalCancelsAndWritesEverything(t *testing.T) {
 	if e := c.stderr.String(); !strings.Contains(e, "second signal") || strings.Contains(e, "exiting now") {
 		t.Errorf("stderr:\n%s", e)
 	}
+}
+
+// clientInFlight reads the generator's requests in flight from its
+// metrics page (-1 when it cannot be read).
+func clientInFlight(t *testing.T, url string) int64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return -1
+	}
+	m := regexp.MustCompile(`(?m)^fineserve_gen_requests_in_flight(?:\{[^}]*\})? ([0-9.e+]+)$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no fineserve_gen_requests_in_flight on the metrics page:\n%s", b)
+	}
+	v, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(v)
 }

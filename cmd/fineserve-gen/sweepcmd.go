@@ -262,6 +262,8 @@ func workloadName(o *options.Options) string {
 		return filepath.Base(o.Replay.TracePath)
 	case o.Parametric.GammaParamsCSV != "":
 		return filepath.Base(o.Parametric.GammaParamsCSV)
+	case o.Parametric.ServeGen != "":
+		return "servegen " + filepath.Base(filepath.Clean(o.Parametric.ServeGen))
 	}
 	return o.Parametric.ModelClass
 }

@@ -73,9 +73,12 @@ type Dispatcher struct {
 	Go func(f func())
 
 	dispatched atomic.Int64
-	queued     atomic.Int64
-	inFlight   atomic.Int64
-	unstarted  atomic.Int64
+	// next is the offset of the arrival the dispatcher holds and has not
+	// handed out yet, plus one (0: none), for Behind.
+	next      atomic.Int64
+	queued    atomic.Int64
+	inFlight  atomic.Int64
+	unstarted atomic.Int64
 }
 
 // goroutine starts f with Go, or plainly.
@@ -132,6 +135,20 @@ func (d *Dispatcher) Unstarted() int64 { return d.unstarted.Load() }
 // Dispatched returns the number of arrivals handed to a sender so far.
 func (d *Dispatcher) Dispatched() int64 { return d.dispatched.Load() }
 
+// Behind returns how far behind its schedule the dispatcher is at now: how
+// late the arrival it holds, due and not yet handed out, is (0 when it
+// holds none, or one not yet due). A client short of CPU, or one that
+// waits for its workers (MaxUnstarted), falls further behind at every
+// look; one that keeps up is at 0 but for a moment's delay. Safe to call
+// from any goroutine.
+func (d *Dispatcher) Behind(now time.Time) time.Duration {
+	at := d.next.Load()
+	if at == 0 {
+		return 0
+	}
+	return max(now.Sub(d.Start.Add(time.Duration(at-1))), 0)
+}
+
 // Run keeps s until it ends or dispatchCtx is done, then waits for every
 // request already handed out to return. Requests run with reqCtx, so a run
 // can stop dispatching (dispatchCtx) yet let requests in flight drain.
@@ -157,15 +174,18 @@ func (d *Dispatcher) Run(dispatchCtx, reqCtx context.Context, s Schedule) Dispat
 		// keep goes through the schedule; it reports whether dispatching
 		// was stopped first.
 		keep := func() (stopped bool) {
+			defer d.next.Store(0)
 			for a := range s {
 				if dispatchCtx.Err() != nil {
 					return true
 				}
+				d.next.Store(int64(a.At) + 1)
 				due := d.Start.Add(a.At)
 				if time.Until(due) > handOutLead+handOutBatch && sleep(dispatchCtx, due.Add(-handOutLead)) != nil {
 					return true
 				}
 				if time.Until(due) > 0 && p.handEarly(a) {
+					d.next.Store(0)
 					continue // its worker offers it at its due time
 				}
 				if time.Until(due) > 0 && sleep(dispatchCtx, due) != nil {
@@ -176,6 +196,7 @@ func (d *Dispatcher) Run(dispatchCtx, reqCtx context.Context, s Schedule) Dispat
 				}
 				behind = max(behind, time.Since(due))
 				p.dispatch(a)
+				d.next.Store(0)
 				if d.OnOffer != nil {
 					d.OnOffer(&a)
 				}

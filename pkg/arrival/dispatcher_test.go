@@ -380,3 +380,48 @@ func TestDispatcherHandsOutEarlyAndSendsOnTime(t *testing.T) {
 		})
 	}
 }
+
+// TestDispatcherBehind: Behind is 0 while the dispatcher keeps up and
+// grows with the wall clock while it cannot hand out an arrival already due
+// (here: its one request started waits to be written, MaxUnstarted 1); it
+// is 0 again once it has caught up and after the schedule's end.
+func TestDispatcherBehind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var blocked atomic.Bool // the first request stays unwritten
+		d := &Dispatcher{Start: start, Sleep: goSleep, MaxUnstarted: 1,
+			Unwritten: func() int64 {
+				if blocked.Load() {
+					return 1
+				}
+				return 0
+			},
+			Sender: SenderFunc(func(_ context.Context, a Arrival) { blocked.Store(blocked.Load() || a.Index == 0) })}
+		if b := d.Behind(time.Now()); b != 0 {
+			t.Errorf("behind %v before the run", b)
+		}
+		done := make(chan DispatchStats)
+		go func() {
+			done <- d.Run(context.Background(), context.Background(), fixed(0, 10*time.Millisecond, 20*time.Millisecond, time.Second))
+		}()
+		for _, at := range []time.Duration{5 * time.Millisecond, 110 * time.Millisecond, 510 * time.Millisecond} {
+			time.Sleep(time.Until(start.Add(at)))
+			synctest.Wait()
+			// The arrival due at 10 ms waits: the request before it is not
+			// written.
+			if want := max(at-10*time.Millisecond, 0); d.Behind(time.Now()) != want {
+				t.Errorf("at %v: behind %v, want %v", at, d.Behind(time.Now()), want)
+			}
+		}
+		blocked.Store(false)
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if b := d.Behind(time.Now()); b != 0 {
+			t.Errorf("behind %v once caught up (the next arrival is due at 1 s)", b)
+		}
+		st := <-done
+		if b := d.Behind(time.Now()); b != 0 || st.Dispatched != 4 || st.Waits == 0 {
+			t.Errorf("after the run: behind %v, %d dispatched, %d waits", b, st.Dispatched, st.Waits)
+		}
+	})
+}

@@ -413,6 +413,13 @@ func (m *merger) merge() (*Result, error) {
 			}
 			s.Saturation.Reason = saturationLine(sat)
 		}
+		for _, w := range ws {
+			if w.MachineBusy {
+				s.Saturation.MachineBusy = true
+				s.Saturation.BusyWindows = append(s.Saturation.BusyWindows, w.Index)
+			}
+		}
+		s.Saturation.BusyNote = metrics.MachineBusyNote(ws)
 	}
 	// The live intervals every run flagged, in time order.
 	var live []metrics.SaturatedInterval
@@ -601,6 +608,8 @@ func (m *merger) mergeWindows() ([]metrics.WindowStats, []metrics.WindowState, e
 			w.InFlightMean += pw.InFlightMean
 			w.InFlightMax += pw.InFlightMax
 			w.ClientCPU = math.Max(w.ClientCPU, pw.ClientCPU)
+			w.Behind = math.Max(w.Behind, pw.Behind)
+			w.MachineBusy = w.MachineBusy || pw.MachineBusy
 			if pw.Saturated {
 				w.Saturated = true
 				for _, reason := range pw.Reasons {

@@ -11,14 +11,17 @@ import (
 // in this (sorted) order, but for merge_state, which comes last. Each is a typed field of Summary; sectionFields
 // maps one to the other.
 const (
-	KeyClientCPU          = "client_cpu_mean"            // CPU over the run, share of GOMAXPROCS cores
-	KeyClientSaturated    = "client_saturated"           // bool
-	KeySaturatedIntervals = "client_saturated_intervals" // []SaturatedInterval, the live intervals flagged
-	KeySaturatedWindows   = "client_saturated_windows"   // window indices
-	KeySaturationReason   = "client_saturation_reason"   // one line
-	KeyGoodputCount       = "goodput_requests"           // requests meeting every SLO
-	KeyGoodputShare       = "goodput_share"              // their share of the finished requests
-	KeyGoodputSLO         = "goodput_slo_ms"             // the targets, by metric
+	KeyClientCPU          = "client_cpu_mean"             // CPU over the run, share of GOMAXPROCS cores
+	KeyMachineBusy        = "client_machine_busy"         // bool: send lag from a busy machine (absent when not)
+	KeyMachineBusyNote    = "client_machine_busy_note"    // one line: the lag and what it does to the figures
+	KeyMachineBusyWindows = "client_machine_busy_windows" // window indices
+	KeyClientSaturated    = "client_saturated"            // bool
+	KeySaturatedIntervals = "client_saturated_intervals"  // []SaturatedInterval, the live intervals flagged
+	KeySaturatedWindows   = "client_saturated_windows"    // window indices
+	KeySaturationReason   = "client_saturation_reason"    // one line
+	KeyGoodputCount       = "goodput_requests"            // requests meeting every SLO
+	KeyGoodputShare       = "goodput_share"               // their share of the finished requests
+	KeyGoodputSLO         = "goodput_slo_ms"              // the targets, by metric
 	// KeyCDFs holds latency CDFs: {"ttft": [[ms, q], …], "tpot", "itl",
 	// "e2e", "send_lag"}.
 	KeyCDFs = "latency_cdfs"
@@ -54,8 +57,10 @@ const (
 	KeyWindows       = "windows"
 )
 
-// Saturation is the client's self-check over a run: whether it fell behind
-// the schedule, in which windows and live intervals, and why, in one line.
+// Saturation is the client's self-check over a run (SaturationCheck):
+// whether the client was the bottleneck, in which windows and live
+// intervals, and why, in one line; and whether a busy machine delayed its
+// sends though it was not.
 type Saturation struct {
 	Saturated bool
 	// Intervals are the live report intervals flagged CLIENT SATURATED on
@@ -64,6 +69,13 @@ type Saturation struct {
 	// Windows are the indices of the windows where it fell behind.
 	Windows []int
 	Reason  string
+	// MachineBusy is true when some window's send lag was over
+	// SaturationLag while the client was not saturated (WindowStats.
+	// MachineBusy): BusyWindows are those windows, BusyNote says so once,
+	// with what it does to the figures.
+	MachineBusy bool
+	BusyWindows []int
+	BusyNote    string
 }
 
 // GoodputSummary is goodput over a run: its keys are flat in the summary
@@ -162,6 +174,12 @@ func good(f func(*GoodputSummary) any) func(*Summary) (any, bool) {
 var sectionFields = []section{
 	{KeyClientCPU, func(s *Summary) (any, bool) { return s.ClientCPU, s.ClientCPU != nil },
 		func(s *Summary) any { return &s.ClientCPU }},
+	{KeyMachineBusy, sat(func(c *Saturation) (any, bool) { return c.MachineBusy, c.MachineBusy }),
+		func(s *Summary) any { return &s.saturation().MachineBusy }},
+	{KeyMachineBusyNote, sat(func(c *Saturation) (any, bool) { return c.BusyNote, c.BusyNote != "" }),
+		func(s *Summary) any { return &s.saturation().BusyNote }},
+	{KeyMachineBusyWindows, sat(func(c *Saturation) (any, bool) { return c.BusyWindows, len(c.BusyWindows) > 0 }),
+		func(s *Summary) any { return &s.saturation().BusyWindows }},
 	{KeyClientSaturated, sat(func(c *Saturation) (any, bool) { return c.Saturated, true }),
 		func(s *Summary) any { return &s.saturation().Saturated }},
 	{KeySaturatedIntervals, sat(func(c *Saturation) (any, bool) { return c.Intervals, len(c.Intervals) > 0 }),

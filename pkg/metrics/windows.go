@@ -58,10 +58,21 @@ type WindowStats struct {
 	// ClientCPU is the generator's CPU time over the window as a share of
 	// GOMAXPROCS cores (-1: not measured on this platform).
 	ClientCPU float64 `json:"client_cpu"`
-	// Saturated tells the client fell behind in this window; Reasons says
-	// how it showed.
+	// Saturated tells the client was the bottleneck in this window (its
+	// CPU, or a backlog of due arrivals that grew: see SaturationCheck);
+	// Reasons says how it showed.
 	Saturated bool     `json:"client_saturated"`
 	Reasons   []string `json:"saturation_reasons,omitempty"`
+	// Behind is the client's backlog at the window's end, in ms: how late
+	// the oldest arrival due and not yet handed to a sender was, the least
+	// over the window's last second (BacklogSpan), so that a moment's stall
+	// does not count. Absent when the client kept up (or it was not
+	// measured).
+	Behind float64 `json:"client_behind_ms,omitempty"`
+	// MachineBusy tells the window's send lag was over SaturationLag while
+	// the client was not saturated: the machine's other processes delayed
+	// it (see SaturationCheck).
+	MachineBusy bool `json:"machine_busy,omitempty"`
 
 	// Server is what the target's /metrics reported during the window.
 	Server *ServerStats `json:"server,omitempty"`
@@ -191,53 +202,119 @@ func (a *WindowAcc) Fill(w *WindowStats, withGoodput bool) {
 	}
 }
 
-// Saturation thresholds of the client self-check.
+// Thresholds of the client self-check.
 const (
-	// SaturationLag is the send-lag p99 above which a window counts as one
-	// where the client fell behind its schedule. The p99 is judged over at
-	// least SaturationMinSends sends; a window with fewer (but at least
-	// SaturationMinSends/10) is judged by its p90, so a single late send
-	// among a handful does not flag it; fewer sends are not judged on lag.
+	// SaturationCPU is the share of GOMAXPROCS cores the generator's CPU
+	// time must reach over a window for the client to count as saturated:
+	// every core it may use busy with its own work.
+	SaturationCPU = 0.90
+	// SaturationBehind is the backlog (WindowStats.Behind) a window must
+	// end with, and grow to from the previous window's, for the client to
+	// count as saturated: arrivals due this long ago are still not sent,
+	// for a whole BacklogSpan, and more so than a window earlier.
+	SaturationBehind = 100 * time.Millisecond
+	// BacklogSpan is how long a backlog must last to be one: a window's
+	// Behind is the least backlog seen over its last BacklogSpan.
+	BacklogSpan = time.Second
+	// SaturationLag is the send lag above which a window's lag is noted:
+	// as the machine being busy when the client is not saturated. The p99
+	// is judged over at least SaturationMinSends sends; a window with fewer
+	// (but at least SaturationMinSends/10) is judged by its p90, so a
+	// single late send among a handful does not count; fewer sends are not
+	// judged on lag.
 	SaturationLag      = time.Millisecond
 	SaturationMinSends = 100
-	// SaturationCPU is the share of GOMAXPROCS cores the generator's CPU
-	// time must reach over a window to count as saturated.
-	SaturationCPU = 0.90
 )
 
-// SaturationCheck decides whether the client fell behind in a window.
+// SaturationCheck is the client's self-check of a window: whether the
+// client itself was the bottleneck (saturated), or its send lag came from
+// a machine kept busy by other processes.
+//
+// The client is saturated when its CPU over the window reached
+// SaturationCPU of its cores, or when it ended the window behind its
+// schedule by at least SaturationBehind (for all of the window's last
+// BacklogSpan) and further behind than it ended the previous window: a
+// backlog of due arrivals that grows. Send lag alone does not make it
+// saturated: a client with CPU to spare and no backlog whose requests
+// still leave late (p99, or p90 on few sends, over SaturationLag) was
+// woken late by the operating system — the machine is busy — and the
+// window is marked MachineBusy. Latencies measured from the scheduled
+// time include that lag; the server's own figures (TTFT, ITL, E2E from
+// the send) do not.
 type SaturationCheck struct {
 	// MaxConcurrency is the run's --max-concurrency (0: none). When the
 	// requests in flight reached it, send lag is queueing for a slot, not
-	// the client falling behind, and is not held against the client.
+	// the machine or the client, and is not noted.
 	MaxConcurrency int
 	// AllAtOnce is true when every request is due at the start (request
-	// rate inf): lag is then the time to send the burst, by design.
+	// rate inf): lag and backlog are then the time to send the burst, by
+	// design.
 	AllAtOnce bool
 	// Cores is GOMAXPROCS.
 	Cores int
 }
 
-// Check sets w.Saturated and w.Reasons from w's send lag, in-flight and CPU
-// figures (w must be filled).
-func (c SaturationCheck) Check(w *WindowStats) {
-	w.Saturated, w.Reasons = false, nil
-	lagLimit := float64(SaturationLag) / 1e6
-	q, lag := "", 0.0
-	switch {
-	case w.Sent >= SaturationMinSends:
-		q, lag = "p99", w.LagP99
-	case w.Sent >= SaturationMinSends/10:
-		q, lag = "p90", w.LagP90
-	}
-	concurrencyBound := c.MaxConcurrency > 0 && w.InFlightMax >= int64(c.MaxConcurrency)
-	if q != "" && lag > lagLimit && !concurrencyBound && !c.AllAtOnce {
-		w.Reasons = append(w.Reasons, "send lag "+q+" "+fmtMS(lag)+" ms > "+fmtMS(lagLimit)+" ms")
-	}
+// Check sets w.Saturated, w.Reasons and w.MachineBusy from w's CPU,
+// backlog, send lag and in-flight figures (w must be filled). prevBehind is
+// the backlog the previous window (or live interval) ended with, in ms (0
+// for the first).
+func (c SaturationCheck) Check(w *WindowStats, prevBehind float64) {
+	w.Saturated, w.Reasons, w.MachineBusy = false, nil, false
 	if w.ClientCPU >= SaturationCPU {
 		w.Reasons = append(w.Reasons, "client CPU "+fmtPct(w.ClientCPU)+" of "+strconv.Itoa(c.Cores)+" cores ≥ "+fmtPct(SaturationCPU))
 	}
+	behindLimit := float64(SaturationBehind) / 1e6
+	if !c.AllAtOnce && w.Behind >= behindLimit && w.Behind > prevBehind {
+		w.Reasons = append(w.Reasons, "a growing backlog: "+fmtMS(w.Behind)+" ms behind the schedule (was "+fmtMS(prevBehind)+" ms)")
+	}
 	w.Saturated = len(w.Reasons) > 0
+	if w.Saturated || c.AllAtOnce || (c.MaxConcurrency > 0 && w.InFlightMax >= int64(c.MaxConcurrency)) {
+		return
+	}
+	if _, lag := LagJudged(w); lag > float64(SaturationLag)/1e6 {
+		w.MachineBusy = true
+	}
+}
+
+// LagJudged returns the send-lag quantile the self-check judges a window
+// by and its value in ms: the p99 over SaturationMinSends sends or more,
+// the p90 over a tenth of that, else none ("", 0).
+func LagJudged(w *WindowStats) (string, float64) {
+	switch {
+	case w.Sent >= SaturationMinSends:
+		return "p99", w.LagP99
+	case w.Sent >= SaturationMinSends/10:
+		return "p90", w.LagP90
+	}
+	return "", 0
+}
+
+// MachineBusyNote says once, in one line, that a busy machine delayed the
+// client's sends in the windows marked MachineBusy among ws, by how much,
+// and what that does to the figures ("" when none was).
+func MachineBusyNote(ws []WindowStats) string {
+	n, worst, q, cpu := 0, 0.0, "", -1.0
+	for i := range ws {
+		w := &ws[i]
+		if !w.MachineBusy {
+			continue
+		}
+		n++
+		if wq, lag := LagJudged(w); lag > worst {
+			worst, q = lag, wq
+		}
+		cpu = max(cpu, w.ClientCPU)
+	}
+	if n == 0 {
+		return ""
+	}
+	kept := "no backlog"
+	if cpu >= 0 {
+		kept = "CPU at most " + fmtPct(cpu) + " of its cores, " + kept
+	}
+	return "send lag " + q + " up to " + fmtMS(worst) + " ms in " + strconv.Itoa(n) + " of " + strconv.Itoa(len(ws)) +
+		" windows while the client kept up (" + kept + "): the machine is busy with other processes, which delay the client's sends. " +
+		"Latencies measured from the schedule (ttft_from_scheduled, e2e_from_scheduled) include this lag; the server's own figures (TTFT, ITL, TPOT, E2E from the send) do not"
 }
 
 func fmtMS(v float64) string {

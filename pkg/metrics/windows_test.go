@@ -51,29 +51,47 @@ func TestWindowAccFillAndReset(t *testing.T) {
 	}
 }
 
+// TestSaturationCheck is the self-check's decision on injected figures:
+// the client is saturated only when it is the bottleneck — its CPU near all
+// of its cores, or a backlog of due arrivals that grows — and send lag
+// without either is a busy machine, noted as such.
 func TestSaturationCheck(t *testing.T) {
+	c2 := SaturationCheck{Cores: 2}
 	tests := []struct {
 		name   string
 		check  SaturationCheck
 		w      WindowStats
-		reason string // "" : not saturated
+		prev   float64 // the previous window's backlog, ms
+		reason string  // "": not saturated
+		busy   bool
 	}{
-		{"keeping time", SaturationCheck{Cores: 2}, WindowStats{Sent: 1000, LagP99: 0.4, ClientCPU: 0.3}, ""},
-		{"lag p99 over 1 ms", SaturationCheck{Cores: 2}, WindowStats{Sent: 1000, LagP90: 0.5, LagP99: 3.2}, "send lag p99 3.20 ms > 1.00 ms"},
-		{"exactly 1 ms is fine", SaturationCheck{Cores: 2}, WindowStats{Sent: 1000, LagP99: 1}, ""},
-		{"few sends: p90 judges", SaturationCheck{Cores: 2}, WindowStats{Sent: 30, LagP90: 0.3, LagP99: 1.2}, ""},
-		{"few sends, most late", SaturationCheck{Cores: 2}, WindowStats{Sent: 30, LagP90: 2, LagP99: 4}, "send lag p90 2.00 ms"},
-		{"too few sends to judge lag", SaturationCheck{Cores: 2}, WindowStats{Sent: 3, LagP90: 20, LagP99: 20}, ""},
-		{"queueing for a concurrency slot is not the client", SaturationCheck{Cores: 2, MaxConcurrency: 8}, WindowStats{Sent: 1000, LagP99: 900, InFlightMax: 8}, ""},
-		{"below the concurrency limit it is", SaturationCheck{Cores: 2, MaxConcurrency: 8}, WindowStats{Sent: 1000, LagP99: 900, InFlightMax: 5}, "send lag p99 900 ms"},
-		{"all at once is by design", SaturationCheck{Cores: 2, AllAtOnce: true}, WindowStats{Sent: 1000, LagP99: 50}, ""},
-		{"CPU saturated", SaturationCheck{Cores: 2}, WindowStats{Sent: 1000, LagP99: 0.2, ClientCPU: 0.95}, "client CPU 95 % of 2 cores"},
-		{"CPU not measured", SaturationCheck{Cores: 2}, WindowStats{ClientCPU: -1}, ""},
+		{"keeping time", c2, WindowStats{Sent: 1000, LagP99: 0.4, ClientCPU: 0.3}, 0, "", false},
+		// A light run on a busy machine: the OS wakes the client late.
+		{"light run, busy machine: lag p99 over 1 ms", c2, WindowStats{Sent: 1000, LagP90: 0.5, LagP99: 5.21, ClientCPU: 0.02}, 0, "", true},
+		{"light run, busy machine: a moment's backlog", c2, WindowStats{Sent: 1000, LagP99: 40, ClientCPU: 0.03, Behind: 40}, 0, "", true},
+		{"light run, busy machine: a backlog that shrinks", c2, WindowStats{Sent: 1000, LagP99: 400, ClientCPU: 0.03, Behind: 150}, 300, "", true},
+		{"0.6 req/s, few sends late", c2, WindowStats{Sent: 30, LagP90: 2, LagP99: 4, ClientCPU: 0.03}, 0, "", true},
+		{"exactly 1 ms is no note", c2, WindowStats{Sent: 1000, LagP99: 1}, 0, "", false},
+		{"few sends: p90 judges", c2, WindowStats{Sent: 30, LagP90: 0.3, LagP99: 1.2}, 0, "", false},
+		{"too few sends to judge lag", c2, WindowStats{Sent: 3, LagP90: 20, LagP99: 20}, 0, "", false},
+		{"queueing for a concurrency slot is neither", SaturationCheck{Cores: 2, MaxConcurrency: 8}, WindowStats{Sent: 1000, LagP99: 900, InFlightMax: 8}, 0, "", false},
+		{"below the concurrency limit the machine is busy", SaturationCheck{Cores: 2, MaxConcurrency: 8}, WindowStats{Sent: 1000, LagP99: 900, InFlightMax: 5}, 0, "", true},
+		{"all at once is by design", SaturationCheck{Cores: 2, AllAtOnce: true}, WindowStats{Sent: 1000, LagP99: 50, Behind: 900}, 0, "", false},
+		// An impossible rate: the client is the bottleneck.
+		{"CPU pegged", c2, WindowStats{Sent: 1000, LagP99: 0.2, ClientCPU: 0.95}, 0, "client CPU 95 % of 2 cores ≥ 90 %", false},
+		{"CPU pegged, lag too", c2, WindowStats{Sent: 1000, LagP99: 30, ClientCPU: 0.97}, 0, "client CPU 97 % of 2 cores", false},
+		{"a backlog from the start", c2, WindowStats{Sent: 1000, LagP99: 800, ClientCPU: 0.4, Behind: 850}, 0, "a growing backlog: 850 ms behind the schedule (was 0.00 ms)", false},
+		{"a backlog that grows", c2, WindowStats{Sent: 1000, LagP99: 3000, ClientCPU: 0.4, Behind: 5373}, 2100, "a growing backlog: 5373 ms behind the schedule (was 2100 ms)", false},
+		{"a backlog at a standstill is not growing", c2, WindowStats{Sent: 1000, LagP99: 3000, ClientCPU: 0.4, Behind: 2100}, 2100, "", true},
+		{"CPU not measured", c2, WindowStats{ClientCPU: -1}, 0, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := tt.w
-			tt.check.Check(&w)
+			tt.check.Check(&w, tt.prev)
+			if w.MachineBusy != tt.busy {
+				t.Errorf("machine busy %v, want %v", w.MachineBusy, tt.busy)
+			}
 			if tt.reason == "" {
 				if w.Saturated {
 					t.Errorf("saturated: %v", w.Reasons)
@@ -84,6 +102,27 @@ func TestSaturationCheck(t *testing.T) {
 				t.Errorf("saturated %v reasons %q, want %q", w.Saturated, w.Reasons, tt.reason)
 			}
 		})
+	}
+}
+
+// TestMachineBusyNote: the note names the worst lag, how many windows, the
+// client's CPU, and what the lag does to the figures; none without a busy
+// window.
+func TestMachineBusyNote(t *testing.T) {
+	ws := []WindowStats{
+		{Sent: 600, LagP99: 0.3, ClientCPU: 0.01},
+		{Sent: 600, LagP99: 5.21, ClientCPU: 0.02, MachineBusy: true},
+		{Sent: 40, LagP90: 8.5, LagP99: 9, ClientCPU: 0.05, MachineBusy: true},
+	}
+	want := "send lag p90 up to 8.50 ms in 2 of 3 windows while the client kept up (CPU at most 5 % of its cores, no backlog): " +
+		"the machine is busy with other processes, which delay the client's sends. " +
+		"Latencies measured from the schedule (ttft_from_scheduled, e2e_from_scheduled) include this lag; " +
+		"the server's own figures (TTFT, ITL, TPOT, E2E from the send) do not"
+	if got := MachineBusyNote(ws); got != want {
+		t.Errorf("note\n%q, want\n%q", got, want)
+	}
+	if got := MachineBusyNote(ws[:1]); got != "" {
+		t.Errorf("note %q without a busy window", got)
 	}
 }
 

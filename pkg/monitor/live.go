@@ -126,7 +126,8 @@ func num(v float64) string {
 // closeLive prints the line of a closed live interval.
 func (m *Monitor) closeLive(p *period) {
 	w := m.stats(p)
-	m.check.Check(&w)
+	m.check.Check(&w, m.live.lastBehind)
+	m.live.lastBehind = w.Behind
 	if m.prom != nil {
 		m.prom.SetSaturated(w.Saturated)
 	}

@@ -121,9 +121,13 @@ type Monitor struct {
 	stateErr error
 	// liveSat are the live intervals flagged CLIENT SATURATED (at most
 	// metrics.MaxSaturatedIntervals; liveSatN counts them all).
-	liveSat    []metrics.SaturatedInterval
-	liveSatN   int
-	cpuOK      bool
+	liveSat  []metrics.SaturatedInterval
+	liveSatN int
+	cpuOK    bool
+	// behind reads how far behind its schedule the dispatcher is (nil:
+	// not measured); backlog holds its recent looks (see lookBehind).
+	behind     func(time.Time) time.Duration
+	backlog    []backlogLook
 	inFlightFn atomic.Pointer[func() int64]
 	dispatched atomic.Pointer[func() int64]
 	done       *atomic.Int64
@@ -258,9 +262,11 @@ func (m *Monitor) Offer(a *arrival.Arrival) {
 // Begin starts watching a run whose offsets count from start: the
 // progress bar, live lines, windows and the server's metrics. col is the
 // run's collector (read after the run), inFlight and dispatched read the
-// dispatcher, done counts the results collected.
-func (m *Monitor) Begin(start time.Time, col *metrics.Collector, inFlight, dispatched func() int64, done *atomic.Int64) {
-	m.start, m.col = start, col
+// dispatcher, behind how far behind its schedule it is at an instant
+// (arrival.Dispatcher.Behind; nil: not measured), done counts the results
+// collected.
+func (m *Monitor) Begin(start time.Time, col *metrics.Collector, inFlight, dispatched func() int64, behind func(time.Time) time.Duration, done *atomic.Int64) {
+	m.start, m.col, m.behind = start, col, behind
 	m.inFlightFn.Store(&inFlight)
 	m.dispatched.Store(&dispatched)
 	m.done = done
@@ -304,6 +310,7 @@ func (m *Monitor) loop() {
 		now := m.c.Now().Sub(m.start)
 		m.runDue(now)
 		if now >= nextSample {
+			m.lookBehind()
 			v := m.inFlightNow()
 			for _, s := range m.streams() {
 				s.cur.flight.add(v)
@@ -349,6 +356,7 @@ func (m *Monitor) runDue(now time.Duration) {
 // when the run ends).
 func (m *Monitor) cutStream(s *stream, at time.Duration) {
 	cpu := m.cpuShare(&s.cpuMark, at-s.cur.start)
+	behind := m.lookBehind()
 	if s == m.win && m.scraper != nil {
 		// Not under m.mu: the scraper calls OnSample, which takes m.mu,
 		// holding its own lock.
@@ -356,8 +364,39 @@ func (m *Monitor) cutStream(s *stream, at time.Duration) {
 	}
 	m.mu.Lock()
 	s.cur.end = at
-	s.cut(cpu)
+	s.cut(cpu, behind)
 	m.mu.Unlock()
+}
+
+// backlogLook is one look at how far behind its schedule the dispatcher
+// was, at an offset of the run.
+type backlogLook struct {
+	at, behind time.Duration
+}
+
+// lookBehind looks at how far behind its schedule the dispatcher is now,
+// keeps the look with those of the last metrics.BacklogSpan, and returns the
+// least of them: the client's backlog, in ms (0 when not measured). A
+// backlog is what stays over a whole span; a moment's stall — the machine
+// busy, a collection — comes and goes between two looks.
+func (m *Monitor) lookBehind() float64 {
+	if m.behind == nil {
+		return 0
+	}
+	now := m.c.Now()
+	at := now.Sub(m.start)
+	keep := m.backlog[:0]
+	for _, l := range m.backlog {
+		if l.at >= at-metrics.BacklogSpan {
+			keep = append(keep, l)
+		}
+	}
+	m.backlog = append(keep, backlogLook{at, m.behind(now)})
+	least := m.backlog[0].behind
+	for _, l := range m.backlog[1:] {
+		least = min(least, l.behind)
+	}
+	return float64(least) / 1e6
 }
 
 // cpuShare returns the CPU used since *mark as a share of the cores over
@@ -444,6 +483,13 @@ func (m *Monitor) Annotate(sum *metrics.Summary, elapsed time.Duration) error {
 	if m.liveSatN > 0 {
 		sum.Saturation.Intervals = m.liveSat
 	}
+	for _, w := range m.windows {
+		if w.MachineBusy {
+			sum.Saturation.MachineBusy = true
+			sum.Saturation.BusyWindows = append(sum.Saturation.BusyWindows, w.Index)
+		}
+	}
+	sum.Saturation.BusyNote = metrics.MachineBusyNote(m.windows)
 	if cpu, ok := m.c.CPU(); ok && elapsed > 0 {
 		share := cpu.Seconds() / (elapsed.Seconds() * float64(m.cores))
 		sum.ClientCPU = &share
@@ -506,6 +552,9 @@ func (m *Monitor) Finish(sum *metrics.Summary) error {
 		}
 		fmt.Fprintf(m.c.Err, "warning: the client fell behind its schedule in %s (%s): latencies there include the client's delay, not only the server's; see client_saturated in the summary\n",
 			where, m.saturationReason(sat))
+	}
+	if c := sum.Saturation; c != nil && c.BusyNote != "" {
+		fmt.Fprintf(m.c.Err, "note: %s (%s in the summary)\n", c.BusyNote, metrics.KeyMachineBusy)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ type period struct {
 	offered    int64
 	flight     flightSample
 	cpu        float64
+	behind     float64 // the backlog at the end, ms (see lookBehind)
 	// server is what the server's metrics said during the period (windows
 	// only; taken when the period is cut).
 	server *metrics.ServerStats
@@ -56,7 +57,10 @@ type stream struct {
 	free             []*metrics.WindowAcc
 	closeAt          time.Duration // when prev closes (prev != nil)
 	cpuMark          time.Duration
-	onClose          func(p *period)
+	// lastBehind is the backlog the last closed period ended with (ms),
+	// against which the self-check judges the next one's.
+	lastBehind float64
+	onClose    func(p *period)
 }
 
 func newStream(every time.Duration, onClose func(*period)) *stream {
@@ -114,9 +118,10 @@ func (s *stream) due() time.Duration {
 }
 
 // cut ends the current period and makes the next one current (caller
-// holds the mutex). cpu is the CPU share of the period that ends.
-func (s *stream) cut(cpu float64) {
-	s.cur.cpu = cpu
+// holds the mutex). cpu is the CPU share of the period that ends, behind
+// the backlog it ends with.
+func (s *stream) cut(cpu, behind float64) {
+	s.cur.cpu, s.cur.behind = cpu, behind
 	s.prev, s.closeAt = s.cur, s.cur.end+s.grace
 	s.cur = s.ahead
 	s.ahead = s.open(s.cur.end)
@@ -142,7 +147,7 @@ func (s *stream) release(p *period) {
 func (m *Monitor) stats(p *period) metrics.WindowStats {
 	w := metrics.WindowStats{
 		Start: p.start.Seconds(), End: p.end.Seconds(), Offered: p.offered,
-		InFlightMean: p.flight.mean(), InFlightMax: p.flight.max, ClientCPU: p.cpu,
+		InFlightMean: p.flight.mean(), InFlightMax: p.flight.max, ClientCPU: p.cpu, Behind: p.behind,
 	}
 	p.acc.Fill(&w, m.slo.Set())
 	return w
@@ -153,7 +158,8 @@ func (m *Monitor) closeWindow(p *period) {
 	w := m.stats(p)
 	w.Index = len(m.windows)
 	w.Server = p.server
-	m.check.Check(&w)
+	m.check.Check(&w, m.win.lastBehind)
+	m.win.lastBehind = w.Behind
 	m.windows = append(m.windows, w)
 	ws, err := p.acc.State(w.Index)
 	if err != nil && m.stateErr == nil {
@@ -162,7 +168,7 @@ func (m *Monitor) closeWindow(p *period) {
 	m.states = append(m.states, ws)
 }
 
-// saturated returns the windows where the client fell behind.
+// saturated returns the windows where the client was saturated.
 func (m *Monitor) saturated() []metrics.WindowStats {
 	var out []metrics.WindowStats
 	for _, w := range m.windows {

@@ -201,8 +201,12 @@ func TestProgressBarOnATerminal(t *testing.T) {
 // burst a second, against the mock; each request runs 300 ms (100 ms to the
 // first token, then 20 tokens 10 ms apart), so the server is busy 0.3 s of
 // every second and idle during the 0.7 s gaps. Scraping its /metrics every
-// 10 ms, the run's idle fraction must match what the gaps imply within 5 %
-// (absolute): 1 − 4 × 0.3 s / the time observed.
+// 10 ms, the run's idle fraction must match what the server itself
+// measured (its busy time, mockserver.Stats) within 5 % (absolute), and
+// what the gaps imply (1 − 4 × 0.3 s / the time observed) within 10 %; each
+// of the first three windows, which hold a burst each, is idle 0.7 of its
+// second within 0.2 (5× a quiet machine's 0.04: a busy one delays a burst's
+// timers by tens of ms and moves its start across a boundary).
 func TestTimingServerIdleFraction(t *testing.T) {
 	testenv.SkipUnderRace(t)
 	srv, port := mocktest.Start(t, mockserver.Config{TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond})
@@ -253,8 +257,8 @@ func TestTimingServerIdleFraction(t *testing.T) {
 	implied := 1 - 4*0.3/server.Observed
 	measured := 1 - (srv.Stats().Busy-busy0).Seconds()/server.Observed
 	t.Logf("idle fraction %.3f over %.3f s (%d samples); the gaps imply %.3f; the mock measured %.3f", server.Idle, server.Observed, server.Samples, implied, measured)
-	if math.Abs(server.Idle-implied) > 0.05 {
-		t.Errorf("idle fraction %.3f, the gaps imply %.3f (±0.05)", server.Idle, implied)
+	if math.Abs(server.Idle-measured) > 0.05 || math.Abs(server.Idle-implied) > 0.1 {
+		t.Errorf("idle fraction %.3f: the server measured %.3f (±0.05), the gaps imply %.3f (±0.1)", server.Idle, measured, implied)
 	}
 	if server.Observed < 3.2 || server.Observed > 4 || server.Running != 5 || server.Samples < 200 {
 		t.Errorf("observed %.2f s with %d samples, running max %v", server.Observed, server.Samples, server.Running)
@@ -263,8 +267,8 @@ func TestTimingServerIdleFraction(t *testing.T) {
 	var ws []metrics.WindowStats
 	testenv.SectionOf(t, sum, metrics.KeyWindows, &ws)
 	for _, w := range ws[:3] {
-		if w.Server == nil || math.Abs(w.Server.IdleFraction-0.7) > 0.07 {
-			t.Errorf("window %d: server %+v, want idle ≈ 0.7", w.Index, w.Server)
+		if w.Server == nil || math.Abs(w.Server.IdleFraction-0.7) > 0.2 {
+			t.Errorf("window %d: server %+v, want idle 0.7 ± 0.2", w.Index, w.Server)
 		}
 	}
 }

@@ -440,6 +440,9 @@ func (o *Options) validateSessions() error {
 			errs = append(errs, fmt.Errorf("--responses-chain: --backend %s has no previous_response_id (use --backend %s)", b.Name,
 				client.BackendsWith(func(r *client.Backend) bool { return r.Chains })))
 		}
+		if o.several() && o.Balance != "session" {
+			errs = append(errs, fmt.Errorf("--responses-chain with several endpoints needs --balance session: a response is kept by the server that made it (--balance %s)", o.Balance))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
@@ -128,6 +129,7 @@ func TestSeeds(t *testing.T) {
 // every offset divided by 24, and the compressed schedule passes the window
 // checks once its times are multiplied back.
 func TestTimeScale(t *testing.T) {
+	testenv.SkipHeavyUnderRace(t)
 	plan := bundledPlan(t, "MoE_gt100B", RepeatJitter)
 	c := Config{Plan: plan, Seed: 4, Lengths: arrival.UniformLengths{Input: 1, Output: 1}}
 	day1 := slices.Collect(Schedule(c))

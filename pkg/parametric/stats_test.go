@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/fineserve-gen/fineserve-gen/datasets"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
@@ -181,6 +182,7 @@ func bundledPlan(t testing.TB, class string, ext Extension) *Plan {
 // TestDayPerClass: one pass over each class's 288 windows (24 h), without
 // NB; events are requests.
 func TestDayPerClass(t *testing.T) {
+	testenv.SkipHeavyUnderRace(t)
 	for i, class := range datasets.Classes {
 		t.Run(class, func(t *testing.T) {
 			seed := uint64(100 + i)
@@ -210,6 +212,7 @@ func TestDayPerClass(t *testing.T) {
 // burst events (gaps stretched by E[K]), the burst-size moments and the
 // total request count.
 func TestDayLt10BWithNB(t *testing.T) {
+	testenv.SkipHeavyUnderRace(t)
 	const seed = 7
 	plan := bundledPlan(t, "Dense_lt10B", RepeatJitter)
 	nb := bundledNB(t)
@@ -281,6 +284,7 @@ func TestDayLt10BWithNB(t *testing.T) {
 // ways they must catch: a 3 % rate error, Poisson gaps where the windows
 // say Gamma, the wrong window for a gap, and a wrong E[K] stretch.
 func TestChecksCanFail(t *testing.T) {
+	testenv.SkipHeavyUnderRace(t)
 	const seed = 3
 	good := bundledTable(t, "Dense_10to30B")
 	goodPlan := bundledPlan(t, "Dense_10to30B", RepeatJitter)
@@ -333,6 +337,7 @@ func TestChecksCanFail(t *testing.T) {
 // 48 h schedules pass the window checks against the windows they were drawn
 // from.
 func TestExtension48h(t *testing.T) {
+	testenv.SkipHeavyUnderRace(t)
 	for _, ext := range []Extension{RepeatJitter, ModelSample} {
 		for i, class := range datasets.Classes {
 			t.Run(ext.String()+"/"+class, func(t *testing.T) {

@@ -90,7 +90,7 @@ func New(cfg Config) *Exporter {
 		cancelled: prometheus.NewCounter(counterOpts("requests_cancelled_total",
 			"Requests the client cut at their planned time (--cancel-share): neither completed nor failed, so not in requests_total.")),
 		saturated: prometheus.NewGauge(prometheus.GaugeOpts(opts("client_saturated",
-			"1 while the last closed report interval showed the client falling behind (send lag p99 over 1 ms or CPU saturated)."))),
+			"1 while the last closed report interval showed the client saturated (its CPU at 90 % of its cores, or a growing backlog of due arrivals)."))),
 		byClass: map[string]prometheus.Counter{},
 		byCode:  map[int][2]prometheus.Counter{},
 	}

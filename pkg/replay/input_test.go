@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 // A quote that opens a field and never closes costs its own line only.
@@ -201,6 +203,7 @@ func allocated(f func()) uint64 {
 // A line longer than MaxRecordBytes is a counted skip that costs no more
 // memory than the limit, in plain and gzipped files alike.
 func TestGiantLineIsBounded(t *testing.T) {
+	testenv.SkipHeavyUnderRace(t)
 	const n = 64 << 20
 	for _, gz := range []bool{false, true} {
 		t.Run(fmt.Sprint("gzip=", gz), func(t *testing.T) {

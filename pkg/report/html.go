@@ -67,6 +67,7 @@ type extras struct {
 	Saturated     bool
 	SatWindows    []int
 	SatReason     string
+	BusyNote      string
 	Goodput       *float64
 	GoodputShare  *float64
 	GoodputCount  *int64
@@ -80,7 +81,7 @@ func readExtras(s *metrics.Summary) extras {
 		Server: s.ServerMetrics, ClientCPU: s.ClientCPU,
 	}
 	if c := s.Saturation; c != nil {
-		e.Saturated, e.SatWindows, e.SatReason = c.Saturated, c.Windows, c.Reason
+		e.Saturated, e.SatWindows, e.SatReason, e.BusyNote = c.Saturated, c.Windows, c.Reason, c.BusyNote
 	}
 	if g := s.Goodput; g != nil {
 		rate, share, n := g.Rate, g.Share, g.Requests
@@ -688,6 +689,7 @@ td:first-child,th:first-child{text-align:left}th{background:#fafafa}
 figure{margin:0;border:1px solid #eee;padding:.4em}figure svg{width:100%;height:auto;display:block}
 .missing{color:#777;font-style:italic;padding:2em 1em}.plot-note{color:#555;font-size:.85em;padding:.3em .5em}
 .warn{background:#fff4e5;border-left:4px solid #e67e22;padding:.6em 1em}
+.note{background:#eef5fb;border-left:4px solid #5b8db8;padding:.6em 1em}
 .sat{color:#c0392b;font-weight:bold}.notes li{color:#555}
 .msg{text-align:left;font-family:monospace;white-space:pre-wrap;word-break:break-all}
 `
@@ -711,6 +713,7 @@ var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(pageH
 <p class="meta">{{if .S.Backend}}Backend <b>{{.S.Backend}}</b> · mode <b>{{.S.Mode}}</b> · request rate <b>{{.Rate}}</b> · max concurrency <b>{{.MaxConc}}</b> · seed <b id="seed">{{.S.Seed}}</b>{{else}}Run settings unknown: per-request records do not carry them (render the run's summary JSON for them){{end}}{{if .S.StartedAt}} · started {{.S.StartedAt}}{{end}}{{if .Source}} · from {{.Source}}{{end}}</p>
 {{if .S.Command}}<pre class="cmd" id="command">{{range $i, $a := args .S.Command}}{{if $i}} {{end}}<span class="arg">{{$a}}</span>{{end}}</pre>{{end}}
 {{if .X.Saturated}}<p class="warn" id="client-saturated"><span class="sat">The client fell behind its schedule</span> in window(s) {{range $i, $w := .X.SatWindows}}{{if $i}}, {{end}}{{$w}}{{end}}: {{.X.SatReason}}. Latencies there include the client's own delay; do not read them as the server's.</p>{{end}}
+{{if .X.BusyNote}}<p class="note" id="machine-busy">The machine was busy, not the client: {{.X.BusyNote}}.</p>{{end}}
 {{if .S.Interrupted}}<p class="warn">The run was interrupted: {{.S.NotSent}} scheduled request(s) were not sent.</p>{{end}}
 
 <h2>Summary</h2>
@@ -778,7 +781,7 @@ var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(pageH
 <details{{if .OpenWindows}} open{{end}}><summary>{{len .Windows}} window(s)</summary>
 <table id="windows">
 <tr><th>#</th><th>From–to</th><th>Offered/s</th><th>Achieved/s</th><th>Failed</th><th>In flight</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p99</th><th>E2E p99</th><th>Lag p99</th><th>Client CPU</th><th>Server idle</th><th>Client</th></tr>
-{{range .Windows}}<tr><td>{{.Index}}</td><td>{{clock .Start}}–{{clock .End}}</td><td>{{f2 .OfferedRate}}</td><td>{{f2 .AchievedRate}}</td><td>{{.Failed}}</td><td>{{f1 .InFlightMean}}</td><td>{{ms .TTFTP50}}</td><td>{{ms .TTFTP99}}</td><td>{{ms .ITLP99}}</td><td>{{ms .E2EP99}}</td><td>{{ms .LagP99}}</td><td>{{cpu .ClientCPU}}</td><td>{{with .Server}}{{pct .IdleFraction}}{{else}}–{{end}}</td><td>{{if .Saturated}}<span class="sat" title="{{join .Reasons "; "}}">saturated</span>{{else}}ok{{end}}</td></tr>
+{{range .Windows}}<tr><td>{{.Index}}</td><td>{{clock .Start}}–{{clock .End}}</td><td>{{f2 .OfferedRate}}</td><td>{{f2 .AchievedRate}}</td><td>{{.Failed}}</td><td>{{f1 .InFlightMean}}</td><td>{{ms .TTFTP50}}</td><td>{{ms .TTFTP99}}</td><td>{{ms .ITLP99}}</td><td>{{ms .E2EP99}}</td><td>{{ms .LagP99}}</td><td>{{cpu .ClientCPU}}</td><td>{{with .Server}}{{pct .IdleFraction}}{{else}}–{{end}}</td><td>{{if .Saturated}}<span class="sat" title="{{join .Reasons "; "}}">saturated</span>{{else if .MachineBusy}}<span title="send lag from a busy machine, not the client">ok (machine busy)</span>{{else}}ok{{end}}</td></tr>
 {{end}}</table></details>
 {{end}}
 

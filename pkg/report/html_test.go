@@ -245,9 +245,11 @@ func TestHTMLReportFromSummary(t *testing.T) {
 			Sent: 10, LagP50: 0.1, LagP90: 0.2, LagP99: 0.3, LagMax: 0.4, InFlightMean: 2, InFlightMax: 4,
 			Server: &metrics.ServerStats{Samples: 5, RunningMean: 2, KVCacheMean: 0.3, IdleFraction: 0.2}})
 	}
-	ws[3].Saturated, ws[3].Reasons = true, []string{"send lag p99 3.00 ms > 1.00 ms"}
+	ws[3].Saturated, ws[3].Reasons = true, []string{"client CPU 95 % of 2 cores ≥ 90 %"}
+	ws[1].MachineBusy = true
 	s.Windows, s.WindowSeconds = ws, 10
-	s.Saturation = &metrics.Saturation{Saturated: true, Windows: []int{3}, Reason: "window 3 (00:30–00:40): send lag p99 3.00 ms > 1.00 ms"}
+	s.Saturation = &metrics.Saturation{Saturated: true, Windows: []int{3}, Reason: "window 3 (00:30–00:40): client CPU 95 % of 2 cores ≥ 90 %",
+		MachineBusy: true, BusyWindows: []int{1}, BusyNote: "send lag p99 up to 5.21 ms in 1 of 4 windows while the client kept up"}
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
@@ -271,6 +273,10 @@ func TestHTMLReportFromSummary(t *testing.T) {
 	}
 	if !strings.Contains(p.text("client-saturated"), "fell behind") || !strings.Contains(p.text("windows"), "saturated") {
 		t.Error("the client self-check is not shown")
+	}
+	if !strings.Contains(p.text("machine-busy"), "The machine was busy, not the client: send lag p99 up to 5.21 ms") ||
+		!strings.Contains(p.text("windows"), "ok (machine busy)") {
+		t.Error("the busy machine's note is not shown")
 	}
 	if p.text("command") != s.Command || p.text("seed") != "7" {
 		t.Errorf("command %q seed %q", p.text("command"), p.text("seed"))

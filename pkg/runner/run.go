@@ -224,7 +224,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	if sessions != nil {
 		inFlight = sessions.InFlight
 	}
-	mon.Begin(start, col, inFlight, d.Dispatched, &done)
+	mon.Begin(start, col, inFlight, d.Dispatched, d.Behind, &done)
 	ds := d.Run(ctx, reqCtx, wl.Schedule)
 	stopDrain()
 	close(results)

@@ -128,11 +128,12 @@ type history struct {
 // the history grew by besides the user message.
 func (h *history) reply(res *client.Result, turns TurnOptions, result arrival.Arrival) int {
 	m := message{reply: true, answer: append([]byte(nil), res.Text...), result: result}
-	grew := res.OutputTokens()
+	// The reasoning is not counted: it is not sent back, or when it is
+	// (KeepReasoning), reasoning models' chat templates drop earlier
+	// turns' reasoning from the prompt.
+	grew := res.OutputTokens() - min(res.ReasoningTokens, res.OutputTokens())
 	if turns.KeepReasoning {
 		m.reasoning = append([]byte(nil), res.Reasoning...)
-	} else {
-		grew -= min(res.ReasoningTokens, grew) // not sent back
 	}
 	for _, c := range res.Calls {
 		id := c.ID

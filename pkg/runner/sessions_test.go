@@ -90,7 +90,7 @@ func TestHistoryWithToolsAndReasoning(t *testing.T) {
 		grew  int
 	}{
 		{"chat", TurnOptions{ToolResultLen: 6}, false, 10 - 4 + 6},
-		{"chat-keep-reasoning", TurnOptions{ToolResultLen: 6, KeepReasoning: true}, false, 10 + 6},
+		{"chat-keep-reasoning", TurnOptions{ToolResultLen: 6, KeepReasoning: true}, false, 10 - 4 + 6},
 		{"responses", TurnOptions{ToolResultLen: 6}, true, 10 - 4 + 6},
 		{"responses-chained", TurnOptions{ToolResultLen: 6, Chain: true}, true, 10 - 4 + 6},
 	} {

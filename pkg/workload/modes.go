@@ -46,7 +46,7 @@ var modeTable = []*Mode{
 		schedule: func(c *Config, w *Workload, log Logger) (arrival.Schedule, error) {
 			return replaySchedule(c, c.Seed, log, w)
 		}},
-	{Name: ModeParametric, Help: "Gamma windows and NB micro-bursts (--model-class or --gamma-params-csv)",
+	{Name: ModeParametric, Help: "Gamma windows and NB micro-bursts (--model-class or --gamma-params-csv), or ServeGen clients (--servegen)",
 		schedule: func(c *Config, _ *Workload, log Logger) (arrival.Schedule, error) {
 			return parametricSchedule(c, c.Seed, log)
 		}},

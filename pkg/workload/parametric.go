@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -42,6 +43,13 @@ type ParametricOptions struct {
 	// Dense_lt10B uses by default.
 	NBJSON         string
 	DisableNBLt10B bool
+	// ServeGen, when set, is a directory of ServeGen clients (NAME-trace.csv
+	// and NAME-dataset.json) that replaces the Gamma windows: NumClients of
+	// them (0: all) chosen with the seed; ServeGenSkipIdle leaves out the
+	// windows where none is active (servegen.go).
+	ServeGen         string
+	NumClients       int
+	ServeGenSkipIdle bool
 }
 
 // DefaultParametricOptions returns FineServe's parametric defaults.
@@ -56,8 +64,24 @@ func DefaultParametricOptions() ParametricOptions {
 // validate returns every problem of the parametric options.
 func (p *ParametricOptions) validate() error {
 	var errs []error
+	if p.ServeGen != "" {
+		for flag, set := range map[string]bool{"--model-class": p.ModelClass != "", "--gamma-params-csv": p.GammaParamsCSV != "",
+			"--parametric-nb-json": p.NBJSON != "", "--request-lengths-csv": p.RequestLengthsCSV != "", "--parametric-data-root": p.DataRoot != ""} {
+			if set {
+				errs = append(errs, fmt.Errorf("--servegen and %s: choose one (ServeGen clients bring their own windows and lengths)", flag))
+			}
+		}
+		if p.NumClients < 0 {
+			errs = append(errs, fmt.Errorf("--num-clients %d: want ≥ 0 (0: every client)", p.NumClients))
+		}
+		sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+		return errors.Join(errs...)
+	}
+	if p.NumClients != 0 || p.ServeGenSkipIdle {
+		errs = append(errs, errors.New("--num-clients and --servegen-skip-idle: for --servegen DIR"))
+	}
 	if p.GammaParamsCSV == "" && p.ModelClass == "" {
-		errs = append(errs, errors.New("--mode parametric needs --model-class (Dense_lt10B, Dense_10to30B, Dense_30to100B, MoE_gt100B) or --gamma-params-csv FILE"))
+		errs = append(errs, errors.New("--mode parametric needs --model-class (Dense_lt10B, Dense_10to30B, Dense_30to100B, MoE_gt100B), --gamma-params-csv FILE or --servegen DIR"))
 	}
 	if p.ModelClass != "" {
 		if err := datasets.CheckClass(p.ModelClass); err != nil {
@@ -87,6 +111,9 @@ func parametricSchedule(c *Config, seed uint64, log Logger) (arrival.Schedule, e
 	p := &c.Parametric
 	if err := p.validate(); err != nil {
 		return nil, (err)
+	}
+	if p.ServeGen != "" {
+		return servegenSchedule(c, seed, log)
 	}
 	ext, _ := parametric.ParseExtension(p.ExtensionMode)
 	table, err := p.gammaTable()

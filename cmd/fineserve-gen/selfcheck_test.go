@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+// TestLightRunIsNotSaturated: a light run (40 requests at 20 req/s against
+// the built-in server on 127.0.0.1, windows of 20 sends) is never flagged
+// as a saturated client, however busy the machine is: the client uses a
+// few percent of a core and has no backlog. Send lag from a busy machine
+// (a p90 over 1 ms, which flagged the client before) may be noted, as such,
+// once.
+func TestLightRunIsNotSaturated(t *testing.T) {
+	srv, err := mockserver.New(mockserver.Config{Models: []string{"mock-model"}, TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { srv.Serve(ctx, ln); close(served) }()
+	defer func() { cancel(); <-served }()
+
+	port := ln.Addr().(*net.TCPAddr).Port
+	r := mustRunTool(t, mockTarget(port, "--num-prompts", "40", "--request-rate", "20", "--random-input-len", "8",
+		"--random-output-len", "4", "--seed", "3", "--warmup-requests", "0", "--window-seconds", "1",
+		"--report-interval", "1", "--request-timeout", "30s")...)
+	s := r.summary(t)
+	if s.Completed != 40 {
+		t.Fatalf("completed %d of 40\n%s", s.Completed, r.stderr)
+	}
+	if len(s.Windows) < 2 {
+		t.Fatalf("%d windows: the run should span several", len(s.Windows))
+	}
+	if s.Saturation == nil || s.Saturation.Saturated {
+		t.Fatalf("a light run flagged as a saturated client: %+v\n%s", s.Saturation, r.stderr)
+	}
+	if strings.Contains(r.stderr, "SATURATED") || strings.Contains(r.stderr, "fell behind") {
+		t.Errorf("stderr flags the client:\n%s", r.stderr)
+	}
+	for _, w := range s.Windows {
+		if w.Saturated || w.Behind >= float64(metrics.SaturationBehind)/1e6 {
+			t.Errorf("window %d: saturated %v %v, behind %v ms", w.Index, w.Saturated, w.Reasons, w.Behind)
+		}
+	}
+	// Lag from a busy machine is said once, after the table, if at all.
+	if n := strings.Count(r.stderr, "the machine is busy"); n > 1 || (n == 1) != s.Saturation.MachineBusy {
+		t.Errorf("the busy machine's note %d times, client_machine_busy %v:\n%s", n, s.Saturation.MachineBusy, r.stderr)
+	}
+	t.Logf("send lag p99 %.2f ms, client_machine_busy %v, %d windows", s.SendLag.P99, s.Saturation.MachineBusy, len(s.Windows))
+}
