@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -211,5 +212,17 @@ func TestRerankEndpoints(t *testing.T) {
 	}
 	if paths["/v1/rerank"] != 3 || paths["/v2/rerank"] != 3 || paths["/rerank"] != 0 {
 		t.Errorf("paths %v", paths)
+	}
+}
+
+// TestPoolingReport: a pooling run's HTML report draws its E2E and says
+// its token plots do not apply.
+func TestPoolingReport(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{})
+	html := filepath.Join(t.TempDir(), "r.html")
+	mustRunTool(t, append(baseArgs(port, 4), "--backend", "vllm-score", "--batch-size", "2", "--report-html", html)...)
+	b := string(testenv.ReadFile(t, html))
+	if strings.Count(b, "not applicable: scores have no tokens") != 3 || !strings.Contains(b, "<svg") {
+		t.Errorf("report: %d token plots said not to apply (want TTFT, ITL, TPOT), svg %v", strings.Count(b, "not applicable: scores have no tokens"), strings.Contains(b, "<svg"))
 	}
 }
