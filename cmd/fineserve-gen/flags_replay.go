@@ -20,7 +20,7 @@ func addReplayFlags(fs *pflag.FlagSet, o *options.Options) {
 	r := &o.Replay
 	fs.StringVar(&r.TracePath, "request-trace-csv", r.TracePath, "replay: trace file: FineServe, Azure LLM/LMM, BurstGPT or schedule CSV, Mooncake JSONL, or any CSV/JSONL (.gz too)")
 	fs.StringVar(&r.TracePath, "trace", r.TracePath, "replay: alias of --request-trace-csv")
-	fs.StringVar(&r.TraceFormat, "trace-format", r.TraceFormat, "replay: fineserve, azure-llm, azure-lmm, mooncake, burstgpt, alibaba-lora, alibaba-t2i, schedule, csv or jsonl (default: detected from the header)")
+	fs.StringVar(&r.TraceFormat, "trace-format", r.TraceFormat, "replay: fineserve, azure-llm, azure-lmm, mooncake, burstgpt, alibaba-lora, alibaba-t2i, schedule, csv, jsonl, or the agentic weka, tracelab, bailian (default: detected from the header)")
 	fs.StringVar(&r.TimestampColumn, "timestamp-column", r.TimestampColumn, "replay: timestamp column (default per format)")
 	fs.StringVar(&r.InputLengthColumn, "input-length-column", r.InputLengthColumn, "replay: input length column (default per format)")
 	fs.StringVar(&r.OutputLengthColumn, "output-length-column", r.OutputLengthColumn, "replay: output length column (default per format)")
@@ -34,6 +34,11 @@ func addReplayFlags(fs *pflag.FlagSet, o *options.Options) {
 	fs.Var(durationValue{&r.TraceDuration}, "trace-duration", "replay: replay this much of the trace (trace time, before --time-scale)")
 	fs.Var(imageSizeValue{&r.ImageWidth, &r.ImageHeight}, "image-size", "replay: size WxH of the synthetic images of multimodal rows (Azure LMM)")
 	fs.IntVar(&r.TokensPerImage, "tokens-per-image", r.TokensPerImage, "replay: prompt tokens one image counts for (0: Qwen2-VL's count for --image-size, 324 at 512x512)")
+	ag := &o.Agentic
+	fs.StringVar(&ag.Timing, "agent-timing", ag.Timing, "agentic replay: when a conversation's next step is due: think (think_time after the previous response), original (the trace's gap after the previous send) or api-scaled (api_time × --api-time-scale + think_time)")
+	fs.Float64Var(&ag.APIScale, "api-time-scale", ag.APIScale, "agentic replay: api_time multiplier of --agent-timing api-scaled")
+	fs.Var(durationValue{&ag.MaxThink}, "max-think-time", "agentic replay: cap every idle gap of a conversation (tool and think time) at this (0: no cap)")
+	fs.Int64Var(&ag.Conversations, "conversations", ag.Conversations, "agentic replay: start N conversations drawn by --seed, Poisson at --request-rate, instead of the trace's own starts")
 }
 
 // traceStartValue is --trace-start: a duration, or "busiest".

@@ -384,5 +384,8 @@ func extraSeeds() [][]int {
 	for _, src := range []string{"random-ids", "text"} {
 		out = append(out, row(map[int]string{dEndpoints: "two-session", dPrefix: "prefix", dTurns: "1", dSource: src, dDryRun: "send"}))
 	}
+	// An agentic replay, sent, cancelled, kept on one endpoint a
+	// conversation, with its HTML report.
+	out = append(out, row(map[int]string{dWorkload: "replay-agentic", dEndpoints: "two-session", dCancel: "cancel", dDryRun: "send", dHTML: "html"}))
 	return out
 }

@@ -72,7 +72,7 @@ const (
 var matrixDims = []dimension{
 	dWorkload: {"workload", []string{"poisson", "poisson-bursty", "poisson-inf",
 		"replay-fineserve", "replay-azure2023", "replay-azure-lmm", "replay-mooncake", "replay-burstgpt",
-		"replay-alibaba-lora", "replay-generic", "parametric-class-nb", "parametric-gamma", "parametric-servegen"}},
+		"replay-alibaba-lora", "replay-generic", "parametric-class-nb", "parametric-gamma", "parametric-servegen", "replay-agentic"}},
 	dBackend: {"backend", []string{"vllm", "openai", "openai-chat", "openai-responses", "openai-images",
 		"openai-embeddings", "vllm-pooling", "vllm-rerank", "vllm-score", "openai-transcriptions"}},
 	dSource:      {"source", []string{"random-ids", "trace-ids", "text", "sharegpt", "sharegpt_pre", "hash-ids", "images"}},
@@ -143,8 +143,11 @@ var (
 //     image requests are text);
 //   - text and ShareGPT prompts with every text backend and workload but
 //     the image and Mooncake traces;
-//   - hash-ids (Mooncake's prefix blocks) is the Mooncake trace's only
-//     source, and images the image traces' only one;
+//   - hash-ids (Mooncake's prefix blocks, an agentic trace's) is the
+//     Mooncake and agentic traces' only source, and images the image
+//     traces' only one;
+//   - an agentic trace (its conversations are the sessions) without
+//     --turns and without --prefix-len (its prompts are its hash ids);
 //   - --backend openai-images only with the diffusion trace (Alibaba
 //     GenTD26), which needs it; Azure LMM (images in chat messages) with
 //     the other backends;
@@ -170,6 +173,12 @@ func validCase(r []int) bool {
 	if b && is(r, dBackend, "openai-transcriptions") && s && !is(r, dSource, "text") {
 		return false
 	}
+	if w && is(r, dWorkload, "replay-agentic") && b && is(r, dBackend, noTalk...) {
+		return false
+	}
+	if w && is(r, dWorkload, "replay-agentic") && ((set(r, dTurns) && !is(r, dTurns, "1")) || (set(r, dPrefix) && is(r, dPrefix, "prefix"))) {
+		return false
+	}
 	if set(r, dAnswer) && !is(r, dAnswer, "plain") && b && !is(r, dBackend, "openai-chat", "openai-responses") {
 		return false
 	}
@@ -177,11 +186,11 @@ func validCase(r []int) bool {
 		(s && is(r, dSource, "images")) || (w && is(r, dWorkload, imageTraces...)) || (set(r, dEndpoints) && !is(r, dEndpoints, "one", "two-session"))) {
 		return false // a chain is a Responses session's, kept on the endpoint that holds its responses
 	}
-	if b && is(r, dBackend, "openai-responses") && ((s && is(r, dSource, "images")) || (w && is(r, dWorkload, append(imageTraces, "replay-mooncake")...))) {
+	if b && is(r, dBackend, "openai-responses") && ((s && is(r, dSource, "images")) || (w && is(r, dWorkload, append(imageTraces, "replay-mooncake", "replay-agentic")...))) {
 		return false // image inputs are chat content parts; hash ids are token ids
 	}
 	if set(r, dAnswer) && !is(r, dAnswer, "plain") && ((s && is(r, dSource, "random-ids", "trace-ids", "hash-ids")) ||
-		(w && is(r, dWorkload, "replay-alibaba-lora", "replay-mooncake"))) {
+		(w && is(r, dWorkload, "replay-alibaba-lora", "replay-mooncake", "replay-agentic"))) {
 		return false // token ids and image generations: no chat
 	}
 	if set(r, dLengths) && is(r, dLengths, "lengths-mix") {
@@ -196,7 +205,7 @@ func validCase(r []int) bool {
 		return false // the conversations give their own lengths
 	}
 	if set(r, dTurns) && is(r, dTurns, "multi-turn") && ((s && !is(r, dSource, "sharegpt", "sharegpt_pre")) ||
-		(w && is(r, dWorkload, append(imageTraces, "replay-mooncake")...))) {
+		(w && is(r, dWorkload, append(imageTraces, "replay-mooncake", "replay-agentic")...))) {
 		return false // the conversations come from a ShareGPT file
 	}
 	if s && is(r, dSource, "random-ids", "trace-ids", "hash-ids") && b && is(r, dBackend, "openai-responses") {
@@ -215,13 +224,16 @@ func validCase(r []int) bool {
 		case is(r, dSource, "trace-ids"):
 			return is(r, dWorkload, textTraces...)
 		case is(r, dSource, "hash-ids"):
-			return is(r, dWorkload, "replay-mooncake")
+			if is(r, dWorkload, "replay-agentic") && b && is(r, dBackend, "openai-images") {
+				return false // an image generation has no conversation
+			}
+			return is(r, dWorkload, "replay-mooncake", "replay-agentic")
 		case is(r, dSource, "images"):
 			if !is(r, dWorkload, imageTraces...) {
 				return false
 			}
 		default: // text, sharegpt, sharegpt_pre
-			if is(r, dWorkload, append(imageTraces, "replay-mooncake")...) {
+			if is(r, dWorkload, append(imageTraces, "replay-mooncake", "replay-agentic")...) {
 				return false
 			}
 		}
@@ -342,6 +354,10 @@ var workloadArgs = map[string][]string{
 	"parametric-gamma":    {"--mode", "parametric", "--gamma-params-csv", "../../datasets/Parametric/gamma/Dense_10to30B_gamma_5min.csv", "--time-scale", "100", "--num-prompts", "6"},
 	// ServeGen clients: 50 req/s together, sped up 10 times.
 	"parametric-servegen": {"--mode", "parametric", "--servegen", "testdata/servegen", "--num-clients", "2", "--time-scale", "10", "--num-prompts", "8"},
+	// Three conversations of a WEKA trace (3 steps each), Poisson starts,
+	// idle gaps capped.
+	"replay-agentic": {"--mode", "replay", "--trace", agenticSamples + "weka/trace_0026.json", "--conversations", "3", "--request-rate", "200",
+		"--time-scale", "1000", "--max-think-time", "2ms"},
 }
 
 var sourceArgs = map[string][]string{
@@ -784,7 +800,8 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		return
 	}
 	// Schedule facts against the dry run.
-	sessions := c.v(dTurns) != "1"
+	agentic := c.v(dWorkload) == "replay-agentic" // a conversation is a session
+	sessions := c.v(dTurns) != "1" || agentic
 	requests := sum.Scheduled // one request per arrival, or the turns sent
 	if sessions {
 		ss := sum.Sessions
@@ -795,6 +812,10 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 			return
 		}
 		requests = ss.TurnsSent
+		if ag := sum.Agents; agentic && (ag == nil || ag.Conversations != ss.Started || ag.Requests != ss.TurnsSent ||
+			ag.Requests != sum.Completed+sum.Failed+sum.Cancelled || ag.CompletionS.Max <= 0) {
+			fail("agents section %+v, sessions %+v", ag, ss)
+		}
 	} else if sum.Sessions != nil || sum.PerTurn != nil {
 		fail("a run without sessions has a sessions section")
 	}
@@ -916,6 +937,11 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 			if rec.CompletionTokens != 0 || rec.TTFT != nil {
 				fail("record %d: a pooling batch with %d completion tokens, ttft %v", rec.Index, rec.CompletionTokens, rec.TTFT)
 			}
+		} else if agentic && rec.Turn > 1 {
+			// A conversation's later step asks for the trace's output.
+			if rec.CompletionTokens != rec.OutputLen && (c.v(dEOS) == "ignore-eos" || rec.CompletionTokens > rec.OutputLen || rec.CompletionTokens < 1) {
+				fail("record %d step %d: %d completion tokens, output_len %d (%s)", rec.Index, rec.Turn, rec.CompletionTokens, rec.OutputLen, c.v(dEOS))
+			}
 		} else if c.v(dTurns) == "multi-turn" && rec.Turn > 1 {
 			// A conversation's later turn asks for its reply's length.
 			if rec.CompletionTokens < 1 || rec.CompletionTokens > rec.OutputLen {
@@ -974,6 +1000,9 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		b, err := os.ReadFile(r.path("report.html"))
 		if err != nil || !bytes.Contains(b, []byte("<svg")) {
 			fail("--report-html: %v, %d bytes, svg %v", err, len(b), bytes.Contains(b, []byte("<svg")))
+		}
+		if has := bytes.Contains(b, []byte(`data-plot="agent_lanes"`)); has != (c.v(dWorkload) == "replay-agentic" && sum.Completed > 0) {
+			fail("--report-html: agentic swim-lanes %v with %s", has, c.v(dWorkload))
 		}
 		// Several endpoints: a table listing every one, by URL.
 		if has := bytes.Contains(b, []byte(`<table id="endpoints">`)); has != (len(ports) > 1) {
@@ -1183,6 +1212,8 @@ func TestMatrixInvalidCombinations(t *testing.T) {
 		{"tools with completions", append(slices.Clone(workloadArgs["poisson"]), "--backend", "vllm", "--tools", "testdata/tools.json"), "--tools: --backend vllm has no tool calls"},
 		{"a response format with image generation", append(slices.Clone(workloadArgs["replay-alibaba-lora"]), "--backend", "openai-images", "--response-format", "json_object"), "--backend openai-images has no response format"},
 		{"a chain without a Responses backend", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-chat", "--turns", "3", "--responses-chain"), "--responses-chain: --backend openai-chat has no previous_response_id"},
+		{"an agentic trace with image generation", append(slices.Clone(workloadArgs["replay-agentic"]), "--backend", "openai-images"), "--backend openai-images has no conversation"},
+		{"an agentic trace with --turns", append(slices.Clone(workloadArgs["replay-agentic"]), "--turns", "3"), "an agentic trace's conversations are its sessions"},
 		{"a chain without sessions", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-responses", "--responses-chain"), "--responses-chain chains a session's turns"},
 		{"a batch size with completions", append(slices.Clone(workloadArgs["poisson"]), "--backend", "vllm", "--batch-size", "4"), "--batch-size: --backend vllm sends one prompt a request"},
 		{"sessions of embeddings", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-embeddings", "--turns", "3"), "--backend openai-embeddings has no conversation"},

@@ -62,6 +62,9 @@ type Result struct {
 	Session       int64
 	Turn          int
 	HistoryTokens int
+	// Agent places a request in an agentic conversation (Session is the
+	// conversation's start, Turn the step's number; On false: not one).
+	Agent AgentStep
 	// Endpoint is the number (from 1) of the endpoint the request went to
 	// when the run has several (--base-url given more than once); 0 with
 	// one. metrics.Sample.Endpoint is its index (from 0).
@@ -362,4 +365,21 @@ func statusClass(code int) string {
 	default: // 1xx, 3xx or a 2xx other than 200: not an OpenAI answer
 		return ErrProtocol
 	}
+}
+
+// AgentStep is a request's place in an agentic conversation
+// (docs/AGENTS.md).
+type AgentStep struct {
+	// On: the request is a step of an agentic conversation.
+	On bool
+	// Branch is 0 for the conversation's own steps, k for its k-th
+	// subagent's (numbered as they are spawned).
+	Branch int
+	// Waited is the idle time before the step was sent, as observed: from
+	// the branch's previous response's last byte to this send (the tool
+	// time, its lag included); -1 for a branch's first step.
+	Waited time.Duration
+	// Expected is the prompt tokens the trace's infinite prefix cache
+	// serves for this step.
+	Expected int
 }

@@ -132,6 +132,8 @@ type Sample struct {
 	Session       int64
 	Turn          int
 	HistoryTokens int
+	// Agent places the request in an agentic conversation (client.Result).
+	Agent client.AgentStep
 
 	// Endpoint is the index of the endpoint the request went to when the
 	// run has several (-1: one endpoint).
@@ -179,7 +181,7 @@ func (s *Sample) From(r *client.Result, slo SLO) {
 		OutputTokens: out,
 		Images:       r.Images, Generate: r.Generate, Generated: r.Generated,
 		Measure: r.Measure, Inputs: r.Inputs, Returned: r.Returned, Dims: r.Dims,
-		Session: r.Session, Turn: r.Turn, HistoryTokens: r.HistoryTokens,
+		Session: r.Session, Turn: r.Turn, HistoryTokens: r.HistoryTokens, Agent: r.Agent,
 		Endpoint: r.Endpoint - 1,
 		HasTTFO:  ok && tokens && r.FirstOutput > 0, TTFO: r.TTFO(),
 		ReasoningTokens: r.ReasoningTokens, ToolCalls: r.ToolCalls, ToolArgsInvalid: r.ToolArgsInvalid,

@@ -172,6 +172,8 @@ func good(f func(*GoodputSummary) any) func(*Summary) (any, bool) {
 // sectionFields lists the sections in key order, the order they are
 // written in, but for merge_state, written last.
 var sectionFields = []section{
+	{KeyAgents, func(s *Summary) (any, bool) { return s.Agents, s.Agents != nil },
+		func(s *Summary) any { return &s.Agents }},
 	{KeyClientCPU, func(s *Summary) (any, bool) { return s.ClientCPU, s.ClientCPU != nil },
 		func(s *Summary) any { return &s.ClientCPU }},
 	{KeyMachineBusy, sat(func(c *Saturation) (any, bool) { return c.MachineBusy, c.MachineBusy }),

@@ -19,6 +19,7 @@ func fullSummary() *Summary {
 		Backend: "vllm", Mode: "replay", StartedAt: "2026-01-01T00:00:00Z",
 		WindowSeconds: 10, Windows: []WindowStats{{Index: 0, End: 10, Offered: 3}},
 		ClientCPU: &cpu,
+		Agents:    &AgentsSummary{Conversations: 1, Requests: 3, List: []AgentConversation{{Session: 0, Steps: 3}}},
 		Saturation: &Saturation{Saturated: true, Windows: []int{0}, Reason: "window 0: a growing backlog",
 			Intervals:   []SaturatedInterval{{Start: 1, End: 2, Reasons: []string{"a growing backlog"}}},
 			MachineBusy: true, BusyWindows: []int{0}, BusyNote: "send lag p99 up to 5.21 ms"},

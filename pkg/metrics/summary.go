@@ -110,6 +110,9 @@ type Summary struct {
 	// Answers are the answers' reasoning, tool-call and structured-output
 	// figures (answers.go; flat keys, nil: none seen).
 	Answers *AnswersSummary `json:"-"`
+	// Agents are the agentic conversations' figures (agents.go; the
+	// "agents" section, nil: none).
+	Agents *AgentsSummary `json:"-"`
 	// Pooling is a batching backend's section (pooling.go): inputs sent,
 	// vectors or scores returned, the vectors' length.
 	Pooling *PoolingSummary `json:"-"`

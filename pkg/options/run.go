@@ -94,7 +94,7 @@ func (o *Options) build(ctx context.Context, seed uint64, log Logger) (*workload
 		cfg.ScheduleOut = schedOut
 	}
 	var sessOut *os.File
-	if o.SessionsOut != "" && (cfg.Sessions.On() || cfg.MultiTurn) {
+	if o.SessionsOut != "" && (cfg.Sessions.On() || cfg.MultiTurn || cfg.ReplaysAgentic()) {
 		var err error
 		if sessOut, err = os.Create(o.SessionsOut); err != nil {
 			if schedOut != nil {
@@ -134,7 +134,7 @@ func (o *Options) build(ctx context.Context, seed uint64, log Logger) (*workload
 		log.Infof("%s", l)
 	}
 	if ws := wl.Sessions; ws != nil {
-		log.Infof("%s: %d sessions, %d planned turns, plan %s", ws.Config.Describe(), ws.Sessions, ws.Turns, ws.Hash)
+		log.Infof("%s: %d sessions, %d planned turns, plan %s", ws.Describe(), ws.Sessions, ws.Turns, ws.Hash)
 		if o.SessionsOut != "" {
 			log.Infof("sessions: %d planned turns written to %s", ws.Turns, o.SessionsOut)
 		}

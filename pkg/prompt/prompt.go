@@ -42,6 +42,7 @@ type Builder struct {
 	format  Format
 	chat    bool
 	salt    uint64
+	block   int
 	suffix  string
 	dataset *Dataset
 	prefix  *SharedPrefix
@@ -70,11 +71,17 @@ type Options struct {
 	// Prefix, when set, starts every prompt without prefix blocks with one
 	// of its shared prefixes (see SharedPrefix).
 	Prefix *SharedPrefix
+	// BlockTokens is the tokens of one prefix block (0: BlockTokens,
+	// Mooncake's 512; agentic traces say theirs).
+	BlockTokens int
 }
 
 // New returns a Builder for o.
 func New(o Options) *Builder {
-	b := &Builder{format: o.Format, chat: o.Chat, salt: o.Salt, suffix: o.Suffix, dataset: o.Dataset, prefix: o.Prefix}
+	b := &Builder{format: o.Format, chat: o.Chat, salt: o.Salt, suffix: o.Suffix, dataset: o.Dataset, prefix: o.Prefix, block: o.BlockTokens}
+	if b.block <= 0 {
+		b.block = BlockTokens
+	}
 	b.images.opts = o.Images.withDefaults()
 	if o.Chat || o.Dataset != nil {
 		b.format = Text
@@ -143,7 +150,7 @@ func (b *Builder) appendBody(dst []byte, p *pool, a *arrival.Arrival, n int) []b
 		if written >= n {
 			break
 		}
-		k := min(BlockTokens, n-written)
+		k := min(b.block, n-written)
 		dst = p.appendRun(dst, written > 0, mix(b.salt, 0xb10c, id), k)
 		written += k
 	}

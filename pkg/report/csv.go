@@ -31,6 +31,9 @@ var csvITL = []string{"itl_count", "itl_mean_ms", "itl_max_ms"}
 var csvHeader = func() []byte {
 	var cols []string
 	for _, f := range recordFields {
+		if f.jsonlOnly {
+			continue
+		}
 		if f.key == "itl_ms" {
 			cols = append(cols, csvITL...)
 			continue
@@ -47,11 +50,16 @@ func CSVHeader() []byte { return append([]byte(nil), csvHeader...) }
 // the record writes it (AppendRecord), turned into a cell.
 func AppendRecordCSV(b []byte, s *metrics.Sample) []byte {
 	var scratch [64]byte
+	first := true
 	for i := range recordFields {
 		f := &recordFields[i]
-		if i > 0 {
+		if f.jsonlOnly {
+			continue
+		}
+		if !first {
 			b = append(b, ',')
 		}
+		first = false
 		if f.key == "itl_ms" {
 			b = appendITLCells(b, s.TokenTimes)
 			continue

@@ -341,6 +341,14 @@ func WriteHTML(w io.Writer, d *Data) error {
 		pg.Requests = append(pg.Requests, plotView{Name: PlotTurnTTFT, Title: "TTFT by turn", SVG: ttft},
 			plotView{Name: PlotTurnPrompt, Title: "Prompt size and prefix-cache hits by turn", SVG: prompt})
 	}
+	if lanes, drawn, err := agentLanes(s.Agents); err != nil {
+		return err
+	} else if lanes != "" {
+		pg.Requests = append(pg.Requests, plotView{Name: PlotAgentLanes, Title: "Agentic conversations: steps, tool waits, subagents", SVG: lanes})
+		if n := len(s.Agents.List); drawn < n || int64(n) < s.Agents.Conversations {
+			note("Agentic swim-lanes: %d of %d conversation(s) drawn (the summary lists the first %d)", drawn, s.Agents.Conversations, n)
+		}
+	}
 	labels, values := errorBars(s.ErrorsByClass)
 	for i, l := range labels {
 		pg.Errors = append(pg.Errors, errorRow{Class: l, Count: int64(values[i])})

@@ -312,6 +312,9 @@ type recordField struct {
 	// get reads the field's value x (nil when absent) into r. Fields are
 	// read in table order: a field may use those before it.
 	get func(x *fastjson.Value, r *client.Result)
+	// jsonlOnly: not a column of --results-csv (the agentic fields: the
+	// CSV's columns stay those of every run).
+	jsonlOnly bool
 }
 
 func field(key string, put func([]byte, *metrics.Sample) []byte, get func(*fastjson.Value, *client.Result)) recordField {
@@ -453,6 +456,28 @@ var recordFields = func() []recordField {
 		field("history_tokens",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.HistoryTokens), 10) },
 			func(x *fastjson.Value, r *client.Result) { r.HistoryTokens = getInt(x) }),
+		field("branch",
+			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Agent.Branch), 10) },
+			func(x *fastjson.Value, r *client.Result) {
+				if x != nil {
+					r.Agent.On, r.Agent.Branch, r.Agent.Waited = true, getInt(x), -1
+				}
+			}),
+		field("tool_wait_ms",
+			func(b []byte, s *metrics.Sample) []byte {
+				if s.Agent.Waited < 0 {
+					return append(b, "null"...)
+				}
+				return appendMillis(b, s.Agent.Waited)
+			},
+			func(x *fastjson.Value, r *client.Result) {
+				if x != nil && x.Type() == fastjson.TypeNumber {
+					r.Agent.Waited = time.Duration(x.GetFloat64() * 1e6)
+				}
+			}),
+		field("expected_cached_tokens",
+			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Agent.Expected), 10) },
+			func(x *fastjson.Value, r *client.Result) { r.Agent.Expected = getInt(x) }),
 		field("endpoint",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Endpoint), 10) },
 			func(x *fastjson.Value, r *client.Result) { r.Endpoint = optInt(x) + 1 }),
@@ -517,6 +542,9 @@ var recordFields = func() []recordField {
 			fs[i].omit = notGeneration
 		case "session", "turn", "history_tokens":
 			fs[i].omit = notSession
+		case "branch", "tool_wait_ms", "expected_cached_tokens":
+			fs[i].omit = func(s *metrics.Sample) bool { return !s.Agent.On }
+			fs[i].jsonlOnly = true
 		case "endpoint":
 			fs[i].omit = func(s *metrics.Sample) bool { return s.Endpoint < 0 }
 		case "cancel_after_ms":

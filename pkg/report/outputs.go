@@ -31,11 +31,11 @@ type Output struct {
 }
 
 // TableOutput is the console table of a summary: FineServe's table, the
-// breakdowns (by kind, model, endpoint), the sessions' figures and
-// goodput.
+// breakdowns (by kind, model, endpoint), the sessions' and the agentic
+// conversations' figures, and goodput.
 func TableOutput(sum *metrics.Summary) Output {
 	return Output{Name: "the table (standard output)", Write: func(w io.Writer) error {
-		for _, write := range []func(io.Writer, *metrics.Summary) error{WriteTable, WriteBreakdowns, WriteSessions, WriteGoodput} {
+		for _, write := range []func(io.Writer, *metrics.Summary) error{WriteTable, WriteBreakdowns, WriteSessions, WriteAgents, WriteGoodput} {
 			if err := write(w, sum); err != nil {
 				return err
 			}

@@ -134,6 +134,9 @@ var _ workload.Logger = (*Logger)(nil)
 func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *client.Pool, stdio IO, log *Logger) (*metrics.Summary, error) {
 	po := cfg.Prompts
 	po.Chat, po.Dataset, po.Images, po.Prefix = pool.First().Chat(), wl.Dataset, wl.ImageOptions, wl.Prefix
+	if wl.Agentic != nil {
+		po.BlockTokens = wl.Agentic.BlockSize
+	}
 	prompts := prompt.New(po)
 	panics := &requestPanics{log: log}
 	if err := warmupAll(ctx, cfg.WarmupRequests, pool, wl, prompts, log, panics); err != nil {
@@ -214,6 +217,10 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		// sessions; the session sender bounds the requests in flight.
 		sessions = newSessionSender(snd, wl, cfg, start, ctx)
 		d.Sender, d.MaxConcurrency = sessions, cfg.MaxSessions
+		if wl.Agentic != nil {
+			// A conversation is a session whose steps come from the trace.
+			d.Sender = &agenticSender{sessionSender: sessions, plan: wl.Agentic.Plan, cut: wl.Agentic.Cancel}
+		}
 	}
 
 	defer gcfloor.Start(gcfloor.DefaultHeadroom)()

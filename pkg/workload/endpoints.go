@@ -27,7 +27,7 @@ func balanceEndpoints(c *Config, w *Workload, s arrival.Schedule) arrival.Schedu
 	if !c.Endpoints.several() {
 		return s
 	}
-	p := &balance.Plan{N: c.Endpoints.Count, Strategy: c.Endpoints.Strategy, Sessions: c.Sessions.On() || c.MultiTurn, Shards: c.ShardCount}
+	p := &balance.Plan{N: c.Endpoints.Count, Strategy: c.Endpoints.Strategy, Sessions: c.Sessions.On() || c.MultiTurn || w.Agentic != nil, Shards: c.ShardCount}
 	if w.Prefix != nil {
 		p.PrefixOf = w.Prefix.Pick
 	}

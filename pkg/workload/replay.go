@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/pkg/agentic"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
@@ -78,7 +79,9 @@ func (r *ReplayOptions) validate(c *Config) error {
 	if r.TokensPerImage < 0 {
 		errs = append(errs, fmt.Errorf("--tokens-per-image %d: want ≥ 0 (0: derived from --image-size)", r.TokensPerImage))
 	}
-	if _, err := replay.ParseFormat(r.TraceFormat); err != nil {
+	if _, ok := agentic.ParseFormat(r.TraceFormat); ok {
+		// an agentic trace: agenticSchedule checks its options
+	} else if _, err := replay.ParseFormat(r.TraceFormat); err != nil {
 		errs = append(errs, fmt.Errorf("--trace-format: %w", err))
 	}
 	if _, err := replay.ParseUnit(r.TimestampUnit); err != nil {
@@ -95,6 +98,9 @@ type ReplayInfo = metrics.ReplayInfo
 // breakdown.
 func replaySchedule(c *Config, seed uint64, log Logger, w *Workload) (arrival.Schedule, error) {
 	r := &c.Replay
+	if f, ok := c.agenticFormat(); ok {
+		return agenticSchedule(c, f, log, w)
+	}
 	if err := r.validate(c); err != nil {
 		return nil, (err)
 	}

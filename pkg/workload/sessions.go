@@ -24,6 +24,17 @@ type Sessions struct {
 	// Hash is "sha256:" and the SHA-256 of the whole (unsharded) plan's
 	// CSV as --sessions-out writes it, header included.
 	Hash string
+	// Note, when set, describes the sessions instead of Config (an
+	// agentic trace's conversations).
+	Note string
+}
+
+// Describe says in one line what sessions s plans.
+func (s *Sessions) Describe() string {
+	if s.Note != "" {
+		return s.Note
+	}
+	return s.Config.Describe()
 }
 
 // planPass plans every session during the workload's one pass: it hashes

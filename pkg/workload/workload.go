@@ -94,6 +94,7 @@ type Spec struct {
 	SharegptContextLen int
 
 	Replay     ReplayOptions
+	Agentic    AgenticOptions // the replay of agentic traces (agentic.go)
 	Parametric ParametricOptions
 	Models     ModelOptions
 	Load       LoadOptions
@@ -156,6 +157,9 @@ type Workload struct {
 	// Conversations are the dataset's conversations (--multi-turn), nil
 	// otherwise.
 	Conversations *prompt.Conversations
+	// Agentic is the plan of an agentic trace's conversations (agentic.go;
+	// nil for any other workload): each arrival is a conversation's start.
+	Agentic *Agentic
 	// Balance is the plan of the requests' endpoints (nil with one
 	// endpoint): the schedule's arrivals carry theirs, a session's later
 	// turns take theirs from it (balance.Plan.Turn).
@@ -242,6 +246,9 @@ func Build(c Config, log Logger) (*Workload, error) {
 		return nil, err
 	}
 	w.Schedule = arrival.Shard(s, c.ShardIndex, c.ShardCount)
+	if err := w.agenticSessions(&c, s); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
