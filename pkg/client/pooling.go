@@ -82,13 +82,6 @@ func (req *Request) appendInputs(b []byte, from, parts int) []byte {
 	return append(b, ']')
 }
 
-func (c *Client) model(req *Request) string {
-	if req.Model != "" {
-		return req.Model
-	}
-	return c.cfg.Model
-}
-
 // appendEmbeddingsBody appends an embeddings (or pooling) request: N
 // inputs.
 func appendEmbeddingsBody(c *Client, b []byte, req *Request) []byte {

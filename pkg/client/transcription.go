@@ -82,6 +82,15 @@ func appendField(b []byte, name, file string) []byte {
 	return append(b, "\r\n\r\n"...)
 }
 
+// model is req's model, or the client's default (a form's field: JSON
+// bodies open with openModelBody).
+func (c *Client) model(req *Request) string {
+	if req.Model != "" {
+		return req.Model
+	}
+	return c.cfg.Model
+}
+
 // appendTranscriptionBody appends the multipart body of a transcription.
 func appendTranscriptionBody(c *Client, b []byte, req *Request) []byte {
 	field := func(name, value string) {
