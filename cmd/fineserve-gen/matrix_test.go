@@ -29,6 +29,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 	"github.com/fineserve-gen/fineserve-gen/pkg/tokenizer"
@@ -76,7 +77,8 @@ var matrixDims = []dimension{
 	dWorkload: {"workload", []string{"poisson", "poisson-bursty", "poisson-inf",
 		"replay-fineserve", "replay-azure2023", "replay-azure-lmm", "replay-mooncake", "replay-burstgpt",
 		"replay-alibaba-lora", "replay-generic", "parametric-class-nb", "parametric-gamma", "parametric-servegen", "replay-agentic"}},
-	dBackend:     {"backend", []string{"vllm", "openai", "openai-chat", "openai-responses", "openai-images"}},
+	dBackend: {"backend", []string{"vllm", "openai", "openai-chat", "openai-responses", "openai-images",
+		"openai-embeddings", "vllm-pooling", "vllm-rerank", "vllm-score", "openai-transcriptions"}},
 	dSource:      {"source", []string{"random-ids", "trace-ids", "text", "sharegpt", "sharegpt_pre", "hash-ids", "images"}},
 	dWarmup:      {"warmup", []string{"0", "1", "3"}},
 	dConcurrency: {"concurrency", []string{"open", "max2", "max2-ramp"}},
@@ -133,6 +135,12 @@ func is(row []int, d int, names ...string) bool {
 func set(row []int, d int) bool { return row[d] != testenv.Free }
 
 var (
+	// batchBackends send --batch-size inputs a request (the pooling
+	// APIs); idsBackends take token-id prompts; noTalk have no
+	// conversation (sessions).
+	batchBackends  = []string{"openai-embeddings", "vllm-pooling", "vllm-rerank", "vllm-score"}
+	idsBackends    = []string{"vllm", "openai", "openai-embeddings", "vllm-pooling"}
+	noTalk         = append([]string{"openai-images", "openai-transcriptions"}, batchBackends...)
 	imageTraces    = []string{"replay-azure-lmm", "replay-alibaba-lora"}
 	textTraces     = []string{"replay-fineserve", "replay-azure2023", "replay-burstgpt", "replay-generic"}
 	syntheticModes = []string{"poisson", "poisson-bursty", "poisson-inf", "parametric-class-nb", "parametric-gamma", "parametric-servegen"}
@@ -167,9 +175,20 @@ var (
 //   - a tokenizer with the text sources (text, ShareGPT) only;
 //   - media (--images-per-request, --audio-seconds) with the completions
 //     and chat backends.
+//   - the pooling backends (embeddings, pooling, rerank, score) with every
+//     text source and workload but the image traces, token ids with
+//     embeddings and pooling only (a rerank's documents are text); the
+//     transcription backend (its audio is synthetic: the prompt source
+//     only sizes nothing) with text prompts; neither in sessions.
 func validCase(r []int) bool {
 	w, b, s := set(r, dWorkload), set(r, dBackend), set(r, dSource)
-	if w && is(r, dWorkload, "replay-agentic") && b && is(r, dBackend, "openai-images") {
+	if b && is(r, dBackend, append([]string{"openai-transcriptions"}, batchBackends...)...) && ((s && is(r, dSource, "images")) || (w && is(r, dWorkload, imageTraces...))) {
+		return false // no image inputs
+	}
+	if b && is(r, dBackend, "openai-transcriptions") && s && !is(r, dSource, "text") {
+		return false
+	}
+	if w && is(r, dWorkload, "replay-agentic") && b && is(r, dBackend, noTalk...) {
 		return false
 	}
 	if w && is(r, dWorkload, "replay-agentic") && ((set(r, dTurns) && !is(r, dTurns, "1")) || (set(r, dPrefix) && is(r, dPrefix, "prefix"))) {
@@ -206,8 +225,8 @@ func validCase(r []int) bool {
 			return false
 		}
 	}
-	if set(r, dTurns) && !is(r, dTurns, "1") && ((b && is(r, dBackend, "openai-images")) || (w && is(r, dWorkload, "replay-alibaba-lora"))) {
-		return false // an image generation has no conversation
+	if set(r, dTurns) && !is(r, dTurns, "1") && ((b && is(r, dBackend, noTalk...)) || (w && is(r, dWorkload, "replay-alibaba-lora"))) {
+		return false // an image generation, a pooling batch, a transcription have no conversation
 	}
 	if set(r, dTurns) && is(r, dTurns, "multi-turn") && set(r, dLengths) && is(r, dLengths, "lengths-mix") {
 		return false // the conversations give their own lengths
@@ -219,8 +238,11 @@ func validCase(r []int) bool {
 	if s && is(r, dSource, "random-ids", "trace-ids", "hash-ids") && b && is(r, dBackend, "openai-responses") {
 		return false // token ids: completions only
 	}
-	if s && is(r, dSource, "random-ids", "trace-ids") && b && !is(r, dBackend, "vllm", "openai") {
+	if s && is(r, dSource, "random-ids", "trace-ids") && b && !is(r, dBackend, idsBackends...) {
 		return false
+	}
+	if ((s && is(r, dSource, "hash-ids")) || (w && is(r, dWorkload, "replay-mooncake"))) && b && is(r, dBackend, "vllm-rerank", "vllm-score", "openai-transcriptions") {
+		return false // hash ids are token ids, the Mooncake trace's only prompts
 	}
 	if s && w {
 		switch {
@@ -359,6 +381,33 @@ func matrixTokenizerPath(dir string) string {
 // matrixTokensPerImage is what an image counts for, on both sides.
 const matrixTokensPerImage = 16
 
+// matrixBatch is the pooling backends' --batch-size; matrixAudioSeconds
+// the transcriptions' --audio-seconds.
+const (
+	matrixBatch        = 3
+	matrixAudioSeconds = 0.5
+)
+
+// poolingPrompt is the prompt tokens the built-in server counts for a
+// batch of input tokens split over matrixBatch inputs (BatchLens): their
+// sum, and for a query (rerank, score) the query again with every
+// document.
+func poolingPrompt(backend string, input int) int {
+	if backend == "vllm-rerank" || backend == "vllm-score" {
+		lens := client.BatchLens(input, matrixBatch+1)
+		n := (matrixBatch - 1) * lens[0]
+		for _, l := range lens {
+			n += l
+		}
+		return n
+	}
+	n := 0
+	for _, l := range client.BatchLens(input, matrixBatch) {
+		n += l
+	}
+	return n
+}
+
 // workloadArgs are the flags of each workload: a handful of requests due
 // within a fraction of a second.
 var workloadArgs = map[string][]string{
@@ -476,6 +525,12 @@ func caseArgs(c matrixCase, ports []int, dir string) (args, dry []string) {
 	}
 	sched := append(slices.Clone(workloadArgs[c.v(dWorkload)]), "--backend", c.v(dBackend))
 	sched = append(sched, sourceArgs[c.v(dSource)]...)
+	switch {
+	case slices.Contains(batchBackends, c.v(dBackend)):
+		sched = append(sched, "--batch-size", strconv.Itoa(matrixBatch))
+	case c.v(dBackend) == "openai-transcriptions":
+		sched = append(sched, "--audio-seconds", strconv.FormatFloat(matrixAudioSeconds, 'f', -1, 64))
+	}
 	if c.v(dShard) == "shard1of2" {
 		sched = append(sched, "--shard", "1/2")
 	}
@@ -912,7 +967,11 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		if rec.Turn <= 1 && math.Abs(rec.Scheduled-mustFloat(t, row[1])) > 1e-6 {
 			fail("record %d scheduled at %v s, schedule says %s", rec.Index, rec.Scheduled, row[1])
 		}
-		if want := mustInt(t, row[2]); rec.Turn <= 1 && rec.InputLen != want && c.v(dBackend) != "openai-images" {
+		if want := mustInt(t, row[2]); c.v(dBackend) == "openai-transcriptions" {
+			if rec.InputLen != client.AudioTokens(matrixAudioSeconds) { // the audio is the input
+				fail("record %d input_len %d, want the audio's %d tokens", rec.Index, rec.InputLen, client.AudioTokens(matrixAudioSeconds))
+			}
+		} else if rec.Turn <= 1 && rec.InputLen != want && c.v(dBackend) != "openai-images" {
 			fail("record %d input_len %d, schedule %d", rec.Index, rec.InputLen, want)
 		}
 		wantModel := row[4]
@@ -957,9 +1016,15 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		if c.v(dBackend) == "openai-images" {
 			continue
 		}
+		pooling := slices.Contains(batchBackends, c.v(dBackend))
 		// Output: exactly the length asked for with ignore_eos; at most it
-		// (and at least one token) when the server may stop early.
-		if agentic && rec.Turn > 1 {
+		// (and at least one token) when the server may stop early; none
+		// for a pooling batch (and no first token either: no TTFT).
+		if pooling {
+			if rec.CompletionTokens != 0 || rec.TTFT != nil {
+				fail("record %d: a pooling batch with %d completion tokens, ttft %v", rec.Index, rec.CompletionTokens, rec.TTFT)
+			}
+		} else if agentic && rec.Turn > 1 {
 			// A conversation's later step asks for the trace's output.
 			if rec.CompletionTokens != rec.OutputLen && (c.v(dEOS) == "ignore-eos" || rec.CompletionTokens > rec.OutputLen || rec.CompletionTokens < 1) {
 				fail("record %d step %d: %d completion tokens, output_len %d (%s)", rec.Index, rec.Turn, rec.CompletionTokens, rec.OutputLen, c.v(dEOS))
@@ -975,16 +1040,28 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		}
 		outTokens += int64(rec.CompletionTokens)
 		inTokens += int64(rec.InputLen) // the summary's input tokens are the targets (the server's count equals them, below)
+		// The server's count: a pooling batch's inputs (a query again with
+		// each document), else the target — a transcription's is its
+		// audio's tokens, 50 a second on both sides (only a stream's usage
+		// counts them).
+		want := rec.InputLen
+		switch {
+		case pooling:
+			want = poolingPrompt(c.v(dBackend), rec.InputLen)
+		}
 		if rec.PromptTokens == nil {
-			fail("record %d: no prompt_tokens from the server", rec.Index)
-		} else if d := *rec.PromptTokens - rec.InputLen; d != 0 && !resent(c, rec, d) {
-			fail("record %d: prompt tokens %d, target %d (text prompt: %v)", rec.Index, *rec.PromptTokens, rec.InputLen, textual)
+			if c.v(dBackend) != "openai-transcriptions" || c.v(dStream) == "stream" {
+				fail("record %d: no prompt_tokens from the server", rec.Index)
+			}
+		} else if d := *rec.PromptTokens - want; d != 0 && !resent(c, rec, d) {
+			fail("record %d: prompt tokens %d, target %d (text prompt: %v)", rec.Index, *rec.PromptTokens, want, textual)
 		}
 	}
 	if cancelled != sum.Cancelled {
 		fail("%d records say cancelled, the summary %d", cancelled, sum.Cancelled)
 	}
 	checkCaseAnswers(c, sum, recs, fail)
+	checkCasePooling(c, sum, recs, fail)
 	if c.v(dBackend) != "openai-images" && (sum.TotalInputTokens != inTokens || sum.TotalOutputTokens != outTokens) {
 		fail("summary tokens in %d out %d; the records' sums %d, %d", sum.TotalInputTokens, sum.TotalOutputTokens, inTokens, outTokens)
 	}
@@ -1066,6 +1143,36 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		fail("length_mix without --lengths")
 	}
 	checkCaseShardMerge(t, c, args, r, sum, int64(bytes.Count(wholeCSV, []byte("\n"))-1), fail)
+}
+
+// checkCasePooling checks a pooling run's section against its records:
+// matrixBatch inputs and as many vectors or scores for every completed
+// request; no token figure at all. Other runs have no pooling section.
+func checkCasePooling(c matrixCase, sum *metrics.Summary, recs []matrixRecord, fail func(string, ...any)) {
+	if !slices.Contains(batchBackends, c.v(dBackend)) {
+		if sum.Pooling != nil {
+			fail("pooling section %+v with %s", sum.Pooling, c.v(dBackend))
+		}
+		return
+	}
+	var completed int64
+	for _, rec := range recs {
+		if rec.ErrorClass == "" && rec.Outcome == "" {
+			completed++
+		}
+	}
+	p := sum.Pooling
+	switch {
+	case completed == 0:
+		if p != nil {
+			fail("pooling section %+v without a completed request", p)
+		}
+	case p == nil || p.Inputs != matrixBatch*completed || p.Returned != p.Inputs || p.BatchSize != matrixBatch:
+		fail("pooling section %+v for %d completed requests of %d inputs", p, completed, matrixBatch)
+	}
+	if !sum.TTFT.Empty() || !sum.ITL.Empty() || !sum.TPOT.Empty() {
+		fail("a pooling run with token figures: TTFT %+v ITL %+v TPOT %+v", sum.TTFT, sum.ITL, sum.TPOT)
+	}
 }
 
 // readCaseSummary reads the summary from where the case asked for it.
@@ -1202,6 +1309,9 @@ func TestMatrixInvalidCombinations(t *testing.T) {
 		{"an agentic trace with --turns", append(slices.Clone(workloadArgs["replay-agentic"]), "--turns", "3"), "an agentic trace's conversations are its sessions"},
 		{"an agentic trace with media", append(slices.Clone(workloadArgs["replay-agentic"]), "--images-per-request", "1"), "an agentic trace's prompts are its hash ids"},
 		{"a chain without sessions", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-responses", "--responses-chain"), "--responses-chain chains a session's turns"},
+		{"a batch size with completions", append(slices.Clone(workloadArgs["poisson"]), "--backend", "vllm", "--batch-size", "4"), "--batch-size: --backend vllm sends one prompt a request"},
+		{"sessions of embeddings", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-embeddings", "--turns", "3"), "--backend openai-embeddings has no conversation"},
+		{"tools with rerank", append(slices.Clone(workloadArgs["poisson"]), "--backend", "vllm-rerank", "--tools", "testdata/tools.json"), "--backend vllm-rerank has no tool calls"},
 		{"a chain over endpoints dealt round-robin", append(slices.Clone(workloadArgs["poisson"]), "--backend", "openai-responses", "--turns", "2", "--responses-chain",
 			"--base-url", "http://127.0.0.1:9,http://127.0.0.1:10"), "--responses-chain with several endpoints needs --balance session"},
 		{"media with image generation", append(slices.Clone(workloadArgs["replay-alibaba-lora"]), "--backend", "openai-images", "--images-per-request", "1"), "chat content parts"},

@@ -42,6 +42,10 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.Var(millisValue(&cfg.Images.PerImage), "image-per-image-ms", "/v1/images/generations: latency per image generated (n), in ms")
 	fs.IntVar(&cfg.Images.DefaultSteps, "image-default-steps", cfg.Images.DefaultSteps, "/v1/images/generations: steps of a request without num_inference_steps")
 	tokenizerPath := fs.String("tokenizer", "", "count prompt text in this Hugging Face tokenizer.json's tokens (a file or a directory holding one) instead of in words, as a run's --tokenizer does")
+	cfg.Pooling = mockserver.PoolingConfig{Base: mockserver.DefaultPoolingBase, PerToken: mockserver.DefaultPoolingPerToken, Dims: mockserver.DefaultPoolingDims}
+	fs.Var(millisValue(&cfg.Pooling.Base), "pooling-base-ms", "/v1/embeddings, /pooling, /score, /rerank: base latency of a request, in ms (plus per prompt token)")
+	fs.Var(microsValue(&cfg.Pooling.PerToken), "pooling-us-per-token", "/v1/embeddings, /pooling, /score, /rerank: latency per prompt token of a batch, in µs")
+	fs.IntVar(&cfg.Pooling.Dims, "pooling-dims", cfg.Pooling.Dims, "length of the vectors /v1/embeddings and /pooling answer")
 	prefixCache := fs.Bool("prefix-cache", false, "count prefix-cache hits (vLLM-like, 16-token blocks) and report them as cached_tokens")
 	fs.IntVar(&cfg.PrefixCache.Blocks, "prefix-cache-blocks", mockserver.DefaultPrefixCacheBlocks, "prefix cache capacity in 16-token blocks (least recently used evicted)")
 	portFile := fs.String("port-file", "", "write the port listened on to this file once ready")
@@ -183,6 +187,9 @@ func serveMock(ctx context.Context, cfg mockserver.Config, host string, port int
 	if m := st.Model; m != (mockserver.ModelStats{}) {
 		fmt.Fprintf(stderr, "mock-server: %d reasoning tokens; %d tool calls (%d with arguments not JSON); %d structured answers (%d invalid)\n",
 			m.ReasoningTokens, m.ToolCalls, m.InvalidToolCalls, m.Structured, m.InvalidStructured)
+	}
+	if st.PooledInputs > 0 || st.AudioSeconds > 0 {
+		fmt.Fprintf(stderr, "mock-server: %d pooling inputs answered; %.1f s of audio transcribed\n", st.PooledInputs, st.AudioSeconds)
 	}
 	if pc := srv.PrefixCacheStats(); pc.Requests > 0 {
 		fmt.Fprintf(stderr, "mock-server: prefix cache: %d of %d prompt tokens cached (%d blocks held, %d evicted)\n", pc.CachedTokens, pc.PromptTokens, pc.Blocks, pc.Evicted)

@@ -187,20 +187,21 @@ func TestFineServeREADMELines(t *testing.T) {
 
 // matrixRecord is the part of a --results-jsonl record these tests check.
 type matrixRecord struct {
-	Index            int64   `json:"index"`
-	Scheduled        float64 `json:"scheduled_s"`
-	Sent             float64 `json:"sent_s"`
-	InputLen         int     `json:"input_len"`
-	OutputLen        int     `json:"output_len"`
-	PromptTokens     *int    `json:"prompt_tokens"`
-	Images           int     `json:"images"`
-	Model            string  `json:"model"`
-	Status           int     `json:"status"`
-	ErrorClass       string  `json:"error_class"`
-	Error            string  `json:"error"`
-	Retries          int     `json:"retries"`
-	CompletionTokens int     `json:"completion_tokens"`
-	Turn             int     `json:"turn"` // a session's turn (0: none)
+	Index            int64    `json:"index"`
+	Scheduled        float64  `json:"scheduled_s"`
+	Sent             float64  `json:"sent_s"`
+	InputLen         int      `json:"input_len"`
+	OutputLen        int      `json:"output_len"`
+	PromptTokens     *int     `json:"prompt_tokens"`
+	TTFT             *float64 `json:"ttft_ms"`
+	Images           int      `json:"images"`
+	Model            string   `json:"model"`
+	Status           int      `json:"status"`
+	ErrorClass       string   `json:"error_class"`
+	Error            string   `json:"error"`
+	Retries          int      `json:"retries"`
+	CompletionTokens int      `json:"completion_tokens"`
+	Turn             int      `json:"turn"` // a session's turn (0: none)
 	// CancelAfter is the planned cut (0: none), Outcome "cancelled" when
 	// the cut ended the request.
 	CancelAfter float64 `json:"cancel_after_ms"`

@@ -66,6 +66,7 @@ func runFlags(o *options.Options, prof *profiles) (fs *pflag.FlagSet, finish fun
 	disableStream := fs.Bool("disable-stream", false, "send non-streaming requests")
 	disableIgnoreEOS := fs.Bool("disable-ignore-eos", false, "let the server stop at end-of-sequence (no ignore_eos/min_tokens)")
 	fs.StringVar(&o.ExtraRequestBody, "extra-request-body", o.ExtraRequestBody, `JSON object merged into every request body, e.g. '{"top_k": 5}'`)
+	fs.IntVar(&o.BatchSize, "batch-size", o.BatchSize, fmt.Sprintf("inputs a request, 1 to %d (%s: texts, or a query's documents; default 1): the arrival's input tokens split over them", client.MaxBatchSize, client.BackendsWith(func(b *client.Backend) bool { return b.Batch })))
 	fs.IntVar(&o.WarmupRequests, "warmup-requests", o.WarmupRequests, "warm-up requests sent before the run (not measured)")
 	fs.Var(durationValue{&o.RequestTimeout}, "request-timeout", "give up on a request after this long (0: never)")
 	fs.StringVar(&o.HTTPTransport, "http-transport", client.TransportAuto, "auto (lean for http://, net/http with HTTP/2 for https://), lean (plain HTTP/1.1), net/http, h2 (HTTP/2 only) or http1 (net/http, HTTP/1.1 only)")
@@ -103,6 +104,7 @@ func runFlags(o *options.Options, prof *profiles) (fs *pflag.FlagSet, finish fun
 		o.Stream = !*disableStream
 		o.IgnoreEOS = !*disableIgnoreEOS
 		o.NumPromptsSet = fs.Changed("num-prompts")
+		o.BatchSizeSet, o.AudioSecondsSet = fs.Changed("batch-size"), fs.Changed("audio-seconds")
 		finishLoadFlags(fs, o)
 		finishBaseURLs(o, *baseURLs)
 		if *shard != "" {

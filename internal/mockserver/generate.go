@@ -115,6 +115,12 @@ func countValues(body []byte, limit int) int {
 // that fault answers before a response. It reports false when the request
 // has been answered.
 func (s *Server) receive(w http.ResponseWriter, r *http.Request, bp *[]byte) (body []byte, fault string, ok bool) {
+	return s.receiveValues(w, r, bp, s.maxValues())
+}
+
+// receiveValues is receive with a body of at most limit JSON values (-1:
+// not counted: a body that is not JSON).
+func (s *Server) receiveValues(w http.ResponseWriter, r *http.Request, bp *[]byte, limit int) (body []byte, fault string, ok bool) {
 	if s.cfg.Arrivals != nil {
 		s.cfg.Arrivals.Record()
 	}
@@ -124,7 +130,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, bp *[]byte) (bo
 		writeError(w, http.StatusBadRequest, "BadRequestError", "reading body: "+err.Error())
 		return nil, "", false
 	}
-	if limit := s.maxValues(); countValues(body, limit) > limit {
+	if limit >= 0 && countValues(body, limit) > limit {
 		writeError(w, http.StatusBadRequest, "BadRequestError", "request body holds more than "+strconv.Itoa(limit)+
 			" JSON values: more than a prompt within the maximum context length of "+strconv.Itoa(s.cfg.MaxModelLen)+" tokens can hold")
 		return nil, "", false

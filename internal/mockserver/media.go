@@ -61,7 +61,7 @@ func imageSize(url []byte) (w, h int, ok bool) {
 	return cfg.Width, cfg.Height, true
 }
 
-var errNotWAV = errors.New("audio: only WAV data (RIFF, PCM) is understood by the built-in server")
+var errNotWAV = errors.New("not a WAV (RIFF/WAVE, PCM): the built-in server reads WAV audio only")
 
 // audioTokens is what an audio part counts for: its WAV clip's seconds.
 func (s *Server) audioTokens(part *fastjson.Value) (int, error) {
@@ -87,11 +87,16 @@ func (s *Server) audioTokens(part *fastjson.Value) (int, error) {
 	return prompt.AudioTokens(secs, s.cfg.AudioTokensPerSecond), nil
 }
 
-// wavSeconds is the length of the base64 WAV data b64: its data chunk's
-// bytes (at most those present) over the fmt chunk's byte rate.
+// wavSeconds is the length of the base64 WAV data b64 (an input_audio
+// part).
 func wavSeconds(b64 []byte) (float64, error) {
-	total := base64.StdEncoding.DecodedLen(len(b64))
-	r := base64.NewDecoder(base64.StdEncoding, bytes.NewReader(b64))
+	return wavLength(base64.NewDecoder(base64.StdEncoding, bytes.NewReader(b64)), base64.StdEncoding.DecodedLen(len(b64)))
+}
+
+// wavLength is the length of the WAV read from r (total bytes at most):
+// its data chunk's bytes (at most those present) over the fmt chunk's
+// byte rate.
+func wavLength(r io.Reader, total int) (float64, error) {
 	var head [12]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil || string(head[:4]) != "RIFF" || string(head[8:]) != "WAVE" {
 		return 0, errNotWAV

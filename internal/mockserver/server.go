@@ -83,6 +83,9 @@ type Config struct {
 	// refused, unparsed, when it holds more JSON values than a prompt
 	// within MaxModelLen needs, so memory stays bounded.
 	MaxBodyBytes int64
+	// Pooling is the latency model and the answers of the pooling
+	// endpoints: embeddings, pooling, score, rerank (pooling.go).
+	Pooling PoolingConfig
 	// ResponseStore is how many responses of /v1/responses are kept for
 	// previous_response_id (least recently used evicted; responses.go);
 	// 0 keeps none, as vLLM without VLLM_ENABLE_RESPONSES_API_STORE.
@@ -116,6 +119,10 @@ type Server struct {
 	aborted                 atomic.Int64 // requests whose client went away before their end
 	promptTokens, genTokens atomic.Int64
 	images                  atomic.Int64 // generated (images.go)
+	pooled                  atomic.Int64 // inputs answered (pooling.go)
+	vecOnce                 sync.Once
+	vec                     vectors      // the pooling answers' vector
+	audioMillis             atomic.Int64 // audio transcribed (transcription.go)
 	model                   modelCounters
 	busyMu                  sync.Mutex
 	busySince               time.Time
@@ -157,6 +164,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, true) })
 	mux.HandleFunc("POST /v1/responses", s.handleResponses)
 	mux.HandleFunc("POST /v1/images/generations", s.handleImages)
+	for path, kind := range poolingPaths {
+		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) { s.handlePooling(w, r, kind) })
+	}
+	mux.HandleFunc("POST /v1/audio/transcriptions", s.handleTranscription)
 	mux.HandleFunc("POST /tokenize", s.handleTokenize)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {})
 	mux.Handle("GET /metrics", s.metricsHandler())
@@ -222,6 +233,10 @@ type Stats struct {
 	// request) while they waited for a slot or generated: a generation
 	// stops and frees its slot at once.
 	Aborted int64
+	// PooledInputs counts the inputs the pooling endpoints answered (one
+	// vector or score each); AudioSeconds the audio transcribed.
+	PooledInputs int64
+	AudioSeconds float64
 	// Busy is the total time at least one request was generating.
 	Busy time.Duration
 	Up   time.Duration
@@ -256,8 +271,9 @@ func (s *Server) Stats() Stats {
 		Requests: s.requests.Load(), Completed: s.completed.Load(),
 		Running: s.running.Load(), Waiting: s.waiting.Load(),
 		PromptTokens: s.promptTokens.Load(), GenerationTokens: s.genTokens.Load(),
-		Aborted: s.aborted.Load(),
-		Busy:    busy, Up: time.Since(s.startedAt),
+		Aborted:      s.aborted.Load(),
+		PooledInputs: s.pooled.Load(), AudioSeconds: float64(s.audioMillis.Load()) / 1000,
+		Busy: busy, Up: time.Since(s.startedAt),
 		Model: ModelStats{ReasoningTokens: s.model.reasoning.Load(), ToolCalls: s.model.calls.Load(), InvalidToolCalls: s.model.badCalls.Load(),
 			Structured: s.model.structured.Load(), InvalidStructured: s.model.badStructured.Load()},
 	}

@@ -15,6 +15,14 @@ const (
 	BackendImages = "openai-images" // /v1/images/generations (images.go)
 	// BackendResponses is OpenAI's Responses API (responses.go).
 	BackendResponses = "openai-responses" // /v1/responses
+	// The pooling APIs (pooling.go): a batch of inputs, answered with one
+	// vector or score each.
+	BackendEmbeddings = "openai-embeddings" // /v1/embeddings
+	BackendRerank     = "vllm-rerank"       // /rerank
+	BackendScore      = "vllm-score"        // /score
+	BackendPooling    = "vllm-pooling"      // /pooling
+	// BackendTranscriptions is speech to text (transcription.go).
+	BackendTranscriptions = "openai-transcriptions" // /v1/audio/transcriptions
 )
 
 // Measure is what a backend's responses are measured by.
@@ -27,11 +35,38 @@ const (
 	// MeasureImages: generated images, counted: end-to-end latency and
 	// images per second; no token figures.
 	MeasureImages
+	// MeasureVectors: one vector (an embedding, a pooled output) per
+	// input, counted and sized, never kept: end-to-end latency, requests
+	// and input tokens per second; no token figures.
+	MeasureVectors
+	// MeasureScores: one score per document of a query (rerank, score),
+	// counted: as MeasureVectors.
+	MeasureScores
 )
 
 // Tokens reports whether responses carry generated tokens (TTFT, ITL and
 // TPOT apply).
 func (m Measure) Tokens() bool { return m == MeasureTokens }
+
+// Images reports whether responses are generated images, counted.
+func (m Measure) Images() bool { return m == MeasureImages }
+
+// Batches reports whether a request carries a batch of inputs answered
+// one for one (vectors or scores).
+func (m Measure) Batches() bool { return m == MeasureVectors || m == MeasureScores }
+
+// String names the measure as the summary's pooling section does.
+func (m Measure) String() string {
+	switch m {
+	case MeasureImages:
+		return "images"
+	case MeasureVectors:
+		return "vectors"
+	case MeasureScores:
+		return "scores"
+	}
+	return "tokens"
+}
 
 // Backend is one API kind: a row of the backend table. Everything that
 // differs between API kinds — the endpoint, the request body, how a
@@ -88,6 +123,19 @@ type Backend struct {
 	HistoryItems, Chains bool
 	// prepare, when set, readies a new client of the row (New).
 	prepare func(c *Client) error
+	// Batch: a request carries --batch-size inputs (Request.AppendInput),
+	// answered one for one; the arrival's input tokens are split over
+	// them (BatchLens).
+	Batch bool
+	// TextPrompts: prompts are text, never token ids (a rerank's query
+	// and documents, an image generation's prompt).
+	TextPrompts bool
+	// ContentType is the request body's type when it is not JSON
+	// (multipart/form-data: an audio file).
+	ContentType string
+	// Audio: a request sends a synthetic audio file of --audio-seconds
+	// (audio.go) instead of a prompt.
+	Audio bool
 }
 
 // doneEvent is how completions and chat completions streams end.
@@ -105,8 +153,23 @@ var backends = []*Backend{
 		Chat: true, Sessions: true, Reasoning: true, Tools: true, ResponseFormat: true, HistoryItems: true, Chains: true,
 		appendBody: appendResponsesBody, read: readResponses, chunk: responsesChunk, streamEnd: responsesEnd, prepare: prepareResponses},
 	{Name: BackendImages, Path: "/v1/images/generations", Help: "image generation (/v1/images/generations)", Measure: MeasureImages,
-		GeneratesImages: true, appendBody: (*Client).appendImageBody, read: readImages},
+		GeneratesImages: true, TextPrompts: true, appendBody: (*Client).appendImageBody, read: readImages},
+	{Name: BackendEmbeddings, Path: "/v1/embeddings", Help: "embeddings of --batch-size inputs (/v1/embeddings)", Measure: MeasureVectors,
+		Batch: true, appendBody: appendEmbeddingsBody, read: readVectors},
+	{Name: BackendPooling, Path: "/pooling", Help: "vLLM's pooled outputs of --batch-size inputs (/pooling)", Measure: MeasureVectors,
+		Batch: true, VLLM: true, appendBody: appendEmbeddingsBody, read: readVectors},
+	{Name: BackendRerank, Path: "/rerank", Help: "vLLM's rerank of a query and --batch-size documents (/rerank; --endpoint /v1/rerank or /v2/rerank)", Measure: MeasureScores,
+		Batch: true, TextPrompts: true, VLLM: true, appendBody: appendRerankBody, read: readScores},
+	{Name: BackendScore, Path: "/score", Help: "vLLM's scores of a query against --batch-size documents (/score)", Measure: MeasureScores,
+		Batch: true, TextPrompts: true, VLLM: true, appendBody: appendScoreBody, read: readScores},
+	{Name: BackendTranscriptions, Path: "/v1/audio/transcriptions", Help: "speech to text of a synthetic WAV of --audio-seconds (/v1/audio/transcriptions)", Measure: MeasureTokens,
+		Audio: true, ContentType: "multipart/form-data; boundary=" + formBoundary, appendBody: appendTranscriptionBody, read: readTranscription,
+		chunk: transcriptionChunk, streamEnd: doneEvent, prepare: prepareTranscription},
 }
+
+// InputImages reports whether the row's requests can carry input images
+// (chat content parts, its own or its chat twin's).
+func (b *Backend) InputImages() bool { return b.Chat || b.ChatTwin }
 
 // BackendsWith lists the names of the rows for which has is true, for
 // messages: "openai-chat or openai-responses".

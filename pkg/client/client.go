@@ -82,6 +82,13 @@ type Config struct {
 	// Answer is what requests ask of the answer: reasoning knobs, tools,
 	// a response format (answer.go).
 	Answer AnswerOptions
+	// BatchSize is the inputs of a request of a row that batches
+	// (Backend.Batch; 0: 1): texts to embed, or a query's documents.
+	BatchSize int
+	// AudioSeconds is the length of the synthetic WAV a row with Audio
+	// sends (0: DefaultAudioSeconds); AudioSeed makes its samples.
+	AudioSeconds float64
+	AudioSeed    uint64
 	// Secrets hides credentials in the messages of failed requests (nil:
 	// the API key and the user and password of BaseURL). URL credentials
 	// are always hidden.
@@ -119,6 +126,11 @@ type Client struct {
 	// unwritten counts the requests being sent whose first attempt has
 	// not been written yet (Unwritten).
 	unwritten atomic.Int64
+	// audio is the synthetic WAV an Audio row sends (audio.go), and
+	// form the multipart fields --extra-request-body adds.
+	audio       []byte
+	audioTokens int
+	form        [][2]string
 }
 
 // Unwritten returns the number of requests that Do has begun and not yet
@@ -181,7 +193,11 @@ func New(cfg Config) (*Client, error) {
 	c.http = &http.Client{Transport: tr}
 	lean, _ := tr.(*leanTransport)
 	c.rewind = lean == nil
-	c.header = http.Header{"Content-Type": {"application/json"}, "User-Agent": {"fineserve-gen"}}
+	contentType := "application/json"
+	if b.ContentType != "" {
+		contentType = b.ContentType
+	}
+	c.header = http.Header{"Content-Type": {contentType}, "User-Agent": {"fineserve-gen"}}
 	if cfg.APIKey != "" {
 		c.header.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
@@ -337,6 +353,12 @@ type Request struct {
 	// Gen is what an openai-images request generates (nil: one image, the
 	// server's default steps); Prompt is then a JSON string.
 	Gen *arrival.Generation
+	// InputTokens is the arrival's input tokens, split over a batch's
+	// inputs (Backend.Batch: BatchLens); AppendInput appends the JSON
+	// value of input part of a batch, tokens long (text or token ids, a
+	// different prompt for each part).
+	InputTokens int
+	AppendInput func(dst []byte, part, tokens int) []byte
 	// CancelAfter, when > 0, cuts the request that long after its first
 	// send (the timer starts as the request is handed to the transport,
 	// and retries do not restart it): the client closes the connection
@@ -480,6 +502,13 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 	if req.Chat && c.chatTwin != nil {
 		c.chatTwin.Do(ctx, req, res)
 		return
+	}
+	res.Measure = c.backend.Measure
+	if c.backend.Batch {
+		res.Inputs = c.batchSize()
+	}
+	if c.backend.Audio {
+		res.InputLen = c.audioTokens // the audio is the input, not the schedule's length
 	}
 	bp := c.buffers.Get().(*[]byte)
 	body := c.AppendBody((*bp)[:0], req)

@@ -20,6 +20,9 @@ type capture struct {
 	bodies  []map[string]any
 	headers []http.Header
 	paths   []string
+	// forms are multipart bodies' fields (nil for other bodies): a file
+	// field's value is its bytes.
+	forms   []map[string]string
 	respond func(w http.ResponseWriter, r *http.Request)
 }
 
@@ -27,7 +30,9 @@ func (c *capture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	var m map[string]any
 	_ = json.Unmarshal(b, &m)
+	form := readForm(r.Header.Get("Content-Type"), b)
 	c.mu.Lock()
+	c.forms = append(c.forms, form)
 	c.bodies = append(c.bodies, m)
 	c.headers = append(c.headers, r.Header.Clone())
 	c.paths = append(c.paths, r.URL.Path)

@@ -98,6 +98,14 @@ type Result struct {
 	// ResponseID is the Responses API's id of the answer (kept with the
 	// text: a session chains its next turn to it).
 	ResponseID string
+	// Measure is what the request's backend row measures (set by Do):
+	// token figures apply to MeasureTokens only.
+	Measure Measure
+	// Inputs is the inputs a batching row's request sent (Backend.Batch:
+	// texts, or a query's documents); Returned the vectors or scores its
+	// answer held, counted (never kept), and Dims the length of its first
+	// vector (0 for scores).
+	Inputs, Returned, Dims int
 }
 
 // ToolCall is one tool call of an answer.
@@ -239,6 +247,7 @@ func (r *Result) clearAttempt() {
 	r.FirstOutput, r.FirstToolCall = 0, 0
 	r.ReasoningChunks, r.ReasoningTokens, r.ToolCalls, r.ToolArgsInvalid, r.Structured = 0, 0, 0, 0, 0
 	r.ResponseID = ""
+	r.Returned, r.Dims = 0, 0
 	r.PromptTokens, r.CompletionTokens, r.CachedTokens = -1, 0, -1
 	r.Status, r.ErrorClass, r.Error = 0, "", ""
 }

@@ -21,8 +21,9 @@ type Group struct {
 	InputTokens, OutputTokens int64 // of completed requests
 	CachedTokens, Images      int64
 	GeneratedImages           int64 // images returned (openai-images)
-	// Text and Generations count the group's token requests and image
-	// generations (completed or failed).
+	// Text and Generations count the group's token requests and its
+	// requests without tokens — image generations, pooling batches
+	// (completed or failed).
 	Text, Generations int64
 }
 
@@ -46,7 +47,7 @@ func (g *Groups) Add(s *Sample) {
 		gr = newGroup()
 		g.m[k] = gr
 	}
-	if s.Generation {
+	if !s.Measure.Tokens() { // an image generation, a pooling batch: no tokens
 		gr.Generations++
 	} else {
 		gr.Text++

@@ -114,6 +114,12 @@ type Sample struct {
 	// Images are the prompt's images; Generate the images an image
 	// generation asked for and Generated those it returned.
 	Images, Generate, Generated int
+	// Measure is what the request's backend row measures: the token
+	// figures (TTFT, TPOT, ITL) apply to client.MeasureTokens only.
+	// Inputs, Returned and Dims are a batch's inputs sent, the vectors or
+	// scores returned and the first vector's length (client.Result).
+	Measure                client.Measure
+	Inputs, Returned, Dims int
 
 	// Good: the run has an SLO (--goodput) and the request met every
 	// target of it.
@@ -149,14 +155,17 @@ const (
 // It does not allocate; s keeps views of r's token times (see Sample).
 func (s *Sample) From(r *client.Result, slo SLO) {
 	ok := r.OK()
-	gen := r.Generate > 0
+	// Token figures need a row that measures tokens and a first token: a
+	// pooling answer, an image generation (and their records read back)
+	// have none — absent, not zero.
+	tokens := r.Measure.Tokens() && r.FirstToken > 0
 	out := r.OutputTokens()
 	kind := KindText
 	if r.Images > 0 {
 		kind = KindImage
 	}
 	*s = Sample{
-		Index: r.Index, Model: r.Model, Kind: kind, Generation: gen,
+		Index: r.Index, Model: r.Model, Kind: kind, Generation: r.Generate > 0,
 		OK: ok, Status: r.Status, ErrorClass: r.ErrorClass, Error: r.Error, Retries: r.Retries,
 		Cancelled: r.Cancelled, CancelAfter: r.CancelAfter,
 		Scheduled: r.Scheduled, Sent: r.Sent, FirstToken: r.FirstToken, End: r.End,
@@ -165,15 +174,16 @@ func (s *Sample) From(r *client.Result, slo SLO) {
 		Lag:        max(r.Sent-r.Scheduled, 0),
 		HasE2E:     ok,
 		E2E:        r.End - r.Sent, E2EFromScheduled: r.End - r.Scheduled,
-		HasTTFT: ok && !gen,
+		HasTTFT: ok && tokens,
 		TTFT:    r.FirstToken - r.Sent, TTFTFromScheduled: r.FirstToken - r.Scheduled,
 		InputLen: r.InputLen, OutputLen: r.OutputLen,
 		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CachedTokens: r.CachedTokens,
 		OutputTokens: out,
 		Images:       r.Images, Generate: r.Generate, Generated: r.Generated,
+		Measure: r.Measure, Inputs: r.Inputs, Returned: r.Returned, Dims: r.Dims,
 		Session: r.Session, Turn: r.Turn, HistoryTokens: r.HistoryTokens, Agent: r.Agent,
 		Endpoint: r.Endpoint - 1,
-		HasTTFO:  ok && !gen && r.FirstOutput > 0, TTFO: r.TTFO(),
+		HasTTFO:  ok && tokens && r.FirstOutput > 0, TTFO: r.TTFO(),
 		ReasoningTokens: r.ReasoningTokens, ToolCalls: r.ToolCalls, ToolArgsInvalid: r.ToolArgsInvalid,
 		HasToolTTFT: ok && r.FirstToolCall > 0, ToolTTFT: r.FirstToolCall - r.Sent,
 		Structured: Structured(r.Structured),

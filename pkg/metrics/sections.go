@@ -216,6 +216,8 @@ var sectionFields = []section{
 		func(s *Summary) any { return &s.PerModel }},
 	{KeyPerTurn, func(s *Summary) (any, bool) { return s.PerTurn, s.PerTurn != nil },
 		func(s *Summary) any { return &s.PerTurn }},
+	{KeyPooling, func(s *Summary) (any, bool) { return s.Pooling, s.Pooling != nil },
+		func(s *Summary) any { return &s.Pooling }},
 	{KeyReplay, func(s *Summary) (any, bool) { return s.Replay, s.Replay != nil },
 		func(s *Summary) any { return &s.Replay }},
 	{KeyRequestGoodput, good(func(g *GoodputSummary) any { return g.Rate }),

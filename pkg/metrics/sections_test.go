@@ -32,6 +32,7 @@ func fullSummary() *Summary {
 			ErrorsByClass: map[string]int64{"connect": 1}}},
 		PerKind:       map[string]GroupSummary{"image": {Completed: 1, NoTokens: true}},
 		Replay:        &ReplayInfo{Trace: "t.csv", Format: "fineserve", Replayed: 4},
+		Pooling:       &PoolingSummary{Measure: "vectors", Inputs: 8, Returned: 8, VectorDims: 64},
 		TargetRate:    &TargetRate{Unit: "req/s", Source: "--stages", Stages: []TargetStage{{DurationS: 10, Target: 5}}, Expected: 25},
 		LengthMix:     []LengthMixEntry{{Input: 128, Output: 64, Weight: 1, TargetShare: 1, Scheduled: 4, Share: 1}},
 		SharedPrefix:  &SharedPrefixInfo{PrefixLen: 100, NumPrefixes: 2, Dist: "uniform", Requests: 4},

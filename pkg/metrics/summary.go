@@ -120,6 +120,9 @@ type Summary struct {
 	// Agents are the agentic conversations' figures (agents.go; the
 	// "agents" section, nil: none).
 	Agents *AgentsSummary `json:"-"`
+	// Pooling is a batching backend's section (pooling.go): inputs sent,
+	// vectors or scores returned, the vectors' length.
+	Pooling *PoolingSummary `json:"-"`
 
 	// Sections, written after the distributions in key order
 	// (sectionFields), each absent when unset.
@@ -227,11 +230,17 @@ type distField struct {
 }
 
 // NoTokenMetrics reports whether the run's backend measures no tokens
-// (image generation): TTFT, TPOT and ITL do not apply and are left out of
+// (image generation, pooling): TTFT, TPOT and ITL do not apply and are left out of
 // the summary and the table.
-func (s *Summary) NoTokenMetrics() bool {
-	b, ok := client.LookupBackend(s.Backend)
-	return ok && !b.Measure.Tokens()
+func (s *Summary) NoTokenMetrics() bool { return !s.Measure().Tokens() }
+
+// Measure is what the run's backend row measures (tokens for an unknown
+// backend).
+func (s *Summary) Measure() client.Measure {
+	if b, ok := client.LookupBackend(s.Backend); ok {
+		return b.Measure
+	}
+	return client.MeasureTokens
 }
 
 var distFields = []distField{

@@ -85,8 +85,15 @@ type Options struct {
 	Stream           bool
 	IgnoreEOS        bool
 	ExtraRequestBody string
-	WarmupRequests   int
-	MaxConcurrency   int
+	// BatchSize is the inputs of a request of a batching backend
+	// (--batch-size; 0: 1). The synthetic audio of a backend that sends
+	// audio is --audio-seconds (Media.Audio; 0: client.DefaultAudioSeconds).
+	BatchSize int
+	// BatchSizeSet and AudioSecondsSet tell the flags were given (0 is
+	// then out of range, not the default).
+	BatchSizeSet, AudioSecondsSet bool
+	WarmupRequests                int
+	MaxConcurrency                int
 	// MaxConcurrencyRamp grows the --max-concurrency bound from 1 to it
 	// over this long from the start (0: the full bound at once).
 	MaxConcurrencyRamp time.Duration
@@ -226,6 +233,9 @@ func (o *Options) Validate() error {
 	if err := o.Answer.validate(row); err != nil {
 		errs = append(errs, err)
 	}
+	if err := o.validateRequestShape(row); err != nil {
+		errs = append(errs, err)
+	}
 	if err := o.validateSessions(); err != nil {
 		errs = append(errs, err)
 	}
@@ -303,8 +313,10 @@ func (o *Options) Validate() error {
 		// clip as its file, transcription, takes the flag too: its row is
 		// to be let through here for Audio alone.)
 		media := func(b *client.Backend) bool { return (b.Chat || b.ChatTwin) && !b.HistoryItems && !b.GeneratesImages }
-		if b, ok := client.LookupBackend(o.Backend); ok && !media(b) {
-			add("--images-per-request and --audio-seconds put chat content parts in requests: --backend %s (not %s)", client.BackendsWith(media), o.Backend)
+		audioOnly := o.Media.ImagesPerRequest == 0
+		if b, ok := client.LookupBackend(o.Backend); ok && !media(b) && !(b.Audio && audioOnly) {
+			add("--images-per-request and --audio-seconds put chat content parts in requests: --backend %s (not %s); --audio-seconds alone is also the file of --backend %s",
+				client.BackendsWith(media), o.Backend, client.BackendsWith(func(r *client.Backend) bool { return r.Audio }))
 		}
 	}
 	if o.TokenizeViaServer {
@@ -436,7 +448,28 @@ func (o *Options) ClientConfig() client.Config {
 		Retries:   o.Retries,
 		ImageSize: fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
 		Answer:    o.Answer.options(),
+		BatchSize: o.BatchSize, AudioSeconds: o.Media.Audio.Seconds, AudioSeed: uint64(max(o.Seed, 0)),
 	}
+}
+
+// validateRequestShape checks --batch-size and --audio-seconds: in range,
+// and given only with a backend whose row batches or sends audio (the
+// error names the rows that do).
+func (o *Options) validateRequestShape(b *client.Backend) error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if o.BatchSize != 0 || o.BatchSizeSet {
+		if o.BatchSize < 1 || o.BatchSize > client.MaxBatchSize {
+			add("--batch-size %d: want 1 to %d inputs a request", o.BatchSize, client.MaxBatchSize)
+		}
+		if b != nil && !b.Batch {
+			add("--batch-size: --backend %s sends one prompt a request (use --backend %s)", b.Name, client.BackendsWith(func(r *client.Backend) bool { return r.Batch }))
+		}
+	}
+	if sec := o.Media.Audio.Seconds; b != nil && b.Audio && (sec != 0 || o.AudioSecondsSet) && !(sec > 0 && sec <= client.MaxAudioSeconds) {
+		add("--audio-seconds %g: want more than 0 and at most %g seconds", sec, client.MaxAudioSeconds)
+	}
+	return errors.Join(errs...)
 }
 
 // SessionsConfig is the plan's configuration for a run of seed.

@@ -164,8 +164,8 @@ func (o *Options) runConfig(seed uint64, wl *workload.Workload, stdio runner.IO,
 	if err != nil {
 		return runner.Config{}, err
 	}
-	if wl.Images || wl.Sessions != nil {
-		format = prompt.Text // an image prompt is text; a session's completion prompt is its conversation's text
+	if row, ok := client.LookupBackend(o.Backend); (ok && row.TextPrompts) || wl.Sessions != nil {
+		format = prompt.Text // an image prompt, a rerank's documents are text; a session's completion prompt is its conversation's text
 	}
 	limit, _ := o.TokenLimit()
 	return runner.Config{

@@ -35,7 +35,7 @@ func WriteBreakdowns(w io.Writer, s *metrics.Summary) error {
 		sort.Strings(names)
 		t.line("")
 		t.line("%s", center(" "+b.Title+" ", '=', 50))
-		if s.NoTokenMetrics() { // image generation: images/s, no TTFT
+		if s.Measure().Images() { // image generation: images/s, no TTFT
 			t.line("%-*s %9s %6s %9s %9s %10s %10s %10s", width, b.Column,
 				"completed", "failed", "req/s", "images", "images/s", "mean E2E", "P99 E2E")
 			for _, k := range names {
@@ -45,6 +45,18 @@ func WriteBreakdowns(w io.Writer, s *metrics.Summary) error {
 			}
 			t.line("%s", strings.Repeat("=", 50))
 			t.line("(latencies in ms; TTFT does not apply to image generation)")
+			continue
+		}
+		if s.NoTokenMetrics() { // a pooling batch: input tokens/s, no TTFT
+			t.line("%-*s %9s %6s %9s %11s %10s %10s", width, b.Column,
+				"completed", "failed", "req/s", "in tok/s", "mean E2E", "P99 E2E")
+			for _, k := range names {
+				g := groups[k]
+				t.line("%-*s %9d %6d %9.2f %11.2f %10.2f %10.2f", width, k,
+					g.Completed, g.Failed, g.RequestThroughput, g.InputThroughput, g.MeanE2E, g.P99E2E)
+			}
+			t.line("%s", strings.Repeat("=", 50))
+			t.line("(latencies in ms; TTFT does not apply to a batch of %s)", s.Measure())
 			continue
 		}
 		t.line("%-*s %9s %6s %9s %11s %10s %10s %10s %10s", width, b.Column,

@@ -282,7 +282,11 @@ func WriteHTML(w io.Writer, d *Data) error {
 	} {
 		series, coarse := cdfFor(s, &x, c.key)
 		if len(series) == 0 {
-			if err := add(&pg.Latency, c.name, c.title+": CDF", "", nil, "no "+strings.ToUpper(c.key)+" values in this run"); err != nil {
+			missing := "no " + strings.ToUpper(c.key) + " values in this run"
+			if c.key != "e2e" && s.NoTokenMetrics() {
+				missing = "not applicable: " + s.Measure().String() + " have no tokens (end-to-end only)"
+			}
+			if err := add(&pg.Latency, c.name, c.title+": CDF", "", nil, missing); err != nil {
 				return err
 			}
 			continue

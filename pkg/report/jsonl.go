@@ -409,7 +409,11 @@ var recordFields = func() []recordField {
 			func(x *fastjson.Value, r *client.Result) { r.Images = getInt(x) }),
 		field("generate_images",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Generate), 10) },
-			func(x *fastjson.Value, r *client.Result) { r.Generate = getInt(x) }),
+			func(x *fastjson.Value, r *client.Result) {
+				if r.Generate = getInt(x); r.Generate > 0 {
+					r.Measure = client.MeasureImages // an image generation measures no tokens
+				}
+			}),
 		field("generated_images",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Generated), 10) },
 			func(x *fastjson.Value, r *client.Result) { r.Generated = getInt(x) }),

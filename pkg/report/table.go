@@ -99,9 +99,25 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 		t.row("Peak output token throughput (tok/s):", s.MaxOutputTokensPerS) // vLLM's: the busiest second
 	}
 	t.row("Peak concurrent requests:", s.MaxInFlight)
-	if s.NoTokenMetrics() {
+	switch m := s.Measure(); {
+	case m.Images():
 		t.row("Total generated images:", s.GeneratedImages)
 		t.row("Image throughput (images/s):", s.ImageThroughput)
+	case m.Batches() && s.Pooling != nil:
+		p := s.Pooling
+		inputs := "Total inputs (documents):"
+		if p.Measure == "vectors" {
+			inputs = "Total inputs (texts):"
+		}
+		t.row(inputs, p.Inputs)
+		t.row("Input throughput (inputs/s):", p.InputsPerS)
+		t.row("Mean batch size:", p.BatchSize)
+		t.row("Total "+p.Measure+" returned:", p.Returned)
+		if p.VectorDims > 0 {
+			t.row("Vector length:", p.VectorDims)
+		} else if p.MaxDims > 0 {
+			t.row("Vector length (min-max):", fmt.Sprintf("%d-%d", p.MinDims, p.MaxDims))
+		}
 	}
 	t.line("%s", center("End-to-End Latency", '-', 50))
 	t.stat("Mean E2E Latency (ms):", s.E2E, s.E2E.Mean)
@@ -247,10 +263,14 @@ func writeScheduleKeeping(t *table, s *metrics.Summary, tokens bool) {
 // writeImageLatency ends the table of an image-generation run: TTFT and
 // ITL do not apply (no tokens), so they are named as absent, not zero.
 func writeImageLatency(t *table, s *metrics.Summary) {
+	what := "image generation has"
+	if m := s.Measure(); !m.Images() {
+		what = "a batch of " + m.String() + " has"
+	}
 	t.line("%s", center("Time to First Token", '-', 50))
-	t.line("not applicable: image generation has no tokens (end-to-end only)")
+	t.line("not applicable: %s no tokens (end-to-end only)", what)
 	t.line("%s", center("Inter-Token Latency", '-', 50))
-	t.line("not applicable: image generation has no tokens (end-to-end only)")
+	t.line("not applicable: %s no tokens (end-to-end only)", what)
 	writeScheduleKeeping(t, s, false)
 	writeServer(t, s)
 	writeErrors(t, s)

@@ -207,7 +207,8 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		collected <- collect(results, cfg.SLO, sinks, records, &done, stdio.Abort, panics)
 	})
 
-	snd := &sender{endpoints: pool, plan: wl.Balance, prompts: prompts, results: results, model: cfg.Model, images: wl.Images, panics: panics}
+	snd := &sender{endpoints: pool, plan: wl.Balance, prompts: prompts, results: results, model: cfg.Model, images: wl.Images, panics: panics,
+		batch: pool.First().Backend().Batch, noImages: !pool.First().Backend().InputImages()}
 	d := &arrival.Dispatcher{Start: start, MaxConcurrency: cfg.MaxConcurrency, ConcurrencyRamp: cfg.ConcurrencyRamp, Sender: snd, OnOffer: mon.Offer, Go: safe.Go,
 		Unwritten: pool.Unwritten}
 	var sessions *sessionSender
@@ -446,6 +447,8 @@ type sender struct {
 	results   chan<- *client.Result
 	model     string
 	images    bool // openai-images: every request generates images
+	batch     bool // the row batches inputs (client.Backend.Batch)
+	noImages  bool // the row sends no input images (!client.Backend.InputImages)
 	panics    *requestPanics
 }
 
@@ -468,13 +471,19 @@ func (s *sender) do(ctx context.Context, a arrival.Arrival, res *client.Result) 
 	if res.Model == "" {
 		res.Model = s.model
 	}
-	if s.images {
+	switch {
+	case s.images:
 		res.Generate = imagesAsked(&a)
 		a.Images = 0 // no input images: the prompt is text
+	case s.noImages:
+		res.Images, a.Images = 0, 0 // the row sends none: none counted
 	}
 	req := client.Request{Model: a.Model, MaxTokens: max(a.OutputTokens, 1), Chat: s.prompts.Multimodal(&a), Gen: a.Gen,
 		CancelAfter:  a.CancelAfter,
 		AppendPrompt: func(dst []byte) []byte { return appendPrompt(s.prompts, dst, &a) }}
+	if s.batch {
+		batchInputs(&req, s.prompts, &a)
+	}
 	cli := s.endpoints.Acquire(a.Endpoint, res)
 	defer s.endpoints.Release(res)
 	cli.Do(ctx, &req, res)
@@ -523,6 +532,9 @@ func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts
 				func() {
 					defer panics.recoverInto(&res[i])
 					req := client.Request{Model: a.Model, MaxTokens: a.OutputTokens, Prompt: appendPrompt(prompts, nil, &a), Chat: prompts.Multimodal(&a), Gen: a.Gen}
+					if cli.Backend().Batch {
+						batchInputs(&req, prompts, &a)
+					}
 					cli.Do(ctx, &req, &res[i])
 				}()
 				if res[i].OK() || res[i].ErrorClass == client.ErrInternal || ctx.Err() != nil {
@@ -607,6 +619,22 @@ func writeOutputs(cfg *Config, sum *metrics.Summary, mon *monitor.Monitor, stdio
 	}
 	return report.WriteOutputs(stdio.Out, outs...)
 }
+
+// batchInputs makes req a batch of a's prompts (client.Backend.Batch):
+// the client splits a's input tokens over the batch's parts and asks for
+// each part's prompt, a different one per part (an index of its own).
+func batchInputs(req *client.Request, prompts *prompt.Builder, a *arrival.Arrival) {
+	req.InputTokens = a.InputTokens
+	req.AppendInput = func(dst []byte, part, tokens int) []byte {
+		p := *a
+		p.Index, p.InputTokens, p.Images = a.Index*batchIndexStride+int64(part), tokens, 0
+		return appendPrompt(prompts, dst, &p)
+	}
+}
+
+// batchIndexStride spaces the prompt indices of a batch's parts: more
+// than a query and client.MaxBatchSize documents.
+const batchIndexStride = 4096
 
 // imagesAsked is the number of images an arrival asks to generate: its
 // Generation's, else 1.
