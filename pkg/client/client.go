@@ -82,6 +82,10 @@ type Config struct {
 	// Answer is what requests ask of the answer: reasoning knobs, tools,
 	// a response format (answer.go).
 	Answer AnswerOptions
+	// HTTPPhases times each attempt's connect, TLS handshake, request
+	// write and wait for the first response byte into Result.HTTP
+	// (phases.go).
+	HTTPPhases bool
 	// Secrets hides credentials in the messages of failed requests (nil:
 	// the API key and the user and password of BaseURL). URL credentials
 	// are always hidden.
@@ -544,6 +548,7 @@ func (c *Client) attempt(ctx context.Context, deadline time.Time, body []byte, m
 	if first && res.CancelAfter == 0 {
 		res.Sent = c.since()
 	}
+	c.startPhases(g, res)
 	resp, err := c.send(g, body)
 	if err != nil {
 		c.failErr(g, res, err, false)
@@ -640,6 +645,11 @@ func (c *Client) send(g *guard, body []byte) (*http.Response, error) {
 	hreq.ContentLength = int64(len(body))
 	if c.cfg.Host != "" {
 		hreq.Host = c.cfg.Host
+	}
+	if g.ph != nil {
+		pt := new(phaseTrace)
+		hreq = hreq.WithContext(withPhaseTrace(ctx, pt))
+		defer pt.done(g.ph)
 	}
 	if c.rewind {
 		// net/http sends a request again, on another connection or stream,
