@@ -110,6 +110,9 @@ type Summary struct {
 	// Answers are the answers' reasoning, tool-call and structured-output
 	// figures (answers.go; flat keys, nil: none seen).
 	Answers *AnswersSummary `json:"-"`
+	// HTTPPhases are the requests' HTTP phases (phases.go; the
+	// http_phases section, nil: not timed).
+	HTTPPhases *HTTPPhasesSummary `json:"-"`
 
 	// Sections, written after the distributions in key order
 	// (sectionFields), each absent when unset.

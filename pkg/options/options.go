@@ -92,6 +92,10 @@ type Options struct {
 	// HTTPTransport is one of client's Transport* names ("" or "auto": the
 	// lean transport for http://, net/http's with HTTP/2 for https://).
 	HTTPTransport string
+	// HTTPPhases times every request's connect, TLS handshake, write and
+	// wait to the first byte (--http-phases; client.Phases): in the
+	// records, the summary's http_phases, the table and the HTML report.
+	HTTPPhases bool
 	// Retries re-sends requests that failed before their first token with
 	// a connect, http_429 or http_5xx error (0: never; see client.Do).
 	Retries int
@@ -391,10 +395,11 @@ func (o *Options) ClientConfig() client.Config {
 		ExtraBody: []byte(o.ExtraRequestBody), MaxConns: o.MaxConcurrency,
 		RequestTimeout: o.RequestTimeout, StallTimeout: o.StallTimeout,
 		Insecure: o.Insecure, CACert: o.CACert, Host: o.HostHeader, HTTPTransport: o.HTTPTransport,
-		Secrets:   o.Secrets(),
-		Retries:   o.Retries,
-		ImageSize: fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
-		Answer:    o.Answer.options(),
+		HTTPPhases: o.HTTPPhases,
+		Secrets:    o.Secrets(),
+		Retries:    o.Retries,
+		ImageSize:  fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
+		Answer:     o.Answer.options(),
 	}
 }
 

@@ -31,6 +31,9 @@ var csvITL = []string{"itl_count", "itl_mean_ms", "itl_max_ms"}
 var csvHeader = func() []byte {
 	var cols []string
 	for _, f := range recordFields {
+		if f.jsonOnly {
+			continue
+		}
 		if f.key == "itl_ms" {
 			cols = append(cols, csvITL...)
 			continue
@@ -49,6 +52,9 @@ func AppendRecordCSV(b []byte, s *metrics.Sample) []byte {
 	var scratch [64]byte
 	for i := range recordFields {
 		f := &recordFields[i]
+		if f.jsonOnly {
+			continue
+		}
 		if i > 0 {
 			b = append(b, ',')
 		}
