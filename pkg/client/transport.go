@@ -120,8 +120,11 @@ func (t *leanTransport) get(ctx context.Context, req *http.Request, key string) 
 		return nil, false, err
 	}
 	cc := &countingConn{Conn: nc}
-	return &leanConn{t: t, key: key, nc: nc, cc: cc, br: bufio.NewReaderSize(cc, 4<<10), wbuf: make([]byte, 0, 512)}, false, nil
+	return &leanConn{t: t, key: key, nc: nc, cc: cc, br: newConnReader(cc), wbuf: make([]byte, 0, 512)}, false, nil
 }
+
+// newConnReader is a connection's buffered reader.
+func newConnReader(cc *countingConn) *bufio.Reader { return bufio.NewReaderSize(cc, 4<<10) }
 
 // put returns a connection whose response was read to the end.
 func (t *leanTransport) put(c *leanConn) {

@@ -92,6 +92,10 @@ type Options struct {
 	// HTTPTransport is one of client's Transport* names ("" or "auto": the
 	// lean transport for http://, net/http's with HTTP/2 for https://).
 	HTTPTransport string
+	// PrewarmConnections is --prewarm-connections: "" or "0" none, "auto"
+	// or a count of connections opened before the first send
+	// (runner.Config.Prewarm).
+	PrewarmConnections string
 	// HTTPPhases times every request's connect, TLS handshake, write and
 	// wait to the first byte (--http-phases; client.Phases): in the
 	// records, the summary's http_phases, the table and the HTML report.
@@ -259,6 +263,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxConcurrency < 0 {
 		add("--max-concurrency %d: want ≥ 1 (or leave unset)", o.MaxConcurrency)
+	}
+	if _, err := ParsePrewarm(o.PrewarmConnections); err != nil {
+		add("--prewarm-connections: %w", err)
 	}
 	if o.WarmupRequests < 0 {
 		add("--warmup-requests %d: want ≥ 0", o.WarmupRequests)

@@ -63,6 +63,10 @@ type Config struct {
 	Model string
 	// WarmupRequests are sent to every live endpoint before the start.
 	WarmupRequests int
+	// Prewarm is how many connections are opened before the first send
+	// (PrewarmAuto: as many as the run's peak in flight; 0: none;
+	// prewarm.go), after the warm-up.
+	Prewarm int
 	// MaxConcurrency bounds the requests in flight (0: no bound);
 	// ConcurrencyRamp grows the bound from 1 over this long.
 	MaxConcurrency  int
@@ -138,6 +142,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	if err := warmupAll(ctx, cfg.WarmupRequests, pool, wl, prompts, log, panics); err != nil {
 		return nil, err
 	}
+	prewarm(ctx, cfg, pool, wl.Schedule, wl.Stats.Count, log)
 
 	st := wl.Stats
 	mon, err := monitor.New(cfg.Monitor)
