@@ -87,7 +87,8 @@ func parseCounts(s string) ([]int, error) {
 // side is one client's run, measured against the server's truth: the
 // error of its TTFT (its figure less the server's, mean and p99, ms), the
 // standard deviation its ITL adds to the server's gaps (ms), its CPU per
-// SSE event (µs) and its peak RSS (MB).
+// SSE event (µs, net of the client's fixed cost: start, one stream, exit;
+// may be noisy or even negative on a tiny run) and its peak RSS (MB).
 type side struct {
 	TTFTErrMean float64 `json:"ttft_error_mean_ms"`
 	TTFTErrP99  float64 `json:"ttft_error_p99_ms"`
@@ -96,6 +97,9 @@ type side struct {
 	RSSMB       float64 `json:"rss_mb"`
 	Events      int64   `json:"events"`
 	Failed      int     `json:"failed"`
+	// fixed is this run's CPU and events (for the one-stream run that
+	// measures the fixed cost).
+	fixed fixedCost
 }
 
 // row is one run at one stream count: fineserve-gen's and the floor's.
@@ -107,16 +111,25 @@ type row struct {
 }
 
 // bench runs every stream count cfg.runs times, the floor then
-// fineserve-gen, each against a fresh mock.
+// fineserve-gen, each against a fresh mock. CPU per event leaves out each
+// client's fixed cost (start, one stream, exit), measured first.
 func bench(ctx context.Context, cfg config) ([]row, error) {
 	var rows []row
+	var base [2]fixedCost
+	for i, floor := range []bool{true, false} {
+		s, err := runSide(ctx, cfg, 1, floor, fixedCost{})
+		if err != nil {
+			return nil, fmt.Errorf("fixed cost (one stream), floor %v: %w", floor, err)
+		}
+		base[i] = s.fixed
+	}
 	for _, n := range cfg.streams {
 		for r := 1; r <= cfg.runs; r++ {
-			fl, err := runSide(ctx, cfg, n, true)
+			fl, err := runSide(ctx, cfg, n, true, base[0])
 			if err != nil {
 				return rows, fmt.Errorf("%d streams, run %d, floor: %w", n, r, err)
 			}
-			ours, err := runSide(ctx, cfg, n, false)
+			ours, err := runSide(ctx, cfg, n, false, base[1])
 			if err != nil {
 				return rows, fmt.Errorf("%d streams, run %d, fineserve-gen: %w", n, r, err)
 			}
@@ -129,10 +142,17 @@ func bench(ctx context.Context, cfg config) ([]row, error) {
 	return rows, nil
 }
 
+// fixedCost is a client's CPU and events in a run of one stream: what its
+// start and exit cost, left out of CPU per event.
+type fixedCost struct {
+	cpu    time.Duration
+	events int64
+}
+
 // runSide starts a mock, runs one client (the floor or fineserve-gen) with
 // n streams against it, stops the mock and measures the client against
-// its chunk log.
-func runSide(ctx context.Context, cfg config, n int, floor bool) (side, error) {
+// its chunk log, its CPU per event net of base.
+func runSide(ctx context.Context, cfg config, n int, floor bool, base fixedCost) (side, error) {
 	dir, err := os.MkdirTemp("", "streambench")
 	if err != nil {
 		return side{}, err
@@ -183,8 +203,9 @@ func runSide(ctx context.Context, cfg config, n int, floor bool) (side, error) {
 	}
 	s := compare(seen, truth)
 	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	if s.Events > 0 {
-		s.CPUPerEvent = float64(cpu.Microseconds()) / float64(s.Events)
+	s.fixed = fixedCost{cpu: cpu, events: s.Events}
+	if ev := s.Events - base.events; ev > 0 {
+		s.CPUPerEvent = float64((cpu - base.cpu).Microseconds()) / float64(ev)
 	}
 	s.RSSMB = float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
 	return s, nil

@@ -79,7 +79,7 @@ func TestBenchStreamSmoke(t *testing.T) {
 	t.Logf("\n%s", out.String())
 	for name, s := range map[string]side{"fineserve-gen": rows[0].Ours, "floor": rows[0].Floor} {
 		if s.Events != 200 || s.Failed != 0 || !(s.TTFTErrMean > -0.5 && s.TTFTErrMean < 1000) || !(s.TTFTErrP99 < 1000) ||
-			!(s.CPUPerEvent > 0) || !(s.RSSMB > 0) || math.IsNaN(s.ITLStdAdded) {
+			s.fixed.cpu <= 0 || !(s.RSSMB > 0) || math.IsNaN(s.ITLStdAdded) || math.IsNaN(s.CPUPerEvent) {
 			t.Errorf("%s: %+v: want 200 events, none failed, a TTFT error in [0, 1 s), CPU and RSS measured", name, s)
 		}
 	}
