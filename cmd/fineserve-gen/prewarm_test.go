@@ -24,14 +24,15 @@ type acceptCounter struct {
 	mu      sync.Mutex
 	n       int
 	atFirst int          // -1: no request yet
+	want    int          // connections expected before the first request
 	used    map[int]bool // connections that carried a generation request
 }
 
 type connKey struct{}
 
-func startCountedMock(t *testing.T) *acceptCounter {
+func startCountedMock(t *testing.T, want int) *acceptCounter {
 	t.Helper()
-	a := &acceptCounter{atFirst: -1, used: map[int]bool{}}
+	a := &acceptCounter{atFirst: -1, used: map[int]bool{}, want: want}
 	srv, err := mockserver.New(mockserver.Config{Models: []string{"mock-model"}, TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +53,15 @@ func startCountedMock(t *testing.T) *acceptCounter {
 			if r.Method == http.MethodPost {
 				a.mu.Lock()
 				if a.atFirst < 0 {
+					// The connections the client has are in the kernel's
+					// accept queue if not accepted yet: the accept loop
+					// may lag behind a request on another one. Give it
+					// a moment to take them.
+					for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) && a.n < a.want; {
+						a.mu.Unlock()
+						time.Sleep(time.Millisecond)
+						a.mu.Lock()
+					}
 					a.atFirst = a.n
 				}
 				a.used[r.Context().Value(connKey{}).(int)] = true
@@ -90,7 +100,11 @@ func TestPrewarmConnections(t *testing.T) {
 			args := []string{"--model", "mock-model", "--num-prompts", strconv.Itoa(n), "--request-rate", "inf", "--max-concurrency", strconv.Itoa(n),
 				"--random-input-len", "8", "--random-output-len", "4", "--seed", "1", "--warmup-requests", "0", "--quiet", "--http-phases"}
 			for range tc.endpoints {
-				m := startCountedMock(t)
+				want := n / tc.endpoints
+				if tc.prewarm == "" {
+					want = 0
+				}
+				m := startCountedMock(t, want)
 				mocks = append(mocks, m)
 				args = append(args, "--base-url", m.url)
 			}
