@@ -25,16 +25,21 @@ import (
 
 // config is one benchmark's settings.
 type config struct {
-	bin      string // fineserve-gen binary
-	self     string // this binary (the floor client: floorEnv)
-	streams  []int
-	runs     int
-	tokens   int
-	ttft     time.Duration
-	itl      time.Duration
-	out      string // directory for stream-bench.json ("": print only)
-	timeout  time.Duration
-	progress io.Writer
+	bin     string // fineserve-gen binary
+	self    string // this binary (the floor client: floorEnv)
+	streams []int
+	runs    int
+	tokens  int
+	ttft    time.Duration
+	itl     time.Duration
+	// From slowFrom streams on, the mock is paced slowTTFT and slowITL:
+	// 10,000 streams at 10 ms would be a million events a second, more
+	// than two cores can write, let alone read (0: never).
+	slowFrom          int
+	slowTTFT, slowITL time.Duration
+	out               string // directory for stream-bench.json ("": print only)
+	timeout           time.Duration
+	progress          io.Writer
 }
 
 func main() {
@@ -48,6 +53,9 @@ func main() {
 	flag.IntVar(&cfg.tokens, "tokens", 100, "output tokens per stream")
 	flag.DurationVar(&cfg.ttft, "ttft", 50*time.Millisecond, "the mock's time to first token")
 	flag.DurationVar(&cfg.itl, "itl", 10*time.Millisecond, "the mock's inter-token latency")
+	flag.IntVar(&cfg.slowFrom, "slow-from", 10000, "from this many streams on, pace the mock -slow-ttft and -slow-itl instead (0: never)")
+	flag.DurationVar(&cfg.slowTTFT, "slow-ttft", time.Second, "the mock's time to first token from -slow-from streams on")
+	flag.DurationVar(&cfg.slowITL, "slow-itl", 100*time.Millisecond, "the mock's inter-token latency from -slow-from streams on")
 	flag.StringVar(&cfg.out, "out", "", "directory for stream-bench.json (default: print only)")
 	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Minute, "give up on one client run after this long")
 	flag.Parse()
@@ -159,8 +167,12 @@ func runSide(ctx context.Context, cfg config, n int, floor bool, base fixedCost)
 	}
 	defer os.RemoveAll(dir)
 	chunkLog := filepath.Join(dir, "chunks.jsonl")
+	ttft, itl := cfg.ttft, cfg.itl
+	if cfg.slowFrom > 0 && n >= cfg.slowFrom {
+		ttft, itl = cfg.slowTTFT, cfg.slowITL
+	}
 	m, err := startMock(cfg.bin, dir, "--pace", "exact", "--chunk-log", chunkLog,
-		"--ttft-ms", ms(cfg.ttft), "--itl-ms", ms(cfg.itl), "--max-model-len", "0")
+		"--ttft-ms", ms(ttft), "--itl-ms", ms(itl), "--max-model-len", "0")
 	if err != nil {
 		return side{}, err
 	}
