@@ -37,9 +37,15 @@ type config struct {
 	// than two cores can write, let alone read (0: never).
 	slowFrom          int
 	slowTTFT, slowITL time.Duration
-	out               string // directory for stream-bench.json ("": print only)
-	timeout           time.Duration
-	progress          io.Writer
+	// oursFlags are added to fineserve-gen's command line ("{dir}" in one
+	// becomes the run's directory: --cpu-profile {dir}/cpu.pprof); keep
+	// keeps every run's directory (records, chunk log, profiles) under
+	// out/runs, to look into a tail run.
+	oursFlags []string
+	keep      bool
+	out       string // directory for stream-bench.json ("": print only)
+	timeout   time.Duration
+	progress  io.Writer
 }
 
 func main() {
@@ -58,7 +64,14 @@ func main() {
 	flag.DurationVar(&cfg.slowITL, "slow-itl", 100*time.Millisecond, "the mock's inter-token latency from -slow-from streams on")
 	flag.StringVar(&cfg.out, "out", "", "directory for stream-bench.json (default: print only)")
 	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Minute, "give up on one client run after this long")
+	oursFlags := flag.String("ours-flags", "", "more flags for fineserve-gen, space-separated; {dir} is the run's directory (e.g. '--cpu-profile {dir}/cpu.pprof')")
+	flag.BoolVar(&cfg.keep, "keep", false, "keep every run's records, chunk log and profiles under -out/runs/STREAMS-RUN-CLIENT")
 	flag.Parse()
+	cfg.oursFlags = strings.Fields(*oursFlags)
+	if cfg.keep && cfg.out == "" {
+		fmt.Fprintln(os.Stderr, "streambench: -keep needs -out")
+		os.Exit(2)
+	}
 	var err error
 	if cfg.streams, err = parseCounts(*streams); err != nil {
 		fmt.Fprintln(os.Stderr, "streambench: -streams:", err)
@@ -125,7 +138,7 @@ func bench(ctx context.Context, cfg config) ([]row, error) {
 	var rows []row
 	var base [2]fixedCost
 	for i, floor := range []bool{true, false} {
-		s, err := runSide(ctx, cfg, 1, floor, fixedCost{})
+		s, err := runSide(ctx, cfg, 1, 0, floor, fixedCost{})
 		if err != nil {
 			return nil, fmt.Errorf("fixed cost (one stream), floor %v: %w", floor, err)
 		}
@@ -133,11 +146,11 @@ func bench(ctx context.Context, cfg config) ([]row, error) {
 	}
 	for _, n := range cfg.streams {
 		for r := 1; r <= cfg.runs; r++ {
-			fl, err := runSide(ctx, cfg, n, true, base[0])
+			fl, err := runSide(ctx, cfg, n, r, true, base[0])
 			if err != nil {
 				return rows, fmt.Errorf("%d streams, run %d, floor: %w", n, r, err)
 			}
-			ours, err := runSide(ctx, cfg, n, false, base[1])
+			ours, err := runSide(ctx, cfg, n, r, false, base[1])
 			if err != nil {
 				return rows, fmt.Errorf("%d streams, run %d, fineserve-gen: %w", n, r, err)
 			}
@@ -160,12 +173,19 @@ type fixedCost struct {
 // runSide starts a mock, runs one client (the floor or fineserve-gen) with
 // n streams against it, stops the mock and measures the client against
 // its chunk log, its CPU per event net of base.
-func runSide(ctx context.Context, cfg config, n int, floor bool, base fixedCost) (side, error) {
+func runSide(ctx context.Context, cfg config, n, run int, floor bool, base fixedCost) (side, error) {
 	dir, err := os.MkdirTemp("", "streambench")
 	if err != nil {
 		return side{}, err
 	}
-	defer os.RemoveAll(dir)
+	if cfg.keep && run > 0 {
+		dir = filepath.Join(cfg.out, "runs", fmt.Sprintf("%d-%d-%s", n, run, map[bool]string{true: "floor", false: "fineserve-gen"}[floor]))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return side{}, err
+		}
+	} else {
+		defer os.RemoveAll(dir)
+	}
 	chunkLog := filepath.Join(dir, "chunks.jsonl")
 	ttft, itl := cfg.ttft, cfg.itl
 	if cfg.slowFrom > 0 && n >= cfg.slowFrom {
@@ -189,6 +209,9 @@ func runSide(ctx context.Context, cfg config, n int, floor bool, base fixedCost)
 			"--request-rate", "inf", "--max-concurrency", strconv.Itoa(n), "--prewarm-connections", strconv.Itoa(n),
 			"--random-input-len", "8", "--random-output-len", strconv.Itoa(cfg.tokens), "--random-range-ratio", "0",
 			"--seed", "1", "--warmup-requests", "0", "--quiet", "--disable-tqdm", "--results-jsonl", outFile)
+		for _, f := range cfg.oursFlags {
+			cmd.Args = append(cmd.Args, strings.ReplaceAll(f, "{dir}", dir))
+		}
 	}
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr

@@ -48,7 +48,8 @@ func TestParseRecords(t *testing.T) {
 // tokens, one run of each client against the exactly paced mock — and
 // checks that both sides are measured: every event counted, no stream
 // failed, and TTFT errors that are no earlier than the truth (a client
-// cannot see a token before the server wrote it) and well under a second.
+// cannot see a token before the server wrote it) and well under a second;
+// -keep keeps each run's files, with a profile -ours-flags asked for.
 // It says nothing of speed: that is the benchmark's, on a quiet machine.
 func TestBenchStreamSmoke(t *testing.T) {
 	if testing.Short() {
@@ -66,24 +67,31 @@ func TestBenchStreamSmoke(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	out := filepath.Join(dir, "out")
 	rows, err := bench(ctx, config{bin: bin, self: self, streams: []int{20}, runs: 1, tokens: 10,
-		ttft: 20 * time.Millisecond, itl: 5 * time.Millisecond, timeout: time.Minute})
+		ttft: 20 * time.Millisecond, itl: 5 * time.Millisecond, timeout: time.Minute,
+		oursFlags: []string{"--cpu-profile", "{dir}/cpu.pprof"}, keep: true, out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rows) != 1 {
 		t.Fatalf("%d rows, want 1", len(rows))
 	}
-	var out strings.Builder
-	printRows(&out, rows)
-	t.Logf("\n%s", out.String())
+	for _, f := range []string{"20-1-fineserve-gen/cpu.pprof", "20-1-fineserve-gen/chunks.jsonl", "20-1-fineserve-gen/client.out", "20-1-floor/chunks.jsonl"} {
+		if _, err := os.Stat(filepath.Join(out, "runs", f)); err != nil {
+			t.Errorf("-keep with -ours-flags: %v", err)
+		}
+	}
+	var table strings.Builder
+	printRows(&table, rows)
+	t.Logf("\n%s", table.String())
 	for name, s := range map[string]side{"fineserve-gen": rows[0].Ours, "floor": rows[0].Floor} {
 		if s.Events != 200 || s.Failed != 0 || !(s.TTFTErrMean > -0.5 && s.TTFTErrMean < 1000) || !(s.TTFTErrP99 < 1000) ||
 			s.fixed.cpu <= 0 || !(s.RSSMB > 0) || math.IsNaN(s.ITLStdAdded) || math.IsNaN(s.CPUPerEvent) {
 			t.Errorf("%s: %+v: want 200 events, none failed, a TTFT error in [0, 1 s), CPU and RSS measured", name, s)
 		}
 	}
-	if !strings.Contains(out.String(), "ours / floor") {
-		t.Errorf("the table has no header:\n%s", out.String())
+	if !strings.Contains(table.String(), "ours / floor") {
+		t.Errorf("the table has no header:\n%s", table.String())
 	}
 }
