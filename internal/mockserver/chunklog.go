@@ -62,7 +62,9 @@ const maxTracedWrites = 1 << 16
 // (writes−1 of them; of a stream of more than 65,536 writes, the first
 // 65,535 and the one from there to the last). Only token writes count: the headers and the chat
 // role chunk sent before the first token do not. A write is timed after
-// its flush returned (the bytes are in the kernel).
+// its flush returned (the bytes are in the kernel). With ITL 0 a stream
+// goes out back to back in large pieces, unflushed: only its last write
+// is timed (first and last write are the same instant).
 //
 // The handler times into a pooled trace and formats its line itself; the
 // line is appended to memory under a mutex and one goroutine writes the
