@@ -167,6 +167,21 @@ func printRows(w io.Writer, rows []row) {
 			fmt.Fprintf(w, "%13s failed streams: ours %d, floor %d\n", "", r.Ours.Failed, r.Floor.Failed)
 		}
 	}
+	// The goal is every run, not the mean of the runs.
+	var counts []int
+	met, runs := map[int]int{}, map[int]int{}
+	for _, r := range rows {
+		if runs[r.Streams] == 0 {
+			counts = append(counts, r.Streams)
+		}
+		runs[r.Streams]++
+		if verdict(r) == "met" {
+			met[r.Streams]++
+		}
+	}
+	for _, n := range counts {
+		fmt.Fprintf(w, "%d streams: goals met in %d of %d runs\n", n, met[n], runs[n])
+	}
 }
 
 // verdict says whether a run meets the goals.

@@ -91,7 +91,7 @@ func TestBenchStreamSmoke(t *testing.T) {
 			t.Errorf("%s: %+v: want 200 events, none failed, a TTFT error in [0, 1 s), CPU and RSS measured", name, s)
 		}
 	}
-	if !strings.Contains(table.String(), "ours / floor") {
+	if !strings.Contains(table.String(), "ours / floor") || !strings.Contains(table.String(), "20 streams: goals met in ") {
 		t.Errorf("the table has no header:\n%s", table.String())
 	}
 }
