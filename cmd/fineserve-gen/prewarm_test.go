@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 // acceptCounter is a built-in server on 127.0.0.1 that numbers the
@@ -163,5 +167,56 @@ func TestPrewarmConnections(t *testing.T) {
 func TestPrewarmConnectionsUsage(t *testing.T) {
 	for _, v := range []string{"-1", "many", "1.5"} {
 		wantUsage(t, []string{"--port", "1", "--prewarm-connections", v}, "--prewarm-connections")
+	}
+}
+
+// TestPrewarmConnectionsHTTPS: over TLS with HTTP/1.1 (net/http's
+// transport), --prewarm-connections 4 opens the connections, handshakes
+// included, before the first send: no record has a connect or TLS phase,
+// and the server accepted no connection once the first request came.
+func TestPrewarmConnectionsHTTPS(t *testing.T) {
+	srv, err := mockserver.New(mockserver.Config{Models: []string{"mock-model"}, TTFT: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	accepted, atFirst := 0, -1
+	inner := srv.Handler()
+	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			mu.Lock()
+			if atFirst < 0 {
+				atFirst = accepted
+			}
+			mu.Unlock()
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	hs.Config.ErrorLog = log.New(io.Discard, "", 0)
+	hs.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			mu.Lock()
+			accepted++
+			mu.Unlock()
+		}
+	}
+	hs.StartTLS()
+	defer hs.Close()
+	r := mustRunTool(t, "--base-url", hs.URL, "--model", "mock-model", "--num-prompts", "4", "--max-concurrency", "4", "--request-rate", "inf",
+		"--random-input-len", "4", "--random-output-len", "2", "--insecure", "--http-transport", "http1", "--warmup-requests", "0",
+		"--prewarm-connections", "4", "--http-phases", "--quiet", "--scrape-server-metrics=false") // its poller has a client of its own
+	recs := testenv.ReadJSONL[phaseRecord](t, r.path("results.jsonl"))
+	if len(recs) != 4 {
+		t.Fatalf("%d records, want 4", len(recs))
+	}
+	for _, rec := range recs {
+		if rec.Reused == nil || !*rec.Reused || rec.Connect != nil {
+			t.Errorf("record %d: reused %v, connect %v: want a prewarmed connection", rec.Index, rec.Reused, rec.Connect)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if atFirst < 4 || accepted != atFirst {
+		t.Errorf("%d connections accepted before the first request, %d in all: want at least 4, none later", atFirst, accepted)
 	}
 }
