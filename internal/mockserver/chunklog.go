@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -233,9 +234,9 @@ type ChunkRecord struct {
 	GapsNS        []int64 `json:"gaps_ns"`
 }
 
-// ReadChunkLog reads a chunk log; a line that is not a record, or whose
-// gaps do not add up to its last write less its first, is an error naming
-// its line.
+// ReadChunkLog reads a chunk log; a line that is not a record, one with a
+// negative time, or one whose gaps do not add up to its last write less its
+// first, is an error naming its line.
 func ReadChunkLog(r io.Reader) ([]ChunkRecord, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
@@ -249,7 +250,13 @@ func ReadChunkLog(r io.Reader) ([]ChunkRecord, error) {
 		}
 		var sum int64
 		for _, g := range c.GapsNS {
+			if g < 0 || sum > math.MaxInt64-g {
+				return nil, fmt.Errorf("chunk log: line %d: gap %d ns: want gaps ≥ 0 adding up to an int64", line, g)
+			}
 			sum += g
+		}
+		if c.FirstWriteNS < 0 || c.LastWriteNS < c.FirstWriteNS {
+			return nil, fmt.Errorf("chunk log: line %d: first write %d ns, last %d ns: want 0 ≤ first ≤ last", line, c.FirstWriteNS, c.LastWriteNS)
 		}
 		if c.Writes < 1 || len(c.GapsNS) != min(c.Writes, maxTracedWrites)-1 || (c.Writes <= maxTracedWrites && sum != c.LastWriteNS-c.FirstWriteNS) {
 			return nil, fmt.Errorf("chunk log: line %d: %d writes, %d gaps adding up to %d ns, from %d to %d ns: inconsistent",

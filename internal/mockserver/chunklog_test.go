@@ -2,12 +2,16 @@ package mockserver
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 // TestPaceExactChunkLog: on synctest's fake clock, exact pacing writes
@@ -110,5 +114,58 @@ func TestParsePace(t *testing.T) {
 	}
 	if _, err := ParsePace("fast"); err == nil {
 		t.Error("ParsePace(fast): no error")
+	}
+}
+
+func FuzzReadChunkLog(f *testing.F) {
+	f.Add([]byte(`{"id":1,"arrival_unix_ns":5,"first_write_ns":50,"last_write_ns":70,"writes":3,"gaps_ns":[10,10]}` + "\n"))
+	f.Add([]byte(`{"id":2,"arrival_unix_ns":5,"first_write_ns":50,"last_write_ns":50,"writes":1,"gaps_ns":[]}` + "\n"))
+	f.Add([]byte(`{"id":3,"first_write_ns":-1,"last_write_ns":0,"writes":1,"gaps_ns":[]}`))
+	f.Add([]byte("not json\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, err := ReadChunkLog(bytes.NewReader(in))
+		if err != nil {
+			return
+		}
+		// What was read writes back to a log that reads the same.
+		var b bytes.Buffer
+		for _, r := range got {
+			line, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Write(append(line, '\n'))
+		}
+		again, err := ReadChunkLog(&b)
+		if err != nil {
+			t.Fatalf("re-read: %v", err)
+		}
+		if fmt.Sprint(again) != fmt.Sprint(got) {
+			t.Fatalf("re-read %v, want %v", again, got)
+		}
+		for _, r := range got {
+			if r.FirstWriteNS < 0 || r.LastWriteNS < r.FirstWriteNS || r.Writes < 1 {
+				t.Fatalf("accepted %+v", r)
+			}
+		}
+	})
+}
+
+// BenchmarkChunkLogFinish is what the chunk log adds to a streamed
+// request of 100 token writes: its trace and its line.
+func BenchmarkChunkLogFinish(b *testing.B) {
+	var buf testenv.SyncBuffer
+	l := NewChunkLog(&buf, 0)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		tr := l.start(time.Now())
+		for range 100 {
+			tr.wrote()
+		}
+		l.finish(tr, int64(i))
+	}
+	b.StopTimer()
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
 	}
 }
