@@ -139,10 +139,11 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	po.Chat, po.Dataset, po.Images, po.Prefix = pool.First().Chat(), wl.Dataset, wl.ImageOptions, wl.Prefix
 	prompts := prompt.New(po)
 	panics := &requestPanics{log: log}
-	if err := warmupAll(ctx, cfg.WarmupRequests, pool, wl, prompts, log, panics); err != nil {
+	probe := &latencyProbe{}
+	if err := warmupAll(ctx, cfg.WarmupRequests, pool, wl, prompts, log, panics, probe); err != nil {
 		return nil, err
 	}
-	prewarm(ctx, cfg, pool, wl.Schedule, wl.Stats.Count, log)
+	prewarm(ctx, cfg, pool, wl.Schedule, wl.Stats, probe, log)
 
 	st := wl.Stats
 	mon, err := monitor.New(cfg.Monitor)
@@ -485,7 +486,7 @@ func (s *sender) do(ctx context.Context, a arrival.Arrival, res *client.Result) 
 // warmup sends n requests shaped like the first arrival (at most 32 output
 // tokens) and fails the run if none succeeds. images: the run generates
 // images (the prompt is text).
-func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts *prompt.Builder, first arrival.Arrival, log *Logger, panics *requestPanics) error {
+func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts *prompt.Builder, first arrival.Arrival, log *Logger, panics *requestPanics, probe *latencyProbe) error {
 	if n == 0 {
 		return nil
 	}
@@ -510,6 +511,7 @@ func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts
 		}()
 	}
 	wg.Wait()
+	probe.add(res)
 	for i := range res {
 		if res[i].OK() {
 			return nil
