@@ -401,12 +401,11 @@ func (o *Options) ClientConfig() client.Config {
 		APIKey: o.APIKey, Stream: o.Stream, IgnoreEOS: o.IgnoreEOS,
 		ExtraBody: []byte(o.ExtraRequestBody), MaxConns: o.MaxConcurrency,
 		RequestTimeout: o.RequestTimeout, StallTimeout: o.StallTimeout,
-		Insecure: o.Insecure, CACert: o.CACert, Host: o.HostHeader, HTTPTransport: o.HTTPTransport,
-		HTTPPhases: o.HTTPPhases,
-		Secrets:    o.Secrets(),
-		Retries:    o.Retries,
-		ImageSize:  fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
-		Answer:     o.Answer.options(),
+		Insecure: o.Insecure, CACert: o.CACert, Host: o.HostHeader, HTTPTransport: o.HTTPTransport, HTTPPhases: o.HTTPPhases,
+		Secrets:   o.Secrets(),
+		Retries:   o.Retries,
+		ImageSize: fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
+		Answer:    o.Answer.options(),
 	}
 }
 
