@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/fineserve-gen
 PKGS    ?= ./...
 
-.PHONY: all build test test-long demo bench fuzz clean
+.PHONY: all build test test-long demo bench bench-stream fuzz clean
 
 all: build
 
@@ -62,6 +62,22 @@ BENCH_POISSON  ?= 0
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
 	BENCH_RATES=$(BENCH_RATES) BENCH_DURATION=$(BENCH_DURATION) BENCH_OUT=$(BENCH_OUT) BENCH_POISSON=$(BENCH_POISSON) ./scripts/ladder.sh $(BIN)
+
+# Streaming accuracy against a floor client: fineserve-gen and a minimal raw
+# client, each against a fresh mock-server --pace exact --chunk-log (the
+# server's truth), at each stream count, BENCH_STREAM_RUNS runs each; prints
+# TTFT error mean/p99, ITL std added, CPU per SSE event and RSS, ours / the
+# floor's (docs/PERFORMANCE.md). 10,000 streams need as many descriptors per
+# process: the open-files limit is raised to its hard limit first.
+# make bench-stream BENCH_STREAMS=100,500 BENCH_STREAM_RUNS=3
+BENCH_STREAMS       ?= 100,500,10000
+BENCH_STREAM_RUNS   ?= 5
+BENCH_STREAM_TOKENS ?= 100
+bench-stream: build
+	$(GO) build -o bin/streambench ./internal/streambench
+	ulimit -n "$$(ulimit -Hn)" 2>/dev/null || true; \
+	echo "bench-stream: open files limit $$(ulimit -n)"; \
+	./bin/streambench -bin $(BIN) -streams $(BENCH_STREAMS) -runs $(BENCH_STREAM_RUNS) -tokens $(BENCH_STREAM_TOKENS) -out $(BENCH_OUT)
 
 clean:
 	rm -rf bin

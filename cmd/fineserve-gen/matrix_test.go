@@ -71,6 +71,7 @@ const (
 	dAnswer
 	dUnits
 	dMedia
+	dConns
 )
 
 var matrixDims = []dimension{
@@ -120,6 +121,11 @@ var matrixDims = []dimension{
 	// (--images-per-request); or a WAV clip (--audio-seconds). The
 	// built-in server counts them by their size and length.
 	dMedia: {"media", []string{"no-media", "images", "audio"}},
+	// conns: connections dialled on first use, without or with their
+	// HTTP phases timed (--http-phases), or opened before the first send
+	// (--prewarm-connections 64: more than any case's requests, so none
+	// dials; auto), with the phases timed.
+	dConns: {"conns", []string{"dial", "phases", "prewarm", "prewarm-auto"}},
 }
 
 // is reports whether row (a partial row: testenv.Free where unset) has
@@ -506,6 +512,44 @@ func checkCaseAnswers(c matrixCase, sum *metrics.Summary, recs []matrixRecord, f
 	}
 }
 
+// checkCasePhases checks the HTTP phases: with --http-phases every record
+// has them (http_reused and http_wait_ms; http_connect_ms exactly when not
+// reused) and the summary's http_phases counts the records and their new
+// connections; without it none has them and the summary no section. With
+// --prewarm-connections 64 no request but those to a closed port dials.
+func checkCasePhases(c matrixCase, sum *metrics.Summary, recs []matrixRecord, fail func(string, ...any)) {
+	timed := c.v(dConns) != "dial"
+	var n, fresh int64
+	for _, rec := range recs {
+		has := rec.HTTPReused != nil
+		if has != timed || has != (rec.HTTPWait != nil) || has && *rec.HTTPReused == (rec.HTTPConnect != nil) {
+			fail("record %d: http_reused %v, http_connect_ms %v, http_wait_ms %v with %s", rec.Index, rec.HTTPReused != nil, rec.HTTPConnect != nil, rec.HTTPWait != nil, c.v(dConns))
+			continue
+		}
+		if !has {
+			continue
+		}
+		n++
+		if !*rec.HTTPReused {
+			fresh++
+			if c.v(dConns) == "prewarm" && rec.ErrorClass != "connect" {
+				fail("record %d: a new connection (connect %v ms) after --prewarm-connections 64", rec.Index, *rec.HTTPConnect)
+			}
+		}
+	}
+	p := sum.HTTPPhases
+	switch {
+	case !timed || n == 0:
+		if p != nil {
+			fail("http_phases %+v with %s and %d records timed", p, c.v(dConns), n)
+		}
+	case p == nil:
+		fail("no http_phases with %s and %d records timed", c.v(dConns), n)
+	case p.Requests != n || p.NewConnections != fresh || p.Reused != n-fresh:
+		fail("http_phases %+v; the records: %d timed, %d on a new connection", p, n, fresh)
+	}
+}
+
 // caseArgs builds the command line of c against port, writing outputs to
 // dir. It also returns the dry run of the same schedule (no outputs).
 func caseArgs(c matrixCase, ports []int, dir string) (args, dry []string) {
@@ -601,6 +645,14 @@ func caseArgs(c matrixCase, ports []int, dir string) (args, dry []string) {
 	}
 	if c.v(dRetries) == "retry-503" {
 		args = append(args, "--retries", "3")
+	}
+	switch c.v(dConns) {
+	case "phases":
+		args = append(args, "--http-phases")
+	case "prewarm":
+		args = append(args, "--prewarm-connections", "64", "--http-phases")
+	case "prewarm-auto":
+		args = append(args, "--prewarm-connections", "auto", "--http-phases")
 	}
 	if c.v(dStartAt) == "start-at" {
 		args = append(args, "--start-at", time.Now().Add(400*time.Millisecond).Format(time.RFC3339Nano))
@@ -1062,6 +1114,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	}
 	checkCaseAnswers(c, sum, recs, fail)
 	checkCasePooling(c, sum, recs, fail)
+	checkCasePhases(c, sum, recs, fail)
 	if c.v(dBackend) != "openai-images" && (sum.TotalInputTokens != inTokens || sum.TotalOutputTokens != outTokens) {
 		fail("summary tokens in %d out %d; the records' sums %d, %d", sum.TotalInputTokens, sum.TotalOutputTokens, inTokens, outTokens)
 	}
@@ -1094,6 +1147,9 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		}
 		if has := bytes.Contains(b, []byte(`data-plot="agent_lanes"`)); has != (c.v(dWorkload) == "replay-agentic" && sum.Completed > 0) {
 			fail("--report-html: agentic swim-lanes %v with %s", has, c.v(dWorkload))
+		}
+		if has := bytes.Contains(b, []byte(`<table id="http-phases">`)); has != (sum.HTTPPhases != nil) {
+			fail("--report-html: HTTP phases table %v, the summary's http_phases %v (%s)", has, sum.HTTPPhases != nil, c.v(dConns))
 		}
 		// Several endpoints: a table listing every one, by URL.
 		if has := bytes.Contains(b, []byte(`<table id="endpoints">`)); has != (len(ports) > 1) {

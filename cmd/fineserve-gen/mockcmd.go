@@ -51,6 +51,8 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	portFile := fs.String("port-file", "", "write the port listened on to this file once ready")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the server until it stops")
 	arrivalLog := fs.String("arrival-log", "", "write the instant each generation request arrives to this CSV file (seq,arrival_unix_ns), for measuring a client's send lag from the server's side")
+	pace := fs.String("pace", "default", "how completion and chat completion chunks are timed: default (chunk i at the slot's start + TTFT + i·ITL) or exact (chunk i at the request's arrival + TTFT + i·ITL, absolute, each written and flushed on its own: the truth a client is measured against)")
+	chunkLog := fs.String("chunk-log", "", "write each streamed request's arrival, first and last token write and its inter-write gaps to this JSONL file (the server's truth of TTFT and ITL)")
 	faults := fs.StringArray("fault", nil, "inject a failure into a share of generation requests: KIND[:RATE], repeatable; kinds: "+
 		strings.Join(mockserver.FaultKinds, ", ")+" (RATE: share of requests, default 1)")
 	fs.Uint64Var(&cfg.Faults.Seed, "fault-seed", 0, "which requests fault is a function of this seed and the request's arrival number")
@@ -98,6 +100,11 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 			errs = append(errs, fmt.Errorf("%s %g: want a share in [0, 1]", sh.name, sh.f))
 		}
 	}
+	if p, err := mockserver.ParsePace(*pace); err != nil {
+		errs = append(errs, fmt.Errorf("--pace: %w", err))
+	} else {
+		cfg.Pace = p
+	}
 	for _, spec := range *faults {
 		f, err := mockserver.ParseFault(spec)
 		if err != nil {
@@ -130,7 +137,31 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		arrivals = f
 		cfg.Arrivals = mockserver.NewArrivalLog(f, 0)
 	}
+	var chunks *os.File
+	if *chunkLog != "" {
+		f, err := os.Create(*chunkLog)
+		if err != nil {
+			fmt.Fprintf(stderr, "fineserve-gen mock-server: --chunk-log: %v\n", err)
+			if arrivals != nil {
+				cfg.Arrivals.Close()
+				arrivals.Close()
+			}
+			return exitFailure
+		}
+		chunks = f
+		cfg.Chunks = mockserver.NewChunkLog(f, 0)
+	}
 	code := serveMock(ctx, cfg, *host, *port, *portFile, *cpuProfile, stderr)
+	if chunks != nil {
+		err := cfg.Chunks.Close()
+		if cerr := chunks.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("chunk log: %w", cerr)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "fineserve-gen mock-server: --chunk-log %s: %v\n", *chunkLog, err)
+			code = max(code, exitFailure)
+		}
+	}
 	if arrivals != nil {
 		err := cfg.Arrivals.Close()
 		if cerr := arrivals.Close(); err == nil && cerr != nil {

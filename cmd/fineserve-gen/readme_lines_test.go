@@ -214,6 +214,10 @@ type matrixRecord struct {
 	ReasoningTokens int    `json:"reasoning_tokens"`
 	ToolCalls       int    `json:"tool_calls"`
 	Structured      string `json:"structured"`
+	// The HTTP phases (--http-phases).
+	HTTPReused  *bool    `json:"http_reused"`
+	HTTPConnect *float64 `json:"http_connect_ms"`
+	HTTPWait    *float64 `json:"http_wait_ms"`
 }
 
 // TestREADMEFineServeSection: this repository's README says how to run

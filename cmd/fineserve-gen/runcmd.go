@@ -70,6 +70,8 @@ func runFlags(o *options.Options, prof *profiles) (fs *pflag.FlagSet, finish fun
 	fs.IntVar(&o.WarmupRequests, "warmup-requests", o.WarmupRequests, "warm-up requests sent before the run (not measured)")
 	fs.Var(durationValue{&o.RequestTimeout}, "request-timeout", "give up on a request after this long (0: never)")
 	fs.StringVar(&o.HTTPTransport, "http-transport", client.TransportAuto, "auto (lean for http://, net/http with HTTP/2 for https://), lean (plain HTTP/1.1), net/http, h2 (HTTP/2 only) or http1 (net/http, HTTP/1.1 only)")
+	fs.StringVar(&o.PrewarmConnections, "prewarm-connections", o.PrewarmConnections, "open N keep-alive connections (spread over the endpoints) before the first send, 512 at a time so a server's accept backlog never overflows; auto: --max-concurrency, or the schedule's most arrivals within the latency the warm-up predicts (at least 1 s; 2 s without a warm-up; at most 16384); over HTTP/2 one connection (and its TLS handshake) is all there is to open")
+	fs.BoolVar(&o.HTTPPhases, "http-phases", o.HTTPPhases, "time every request's HTTP phases — connect, TLS handshake, request write, wait to the first response byte (none on a reused connection) — into the records, the summary's http_phases and the report")
 	fs.Var(durationValue{&o.StallTimeout}, "stall-timeout", "give up on a response that sends no byte for this long, waiting for the first token included (0: never)")
 	// Failures and stopping (README "Failures and exit codes").
 	fs.IntVar(&o.Retries, "retries", o.Retries, "re-send a request that failed before its first token with connect, http_429 or http_5xx, up to N times (0: never)")

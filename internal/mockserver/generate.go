@@ -165,6 +165,7 @@ func (s *Server) accepted(w http.ResponseWriter, model string, err error) bool {
 }
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
+	arrival := time.Now()
 	bp := bodyPool.Get().(*[]byte)
 	defer putBody(bp)
 	body, fault, ok := s.receive(w, r, bp)
@@ -197,7 +198,11 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		s.prefix.keep(g.generatedBlocks())
 	}
 	defer s.kv.hold(req.promptTokens + out)()
-	first := time.Now().Add(s.cfg.TTFT + time.Duration(req.promptTokens-cached)*s.cfg.PrefillPerToken)
+	start := time.Now()
+	if s.cfg.Pace == PaceExact {
+		start = arrival
+	}
+	first := start.Add(s.cfg.TTFT + time.Duration(req.promptTokens-cached)*s.cfg.PrefillPerToken)
 
 	if faultWritesBody(fault, req.stream) {
 		s.faultBody(ctx, w, fault, &g, first)
@@ -206,6 +211,8 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	// A client that goes away (a cancelled request) stops the generation:
 	// its slot is released on return, at once.
 	if req.stream {
+		g.trace = s.cfg.Chunks.start(arrival)
+		defer func() { s.cfg.Chunks.finish(g.trace, id) }()
 		if !g.stream(ctx, w, first) {
 			s.aborted.Add(1)
 			return
@@ -282,6 +289,8 @@ type generation struct {
 	cuts          []int
 	tool          *toolCall
 	invalidAnswer bool // the structured answer is the invalid instance
+	// trace, when set, times the token writes (chunklog.go).
+	trace *chunkTrace
 }
 
 const (
@@ -544,6 +553,7 @@ func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first ti
 				if rc.Flush() != nil {
 					return false
 				}
+				g.trace.wrote()
 			}
 			if !sleepUntil(ctx, first.Add(time.Duration(k)*itl)) {
 				return false
@@ -564,6 +574,11 @@ func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first ti
 	}
 	b = append(b, "data: [DONE]\n\n"...)
 	_, err := w.Write(b)
+	if err == nil && (g.trace != nil || g.s.cfg.Pace == PaceExact) {
+		// The last token goes out now, not when the handler returns.
+		err = rc.Flush()
+		g.trace.wrote()
+	}
 	return err == nil
 }
 

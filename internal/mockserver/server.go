@@ -67,6 +67,12 @@ type Config struct {
 	// (completions, chat completions, images) reaches its handler
 	// (arrivallog.go).
 	Arrivals *ArrivalLog
+	// Pace is how stream chunks are timed (chunklog.go): PaceDefault from
+	// the slot, PaceExact absolute from the arrival.
+	Pace Pace
+	// Chunks, when set, logs every streamed completion's arrival and
+	// token writes (chunklog.go).
+	Chunks *ChunkLog
 	// Seed makes the per-request draws (reasoning length, tool calls,
 	// invalid answers) a pure function of itself and the request's number.
 	Seed uint64

@@ -89,6 +89,10 @@ type Config struct {
 	// sends (0: DefaultAudioSeconds); AudioSeed makes its samples.
 	AudioSeconds float64
 	AudioSeed    uint64
+	// HTTPPhases times each attempt's connect, TLS handshake, request
+	// write and wait for the first response byte into Result.HTTP
+	// (phases.go).
+	HTTPPhases bool
 	// Secrets hides credentials in the messages of failed requests (nil:
 	// the API key and the user and password of BaseURL). URL credentials
 	// are always hidden.
@@ -573,6 +577,7 @@ func (c *Client) attempt(ctx context.Context, deadline time.Time, body []byte, m
 	if first && res.CancelAfter == 0 {
 		res.Sent = c.since()
 	}
+	c.startPhases(g, res)
 	resp, err := c.send(g, body)
 	if err != nil {
 		c.failErr(g, res, err, false)
@@ -669,6 +674,11 @@ func (c *Client) send(g *guard, body []byte) (*http.Response, error) {
 	hreq.ContentLength = int64(len(body))
 	if c.cfg.Host != "" {
 		hreq.Host = c.cfg.Host
+	}
+	if g.ph != nil {
+		pt := new(phaseTrace)
+		hreq = hreq.WithContext(withPhaseTrace(ctx, pt))
+		defer pt.done(g.ph)
 	}
 	if c.rewind {
 		// net/http sends a request again, on another connection or stream,

@@ -29,6 +29,8 @@ type guard struct {
 	// unwritten, when set, counts this attempt's request until it is
 	// written (Client.Unwritten).
 	unwritten *atomic.Int64
+	// ph, when set, receives the attempt's HTTP phases (phases.go).
+	ph *Phases
 }
 
 // written tells that the request has been written (or will not be).

@@ -95,6 +95,8 @@ type Result struct {
 	// Structured tells whether the answer was checked against the
 	// response format (AnswerOptions.Check): 0 not checked, 1 valid, 2 not.
 	Structured int8
+	// HTTP is the last attempt's HTTP phases (Config.HTTPPhases).
+	HTTP Phases
 	// ResponseID is the Responses API's id of the answer (kept with the
 	// text: a session chains its next turn to it).
 	ResponseID string

@@ -54,11 +54,18 @@ func newLeanTransport(maxIdle int) *leanTransport {
 type countingConn struct {
 	net.Conn
 	n int64
+	// mark asks for the instant of the next byte read, kept in first
+	// (the HTTP phases' first response byte).
+	mark  bool
+	first time.Time
 }
 
 func (c *countingConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	c.n += int64(n)
+	if c.mark && n > 0 {
+		c.mark, c.first = false, time.Now()
+	}
 	return n, err
 }
 
@@ -113,8 +120,11 @@ func (t *leanTransport) get(ctx context.Context, req *http.Request, key string) 
 		return nil, false, err
 	}
 	cc := &countingConn{Conn: nc}
-	return &leanConn{t: t, key: key, nc: nc, cc: cc, br: bufio.NewReaderSize(cc, 4<<10), wbuf: make([]byte, 0, 512)}, false, nil
+	return &leanConn{t: t, key: key, nc: nc, cc: cc, br: newConnReader(cc), wbuf: make([]byte, 0, 512)}, false, nil
 }
+
+// newConnReader is a connection's buffered reader.
+func newConnReader(cc *countingConn) *bufio.Reader { return bufio.NewReaderSize(cc, 4<<10) }
 
 // put returns a connection whose response was read to the end.
 func (t *leanTransport) put(c *leanConn) {
@@ -179,7 +189,17 @@ func (t *leanTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *leanTransport) send(g *guard, req *http.Request, body []byte, own bool) (*http.Response, error) {
 	key := req.URL.Host
 	for attempt := 0; ; attempt++ {
+		var t0 time.Time
+		if g.ph != nil {
+			t0 = time.Now()
+		}
 		c, reused, err := t.get(g.parent, req, key)
+		if g.ph != nil {
+			*g.ph = Phases{Measured: true, Reused: reused}
+			if !reused {
+				g.ph.Connect = time.Since(t0)
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -319,6 +339,10 @@ func (c *leanConn) roundTrip(g *guard, req *http.Request, body []byte, own bool)
 		return fail(net.ErrClosed)
 	}
 	var err error
+	var w0 time.Time
+	if g.ph != nil {
+		w0 = time.Now()
+	}
 	if out != nil {
 		_, err = out.WriteTo(c.nc)
 		c.bufs = [2][]byte{} // WriteTo consumed c.out; keep no reference to the body
@@ -332,8 +356,18 @@ func (c *leanConn) roundTrip(g *guard, req *http.Request, body []byte, own bool)
 		return fail(err)
 	}
 	g.written()
+	var w1 time.Time
+	if g.ph != nil {
+		w1 = time.Now()
+		g.ph.Write = w1.Sub(w0)
+		c.cc.mark = c.br.Buffered() == 0
+	}
 	before := c.cc.n
 	resp, err := readHead(c.br, req)
+	if g.ph != nil && !c.cc.mark && !c.cc.first.IsZero() {
+		g.ph.Wait = c.cc.first.Sub(w1)
+	}
+	c.cc.mark, c.cc.first = false, time.Time{}
 	// Interim responses (100 Continue, 103 Early Hints) have no body and
 	// come before the response; 101 Switching Protocols is final.
 	for n := 0; err == nil && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols; n++ {

@@ -28,7 +28,7 @@ type Part interface {
 
 // NewParts returns a fresh set of every Part a run keeps: the registry.
 func NewParts() []Part {
-	return []Part{NewAnswers(), NewAgents(), NewPooling()}
+	return []Part{NewAnswers(), NewAgents(), NewPooling(), NewHTTPPhases()}
 }
 
 // FinishParts finishes each part into s and returns their states for

@@ -138,6 +138,9 @@ type Sample struct {
 	// Endpoint is the index of the endpoint the request went to when the
 	// run has several (-1: one endpoint).
 	Endpoint int
+
+	// HTTP is the request's HTTP phases (client.Result.HTTP).
+	HTTP client.Phases
 }
 
 // Structured is whether an answer was checked against --response-format
@@ -187,6 +190,7 @@ func (s *Sample) From(r *client.Result, slo SLO) {
 		ReasoningTokens: r.ReasoningTokens, ToolCalls: r.ToolCalls, ToolArgsInvalid: r.ToolArgsInvalid,
 		HasToolTTFT: ok && r.FirstToolCall > 0, ToolTTFT: r.FirstToolCall - r.Sent,
 		Structured: Structured(r.Structured),
+		HTTP:       r.HTTP,
 	}
 	if s.HasTTFT {
 		prompt := r.InputLen

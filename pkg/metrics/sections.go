@@ -22,6 +22,8 @@ const (
 	KeyGoodputCount       = "goodput_requests"            // requests meeting every SLO
 	KeyGoodputShare       = "goodput_share"               // their share of the finished requests
 	KeyGoodputSLO         = "goodput_slo_ms"              // the targets, by metric
+	// KeyHTTPPhases holds the requests' HTTP phases (HTTPPhasesSummary).
+	KeyHTTPPhases = "http_phases"
 	// KeyCDFs holds latency CDFs: {"ttft": [[ms, q], …], "tpot", "itl",
 	// "e2e", "send_lag"}.
 	KeyCDFs = "latency_cdfs"
@@ -198,6 +200,8 @@ var sectionFields = []section{
 		func(s *Summary) any { return &s.goodput().Share }},
 	{KeyGoodputSLO, good(func(g *GoodputSummary) any { return g.SLO }),
 		func(s *Summary) any { return &s.goodput().SLO }},
+	{KeyHTTPPhases, func(s *Summary) (any, bool) { return s.HTTPPhases, s.HTTPPhases != nil },
+		func(s *Summary) any { return &s.HTTPPhases }},
 	{KeyCDFs, func(s *Summary) (any, bool) { return s.LatencyCDFs, s.LatencyCDFs != nil },
 		func(s *Summary) any { return &s.LatencyCDFs }},
 	{KeyLengths, func(s *Summary) (any, bool) { return s.LengthHistograms, s.LengthHistograms != nil },

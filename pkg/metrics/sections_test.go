@@ -25,6 +25,7 @@ func fullSummary() *Summary {
 			MachineBusy: true, BusyWindows: []int{0}, BusyNote: "send lag p99 up to 5.21 ms"},
 		Goodput:          &GoodputSummary{Rate: 1.5, Share: 0.75, Requests: 3, SLO: map[string]float64{"ttft": 100}},
 		LatencyCDFs:      map[string][][2]float64{"e2e": {{1, 0}, {2, 1}}},
+		HTTPPhases:       &HTTPPhasesSummary{Requests: 2, NewConnections: 1, Reused: 1, WaitMS: &PhaseStats{Count: 2, Mean: 1}},
 		LengthHistograms: map[string]*LengthBins{"input": {Edges: []float64{1, 2}, Counts: []int64{4}, Total: 4}},
 		ServerMetrics:    &ServerSummary{URL: "http://127.0.0.1:1/metrics", Available: true, ServerStats: &ServerStats{Samples: 2}},
 		PerModel:         map[string]GroupSummary{"a": {Completed: 1}},

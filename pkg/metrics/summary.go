@@ -123,6 +123,9 @@ type Summary struct {
 	// Pooling is a batching backend's section (pooling.go): inputs sent,
 	// vectors or scores returned, the vectors' length.
 	Pooling *PoolingSummary `json:"-"`
+	// HTTPPhases are the requests' HTTP phases (phases.go; the
+	// http_phases section, nil: not timed).
+	HTTPPhases *HTTPPhasesSummary `json:"-"`
 
 	// Sections, written after the distributions in key order
 	// (sectionFields), each absent when unset.

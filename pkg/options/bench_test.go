@@ -121,7 +121,8 @@ func selfCPU() time.Duration {
 // reports what the goals are about: the client's CPU per request
 // (user + system, from rusage: the process is the client alone), its
 // allocations per request, the server's CPU per request, and the client's
-// own p99 send lag. ns/op is the schedule's gap, not a cost. Use
+// own p99 send lag; at 8,000 req/s also with --http-phases, whose cost is
+// the difference. ns/op is the schedule's gap, not a cost. Use
 // -benchtime 40000x (5 s at 8,000 req/s) for stable figures:
 //
 //	go test -run '^$' -bench RunCPU -benchtime 40000x ./pkg/options
@@ -133,10 +134,18 @@ func BenchmarkRunCPU(b *testing.B) {
 	if p, err := strconv.Atoi(os.Getenv("FINESERVE_GEN_BENCH_PORT")); err == nil {
 		m.port = p // a server of one's own (to trace the client's system calls alone)
 	}
-	for _, rate := range []float64{2000, 8000} {
-		b.Run(fmt.Sprintf("rate=%g", rate), func(b *testing.B) {
+	for _, tc := range []struct {
+		rate   float64
+		phases bool // --http-phases: what timing them costs
+	}{{2000, false}, {8000, false}, {8000, true}} {
+		name := fmt.Sprintf("rate=%g", tc.rate)
+		if tc.phases {
+			name += ",http-phases"
+		}
+		b.Run(name, func(b *testing.B) {
 			o := testOptions(m.port)
-			o.RequestRate, o.Burstiness = rate, 1e15
+			o.RequestRate, o.Burstiness = tc.rate, 1e15
+			o.HTTPPhases = tc.phases
 			o.NumPrompts, o.NumPromptsSet = int64(b.N), true
 			o.RandomInputLen, o.RandomOutputLen = 256, 16
 			var before, after runtime.MemStats

@@ -102,6 +102,14 @@ type Options struct {
 	// HTTPTransport is one of client's Transport* names ("" or "auto": the
 	// lean transport for http://, net/http's with HTTP/2 for https://).
 	HTTPTransport string
+	// PrewarmConnections is --prewarm-connections: "" or "0" none, "auto"
+	// or a count of connections opened before the first send
+	// (runner.Config.Prewarm).
+	PrewarmConnections string
+	// HTTPPhases times every request's connect, TLS handshake, write and
+	// wait to the first byte (--http-phases; client.Phases): in the
+	// records, the summary's http_phases, the table and the HTML report.
+	HTTPPhases bool
 	// Retries re-sends requests that failed before their first token with
 	// a connect, http_429 or http_5xx error (0: never; see client.Do).
 	Retries int
@@ -255,6 +263,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxConcurrency < 0 {
 		add("--max-concurrency %d: want ≥ 1 (or leave unset)", o.MaxConcurrency)
+	}
+	if _, err := ParsePrewarm(o.PrewarmConnections); err != nil {
+		add("--prewarm-connections: %w", err)
 	}
 	if o.WarmupRequests < 0 {
 		add("--warmup-requests %d: want ≥ 0", o.WarmupRequests)
@@ -443,7 +454,7 @@ func (o *Options) ClientConfig() client.Config {
 		APIKey: o.APIKey, Stream: o.Stream, IgnoreEOS: o.IgnoreEOS,
 		ExtraBody: []byte(o.ExtraRequestBody), MaxConns: o.MaxConcurrency,
 		RequestTimeout: o.RequestTimeout, StallTimeout: o.StallTimeout,
-		Insecure: o.Insecure, CACert: o.CACert, Host: o.HostHeader, HTTPTransport: o.HTTPTransport,
+		Insecure: o.Insecure, CACert: o.CACert, Host: o.HostHeader, HTTPTransport: o.HTTPTransport, HTTPPhases: o.HTTPPhases,
 		Secrets:   o.Secrets(),
 		Retries:   o.Retries,
 		ImageSize: fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),

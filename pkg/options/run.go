@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
@@ -168,11 +169,16 @@ func (o *Options) runConfig(seed uint64, wl *workload.Workload, stdio runner.IO,
 		format = prompt.Text // an image prompt, a rerank's documents are text; a session's completion prompt is its conversation's text
 	}
 	limit, _ := o.TokenLimit()
+	prewarm, err := ParsePrewarm(o.PrewarmConnections)
+	if err != nil {
+		return runner.Config{}, err
+	}
 	return runner.Config{
 		Summary:        o.summary(seed, wl),
 		Prompts:        prompt.Options{Format: format, Salt: o.salt(seed), Suffix: o.PromptSuffix, Tokens: o.Tokens()},
 		Model:          o.Model,
 		WarmupRequests: o.WarmupRequests,
+		Prewarm:        prewarm,
 		MaxConcurrency: o.MaxConcurrency, ConcurrencyRamp: o.MaxConcurrencyRamp,
 		MaxSessions: o.MaxSessions, ContinueOnError: o.ContinueOnError, TokenLimit: limit,
 		Turns:        runner.TurnOptions{KeepReasoning: o.Answer.KeepReasoning, ToolResultLen: o.Answer.ToolResultLen, Chain: o.ResponsesChain},
@@ -230,4 +236,20 @@ func (o *Options) promptUnits(wl *workload.Workload) string {
 		return prompt.UnitTokenizer
 	}
 	return prompt.UnitWords
+}
+
+// ParsePrewarm reads --prewarm-connections: "" (none), auto
+// (runner.PrewarmAuto) or a count ≥ 0.
+func ParsePrewarm(s string) (int, error) {
+	switch s {
+	case "":
+		return 0, nil
+	case "auto":
+		return runner.PrewarmAuto, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q: want a number of connections ≥ 0 or auto", s)
+	}
+	return n, nil
 }

@@ -641,6 +641,7 @@ var funcs = template.FuncMap{
 	"ms":    func(v float64) string { return fmtFloat(v, 2) },
 	"f1":    func(v float64) string { return fmtFloat(v, 1) },
 	"f2":    func(v float64) string { return fmtFloat(v, 2) },
+	"f3":    func(v float64) string { return fmtFloat(v, 3) },
 	"inc":   func(i int) int { return i + 1 },
 	"pct":   func(v float64) string { return fmtFloat(100*v, 1) + " %" },
 	"clock": clockText,
@@ -774,6 +775,17 @@ var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(pageH
 <tr><td>Server running (mean)</td>{{range .S.Endpoints}}<td>{{with .ServerMetrics}}{{with .ServerStats}}{{f2 .RunningMean}}{{else}}–{{end}}{{else}}–{{end}}</td>{{end}}</tr>
 <tr><td>Server KV cache (max)</td>{{range .S.Endpoints}}<td>{{with .ServerMetrics}}{{with .ServerStats}}{{pct .KVCacheMax}}{{else}}–{{end}}{{else}}–{{end}}</td>{{end}}</tr>
 </table>
+{{end}}
+
+{{with .S.HTTPPhases}}<h2>HTTP phases</h2>
+<p class="meta">{{.Requests}} request(s): {{.NewConnections}} on a new connection, {{.Reused}} on a reused one (reused: no connect, no TLS handshake). Wait: from the end of the request's write to the response's first byte. A TTFT made by connection set-up shows here, not at the server.</p>
+<table id="http-phases">
+<tr><th>Phase (ms)</th><th>Count</th><th>Mean</th><th>p50</th><th>p90</th><th>p99</th><th>Max</th></tr>
+{{with .ConnectMS}}<tr><td>Connect</td><td>{{.Count}}</td><td>{{f3 .Mean}}</td><td>{{f3 .P50}}</td><td>{{f3 .P90}}</td><td>{{f3 .P99}}</td><td>{{f3 .Max}}</td></tr>
+{{end}}{{with .TLSMS}}<tr><td>TLS handshake</td><td>{{.Count}}</td><td>{{f3 .Mean}}</td><td>{{f3 .P50}}</td><td>{{f3 .P90}}</td><td>{{f3 .P99}}</td><td>{{f3 .Max}}</td></tr>
+{{end}}{{with .WriteMS}}<tr><td>Request write</td><td>{{.Count}}</td><td>{{f3 .Mean}}</td><td>{{f3 .P50}}</td><td>{{f3 .P90}}</td><td>{{f3 .P99}}</td><td>{{f3 .Max}}</td></tr>
+{{end}}{{with .WaitMS}}<tr><td>Wait to first byte</td><td>{{.Count}}</td><td>{{f3 .Mean}}</td><td>{{f3 .P50}}</td><td>{{f3 .P90}}</td><td>{{f3 .P99}}</td><td>{{f3 .Max}}</td></tr>
+{{end}}</table>
 {{end}}
 
 {{with .Server}}<h2>Server metrics</h2>

@@ -340,7 +340,11 @@ const OutcomeCancelled = "cancelled"
 // ttfo_ms (time to first output token: content or a tool call) and
 // reasoning_tokens; for one with tool calls, tool_calls, tool_args_invalid
 // and tool_call_ttft_ms; for one checked against --response-format,
-// structured ("valid" or "invalid").
+// structured ("valid" or "invalid"); with --http-phases, http_reused
+// (true on a pooled connection), http_connect_ms and http_tls_ms (on a
+// new connection; TLS over https only), http_write_ms and http_wait_ms
+// (the write's end to the response's first byte) — in the JSON records
+// only, not the CSV's columns.
 var recordFields = func() []recordField {
 	fs := []recordField{
 		field("index",
@@ -532,6 +536,25 @@ var recordFields = func() []recordField {
 					r.Structured = metrics.StructuredInvalid
 				}
 			}),
+		field("http_reused",
+			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendBool(b, s.HTTP.Reused) },
+			func(x *fastjson.Value, r *client.Result) {
+				if x != nil {
+					r.HTTP = client.Phases{Measured: true, Reused: x.Type() == fastjson.TypeTrue}
+				}
+			}),
+		field("http_connect_ms",
+			func(b []byte, s *metrics.Sample) []byte { return appendMillis(b, s.HTTP.Connect) },
+			func(x *fastjson.Value, r *client.Result) { r.HTTP.Connect = millis(getFloat(x)) }),
+		field("http_tls_ms",
+			func(b []byte, s *metrics.Sample) []byte { return appendMillis(b, s.HTTP.TLS) },
+			func(x *fastjson.Value, r *client.Result) { r.HTTP.TLS = millis(getFloat(x)) }),
+		field("http_write_ms",
+			func(b []byte, s *metrics.Sample) []byte { return appendMillis(b, s.HTTP.Write) },
+			func(x *fastjson.Value, r *client.Result) { r.HTTP.Write = millis(getFloat(x)) }),
+		field("http_wait_ms",
+			func(b []byte, s *metrics.Sample) []byte { return appendMillis(b, s.HTTP.Wait) },
+			func(x *fastjson.Value, r *client.Result) { r.HTTP.Wait = millis(getFloat(x)) }),
 	}
 	fs[0].head = `{"index":`
 	notGeneration := func(s *metrics.Sample) bool { return !s.Generation }
@@ -557,6 +580,15 @@ var recordFields = func() []recordField {
 			fs[i].omit = func(s *metrics.Sample) bool { return s.ToolCalls == 0 }
 		case "structured":
 			fs[i].omit = func(s *metrics.Sample) bool { return s.Structured == metrics.StructuredUnchecked }
+		case "http_reused", "http_write_ms", "http_wait_ms":
+			fs[i].omit = func(s *metrics.Sample) bool { return !s.HTTP.Measured }
+			fs[i].jsonlOnly = true
+		case "http_connect_ms":
+			fs[i].omit = func(s *metrics.Sample) bool { return !s.HTTP.Measured || s.HTTP.Reused }
+			fs[i].jsonlOnly = true
+		case "http_tls_ms":
+			fs[i].omit = func(s *metrics.Sample) bool { return !s.HTTP.Measured || s.HTTP.TLS <= 0 }
+			fs[i].jsonlOnly = true
 		}
 	}
 	return fs

@@ -141,6 +141,7 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 	t.stat("Median TPOT (ms):", s.TPOT, s.TPOT.Median)
 	t.stat("P99 TPOT (ms):", s.TPOT, s.TPOT.P99)
 	writeAnswers(t, s)
+	writeHTTPPhases(t, s)
 	writeScheduleKeeping(t, s, true)
 	writeServer(t, s)
 	writeLoadControl(t, s)

@@ -16,9 +16,9 @@ import (
 // answered the model check. With several endpoints one whose warm-up
 // fails is warned about and kept; the run stops only when every
 // endpoint's fails (or with one endpoint, when its fails).
-func warmupAll(ctx context.Context, n int, pool *client.Pool, wl *workload.Workload, prompts *prompt.Builder, log *Logger, panics *requestPanics) error {
+func warmupAll(ctx context.Context, n int, pool *client.Pool, wl *workload.Workload, prompts *prompt.Builder, log *Logger, panics *requestPanics, probe *latencyProbe) error {
 	if pool.Len() == 1 {
-		return warmup(ctx, n, wl.Images, pool.First(), prompts, wl.First, log, panics)
+		return warmup(ctx, n, wl.Images, pool.First(), prompts, wl.First, log, panics, probe)
 	}
 	if n == 0 {
 		return nil
@@ -36,7 +36,7 @@ func warmupAll(ctx context.Context, n int, pool *client.Pool, wl *workload.Workl
 		if !pool.Live(i) {
 			continue
 		}
-		err := warmup(ctx, n, wl.Images, pool.Client(i), prompts, wl.First, quiet, panics)
+		err := warmup(ctx, n, wl.Images, pool.Client(i), prompts, wl.First, quiet, panics, probe)
 		if err == nil {
 			ok++
 			continue

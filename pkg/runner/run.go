@@ -62,6 +62,10 @@ type Config struct {
 	Model string
 	// WarmupRequests are sent to every live endpoint before the start.
 	WarmupRequests int
+	// Prewarm is how many connections are opened before the first send
+	// (PrewarmAuto: as many as the run's peak in flight; 0: none;
+	// prewarm.go), after the warm-up.
+	Prewarm int
 	// MaxConcurrency bounds the requests in flight (0: no bound);
 	// ConcurrencyRamp grows the bound from 1 over this long.
 	MaxConcurrency  int
@@ -139,9 +143,11 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	}
 	prompts := prompt.New(po)
 	panics := &requestPanics{log: log}
-	if err := warmupAll(ctx, cfg.WarmupRequests, pool, wl, prompts, log, panics); err != nil {
+	probe := &latencyProbe{}
+	if err := warmupAll(ctx, cfg.WarmupRequests, pool, wl, prompts, log, panics, probe); err != nil {
 		return nil, err
 	}
+	prewarm(ctx, cfg, pool, wl.Schedule, wl.Stats, probe, log)
 
 	st := wl.Stats
 	mon, err := monitor.New(cfg.Monitor)
@@ -503,7 +509,7 @@ var WarmupBackoff = 100 * time.Millisecond
 // tokens), each failed one again up to WarmupAttempts times, and fails the
 // run only if none succeeds — nothing works; failures a retry overcame are
 // a warning. images: the run generates images (the prompt is text).
-func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts *prompt.Builder, first arrival.Arrival, log *Logger, panics *requestPanics) error {
+func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts *prompt.Builder, first arrival.Arrival, log *Logger, panics *requestPanics, probe *latencyProbe) error {
 	if n == 0 {
 		return nil
 	}
@@ -547,6 +553,7 @@ func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts
 		}()
 	}
 	wg.Wait()
+	probe.add(res)
 	ok, tries := 0, 0
 	var firstFail *warmupFailure
 	for i := range res {

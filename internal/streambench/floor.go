@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// floorEnv, set in a process's environment, makes the streambench binary
+// (or its test binary) run as the floor client instead (floorMain).
+const floorEnv = "STREAMBENCH_FLOOR"
+
+// floorResult is what the floor client writes: every stream's time to its
+// first data line and the gaps between its data lines, in ns, and the
+// streams that failed.
+type floorResult struct {
+	TTFTNS []int64 `json:"ttft_ns"`
+	GapsNS []int64 `json:"gaps_ns"`
+	Failed int     `json:"failed"`
+	Error  string  `json:"error,omitempty"`
+}
+
+// floorBatch is how many connections the floor dials at once (as
+// fineserve-gen's --prewarm-connections does).
+const floorBatch = 512
+
+// floorMain is the floor client: it dials -streams raw TCP connections to
+// -addr before anything is sent, then on each at once writes one
+// streamed completion request (prepared bytes) and reads the response
+// line by line, timestamping each line that starts with "data: " and
+// parsing nothing (the chunked framing's size lines are skipped by the
+// same prefix test); a stream ends at "data: [DONE]". It writes a
+// floorResult to -out. It is the least a Go client can do to see the
+// stream, so what it reports is the floor of what any client adds.
+func floorMain(args []string) int {
+	fs := flag.NewFlagSet("floor", flag.ContinueOnError)
+	addr := fs.String("addr", "", "host:port of the server")
+	streams := fs.Int("streams", 100, "streams at once")
+	tokens := fs.Int("tokens", 100, "output tokens per stream")
+	model := fs.String("model", "mock-model", "model name")
+	out := fs.String("out", "", "file for the result (JSON)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	res := runFloor(*addr, *streams, *tokens, *model)
+	b, _ := json.Marshal(res)
+	if err := os.WriteFile(*out, b, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "floor:", err)
+		return 1
+	}
+	if res.Error != "" {
+		fmt.Fprintln(os.Stderr, "floor:", res.Error)
+		return 1
+	}
+	return 0
+}
+
+// floorRequest is the request the floor sends: the same completion
+// fineserve-gen sends (8 prompt tokens as ids, ignore_eos), without usage.
+func floorRequest(host, model string, tokens int) []byte {
+	body := `{"model":` + strconv.Quote(model) + `,"prompt":[1,1,1,1,1,1,1,1],"max_tokens":` + strconv.Itoa(tokens) +
+		`,"min_tokens":` + strconv.Itoa(tokens) + `,"ignore_eos":true,"stream":true}`
+	return []byte("POST /v1/completions HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/json\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+}
+
+func runFloor(addr string, streams, tokens int, model string) floorResult {
+	conns := make([]net.Conn, streams)
+	for done := 0; done < streams; done += floorBatch {
+		var wg sync.WaitGroup
+		errs := make([]error, min(floorBatch, streams-done))
+		for i := range errs {
+			wg.Go(func() { conns[done+i], errs[i] = net.DialTimeout("tcp", addr, 30*time.Second) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			for _, c := range conns {
+				if c != nil {
+					c.Close()
+				}
+			}
+			return floorResult{Error: "dial: " + err.Error()}
+		}
+	}
+	req := floorRequest(addr, model, tokens)
+	type stream struct {
+		ttft time.Duration
+		gaps []time.Duration
+		err  error
+	}
+	out := make([]stream, streams)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, c := range conns {
+		wg.Go(func() {
+			defer c.Close()
+			s := &out[i]
+			s.gaps = make([]time.Duration, 0, tokens)
+			<-start
+			t0 := time.Now()
+			if _, err := c.Write(req); err != nil {
+				s.err = err
+				return
+			}
+			c.SetReadDeadline(time.Now().Add(10 * time.Minute))
+			br := bufio.NewReaderSize(c, 4<<10)
+			var last time.Time
+			for {
+				line, err := br.ReadSlice('\n')
+				if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+					s.err = err
+					return
+				}
+				if !bytes.HasPrefix(line, []byte("data: ")) {
+					continue
+				}
+				now := time.Now()
+				if bytes.HasPrefix(line, []byte("data: [DONE]")) {
+					return
+				}
+				if last.IsZero() {
+					s.ttft = now.Sub(t0)
+				} else {
+					s.gaps = append(s.gaps, now.Sub(last))
+				}
+				last = now
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	var res floorResult
+	for _, s := range out {
+		if s.err != nil || s.ttft == 0 {
+			res.Failed++
+			continue
+		}
+		res.TTFTNS = append(res.TTFTNS, int64(s.ttft))
+		for _, g := range s.gaps {
+			res.GapsNS = append(res.GapsNS, int64(g))
+		}
+	}
+	return res
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+)
+
+// observed is what one side saw (or, for the truth, what the server
+// wrote): each stream's TTFT and every inter-token gap, in ms.
+type observed struct {
+	ttft, gaps []float64
+	failed     int
+	events     int64 // token writes (the truth only)
+}
+
+// readTruth reads the mock's chunk log.
+func readTruth(path string) (observed, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return observed{}, err
+	}
+	defer f.Close()
+	recs, err := mockserver.ReadChunkLog(f)
+	if err != nil {
+		return observed{}, err
+	}
+	var o observed
+	for _, r := range recs {
+		o.ttft = append(o.ttft, float64(r.FirstWriteNS)/1e6)
+		for _, g := range r.GapsNS {
+			o.gaps = append(o.gaps, float64(g)/1e6)
+		}
+		o.events += int64(r.Writes)
+	}
+	return o, nil
+}
+
+// readFloor reads the floor client's result.
+func readFloor(path string) (observed, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return observed{}, err
+	}
+	var r floorResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		return observed{}, fmt.Errorf("floor result: %w", err)
+	}
+	o := observed{failed: r.Failed}
+	for _, v := range r.TTFTNS {
+		o.ttft = append(o.ttft, float64(v)/1e6)
+	}
+	for _, v := range r.GapsNS {
+		o.gaps = append(o.gaps, float64(v)/1e6)
+	}
+	return o, nil
+}
+
+// record is the part of fineserve-gen's JSONL record read here.
+type record struct {
+	TTFT       *float64  `json:"ttft_ms"`
+	ITL        []float64 `json:"itl_ms"`
+	ErrorClass string    `json:"error_class"`
+}
+
+// readRecords reads fineserve-gen's --results-jsonl.
+func readRecords(path string) (observed, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return observed{}, err
+	}
+	defer f.Close()
+	return parseRecords(f)
+}
+
+func parseRecords(r io.Reader) (observed, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	var o observed
+	line := 0
+	for sc.Scan() {
+		line++
+		var rec record
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return o, fmt.Errorf("records: line %d: %w", line, err)
+		}
+		if rec.ErrorClass != "" || rec.TTFT == nil {
+			o.failed++
+			continue
+		}
+		o.ttft = append(o.ttft, *rec.TTFT)
+		o.gaps = append(o.gaps, rec.ITL...)
+	}
+	return o, sc.Err()
+}
+
+// compare measures what a client saw against the server's truth: its TTFT
+// error is its figure less the server's (mean less mean, p99 less p99:
+// the requests are not matched one for one, the distributions are), its
+// ITL standard deviation less the server's gaps'. The events are the
+// server's token writes; a stream the client did not see through counts
+// as failed.
+func compare(seen, truth observed) side {
+	return side{
+		TTFTErrMean: mean(seen.ttft) - mean(truth.ttft),
+		TTFTErrP99:  quantile(seen.ttft, 0.99) - quantile(truth.ttft, 0.99),
+		ITLStdAdded: std(seen.gaps) - std(truth.gaps),
+		Events:      truth.events,
+		Failed:      seen.failed + max(len(truth.ttft)-len(seen.ttft)-seen.failed, 0),
+	}
+}
+
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+func std(v []float64) float64 {
+	if len(v) < 2 {
+		return 0
+	}
+	m, s := mean(v), 0.0
+	for _, x := range v {
+		s += (x - m) * (x - m)
+	}
+	return math.Sqrt(s / float64(len(v)-1))
+}
+
+// quantile is v's q-quantile (nearest rank); v is sorted in place.
+func quantile(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(v)
+	i := int(math.Ceil(q*float64(len(v)))) - 1
+	return v[min(max(i, 0), len(v)-1)]
+}
+
+// printRows prints one line per run, fineserve-gen's figure / the floor's,
+// and whether the run meets the goals (TTFT error mean and p99 within 1.2×
+// the floor's, 1.5× from 10,000 streams; CPU per event within 1.1×; RSS at
+// most 250 MB from 10,000 streams).
+func printRows(w io.Writer, rows []row) {
+	fmt.Fprintf(w, "%8s %4s %23s %23s %19s %19s %17s %5s\n", "streams", "run", "TTFT err mean ms", "TTFT err p99 ms", "ITL std added ms", "CPU µs/event", "RSS MB", "goals")
+	fmt.Fprintf(w, "%8s %4s %23s %23s %19s %19s %17s %5s\n", "", "", "ours / floor", "ours / floor", "ours / floor", "ours / floor", "ours / floor", "")
+	pair := func(a, b float64, prec int) string {
+		return fmt.Sprintf("%.*f / %.*f", prec, a, prec, b)
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "%8d %4d %23s %23s %19s %19s %17s %5s\n", r.Streams, r.Run,
+			pair(r.Ours.TTFTErrMean, r.Floor.TTFTErrMean, 2), pair(r.Ours.TTFTErrP99, r.Floor.TTFTErrP99, 2),
+			pair(r.Ours.ITLStdAdded, r.Floor.ITLStdAdded, 2), pair(r.Ours.CPUPerEvent, r.Floor.CPUPerEvent, 1),
+			pair(r.Ours.RSSMB, r.Floor.RSSMB, 0), verdict(r))
+		if r.Ours.Failed > 0 || r.Floor.Failed > 0 {
+			fmt.Fprintf(w, "%13s failed streams: ours %d, floor %d\n", "", r.Ours.Failed, r.Floor.Failed)
+		}
+	}
+	// The issue's goal is every run, not the mean of the runs.
+	var counts []int
+	met, runs := map[int]int{}, map[int]int{}
+	for _, r := range rows {
+		if runs[r.Streams] == 0 {
+			counts = append(counts, r.Streams)
+		}
+		runs[r.Streams]++
+		if verdict(r) == "met" {
+			met[r.Streams]++
+		}
+	}
+	for _, n := range counts {
+		fmt.Fprintf(w, "%d streams: goals met in %d of %d runs\n", n, met[n], runs[n])
+	}
+}
+
+// verdict says whether a run meets the issue's goals.
+func verdict(r row) string {
+	bound := 1.2
+	if r.Streams >= 10000 {
+		bound = 1.5
+	}
+	within := func(ours, floor float64) bool { return ours <= bound*math.Max(floor, 0.01) }
+	ok := within(r.Ours.TTFTErrMean, r.Floor.TTFTErrMean) && within(r.Ours.TTFTErrP99, r.Floor.TTFTErrP99) &&
+		r.Ours.CPUPerEvent <= 1.1*r.Floor.CPUPerEvent && r.Ours.Failed == 0
+	if r.Streams >= 10000 && r.Ours.RSSMB > 250 {
+		ok = false
+	}
+	if ok {
+		return "met"
+	}
+	return "no"
+}
