@@ -210,20 +210,11 @@ func readResponses(c *Client, d *decoder, resp *http.Response, rd io.Reader, res
 	if c.cfg.Stream && !isJSON(resp) {
 		return c.readStream(d, resp.Body, res)
 	}
-	raw, release, err := readWholeBody(rd)
-	defer release()
-	now := c.since()
-	res.End, res.FirstToken, res.FirstOutput = now, now, now
+	v, err := c.readWholeAnswer(d, rd, res)
 	if err != nil {
 		return err
 	}
-	v, err := d.parser.ParseBytes(raw)
-	if err != nil || v.Type() != fastjson.TypeObject {
-		return protocolError{fmt.Sprintf("invalid JSON response: %q", truncate(string(raw), 200))}
-	}
-	if e := v.Get("error"); e != nil && e.Type() == fastjson.TypeObject {
-		return chunkError(e)
-	}
+	now := res.End
 	out := v.Get("output")
 	if out == nil || out.Type() != fastjson.TypeArray {
 		return protocolError{"response has no output list"}

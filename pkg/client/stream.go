@@ -327,6 +327,28 @@ func readWholeBody(body io.Reader) (raw []byte, release func(), err error) {
 	}
 }
 
+// readWholeAnswer reads a non-streamed answer (bounded: readWholeBody) and
+// parses it: a JSON object, whose "error" member, unless null, is the
+// request's failure. The answer ends when it has arrived: End, the first
+// token and the first output are now.
+func (c *Client) readWholeAnswer(d *decoder, body io.Reader, res *Result) (*fastjson.Value, error) {
+	raw, release, err := readWholeBody(body)
+	defer release()
+	now := c.since()
+	res.End, res.FirstToken, res.FirstOutput = now, now, now
+	if err != nil {
+		return nil, err
+	}
+	v, err := d.parser.ParseBytes(raw)
+	if err != nil || v.Type() != fastjson.TypeObject {
+		return nil, protocolError{fmt.Sprintf("invalid JSON response: %q", truncate(string(raw), 200))}
+	}
+	if e := v.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
+		return nil, chunkError(e)
+	}
+	return v, nil
+}
+
 // isJSON reports whether a response is a JSON document (not a stream).
 func isJSON(resp *http.Response) bool {
 	return strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json")
@@ -334,25 +356,15 @@ func isJSON(resp *http.Response) bool {
 
 // readWhole consumes a non-streamed JSON response.
 func (c *Client) readWhole(d *decoder, body io.Reader, res *Result) error {
-	raw, release, err := readWholeBody(body)
-	defer release()
-	now := c.since()
-	res.End, res.FirstToken = now, now
+	v, err := c.readWholeAnswer(d, body, res)
 	if err != nil {
 		return err
 	}
-	v, err := d.parser.ParseBytes(raw)
-	if err != nil || v.Type() != fastjson.TypeObject {
-		return protocolError{fmt.Sprintf("invalid JSON response: %q", truncate(string(raw), 200))}
-	}
-	if e := v.Get("error"); e != nil {
-		return chunkError(e)
-	}
+	now := res.End
 	if v.Get("choices", "0") == nil {
 		return protocolError{"response has no choices"}
 	}
 	res.CompletionTokens = res.OutputLen
-	res.FirstOutput = now
 	ch := v.Get("choices", "0")
 	if m := ch.Get("message"); m != nil {
 		res.keep(m.GetStringBytes("content"))

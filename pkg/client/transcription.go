@@ -146,19 +146,9 @@ func readTranscription(c *Client, d *decoder, resp *http.Response, rd io.Reader,
 	if c.cfg.Stream && !isJSON(resp) {
 		return c.readStream(d, resp.Body, res)
 	}
-	raw, release, err := readWholeBody(rd)
-	defer release()
-	now := c.since()
-	res.End, res.FirstToken, res.FirstOutput = now, now, now
+	v, err := c.readWholeAnswer(d, rd, res)
 	if err != nil {
 		return err
-	}
-	v, err := d.parser.ParseBytes(raw)
-	if err != nil || v.Type() != fastjson.TypeObject {
-		return protocolError{fmt.Sprintf("invalid JSON response: %q", truncate(string(raw), 200))}
-	}
-	if e := v.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
-		return chunkError(e)
 	}
 	t := v.Get("text")
 	if t == nil || t.Type() != fastjson.TypeString {
