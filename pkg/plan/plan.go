@@ -1,0 +1,425 @@
+// Package plan answers how many replicas each window of a day's schedule
+// needs within the SLO, given one replica's measured capacity curve; pure:
+// no clock, no network.
+//
+// Burstiness is the coefficient of variation (CV) of the gaps between a
+// window's consecutive arrivals. CV rather than an index of dispersion of
+// counts because it is the unit the measurement controls: a Poisson-mode
+// run with --burstiness k has Gamma gaps of CV 1/√k, so a point of the
+// curve is measured at exactly the CV a window shows, and the CV needs no
+// counting interval of its own (an index of dispersion changes with it).
+package plan
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+)
+
+// Config is what a plan is made from besides the schedule.
+type Config struct {
+	// Window is the length of a planning window (e.g. 5 minutes).
+	Window time.Duration
+	// Horizon is the length of the day planned; 0: up to the last arrival.
+	Horizon time.Duration
+	// Curve is one replica's capacity against burstiness.
+	Curve *Curve
+	// MinReplicas is the fewest replicas a window keeps (0: a window with
+	// no request needs none).
+	MinReplicas int
+	// ScaleUpDelay is a reactive autoscaler's lead time: it sees the need
+	// of the window at t only at t + ScaleUpDelay (0: no what-if).
+	ScaleUpDelay time.Duration
+	// DefaultCV is the burstiness of a window with fewer than MinGaps gaps
+	// (default 1: Poisson).
+	DefaultCV float64
+}
+
+// MinGaps is the fewest gaps a window's CV is computed from; a window with
+// fewer takes Config.DefaultCV.
+const MinGaps = 10
+
+// Window is one planning window.
+type Window struct {
+	StartS      float64 `json:"start_s"`
+	EndS        float64 `json:"end_s"`
+	Requests    int64   `json:"requests"`
+	OfferedRate float64 `json:"offered_rate"`
+	// Burstiness is the CV of the window's inter-arrival gaps.
+	Burstiness float64 `json:"burstiness"`
+	// Capacity is one replica's rate within the SLO at that burstiness.
+	Capacity float64 `json:"capacity"`
+	Replicas int     `json:"replicas"`
+	// Utilization is the offered rate over the replicas' capacity.
+	Utilization float64 `json:"utilization"`
+	// IdleShare is the mean share of the window a replica has no request
+	// in flight (the arrivals round-robin over the window's replicas, each
+	// request holding its replica TTFT + (n−1)·TPOT; queueing not counted).
+	IdleShare float64 `json:"idle_share"`
+	// Beyond: the window is burstier than the curve's last point (its
+	// capacity is held at that point's: optimistic).
+	Beyond bool `json:"beyond_curve,omitempty"`
+	// Reactive is the replicas a reactive autoscaler has at the window's
+	// start, and UnderMinutes how long in the window it has fewer than
+	// Replicas (with ScaleUpDelay).
+	Reactive     *int    `json:"reactive_replicas,omitempty"`
+	UnderMinutes float64 `json:"under_provisioned_min,omitempty"`
+}
+
+// ScaleUp is the what-if of a reactive autoscaler with a lead time.
+type ScaleUp struct {
+	DelayS float64 `json:"delay_s"`
+	// UnderMinutes is the time with fewer replicas than planned: SLO
+	// violations; UnderWindows counts the windows it falls in, and
+	// RequestsAtRisk the requests due then (each window's rate times its
+	// under-provisioned time).
+	UnderMinutes   float64 `json:"under_provisioned_min"`
+	UnderWindows   int     `json:"under_provisioned_windows"`
+	RequestsAtRisk float64 `json:"requests_at_risk"`
+	// ReplicaHours are the autoscaler's.
+	ReplicaHours float64 `json:"replica_hours"`
+}
+
+// Result is a planned day.
+type Result struct {
+	WindowS  float64 `json:"window_s"`
+	HorizonS float64 `json:"horizon_s"`
+	Requests int64   `json:"requests"`
+	// BurstinessMeasure names the burstiness figure: "cv_of_gaps".
+	BurstinessMeasure string   `json:"burstiness_measure"`
+	Windows           []Window `json:"windows"`
+
+	PeakReplicas int     `json:"peak_replicas"`
+	PeakStartS   float64 `json:"peak_start_s"`
+	PeakRate     float64 `json:"peak_rate"`
+	// ReplicaHours are the plan's, StaticReplicaHours those of the peak
+	// count all day; Saving is 1 − their ratio.
+	ReplicaHours       float64 `json:"replica_hours"`
+	StaticReplicaHours float64 `json:"static_replica_hours"`
+	Saving             float64 `json:"saving"`
+	// MeanUtilization and MeanIdleShare are replica-time weighted, over
+	// the plan and over static peak provisioning.
+	MeanUtilization       float64 `json:"mean_utilization"`
+	MeanIdleShare         float64 `json:"mean_idle_share"`
+	StaticMeanUtilization float64 `json:"static_mean_utilization"`
+	// BurstinessLow, Typical and High are the 10th, 50th and 90th
+	// percentiles of the windows' burstiness (requests weighted): where
+	// the curve should be measured.
+	BurstinessLow     float64 `json:"burstiness_p10"`
+	BurstinessTypical float64 `json:"burstiness_p50"`
+	BurstinessHigh    float64 `json:"burstiness_p90"`
+	BurstinessMax     float64 `json:"burstiness_max"`
+	BeyondCurve       int     `json:"windows_beyond_curve,omitempty"`
+
+	ScaleUp *ScaleUp `json:"scale_up,omitempty"`
+	Curve   *Curve   `json:"capacity_curve"`
+}
+
+// Validate returns every problem of c.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Window <= 0 {
+		errs = append(errs, fmt.Errorf("--plan-window %v: want > 0", c.Window))
+	}
+	if c.Horizon < 0 {
+		errs = append(errs, fmt.Errorf("plan horizon %v: want ≥ 0", c.Horizon))
+	}
+	if c.MinReplicas < 0 {
+		errs = append(errs, fmt.Errorf("--min-replicas %d: want ≥ 0", c.MinReplicas))
+	}
+	if c.ScaleUpDelay < 0 {
+		errs = append(errs, fmt.Errorf("--scale-up-delay %v: want ≥ 0", c.ScaleUpDelay))
+	}
+	if c.DefaultCV < 0 || math.IsNaN(c.DefaultCV) {
+		errs = append(errs, fmt.Errorf("default burstiness %g: want ≥ 0", c.DefaultCV))
+	}
+	if c.Curve == nil || len(c.Curve.Points) == 0 {
+		errs = append(errs, errors.New("no capacity curve"))
+	}
+	return errors.Join(errs...)
+}
+
+// gapStats accumulates one window's arrivals.
+type gapStats struct {
+	n          int64
+	last       time.Duration
+	gaps       int64
+	sum, sumSq float64
+}
+
+func (g *gapStats) add(at time.Duration) {
+	if g.n > 0 {
+		d := (at - g.last).Seconds()
+		g.gaps++
+		g.sum += d
+		g.sumSq += d * d
+	}
+	g.n++
+	g.last = at
+}
+
+// cv is the coefficient of variation of the gaps (population form).
+func (g *gapStats) cv(def float64) float64 {
+	if g.gaps < MinGaps || g.sum <= 0 {
+		return def
+	}
+	m := g.sum / float64(g.gaps)
+	v := max(g.sumSq/float64(g.gaps)-m*m, 0)
+	return math.Sqrt(v) / m
+}
+
+// Windows measures s per window: requests and burstiness (two passes are
+// not needed: gaps are taken within a window). It returns the windows'
+// statistics and the horizon.
+func measure(s arrival.Schedule, c *Config) ([]gapStats, time.Duration) {
+	var ws []gapStats
+	var last time.Duration
+	for a := range s {
+		if c.Horizon > 0 && a.At >= c.Horizon {
+			continue
+		}
+		w := int(a.At / c.Window)
+		for len(ws) <= w {
+			ws = append(ws, gapStats{})
+		}
+		ws[w].add(a.At)
+		last = max(last, a.At)
+	}
+	h := c.Horizon
+	if h == 0 {
+		h = last
+		if h == 0 && len(ws) > 0 {
+			h = c.Window
+		}
+	}
+	for time.Duration(len(ws))*c.Window < h {
+		ws = append(ws, gapStats{})
+	}
+	return ws, h
+}
+
+// Plan plans the day of schedule s.
+func Plan(s arrival.Schedule, c Config) (*Result, error) {
+	if c.DefaultCV == 0 {
+		c.DefaultCV = 1
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	stats, horizon := measure(s, &c)
+	if len(stats) == 0 {
+		return nil, errors.New("the schedule is empty: nothing to plan")
+	}
+	r := &Result{WindowS: c.Window.Seconds(), HorizonS: horizon.Seconds(), BurstinessMeasure: "cv_of_gaps", Curve: c.Curve}
+	r.Windows = make([]Window, len(stats))
+	var capacityHours, loadHours float64
+	for i := range stats {
+		g := &stats[i]
+		start := time.Duration(i) * c.Window
+		end := min(start+c.Window, max(horizon, start+1))
+		w := &r.Windows[i]
+		w.StartS, w.EndS, w.Requests = start.Seconds(), end.Seconds(), g.n
+		w.OfferedRate = float64(g.n) / (end - start).Seconds()
+		w.Burstiness = g.cv(c.DefaultCV)
+		w.Capacity, w.Beyond = c.Curve.At(w.Burstiness)
+		if w.Beyond {
+			r.BeyondCurve++
+		}
+		w.Replicas = Replicas(w.OfferedRate, w.Capacity, c.MinReplicas)
+		if w.Replicas > 0 {
+			w.Utilization = w.OfferedRate / (float64(w.Replicas) * w.Capacity)
+		}
+		r.Requests += g.n
+		hours := (end - start).Hours()
+		r.ReplicaHours += float64(w.Replicas) * hours
+		capacityHours += float64(w.Replicas) * hours * w.Capacity
+		loadHours += w.OfferedRate * hours
+		if w.Replicas > r.PeakReplicas || (w.Replicas == r.PeakReplicas && w.OfferedRate > r.PeakRate) {
+			r.PeakReplicas, r.PeakStartS, r.PeakRate = w.Replicas, w.StartS, w.OfferedRate
+		}
+	}
+	idle(s, &c, r)
+	r.StaticReplicaHours = float64(r.PeakReplicas) * horizon.Hours()
+	if r.StaticReplicaHours > 0 {
+		r.Saving = 1 - r.ReplicaHours/r.StaticReplicaHours
+	}
+	var idleHours, staticCap float64
+	for i := range r.Windows {
+		w := &r.Windows[i]
+		hours := w.EndS/3600 - w.StartS/3600
+		idleHours += float64(w.Replicas) * hours * w.IdleShare
+		staticCap += float64(r.PeakReplicas) * hours * w.Capacity
+	}
+	if capacityHours > 0 {
+		r.MeanUtilization = loadHours / capacityHours
+	}
+	if r.ReplicaHours > 0 {
+		r.MeanIdleShare = idleHours / r.ReplicaHours
+	}
+	if staticCap > 0 {
+		r.StaticMeanUtilization = loadHours / staticCap
+	}
+	r.BurstinessLow, r.BurstinessTypical, r.BurstinessHigh, r.BurstinessMax = burstinessRange(r.Windows)
+	if c.ScaleUpDelay > 0 {
+		r.ScaleUp = reactive(r.Windows, c.Window, horizon, c.ScaleUpDelay)
+	}
+	return r, nil
+}
+
+// Replicas is the fewest replicas, at least least, whose capacity at the
+// window's burstiness covers rate: ⌈rate / capacity⌉.
+func Replicas(rate, capacity float64, least int) int {
+	if rate <= 0 {
+		return least
+	}
+	// A rate within a millionth above a multiple of the capacity is that
+	// multiple (floating-point noise, not a need).
+	n := int(math.Ceil(rate/capacity - 1e-6))
+	return max(n, least, 1)
+}
+
+// burstinessRange returns the 10th, 50th and 90th percentiles of the
+// windows' burstiness, each window weighted by its requests, and the
+// highest burstiness of a window with requests.
+func burstinessRange(ws []Window) (p10, p50, p90, top float64) {
+	type wv struct {
+		cv float64
+		n  int64
+	}
+	var vs []wv
+	var total int64
+	for _, w := range ws {
+		if w.Requests > 0 {
+			vs = append(vs, wv{w.Burstiness, w.Requests})
+			total += w.Requests
+			top = max(top, w.Burstiness)
+		}
+	}
+	if total == 0 {
+		return
+	}
+	slices.SortFunc(vs, func(a, b wv) int { return cmp.Compare(a.cv, b.cv) })
+	q := func(p float64) float64 {
+		target := p * float64(total)
+		var acc int64
+		for _, v := range vs {
+			acc += v.n
+			if float64(acc) >= target {
+				return v.cv
+			}
+		}
+		return vs[len(vs)-1].cv
+	}
+	return q(0.1), q(0.5), q(0.9), top
+}
+
+// idle walks s again and sets each window's idle share: the arrivals go
+// round-robin to the window's replicas, each keeping its replica busy for
+// its service time; a replica's busy time is the union of its requests'.
+func idle(s arrival.Schedule, c *Config, r *Result) {
+	type replica struct {
+		busyUntil, busy float64
+	}
+	cur := -1
+	var reps []replica
+	var next int
+	flush := func() {
+		if cur < 0 {
+			return
+		}
+		w := &r.Windows[cur]
+		if w.Replicas == 0 {
+			return
+		}
+		length := w.EndS - w.StartS
+		var busy float64
+		for _, p := range reps {
+			busy += min(p.busy, length)
+		}
+		w.IdleShare = 1 - busy/(length*float64(w.Replicas))
+	}
+	for i := range r.Windows {
+		r.Windows[i].IdleShare = 1 // a window with no request
+	}
+	horizon := arrival.Seconds(r.HorizonS)
+	for a := range s {
+		if c.Horizon > 0 && a.At >= c.Horizon || a.At > horizon {
+			continue
+		}
+		wi := min(int(a.At/c.Window), len(r.Windows)-1)
+		if wi != cur {
+			flush()
+			cur, next = wi, 0
+			reps = make([]replica, r.Windows[wi].Replicas)
+		}
+		if len(reps) == 0 {
+			continue
+		}
+		p := &reps[next]
+		next = (next + 1) % len(reps)
+		t := a.At.Seconds()
+		end := t + c.Curve.ServiceSeconds(a.OutputTokens)
+		switch {
+		case t >= p.busyUntil:
+			p.busy += end - t
+			p.busyUntil = end
+		case end > p.busyUntil:
+			p.busy += end - p.busyUntil
+			p.busyUntil = end
+		}
+	}
+	flush()
+}
+
+// reactive is the what-if of an autoscaler that provisions, at time t, the
+// replicas of the window holding t − delay (the first window's before
+// that): the time and requests it leaves under-provisioned.
+func reactive(ws []Window, window, horizon, delay time.Duration) *ScaleUp {
+	su := &ScaleUp{DelayS: delay.Seconds()}
+	need := func(t time.Duration) int { // the plan's replicas at t
+		i := min(int(max(t, 0)/window), len(ws)-1)
+		return ws[i].Replicas
+	}
+	// Segment boundaries: every window edge and every window edge shifted
+	// by the delay.
+	for i := range ws {
+		w := &ws[i]
+		start := time.Duration(i) * window
+		end := min(start+window, max(horizon, start+1))
+		have0 := need(start - delay)
+		w.Reactive = &have0
+		var under time.Duration
+		t := start
+		for t < end {
+			// The next change of the autoscaler's count is the next edge
+			// of the shifted windows.
+			k := (t-delay)/window + 1
+			next := min(k*window+delay, end)
+			if t-delay < 0 {
+				next = min(delay, end)
+			}
+			if next <= t {
+				next = end
+			}
+			have := need(t - delay)
+			hours := (next - t).Hours()
+			su.ReplicaHours += float64(have) * hours
+			if have < w.Replicas {
+				under += next - t
+			}
+			t = next
+		}
+		if under > 0 {
+			w.UnderMinutes = under.Minutes()
+			su.UnderMinutes += under.Minutes()
+			su.UnderWindows++
+			su.RequestsAtRisk += w.OfferedRate * under.Seconds()
+		}
+	}
+	return su
+}

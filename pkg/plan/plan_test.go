@@ -1,0 +1,265 @@
+package plan
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+)
+
+// seg is one stretch of a synthetic day: Gamma gaps of shape k (CV 1/√k)
+// at rate req/s.
+type seg struct {
+	rate, k float64
+	d       time.Duration
+}
+
+// day concatenates seeded Gamma schedules, one a segment.
+func day(seed uint64, segs ...seg) arrival.Schedule {
+	return func(yield func(arrival.Arrival) bool) {
+		var off time.Duration
+		var idx int64
+		for i, s := range segs {
+			if s.rate > 0 {
+				p := arrival.Poisson(arrival.PoissonConfig{Rate: s.rate, Burstiness: s.k, Duration: s.d, Seed: seed + uint64(i),
+					Lengths: arrival.UniformLengths{Input: 32, Output: 16}})
+				for a := range p {
+					if a.At >= s.d {
+						break
+					}
+					a.At += off
+					a.Index = idx
+					idx++
+					if !yield(a) {
+						return
+					}
+				}
+			}
+			off += s.d
+		}
+	}
+}
+
+// synthetic is a replica of 10 req/s at CV 0.5, 8 at CV 1 and 4 at CV 3,
+// whose requests hold a slot 20 ms + 5 ms per further token.
+func synthetic(t *testing.T) *Curve {
+	t.Helper()
+	c, err := NewCurve([]Point{{CV: 1, Rate: 8}, {CV: 0.5, Rate: 10}, {CV: 3, Rate: 4}}, 20, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestCurve(t *testing.T) {
+	c := synthetic(t)
+	for _, tc := range []struct {
+		cv, want float64
+		beyond   bool
+	}{{0, 10, false}, {0.5, 10, false}, {0.75, 9, false}, {1, 8, false}, {2, 6, false}, {3, 4, false}, {5, 4, true}} {
+		got, beyond := c.At(tc.cv)
+		if math.Abs(got-tc.want) > 1e-9 || beyond != tc.beyond {
+			t.Errorf("At(%g) = %g, %v; want %g, %v", tc.cv, got, beyond, tc.want, tc.beyond)
+		}
+	}
+	// A burstier point measured faster is lowered to keep the curve monotone.
+	m, err := NewCurve([]Point{{CV: 1, Rate: 8}, {CV: 2, Rate: 9}, {CV: 2, Rate: 9.5}, {CV: 3, Rate: 5}}, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Points) != 3 || m.Points[1].Rate != 8 || m.Points[1].Measured != 9 || m.Points[2].Rate != 5 {
+		t.Errorf("monotone curve: %+v", m.Points)
+	}
+	for _, bad := range [][]Point{nil, {{CV: -1, Rate: 1}}, {{CV: 1, Rate: 0}}, {{CV: math.NaN(), Rate: 1}}, {{CV: 1, Rate: math.Inf(1)}}} {
+		if _, err := NewCurve(bad, 0, 0); err == nil {
+			t.Errorf("NewCurve(%v): no error", bad)
+		}
+	}
+}
+
+func TestReplicas(t *testing.T) {
+	for _, tc := range []struct {
+		rate, capacity float64
+		least, want    int
+	}{{0, 8, 0, 0}, {0, 8, 1, 1}, {1, 8, 0, 1}, {8, 8, 0, 1}, {8.0000001, 8, 0, 1}, {8.1, 8, 0, 2}, {30, 8, 0, 4}, {3, 8, 2, 2}} {
+		if got := Replicas(tc.rate, tc.capacity, tc.least); got != tc.want {
+			t.Errorf("Replicas(%g, %g, %d) = %d, want %d", tc.rate, tc.capacity, tc.least, got, tc.want)
+		}
+	}
+}
+
+// A flat Poisson day plans one count all day; replica-hours equal static.
+func TestFlatPoissonDay(t *testing.T) {
+	segs := []seg{{rate: 30, k: 1, d: time.Hour}}
+	r, err := Plan(day(1, segs...), Config{Window: 5 * time.Minute, Horizon: time.Hour, Curve: synthetic(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Windows) != 12 {
+		t.Fatalf("%d windows, want 12", len(r.Windows))
+	}
+	for _, w := range r.Windows {
+		// 9,000 gaps a window: the CV is within 5 % of 1 (its standard
+		// error is about 1.5 %), so 30 / C(CV) stays in (3.6, 3.9): 4.
+		if w.Replicas != 4 || math.Abs(w.Burstiness-1) > 0.05 {
+			t.Errorf("window at %g s: %d replicas at CV %.3f, want 4 at CV 1 ± 0.05", w.StartS, w.Replicas, w.Burstiness)
+		}
+	}
+	if r.PeakReplicas != 4 || math.Abs(r.ReplicaHours-4) > 1e-9 || math.Abs(r.StaticReplicaHours-4) > 1e-9 || math.Abs(r.Saving) > 1e-9 {
+		t.Errorf("peak %d, replica-hours %g, static %g, saving %g; want 4, 4, 4, 0", r.PeakReplicas, r.ReplicaHours, r.StaticReplicaHours, r.Saving)
+	}
+	// Utilisation 30 / (4 · C(1)) ≈ 0.94.
+	if math.Abs(r.MeanUtilization-30.0/32) > 0.03 {
+		t.Errorf("mean utilisation %.3f, want 0.94 ± 0.03", r.MeanUtilization)
+	}
+}
+
+// A day that swings in rate and burstiness: every window plans at least
+// the replicas its true rate and burstiness need and at most one more
+// (the measured CV and rate differ from the true ones by a few per cent).
+func TestSwingingDay(t *testing.T) {
+	segs := []seg{
+		{rate: 3, k: 1, d: 10 * time.Minute},
+		{rate: 12, k: 4, d: 10 * time.Minute},     // CV 0.5
+		{rate: 12, k: 0.25, d: 10 * time.Minute},  // CV 2: same rate, more replicas
+		{rate: 40, k: 1, d: 10 * time.Minute},     // the peak
+		{rate: 20, k: 0.111, d: 10 * time.Minute}, // CV 3
+		{rate: 0.5, k: 1, d: 10 * time.Minute},    // nearly idle
+	}
+	c := synthetic(t)
+	r, err := Plan(day(7, segs...), Config{Window: 5 * time.Minute, Curve: c, MinReplicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Windows) != 12 {
+		t.Fatalf("%d windows, want 12", len(r.Windows))
+	}
+	for i, w := range r.Windows {
+		s := segs[i/2]
+		trueCV := 1 / math.Sqrt(s.k)
+		if w.Requests < MinGaps+1 {
+			trueCV = 1
+		}
+		capTrue, _ := c.At(trueCV)
+		lower := int(math.Ceil(s.rate/capTrue - 0.05)) // 5 %: the measured rate's and CV's noise
+		upper := int(math.Ceil(s.rate/capTrue+0.05)) + 1
+		if w.Replicas < max(lower, 1) || w.Replicas > upper {
+			t.Errorf("window %d (rate %g, CV %.2f; measured %.2f, CV %.2f): %d replicas, want %d–%d",
+				i, s.rate, trueCV, w.OfferedRate, w.Burstiness, w.Replicas, max(lower, 1), upper)
+		}
+		if w.Requests > 2000 && math.Abs(w.Burstiness/trueCV-1) > 0.15 {
+			t.Errorf("window %d: CV %.3f, want %.3f ± 15 %%", i, w.Burstiness, trueCV)
+		}
+		if w.Utilization > 1+1e-9 {
+			t.Errorf("window %d: utilisation %.3f > 1", i, w.Utilization)
+		}
+	}
+	// Queueing-aware: the bursty stretch at 12 req/s needs more replicas
+	// than the smooth one at the same rate (mean over mean would plan 2 for
+	// both).
+	if smooth, bursty := r.Windows[2].Replicas, r.Windows[4].Replicas; bursty <= smooth {
+		t.Errorf("12 req/s: %d replicas at CV 2, %d at CV 0.5: want more for the bursty window", bursty, smooth)
+	}
+	if r.PeakReplicas != 5 || r.PeakStartS != 1800 && r.PeakStartS != 2100 {
+		t.Errorf("peak %d replicas at %g s, want 5 at 1800 or 2100 s", r.PeakReplicas, r.PeakStartS)
+	}
+	if !(r.ReplicaHours < r.StaticReplicaHours) || math.Abs(r.StaticReplicaHours-5*r.HorizonS/3600) > 1e-6 {
+		t.Errorf("replica-hours %g, static %g: want fewer than 5 × the horizon", r.ReplicaHours, r.StaticReplicaHours)
+	}
+	if !(r.BurstinessLow < r.BurstinessTypical && r.BurstinessTypical < r.BurstinessHigh) || r.BurstinessHigh < 2 {
+		t.Errorf("burstiness p10/p50/p90 %.2f/%.2f/%.2f: want increasing, p90 ≥ 2", r.BurstinessLow, r.BurstinessTypical, r.BurstinessHigh)
+	}
+}
+
+// The idle share of a replica under Poisson arrivals is the chance that
+// none of its requests is in flight: exp(−λ·s) for rate λ and service s
+// (M/G/∞).
+func TestIdleShare(t *testing.T) {
+	c, err := NewCurve([]Point{{CV: 1, Rate: 8}}, 100, 0) // every request 100 ms
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Plan(day(3, seg{rate: 2, k: 1, d: 20 * time.Minute}), Config{Window: 10 * time.Minute, Curve: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := math.Exp(-2 * 0.1)
+	for _, w := range r.Windows {
+		if w.Replicas != 1 || math.Abs(w.IdleShare-want) > 0.03 {
+			t.Errorf("window at %g s: %d replicas, idle share %.3f; want 1, %.3f ± 0.03", w.StartS, w.Replicas, w.IdleShare, want)
+		}
+	}
+}
+
+// A reactive autoscaler seeing the need only after the delay leaves the
+// start of a rise under-provisioned; the fall costs only replica-hours.
+func TestScaleUpDelay(t *testing.T) {
+	c, err := NewCurve([]Point{{CV: 1, Rate: 10}}, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1, 1, 4, 4, 1 replicas (regular gaps: CV 0).
+	segs := []seg{{5, 1e6, 5 * time.Minute}, {5, 1e6, 5 * time.Minute}, {35, 1e6, 5 * time.Minute}, {35, 1e6, 5 * time.Minute}, {5, 1e6, 5 * time.Minute}}
+	for _, tc := range []struct {
+		delay   time.Duration
+		under   float64
+		windows int
+	}{{2 * time.Minute, 2, 1}, {5 * time.Minute, 5, 1}, {7 * time.Minute, 7, 2}} {
+		r, err := Plan(day(1, segs...), Config{Window: 5 * time.Minute, Horizon: 25 * time.Minute, Curve: c, ScaleUpDelay: tc.delay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for _, w := range r.Windows {
+			got = append(got, w.Replicas)
+		}
+		if want := []int{1, 1, 4, 4, 1}; !equal(got, want) {
+			t.Fatalf("replicas %v, want %v", got, want)
+		}
+		su := r.ScaleUp
+		if math.Abs(su.UnderMinutes-tc.under) > 1e-9 || su.UnderWindows != tc.windows {
+			t.Errorf("delay %v: %g min under in %d windows, want %g in %d", tc.delay, su.UnderMinutes, su.UnderWindows, tc.under, tc.windows)
+		}
+		if math.Abs(su.RequestsAtRisk/(35*60*tc.under)-1) > 1e-3 {
+			t.Errorf("delay %v: %g requests at risk, want %g", tc.delay, su.RequestsAtRisk, 35*60*tc.under)
+		}
+		// Same count of replica-windows, shifted: equal replica-hours,
+		// but for the last window's tail, held at 4 over the delay.
+		if math.Abs(su.ReplicaHours-r.ReplicaHours) > 3*tc.delay.Hours()+1e-9 {
+			t.Errorf("delay %v: autoscaler %g replica-hours, plan %g", tc.delay, su.ReplicaHours, r.ReplicaHours)
+		}
+	}
+}
+
+func equal(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestPlanErrors(t *testing.T) {
+	c := synthetic(t)
+	for name, tc := range map[string]struct {
+		s    arrival.Schedule
+		cfg  Config
+		want string
+	}{
+		"no window":   {day(1, seg{1, 1, time.Minute}), Config{Curve: c}, "--plan-window"},
+		"no curve":    {day(1, seg{1, 1, time.Minute}), Config{Window: time.Minute}, "capacity curve"},
+		"delay":       {day(1, seg{1, 1, time.Minute}), Config{Window: time.Minute, Curve: c, ScaleUpDelay: -1}, "--scale-up-delay"},
+		"empty":       {day(1), Config{Window: time.Minute, Curve: c}, "empty"},
+		"minreplicas": {day(1, seg{1, 1, time.Minute}), Config{Window: time.Minute, Curve: c, MinReplicas: -1}, "--min-replicas"},
+	} {
+		if _, err := Plan(tc.s, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming %q", name, err, tc.want)
+		}
+	}
+}
