@@ -203,6 +203,37 @@ func measure(s arrival.Schedule, c *Config) ([]gapStats, time.Duration) {
 	return ws, h
 }
 
+// Survey cuts s into c's windows and measures each one's requests, offered
+// rate and burstiness (no curve needed), with the horizon planned.
+func Survey(s arrival.Schedule, c Config) ([]Window, time.Duration, error) {
+	if c.DefaultCV == 0 {
+		c.DefaultCV = 1
+	}
+	curve := c.Curve
+	if c.Curve == nil {
+		c.Curve = &Curve{Points: []Point{{Rate: 1}}} // not read
+	}
+	if err := c.Validate(); err != nil {
+		return nil, 0, err
+	}
+	c.Curve = curve
+	stats, horizon := measure(s, &c)
+	if len(stats) == 0 {
+		return nil, 0, errors.New("the schedule is empty: nothing to plan")
+	}
+	ws := make([]Window, len(stats))
+	for i := range stats {
+		g := &stats[i]
+		start := time.Duration(i) * c.Window
+		end := min(start+c.Window, max(horizon, start+1))
+		w := &ws[i]
+		w.StartS, w.EndS, w.Requests = start.Seconds(), end.Seconds(), g.n
+		w.OfferedRate = float64(g.n) / (end - start).Seconds()
+		w.Burstiness = g.cv(c.DefaultCV)
+	}
+	return ws, horizon, nil
+}
+
 // Plan plans the day of schedule s.
 func Plan(s arrival.Schedule, c Config) (*Result, error) {
 	if c.DefaultCV == 0 {
@@ -211,21 +242,14 @@ func Plan(s arrival.Schedule, c Config) (*Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	stats, horizon := measure(s, &c)
-	if len(stats) == 0 {
-		return nil, errors.New("the schedule is empty: nothing to plan")
+	ws, horizon, err := Survey(s, c)
+	if err != nil {
+		return nil, err
 	}
-	r := &Result{WindowS: c.Window.Seconds(), HorizonS: horizon.Seconds(), BurstinessMeasure: "cv_of_gaps", Curve: c.Curve}
-	r.Windows = make([]Window, len(stats))
+	r := &Result{WindowS: c.Window.Seconds(), HorizonS: horizon.Seconds(), BurstinessMeasure: "cv_of_gaps", Curve: c.Curve, Windows: ws}
 	var capacityHours, loadHours float64
-	for i := range stats {
-		g := &stats[i]
-		start := time.Duration(i) * c.Window
-		end := min(start+c.Window, max(horizon, start+1))
-		w := &r.Windows[i]
-		w.StartS, w.EndS, w.Requests = start.Seconds(), end.Seconds(), g.n
-		w.OfferedRate = float64(g.n) / (end - start).Seconds()
-		w.Burstiness = g.cv(c.DefaultCV)
+	for i := range ws {
+		w := &ws[i]
 		w.Capacity, w.Beyond = c.Curve.At(w.Burstiness)
 		if w.Beyond {
 			r.BeyondCurve++
@@ -234,8 +258,8 @@ func Plan(s arrival.Schedule, c Config) (*Result, error) {
 		if w.Replicas > 0 {
 			w.Utilization = w.OfferedRate / (float64(w.Replicas) * w.Capacity)
 		}
-		r.Requests += g.n
-		hours := (end - start).Hours()
+		r.Requests += w.Requests
+		hours := (w.EndS - w.StartS) / 3600
 		r.ReplicaHours += float64(w.Replicas) * hours
 		capacityHours += float64(w.Replicas) * hours * w.Capacity
 		loadHours += w.OfferedRate * hours
@@ -264,7 +288,7 @@ func Plan(s arrival.Schedule, c Config) (*Result, error) {
 	if staticCap > 0 {
 		r.StaticMeanUtilization = loadHours / staticCap
 	}
-	r.BurstinessLow, r.BurstinessTypical, r.BurstinessHigh, r.BurstinessMax = burstinessRange(r.Windows)
+	r.BurstinessLow, r.BurstinessTypical, r.BurstinessHigh, r.BurstinessMax = BurstinessRange(r.Windows)
 	if c.ScaleUpDelay > 0 {
 		r.ScaleUp = reactive(r.Windows, c.Window, horizon, c.ScaleUpDelay)
 	}
@@ -283,10 +307,10 @@ func Replicas(rate, capacity float64, least int) int {
 	return max(n, least, 1)
 }
 
-// burstinessRange returns the 10th, 50th and 90th percentiles of the
+// BurstinessRange returns the 10th, 50th and 90th percentiles of the
 // windows' burstiness, each window weighted by its requests, and the
 // highest burstiness of a window with requests.
-func burstinessRange(ws []Window) (p10, p50, p90, top float64) {
+func BurstinessRange(ws []Window) (p10, p50, p90, top float64) {
 	type wv struct {
 		cv float64
 		n  int64
