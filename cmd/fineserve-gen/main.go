@@ -43,6 +43,7 @@ var subcommands = map[string]func(ctx context.Context, args []string, stdout, st
 	"analyze":     analyzeCommand,
 	"merge":       mergeCommand,
 	"sweep":       sweepCommand,
+	"plan":        planCommand,
 }
 
 func main() {
@@ -111,6 +112,7 @@ Usage:
   fineserve-gen analyze TRACE [flags]  adapter loads a cache of N slots needs (--max-loras)
   fineserve-gen merge S1.json S2.json… [-o F]  merge the summaries of a sharded run
   fineserve-gen sweep [run flags] [sweep flags]  capacity: the highest load within the SLO, and its limit
+  fineserve-gen plan [run flags] [plan flags]    replicas a whole day of this workload needs within the SLO, window by window
 
 Run "fineserve-gen COMMAND --help" for a command's flags.
 `)

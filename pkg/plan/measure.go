@@ -2,7 +2,6 @@ package plan
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
-	"github.com/fineserve-gen/fineserve-gen/pkg/sweep"
 )
 
 // LengthMixComponents is the most components LengthMix gives.
@@ -82,37 +80,4 @@ func LengthMix(s arrival.Schedule) string {
 func GammaShape(cv float64) float64 {
 	cv = max(cv, 0.1)
 	return 1 / (cv * cv)
-}
-
-// PointFromSweep reads a rate sweep's answer as a point of the curve: its
-// burstiness from the steps' --burstiness (CV 1/√k; Poisson when unset),
-// its rate the capacity the sweep found. It also returns the median TTFT
-// and TPOT (ms) of its lowest passing step: one request's service time at
-// low load.
-func PointFromSweep(r *sweep.Result, source string) (p Point, ttftMS, tpotMS float64, err error) {
-	if r.Variable != sweep.Rate {
-		return p, 0, 0, fmt.Errorf("%s: a sweep of %s: the capacity curve needs rate sweeps (--mode poisson, --sweep-variable rate, --burstiness k for CV 1/√k)", source, r.Variable)
-	}
-	if r.Capacity == nil {
-		return p, 0, 0, fmt.Errorf("%s: no step met the SLO: no capacity to plan with", source)
-	}
-	k := 1.0
-	var low *sweep.Step
-	for i := range r.Steps {
-		st := &r.Steps[i]
-		if st.Summary != nil && st.Summary.Burstiness != nil {
-			k = *st.Summary.Burstiness
-		}
-		if st.Verdict == sweep.Pass && (low == nil || st.Value < low.Value) {
-			low = st
-		}
-	}
-	if !(k > 0) || math.IsInf(k, 0) {
-		return p, 0, 0, fmt.Errorf("%s: burstiness %g: want > 0", source, k)
-	}
-	if low == nil {
-		return p, 0, 0, errors.New(source + ": no passing step")
-	}
-	p = Point{CV: 1 / math.Sqrt(k), Rate: r.Capacity.Rate, Source: source}
-	return p, low.Figures.TTFT.P50, low.Figures.TPOT.P50, nil
 }
