@@ -52,6 +52,10 @@ type Window struct {
 	OfferedRate float64 `json:"offered_rate"`
 	// Burstiness is the CV of the window's inter-arrival gaps.
 	Burstiness float64 `json:"burstiness"`
+	// ReplicaBurstiness is the burstiness each of the window's replicas
+	// sees when the arrivals go round-robin over them: the CV of the
+	// window's lag-n gaps (At[i] − At[i−n]) for n replicas.
+	ReplicaBurstiness float64 `json:"replica_burstiness"`
 	// Capacity is one replica's rate within the SLO at that burstiness.
 	Capacity float64 `json:"capacity"`
 	Replicas int     `json:"replicas"`
@@ -115,6 +119,10 @@ type Result struct {
 	BurstinessHigh    float64 `json:"burstiness_p90"`
 	BurstinessMax     float64 `json:"burstiness_max"`
 	BeyondCurve       int     `json:"windows_beyond_curve,omitempty"`
+	// BelowCurve counts the windows whose replicas see a burstiness more
+	// than 10 % below the curve's first point (capacity held there:
+	// conservative).
+	BelowCurve int `json:"windows_below_curve,omitempty"`
 
 	ScaleUp *ScaleUp `json:"scale_up,omitempty"`
 	Curve   *Curve   `json:"capacity_curve"`
@@ -144,34 +152,50 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// gapStats accumulates one window's arrivals.
+// MaxLag is the largest split whose per-replica burstiness is measured
+// from the schedule (the CV of its lag-n gaps); a larger one scales the
+// lag-MaxLag CV by √(MaxLag/n), as for a renewal process.
+const MaxLag = 64
+
+// gapStats accumulates one window's arrivals: for every lag n up to
+// MaxLag, the sums of the gaps At[i] − At[i−n] and of their squares.
 type gapStats struct {
 	n          int64
-	last       time.Duration
-	gaps       int64
-	sum, sumSq float64
+	ring       [MaxLag]float64 // the last arrivals' times, s
+	sum, sumSq [MaxLag]float64 // by lag − 1
+	gaps       [MaxLag]int64
 }
 
 func (g *gapStats) add(at time.Duration) {
-	if g.n > 0 {
-		d := (at - g.last).Seconds()
-		g.gaps++
-		g.sum += d
-		g.sumSq += d * d
+	t := at.Seconds()
+	for lag := 1; lag <= MaxLag && int64(lag) <= g.n; lag++ {
+		d := t - g.ring[(g.n-int64(lag))%MaxLag]
+		g.gaps[lag-1]++
+		g.sum[lag-1] += d
+		g.sumSq[lag-1] += d * d
 	}
+	g.ring[g.n%MaxLag] = t
 	g.n++
-	g.last = at
 }
 
-// cv is the coefficient of variation of the gaps (population form).
-func (g *gapStats) cv(def float64) float64 {
-	if g.gaps < MinGaps || g.sum <= 0 {
-		return def
+// cvLag is the coefficient of variation (population form) of the lag-n
+// gaps: what one of n replicas sees when the arrivals go round-robin. With
+// fewer than MinGaps such gaps it is def/√n.
+func (g *gapStats) cvLag(n int, def float64) float64 {
+	if n > MaxLag {
+		return g.cvLag(MaxLag, def) * math.Sqrt(float64(MaxLag)/float64(n))
 	}
-	m := g.sum / float64(g.gaps)
-	v := max(g.sumSq/float64(g.gaps)-m*m, 0)
+	k := g.gaps[n-1]
+	if k < MinGaps || g.sum[n-1] <= 0 {
+		return def / math.Sqrt(float64(n))
+	}
+	m := g.sum[n-1] / float64(k)
+	v := max(g.sumSq[n-1]/float64(k)-m*m, 0)
 	return math.Sqrt(v) / m
 }
+
+// cv is the coefficient of variation of the window's gaps.
+func (g *gapStats) cv(def float64) float64 { return g.cvLag(1, def) }
 
 // Windows measures s per window: requests and burstiness (two passes are
 // not needed: gaps are taken within a window). It returns the windows'
@@ -206,6 +230,11 @@ func measure(s arrival.Schedule, c *Config) ([]gapStats, time.Duration) {
 // Survey cuts s into c's windows and measures each one's requests, offered
 // rate and burstiness (no curve needed), with the horizon planned.
 func Survey(s arrival.Schedule, c Config) ([]Window, time.Duration, error) {
+	ws, _, h, err := survey(s, c)
+	return ws, h, err
+}
+
+func survey(s arrival.Schedule, c Config) ([]Window, []gapStats, time.Duration, error) {
 	if c.DefaultCV == 0 {
 		c.DefaultCV = 1
 	}
@@ -214,12 +243,12 @@ func Survey(s arrival.Schedule, c Config) ([]Window, time.Duration, error) {
 		c.Curve = &Curve{Points: []Point{{Rate: 1}}} // not read
 	}
 	if err := c.Validate(); err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	c.Curve = curve
 	stats, horizon := measure(s, &c)
 	if len(stats) == 0 {
-		return nil, 0, errors.New("the schedule is empty: nothing to plan")
+		return nil, nil, 0, errors.New("the schedule is empty: nothing to plan")
 	}
 	ws := make([]Window, len(stats))
 	for i := range stats {
@@ -231,7 +260,7 @@ func Survey(s arrival.Schedule, c Config) ([]Window, time.Duration, error) {
 		w.OfferedRate = float64(g.n) / (end - start).Seconds()
 		w.Burstiness = g.cv(c.DefaultCV)
 	}
-	return ws, horizon, nil
+	return ws, stats, horizon, nil
 }
 
 // Plan plans the day of schedule s.
@@ -242,7 +271,7 @@ func Plan(s arrival.Schedule, c Config) (*Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	ws, horizon, err := Survey(s, c)
+	ws, stats, horizon, err := survey(s, c)
 	if err != nil {
 		return nil, err
 	}
@@ -250,11 +279,14 @@ func Plan(s arrival.Schedule, c Config) (*Result, error) {
 	var capacityHours, loadHours float64
 	for i := range ws {
 		w := &ws[i]
-		w.Capacity, w.Beyond = c.Curve.At(w.Burstiness)
+		g := &stats[i]
+		w.Replicas, w.ReplicaBurstiness, w.Capacity, w.Beyond = split(w.OfferedRate, c.MinReplicas, c.Curve, func(n int) float64 { return g.cvLag(n, c.DefaultCV) })
 		if w.Beyond {
 			r.BeyondCurve++
 		}
-		w.Replicas = Replicas(w.OfferedRate, w.Capacity, c.MinReplicas)
+		if w.Requests > 0 && w.ReplicaBurstiness < 0.9*c.Curve.Points[0].CV {
+			r.BelowCurve++
+		}
 		if w.Replicas > 0 {
 			w.Utilization = w.OfferedRate / (float64(w.Replicas) * w.Capacity)
 		}
@@ -293,6 +325,30 @@ func Plan(s arrival.Schedule, c Config) (*Result, error) {
 		r.ScaleUp = reactive(r.Windows, c.Window, horizon, c.ScaleUpDelay)
 	}
 	return r, nil
+}
+
+// split is the fewest replicas, at least least, that serve rate when the
+// arrivals go round-robin over them: n replicas each see rate/n with the
+// burstiness cvOf(n) (the CV of the window's lag-n gaps), and serve up to
+// the curve's capacity at it. It returns n, that burstiness, the capacity
+// and whether the burstiness lies beyond the curve.
+func split(rate float64, least int, c *Curve, cvOf func(n int) float64) (n int, cv, capacity float64, beyond bool) {
+	n = max(least, 1)
+	if rate <= 0 {
+		n = least
+		cv = cvOf(max(n, 1))
+		capacity, beyond = c.At(cv)
+		return n, cv, capacity, beyond
+	}
+	// n = ⌈rate / the curve's lowest capacity⌉ always serves: stop there.
+	upper := max(Replicas(rate, c.Points[len(c.Points)-1].Rate, least), n)
+	for ; ; n++ {
+		cv = cvOf(n)
+		capacity, beyond = c.At(cv)
+		if n >= upper || rate/float64(n) <= capacity*(1+1e-6) {
+			return n, cv, capacity, beyond
+		}
+	}
 }
 
 // Replicas is the fewest replicas, at least least, whose capacity at the

@@ -7,8 +7,12 @@ import (
 	"text/tabwriter"
 )
 
-// ClockTime formats an offset in seconds as h:mm (or d+h:mm past a day).
+// ClockTime formats an offset in seconds as h:mm (or d+h:mm past a day),
+// h:mm:ss when it is not a whole minute.
 func ClockTime(s float64) string {
+	if sec := int(s) % 60; sec != 0 {
+		return fmt.Sprintf("%s:%02d", ClockTime(s-float64(sec)), sec)
+	}
 	m := int(s / 60)
 	if d := m / (24 * 60); d > 0 {
 		return fmt.Sprintf("%d+%d:%02d", d, m/60%24, m%60)
@@ -39,9 +43,10 @@ func WriteTable(w io.Writer, r *Result, name string) error {
 		fmt.Fprintf(&b, "  CV %5.2f  %8.2f req/s%s%s\n", p.CV, p.Rate, extra, src)
 	}
 	fmt.Fprintf(&b, "  a request holds a slot %.1f ms + %.2f ms per output token after the first\n", c.TTFTms, c.TPOTms)
+	fmt.Fprintf(&b, "replicas served round-robin: each of n sees every n-th arrival of its window (CV each: of the lag-n gaps)\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	reactive := r.ScaleUp != nil
-	head := "start\trequests\trate/s\tCV\tcapacity/s\treplicas\tutil\tidle\t"
+	head := "start\trequests\trate/s\tCV\treplicas\tCV each\tcapacity/s\tutil\tidle\t"
 	if reactive {
 		head += "reactive\tunder min\t"
 	}
@@ -57,7 +62,7 @@ func WriteTable(w io.Writer, r *Result, name string) error {
 		if x.Beyond {
 			beyond = "*"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f%s\t%.2f\t%d\t%.0f%%\t%.0f%%\t", ClockTime(x.StartS), x.Requests, x.OfferedRate, x.Burstiness, beyond, x.Capacity, x.Replicas, 100*x.Utilization, 100*x.IdleShare)
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%d\t%.2f%s\t%.2f\t%.0f%%\t%.0f%%\t", ClockTime(x.StartS), x.Requests, x.OfferedRate, x.Burstiness, x.Replicas, x.ReplicaBurstiness, beyond, x.Capacity, 100*x.Utilization, 100*x.IdleShare)
 		if reactive {
 			fmt.Fprintf(tw, "%d\t%.1f\t", *x.Reactive, x.UnderMinutes)
 		}
@@ -71,6 +76,9 @@ func WriteTable(w io.Writer, r *Result, name string) error {
 	}
 	if r.BeyondCurve > 0 {
 		fmt.Fprintf(&b, "* %d windows are burstier than the curve's last point: their capacity is held at it (optimistic); measure at a higher --plan-burstiness\n", r.BeyondCurve)
+	}
+	if r.BelowCurve > 0 {
+		fmt.Fprintf(&b, "%d windows' replicas see less burstiness than the curve's first point: their capacity is held at it (conservative); a lower --plan-burstiness point would tighten them\n", r.BelowCurve)
 	}
 	fmt.Fprintf(&b, "burstiness of the day (CV, requests weighted): p10 %.2f, p50 %.2f, p90 %.2f, max %.2f\n", r.BurstinessLow, r.BurstinessTypical, r.BurstinessHigh, r.BurstinessMax)
 	fmt.Fprintf(&b, "peak: %d replicas at %s (%.2f req/s)\n", r.PeakReplicas, ClockTime(r.PeakStartS), r.PeakRate)

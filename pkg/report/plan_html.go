@@ -108,10 +108,10 @@ Utilisation {{pct .R.MeanUtilization}} of the planned replicas' capacity ({{pct 
 <table id="curve"><tr><th>CV</th><th>req/s</th><th>measured</th><th>source</th></tr>
 {{range .R.Curve.Points}}<tr><td>{{f2 .CV}}</td><td>{{f2 .Rate}}</td><td>{{if .Measured}}{{f2 .Measured}}{{else}}–{{end}}</td><td>{{.Source}}</td></tr>
 {{end}}</table>
-<p class="meta">{{with .R.Curve.SLO}}SLO: {{.}}. {{end}}Burstiness: the coefficient of variation of a window's gaps between arrivals; between measured points the capacity is interpolated, beyond them held flat.</p>
+<p class="meta">{{with .R.Curve.SLO}}SLO: {{.}}. {{end}}Burstiness: the coefficient of variation of a window's gaps between arrivals; with n replicas served round-robin, each sees every n-th arrival, whose gaps have the CV shown as "CV each" (measured from the schedule), and the capacity is taken there; between measured points the capacity is interpolated, beyond them held flat.</p>
 <h2>Windows</h2>
-<table id="windows"><tr><th>Start</th><th>Requests</th><th>Rate/s</th><th>CV</th><th>Capacity/s</th><th>Replicas</th><th>Utilisation</th><th>Idle</th>{{if .R.ScaleUp}}<th>Reactive</th><th>Under (min)</th>{{end}}</tr>
-{{$p := .}}{{range .R.Windows}}<tr><td>{{hm .StartS}}</td><td>{{.Requests}}</td><td>{{f2 .OfferedRate}}</td><td>{{f2 .Burstiness}}</td><td>{{f2 .Capacity}}</td><td>{{.Replicas}}</td><td>{{pct .Utilization}}</td><td>{{pct .IdleShare}}</td>{{if $p.R.ScaleUp}}<td>{{reps .Reactive}}</td><td>{{f2 .UnderMinutes}}</td>{{end}}</tr>
+<table id="windows"><tr><th>Start</th><th>Requests</th><th>Rate/s</th><th>CV</th><th>Replicas</th><th>CV each</th><th>Capacity/s</th><th>Utilisation</th><th>Idle</th>{{if .R.ScaleUp}}<th>Reactive</th><th>Under (min)</th>{{end}}</tr>
+{{$p := .}}{{range .R.Windows}}<tr><td>{{hm .StartS}}</td><td>{{.Requests}}</td><td>{{f2 .OfferedRate}}</td><td>{{f2 .Burstiness}}</td><td>{{.Replicas}}</td><td>{{f2 .ReplicaBurstiness}}</td><td>{{f2 .Capacity}}</td><td>{{pct .Utilization}}</td><td>{{pct .IdleShare}}</td>{{if $p.R.ScaleUp}}<td>{{reps .Reactive}}</td><td>{{f2 .UnderMinutes}}</td>{{end}}</tr>
 {{end}}</table>
 </body>
 </html>
