@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -196,4 +197,64 @@ func TestPlanBadInput(t *testing.T) {
 	} {
 		wantUsage(t, planArgs(1, dir, tc.args...), tc.want)
 	}
+}
+
+// TestPlanVerify replays the busiest 5 minutes of a day, 30× faster (about
+// 550 requests in 10 s at 55 req/s), against the planned replicas of the
+// built-in server and one fewer. The curve is given (35 req/s at CV 1
+// within e2el ≤ 250 ms, what TestPlanAgainstMock measures: 34–37), so
+// only the replay is judged: 2 replicas planned (27.5 req/s each, 65 % of
+// the 42.1 req/s ceiling) meet the SLO; 1 (55 req/s, 1.3× its ceiling:
+// its queue grows by 13 requests a second) misses it.
+func TestPlanVerify(t *testing.T) {
+	a, b := startSweepServer(t), startSweepServer(t)
+	dir := t.TempDir()
+	gamma := filepath.Join(dir, "vday.csv")
+	if err := os.WriteFile(gamma, []byte("gamma_shape,gamma_scale\n1,2000\n1,1000\n1,545.5\n1,1000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	curve := func(rate float64) string {
+		path := filepath.Join(dir, fmt.Sprintf("curve-%g.json", rate))
+		body := fmt.Sprintf(`{"variable":"rate","tolerance":0.05,"slo_ms":{"e2el":250},"min_goodput":0.9,"capacity":{"value":%g,"rate":%g,"step":1},"line":"",`+
+			`"steps":[{"step":1,"value":%g,"verdict":"pass","figures":{"ttft_ms":{"p50":20,"p99":20},"tpot_ms":{"p50":5,"p99":5}},"summary":{"burstiness":1}}]}`, rate, rate, rate)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	args := func(rate float64, extra ...string) []string {
+		return append([]string{"plan", "--base-url", fmt.Sprintf("http://127.0.0.1:%d,http://127.0.0.1:%d", a, b), "--model", "mock-model",
+			"--mode", "parametric", "--gamma-params-csv", gamma, "--duration", "20m", "--seed", "1",
+			"--random-input-len", "16", "--random-output-len", strconv.Itoa(sweepTokens), "--random-range-ratio", "0",
+			"--plan-window", "5m", "--goodput", "e2el:250", "--sweep-json", curve(rate), "--warmup-requests", "0", "--report-interval", "0",
+			"--verify", "--verify-span", "5m", "--verify-time-scale", "30"}, extra...)
+	}
+	type verified struct {
+		Verify struct {
+			FromS           float64 `json:"from_s"`
+			ToS             float64 `json:"to_s"`
+			Requests        int64
+			Replicas        int
+			Target          float64  `json:"planned_attainment"`
+			Attainment      float64  `json:"attainment"`
+			AttainmentFewer *float64 `json:"attainment_n_minus_1"`
+			Holds           bool     `json:"holds"`
+		} `json:"verify"`
+	}
+	out, errb := mustRun(t, args(35, "--plan-json", filepath.Join(dir, "v.json"))...)
+	t.Logf("%s%s", out, errb)
+	v := testenv.ReadJSON[verified](t, filepath.Join(dir, "v.json")).Verify
+	if v.FromS != 600 || v.ToS != 900 || v.Replicas != 2 || v.Requests < 400 || v.Requests > 700 {
+		t.Fatalf("verify %+v: want 10:00–15:00 of the day, ~550 requests, 2 replicas", v)
+	}
+	if !v.Holds || v.Attainment < 0.9*(1-verifyTolerance) || v.AttainmentFewer == nil || *v.AttainmentFewer >= 0.9 {
+		t.Errorf("verify %+v (N−1: %v): want ≥ 81 %% with 2 replicas and < 90 %% with 1", v, v.AttainmentFewer)
+	}
+	if !strings.Contains(out, "verify: with 1, ") || !strings.Contains(out, "missed, as planned") {
+		t.Errorf("verify lines missing:\n%s", out)
+	}
+	// A curve of half the capacity plans 4 replicas: more than the two
+	// endpoints given, a usage error before anything is sent.
+	wantUsage(t, args(17.5), "needs 4 replicas and 2 --base-url")
+	wantUsage(t, []string{"plan", "--verify", "--request-rate", "5", "--duration", "1m", "--sweep-json", curve(35)}, "--verify needs --goodput")
 }

@@ -61,15 +61,18 @@ func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	var prof profiles
 	sf := sweepFlags{idleQuiet: time.Second, idleTimeout: 2 * time.Minute}
 	pf := planFlags{window: 5 * time.Minute}
+	vf := verifyFlags{span: time.Hour, scale: 1}
 	args = joinGoodputArgs(args)
 	fs, errs, code, ok := parseRunFlags(args, &o, &prof, func(fs *pflag.FlagSet) {
 		addSearchFlags(fs, &sf)
 		addPlanFlags(fs, &pf)
+		addVerifyFlags(fs, &vf)
 	}, planUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
 	errs = append(errs, planChecks(fs, &o, &sf, &pf)...)
+	errs = append(errs, verifyChecks(&o, &vf)...)
 	if len(errs) > 0 {
 		return usageExit(stderr, errs...)
 	}
@@ -121,9 +124,30 @@ func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "fineserve-gen: %v\n", err)
 		return exitFailure
 	}
-	if err := planOutputs(&o, &pf, res, name, nil, stderr); err != nil {
+	var v *verifyResult
+	if vf.on {
+		minGood := o.Observe.MinGoodput
+		if !fs.Changed("min-goodput") {
+			minGood = sweep.DefaultMinGoodput
+		}
+		if v, err = verifyPlan(ctx, &o, &vf, &pf, wl.Schedule, res, minGood, stderr); err != nil {
+			if ctx.Err() != nil {
+				fmt.Fprintf(stderr, "fineserve-gen: interrupted while verifying: %v\n", err)
+				return exitInterrupted
+			}
+			return exitCode(err, stderr)
+		}
+		for _, l := range v.Lines {
+			fmt.Fprintln(stdout, l)
+		}
+	}
+	if err := planOutputs(&o, &pf, res, name, v, stderr); err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen: %v\n", err)
 		return exitFailure
+	}
+	if v != nil && !v.Holds {
+		fmt.Fprintln(stderr, "fineserve-gen: plan --verify: the plan does not hold on the busiest stretch")
+		return exitBudget
 	}
 	return exitOK
 }
@@ -352,11 +376,6 @@ func planOutputs(o *options.Options, pf *planFlags, res *plan.Result, name strin
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// verifyResult is what plan --verify found.
-type verifyResult struct {
-	Lines []string `json:"lines"`
 }
 
 // pointFromSweep reads a rate sweep's answer as a point of the curve: its

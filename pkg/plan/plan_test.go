@@ -289,3 +289,32 @@ func TestPlanErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestBusiestSlice(t *testing.T) {
+	s := day(2, seg{1, 1, 10 * time.Minute}, seg{20, 1, 5 * time.Minute}, seg{5, 1, 10 * time.Minute}, seg{30, 1, 5 * time.Minute})
+	ws, _, err := Survey(s, Config{Window: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		span     time.Duration
+		from, to time.Duration
+	}{{5 * time.Minute, 25 * time.Minute, 30 * time.Minute}, {10 * time.Minute, 20 * time.Minute, 30 * time.Minute},
+		{3 * time.Minute, 25 * time.Minute, 30 * time.Minute}, {time.Hour, 0, 30 * time.Minute}} {
+		from, to := Busiest(ws, 5*time.Minute, tc.span)
+		if from != tc.from || to != tc.to {
+			t.Errorf("span %v: busiest %v–%v, want %v–%v", tc.span, from, to, tc.from, tc.to)
+		}
+	}
+	var n int64
+	var last time.Duration
+	for a := range Scale(Slice(s, 25*time.Minute, 30*time.Minute), 10) {
+		if a.Index != n || a.At < last || a.At >= 30*time.Second {
+			t.Fatalf("arrival %d: index %d at %v after %v: want renumbered, sorted, within 30 s", n, a.Index, a.At, last)
+		}
+		n, last = n+1, a.At
+	}
+	if want := ws[5].Requests; n != want {
+		t.Errorf("slice of %d arrivals, the window holds %d", n, want)
+	}
+}
