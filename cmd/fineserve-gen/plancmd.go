@@ -41,7 +41,9 @@ is cut into windows; each window's offered rate and burstiness (the CV of
 its gaps) and one replica's capacity at that burstiness give its replicas.
 The capacity curve is measured by rate sweeps against one replica
 (--base-url) with the workload's own length mix at the day's low, typical
-and high burstiness, or read from earlier sweeps (--sweep-json).
+and high burstiness, or read from earlier sweeps (--sweep-json). --verify
+replays the day's busiest stretch against the planned N replicas and N−1
+(several --base-url); exit 3 when the plan does not hold.
 
 `
 
