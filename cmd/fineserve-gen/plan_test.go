@@ -226,7 +226,7 @@ func TestPlanVerify(t *testing.T) {
 		return append([]string{"plan", "--base-url", fmt.Sprintf("http://127.0.0.1:%d,http://127.0.0.1:%d", a, b), "--model", "mock-model",
 			"--mode", "parametric", "--gamma-params-csv", gamma, "--duration", "20m", "--seed", "1",
 			"--random-input-len", "16", "--random-output-len", strconv.Itoa(sweepTokens), "--random-range-ratio", "0",
-			"--plan-window", "5m", "--goodput", "e2el:250", "--sweep-json", curve(rate), "--warmup-requests", "0", "--report-interval", "0",
+			"--plan-window", "5m", "--goodput", "e2el:250", "--sweep-json", curve(rate), "--warmup-requests", "0", "--report-interval", "0", "--sweep-max-lag", "1000",
 			"--verify", "--verify-span", "5m", "--verify-time-scale", "30"}, extra...)
 	}
 	type verified struct {
@@ -252,6 +252,15 @@ func TestPlanVerify(t *testing.T) {
 	}
 	if !strings.Contains(out, "verify: with 1, ") || !strings.Contains(out, "missed, as planned") {
 		t.Errorf("verify lines missing:\n%s", out)
+	}
+	// A client that cannot keep the replay's schedule (here: a lag limit of
+	// 1 µs) makes the verification inconclusive: exit 1, the plan written.
+	code, _, errb := runCmd(args(35, "--sweep-max-lag", "0.001", "--plan-json", filepath.Join(dir, "client.json"))...)
+	if code != exitFailure || !strings.Contains(errb, "--verify is inconclusive: the client could not keep its schedule") {
+		t.Errorf("lag limit 1 µs: exit %d, want %d saying the client is the limit\n%s", code, exitFailure, errb)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "client.json")); err != nil {
+		t.Errorf("inconclusive verification: the plan is not written: %v", err)
 	}
 	// A curve of half the capacity plans 4 replicas: more than the two
 	// endpoints given, a usage error before anything is sent.

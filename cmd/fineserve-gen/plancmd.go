@@ -127,25 +127,33 @@ func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitFailure
 	}
 	var v *verifyResult
+	var verr error
 	if vf.on {
 		minGood := o.Observe.MinGoodput
 		if !fs.Changed("min-goodput") {
 			minGood = sweep.DefaultMinGoodput
 		}
-		if v, err = verifyPlan(ctx, &o, &vf, &pf, wl.Schedule, res, minGood, stderr); err != nil {
-			if ctx.Err() != nil {
-				fmt.Fprintf(stderr, "fineserve-gen: interrupted while verifying: %v\n", err)
-				return exitInterrupted
-			}
-			return exitCode(err, stderr)
+		v, verr = verifyPlan(ctx, &o, &vf, &pf, wl.Schedule, res, minGood, sf.maxLag, stderr)
+		var ue *options.UsageError
+		switch {
+		case verr != nil && ctx.Err() != nil:
+			fmt.Fprintf(stderr, "fineserve-gen: interrupted while verifying: %v\n", verr)
+			return exitInterrupted
+		case errors.As(verr, &ue):
+			return exitCode(verr, stderr)
 		}
-		for _, l := range v.Lines {
-			fmt.Fprintln(stdout, l)
+		if v != nil {
+			for _, l := range v.Lines {
+				fmt.Fprintln(stdout, l)
+			}
 		}
 	}
 	if err := planOutputs(&o, &pf, res, name, v, stderr); err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen: %v\n", err)
 		return exitFailure
+	}
+	if verr != nil { // the plan is written; the replay says nothing of it
+		return exitCode(verr, stderr)
 	}
 	if v != nil && !v.Holds {
 		fmt.Fprintln(stderr, "fineserve-gen: plan --verify: the plan does not hold on the busiest stretch")

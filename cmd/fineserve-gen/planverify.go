@@ -53,6 +53,10 @@ func verifyChecks(o *options.Options, vf *verifyFlags) []error {
 	return errs
 }
 
+// errVerifyClient: the client could not keep the replay's schedule, so the
+// replay says nothing of the plan.
+var errVerifyClient = errors.New("--verify is inconclusive: the client could not keep its schedule")
+
 // verifyResult is what plan --verify found.
 type verifyResult struct {
 	FromS     float64 `json:"from_s"`
@@ -73,7 +77,9 @@ type verifyResult struct {
 
 // verifyPlan replays the busiest stretch of the day against the planned
 // replicas and one fewer.
-func verifyPlan(ctx context.Context, o *options.Options, vf *verifyFlags, pf *planFlags, day arrival.Schedule, res *plan.Result, minGood float64, stderr io.Writer) (*verifyResult, error) {
+// A replay whose send-lag p90 exceeds maxLag ms (--sweep-max-lag) is the
+// client's limit: the verification is inconclusive (errVerifyClient).
+func verifyPlan(ctx context.Context, o *options.Options, vf *verifyFlags, pf *planFlags, day arrival.Schedule, res *plan.Result, minGood, maxLag float64, stderr io.Writer) (*verifyResult, error) {
 	window := arrival.Seconds(res.WindowS)
 	from, to := plan.Busiest(res.Windows, window, vf.span)
 	slice := plan.Slice(day, from, to)
@@ -119,8 +125,11 @@ func verifyPlan(ctx context.Context, o *options.Options, vf *verifyFlags, pf *pl
 		if sum.Goodput == nil {
 			return 0, errors.New("--verify: the run has no goodput")
 		}
-		fmt.Fprintf(stderr, "plan: verify: %d replica(s): %d completed, %d failed; E2E p50 %.1f ms, p99 %.1f ms; send lag p99 %.1f ms; %.1f %% met the SLO\n",
-			k, sum.Completed, sum.Failed, sum.E2E.Median, sum.E2E.P99, sum.SendLag.P99, 100*sum.Goodput.Share)
+		fmt.Fprintf(stderr, "plan: verify: %d replica(s): %d completed, %d failed; E2E p50 %.1f ms, p99 %.1f ms; send lag p90 %.1f ms, p99 %.1f ms; %.1f %% met the SLO\n",
+			k, sum.Completed, sum.Failed, sum.E2E.Median, sum.E2E.P99, sum.SendLag.P90, sum.SendLag.P99, 100*sum.Goodput.Share)
+		if sum.SendLag.P90 > maxLag {
+			return sum.Goodput.Share, fmt.Errorf("%w: with %d replica(s), send lag p90 %.1f ms > --sweep-max-lag %g ms (%.1f %% met the SLO): run the client on a machine of its own, or lower --verify-time-scale", errVerifyClient, k, sum.SendLag.P90, maxLag, 100*sum.Goodput.Share)
+		}
 		return sum.Goodput.Share, nil
 	}
 	if v.Attainment, err = run(n); err != nil {
