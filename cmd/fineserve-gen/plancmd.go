@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/plan"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
@@ -54,7 +55,7 @@ func addPlanFlags(fs *pflag.FlagSet, f *planFlags) {
 	fs.IntVar(&f.minReplicas, "min-replicas", 1, "the fewest replicas any window keeps (0: scale to zero when no request comes)")
 	fs.StringVar(&f.json, "plan-json", "", "write the plan as JSON: windows[] (start_s, offered_rate, burstiness, replicas, utilization, idle_share), the day's totals and the capacity curve")
 	fs.StringArrayVar(&f.sweeps, "sweep-json", nil, "read the capacity curve from these earlier rate sweeps (fineserve-gen sweep --mode poisson --burstiness k --sweep-json F: one point at CV 1/√k each) instead of measuring it; give it once a point")
-	fs.Float64SliceVar(&f.cvs, "plan-burstiness", nil, "measure the curve at these burstiness values (CVs of the gaps; default: the day's p10, p50, p90 and highest)")
+	fs.Float64SliceVar(&f.cvs, "plan-burstiness", nil, "measure the curve at these burstiness values (CVs of the gaps; default: the day's p10, p50, p90 and highest, then the burstiness the replicas of split windows see below them)")
 	fs.StringVar(&f.saveSweeps, "save-sweeps", "", "write each measuring sweep's JSON as PREFIX-cvX.XX.json (read again with --sweep-json)")
 }
 
@@ -108,7 +109,11 @@ func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		if len(cvs) == 0 {
 			cvs = spread([]float64{p10, p50, p90, top}, 0.1)
 		}
-		curve, err = measureCurve(ctx, fs, &o, &sf, &pf, cvs, plan.LengthMix(wl.Schedule), stderr)
+		mix := plan.LengthMix(wl.Schedule)
+		curve, err = measureCurve(ctx, fs, &o, &sf, &pf, cvs, mix, stderr)
+		if err == nil && len(pf.cvs) == 0 {
+			curve, err = measureBelow(ctx, fs, &o, &sf, &pf, wl.Schedule, cfg, curve, mix, stderr)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				fmt.Fprintf(stderr, "fineserve-gen: interrupted while measuring the capacity curve: %v\n", err)
@@ -327,6 +332,42 @@ func measureCurve(ctx context.Context, fs *pflag.FlagSet, o *options.Options, sf
 	}
 	c.SLO = slo
 	return c, nil
+}
+
+// measureBelow completes a curve measured at the windows' burstiness: the
+// replicas of a window split n ways see less (the CV of its lag-n gaps),
+// where the curve is only held at its first point. It plans the day with
+// curve, measures at the per-replica burstiness of the windows below it
+// (plan.BelowPoints), and returns the curve with those points added.
+func measureBelow(ctx context.Context, fs *pflag.FlagSet, o *options.Options, sf *sweepFlags, pf *planFlags, day arrival.Schedule, cfg plan.Config, curve *plan.Curve, mix string, stderr io.Writer) (*plan.Curve, error) {
+	cfg.Curve = curve
+	prov, err := plan.Plan(day, cfg)
+	if err != nil {
+		return nil, options.Usage(err)
+	}
+	lower := plan.BelowPoints(prov)
+	if len(lower) == 0 {
+		return curve, nil
+	}
+	fmt.Fprintf(stderr, "plan: the replicas of %d windows see less burstiness than CV %.2f: measuring at CV %s too\n", prov.BelowCurve, curve.Points[0].CV, formatCVs(lower))
+	more, err := measureCurve(ctx, fs, o, sf, pf, lower, mix, stderr)
+	if err != nil {
+		return nil, err
+	}
+	c, err := plan.NewCurve(append(more.Points, curve.Points...), more.TTFTms, more.TPOTms)
+	if err != nil {
+		return nil, err
+	}
+	c.SLO = curve.SLO
+	return c, nil
+}
+
+func formatCVs(cvs []float64) string {
+	parts := make([]string, len(cvs))
+	for i, v := range cvs {
+		parts[i] = fmt.Sprintf("%.2f", v)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // measureOptions are the options of a measuring sweep at burstiness cv: a

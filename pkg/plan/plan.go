@@ -503,3 +503,30 @@ func reactive(ws []Window, window, horizon, delay time.Duration) *ScaleUp {
 	}
 	return su
 }
+
+// BelowPoints returns where a curve should be measured next when the
+// replicas of r's windows see a burstiness more than 10 % below its first
+// point (capacity held there: conservative): the 10th, 50th and 90th
+// percentiles of those windows' per-replica CVs, requests weighted, within
+// 10 % of each other taken once. None when no window lies below.
+func BelowPoints(r *Result) []float64 {
+	first := r.Curve.Points[0].CV
+	var below []Window
+	for _, w := range r.Windows {
+		if w.Requests > 0 && w.ReplicaBurstiness < 0.9*first {
+			w.Burstiness = w.ReplicaBurstiness
+			below = append(below, w)
+		}
+	}
+	if len(below) == 0 {
+		return nil
+	}
+	p10, p50, p90, _ := BurstinessRange(below)
+	var out []float64
+	for _, v := range []float64{p10, p50, p90} {
+		if n := len(out); n == 0 || v > out[n-1]*1.1 {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -318,3 +318,37 @@ func TestBusiestSlice(t *testing.T) {
 		t.Errorf("slice of %d arrivals, the window holds %d", n, want)
 	}
 }
+
+// A curve measured only at the windows' own burstiness leaves the replicas
+// of a split window below its first point; BelowPoints says where to
+// measure next, and with those points the plan needs no more replicas.
+func TestBelowPoints(t *testing.T) {
+	s := day(4, seg{rate: 60, k: 0.25, d: 10 * time.Minute}) // CV 2; 3 replicas see CV ≈ 1.15
+	c, err := NewCurve([]Point{{CV: 2, Rate: 12}}, 20, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Plan(s, Config{Window: 5 * time.Minute, Curve: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts := BelowPoints(r)
+	if len(pts) == 0 || pts[0] > 1.8 || pts[0] < 0.3 {
+		t.Fatalf("below points %v for replicas at CV %.2f: want some in (0.3, 1.8)", pts, r.Windows[0].ReplicaBurstiness)
+	}
+	var more []Point
+	for _, cv := range pts {
+		more = append(more, Point{CV: cv, Rate: 12 + 10*(2-cv)}) // smoother: faster
+	}
+	c2, err := NewCurve(append(more, c.Points...), 20, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := Plan(s, Config{Window: 5 * time.Minute, Curve: c2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.PeakReplicas >= r.PeakReplicas || BelowPoints(r2) != nil && r2.BelowCurve >= r.BelowCurve {
+		t.Errorf("with the lower points: peak %d (was %d), %d windows below (was %d): want fewer", r2.PeakReplicas, r.PeakReplicas, r2.BelowCurve, r.BelowCurve)
+	}
+}
