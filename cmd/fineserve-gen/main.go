@@ -45,6 +45,7 @@ var subcommands = map[string]func(ctx context.Context, args []string, stdout, st
 	"synthesize":  synthesizeCommand,
 	"merge":       mergeCommand,
 	"sweep":       sweepCommand,
+	"plan":        planCommand,
 }
 
 func main() {
@@ -114,6 +115,7 @@ Usage:
   fineserve-gen synthesize TRACE -o OUT [flags]  a scaled copy of a prefix trace (Mooncake JSONL)
   fineserve-gen merge S1.json S2.json… [-o F]  merge the summaries of a sharded run
   fineserve-gen sweep [run flags] [sweep flags]  capacity: the highest load within the SLO, and its limit
+  fineserve-gen plan [run flags] [plan flags]    replicas a whole day of this workload needs within the SLO, window by window
 
 Run "fineserve-gen COMMAND --help" for a command's flags.
 `)

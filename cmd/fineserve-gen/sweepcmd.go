@@ -46,6 +46,13 @@ the server's metrics point to (docs/CAPACITY.md). Every flag of a run works;
 
 // addSweepFlags declares the sweep's own flags onto fs.
 func addSweepFlags(fs *pflag.FlagSet, f *sweepFlags) {
+	addSearchFlags(fs, f)
+	fs.StringVar(&f.json, "sweep-json", "", "write every step's summary and the answer as JSON (fineserve-gen report renders it)")
+}
+
+// addSearchFlags declares the flags of a sweep's search onto fs (a sweep's
+// and a plan's measurements).
+func addSearchFlags(fs *pflag.FlagSet, f *sweepFlags) {
 	fs.StringVar(&f.variable, "sweep-variable", "", "what grows from step to step: rate (Poisson), time-scale (replay, parametric: the workload's shape is kept) or max-concurrency (default: rate for poisson, else time-scale)")
 	fs.Float64Var(&f.min, "sweep-min", 1, "the first step's load; the search grows it geometrically (×2) until a step fails")
 	fs.Float64Var(&f.max, "sweep-max", 0, "the highest load tried (default: 1024 × --sweep-min)")
@@ -57,7 +64,6 @@ func addSweepFlags(fs *pflag.FlagSet, f *sweepFlags) {
 	fs.Var(durationValue{&f.idleTimeout}, "sweep-idle-timeout", "wait at most this long between steps for the server to be idle")
 	fs.Float64Var(&f.maxLag, "sweep-max-lag", sweep.DefaultMaxLag, "a step whose send-lag p90 exceeds this many ms is the client's limit: the sweep stops there")
 	fs.IntVar(&f.maxSteps, "sweep-max-steps", sweep.DefaultMaxSteps, "run at most this many steps")
-	fs.StringVar(&f.json, "sweep-json", "", "write every step's summary and the answer as JSON (fineserve-gen report renders it)")
 }
 
 func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -69,7 +75,7 @@ func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if !ok {
 		return code
 	}
-	cfg, stepOpts, err := sweepSetup(fs, &o, &sf)
+	cfg, stepOpts, err := sweepSetup(fs.Changed, &o, &sf)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -84,27 +90,7 @@ func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return exitCode(&options.UsageError{Err: err}, stderr)
 	}
-
-	sctx := ctx
-	if sf.maxDur > 0 {
-		var cancel context.CancelFunc
-		sctx, cancel = context.WithTimeoutCause(ctx, sf.maxDur, sweep.ErrMaxDuration)
-		defer cancel()
-	}
-	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
-	cfg.Logf = logf
-	if url, ok := o.ServerMetricsTarget(); ok || sf.idleQuiet > 0 {
-		if !ok {
-			url = ""
-		}
-		idle := &servermetrics.Idle{URL: url, Quiet: sf.idleQuiet, Timeout: sf.idleTimeout, Warnf: func(f string, a ...any) { logf("warning: "+f, a...) }}
-		cfg.Idle = idle.Wait
-	}
-	cfg.Run = func(ctx context.Context, step int, v float64) (*metrics.Summary, error) {
-		so := stepOpts(step, v)
-		return options.Run(ctx, so, runner.IO{Out: io.Discard, Err: stderr, Abort: abortFrom(ctx)})
-	}
-	res, serr := sweep.Sweep(sctx, cfg)
+	res, serr := sweepRun(ctx, &o, &sf, cfg, stepOpts, stderr)
 	if perr := stopProfiles(); perr != nil {
 		fmt.Fprintf(stderr, "fineserve-gen: %v\n", perr)
 	}
@@ -129,9 +115,36 @@ func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return exitOK
 }
 
+// sweepRun runs the sweep cfg describes against o's server, each step a run
+// of stepOpts, waiting for the server to be idle before every step (its
+// metrics, else --sweep-quiet), and stopping at --max-duration.
+func sweepRun(ctx context.Context, o *options.Options, sf *sweepFlags, cfg sweep.Config, stepOpts func(int, float64) options.Options, stderr io.Writer) (*sweep.Result, error) {
+	sctx := ctx
+	if sf.maxDur > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeoutCause(ctx, sf.maxDur, sweep.ErrMaxDuration)
+		defer cancel()
+	}
+	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
+	cfg.Logf = logf
+	if url, ok := o.ServerMetricsTarget(); ok || sf.idleQuiet > 0 {
+		if !ok {
+			url = ""
+		}
+		idle := &servermetrics.Idle{URL: url, Quiet: sf.idleQuiet, Timeout: sf.idleTimeout, Warnf: func(f string, a ...any) { logf("warning: "+f, a...) }}
+		cfg.Idle = idle.Wait
+	}
+	cfg.Run = func(ctx context.Context, step int, v float64) (*metrics.Summary, error) {
+		so := stepOpts(step, v)
+		return options.Run(ctx, so, runner.IO{Out: io.Discard, Err: stderr, Abort: abortFrom(ctx)})
+	}
+	return sweep.Sweep(sctx, cfg)
+}
+
 // sweepSetup checks the sweep's flags against the run's and returns the
-// sweep's configuration and the options of each step.
-func sweepSetup(fs *pflag.FlagSet, o *options.Options, sf *sweepFlags) (sweep.Config, func(step int, v float64) options.Options, error) {
+// sweep's configuration and the options of each step. changed tells
+// whether a flag was given (pflag.FlagSet.Changed).
+func sweepSetup(changed func(name string) bool, o *options.Options, sf *sweepFlags) (sweep.Config, func(step int, v float64) options.Options, error) {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	v := sweep.Variable(sf.variable)
@@ -149,10 +162,10 @@ func sweepSetup(fs *pflag.FlagSet, o *options.Options, sf *sweepFlags) (sweep.Co
 	case v == sweep.TimeScale && o.Replay.TargetRate > 0:
 		add("--target-rate sets the time scale: leave it out of a time-scale sweep")
 	}
-	if fs.Changed("duration") {
+	if changed("duration") {
 		add("--duration: in a sweep each step's length is --step-duration, and the whole sweep's --max-duration")
 	}
-	if fs.Changed("sweep-values") && (fs.Changed("sweep-min") || fs.Changed("sweep-max")) {
+	if changed("sweep-values") && (changed("sweep-min") || changed("sweep-max")) {
 		add("--sweep-values replaces --sweep-min/--sweep-max: give one or the other")
 	}
 	if o.DryRun {
@@ -190,14 +203,14 @@ func sweepSetup(fs *pflag.FlagSet, o *options.Options, sf *sweepFlags) (sweep.Co
 		step = time.Minute
 	}
 	allAtOnce := workload.Rated(o.Mode) && math.IsInf(o.RequestRate, 1) && v != sweep.Rate
-	if allAtOnce && step > 0 && fs.Changed("step-duration") {
+	if allAtOnce && step > 0 && changed("step-duration") {
 		add("--request-rate inf sends every request at once: give --num-prompts, not --step-duration")
 	}
 	if allAtOnce {
 		step = 0
 	}
 	minGood := o.Observe.MinGoodput
-	if o.Observe.Goodput.Set() && !fs.Changed("min-goodput") {
+	if o.Observe.Goodput.Set() && !changed("min-goodput") {
 		minGood = sweep.DefaultMinGoodput
 	}
 	cfg := sweep.Config{
@@ -214,10 +227,10 @@ func sweepSetup(fs *pflag.FlagSet, o *options.Options, sf *sweepFlags) (sweep.Co
 	base.Observe.MinGoodput = 0 // judged by the sweep
 	base.Duration = step
 	if step > 0 {
-		if !fs.Changed("window-seconds") {
+		if !changed("window-seconds") {
 			base.Observe.Window = max(step/4, 100*time.Millisecond)
 		}
-		if !fs.Changed("server-metrics-interval") {
+		if !changed("server-metrics-interval") {
 			base.Observe.ServerMetricsInterval = min(max(step/20, 50*time.Millisecond), 2*time.Second)
 		}
 	}

@@ -253,3 +253,27 @@ func ParsePrewarm(s string) (int, error) {
 	}
 	return n, nil
 }
+
+// Schedule builds the workload o describes and sends nothing, as --dry-run
+// does (--schedule-out is written): for commands that read a whole
+// schedule (plan). A seed of -1 is taken from the clock and logged.
+func Schedule(o Options, stdio runner.IO) (*workload.Workload, uint64, error) {
+	o.DryRun = true
+	log := runner.NewLogger(secret.Writer(stdio.Err, o.Secrets()), o.Quiet)
+	if err := o.Validate(); err != nil {
+		return nil, 0, Usage(err)
+	}
+	seed := uint64(o.Seed)
+	if o.Seed == -1 {
+		seed = uint64(time.Now().UnixNano()) & (1<<53 - 1)
+		log.Infof("seed: %d (pass --seed %d to repeat this schedule)", seed, seed)
+	}
+	wl, err := o.build(context.Background(), seed, log)
+	if err != nil {
+		return nil, 0, err
+	}
+	if wl.Stats.Count == 0 {
+		return nil, 0, Usage(errors.New("the schedule is empty: nothing to plan"))
+	}
+	return wl, seed, nil
+}

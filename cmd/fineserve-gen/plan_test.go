@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
+	"github.com/fineserve-gen/fineserve-gen/pkg/plan"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/sweep"
+)
+
+func TestPointFromSweep(t *testing.T) {
+	k := 0.25
+	step := func(v float64, verdict sweep.Verdict, ttft float64) sweep.Step {
+		st := sweep.Step{Value: v, Verdict: verdict, Summary: &metrics.Summary{Burstiness: &k}}
+		st.Figures.TTFT.P50, st.Figures.TPOT.P50 = ttft, 5
+		return st
+	}
+	r := &sweep.Result{Variable: sweep.Rate, Capacity: &sweep.Answer{Value: 40, Rate: 38.5},
+		Steps: []sweep.Step{step(20, sweep.Pass, 21), step(40, sweep.Pass, 30), step(80, sweep.Fail, 90)}}
+	p, ttft, tpot, err := pointFromSweep(r, "s.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.CV != 2 || p.Rate != 38.5 || ttft != 21 || tpot != 5 || p.Source != "s.json" {
+		t.Errorf("point %+v, TTFT %g, TPOT %g", p, ttft, tpot)
+	}
+	r.Variable = sweep.TimeScale
+	if _, _, _, err := pointFromSweep(r, "s.json"); err == nil || !strings.Contains(err.Error(), "rate sweeps") {
+		t.Errorf("time-scale sweep: %v", err)
+	}
+	r.Variable, r.Capacity = sweep.Rate, nil
+	if _, _, _, err := pointFromSweep(r, "s.json"); err == nil || !strings.Contains(err.Error(), "no step met") {
+		t.Errorf("no capacity: %v", err)
+	}
+}
+
+// planDay is a day of 30 minutes in 6 Gamma windows of 5 minutes (rate
+// 1000/(shape·scale ms)): quiet, rising, a bursty peak (CV 2), a smooth
+// peak, falling, quiet.
+const planDay = `gamma_shape,gamma_scale
+1,200
+1,40
+0.25,70
+1,18
+4,12.5
+1,200
+`
+
+// planArgs plans planDay against the built-in server on port, measuring
+// the curve at CV 1 and 2 with short steps.
+func planArgs(port int, dir string, extra ...string) []string {
+	gamma := filepath.Join(dir, "day.csv")
+	if err := os.WriteFile(gamma, []byte(planDay), 0o644); err != nil {
+		panic(err)
+	}
+	return append([]string{"plan", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--seed", "3",
+		"--mode", "parametric", "--gamma-params-csv", gamma, "--duration", "30m",
+		"--random-input-len", "16", "--random-output-len", strconv.Itoa(sweepTokens), "--random-range-ratio", "0",
+		"--plan-window", "5m", "--goodput", "e2el:250"}, extra...)
+}
+
+// measureArgs are the flags of a plan's measuring sweeps in tests: steps
+// of 2 s (a bursty one of 1 s is a handful of bursts), a coarse search, a
+// lag limit loose enough for a busy machine.
+var measureArgs = []string{"--step-duration", "2s", "--sweep-quiet", "0", "--sweep-max-lag", "1000", "--report-interval", "0",
+	"--sweep-min", "5", "--sweep-max", "80", "--sweep-tolerance", "0.2", "--warmup-requests", "0"}
+
+// planJSON is what the tests read of --plan-json.
+type planJSON struct {
+	Windows []struct {
+		StartS      float64 `json:"start_s"`
+		OfferedRate float64 `json:"offered_rate"`
+		Burstiness  float64 `json:"burstiness"`
+		Replicas    int     `json:"replicas"`
+		Utilization float64 `json:"utilization"`
+		IdleShare   float64 `json:"idle_share"`
+		Capacity    float64 `json:"capacity"`
+	} `json:"windows"`
+	PeakReplicas       int     `json:"peak_replicas"`
+	ReplicaHours       float64 `json:"replica_hours"`
+	StaticReplicaHours float64 `json:"static_replica_hours"`
+	Curve              struct {
+		Points []plan.Point `json:"points"`
+	} `json:"capacity_curve"`
+	ScaleUp *struct {
+		UnderMinutes float64 `json:"under_provisioned_min"`
+	} `json:"scale_up"`
+}
+
+// TestPlanAgainstMock plans a day against the built-in server of known
+// capacity (S / (T + (n−1)·I) = 42.1 req/s): the curve's Poisson point
+// lies below that ceiling and its bursty point below the Poisson one; every
+// window plans at least its rate over the ceiling and at most its rate over
+// the capacity at its own burstiness; the JSON, table and HTML hold the
+// day; the saved sweeps plan the same day again without a server.
+func TestPlanAgainstMock(t *testing.T) {
+	port := startSweepServer(t)
+	dir := t.TempDir()
+	out, errb := mustRun(t, append(planArgs(port, dir, "--plan-burstiness", "1,2", "--scale-up-delay", "2m",
+		"--plan-json", filepath.Join(dir, "plan.json"), "--report-html", filepath.Join(dir, "plan.html"),
+		"--save-sweeps", filepath.Join(dir, "sw")), measureArgs...)...)
+	t.Logf("%s", out)
+	p := testenv.ReadJSON[planJSON](t, filepath.Join(dir, "plan.json"))
+	pts := p.Curve.Points
+	if len(pts) != 2 || pts[0].CV != 1 || pts[1].CV != 2 {
+		t.Fatalf("curve %+v, want points at CV 1 and 2\n%s", pts, errb)
+	}
+	if r := pts[0].Rate / analyticCapacity; r < 0.5 || r > 1.05 {
+		t.Errorf("capacity at CV 1: %.1f req/s, %.2f of the ceiling %.1f: want 0.5–1.05", pts[0].Rate, r, analyticCapacity)
+	}
+	if pts[1].Measured != 0 || pts[1].Rate >= pts[0].Rate {
+		t.Errorf("capacity at CV 2: %.1f req/s (measured %.1f), want below CV 1's %.1f as measured", pts[1].Rate, pts[1].Measured, pts[0].Rate)
+	}
+	if len(p.Windows) != 6 {
+		t.Fatalf("%d windows, want 6", len(p.Windows))
+	}
+	peak := 0
+	for i, w := range p.Windows {
+		floor := int(math.Ceil(w.OfferedRate / analyticCapacity))
+		own := pts[0].Rate
+		if w.Burstiness > 1 {
+			own = pts[1].Rate
+			if w.Burstiness < 2 {
+				own = pts[0].Rate + (w.Burstiness-1)*(pts[1].Rate-pts[0].Rate)
+			}
+		}
+		ceil := int(math.Ceil(w.OfferedRate / own))
+		if w.Replicas < max(floor, 1) || w.Replicas > max(ceil, 1) {
+			t.Errorf("window %d (%.1f req/s, CV %.2f): %d replicas, want %d (rate over the ceiling) to %d (over the capacity at its CV)",
+				i, w.OfferedRate, w.Burstiness, w.Replicas, floor, ceil)
+		}
+		if w.Utilization <= 0 || w.Utilization > 1 || w.IdleShare < 0 || w.IdleShare > 1 {
+			t.Errorf("window %d: utilisation %.3f, idle share %.3f: want shares", i, w.Utilization, w.IdleShare)
+		}
+		peak = max(peak, w.Replicas)
+	}
+	if p.PeakReplicas != peak || peak < 2 || !(p.ReplicaHours < p.StaticReplicaHours) || math.Abs(p.StaticReplicaHours-float64(peak)*0.5) > 0.01 {
+		t.Errorf("peak %d (windows' %d), replica-hours %.3f, static %.3f: want a peak ≥ 2 and fewer replica-hours than %d × 0.5 h", p.PeakReplicas, peak, p.ReplicaHours, p.StaticReplicaHours, peak)
+	}
+	if p.ScaleUp == nil || p.ScaleUp.UnderMinutes <= 0 {
+		t.Errorf("--scale-up-delay 2m: %+v, want minutes under-provisioned on the rise", p.ScaleUp)
+	}
+	for _, s := range []string{"peak: ", "replica-hours: ", "scale-up delay 2 min"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("table without %q", s)
+		}
+	}
+	page := testenv.ReadFile(t, filepath.Join(dir, "plan.html"))
+	for _, plot := range []string{"plan_rate", "plan_replicas", "plan_curve"} {
+		if !bytes.Contains(page, []byte(`data-plot="`+plot+`"`)) {
+			t.Errorf("HTML report without its %s plot", plot)
+		}
+	}
+	// The saved sweeps give the same plan with no server.
+	again := filepath.Join(dir, "again.json")
+	mustRun(t, planArgs(1, dir, "--sweep-json", filepath.Join(dir, "sw-cv1.00.json"), "--sweep-json", filepath.Join(dir, "sw-cv2.00.json"),
+		"--scale-up-delay", "2m", "--plan-json", again)...)
+	q := testenv.ReadJSON[planJSON](t, again)
+	for i := range p.Windows {
+		if q.Windows[i].Replicas != p.Windows[i].Replicas {
+			t.Errorf("window %d: %d replicas from the saved sweeps, %d measured", i, q.Windows[i].Replicas, p.Windows[i].Replicas)
+		}
+	}
+}
+
+// TestPlanBadInput: a plan's bad flags and inputs exit 2 before anything is
+// sent, naming the flag.
+func TestPlanBadInput(t *testing.T) {
+	dir := t.TempDir()
+	ts := filepath.Join(dir, "ts.json")
+	if err := os.WriteFile(ts, []byte(`{"variable":"time-scale","tolerance":0.05,"capacity":{"value":2,"rate":30,"step":1},"line":"","steps":[{"step":1,"value":2,"verdict":"pass","figures":{},"summary":{}}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--plan-window", "0"}, "--plan-window"},
+		{[]string{"--scale-up-delay", "-1m"}, "--scale-up-delay"},
+		{[]string{"--min-replicas", "-1"}, "--min-replicas"},
+		{[]string{"--plan-burstiness", "-1"}, "--plan-burstiness"},
+		{[]string{"--sweep-variable", "time-scale"}, "rate sweeps"},
+		{[]string{"--dry-run"}, "--dry-run"},
+		{[]string{"--summary-json", "s.json"}, "--plan-json"},
+		{[]string{"--sweep-json", filepath.Join(dir, "missing.json")}, "missing.json"},
+		{[]string{"--sweep-json", ts}, "rate sweeps"},
+		{[]string{"--sweep-json", ts, "--plan-burstiness", "1"}, "not both"},
+	} {
+		wantUsage(t, planArgs(1, dir, tc.args...), tc.want)
+	}
+}
+
+// TestPlanVerify replays the busiest 5 minutes of a day, 30× faster (about
+// 550 requests in 10 s at 55 req/s), against the planned replicas of the
+// built-in server and one fewer. The curve is given (35 req/s at CV 1
+// within e2el ≤ 250 ms, what TestPlanAgainstMock measures: 34–37), so
+// only the replay is judged: 2 replicas planned (27.5 req/s each, 65 % of
+// the 42.1 req/s ceiling) meet the SLO; 1 (55 req/s, 1.3× its ceiling:
+// its queue grows by 13 requests a second) misses it.
+func TestPlanVerify(t *testing.T) {
+	a, b := startSweepServer(t), startSweepServer(t)
+	dir := t.TempDir()
+	gamma := filepath.Join(dir, "vday.csv")
+	if err := os.WriteFile(gamma, []byte("gamma_shape,gamma_scale\n1,2000\n1,1000\n1,545.5\n1,1000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	curve := func(rate float64) string {
+		path := filepath.Join(dir, fmt.Sprintf("curve-%g.json", rate))
+		body := fmt.Sprintf(`{"variable":"rate","tolerance":0.05,"slo_ms":{"e2el":250},"min_goodput":0.9,"capacity":{"value":%g,"rate":%g,"step":1},"line":"",`+
+			`"steps":[{"step":1,"value":%g,"verdict":"pass","figures":{"ttft_ms":{"p50":20,"p99":20},"tpot_ms":{"p50":5,"p99":5}},"summary":{"burstiness":1}}]}`, rate, rate, rate)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	args := func(rate float64, extra ...string) []string {
+		return append([]string{"plan", "--base-url", fmt.Sprintf("http://127.0.0.1:%d,http://127.0.0.1:%d", a, b), "--model", "mock-model",
+			"--mode", "parametric", "--gamma-params-csv", gamma, "--duration", "20m", "--seed", "1",
+			"--random-input-len", "16", "--random-output-len", strconv.Itoa(sweepTokens), "--random-range-ratio", "0",
+			"--plan-window", "5m", "--goodput", "e2el:250", "--sweep-json", curve(rate), "--warmup-requests", "0", "--report-interval", "0", "--sweep-max-lag", "1000",
+			"--verify", "--verify-span", "5m", "--verify-time-scale", "30"}, extra...)
+	}
+	type verified struct {
+		Verify struct {
+			FromS           float64 `json:"from_s"`
+			ToS             float64 `json:"to_s"`
+			Requests        int64
+			Replicas        int
+			Target          float64  `json:"planned_attainment"`
+			Attainment      float64  `json:"attainment"`
+			AttainmentFewer *float64 `json:"attainment_n_minus_1"`
+			Holds           bool     `json:"holds"`
+		} `json:"verify"`
+	}
+	out, errb := mustRun(t, args(35, "--plan-json", filepath.Join(dir, "v.json"))...)
+	t.Logf("%s%s", out, errb)
+	v := testenv.ReadJSON[verified](t, filepath.Join(dir, "v.json")).Verify
+	if v.FromS != 600 || v.ToS != 900 || v.Replicas != 2 || v.Requests < 400 || v.Requests > 700 {
+		t.Fatalf("verify %+v: want 10:00–15:00 of the day, ~550 requests, 2 replicas", v)
+	}
+	if !v.Holds || v.Attainment < 0.9*(1-verifyTolerance) || v.AttainmentFewer == nil || *v.AttainmentFewer >= 0.9 {
+		t.Errorf("verify %+v (N−1: %v): want ≥ 81 %% with 2 replicas and < 90 %% with 1", v, v.AttainmentFewer)
+	}
+	if !strings.Contains(out, "verify: with 1, ") || !strings.Contains(out, "missed, as planned") {
+		t.Errorf("verify lines missing:\n%s", out)
+	}
+	// A client that cannot keep the replay's schedule (here: a lag limit of
+	// 1 µs) makes the verification inconclusive: exit 1, the plan written.
+	code, _, errb := runCmd(args(35, "--sweep-max-lag", "0.001", "--plan-json", filepath.Join(dir, "client.json"))...)
+	if code != exitFailure || !strings.Contains(errb, "--verify is inconclusive: the client could not keep its schedule") {
+		t.Errorf("lag limit 1 µs: exit %d, want %d saying the client is the limit\n%s", code, exitFailure, errb)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "client.json")); err != nil {
+		t.Errorf("inconclusive verification: the plan is not written: %v", err)
+	}
+	// A curve of half the capacity plans 4 replicas: more than the two
+	// endpoints given, a usage error before anything is sent.
+	wantUsage(t, args(17.5), "needs 4 replicas and 2 --base-url")
+	wantUsage(t, []string{"plan", "--verify", "--request-rate", "5", "--duration", "1m", "--sweep-json", curve(35)}, "--verify needs --goodput")
+}

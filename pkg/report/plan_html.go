@@ -1,0 +1,118 @@
+package report
+
+import (
+	"errors"
+	"html/template"
+	"io"
+	"math"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/plan"
+)
+
+// Plot names of a plan's report.
+const (
+	PlotPlanRate     = "plan_rate"
+	PlotPlanReplicas = "plan_replicas"
+	PlotPlanCurve    = "plan_curve"
+)
+
+// PlanPage is what a plan's report shows besides the plan.
+type PlanPage struct {
+	Workload, Command string
+	// Verify is the verification's lines (none without --verify).
+	Verify []string
+}
+
+type planPage struct {
+	PlanPage
+	R     *plan.Result
+	Plots []plotView
+}
+
+// WritePlanHTML writes a planned day's report: the offered rate against
+// the planned capacity, the replicas over the day against static peak
+// provisioning (and a reactive autoscaler's, with a scale-up delay), the
+// capacity curve, and the table of windows. One self-contained page.
+func WritePlanHTML(w io.Writer, r *plan.Result, page PlanPage) error {
+	if r == nil || len(r.Windows) == 0 {
+		return errors.New("report: no plan")
+	}
+	pg := planPage{PlanPage: page, R: r}
+	steps := func(y func(plan.Window) float64) ([]float64, []float64) {
+		var xs, ys []float64
+		for _, w := range r.Windows {
+			xs = append(xs, w.StartS, w.EndS)
+			ys = append(ys, y(w), y(w))
+		}
+		return xs, ys
+	}
+	add := func(name, title string, svg template.HTML, err error) error {
+		if err != nil {
+			return err
+		}
+		pg.Plots = append(pg.Plots, plotView{Name: name, Title: title, SVG: svg})
+		return nil
+	}
+	rx, ry := steps(func(w plan.Window) float64 { return w.OfferedRate })
+	cx, cy := steps(func(w plan.Window) float64 { return float64(w.Replicas) * w.Capacity })
+	svg, err := plotTime(PlotPlanRate, "Offered rate and the planned replicas' capacity", "req/s", nil, []timeSeries{
+		{Label: "offered rate", X: rx, Y: ry, Steps: true},
+		{Label: "planned capacity (replicas × capacity at the window's burstiness)", X: cx, Y: cy, Steps: true, Dashed: true},
+	}, yLinear)
+	if err := add(PlotPlanRate, "rate", svg, err); err != nil {
+		return err
+	}
+	nx, ny := steps(func(w plan.Window) float64 { return float64(w.Replicas) })
+	series := []timeSeries{{Label: "planned replicas", X: nx, Y: ny, Steps: true}}
+	if r.ScaleUp != nil {
+		ax, ay := steps(func(w plan.Window) float64 { return float64(*w.Reactive) })
+		series = append(series, timeSeries{Label: "reactive autoscaler (at each window's start)", X: ax, Y: ay, Steps: true, Dashed: true})
+	}
+	end := r.Windows[len(r.Windows)-1].EndS
+	series = append(series, timeSeries{Label: "static peak provisioning", X: []float64{0, end}, Y: []float64{float64(r.PeakReplicas), float64(r.PeakReplicas)}, Steps: true, Back: true})
+	svg, err = plotTime(PlotPlanReplicas, "Replicas over the day", "replicas", nil, series, yCount)
+	if err := add(PlotPlanReplicas, "replicas", svg, err); err != nil {
+		return err
+	}
+	var xs, ys []float64
+	for _, p := range r.Curve.Points {
+		xs = append(xs, p.CV)
+		ys = append(ys, p.Rate)
+	}
+	svg, err = plotLoad(PlotPlanCurve, "One replica's capacity against burstiness", "burstiness (CV of the gaps)", "req/s within the SLO", xs, []string{"capacity"}, [][]float64{ys}, math.NaN(), math.NaN(), false)
+	if err := add(PlotPlanCurve, "curve", svg, err); err != nil {
+		return err
+	}
+	return planTemplate.Execute(w, &pg)
+}
+
+var planTemplate = template.Must(template.New("plan").Funcs(funcs).Funcs(template.FuncMap{
+	"hm":   plan.ClockTime,
+	"reps": func(p *int) int { return *p },
+	"f0":   func(v float64) string { return fmtFloat(v, 0) },
+}).Parse(pageHead + `<title>fineserve-gen plan{{if .Workload}} — {{.Workload}}{{end}}</title>
+<style>` + styleSheet + `</style>
+</head>
+<body>
+<h1>Capacity plan{{if .Workload}} — {{.Workload}}{{end}}</h1>
+{{if .Command}}<pre class="cmd" id="command">{{.Command}}</pre>{{end}}
+<p id="answer"><b>Peak: {{.R.PeakReplicas}} replicas; {{f2 .R.ReplicaHours}} replica-hours planned against {{f2 .R.StaticReplicaHours}} at static peak provisioning ({{pct .R.Saving}} saved).</b>
+Utilisation {{pct .R.MeanUtilization}} of the planned replicas' capacity ({{pct .R.StaticMeanUtilization}} with static provisioning); each replica idle {{pct .R.MeanIdleShare}} of its time.
+{{with .R.ScaleUp}}With a scale-up delay of {{.DelayS}} s, a reactive autoscaler is under-provisioned {{f2 .UnderMinutes}} min in {{.UnderWindows}} window(s), ~{{f0 .RequestsAtRisk}} requests at risk of missing the SLO.{{end}}</p>
+{{range .Verify}}<p class="meta verify">{{.}}</p>
+{{end}}<h2>Over the day</h2>
+<div class="grid">
+{{range .Plots}}<figure id="plot-{{.Name}}">{{.SVG}}</figure>
+{{end}}</div>
+<h2>Capacity curve</h2>
+<table id="curve"><tr><th>CV</th><th>req/s</th><th>measured</th><th>source</th></tr>
+{{range .R.Curve.Points}}<tr><td>{{f2 .CV}}</td><td>{{f2 .Rate}}</td><td>{{if .Measured}}{{f2 .Measured}}{{else}}–{{end}}</td><td>{{.Source}}</td></tr>
+{{end}}</table>
+<p class="meta">{{with .R.Curve.SLO}}SLO: {{.}}. {{end}}Burstiness: the coefficient of variation of a window's gaps between arrivals; with n replicas served round-robin, each sees every n-th arrival, whose gaps have the CV shown as "CV each" (measured from the schedule), and the capacity is taken there; between measured points the capacity is interpolated, beyond them held flat.</p>
+<h2>Windows</h2>
+<table id="windows"><tr><th>Start</th><th>Requests</th><th>Rate/s</th><th>CV</th><th>Replicas</th><th>CV each</th><th>Capacity/s</th><th>Utilisation</th><th>Idle</th>{{if .R.ScaleUp}}<th>Reactive</th><th>Under (min)</th>{{end}}</tr>
+{{$p := .}}{{range .R.Windows}}<tr><td>{{hm .StartS}}</td><td>{{.Requests}}</td><td>{{f2 .OfferedRate}}</td><td>{{f2 .Burstiness}}</td><td>{{.Replicas}}</td><td>{{f2 .ReplicaBurstiness}}</td><td>{{f2 .Capacity}}</td><td>{{pct .Utilization}}</td><td>{{pct .IdleShare}}</td>{{if $p.R.ScaleUp}}<td>{{reps .Reactive}}</td><td>{{f2 .UnderMinutes}}</td>{{end}}</tr>
+{{end}}</table>
+</body>
+</html>
+`))
