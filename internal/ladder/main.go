@@ -18,6 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 )
 
 type step struct {
@@ -109,23 +111,11 @@ func startMock(bin string, args ...string) (*mock, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	pf := filepath.Join(dir, "port")
-	cmd := exec.Command(bin, append([]string{"mock-server", "--host", "127.0.0.1", "--port", "0", "--port-file", pf}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	cmd, port, stderr, err := mockserver.StartProcess(bin, dir, args...)
+	if err != nil {
 		return nil, err
 	}
-	for range 400 {
-		if b, err := os.ReadFile(pf); err == nil && len(bytes.TrimSpace(b)) > 0 {
-			p, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			return &mock{cmd: cmd, port: p, stderr: &stderr}, err
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	cmd.Process.Kill()
-	cmd.Wait()
-	return nil, fmt.Errorf("mock-server did not start within 10 s: %s", strings.TrimSpace(stderr.String()))
+	return &mock{cmd: cmd, port: port, stderr: stderr}, nil
 }
 
 func (m *mock) stop() {

@@ -58,7 +58,7 @@ func NewArrivalLog(w io.Writer, flush time.Duration) *ArrivalLog {
 	l := &ArrivalLog{base: now, baseNS: now.UnixNano(), w: bufio.NewWriterSize(w, 64<<10),
 		stop: make(chan struct{}), stopped: make(chan struct{})}
 	_, l.err = l.w.WriteString(ArrivalLogHeader + "\n")
-	go l.run(flush)
+	go flushEvery(flush, l.stop, l.stopped, l.flush)
 	return l
 }
 
@@ -75,16 +75,18 @@ func (l *ArrivalLog) Record() {
 	l.mu.Unlock()
 }
 
-func (l *ArrivalLog) run(flush time.Duration) {
-	defer close(l.stopped)
-	t := time.NewTicker(flush)
+// flushEvery calls flush every period until stop is closed, then once
+// more, and closes stopped: the writer goroutine of the server's logs.
+func flushEvery(period time.Duration, stop <-chan struct{}, stopped chan<- struct{}, flush func()) {
+	defer close(stopped)
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
-			l.flush()
-		case <-l.stop:
-			l.flush()
+			flush()
+		case <-stop:
+			flush()
 			return
 		}
 	}

@@ -98,7 +98,7 @@ func NewChunkLog(w io.Writer, flush time.Duration) *ChunkLog {
 	l := &ChunkLog{base: now, baseNS: now.UnixNano(), w: bufio.NewWriterSize(w, 256<<10),
 		stop: make(chan struct{}), stopped: make(chan struct{})}
 	l.traces.New = func() any { return &chunkTrace{writes: make([]time.Time, 0, 128)} }
-	go l.run(flush)
+	go flushEvery(flush, l.stop, l.stopped, l.flush)
 	return l
 }
 
@@ -171,21 +171,6 @@ func (l *ChunkLog) finish(t *chunkTrace, id int64) {
 		l.dropped++
 	}
 	l.mu.Unlock()
-}
-
-func (l *ChunkLog) run(flush time.Duration) {
-	defer close(l.stopped)
-	t := time.NewTicker(flush)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			l.flush()
-		case <-l.stop:
-			l.flush()
-			return
-		}
-	}
 }
 
 // flush writes the pending lines; only the writer goroutine calls it.

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 )
 
 // config is one benchmark's settings.
@@ -266,23 +268,11 @@ type mock struct {
 }
 
 func startMock(bin, dir string, args ...string) (*mock, error) {
-	pf := filepath.Join(dir, "port")
-	cmd := exec.Command(bin, append([]string{"mock-server", "--host", "127.0.0.1", "--port", "0", "--port-file", pf}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	cmd, port, stderr, err := mockserver.StartProcess(bin, dir, args...)
+	if err != nil {
 		return nil, err
 	}
-	for range 400 {
-		if b, err := os.ReadFile(pf); err == nil && len(bytes.TrimSpace(b)) > 0 {
-			p, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			return &mock{cmd: cmd, port: p, stderr: &stderr}, err
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	cmd.Process.Kill()
-	cmd.Wait()
-	return nil, fmt.Errorf("mock-server did not start within 10 s: %s", strings.TrimSpace(stderr.String()))
+	return &mock{cmd: cmd, port: port, stderr: stderr}, nil
 }
 
 // stop stops the mock (its chunk log is complete then) and reports its
