@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/spf13/pflag"
-
 	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/locality"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prefix"
@@ -39,26 +37,16 @@ func analyzeCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&tf.ro.ModelColumn, "model-column", "", "model column (default per format)")
 	fs.StringVar(&tf.ro.Scene, "scene", "", "keep the rows of this scene_id (Alibaba text-to-image trace)")
 	fs.BoolVar(&tf.ro.KeepFailed, "keep-failed", false, "keep rows the trace marks as failed")
-	fail := func(errs ...error) int {
-		for _, err := range errs {
-			fmt.Fprintf(stderr, "fineserve-gen analyze: %s\n", termsafe.Lines(err.Error()))
-		}
-		fmt.Fprintln(stderr, "Run 'fineserve-gen analyze --help' for the flags.")
-		return exitUsage
-	}
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(stdout, "Usage: fineserve-gen analyze TRACE [flags]\n\n"+
-				"Replays the trace's request order (no clock, nothing sent) through caches of N adapter slots\n"+
-				"and counts the loads each needs: one cache for the whole trace, and one per instance.\n"+
-				"A request needs every adapter it names resident (the model itself with --key model).\n\n"+
-				"A prefix trace (Mooncake, Bailian or WEKA hash_ids; detected, or --trace-format mooncake|bailian|weka)\n"+
-				"is analyzed for prefix reuse instead: requests, the infinite-cache hit rate (blocks already seen, in time\n"+
-				"order), unique prefixes, prefix-reuse ratio, ISL/OSL/context quantiles, the prefix tree, and the hit rate\n"+
-				"of an LRU prefix cache of each --cache-blocks size. The file is streamed.\n\n%s", fs.FlagUsages())
-			return exitOK
-		}
-		return fail(err)
+	fail := func(errs ...error) int { return usageFail(stderr, "analyze", errs...) }
+	if code, done := parseSubcommand(fs, args, "analyze", "Usage: fineserve-gen analyze TRACE [flags]\n\n"+
+		"Replays the trace's request order (no clock, nothing sent) through caches of N adapter slots\n"+
+		"and counts the loads each needs: one cache for the whole trace, and one per instance.\n"+
+		"A request needs every adapter it names resident (the model itself with --key model).\n\n"+
+		"A prefix trace (Mooncake, Bailian or WEKA hash_ids; detected, or --trace-format mooncake|bailian|weka)\n"+
+		"is analyzed for prefix reuse instead: requests, the infinite-cache hit rate (blocks already seen, in time\n"+
+		"order), unique prefixes, prefix-reuse ratio, ISL/OSL/context quantiles, the prefix tree, and the hit rate\n"+
+		"of an LRU prefix cache of each --cache-blocks size. The file is streamed.\n", stdout, stderr); done {
+		return code
 	}
 	var errs []error
 	if fs.NArg() != 1 {

@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/spf13/pflag"
-
 	"github.com/fineserve-gen/fineserve-gen/pkg/prefix"
 )
 
@@ -177,24 +175,14 @@ func synthesizeCommand(_ context.Context, args []string, stdout, stderr io.Write
 	format := fs.String("trace-format", "", "mooncake, bailian or weka (default: detected)")
 	strict := fs.Bool("strict", false, "fail on unusable records instead of skipping and counting them")
 	maxDistinct := fs.Int("max-distinct-blocks", prefix.DefaultMaxDistinct, "the most distinct blocks kept in memory; a trace with more is refused")
-	fail := func(errs ...error) int {
-		for _, err := range errs {
-			fmt.Fprintf(stderr, "fineserve-gen synthesize: %v\n", err)
-		}
-		fmt.Fprintln(stderr, "Run 'fineserve-gen synthesize --help' for the flags.")
-		return exitUsage
-	}
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(stdout, "Usage: fineserve-gen synthesize TRACE -o OUT [flags]\n\n"+
-				"Writes a scaled copy of a prefix trace (Mooncake, Bailian or WEKA hash ids) as a Mooncake trace\n"+
-				"(timestamp ms, input_length, output_length, hash_ids of --block-size tokens) that --mode replay\n"+
-				"reads, or a Bailian trace as a Bailian one (--output-format bailian). The prefix tree keeps its\n"+
-				"shape: shared blocks stay shared, unique ones unique. Two passes over the file: the first counts\n"+
-				"which blocks are shared.\n\n%s", fs.FlagUsages())
-			return exitOK
-		}
-		return fail(err)
+	fail := func(errs ...error) int { return usageFail(stderr, "synthesize", errs...) }
+	if code, done := parseSubcommand(fs, args, "synthesize", "Usage: fineserve-gen synthesize TRACE -o OUT [flags]\n\n"+
+		"Writes a scaled copy of a prefix trace (Mooncake, Bailian or WEKA hash ids) as a Mooncake trace\n"+
+		"(timestamp ms, input_length, output_length, hash_ids of --block-size tokens) that --mode replay\n"+
+		"reads, or a Bailian trace as a Bailian one (--output-format bailian). The prefix tree keeps its\n"+
+		"shape: shared blocks stay shared, unique ones unique. Two passes over the file: the first counts\n"+
+		"which blocks are shared.\n", stdout, stderr); done {
+		return code
 	}
 	var errs []error
 	if fs.NArg() != 1 {

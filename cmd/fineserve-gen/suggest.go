@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 	"io"
 	"strings"
 
@@ -23,6 +24,31 @@ func newFlagSet(name string) *pflag.FlagSet {
 // --request-rate?)".
 func parseFlags(fs *pflag.FlagSet, args []string) error {
 	return suggestFlag(fs, fs.Parse(args))
+}
+
+// usageFail prints each problem as subcommand name's, then where its flags
+// are told, and returns exitUsage. Text from files is made terminal-safe.
+func usageFail(stderr io.Writer, name string, errs ...error) int {
+	for _, err := range errs {
+		fmt.Fprintf(stderr, "fineserve-gen %s: %s\n", name, termsafe.Lines(err.Error()))
+	}
+	fmt.Fprintf(stderr, "Run 'fineserve-gen %s --help' for the flags.\n", name)
+	return exitUsage
+}
+
+// parseSubcommand parses subcommand name's flags: --help prints help (its
+// usage and what it does) and the flags, and a bad flag fails as usage;
+// either way done is true and code is the exit code.
+func parseSubcommand(fs *pflag.FlagSet, args []string, name, help string, stdout, stderr io.Writer) (code int, done bool) {
+	err := parseFlags(fs, args)
+	switch {
+	case err == nil:
+		return 0, false
+	case errors.Is(err, pflag.ErrHelp):
+		fmt.Fprintf(stdout, "%s\n%s", help, fs.FlagUsages())
+		return exitOK, true
+	}
+	return usageFail(stderr, name, err), true
 }
 
 // suggestFlag adds to an unknown-flag error the nearest flag of fs, if one
