@@ -6,7 +6,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -99,11 +98,7 @@ func main() {
 }
 
 // mock is a mock-server process.
-type mock struct {
-	cmd    *exec.Cmd
-	port   int
-	stderr *bytes.Buffer
-}
+type mock struct{ *mockserver.Process }
 
 func startMock(bin string, args ...string) (*mock, error) {
 	dir, err := os.MkdirTemp("", "ladder")
@@ -111,41 +106,19 @@ func startMock(bin string, args ...string) (*mock, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	cmd, port, stderr, err := mockserver.StartProcess(bin, dir, args...)
+	p, err := mockserver.StartProcess(bin, dir, args...)
 	if err != nil {
 		return nil, err
 	}
-	return &mock{cmd: cmd, port: port, stderr: stderr}, nil
+	return &mock{p}, nil
 }
 
-func (m *mock) stop() {
-	m.cmd.Process.Signal(syscall.SIGTERM)
-	m.cmd.Wait()
-}
-
-// stopChecked stops the mock and reports its failure, if it exited with one
-// (e.g. its arrival log could not be written); a mock that does not stop
-// within 30 s is killed.
-func (m *mock) stopChecked() error {
-	m.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- m.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("mock-server: %v: %s", err, strings.TrimSpace(m.stderr.String()))
-		}
-		return nil
-	case <-time.After(30 * time.Second):
-		m.cmd.Process.Kill()
-		<-done
-		return errors.New("mock-server did not stop within 30 s of SIGTERM: killed")
-	}
-}
+// stop stops the mock, whatever its exit.
+func (m *mock) stop() { m.Stop() }
 
 // cpu returns the process's user+system CPU time so far, from /proc.
 func (m *mock) cpu() time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.Cmd.Process.Pid))
 	if err != nil {
 		return 0
 	}
@@ -203,7 +176,7 @@ func run(bin, rateList string, dur time.Duration, tokens, input int, outDir stri
 	size := []string{"--random-input-len", strconv.Itoa(input), "--random-output-len", strconv.Itoa(tokens)}
 
 	// Fixed cost of a run (start-up, one request, exit), subtracted below.
-	_, base, _, _, err := client(bin, m.port, append(size, "--num-prompts", "1")...)
+	_, base, _, _, err := client(bin, m.Port, append(size, "--num-prompts", "1")...)
 	if err != nil {
 		return fmt.Errorf("baseline run: %w", err)
 	}
@@ -224,7 +197,7 @@ func run(bin, rateList string, dur time.Duration, tokens, input int, outDir stri
 		}
 		n := int64(rate * dur.Seconds())
 		before := m.cpu()
-		s, cpu, rss, _, err := client(bin, m.port, append(size, "--request-rate", f, "--num-prompts", strconv.FormatInt(n, 10))...)
+		s, cpu, rss, _, err := client(bin, m.Port, append(size, "--request-rate", f, "--num-prompts", strconv.FormatInt(n, 10))...)
 		if err != nil {
 			return fmt.Errorf("rate %g: %w", rate, err)
 		}
@@ -279,7 +252,7 @@ func measureExtras(bin string, m *mock, input int) (map[string]any, error) {
 	const rate, secs = 1000, 10
 	n := strconv.Itoa(rate * secs)
 	cost := func(tokens int) (time.Duration, error) {
-		_, cpu, _, _, err := client(bin, m.port, "--random-input-len", strconv.Itoa(input), "--random-output-len", strconv.Itoa(tokens),
+		_, cpu, _, _, err := client(bin, m.Port, "--random-input-len", strconv.Itoa(input), "--random-output-len", strconv.Itoa(tokens),
 			"--request-rate", strconv.Itoa(rate), "--num-prompts", n)
 		return cpu, err
 	}
@@ -301,7 +274,7 @@ func measureExtras(bin string, m *mock, input int) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, _, rss, _, err := client(bin, slow.port, "--random-input-len", strconv.Itoa(input), "--random-output-len", "16",
+	s, _, rss, _, err := client(bin, slow.Port, "--random-input-len", strconv.Itoa(input), "--random-output-len", "16",
 		"--request-rate", "1000", "--num-prompts", "20000")
 	slow.stop()
 	if err != nil {
@@ -323,7 +296,7 @@ func measureExtras(bin string, m *mock, input int) (map[string]any, error) {
 	ready := float64(time.Since(t0)) / 1e6
 	ex["schedule_1m_ready_ms"] = ready
 	fmt.Printf("a 1,000,000-arrival schedule built and walked: %.0f ms from exec to exit (--dry-run)\n", ready)
-	s, _, _, t0, err = client(bin, m.port, "--random-input-len", "256", "--random-output-len", "16", "--request-rate", "100", "--num-prompts", "100")
+	s, _, _, t0, err = client(bin, m.Port, "--random-input-len", "256", "--random-output-len", "16", "--request-rate", "100", "--num-prompts", "100")
 	if err != nil {
 		return nil, err
 	}

@@ -275,10 +275,10 @@ func loggingMock(bin, logPath string) (*mock, error) {
 
 // finish stops a logging mock and returns its CPU time and arrivals.
 func (m *mock) finish(logPath string) (time.Duration, []int64, error) {
-	if err := m.stopChecked(); err != nil {
+	if err := m.Stop(); err != nil {
 		return 0, nil, err
 	}
-	cpu := m.cmd.ProcessState.UserTime() + m.cmd.ProcessState.SystemTime()
+	cpu := m.Cmd.ProcessState.UserTime() + m.Cmd.ProcessState.SystemTime()
 	a, err := readArrivals(logPath)
 	return cpu, a, err
 }
@@ -302,7 +302,7 @@ func runFineserve(c sideConfig, rate float64, dir string, poisson bool) (sideRun
 	if poisson {
 		args = append(args, "--schedule-out", schedPath)
 	}
-	s, cpu, rss, _, err := client(c.bin, m.port, args...)
+	s, cpu, rss, _, err := client(c.bin, m.Port, args...)
 	if err != nil {
 		m.stop()
 		return sideRun{}, err
@@ -348,7 +348,7 @@ func runVegeta(c sideConfig, rate float64, dir, bodyFile string) (sideRun, error
 		return sideRun{}, err
 	}
 	targets := filepath.Join(dir, "targets.txt")
-	t := fmt.Sprintf("POST http://127.0.0.1:%d/v1/completions\nContent-Type: application/json\n@%s\n", m.port, bodyFile)
+	t := fmt.Sprintf("POST http://127.0.0.1:%d/v1/completions\nContent-Type: application/json\n@%s\n", m.Port, bodyFile)
 	if err := os.WriteFile(targets, []byte(t), 0o644); err != nil {
 		m.stop()
 		return sideRun{}, err

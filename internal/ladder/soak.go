@@ -43,7 +43,7 @@ func runSoak(bin string, n int64, rate float64, tokens, input int) error {
 	}
 	defer os.RemoveAll(dir)
 	sf := filepath.Join(dir, "s.json")
-	cmd := exec.Command(bin, clientArgs(m.port, sf,
+	cmd := exec.Command(bin, clientArgs(m.Port, sf,
 		"--random-input-len", strconv.Itoa(input), "--random-output-len", strconv.Itoa(tokens),
 		"--request-rate", strconv.FormatFloat(rate, 'g', -1, 64), "--num-prompts", strconv.FormatInt(n, 10),
 		"--results-jsonl", filepath.Join(dir, "r.jsonl"))...)

@@ -2,36 +2,65 @@ package mockserver
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
+// Process is a `mock-server` process of the benchmarks': a server of its
+// own, so that its CPU is not the client's.
+type Process struct {
+	Cmd  *exec.Cmd
+	Port int
+	// Stderr is its standard error so far (a buffer that keeps filling).
+	Stderr *bytes.Buffer
+}
+
 // StartProcess starts `bin mock-server` on 127.0.0.1 with args, on a free
-// port it reads back from a port file in dir, and returns the process, the
-// port and its standard error so far (a buffer that keeps filling). It
-// waits up to 10 s for the server to listen; the benchmarks' servers are
-// processes of their own, so that their CPU is not the client's.
-func StartProcess(bin, dir string, args ...string) (cmd *exec.Cmd, port int, stderr *bytes.Buffer, err error) {
+// port it reads back from a port file in dir, and waits up to 10 s for it
+// to listen.
+func StartProcess(bin, dir string, args ...string) (*Process, error) {
 	pf := filepath.Join(dir, "port")
-	cmd = exec.Command(bin, append([]string{"mock-server", "--host", "127.0.0.1", "--port", "0", "--port-file", pf}, args...)...)
-	stderr = new(bytes.Buffer)
+	cmd := exec.Command(bin, append([]string{"mock-server", "--host", "127.0.0.1", "--port", "0", "--port-file", pf}, args...)...)
+	stderr := new(bytes.Buffer)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
-		return nil, 0, nil, err
+		return nil, err
 	}
 	for range 400 {
 		if b, err := os.ReadFile(pf); err == nil && len(bytes.TrimSpace(b)) > 0 {
 			p, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			return cmd, p, stderr, err
+			return &Process{Cmd: cmd, Port: p, Stderr: stderr}, err
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	return nil, 0, nil, fmt.Errorf("mock-server did not start within 10 s: %s", strings.TrimSpace(stderr.String()))
+	return nil, fmt.Errorf("mock-server did not start within 10 s: %s", strings.TrimSpace(stderr.String()))
+}
+
+// Stop stops the process with SIGTERM (its logs are complete then) and
+// reports its failure, if it exited with one; one that does not stop
+// within 30 s is killed.
+func (p *Process) Stop() error {
+	p.Cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- p.Cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("mock-server: %v: %s", err, strings.TrimSpace(p.Stderr.String()))
+		}
+		return nil
+	case <-time.After(30 * time.Second):
+		p.Cmd.Process.Kill()
+		<-done
+		return errors.New("mock-server did not stop within 30 s of SIGTERM: killed")
+	}
 }

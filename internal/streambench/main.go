@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -208,7 +207,7 @@ func runSide(ctx context.Context, cfg config, n, run int, floor bool, base fixed
 	if err != nil {
 		return side{}, err
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(m.port)
+	addr := "127.0.0.1:" + strconv.Itoa(m.Port)
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 	var cmd *exec.Cmd
@@ -228,7 +227,7 @@ func runSide(ctx context.Context, cfg config, n, run int, floor bool, base fixed
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	runErr := cmd.Run()
-	stopErr := m.stop()
+	stopErr := m.Stop()
 	if runErr != nil {
 		return side{}, fmt.Errorf("%v: %s", runErr, strings.TrimSpace(stderr.String()))
 	}
@@ -261,37 +260,14 @@ func runSide(ctx context.Context, cfg config, n, run int, floor bool, base fixed
 func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', -1, 64) }
 
 // mock is a mock-server process.
-type mock struct {
-	cmd    *exec.Cmd
-	port   int
-	stderr *bytes.Buffer
-}
+type mock struct{ *mockserver.Process }
 
 func startMock(bin, dir string, args ...string) (*mock, error) {
-	cmd, port, stderr, err := mockserver.StartProcess(bin, dir, args...)
+	p, err := mockserver.StartProcess(bin, dir, args...)
 	if err != nil {
 		return nil, err
 	}
-	return &mock{cmd: cmd, port: port, stderr: stderr}, nil
-}
-
-// stop stops the mock (its chunk log is complete then) and reports its
-// failure; one that does not stop within 30 s is killed.
-func (m *mock) stop() error {
-	m.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- m.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("mock-server: %v: %s", err, strings.TrimSpace(m.stderr.String()))
-		}
-		return nil
-	case <-time.After(30 * time.Second):
-		m.cmd.Process.Kill()
-		<-done
-		return errors.New("mock-server did not stop within 30 s of SIGTERM: killed")
-	}
+	return &mock{p}, nil
 }
 
 func writeJSON(path string, rows []row) error {
