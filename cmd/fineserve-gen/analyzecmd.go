@@ -144,11 +144,17 @@ func analyzeCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 
 // parseSlots parses --adapter-cache: sizes ≥ 1, comma-separated.
 func parseSlots(s string) ([]int, error) {
+	return parseSizes(s, 1<<20, "--adapter-cache %q: want cache sizes ≥ 1, e.g. 8 or 4,8,16")
+}
+
+// parseSizes parses comma-separated cache sizes from 1 to most; a bad one
+// is the error format says (with s).
+func parseSizes(s string, most int, format string) ([]int, error) {
 	var out []int
 	for _, p := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || n < 1 || n > 1<<20 {
-			return nil, fmt.Errorf("--adapter-cache %q: want cache sizes ≥ 1, e.g. 8 or 4,8,16", s)
+		if err != nil || n < 1 || n > most {
+			return nil, fmt.Errorf(format, s)
 		}
 		out = append(out, n)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/prefix"
@@ -25,15 +24,7 @@ func parseCacheBlocks(s string) ([]int, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
-	var out []int
-	for _, p := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || n < 1 || n > 1<<30 {
-			return nil, fmt.Errorf("--cache-blocks %q: want cache sizes in blocks ≥ 1, e.g. 1000 or 1000,10000", s)
-		}
-		out = append(out, n)
-	}
-	return out, nil
+	return parseSizes(s, 1<<30, "--cache-blocks %q: want cache sizes in blocks ≥ 1, e.g. 1000 or 1000,10000")
 }
 
 // readPrefix streams the prefix trace at path through fn, in time order
