@@ -179,25 +179,13 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	if !s.withinContext(w, req) {
 		return
 	}
-	id := s.seq.Add(1)
 	ctx := r.Context()
-	if !s.acquire(ctx) {
+	g, done, ok := s.admit(ctx, req, chat, chat)
+	if !ok {
 		return
 	}
-	defer s.release()
-	cached := 0
-	if s.prefix != nil {
-		cached = s.prefix.admit(req.prefix.blocks, req.promptTokens)
-	}
-	g := generation{s: s, req: req, chat: chat, out: s.outputTokens(req, id), id: id, created: time.Now().Unix(), cached: cached}
-	if chat {
-		g.plan()
-	}
-	out := g.out
-	if s.prefix != nil {
-		s.prefix.keep(g.generatedBlocks())
-	}
-	defer s.kv.hold(req.promptTokens + out)()
+	defer done()
+	id, cached, out := g.id, g.cached, g.out
 	start := time.Now()
 	if s.cfg.Pace == PaceExact {
 		start = arrival
@@ -229,6 +217,32 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	s.promptTokens.Add(int64(req.promptTokens))
 	s.genTokens.Add(int64(out))
 	s.model.count(&g)
+}
+
+// admit numbers req, takes a slot for it (waiting while every one is
+// busy) and builds its generation: its cached prefix, its output (planned
+// — reasoning, tool calls, a format — when plan), its generated blocks
+// kept in the prefix cache and its tokens held in the KV cache. done,
+// which the handler defers, gives the KV cache and the slot back; ok is
+// false when the request went away while it waited.
+func (s *Server) admit(ctx context.Context, req request, chat, plan bool) (g generation, done func(), ok bool) {
+	id := s.seq.Add(1)
+	if !s.acquire(ctx) {
+		return generation{}, nil, false
+	}
+	cached := 0
+	if s.prefix != nil {
+		cached = s.prefix.admit(req.prefix.blocks, req.promptTokens)
+	}
+	g = generation{s: s, req: req, chat: chat, out: s.outputTokens(req, id), id: id, created: time.Now().Unix(), cached: cached}
+	if plan {
+		g.plan()
+	}
+	if s.prefix != nil {
+		s.prefix.keep(g.generatedBlocks())
+	}
+	free := s.kv.hold(req.promptTokens + g.out)
+	return g, func() { free(); s.release() }, true
 }
 
 // withinContext answers a request whose prompt and max_tokens exceed the

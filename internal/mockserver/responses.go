@@ -277,22 +277,13 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	if !s.withinContext(w, req) {
 		return
 	}
-	id := s.seq.Add(1)
 	ctx := r.Context()
-	if !s.acquire(ctx) {
+	g, done, ok := s.admit(ctx, req, false, true)
+	if !ok {
 		return
 	}
-	defer s.release()
-	cached := 0
-	if s.prefix != nil {
-		cached = s.prefix.admit(req.prefix.blocks, req.promptTokens)
-	}
-	g := generation{s: s, req: req, out: s.outputTokens(req, id), id: id, created: time.Now().Unix(), cached: cached}
-	g.plan()
-	if s.prefix != nil {
-		s.prefix.keep(g.generatedBlocks())
-	}
-	defer s.kv.hold(req.promptTokens + g.out)()
+	defer done()
+	id, cached := g.id, g.cached
 	first := time.Now().Add(s.cfg.TTFT + time.Duration(req.promptTokens-cached)*s.cfg.PrefillPerToken)
 	rs := &respStream{g: &g, meta: &meta, id: "resp_" + hex32(s.cfg.Seed^0x5e5, id)}
 	if req.stream {
