@@ -15,7 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
 	"os"
 	"path/filepath"
 	"sort"
@@ -75,17 +75,13 @@ func Load(path string) (*Tokenizer, error) {
 		}
 		path = p
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
+	data, err := bounded.ReadFile(path, MaxFileBytes)
+	var tl *bounded.TooLarge
+	switch {
+	case errors.As(err, &tl):
 		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
-	}
-	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("tokenizer %s: larger than %d MiB", path, MaxFileBytes>>20)
+	case err != nil:
+		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
 	return Parse(path, data)
 }
