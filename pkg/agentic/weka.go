@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
 	"io"
 	"math"
 	"time"
@@ -68,12 +69,9 @@ func eachJSON(r io.Reader, f func(line int, raw []byte)) error {
 	// A document that is one object spread over several lines is read
 	// whole; JSON Lines start every object on a line of its own.
 	if multiLineObject(first) {
-		raw, err := io.ReadAll(io.LimitReader(br, MaxLine+1))
+		raw, err := bounded.Read(br, MaxLine)
 		if err != nil {
-			return err
-		}
-		if len(raw) > MaxLine {
-			return fmt.Errorf("a JSON document above %d MiB", MaxLine>>20)
+			return fmt.Errorf("a JSON document: %w", err)
 		}
 		f(1, raw)
 		return nil

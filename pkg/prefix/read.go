@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
 	"io"
 	"math"
 	"sort"
@@ -183,12 +184,9 @@ func Read(r io.Reader, name string, opt Options, fn func(*Request) error) (*Info
 	// A WEKA .json file is one (possibly indented) document: read it whole.
 	head, _ := br.Peek(1 << 16)
 	if doc := bytes.TrimLeft(head, " \t\r\n\ufeff"); len(doc) > 0 && doc[0] == '{' && !firstLineComplete(doc) {
-		data, err := io.ReadAll(io.LimitReader(br, int64(maxLine)+1))
+		data, err := bounded.Read(br, int64(maxLine))
 		if err != nil {
-			return info, fmt.Errorf("%s: %w", name, err)
-		}
-		if len(data) > maxLine {
-			return info, fmt.Errorf("%s: a JSON document larger than %d MiB", name, maxLine>>20)
+			return info, fmt.Errorf("%s: a JSON document: %w", name, err)
 		}
 		err = rd.record(1, data)
 		return info, rd.finish(err)
