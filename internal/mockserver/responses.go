@@ -3,6 +3,7 @@ package mockserver
 import (
 	"container/list"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -108,12 +109,15 @@ func (s *Server) StoredResponses() int {
 	return s.store.lru.Len()
 }
 
-// rawCopy returns v's JSON text (nil for an absent value).
-func rawCopy(v *fastjson.Value) []byte {
+// rawCopy returns v's JSON text (nil for an absent value). The parser
+// lets invalid string escapes such as "\0" through and writes them back as
+// they came, so a copy that is not JSON is refused: the response echoes it.
+func rawCopy(v *fastjson.Value) ([]byte, bool) {
 	if v == nil {
-		return nil
+		return nil, true
 	}
-	return v.MarshalTo(nil)
+	b := v.MarshalTo(nil)
+	return b, json.Valid(b)
 }
 
 // parseResponses reads a /v1/responses request.
@@ -134,9 +138,16 @@ func (s *Server) parseResponses(body []byte) (request, respMeta, error) {
 	if st := v.Get("store"); st != nil && st.Type() == fastjson.TypeFalse {
 		meta.store = false
 	}
-	meta.instructions = rawCopy(v.Get("instructions"))
-	meta.tools, meta.toolChoice, meta.text = rawCopy(v.Get("tools")), rawCopy(v.Get("tool_choice")), rawCopy(v.Get("text"))
-	meta.temperature, meta.topP = rawCopy(v.Get("temperature")), rawCopy(v.Get("top_p"))
+	for _, f := range []struct {
+		key string
+		to  *[]byte
+	}{{"instructions", &meta.instructions}, {"tools", &meta.tools}, {"tool_choice", &meta.toolChoice},
+		{"text", &meta.text}, {"temperature", &meta.temperature}, {"top_p", &meta.topP}} {
+		var ok bool
+		if *f.to, ok = rawCopy(v.Get(f.key)); !ok {
+			return request{}, meta, badRequest("invalid JSON body: " + f.key + " is not valid JSON")
+		}
+	}
 	if meta.prevID != "" {
 		if meta.hist = s.store.get(meta.prevID); meta.hist == nil {
 			return req, meta, &apiError{status: http.StatusNotFound, typ: "NotFoundError", msg: "Response with id '" + meta.prevID + "' not found."}

@@ -149,6 +149,10 @@ func ParseFile(name string, data []byte) (*Map, error) {
 }
 
 // parseTable reads a mapping of trace value → served name.
+// maxKey is YAML's limit on an implicit key: a longer name read through an
+// alias could not be written back as a map, in YAML or in JSON.
+const maxKey = 1024
+
 func parseTable(n *yaml.Node, fail func(int, string, ...any) error) (map[string]string, error) {
 	t := make(map[string]string, len(n.Content)/2)
 	line := make(map[string]int, len(n.Content)/2)
@@ -157,6 +161,10 @@ func parseTable(n *yaml.Node, fail func(int, string, ...any) error) (map[string]
 		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
 		if k == nil || k.Kind != yaml.ScalarNode {
 			errs = append(errs, fail(n.Content[i].Line, "a trace value must be a plain name, not a %s", kindName(n.Content[i])))
+			continue
+		}
+		if len(k.Value) > maxKey {
+			errs = append(errs, fail(k.Line, "%q: a trace value longer than %d characters (YAML and JSON maps cannot key on it)", clip(k.Value), maxKey))
 			continue
 		}
 		if v == nil || v.Kind != yaml.ScalarNode {
