@@ -600,7 +600,10 @@ func (c *Client) attempt(ctx context.Context, deadline time.Time, body []byte, m
 		return c.retryWait(res, retryAfter(resp.Header.Get("Retry-After"), c.cfg.Now()))
 	}
 	d := c.decode.Get().(*decoder)
-	defer c.decode.Put(d)
+	defer func() {
+		d.release()
+		c.decode.Put(d)
+	}()
 	d.lines.watch = watch
 	d.maxTokens = maxTokens
 	if err = c.backend.read(c, d, resp, rd, res); err == nil {

@@ -95,7 +95,7 @@ func (c *Client) readImages(d *decoder, body io.Reader, res *Result) error {
 	if err != nil {
 		return err
 	}
-	v, err := d.parser.ParseBytes(raw)
+	v, err := d.parse(raw)
 	if err != nil || v.Type() != fastjson.TypeObject {
 		return protocolError{fmt.Sprintf("invalid JSON response: %q", truncate(string(raw), 200))}
 	}

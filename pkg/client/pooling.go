@@ -138,7 +138,7 @@ func (c *Client) readBatch(d *decoder, rd io.Reader, res *Result, sc vectorScan)
 		return err
 	}
 	if len(sc.errObj) > 0 {
-		v, err := d.parser.ParseBytes(sc.errObj)
+		v, err := d.parse(sc.errObj)
 		if err != nil {
 			return protocolError{"invalid error object in the answer"}
 		}
@@ -149,7 +149,7 @@ func (c *Client) readBatch(d *decoder, rd io.Reader, res *Result, sc vectorScan)
 	}
 	res.Returned, res.Dims = sc.entries, sc.dims
 	if len(sc.usage) > 0 {
-		if u, err := d.parser.ParseBytes(sc.usage); err == nil && u.Type() == fastjson.TypeObject {
+		if u, err := d.parse(sc.usage); err == nil && u.Type() == fastjson.TypeObject {
 			if n := u.Get("prompt_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
 				res.PromptTokens = n.GetInt()
 			}

@@ -122,7 +122,7 @@ func appendResponsesBody(c *Client, b []byte, req *Request) []byte {
 
 // responsesChunk reads one event of a Responses stream.
 func responsesChunk(c *Client, d *decoder, data []byte, res *Result) (kind tokenKind, usage, done bool, err error) {
-	v, err := d.parser.ParseBytes(data)
+	v, err := d.parse(data)
 	if err != nil {
 		return tokNone, false, false, protocolError{fmt.Sprintf("invalid JSON in stream: %v: %q", err, truncate(string(data), 200))}
 	}

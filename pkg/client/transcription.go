@@ -123,7 +123,7 @@ func appendTranscriptionBody(c *Client, b []byte, req *Request) []byte {
 
 // transcriptionChunk reads one transcription.chunk of a stream.
 func transcriptionChunk(c *Client, d *decoder, data []byte, res *Result) (kind tokenKind, usage, done bool, err error) {
-	v, err := d.parser.ParseBytes(data)
+	v, err := d.parse(data)
 	if err != nil || v.Type() != fastjson.TypeObject {
 		return tokNone, false, false, protocolError{fmt.Sprintf("invalid JSON in stream: %q", truncate(string(data), 200))}
 	}
