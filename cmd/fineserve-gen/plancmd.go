@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/plan"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
@@ -199,6 +200,9 @@ func planChecks(fs *pflag.FlagSet, o *options.Options, sf *sweepFlags, pf *planF
 	}
 	if o.ShardCount > 1 || !o.StartAt.IsZero() {
 		add("--shard and --start-at: a plan reads the whole day's schedule")
+	}
+	if st, err := balance.Parse(o.Balance); err == nil && st != balance.RoundRobin {
+		add("--balance %s: a plan models round-robin (each of n replicas sees every n-th arrival of its window) and --verify replays that way; %s is not modelled", st, st)
 	}
 	if o.Sessions.On() || o.MultiTurn {
 		add("sessions (--turns, --multi-turn): a session's later turns follow its answers and are not in the schedule a plan reads")
