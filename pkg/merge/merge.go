@@ -289,7 +289,7 @@ func (m *merger) merge() (*Result, error) {
 	endpointsAll := true
 	var good *metrics.Goodput
 	goodAll := true
-	lengths := map[string]*metrics.LengthHist{"input": metrics.NewLengthHist(), "output": metrics.NewLengthHist()}
+	parts := metrics.NewParts(metrics.PartsConfig{})
 	for _, r := range m.rs {
 		c, err := metrics.CollectorFromState(r.st.Collector)
 		if err != nil {
@@ -335,16 +335,8 @@ func (m *merger) merge() (*Result, error) {
 				good.All += g.All
 			}
 		}
-		for k, enc := range r.st.Lengths {
-			l, err := metrics.LengthFromState(enc)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %s.lengths.%s: %w", r.name, metrics.KeyMergeState, k, err)
-			}
-			dst := lengths[k]
-			if dst == nil {
-				return nil, fmt.Errorf("%s: %s.lengths.%s: want input or output", r.name, metrics.KeyMergeState, k)
-			}
-			dst.Merge(l)
+		if err := metrics.MergeParts(parts, &metrics.Copy{Name: r.name, Summary: r.s, State: &r.st, Offset: r.start.Sub(start), Warnf: m.warnf}); err != nil {
+			return nil, err
 		}
 	}
 
@@ -376,17 +368,8 @@ func (m *merger) merge() (*Result, error) {
 		m.notef("max_concurrency and max_in_flight are the sums of the copies' (an upper bound of the requests in flight at once)")
 	}
 
-	run := RunState{Collector: col, Elapsed: dur, Groups: groups, InputLengths: lengths["input"], OutputLengths: lengths["output"]}
-	parts := metrics.NewParts()
-	for _, r := range m.rs {
-		if err := metrics.MergeParts(parts, r.st.Parts); err != nil {
-			return nil, fmt.Errorf("%s: %s.%w", r.name, metrics.KeyMergeState, err)
-		}
-	}
-	var err error
-	if run.Parts, err = metrics.FinishParts(parts, s, dur); err != nil {
-		return nil, err
-	}
+	run := RunState{Collector: col, Elapsed: dur, Groups: groups, Parts: parts}
+	metrics.FinishParts(parts, s, dur)
 	if err := m.mergeSessions(&run, s); err != nil {
 		return nil, err
 	}
@@ -458,7 +441,6 @@ func (m *merger) merge() (*Result, error) {
 		m.warnf("goodput is in some summaries only: it is left out of the merged summary")
 	}
 	s.LatencyCDFs = col.CDFs()
-	s.LengthHistograms = metrics.LengthHistograms(run.InputLengths, run.OutputLengths)
 	for k, g := range groups {
 		if err := s.SetBreakdown(k, g.Summary(dur)); err != nil {
 			return nil, err

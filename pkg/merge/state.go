@@ -1,7 +1,6 @@
 package merge
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -10,22 +9,20 @@ import (
 
 // RunState is what a run hands to NewMergeState: its collector and length,
 // the states of its closed windows, its breakdowns by summary key, its
-// goodput (nil without --goodput) and its length distributions (nil:
-// none).
+// goodput (nil without --goodput) and its parts.
 type RunState struct {
-	Collector     *metrics.Collector
-	Elapsed       time.Duration
-	Windows       []metrics.WindowState
-	Groups        map[string]*metrics.Groups
-	Goodput       *metrics.Goodput
-	InputLengths  *metrics.LengthHist
-	OutputLengths *metrics.LengthHist
+	Collector *metrics.Collector
+	Elapsed   time.Duration
+	Windows   []metrics.WindowState
+	Groups    map[string]*metrics.Groups
+	Goodput   *metrics.Goodput
 	// Sessions are the run's multi-turn sessions (nil: none).
 	Sessions *metrics.SessionsRun
 	// Endpoints is the per-endpoint breakdown (nil: one endpoint).
 	Endpoints *metrics.Endpoints
-	// Parts are the states of the run's parts (metrics.FinishParts).
-	Parts map[string]json.RawMessage
+	// Parts are the run's parts (metrics.NewParts), finished: each saves
+	// its own state.
+	Parts []metrics.Part
 }
 
 // NewMergeState encodes a run's state for its summary's merge_state: each
@@ -33,8 +30,7 @@ type RunState struct {
 // writes it at its end; Summaries writes the merged summary's the same
 // way, so a merged summary can be merged again.
 func NewMergeState(p RunState) (metrics.MergeState, error) {
-	st := metrics.MergeState{Version: metrics.MergeStateVersion, HistEncoding: metrics.HistEncoding, ElapsedNS: int64(p.Elapsed), Windows: p.Windows,
-		Parts: p.Parts}
+	st := metrics.MergeState{Version: metrics.MergeStateVersion, HistEncoding: metrics.HistEncoding, ElapsedNS: int64(p.Elapsed), Windows: p.Windows}
 	var err error
 	if st.Collector, err = p.Collector.State(); err != nil {
 		return st, err
@@ -61,20 +57,8 @@ func NewMergeState(p RunState) (metrics.MergeState, error) {
 			return st, fmt.Errorf("sessions: %w", err)
 		}
 	}
-	for k, l := range map[string]*metrics.LengthHist{"input": p.InputLengths, "output": p.OutputLengths} {
-		if l == nil {
-			continue
-		}
-		enc, err := l.State()
-		if err != nil {
-			return st, err
-		}
-		if enc != "" {
-			if st.Lengths == nil {
-				st.Lengths = map[string]string{}
-			}
-			st.Lengths[k] = enc
-		}
+	if err := metrics.SaveParts(p.Parts, &st); err != nil {
+		return st, err
 	}
 	return st, nil
 }

@@ -210,7 +210,7 @@ type agentsState struct {
 	List                                        []AgentConversation
 }
 
-// State implements Part: nil when a saw no agentic step.
+// State returns the part's state (merge_state.parts): nil when a saw no agentic step.
 func (a *Agents) State() (json.RawMessage, error) {
 	a.fold()
 	if a.Requests == 0 {
@@ -230,7 +230,7 @@ func (a *Agents) State() (json.RawMessage, error) {
 	return json.Marshal(st)
 }
 
-// MergeState implements Part.
+// MergeState adds a state State returned.
 func (a *Agents) MergeState(raw json.RawMessage) error {
 	var st agentsState
 	if err := json.Unmarshal(raw, &st); err != nil {
@@ -272,3 +272,9 @@ func (a *Agents) MergeState(raw json.RawMessage) error {
 	}
 	return nil
 }
+
+// Save implements Part: the state under merge_state.parts.
+func (a *Agents) Save(st *MergeState) error { return saveRaw(st, a.Key(), a.State) }
+
+// Load implements Part.
+func (a *Agents) Load(c *Copy) error { return loadRaw(c, a.Key(), a.MergeState) }

@@ -125,7 +125,7 @@ type answersState struct {
 	StructuredChecked, StructuredInvalid     int64
 }
 
-// State implements Part: nil when a saw nothing of its own.
+// State returns the part's state (merge_state.parts): nil when a saw nothing of its own.
 func (a *Answers) State() (json.RawMessage, error) {
 	if !a.seen() {
 		return nil, nil
@@ -144,7 +144,7 @@ func (a *Answers) State() (json.RawMessage, error) {
 	return json.Marshal(st)
 }
 
-// MergeState implements Part.
+// MergeState adds a state State returned.
 func (a *Answers) MergeState(raw json.RawMessage) error {
 	var st answersState
 	if err := json.Unmarshal(raw, &st); err != nil {
@@ -180,3 +180,9 @@ func (a *Answers) MergeState(raw json.RawMessage) error {
 	a.StructuredInvalid += st.StructuredInvalid
 	return nil
 }
+
+// Save implements Part: the state under merge_state.parts.
+func (a *Answers) Save(st *MergeState) error { return saveRaw(st, a.Key(), a.State) }
+
+// Load implements Part.
+func (a *Answers) Load(c *Copy) error { return loadRaw(c, a.Key(), a.MergeState) }

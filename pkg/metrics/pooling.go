@@ -97,7 +97,7 @@ type poolingState struct {
 	MinDims, MaxDims            int
 }
 
-// State implements Part: nil when p saw nothing.
+// State returns the part's state (merge_state.parts): nil when p saw nothing.
 func (p *Pooling) State() (json.RawMessage, error) {
 	if !p.seen {
 		return nil, nil
@@ -105,7 +105,7 @@ func (p *Pooling) State() (json.RawMessage, error) {
 	return json.Marshal(poolingState{Measure: p.Measure.String(), Completed: p.Completed, Inputs: p.Inputs, Returned: p.Returned, MinDims: p.MinDims, MaxDims: p.MaxDims})
 }
 
-// MergeState implements Part.
+// MergeState adds a state State returned.
 func (p *Pooling) MergeState(raw json.RawMessage) error {
 	var st poolingState
 	if err := json.Unmarshal(raw, &st); err != nil {
@@ -131,3 +131,9 @@ func (p *Pooling) MergeState(raw json.RawMessage) error {
 	p.MaxDims = max(p.MaxDims, st.MaxDims)
 	return nil
 }
+
+// Save implements Part: the state under merge_state.parts.
+func (p *Pooling) Save(st *MergeState) error { return saveRaw(st, p.Key(), p.State) }
+
+// Load implements Part.
+func (p *Pooling) Load(c *Copy) error { return loadRaw(c, p.Key(), p.MergeState) }

@@ -259,29 +259,11 @@ type SinkFunc func(*Sample)
 // Add implements Sink.
 func (f SinkFunc) Add(s *Sample) { f(s) }
 
-// Lengths keeps the prompt lengths of every request and the output lengths
-// of the successful ones, for the summary's length histograms.
-type Lengths struct {
-	In, Out *LengthHist
-}
-
-// NewLengths returns empty length distributions.
-func NewLengths() *Lengths { return &Lengths{In: NewLengthHist(), Out: NewLengthHist()} }
-
-// Add implements Sink.
-func (l *Lengths) Add(s *Sample) {
-	l.In.Record(s.InputLen)
-	if s.OK {
-		l.Out.Record(s.OutputTokens)
-	}
-}
-
 var (
 	_ Sink = (*Collector)(nil)
 	_ Sink = (*Groups)(nil)
 	_ Sink = (*WindowAcc)(nil)
 	_ Sink = (*Goodput)(nil)
 	_ Sink = (*Timeline)(nil)
-	_ Sink = (*Lengths)(nil)
 	_ Sink = Fanout(nil)
 )

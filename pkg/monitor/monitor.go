@@ -110,7 +110,6 @@ type Monitor struct {
 	win, live  *stream // live: nil without live lines
 	timeline   *metrics.Timeline
 	good       metrics.Goodput
-	lengths    *metrics.Lengths
 	lastServer *servermetrics.Sample
 
 	// The monitor goroutine's own state (then stop's).
@@ -156,7 +155,6 @@ func New(c Config) (*Monitor, error) {
 		c: c, total: c.Scheduled, span: c.Span,
 		slo: c.Goodput, cores: runtime.GOMAXPROCS(0),
 		timeline: metrics.NewTimeline(timelineWidth(c.Span), 256),
-		lengths:  metrics.NewLengths(),
 		quit:     make(chan struct{}), stopped: make(chan struct{}),
 	}
 	m.win = newStream(c.Window, m.closeWindow)
@@ -225,7 +223,7 @@ func (m *Monitor) Sinks() []metrics.Sink {
 	if m.live != nil {
 		watched = append(watched, m.live)
 	}
-	watched = append(watched, m.timeline, m.lengths)
+	watched = append(watched, m.timeline)
 	if m.slo.Set() {
 		watched = append(watched, &m.good)
 	}
@@ -498,7 +496,6 @@ func (m *Monitor) Annotate(sum *metrics.Summary, elapsed time.Duration) error {
 		m.good.Annotate(sum, elapsed)
 	}
 	sum.LatencyCDFs = m.col.CDFs()
-	sum.LengthHistograms = metrics.LengthHistograms(m.lengths.In, m.lengths.Out)
 	sum.ServerMetrics = m.server
 	return nil
 }
@@ -578,14 +575,13 @@ func (m *Monitor) MetricsAddr() net.Addr {
 }
 
 // FillRunState adds what the monitor kept for the merge state to p: the
-// closed windows' distributions, the length histograms and goodput. Call
+// closed windows' distributions and goodput. Call
 // it after Stop.
 func (m *Monitor) FillRunState(p *merge.RunState) error {
 	if m.stateErr != nil {
 		return m.stateErr
 	}
 	p.Windows = m.states
-	p.InputLengths, p.OutputLengths = m.lengths.In, m.lengths.Out
 	if m.slo.Set() {
 		p.Goodput = &m.good
 	}

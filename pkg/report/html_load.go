@@ -132,14 +132,13 @@ func ReadSummary(r io.Reader) (*metrics.Summary, int, error) {
 type RecordBuilder struct {
 	col      *metrics.Collector
 	timeline *metrics.Timeline
-	lengths  *metrics.Lengths
 	good     metrics.Goodput
 	sinks    metrics.Fanout
 	model    string
 	res      client.Result
 	sample   metrics.Sample
 	perTurn  *metrics.PerTurn // sessions' turns, by turn number
-	// parts are the metrics.Part accumulators (answers: reasoning, tools).
+	// parts are the metrics.Part accumulators (metrics.NewParts).
 	parts []metrics.Part
 	// endpoints is the breakdown by the records' endpoint field (nil
 	// until a record has one).
@@ -152,12 +151,11 @@ type RecordBuilder struct {
 func NewRecordBuilder(slo metrics.SLO) *RecordBuilder {
 	b := &RecordBuilder{
 		col: metrics.NewCollector(), timeline: metrics.NewTimeline(250*time.Millisecond, 256),
-		lengths: metrics.NewLengths(),
 	}
 	b.good.SLO = slo
 	b.perTurn = metrics.NewPerTurn()
-	b.sinks = metrics.Fanout{b.col, b.timeline, b.lengths, b.perTurn}
-	b.parts = metrics.NewParts()
+	b.sinks = metrics.Fanout{b.col, b.timeline, b.perTurn}
+	b.parts = metrics.NewParts(metrics.PartsConfig{SLO: slo})
 	for _, p := range b.parts {
 		b.sinks = append(b.sinks, p)
 	}
@@ -210,9 +208,7 @@ func (b *RecordBuilder) Data() (*Data, error) {
 	s := &metrics.Summary{Model: b.model}
 	dur := b.col.LastEnd
 	b.col.Summarize(s, dur)
-	if _, err := metrics.FinishParts(b.parts, s, dur); err != nil {
-		return nil, err
-	}
+	metrics.FinishParts(b.parts, s, dur)
 	s.Scheduled = b.col.Completed + b.col.Failed + b.col.Cancelled
 	b.annotate(s, dur)
 	if turns := b.perTurn.Turns(); len(turns) > 0 {
@@ -230,10 +226,9 @@ func (b *RecordBuilder) Data() (*Data, error) {
 	}, nil
 }
 
-// annotate adds the distributions (and goodput) of the records to s.
+// annotate adds the latency distributions (and goodput) of the records to s.
 func (b *RecordBuilder) annotate(s *metrics.Summary, dur time.Duration) {
 	s.LatencyCDFs = b.col.CDFs()
-	s.LengthHistograms = metrics.LengthHistograms(b.lengths.In, b.lengths.Out)
 	if b.good.SLO.Set() {
 		b.good.Annotate(s, dur)
 	}

@@ -199,7 +199,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		byEndpoint = metrics.NewEndpoints(cfg.Endpoints)
 		sinks = append(sinks, byEndpoint)
 	}
-	parts := metrics.NewParts()
+	parts := metrics.NewParts(metrics.PartsConfig{SLO: cfg.SLO, Breakdowns: wl.Breakdowns, Endpoints: cfg.Endpoints})
 	for _, p := range parts {
 		sinks = append(sinks, p)
 	}
@@ -249,10 +249,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	*sum = cfg.Summary
 	sum.StartedAt = start.UTC().Format(time.RFC3339Nano)
 	col.Summarize(sum, elapsed)
-	partStates, perr := metrics.FinishParts(parts, sum, elapsed)
-	if perr != nil {
-		log.Warnf("%v", perr)
-	}
+	metrics.FinishParts(parts, sum, elapsed)
 	var sessRun *metrics.SessionsRun
 	if sessions != nil {
 		sessRun = sessions.run(perTurn)
@@ -262,7 +259,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		func() error { return setBreakdowns(sum, groups, elapsed) },
 		func() error { return mon.Annotate(sum, elapsed) },
 		func() error { return setEndpoints(sum, byEndpoint, mon, elapsed) },
-		func() error { return setMergeState(sum, col, mon, elapsed, groups, sessRun, byEndpoint, partStates) },
+		func() error { return setMergeState(sum, col, mon, elapsed, groups, sessRun, byEndpoint, parts) },
 	}
 	for _, f := range annotate {
 		if err := f(); err != nil {

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -66,9 +65,9 @@ func waitForStart(ctx context.Context, startAt time.Time, log *Logger) (time.Tim
 
 // setMergeState adds the run's merge state to the summary — the collector,
 // the breakdowns the summary holds, the sessions, the endpoints, and the
-// monitor's windows, lengths and goodput — which `fineserve-gen merge`
+// monitor's windows and goodput, and the parts — which `fineserve-gen merge`
 // combines with other copies'.
-func setMergeState(sum *metrics.Summary, col *metrics.Collector, mon *monitor.Monitor, elapsed time.Duration, breakdowns []breakdown, sessions *metrics.SessionsRun, byEndpoint *metrics.Endpoints, parts map[string]json.RawMessage) error {
+func setMergeState(sum *metrics.Summary, col *metrics.Collector, mon *monitor.Monitor, elapsed time.Duration, breakdowns []breakdown, sessions *metrics.SessionsRun, byEndpoint *metrics.Endpoints, parts []metrics.Part) error {
 	groups := map[string]*metrics.Groups{}
 	for _, g := range breakdowns {
 		if sum.Breakdown(g.key) != nil { // only those the summary holds
