@@ -287,9 +287,7 @@ func (m *merger) merge() (*Result, error) {
 	groups := map[string]*metrics.Groups{}
 	var byEndpoint *metrics.Endpoints
 	endpointsAll := true
-	var good *metrics.Goodput
-	goodAll := true
-	parts := metrics.NewParts(metrics.PartsConfig{})
+	parts := metrics.NewParts(metrics.PartsConfig{SLO: metrics.NoSLO})
 	for _, r := range m.rs {
 		c, err := metrics.CollectorFromState(r.st.Collector)
 		if err != nil {
@@ -319,20 +317,6 @@ func (m *merger) merge() (*Result, error) {
 				byEndpoint = e
 			} else if err := byEndpoint.Merge(e); err != nil {
 				return nil, fmt.Errorf("%s: %s.endpoints: %w (copies of one run have the same --base-url list)", r.name, metrics.KeyMergeState, err)
-			}
-		}
-		if r.st.Goodput == nil {
-			goodAll = false
-		} else {
-			g, err := metrics.GoodputFromState(*r.st.Goodput)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %s: %w", r.name, metrics.KeyMergeState, err)
-			}
-			if good == nil {
-				good = g
-			} else {
-				good.Good += g.Good
-				good.All += g.All
 			}
 		}
 		if err := metrics.MergeParts(parts, &metrics.Copy{Name: r.name, Summary: r.s, State: &r.st, Offset: r.start.Sub(start), Warnf: m.warnf}); err != nil {
@@ -369,10 +353,10 @@ func (m *merger) merge() (*Result, error) {
 	}
 
 	run := RunState{Collector: col, Elapsed: dur, Groups: groups, Parts: parts}
-	metrics.FinishParts(parts, s, dur)
 	if err := m.mergeSessions(&run, s); err != nil {
 		return nil, err
 	}
+	metrics.FinishParts(parts, s, dur)
 
 	// Windows.
 	if m.haveWindows() {
@@ -432,14 +416,7 @@ func (m *merger) merge() (*Result, error) {
 		}
 	}
 
-	// metrics.Goodput, distributions, breakdowns.
-	switch {
-	case good != nil && goodAll:
-		run.Goodput = good
-		good.Annotate(s, dur)
-	case good != nil:
-		m.warnf("goodput is in some summaries only: it is left out of the merged summary")
-	}
+	// Distributions, breakdowns.
 	s.LatencyCDFs = col.CDFs()
 	for k, g := range groups {
 		if err := s.SetBreakdown(k, g.Summary(dur)); err != nil {

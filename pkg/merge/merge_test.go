@@ -133,7 +133,7 @@ func (p *runParts) summary(t testing.TB, shard metrics.ShardInfo, start time.Tim
 	s.LengthHistograms = map[string]*metrics.LengthBins{"input": p.in.Bins(40), "output": p.out.Bins(40)}
 	s.ScheduleHash, s.Shard, s.StartAt = hash, &shard, start.UTC().Format(time.RFC3339Nano)
 	st, err := NewMergeState(RunState{Collector: p.col, Elapsed: elapsed, Windows: wst,
-		Groups: map[string]*metrics.Groups{"per_model": p.models}, Goodput: &p.good, Parts: []metrics.Part{&metrics.Lengths{In: p.in, Out: p.out}}})
+		Groups: map[string]*metrics.Groups{"per_model": p.models}, Parts: []metrics.Part{&metrics.Lengths{In: p.in, Out: p.out}, &p.good}})
 	must(t, err)
 	s.MergeState = &st
 	return roundTrip(t, s)

@@ -8,14 +8,13 @@ import (
 )
 
 // RunState is what a run hands to NewMergeState: its collector and length,
-// the states of its closed windows, its breakdowns by summary key, its
-// goodput (nil without --goodput) and its parts.
+// the states of its closed windows, its breakdowns by summary key and its
+// parts.
 type RunState struct {
 	Collector *metrics.Collector
 	Elapsed   time.Duration
 	Windows   []metrics.WindowState
 	Groups    map[string]*metrics.Groups
-	Goodput   *metrics.Goodput
 	// Sessions are the run's multi-turn sessions (nil: none).
 	Sessions *metrics.SessionsRun
 	// Endpoints is the per-endpoint breakdown (nil: one endpoint).
@@ -47,10 +46,6 @@ func NewMergeState(p RunState) (metrics.MergeState, error) {
 		if st.Endpoints, err = p.Endpoints.State(); err != nil {
 			return st, fmt.Errorf("endpoints: %w", err)
 		}
-	}
-	if p.Goodput != nil {
-		gs := p.Goodput.State()
-		st.Goodput = &gs
 	}
 	if p.Sessions != nil {
 		if st.Sessions, err = p.Sessions.State(); err != nil {

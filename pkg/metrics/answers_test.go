@@ -82,7 +82,7 @@ func TestAnswersMergeExactly(t *testing.T) {
 		}
 		part.Add(&s)
 	}
-	merged := NewParts(PartsConfig{})
+	merged := NewParts(PartsConfig{SLO: NoSLO})
 	for _, p := range []*Answers{x, y} {
 		var st MergeState
 		if err := SaveParts([]Part{p}, &st); err != nil {
@@ -102,10 +102,10 @@ func TestAnswersMergeExactly(t *testing.T) {
 		t.Errorf("merged\n%s\nwant\n%s", gb, wb)
 	}
 	bad := map[string]json.RawMessage{"answers": json.RawMessage(`{"ToolCalls":1,"ToolArgsInvalid":2,"ttfo":{"count":0},"tool_call_ttft":{"count":0}}`)}
-	if err := MergeParts(NewParts(PartsConfig{}), &Copy{State: &MergeState{Parts: bad}}); err == nil {
+	if err := MergeParts(NewParts(PartsConfig{SLO: NoSLO}), &Copy{State: &MergeState{Parts: bad}}); err == nil {
 		t.Error("a state with more invalid tool calls than calls was merged")
 	}
-	if err := MergeParts(NewParts(PartsConfig{}), &Copy{State: &MergeState{Parts: map[string]json.RawMessage{"future": nil}}}); err == nil {
+	if err := MergeParts(NewParts(PartsConfig{SLO: NoSLO}), &Copy{State: &MergeState{Parts: map[string]json.RawMessage{"future": nil}}}); err == nil {
 		t.Error("an unknown part was merged")
 	}
 }

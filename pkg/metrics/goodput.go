@@ -119,12 +119,27 @@ func (s SLO) Met(r *client.Result) bool {
 
 func msOf(d time.Duration) float64 { return float64(d) / 1e6 }
 
+// KeyGoodputPart names the Goodput part (its state is merge_state.goodput).
+const KeyGoodputPart = "goodput"
+
 // Goodput counts the requests that met an SLO among those that finished.
+// It is a Part: a run with --goodput, or a merge of copies that all had
+// it, writes the summary's goodput keys and merge_state.goodput.
 type Goodput struct {
 	SLO  SLO
 	Good int64 // requests that met every target
 	All  int64 // requests that finished, successful or not (not the cancelled ones)
+	// loaded: a copy's state was merged in (a merge); missing: a copy had
+	// none, warned about with warnf when finishing.
+	loaded, missing bool
+	warnf           func(format string, a ...any)
 }
+
+var _ Part = (*Goodput)(nil)
+
+// NewGoodput returns an empty Goodput of the targets slo (NoSLO: none,
+// nothing is written unless copies' states are merged in).
+func NewGoodput(slo SLO) *Goodput { return &Goodput{SLO: slo} }
 
 // Add counts s, good when it met the SLO (Sample.Good: s must be derived
 // with g.SLO). A cancelled request does not count: it neither met nor
@@ -156,4 +171,52 @@ func (g *Goodput) Annotate(s *Summary, dur time.Duration) {
 		rate = float64(g.Good) / secs
 	}
 	s.Goodput = &GoodputSummary{Rate: rate, Share: g.Share(), Requests: g.Good, SLO: g.SLO.Targets()}
+}
+
+// on reports whether g writes its figures: a run with targets, or a merge
+// of copies that all had goodput.
+func (g *Goodput) on() bool { return (g.SLO.Set() || g.loaded) && !g.missing }
+
+// Key implements Part.
+func (g *Goodput) Key() string { return KeyGoodputPart }
+
+// Finish implements Part: Annotate, when g is on; a merge of copies only
+// some of which had goodput warns instead.
+func (g *Goodput) Finish(s *Summary, elapsed time.Duration) {
+	if g.loaded && g.missing && g.warnf != nil {
+		g.warnf("goodput is in some summaries only: it is left out of the merged summary")
+	}
+	if g.on() {
+		g.Annotate(s, elapsed)
+	}
+}
+
+// Save implements Part.
+func (g *Goodput) Save(st *MergeState) error {
+	if g.on() {
+		gs := g.State()
+		st.Goodput = &gs
+	}
+	return nil
+}
+
+// Load implements Part: the first copy's targets are kept (merge warns
+// when the copies' differ).
+func (g *Goodput) Load(c *Copy) error {
+	g.warnf = c.Warnf
+	if c.State.Goodput == nil {
+		g.missing = true
+		return nil
+	}
+	o, err := GoodputFromState(*c.State.Goodput)
+	if err != nil {
+		return fmt.Errorf("%s: %w", KeyMergeState, err)
+	}
+	if !g.loaded {
+		g.SLO = o.SLO
+	}
+	g.loaded = true
+	g.Good += o.Good
+	g.All += o.All
+	return nil
 }

@@ -55,10 +55,10 @@ type PartsConfig struct {
 }
 
 // NewParts returns a fresh set of every Part a run keeps: the registry.
-// The zero PartsConfig is a merge's: its parts take what the copies'
-// states hold.
+// A merge's parts are NewParts(PartsConfig{SLO: NoSLO}): they take what
+// the copies' states hold.
 func NewParts(c PartsConfig) []Part {
-	return []Part{NewAnswers(), NewAgents(), NewPooling(), NewHTTPPhases(), NewLengths()}
+	return []Part{NewAnswers(), NewAgents(), NewPooling(), NewHTTPPhases(), NewLengths(), NewGoodput(c.SLO)}
 }
 
 // FinishParts finishes each part into s.

@@ -54,7 +54,7 @@ func TestPartsMergeOfShardsIsOneRun(t *testing.T) {
 	const elapsed = 2 * time.Second
 	var want Summary
 	FinishParts(whole, &want, elapsed)
-	merged := NewParts(PartsConfig{})
+	merged := NewParts(PartsConfig{SLO: NoSLO})
 	for i, parts := range shards {
 		var s Summary
 		FinishParts(parts, &s, elapsed)

@@ -109,7 +109,6 @@ type Monitor struct {
 	mu         sync.Mutex
 	win, live  *stream // live: nil without live lines
 	timeline   *metrics.Timeline
-	good       metrics.Goodput
 	lastServer *servermetrics.Sample
 
 	// The monitor goroutine's own state (then stop's).
@@ -161,7 +160,6 @@ func New(c Config) (*Monitor, error) {
 	if c.ReportInterval > 0 {
 		m.live = newStream(c.ReportInterval, m.closeLive)
 	}
-	m.good.SLO = m.slo
 	m.check = metrics.SaturationCheck{
 		MaxConcurrency: c.MaxConcurrency, Cores: m.cores, AllAtOnce: c.AllAtOnce,
 	}
@@ -224,9 +222,6 @@ func (m *Monitor) Sinks() []metrics.Sink {
 		watched = append(watched, m.live)
 	}
 	watched = append(watched, m.timeline)
-	if m.slo.Set() {
-		watched = append(watched, &m.good)
-	}
 	out := []metrics.Sink{locked{&m.mu, watched}}
 	if m.prom != nil {
 		out = append(out, m.prom)
@@ -492,9 +487,6 @@ func (m *Monitor) Annotate(sum *metrics.Summary, elapsed time.Duration) error {
 		share := cpu.Seconds() / (elapsed.Seconds() * float64(m.cores))
 		sum.ClientCPU = &share
 	}
-	if m.slo.Set() {
-		m.good.Annotate(sum, elapsed)
-	}
 	sum.LatencyCDFs = m.col.CDFs()
 	sum.ServerMetrics = m.server
 	return nil
@@ -575,15 +567,12 @@ func (m *Monitor) MetricsAddr() net.Addr {
 }
 
 // FillRunState adds what the monitor kept for the merge state to p: the
-// closed windows' distributions and goodput. Call
+// closed windows' distributions. Call
 // it after Stop.
 func (m *Monitor) FillRunState(p *merge.RunState) error {
 	if m.stateErr != nil {
 		return m.stateErr
 	}
 	p.Windows = m.states
-	if m.slo.Set() {
-		p.Goodput = &m.good
-	}
 	return nil
 }

@@ -59,6 +59,7 @@ type testRun struct {
 	col        *metrics.Collector
 	done       atomic.Int64
 	slo        metrics.SLO
+	good       *metrics.Goodput // the run's goodput part, beside the monitor
 	dispatched func()
 }
 
@@ -67,7 +68,7 @@ type testRun struct {
 // set, stands for the dispatcher's Behind (offsets from the run's start).
 func startRun(t *testing.T, c Config, sched arrival.Schedule, inFlight int64, behind func(time.Duration) time.Duration) *testRun {
 	t.Helper()
-	r := &testRun{col: metrics.NewCollector(), slo: c.Goodput}
+	r := &testRun{col: metrics.NewCollector(), slo: c.Goodput, good: metrics.NewGoodput(c.Goodput)}
 	c.Err, c.Log = &r.errb, &logger{w: &r.errb}
 	m, err := New(withStats(c, sched))
 	if err != nil {
@@ -84,12 +85,13 @@ func startRun(t *testing.T, c Config, sched arrival.Schedule, inFlight int64, be
 	return r
 }
 
-// finish hands a finished request to the collector and the monitor's
-// sinks, as a run's collect does.
+// finish hands a finished request to the collector, the goodput part and
+// the monitor's sinks, as a run's collect does.
 func (r *testRun) finish(res *client.Result) {
 	var s metrics.Sample
 	s.From(res, r.slo)
 	r.col.Add(&s)
+	r.good.Add(&s)
 	for _, k := range r.m.Sinks() {
 		k.Add(&s)
 	}
@@ -107,6 +109,7 @@ func (r *testRun) stop(t *testing.T) metrics.Summary {
 	if err := r.m.Annotate(&sum, end); err != nil {
 		t.Fatal(err)
 	}
+	r.good.Finish(&sum, end)
 	return sum
 }
 

@@ -132,7 +132,7 @@ func ReadSummary(r io.Reader) (*metrics.Summary, int, error) {
 type RecordBuilder struct {
 	col      *metrics.Collector
 	timeline *metrics.Timeline
-	good     metrics.Goodput
+	slo      metrics.SLO
 	sinks    metrics.Fanout
 	model    string
 	res      client.Result
@@ -152,15 +152,12 @@ func NewRecordBuilder(slo metrics.SLO) *RecordBuilder {
 	b := &RecordBuilder{
 		col: metrics.NewCollector(), timeline: metrics.NewTimeline(250*time.Millisecond, 256),
 	}
-	b.good.SLO = slo
+	b.slo = slo
 	b.perTurn = metrics.NewPerTurn()
 	b.sinks = metrics.Fanout{b.col, b.timeline, b.perTurn}
 	b.parts = metrics.NewParts(metrics.PartsConfig{SLO: slo})
 	for _, p := range b.parts {
 		b.sinks = append(b.sinks, p)
-	}
-	if slo.Set() {
-		b.sinks = append(b.sinks, &b.good)
 	}
 	b.res.TokenTimes = make([]time.Duration, 0, 256)
 	return b
@@ -178,7 +175,7 @@ func (b *RecordBuilder) AddLine(line []byte) error {
 	if b.model == "" {
 		b.model = b.res.Model
 	}
-	b.sample.From(&b.res, b.good.SLO)
+	b.sample.From(&b.res, b.slo)
 	if e := b.sample.Endpoint; e >= 0 {
 		if e >= MaxRecordEndpoints {
 			return fmt.Errorf("endpoint %d: records of at most %d endpoints are read", e, MaxRecordEndpoints)
@@ -226,12 +223,9 @@ func (b *RecordBuilder) Data() (*Data, error) {
 	}, nil
 }
 
-// annotate adds the latency distributions (and goodput) of the records to s.
+// annotate adds the latency distributions of the records to s.
 func (b *RecordBuilder) annotate(s *metrics.Summary, dur time.Duration) {
 	s.LatencyCDFs = b.col.CDFs()
-	if b.good.SLO.Set() {
-		b.good.Annotate(s, dur)
-	}
 }
 
 // FromRecords streams per-request JSONL records from r and returns the
