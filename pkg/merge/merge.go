@@ -284,7 +284,6 @@ func (m *merger) merge() (*Result, error) {
 	dur := end.Sub(start)
 
 	col := metrics.NewCollector()
-	groups := map[string]*metrics.Groups{}
 	var byEndpoint *metrics.Endpoints
 	endpointsAll := true
 	parts := metrics.NewParts(metrics.PartsConfig{SLO: metrics.NoSLO})
@@ -295,17 +294,6 @@ func (m *merger) merge() (*Result, error) {
 		}
 		c.Shift(r.start.Sub(start))
 		col.Merge(c)
-		for _, k := range slices.Sorted(maps.Keys(r.st.Groups)) {
-			g, err := metrics.GroupsFromState(r.st.Groups[k])
-			if err != nil {
-				return nil, fmt.Errorf("%s: %s.groups.%s: %w", r.name, metrics.KeyMergeState, k, err)
-			}
-			if groups[k] == nil {
-				groups[k] = g
-			} else {
-				groups[k].Merge(g)
-			}
-		}
 		if r.st.Endpoints == nil {
 			endpointsAll = false
 		} else {
@@ -352,7 +340,7 @@ func (m *merger) merge() (*Result, error) {
 		m.notef("max_concurrency and max_in_flight are the sums of the copies' (an upper bound of the requests in flight at once)")
 	}
 
-	run := RunState{Collector: col, Elapsed: dur, Groups: groups, Parts: parts}
+	run := RunState{Collector: col, Elapsed: dur, Parts: parts}
 	if err := m.mergeSessions(&run, s); err != nil {
 		return nil, err
 	}
@@ -416,13 +404,8 @@ func (m *merger) merge() (*Result, error) {
 		}
 	}
 
-	// Distributions, breakdowns.
+	// Distributions.
 	s.LatencyCDFs = col.CDFs()
-	for k, g := range groups {
-		if err := s.SetBreakdown(k, g.Summary(dur)); err != nil {
-			return nil, err
-		}
-	}
 	switch {
 	case byEndpoint != nil && endpointsAll:
 		run.Endpoints = byEndpoint
@@ -441,7 +424,7 @@ func (m *merger) merge() (*Result, error) {
 	copied := map[string]string{}
 	for _, r := range m.rs {
 		for _, k := range metrics.BreakdownKeys {
-			if r.s.Breakdown(k) != nil && groups[k] == nil && copied[k] == "" {
+			if r.s.Breakdown(k) != nil && s.Breakdown(k) == nil && copied[k] == "" {
 				m.warnf("%s: %s has no merge state: it is left out of the merged summary", r.name, k)
 				copied[k] = "-"
 			}

@@ -54,7 +54,7 @@ func fakeResults(seed uint64, n int, span time.Duration) []client.Result {
 // runParts accumulates results as a run does, with windows of width w.
 type runParts struct {
 	col      *metrics.Collector
-	models   *metrics.Groups
+	models   *metrics.Breakdown
 	good     metrics.Goodput
 	in, out  *metrics.LengthHist
 	windows  map[int]*metrics.WindowAcc
@@ -66,7 +66,7 @@ type runParts struct {
 
 func newRunParts(w time.Duration, slo metrics.SLO) *runParts {
 	p := &runParts{
-		col: metrics.NewCollector(), models: metrics.NewGroups(func(s *metrics.Sample) string { return s.Model }),
+		col: metrics.NewCollector(), models: metrics.NewBreakdown(metrics.KeyPerModel),
 		in: metrics.NewLengthHist(), out: metrics.NewLengthHist(), windows: map[int]*metrics.WindowAcc{}, width: w, offered: map[int]int64{},
 	}
 	p.good.SLO = slo
@@ -133,7 +133,7 @@ func (p *runParts) summary(t testing.TB, shard metrics.ShardInfo, start time.Tim
 	s.LengthHistograms = map[string]*metrics.LengthBins{"input": p.in.Bins(40), "output": p.out.Bins(40)}
 	s.ScheduleHash, s.Shard, s.StartAt = hash, &shard, start.UTC().Format(time.RFC3339Nano)
 	st, err := NewMergeState(RunState{Collector: p.col, Elapsed: elapsed, Windows: wst,
-		Groups: map[string]*metrics.Groups{"per_model": p.models}, Parts: []metrics.Part{&metrics.Lengths{In: p.in, Out: p.out}, &p.good}})
+		Parts: []metrics.Part{&metrics.Lengths{In: p.in, Out: p.out}, &p.good, p.models}})
 	must(t, err)
 	s.MergeState = &st
 	return roundTrip(t, s)

@@ -8,13 +8,11 @@ import (
 )
 
 // RunState is what a run hands to NewMergeState: its collector and length,
-// the states of its closed windows, its breakdowns by summary key and its
-// parts.
+// the states of its closed windows and its parts.
 type RunState struct {
 	Collector *metrics.Collector
 	Elapsed   time.Duration
 	Windows   []metrics.WindowState
-	Groups    map[string]*metrics.Groups
 	// Sessions are the run's multi-turn sessions (nil: none).
 	Sessions *metrics.SessionsRun
 	// Endpoints is the per-endpoint breakdown (nil: one endpoint).
@@ -33,14 +31,6 @@ func NewMergeState(p RunState) (metrics.MergeState, error) {
 	var err error
 	if st.Collector, err = p.Collector.State(); err != nil {
 		return st, err
-	}
-	for k, g := range p.Groups {
-		if st.Groups == nil {
-			st.Groups = map[string]map[string]metrics.GroupState{}
-		}
-		if st.Groups[k], err = g.State(); err != nil {
-			return st, fmt.Errorf("%s: %w", k, err)
-		}
 	}
 	if p.Endpoints != nil {
 		if st.Endpoints, err = p.Endpoints.State(); err != nil {

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -190,5 +191,77 @@ func (g *GroupSummary) UnmarshalJSON(b []byte) error {
 	_, hasTTFT := keys["mean_ttft_ms"]
 	p.NoTokens = !hasTTFT
 	*g = GroupSummary(p)
+	return nil
+}
+
+// Breakdown is one of the summary's breakdowns (KeyPerKind: by request
+// kind, KeyPerModel: by served model) as a Part: its state is
+// merge_state.groups[Key()]. Without Groups (a run that does not call for
+// it, or a merge until a copy's state holds it) it writes nothing.
+type Breakdown struct {
+	key string
+	*Groups
+}
+
+var _ Part = (*Breakdown)(nil)
+
+// NewBreakdown returns the empty breakdown key (one of BreakdownKeys).
+func NewBreakdown(key string) *Breakdown {
+	group := func(s *Sample) string { return s.Model }
+	if key == KeyPerKind {
+		group = func(s *Sample) string { return s.Kind }
+	}
+	return &Breakdown{key: key, Groups: NewGroups(group)}
+}
+
+// Key implements Part: the breakdown's summary key.
+func (b *Breakdown) Key() string { return b.key }
+
+// Add implements Sink.
+func (b *Breakdown) Add(s *Sample) {
+	if b.Groups != nil {
+		b.Groups.Add(s)
+	}
+}
+
+// Finish implements Part.
+func (b *Breakdown) Finish(s *Summary, elapsed time.Duration) {
+	if b.Groups != nil {
+		_ = s.SetBreakdown(b.key, b.Summary(elapsed)) // b.key is one of BreakdownKeys
+	}
+}
+
+// Save implements Part.
+func (b *Breakdown) Save(st *MergeState) error {
+	if b.Groups == nil {
+		return nil
+	}
+	gs, err := b.State()
+	if err != nil {
+		return err
+	}
+	if st.Groups == nil {
+		st.Groups = map[string]map[string]GroupState{}
+	}
+	st.Groups[b.key] = gs
+	return nil
+}
+
+// Load implements Part.
+func (b *Breakdown) Load(c *Copy) error {
+	gs, ok := c.State.Groups[b.key]
+	if !ok {
+		return nil
+	}
+	c.mark("groups." + b.key)
+	g, err := GroupsFromState(gs)
+	if err != nil {
+		return fmt.Errorf("%s.groups.%s: %w", KeyMergeState, b.key, err)
+	}
+	if b.Groups == nil {
+		b.Groups = g
+	} else {
+		b.Merge(g)
+	}
 	return nil
 }

@@ -40,8 +40,8 @@ type Copy struct {
 	// Warnf notes what the copies disagree on (the merged summary's
 	// merge_warnings); a part may keep it to warn when it finishes.
 	Warnf func(format string, a ...any)
-	// read are the keys of State.Parts a part took (MergeParts refuses
-	// the others).
+	// read are the places in State a part took by key ("parts.answers",
+	// "groups.per_kind"): MergeParts refuses the others.
 	read map[string]bool
 }
 
@@ -58,7 +58,15 @@ type PartsConfig struct {
 // A merge's parts are NewParts(PartsConfig{SLO: NoSLO}): they take what
 // the copies' states hold.
 func NewParts(c PartsConfig) []Part {
-	return []Part{NewAnswers(), NewAgents(), NewPooling(), NewHTTPPhases(), NewLengths(), NewGoodput(c.SLO)}
+	parts := []Part{NewAnswers(), NewAgents(), NewPooling(), NewHTTPPhases(), NewLengths(), NewGoodput(c.SLO)}
+	for _, k := range BreakdownKeys {
+		b := NewBreakdown(k)
+		if !slices.Contains(c.Breakdowns, k) {
+			b.Groups = nil // off: a merge's, until a copy has it
+		}
+		parts = append(parts, b)
+	}
+	return parts
 }
 
 // FinishParts finishes each part into s.
@@ -96,12 +104,24 @@ func MergeParts(parts []Part, c *Copy) error {
 			return fmt.Errorf("%s: %w", c.Name, err)
 		}
 	}
-	for _, k := range sortedKeys(c.State.Parts) {
-		if !c.read[k] {
-			return fmt.Errorf("%s: %s.parts.%s: unknown (a summary of a newer fineserve-gen?)", c.Name, KeyMergeState, k)
+	for _, keyed := range []struct {
+		place string
+		keys  []string
+	}{{"parts", sortedKeys(c.State.Parts)}, {"groups", sortedKeys(c.State.Groups)}} {
+		for _, k := range keyed.keys {
+			if !c.read[keyed.place+"."+k] {
+				return fmt.Errorf("%s: %s.%s.%s: unknown (a summary of a newer fineserve-gen?)", c.Name, KeyMergeState, keyed.place, k)
+			}
 		}
 	}
 	return nil
+}
+
+// mark notes that a part took the place key of c.State.
+func (c *Copy) mark(key string) {
+	if c.read != nil {
+		c.read[key] = true
+	}
 }
 
 // PartOf returns the part of type T in parts.
@@ -134,9 +154,7 @@ func loadRaw(c *Copy, key string, merge func(json.RawMessage) error) error {
 	if !ok {
 		return nil
 	}
-	if c.read != nil {
-		c.read[key] = true
-	}
+	c.mark("parts." + key)
 	if err := merge(raw); err != nil {
 		return fmt.Errorf("%s.parts.%s: %w", KeyMergeState, key, err)
 	}

@@ -182,12 +182,9 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	col := metrics.NewCollector()
 	// The fan-out: collect derives every finished request's Sample once
 	// and hands it to each of these, in this order: the collector, the
-	// breakdowns, the monitor's consumers and the records file.
-	groups := breakdowns(wl)
+	// monitor's consumers, the per-turn figures, the endpoints, the parts
+	// and the records file.
 	sinks := []metrics.Sink{col}
-	for _, g := range groups {
-		sinks = append(sinks, g.Groups)
-	}
 	sinks = append(sinks, mon.Sinks()...)
 	var perTurn *metrics.PerTurn
 	if wl.Sessions != nil {
@@ -256,10 +253,9 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		sessRun.Set(sum)
 	}
 	annotate := []func() error{
-		func() error { return setBreakdowns(sum, groups, elapsed) },
 		func() error { return mon.Annotate(sum, elapsed) },
 		func() error { return setEndpoints(sum, byEndpoint, mon, elapsed) },
-		func() error { return setMergeState(sum, col, mon, elapsed, groups, sessRun, byEndpoint, parts) },
+		func() error { return setMergeState(sum, col, mon, elapsed, sessRun, byEndpoint, parts) },
 	}
 	for _, f := range annotate {
 		if err := f(); err != nil {
@@ -647,33 +643,4 @@ func imagesAsked(a *arrival.Arrival) int {
 		return a.Gen.Images
 	}
 	return 1
-}
-
-// breakdown is one of the summary's breakdowns (per_kind, per_model) and
-// its accumulator.
-type breakdown struct {
-	key string
-	*metrics.Groups
-}
-
-// breakdowns returns the accumulators of the breakdowns wl calls for.
-func breakdowns(wl *workload.Workload) []breakdown {
-	var out []breakdown
-	for _, key := range wl.Breakdowns {
-		group := func(s *metrics.Sample) string { return s.Model }
-		if key == workload.BreakdownKind {
-			group = func(s *metrics.Sample) string { return s.Kind }
-		}
-		out = append(out, breakdown{key, metrics.NewGroups(group)})
-	}
-	return out
-}
-
-// setBreakdowns adds the breakdowns to the summary.
-func setBreakdowns(sum *metrics.Summary, groups []breakdown, elapsed time.Duration) error {
-	var errs []error
-	for _, g := range groups {
-		errs = append(errs, sum.SetBreakdown(g.key, g.Summary(elapsed)))
-	}
-	return errors.Join(errs...)
 }
