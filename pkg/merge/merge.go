@@ -284,8 +284,6 @@ func (m *merger) merge() (*Result, error) {
 	dur := end.Sub(start)
 
 	col := metrics.NewCollector()
-	var byEndpoint *metrics.Endpoints
-	endpointsAll := true
 	parts := metrics.NewParts(metrics.PartsConfig{SLO: metrics.NoSLO})
 	for _, r := range m.rs {
 		c, err := metrics.CollectorFromState(r.st.Collector)
@@ -294,19 +292,6 @@ func (m *merger) merge() (*Result, error) {
 		}
 		c.Shift(r.start.Sub(start))
 		col.Merge(c)
-		if r.st.Endpoints == nil {
-			endpointsAll = false
-		} else {
-			e, err := metrics.EndpointsFromState(r.st.Endpoints)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %s.endpoints: %w", r.name, metrics.KeyMergeState, err)
-			}
-			if byEndpoint == nil {
-				byEndpoint = e
-			} else if err := byEndpoint.Merge(e); err != nil {
-				return nil, fmt.Errorf("%s: %s.endpoints: %w (copies of one run have the same --base-url list)", r.name, metrics.KeyMergeState, err)
-			}
-		}
 		if err := metrics.MergeParts(parts, &metrics.Copy{Name: r.name, Summary: r.s, State: &r.st, Offset: r.start.Sub(start), Warnf: m.warnf}); err != nil {
 			return nil, err
 		}
@@ -406,14 +391,7 @@ func (m *merger) merge() (*Result, error) {
 
 	// Distributions.
 	s.LatencyCDFs = col.CDFs()
-	switch {
-	case byEndpoint != nil && endpointsAll:
-		run.Endpoints = byEndpoint
-		s.Endpoints = byEndpoint.Summary(dur)
-		m.mergeEndpointServers(s)
-	case byEndpoint != nil:
-		m.warnf("%s is in some summaries only: it is left out of the merged summary", metrics.KeyEndpoints)
-	}
+	m.mergeEndpointServers(s)
 	st, err := NewMergeState(run)
 	if err != nil {
 		return nil, err

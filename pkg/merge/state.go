@@ -15,8 +15,6 @@ type RunState struct {
 	Windows   []metrics.WindowState
 	// Sessions are the run's multi-turn sessions (nil: none).
 	Sessions *metrics.SessionsRun
-	// Endpoints is the per-endpoint breakdown (nil: one endpoint).
-	Endpoints *metrics.Endpoints
 	// Parts are the run's parts (metrics.NewParts), finished: each saves
 	// its own state.
 	Parts []metrics.Part
@@ -31,11 +29,6 @@ func NewMergeState(p RunState) (metrics.MergeState, error) {
 	var err error
 	if st.Collector, err = p.Collector.State(); err != nil {
 		return st, err
-	}
-	if p.Endpoints != nil {
-		if st.Endpoints, err = p.Endpoints.State(); err != nil {
-			return st, fmt.Errorf("endpoints: %w", err)
-		}
 	}
 	if p.Sessions != nil {
 		if st.Sessions, err = p.Sessions.State(); err != nil {

@@ -22,12 +22,23 @@ type Endpoints struct {
 	// cancelled counts the requests the client cut (--cancel-share):
 	// neither completed nor failed, so not in the groups.
 	cancelled []int64
+	// on: the breakdown is written (a run with several endpoints, records
+	// that name theirs: Grow, a merge of copies that all had it); loaded:
+	// a copy's state was merged in; missing: a copy had none, warned about
+	// with warnf when finishing.
+	on, loaded, missing bool
+	warnf               func(format string, a ...any)
 }
 
+var _ Part = (*Endpoints)(nil)
+
 // NewEndpoints returns the empty breakdown of the endpoints at urls
-// (credentials already stripped: the summary writes them).
+// (credentials already stripped: the summary writes them; nil: one
+// endpoint, nothing written unless Grow or a merge adds some). It is a
+// Part: its state is merge_state.endpoints.
 func NewEndpoints(urls []string) *Endpoints {
-	e := &Endpoints{urls: urls, groups: NewGroups(endpointKey), errs: make([]map[string]int64, len(urls)), cancelled: make([]int64, len(urls))}
+	e := &Endpoints{urls: urls, groups: NewGroups(endpointKey), errs: make([]map[string]int64, len(urls)), cancelled: make([]int64, len(urls)),
+		on: urls != nil}
 	for i := range e.errs {
 		e.errs[i] = map[string]int64{}
 	}
@@ -58,6 +69,7 @@ var _ Sink = (*Endpoints)(nil)
 // adds have no URL (records read back carry an endpoint's index, not its
 // URL).
 func (e *Endpoints) Grow(n int) {
+	e.on = true
 	for len(e.urls) < n {
 		e.urls = append(e.urls, "")
 		e.errs = append(e.errs, map[string]int64{})
@@ -208,4 +220,51 @@ func EndpointsFromState(st []EndpointState) (*Endpoints, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// Key implements Part.
+func (e *Endpoints) Key() string { return KeyEndpoints }
+
+// Finish implements Part: the summary's endpoints, without their server
+// metrics (the run's, or a merge's, to add); a merge of copies only some of
+// which had them warns instead.
+func (e *Endpoints) Finish(s *Summary, elapsed time.Duration) {
+	if e.loaded && e.missing && e.warnf != nil {
+		e.warnf("%s is in some summaries only: it is left out of the merged summary", KeyEndpoints)
+	}
+	if e.on && !e.missing {
+		s.Endpoints = e.Summary(elapsed)
+	}
+}
+
+// Save implements Part.
+func (e *Endpoints) Save(st *MergeState) error {
+	if !e.on || e.missing {
+		return nil
+	}
+	var err error
+	st.Endpoints, err = e.State()
+	return err
+}
+
+// Load implements Part: the copies of one run list the same endpoints.
+func (e *Endpoints) Load(c *Copy) error {
+	e.warnf = c.Warnf
+	if c.State.Endpoints == nil {
+		e.missing = true
+		return nil
+	}
+	o, err := EndpointsFromState(c.State.Endpoints)
+	if err != nil {
+		return fmt.Errorf("%s.endpoints: %w", KeyMergeState, err)
+	}
+	if !e.loaded {
+		e.urls, e.groups, e.errs, e.cancelled = o.urls, o.groups, o.errs, o.cancelled
+		e.on, e.loaded = true, true
+		return nil
+	}
+	if err := e.Merge(o); err != nil {
+		return fmt.Errorf("%s.endpoints: %w (copies of one run have the same --base-url list)", KeyMergeState, err)
+	}
+	return nil
 }

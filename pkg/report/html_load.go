@@ -140,8 +140,10 @@ type RecordBuilder struct {
 	perTurn  *metrics.PerTurn // sessions' turns, by turn number
 	// parts are the metrics.Part accumulators (metrics.NewParts).
 	parts []metrics.Part
-	// endpoints is the breakdown by the records' endpoint field (nil
-	// until a record has one).
+	// endpoints is the parts' breakdown by the records' endpoint field
+	// (written once a record has one: Grow). The records hold each
+	// endpoint's index: its URL is in the run's summary (--summary), whose
+	// endpoints section wins.
 	endpoints *metrics.Endpoints
 	parser    fastjson.Parser
 	n         int64
@@ -156,6 +158,7 @@ func NewRecordBuilder(slo metrics.SLO) *RecordBuilder {
 	b.perTurn = metrics.NewPerTurn()
 	b.sinks = metrics.Fanout{b.col, b.timeline, b.perTurn}
 	b.parts = metrics.NewParts(metrics.PartsConfig{SLO: slo})
+	b.endpoints, _ = metrics.PartOf[*metrics.Endpoints](b.parts)
 	for _, p := range b.parts {
 		b.sinks = append(b.sinks, p)
 	}
@@ -179,10 +182,6 @@ func (b *RecordBuilder) AddLine(line []byte) error {
 	if e := b.sample.Endpoint; e >= 0 {
 		if e >= MaxRecordEndpoints {
 			return fmt.Errorf("endpoint %d: records of at most %d endpoints are read", e, MaxRecordEndpoints)
-		}
-		if b.endpoints == nil {
-			b.endpoints = metrics.NewEndpoints(nil)
-			b.sinks = append(b.sinks, b.endpoints)
 		}
 		b.endpoints.Grow(e + 1)
 	}
@@ -210,11 +209,6 @@ func (b *RecordBuilder) Data() (*Data, error) {
 	b.annotate(s, dur)
 	if turns := b.perTurn.Turns(); len(turns) > 0 {
 		s.PerTurn = turns
-	}
-	if b.endpoints != nil {
-		// The records hold each endpoint's index: its URL is in the
-		// run's summary (--summary), whose endpoints section wins.
-		s.Endpoints = b.endpoints.Summary(dur)
 	}
 	b.timeline.Reduce(SeriesPoints)
 	return &Data{

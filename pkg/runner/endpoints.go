@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
@@ -52,17 +51,12 @@ func warmupAll(ctx context.Context, n int, pool *client.Pool, wl *workload.Workl
 	return nil
 }
 
-// setEndpoints adds the per-endpoint breakdown (nil: one endpoint) to the
-// summary, with each endpoint's server metrics.
-func setEndpoints(sum *metrics.Summary, byEndpoint *metrics.Endpoints, mon *monitor.Monitor, elapsed time.Duration) error {
-	if byEndpoint == nil {
-		return nil
-	}
-	sum.Endpoints = byEndpoint.Summary(elapsed)
+// setEndpointServers adds each endpoint's server metrics to the summary's
+// endpoints (none: one endpoint).
+func setEndpointServers(sum *metrics.Summary, mon *monitor.Monitor) {
 	for i, r := range mon.EndpointServers() {
 		if i < len(sum.Endpoints) {
 			sum.Endpoints[i].ServerMetrics = r
 		}
 	}
-	return nil
 }

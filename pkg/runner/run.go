@@ -182,19 +182,14 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	col := metrics.NewCollector()
 	// The fan-out: collect derives every finished request's Sample once
 	// and hands it to each of these, in this order: the collector, the
-	// monitor's consumers, the per-turn figures, the endpoints, the parts
-	// and the records file.
+	// monitor's consumers, the per-turn figures, the parts and the records
+	// file.
 	sinks := []metrics.Sink{col}
 	sinks = append(sinks, mon.Sinks()...)
 	var perTurn *metrics.PerTurn
 	if wl.Sessions != nil {
 		perTurn = metrics.NewPerTurn()
 		sinks = append(sinks, perTurn)
-	}
-	var byEndpoint *metrics.Endpoints
-	if cfg.Endpoints != nil {
-		byEndpoint = metrics.NewEndpoints(cfg.Endpoints)
-		sinks = append(sinks, byEndpoint)
 	}
 	parts := metrics.NewParts(metrics.PartsConfig{SLO: cfg.SLO, Breakdowns: wl.Breakdowns, Endpoints: cfg.Endpoints})
 	for _, p := range parts {
@@ -254,8 +249,8 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	}
 	annotate := []func() error{
 		func() error { return mon.Annotate(sum, elapsed) },
-		func() error { return setEndpoints(sum, byEndpoint, mon, elapsed) },
-		func() error { return setMergeState(sum, col, mon, elapsed, sessRun, byEndpoint, parts) },
+		func() error { setEndpointServers(sum, mon); return nil },
+		func() error { return setMergeState(sum, col, mon, elapsed, sessRun, parts) },
 	}
 	for _, f := range annotate {
 		if err := f(); err != nil {

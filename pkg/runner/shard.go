@@ -64,11 +64,11 @@ func waitForStart(ctx context.Context, startAt time.Time, log *Logger) (time.Tim
 }
 
 // setMergeState adds the run's merge state to the summary — the collector,
-// the sessions, the endpoints, and the
+// the sessions, and the
 // monitor's windows and goodput, and the parts — which `fineserve-gen merge`
 // combines with other copies'.
-func setMergeState(sum *metrics.Summary, col *metrics.Collector, mon *monitor.Monitor, elapsed time.Duration, sessions *metrics.SessionsRun, byEndpoint *metrics.Endpoints, parts []metrics.Part) error {
-	p := merge.RunState{Collector: col, Elapsed: elapsed, Sessions: sessions, Endpoints: byEndpoint, Parts: parts}
+func setMergeState(sum *metrics.Summary, col *metrics.Collector, mon *monitor.Monitor, elapsed time.Duration, sessions *metrics.SessionsRun, parts []metrics.Part) error {
+	p := merge.RunState{Collector: col, Elapsed: elapsed, Sessions: sessions, Parts: parts}
 	if err := mon.FillRunState(&p); err != nil {
 		return fmt.Errorf("merge state: %w", err)
 	}
