@@ -283,15 +283,8 @@ func (m *merger) merge() (*Result, error) {
 	}
 	dur := end.Sub(start)
 
-	col := metrics.NewCollector()
 	parts := metrics.NewParts(metrics.PartsConfig{SLO: metrics.NoSLO})
 	for _, r := range m.rs {
-		c, err := metrics.CollectorFromState(r.st.Collector)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s.collector: %w", r.name, metrics.KeyMergeState, err)
-		}
-		c.Shift(r.start.Sub(start))
-		col.Merge(c)
 		if err := metrics.MergeParts(parts, &metrics.Copy{Name: r.name, Summary: r.s, State: &r.st, Offset: r.start.Sub(start), Warnf: m.warnf}); err != nil {
 			return nil, err
 		}
@@ -319,13 +312,12 @@ func (m *merger) merge() (*Result, error) {
 	if allMC {
 		s.MaxConcurrency = &mc
 	}
-	col.Summarize(s, dur)
 	if len(m.rs) > 1 {
 		m.notef("duration is the union's, from the earliest start to the latest end (%.3f s); every throughput is over it", dur.Seconds())
 		m.notef("max_concurrency and max_in_flight are the sums of the copies' (an upper bound of the requests in flight at once)")
 	}
 
-	run := RunState{Collector: col, Elapsed: dur, Parts: parts}
+	run := RunState{Elapsed: dur, Parts: parts}
 	if err := m.mergeSessions(&run, s); err != nil {
 		return nil, err
 	}
@@ -389,8 +381,6 @@ func (m *merger) merge() (*Result, error) {
 		}
 	}
 
-	// Distributions.
-	s.LatencyCDFs = col.CDFs()
 	m.mergeEndpointServers(s)
 	st, err := NewMergeState(run)
 	if err != nil {

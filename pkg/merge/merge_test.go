@@ -132,8 +132,8 @@ func (p *runParts) summary(t testing.TB, shard metrics.ShardInfo, start time.Tim
 	s.LatencyCDFs = cdfs
 	s.LengthHistograms = map[string]*metrics.LengthBins{"input": p.in.Bins(40), "output": p.out.Bins(40)}
 	s.ScheduleHash, s.Shard, s.StartAt = hash, &shard, start.UTC().Format(time.RFC3339Nano)
-	st, err := NewMergeState(RunState{Collector: p.col, Elapsed: elapsed, Windows: wst,
-		Parts: []metrics.Part{&metrics.Lengths{In: p.in, Out: p.out}, &p.good, p.models}})
+	st, err := NewMergeState(RunState{Elapsed: elapsed, Windows: wst,
+		Parts: []metrics.Part{p.col, &metrics.Lengths{In: p.in, Out: p.out}, &p.good, p.models}})
 	must(t, err)
 	s.MergeState = &st
 	return roundTrip(t, s)

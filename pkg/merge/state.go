@@ -7,12 +7,11 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
-// RunState is what a run hands to NewMergeState: its collector and length,
-// the states of its closed windows and its parts.
+// RunState is what a run hands to NewMergeState: its length, the states of
+// its closed windows, its sessions and its parts.
 type RunState struct {
-	Collector *metrics.Collector
-	Elapsed   time.Duration
-	Windows   []metrics.WindowState
+	Elapsed time.Duration
+	Windows []metrics.WindowState
 	// Sessions are the run's multi-turn sessions (nil: none).
 	Sessions *metrics.SessionsRun
 	// Parts are the run's parts (metrics.NewParts), finished: each saves
@@ -27,9 +26,6 @@ type RunState struct {
 func NewMergeState(p RunState) (metrics.MergeState, error) {
 	st := metrics.MergeState{Version: metrics.MergeStateVersion, HistEncoding: metrics.HistEncoding, ElapsedNS: int64(p.Elapsed), Windows: p.Windows}
 	var err error
-	if st.Collector, err = p.Collector.State(); err != nil {
-		return st, err
-	}
 	if p.Sessions != nil {
 		if st.Sessions, err = p.Sessions.State(); err != nil {
 			return st, fmt.Errorf("sessions: %w", err)

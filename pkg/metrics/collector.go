@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -14,8 +15,10 @@ type ErrorSample struct {
 	Message string `json:"message"`
 }
 
-// Collector accumulates results. It is used by one goroutine; its memory
-// does not depend on the number of results.
+// Collector accumulates results: the summary's counters and latency
+// distributions. It is used by one goroutine; its memory does not depend
+// on the number of results. It is a Part (the first of NewParts): its
+// state is merge_state.collector.
 type Collector struct {
 	TTFT, TPOT, ITL, E2E *Hist
 	// Lag is send time minus scheduled time, for every request sent.
@@ -240,4 +243,39 @@ func (c *Collector) Merge(o *Collector) {
 		c.seen = true
 		c.LastEnd = max(c.LastEnd, o.LastEnd)
 	}
+}
+
+// KeyCollectorPart names the Collector part (its state is
+// merge_state.collector).
+const KeyCollectorPart = "collector"
+
+var _ Part = (*Collector)(nil)
+
+// Key implements Part.
+func (c *Collector) Key() string { return KeyCollectorPart }
+
+// Finish implements Part: Summarize, and the latency distributions
+// sampled for plots (latency_cdfs).
+func (c *Collector) Finish(s *Summary, elapsed time.Duration) {
+	c.Summarize(s, elapsed)
+	s.LatencyCDFs = c.CDFs()
+}
+
+// Save implements Part.
+func (c *Collector) Save(st *MergeState) error {
+	var err error
+	st.Collector, err = c.State()
+	return err
+}
+
+// Load implements Part: the copy's times are shifted by its offset from
+// the merged run's start.
+func (c *Collector) Load(cp *Copy) error {
+	o, err := CollectorFromState(cp.State.Collector)
+	if err != nil {
+		return fmt.Errorf("%s.collector: %w", KeyMergeState, err)
+	}
+	o.Shift(cp.Offset)
+	c.Merge(o)
+	return nil
 }

@@ -58,7 +58,7 @@ type PartsConfig struct {
 // A merge's parts are NewParts(PartsConfig{SLO: NoSLO}): they take what
 // the copies' states hold.
 func NewParts(c PartsConfig) []Part {
-	parts := []Part{NewAnswers(), NewAgents(), NewPooling(), NewHTTPPhases(), NewLengths(), NewGoodput(c.SLO), NewEndpoints(c.Endpoints)}
+	parts := []Part{NewCollector(), NewAnswers(), NewAgents(), NewPooling(), NewHTTPPhases(), NewLengths(), NewGoodput(c.SLO), NewEndpoints(c.Endpoints)}
 	for _, k := range BreakdownKeys {
 		b := NewBreakdown(k)
 		if !slices.Contains(c.Breakdowns, k) {

@@ -90,7 +90,6 @@ type Monitor struct {
 	start time.Time
 	total int64
 	span  time.Duration
-	col   *metrics.Collector
 	check metrics.SaturationCheck
 	slo   metrics.SLO
 	cores int
@@ -253,13 +252,12 @@ func (m *Monitor) Offer(a *arrival.Arrival) {
 }
 
 // Begin starts watching a run whose offsets count from start: the
-// progress bar, live lines, windows and the server's metrics. col is the
-// run's collector (read after the run), inFlight and dispatched read the
-// dispatcher, behind how far behind its schedule it is at an instant
+// progress bar, live lines, windows and the server's metrics. inFlight
+// and dispatched read the dispatcher, behind how far behind its schedule it is at an instant
 // (arrival.Dispatcher.Behind; nil: not measured), done counts the results
 // collected.
-func (m *Monitor) Begin(start time.Time, col *metrics.Collector, inFlight, dispatched func() int64, behind func(time.Time) time.Duration, done *atomic.Int64) {
-	m.start, m.col, m.behind = start, col, behind
+func (m *Monitor) Begin(start time.Time, inFlight, dispatched func() int64, behind func(time.Time) time.Duration, done *atomic.Int64) {
+	m.start, m.behind = start, behind
 	m.inFlightFn.Store(&inFlight)
 	m.dispatched.Store(&dispatched)
 	m.done = done
@@ -487,7 +485,6 @@ func (m *Monitor) Annotate(sum *metrics.Summary, elapsed time.Duration) error {
 		share := cpu.Seconds() / (elapsed.Seconds() * float64(m.cores))
 		sum.ClientCPU = &share
 	}
-	sum.LatencyCDFs = m.col.CDFs()
 	sum.ServerMetrics = m.server
 	return nil
 }

@@ -80,7 +80,7 @@ func startRun(t *testing.T, c Config, sched arrival.Schedule, inFlight int64, be
 	if behind != nil {
 		look = func(now time.Time) time.Duration { return behind(now.Sub(r.start)) }
 	}
-	m.Begin(r.start, r.col, func() int64 { return inFlight }, func() int64 { return 0 }, look, &r.done)
+	m.Begin(r.start, func() int64 { return inFlight }, func() int64 { return 0 }, look, &r.done)
 	r.dispatched = wait()
 	return r
 }
@@ -469,7 +469,7 @@ func TestMonitorReadsItsClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	var done atomic.Int64
-	m.Begin(start, metrics.NewCollector(), func() int64 { return 3 }, func() int64 { return 0 }, nil, &done)
+	m.Begin(start, func() int64 { return 3 }, func() int64 { return 0 }, nil, &done)
 	select {
 	case <-out.bar:
 	case <-time.After(time.Minute): // only so that a failure does not hang
@@ -521,7 +521,7 @@ func TestImpossibleRateIsSaturated(t *testing.T) {
 				return nil
 			}}
 		var done atomic.Int64
-		m.Begin(start, metrics.NewCollector(), func() int64 { return 1 }, d.Dispatched, d.Behind, &done)
+		m.Begin(start, func() int64 { return 1 }, d.Dispatched, d.Behind, &done)
 		d.Run(context.Background(), context.Background(), sched)
 		end := time.Since(start)
 		m.Stop(end)

@@ -152,13 +152,14 @@ type RecordBuilder struct {
 // NewRecordBuilder returns an empty builder; slo may be metrics.NoSLO.
 func NewRecordBuilder(slo metrics.SLO) *RecordBuilder {
 	b := &RecordBuilder{
-		col: metrics.NewCollector(), timeline: metrics.NewTimeline(250*time.Millisecond, 256),
+		timeline: metrics.NewTimeline(250*time.Millisecond, 256),
 	}
 	b.slo = slo
 	b.perTurn = metrics.NewPerTurn()
-	b.sinks = metrics.Fanout{b.col, b.timeline, b.perTurn}
+	b.sinks = metrics.Fanout{b.timeline, b.perTurn}
 	b.parts = metrics.NewParts(metrics.PartsConfig{SLO: slo})
 	b.endpoints, _ = metrics.PartOf[*metrics.Endpoints](b.parts)
+	b.col, _ = metrics.PartOf[*metrics.Collector](b.parts)
 	for _, p := range b.parts {
 		b.sinks = append(b.sinks, p)
 	}
@@ -203,10 +204,8 @@ func (b *RecordBuilder) Count() int64 { return b.n }
 func (b *RecordBuilder) Data() (*Data, error) {
 	s := &metrics.Summary{Model: b.model}
 	dur := b.col.LastEnd
-	b.col.Summarize(s, dur)
 	metrics.FinishParts(b.parts, s, dur)
 	s.Scheduled = b.col.Completed + b.col.Failed + b.col.Cancelled
-	b.annotate(s, dur)
 	if turns := b.perTurn.Turns(); len(turns) > 0 {
 		s.PerTurn = turns
 	}
@@ -215,11 +214,6 @@ func (b *RecordBuilder) Data() (*Data, error) {
 		Summary: s, Series: b.timeline.Points(), SeriesNote: fmt.Sprintf("per-request records in bins of %v", b.timeline.Width()),
 		Notes: []string{"Windows, server metrics, the command line and the seed are not in per-request records: pass the run's summary too (--summary)"},
 	}, nil
-}
-
-// annotate adds the latency distributions of the records to s.
-func (b *RecordBuilder) annotate(s *metrics.Summary, dur time.Duration) {
-	s.LatencyCDFs = b.col.CDFs()
 }
 
 // FromRecords streams per-request JSONL records from r and returns the

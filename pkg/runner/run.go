@@ -179,21 +179,20 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		return nil, err
 	}
 	pool.SetEpoch(start)
-	col := metrics.NewCollector()
 	// The fan-out: collect derives every finished request's Sample once
-	// and hands it to each of these, in this order: the collector, the
-	// monitor's consumers, the per-turn figures, the parts and the records
-	// file.
-	sinks := []metrics.Sink{col}
+	// and hands it to each of these, in this order: the parts (the
+	// collector first), the monitor's consumers, the per-turn figures and
+	// the records file.
+	parts := metrics.NewParts(metrics.PartsConfig{SLO: cfg.SLO, Breakdowns: wl.Breakdowns, Endpoints: cfg.Endpoints})
+	var sinks []metrics.Sink
+	for _, p := range parts {
+		sinks = append(sinks, p)
+	}
 	sinks = append(sinks, mon.Sinks()...)
 	var perTurn *metrics.PerTurn
 	if wl.Sessions != nil {
 		perTurn = metrics.NewPerTurn()
 		sinks = append(sinks, perTurn)
-	}
-	parts := metrics.NewParts(metrics.PartsConfig{SLO: cfg.SLO, Breakdowns: wl.Breakdowns, Endpoints: cfg.Endpoints})
-	for _, p := range parts {
-		sinks = append(sinks, p)
 	}
 	if len(records) > 0 {
 		sinks = append(sinks, records)
@@ -229,7 +228,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	if sessions != nil {
 		inFlight = sessions.InFlight
 	}
-	mon.Begin(start, col, inFlight, d.Dispatched, d.Behind, &done)
+	mon.Begin(start, inFlight, d.Dispatched, d.Behind, &done)
 	ds := d.Run(ctx, reqCtx, wl.Schedule)
 	stopDrain()
 	close(results)
@@ -240,7 +239,6 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	sum := new(metrics.Summary)
 	*sum = cfg.Summary
 	sum.StartedAt = start.UTC().Format(time.RFC3339Nano)
-	col.Summarize(sum, elapsed)
 	metrics.FinishParts(parts, sum, elapsed)
 	var sessRun *metrics.SessionsRun
 	if sessions != nil {
@@ -250,7 +248,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	annotate := []func() error{
 		func() error { return mon.Annotate(sum, elapsed) },
 		func() error { setEndpointServers(sum, mon); return nil },
-		func() error { return setMergeState(sum, col, mon, elapsed, sessRun, parts) },
+		func() error { return setMergeState(sum, mon, elapsed, sessRun, parts) },
 	}
 	for _, f := range annotate {
 		if err := f(); err != nil {
