@@ -318,9 +318,6 @@ func (m *merger) merge() (*Result, error) {
 	}
 
 	run := RunState{Elapsed: dur, Parts: parts}
-	if err := m.mergeSessions(&run, s); err != nil {
-		return nil, err
-	}
 	metrics.FinishParts(parts, s, dur)
 
 	// Windows.
@@ -580,44 +577,6 @@ func ftoa(v float64, prec int) string {
 		return "-"
 	}
 	return strconv.FormatFloat(v, 'f', prec, 64)
-}
-
-// mergeSessions merges the inputs' sessions into run and s, exactly: the
-// counts add up and the distributions merge. Inputs planned with different
-// options, or some without sessions, are warned about.
-func (m *merger) mergeSessions(run *RunState, s *metrics.Summary) error {
-	var all *metrics.SessionsRun
-	some, none := false, false
-	for _, r := range m.rs {
-		if r.st.Sessions == nil {
-			none = none || r.s.Sessions == nil
-			if r.s.Sessions != nil {
-				m.warnf("%s: %s has no merge state: it is left out of the merged summary", r.name, metrics.KeySessions)
-			}
-			continue
-		}
-		x, err := metrics.SessionsFromState(r.st.Sessions)
-		if err != nil {
-			return fmt.Errorf("%s: %s.sessions: %w", r.name, metrics.KeyMergeState, err)
-		}
-		some = true
-		if all == nil {
-			all = x
-			continue
-		}
-		if a, b := all.Summary, x.Summary; a.Turns != b.Turns || a.ThinkTime != b.ThinkTime || a.TurnInputLen != b.TurnInputLen || a.PlanHash != b.PlanHash {
-			m.warnf("%s: sessions planned differently (%s, plan %s) from the first summary's (%s, plan %s)", r.name, b.Turns, b.PlanHash, a.Turns, a.PlanHash)
-		}
-		all.Merge(x)
-	}
-	if some && none {
-		m.warnf("sessions are in some summaries only: the merged sessions and per_turn cover those")
-	}
-	if all != nil {
-		run.Sessions = all
-		all.Set(s)
-	}
-	return nil
 }
 
 // mergeEndpointServers gives every merged endpoint the server metrics of

@@ -1,19 +1,16 @@
 package merge
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
 // RunState is what a run hands to NewMergeState: its length, the states of
-// its closed windows, its sessions and its parts.
+// its closed windows and its parts.
 type RunState struct {
 	Elapsed time.Duration
 	Windows []metrics.WindowState
-	// Sessions are the run's multi-turn sessions (nil: none).
-	Sessions *metrics.SessionsRun
 	// Parts are the run's parts (metrics.NewParts), finished: each saves
 	// its own state.
 	Parts []metrics.Part
@@ -25,12 +22,6 @@ type RunState struct {
 // way, so a merged summary can be merged again.
 func NewMergeState(p RunState) (metrics.MergeState, error) {
 	st := metrics.MergeState{Version: metrics.MergeStateVersion, HistEncoding: metrics.HistEncoding, ElapsedNS: int64(p.Elapsed), Windows: p.Windows}
-	var err error
-	if p.Sessions != nil {
-		if st.Sessions, err = p.Sessions.State(); err != nil {
-			return st, fmt.Errorf("sessions: %w", err)
-		}
-	}
 	if err := metrics.SaveParts(p.Parts, &st); err != nil {
 		return st, err
 	}

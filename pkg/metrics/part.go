@@ -47,18 +47,20 @@ type Copy struct {
 
 // PartsConfig is what a run's parts need beyond its samples: the
 // --goodput targets (NoSLO: none), the breakdowns the workload calls for
-// (BreakdownKeys) and the endpoints' URLs (nil: one endpoint).
+// (BreakdownKeys), the endpoints' URLs (nil: one endpoint) and whether
+// the turns of sessions are kept (a run of sessions, records read back).
 type PartsConfig struct {
 	SLO        SLO
 	Breakdowns []string
 	Endpoints  []string
+	Sessions   bool
 }
 
 // NewParts returns a fresh set of every Part a run keeps: the registry.
 // A merge's parts are NewParts(PartsConfig{SLO: NoSLO}): they take what
 // the copies' states hold.
 func NewParts(c PartsConfig) []Part {
-	parts := []Part{NewCollector(), NewAnswers(), NewAgents(), NewPooling(), NewHTTPPhases(), NewLengths(), NewGoodput(c.SLO), NewEndpoints(c.Endpoints)}
+	parts := []Part{NewCollector(), NewAnswers(), NewAgents(), NewPooling(), NewHTTPPhases(), NewLengths(), NewSessions(c.Sessions), NewGoodput(c.SLO), NewEndpoints(c.Endpoints)}
 	for _, k := range BreakdownKeys {
 		b := NewBreakdown(k)
 		if !slices.Contains(c.Breakdowns, k) {

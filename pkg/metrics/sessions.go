@@ -1,6 +1,9 @@
 package metrics
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Section keys of multi-turn sessions (docs/SESSIONS.md).
 const (
@@ -320,4 +323,95 @@ func (r *SessionsRun) Merge(o *SessionsRun) {
 		u.ttft.Merge(t.ttft)
 		u.e2e.Merge(t.e2e)
 	}
+}
+
+// Sessions is a run's multi-turn sessions as a Part: it keeps the turns'
+// figures (PerTurn) from the samples; the run adds what only its sessions
+// know — counts, durations, think times — with SetRun. It writes the
+// summary's sessions and per_turn (per_turn alone when no run was set:
+// records read back), and its state is merge_state.sessions.
+type Sessions struct {
+	on  bool
+	per *PerTurn
+	run *SessionsRun // nil until SetRun or a copy's state
+	// some and none: copies with and without sessions were merged (warned
+	// about with warnf when finishing).
+	some, none bool
+	warnf      func(format string, a ...any)
+}
+
+var _ Part = (*Sessions)(nil)
+
+// NewSessions returns an empty part that keeps the turns' figures when on
+// (a run of sessions, records read back).
+func NewSessions(on bool) *Sessions { return &Sessions{on: on, per: NewPerTurn()} }
+
+// SetRun adds the run's own sessions figures: sum's options and counts and
+// clock's distributions.
+func (p *Sessions) SetRun(sum SessionsSummary, clock *SessionClock) {
+	p.run = &SessionsRun{Summary: sum, Clock: clock, PerTurn: p.per}
+}
+
+// Add implements Sink.
+func (p *Sessions) Add(s *Sample) {
+	if p.on {
+		p.per.Add(s)
+	}
+}
+
+// Key implements Part.
+func (p *Sessions) Key() string { return KeySessions }
+
+// Finish implements Part.
+func (p *Sessions) Finish(s *Summary, _ time.Duration) {
+	if p.some && p.none && p.warnf != nil {
+		p.warnf("sessions are in some summaries only: the merged sessions and per_turn cover those")
+	}
+	switch {
+	case p.run != nil:
+		p.run.Set(s)
+	case p.on:
+		if turns := p.per.Turns(); len(turns) > 0 {
+			s.PerTurn = turns
+		}
+	}
+}
+
+// Save implements Part.
+func (p *Sessions) Save(st *MergeState) error {
+	if p.run == nil {
+		return nil
+	}
+	var err error
+	st.Sessions, err = p.run.State()
+	return err
+}
+
+// Load implements Part: the copies' counts add up and their distributions
+// merge; copies planned with different options, or some without sessions,
+// are warned about.
+func (p *Sessions) Load(c *Copy) error {
+	p.warnf = c.Warnf
+	if c.State.Sessions == nil {
+		has := c.Summary != nil && c.Summary.Sessions != nil
+		p.none = p.none || !has
+		if has {
+			c.Warnf("%s: %s has no merge state: it is left out of the merged summary", c.Name, KeySessions)
+		}
+		return nil
+	}
+	x, err := SessionsFromState(c.State.Sessions)
+	if err != nil {
+		return fmt.Errorf("%s.sessions: %w", KeyMergeState, err)
+	}
+	p.some = true
+	if p.run == nil {
+		p.run = x
+		return nil
+	}
+	if a, b := p.run.Summary, x.Summary; a.Turns != b.Turns || a.ThinkTime != b.ThinkTime || a.TurnInputLen != b.TurnInputLen || a.PlanHash != b.PlanHash {
+		c.Warnf("%s: sessions planned differently (%s, plan %s) from the first summary's (%s, plan %s)", c.Name, b.Turns, b.PlanHash, a.Turns, a.PlanHash)
+	}
+	p.run.Merge(x)
+	return nil
 }

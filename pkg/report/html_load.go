@@ -137,7 +137,6 @@ type RecordBuilder struct {
 	model    string
 	res      client.Result
 	sample   metrics.Sample
-	perTurn  *metrics.PerTurn // sessions' turns, by turn number
 	// parts are the metrics.Part accumulators (metrics.NewParts).
 	parts []metrics.Part
 	// endpoints is the parts' breakdown by the records' endpoint field
@@ -155,9 +154,8 @@ func NewRecordBuilder(slo metrics.SLO) *RecordBuilder {
 		timeline: metrics.NewTimeline(250*time.Millisecond, 256),
 	}
 	b.slo = slo
-	b.perTurn = metrics.NewPerTurn()
-	b.sinks = metrics.Fanout{b.timeline, b.perTurn}
-	b.parts = metrics.NewParts(metrics.PartsConfig{SLO: slo})
+	b.sinks = metrics.Fanout{b.timeline}
+	b.parts = metrics.NewParts(metrics.PartsConfig{SLO: slo, Sessions: true})
 	b.endpoints, _ = metrics.PartOf[*metrics.Endpoints](b.parts)
 	b.col, _ = metrics.PartOf[*metrics.Collector](b.parts)
 	for _, p := range b.parts {
@@ -206,9 +204,6 @@ func (b *RecordBuilder) Data() (*Data, error) {
 	dur := b.col.LastEnd
 	metrics.FinishParts(b.parts, s, dur)
 	s.Scheduled = b.col.Completed + b.col.Failed + b.col.Cancelled
-	if turns := b.perTurn.Turns(); len(turns) > 0 {
-		s.PerTurn = turns
-	}
 	b.timeline.Reduce(SeriesPoints)
 	return &Data{
 		Summary: s, Series: b.timeline.Points(), SeriesNote: fmt.Sprintf("per-request records in bins of %v", b.timeline.Width()),

@@ -183,17 +183,12 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	// and hands it to each of these, in this order: the parts (the
 	// collector first), the monitor's consumers, the per-turn figures and
 	// the records file.
-	parts := metrics.NewParts(metrics.PartsConfig{SLO: cfg.SLO, Breakdowns: wl.Breakdowns, Endpoints: cfg.Endpoints})
+	parts := metrics.NewParts(metrics.PartsConfig{SLO: cfg.SLO, Breakdowns: wl.Breakdowns, Endpoints: cfg.Endpoints, Sessions: wl.Sessions != nil})
 	var sinks []metrics.Sink
 	for _, p := range parts {
 		sinks = append(sinks, p)
 	}
 	sinks = append(sinks, mon.Sinks()...)
-	var perTurn *metrics.PerTurn
-	if wl.Sessions != nil {
-		perTurn = metrics.NewPerTurn()
-		sinks = append(sinks, perTurn)
-	}
 	if len(records) > 0 {
 		sinks = append(sinks, records)
 	}
@@ -239,16 +234,14 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	sum := new(metrics.Summary)
 	*sum = cfg.Summary
 	sum.StartedAt = start.UTC().Format(time.RFC3339Nano)
-	metrics.FinishParts(parts, sum, elapsed)
-	var sessRun *metrics.SessionsRun
 	if sessions != nil {
-		sessRun = sessions.run(perTurn)
-		sessRun.Set(sum)
+		sessions.finish(parts)
 	}
+	metrics.FinishParts(parts, sum, elapsed)
 	annotate := []func() error{
 		func() error { return mon.Annotate(sum, elapsed) },
 		func() error { setEndpointServers(sum, mon); return nil },
-		func() error { return setMergeState(sum, mon, elapsed, sessRun, parts) },
+		func() error { return setMergeState(sum, mon, elapsed, parts) },
 	}
 	for _, f := range annotate {
 		if err := f(); err != nil {

@@ -462,10 +462,12 @@ func appendConversation(w *userWriter, dst []byte, h *history, user *message) []
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
 
-// run returns the run's sessions: the counts and distributions of the
-// sessions section and per_turn (from per, the turns' sink).
-func (s *sessionSender) run(per *metrics.PerTurn) *metrics.SessionsRun {
+// finish hands the sessions' own figures — the counts and distributions
+// of the sessions section — to the run's sessions part.
+func (s *sessionSender) finish(parts []metrics.Part) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return &metrics.SessionsRun{Summary: s.sum, Clock: s.clock, PerTurn: per}
+	if p, ok := metrics.PartOf[*metrics.Sessions](parts); ok {
+		p.SetRun(s.sum, s.clock)
+	}
 }

@@ -63,12 +63,12 @@ func waitForStart(ctx context.Context, startAt time.Time, log *Logger) (time.Tim
 	return now.Add(startAt.Sub(now)), nil
 }
 
-// setMergeState adds the run's merge state to the summary — the parts,
-// the sessions, and the
+// setMergeState adds the run's merge state to the summary — the parts and
+// the
 // monitor's windows and goodput, and the parts — which `fineserve-gen merge`
 // combines with other copies'.
-func setMergeState(sum *metrics.Summary, mon *monitor.Monitor, elapsed time.Duration, sessions *metrics.SessionsRun, parts []metrics.Part) error {
-	p := merge.RunState{Elapsed: elapsed, Sessions: sessions, Parts: parts}
+func setMergeState(sum *metrics.Summary, mon *monitor.Monitor, elapsed time.Duration, parts []metrics.Part) error {
+	p := merge.RunState{Elapsed: elapsed, Parts: parts}
 	if err := mon.FillRunState(&p); err != nil {
 		return fmt.Errorf("merge state: %w", err)
 	}
