@@ -1,7 +1,8 @@
 // Package merge combines the summaries of copies of one run (shards of one
 // schedule, or any summaries that carry a merge_state) into one summary,
-// exactly: from their histograms and counters, never their percentiles. It
-// also composes a run's merge_state from its accumulators (state.go).
+// exactly: from their histograms and counters, never their percentiles:
+// the copies' states load into metrics' parts, and metrics.Assemble makes
+// the merged summary as it makes a run's.
 package merge
 
 import (
@@ -274,10 +275,11 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // merge combines the inputs, one at a time so memory does not grow with
-// their number.
+// their number: their parts are loaded from their states, the merged run's
+// own figures are computed from their summaries (facts), and
+// metrics.Assemble makes the summary.
 func (m *merger) merge() (*Result, error) {
-	first := m.rs[0]
-	start, end := first.start, first.end()
+	start, end := m.rs[0].start, m.rs[0].end()
 	for _, r := range m.rs {
 		start, end = minTime(start, r.start), maxTime(end, r.end())
 	}
@@ -289,8 +291,58 @@ func (m *merger) merge() (*Result, error) {
 			return nil, err
 		}
 	}
+	facts, windows, copied, err := m.facts(start, dur)
+	if err != nil {
+		return nil, err
+	}
+	servers, serversFrom := m.endpointServers()
+	s, err := metrics.Assemble(metrics.Facts{Summary: facts, Elapsed: dur, Parts: parts, EndpointServers: servers, State: true, Windows: windows})
+	if err != nil {
+		return nil, err
+	}
+	for i := range s.Endpoints {
+		if i < len(serversFrom) && serversFrom[i] != "" {
+			if len(m.rs) > 1 {
+				m.notef("%s' server_metrics are each endpoint's as the first copy that scraped it saw them (not merged)", metrics.KeyEndpoints)
+			}
+			break
+		}
+	}
 
-	s := &metrics.Summary{
+	// A breakdown without its merge state is left out.
+	for _, r := range m.rs {
+		for _, k := range metrics.BreakdownKeys {
+			if r.s.Breakdown(k) != nil && s.Breakdown(k) == nil && copied[k] == "" {
+				m.warnf("%s: %s has no merge state: it is left out of the merged summary", r.name, k)
+				copied[k] = "-"
+			}
+		}
+	}
+	if len(m.rs) > 1 {
+		for _, k := range slices.Sorted(maps.Keys(copied)) {
+			if copied[k] != "-" {
+				m.notef("%s is %s's as it is (not merged)", k, copied[k])
+			}
+		}
+	}
+	// An input that is itself a merge keeps what its own merge said.
+	for _, r := range m.rs {
+		for _, w := range r.s.MergeWarnings {
+			m.warnf("%s (an earlier merge): %s", r.name, w)
+		}
+	}
+	s.MergeWarnings, s.MergeNotes = m.warnings, m.notes
+	return &Result{Summary: s, Warnings: m.warnings, Notes: m.notes}, nil
+}
+
+// facts computes the merged run's own figures from the inputs' summaries
+// (what its parts do not hold): identity, schedule keeping, windows and
+// the client's self-check, the sections copied from the first input that
+// has them (copied: by key, from which input) and what a merge adds
+// (shard, merged_from). windows are the merged windows' states.
+func (m *merger) facts(start time.Time, dur time.Duration) (s metrics.Summary, windows []metrics.WindowState, copied map[string]string, err error) {
+	first := m.rs[0]
+	s = metrics.Summary{
 		Backend: first.s.Backend, Mode: first.s.Mode, Model: first.s.Model, Seed: first.s.Seed,
 		Command: first.s.Command, RequestRate: first.s.RequestRate, Burstiness: first.s.Burstiness, PromptUnits: first.s.PromptUnits,
 		StartedAt: start.UTC().Format(time.RFC3339Nano),
@@ -316,18 +368,73 @@ func (m *merger) merge() (*Result, error) {
 		m.notef("duration is the union's, from the earliest start to the latest end (%.3f s); every throughput is over it", dur.Seconds())
 		m.notef("max_concurrency and max_in_flight are the sums of the copies' (an upper bound of the requests in flight at once)")
 	}
+	if windows, err = m.setWindows(&s); err != nil {
+		return s, nil, nil, err
+	}
+	cpu, haveCPU := 0.0, false
+	for _, r := range m.rs {
+		if r.s.ClientCPU != nil {
+			cpu, haveCPU = max(cpu, *r.s.ClientCPU), true
+		}
+	}
+	if haveCPU {
+		s.ClientCPU = &cpu
+		if len(m.rs) > 1 {
+			m.notef("%s and each window's client_cpu are the busiest copy's (each copy runs on its own machine)", metrics.KeyClientCPU)
+		}
+	}
 
-	run := RunState{Elapsed: dur, Parts: parts}
-	metrics.FinishParts(parts, s, dur)
+	// Sections the merge does not compute: taken from the first summary
+	// that has them.
+	copied = map[string]string{}
+	for _, r := range m.rs {
+		if r.s.Replay != nil && s.Replay == nil {
+			s.Replay, copied[metrics.KeyReplay] = r.s.Replay, r.name
+		}
+		if r.s.TargetRate != nil && s.TargetRate == nil {
+			s.TargetRate, copied[metrics.KeyTargetRate] = r.s.TargetRate, r.name
+		}
+		if r.s.LengthMix != nil && s.LengthMix == nil {
+			s.LengthMix, copied[metrics.KeyLengthMix] = r.s.LengthMix, r.name
+		}
+		if r.s.SharedPrefix != nil && s.SharedPrefix == nil {
+			s.SharedPrefix, copied[metrics.KeySharedPrefix] = r.s.SharedPrefix, r.name
+		}
+		if r.s.ServerMetrics != nil && s.ServerMetrics == nil {
+			s.ServerMetrics, copied[metrics.KeyServerMetrics] = r.s.ServerMetrics, r.name
+		}
+	}
 
-	// Windows.
+	// Identity.
+	if m.all(func(r *input) string { return r.hash }) && first.hash != "" {
+		s.ScheduleHash = first.hash
+	}
+	if m.all(func(r *input) string { return r.startAt }) && first.startAt != "" {
+		s.StartAt = first.startAt
+	}
+	cov := m.coverage()
+	s.Shard = &cov
+	for _, r := range m.rs {
+		s.MergedFrom = append(s.MergedFrom, metrics.MergedFrom{
+			File: r.name, Shard: r.shard.String(), StartedAt: r.s.StartedAt, Duration: r.s.Duration,
+			Completed: r.s.Completed, Failed: r.s.Failed, Seed: r.s.Seed, ScheduleHash: r.hash, Command: r.s.Command,
+		})
+	}
+	return s, windows, copied, nil
+}
+
+// setWindows merges the inputs' windows into s, with the client's
+// self-check they show and the live intervals every input flagged, and
+// returns the merged windows' states.
+func (m *merger) setWindows(s *metrics.Summary) ([]metrics.WindowState, error) {
+	var states []metrics.WindowState
 	if m.haveWindows() {
 		ws, wst, err := m.mergeWindows()
 		if err != nil {
 			return nil, err
 		}
-		run.Windows = wst
-		s.WindowSeconds, s.Windows = first.winSecs, ws
+		states = wst
+		s.WindowSeconds, s.Windows = m.rs[0].winSecs, ws
 		s.Saturation = &metrics.Saturation{}
 		var sat []metrics.WindowStats
 		for _, w := range ws {
@@ -365,84 +472,7 @@ func (m *merger) merge() (*Result, error) {
 		s.Saturation.Saturated = true
 		s.Saturation.Intervals = live[:min(len(live), metrics.MaxSaturatedIntervals)]
 	}
-	cpu, haveCPU := 0.0, false
-	for _, r := range m.rs {
-		if r.s.ClientCPU != nil {
-			cpu, haveCPU = max(cpu, *r.s.ClientCPU), true
-		}
-	}
-	if haveCPU {
-		s.ClientCPU = &cpu
-		if len(m.rs) > 1 {
-			m.notef("%s and each window's client_cpu are the busiest copy's (each copy runs on its own machine)", metrics.KeyClientCPU)
-		}
-	}
-
-	m.mergeEndpointServers(s)
-	st, err := NewMergeState(run)
-	if err != nil {
-		return nil, err
-	}
-
-	// Sections the merge does not compute: taken from the first summary
-	// that has them; a breakdown without its merge state is left out.
-	copied := map[string]string{}
-	for _, r := range m.rs {
-		for _, k := range metrics.BreakdownKeys {
-			if r.s.Breakdown(k) != nil && s.Breakdown(k) == nil && copied[k] == "" {
-				m.warnf("%s: %s has no merge state: it is left out of the merged summary", r.name, k)
-				copied[k] = "-"
-			}
-		}
-		if r.s.Replay != nil && s.Replay == nil {
-			s.Replay, copied[metrics.KeyReplay] = r.s.Replay, r.name
-		}
-		if r.s.TargetRate != nil && s.TargetRate == nil {
-			s.TargetRate, copied[metrics.KeyTargetRate] = r.s.TargetRate, r.name
-		}
-		if r.s.LengthMix != nil && s.LengthMix == nil {
-			s.LengthMix, copied[metrics.KeyLengthMix] = r.s.LengthMix, r.name
-		}
-		if r.s.SharedPrefix != nil && s.SharedPrefix == nil {
-			s.SharedPrefix, copied[metrics.KeySharedPrefix] = r.s.SharedPrefix, r.name
-		}
-		if r.s.ServerMetrics != nil && s.ServerMetrics == nil {
-			s.ServerMetrics, copied[metrics.KeyServerMetrics] = r.s.ServerMetrics, r.name
-		}
-	}
-	if len(m.rs) > 1 {
-		for _, k := range slices.Sorted(maps.Keys(copied)) {
-			if copied[k] != "-" {
-				m.notef("%s is %s's as it is (not merged)", k, copied[k])
-			}
-		}
-	}
-
-	// An input that is itself a merge keeps what its own merge said.
-	for _, r := range m.rs {
-		for _, w := range r.s.MergeWarnings {
-			m.warnf("%s (an earlier merge): %s", r.name, w)
-		}
-	}
-
-	// Identity.
-	if m.all(func(r *input) string { return r.hash }) && first.hash != "" {
-		s.ScheduleHash = first.hash
-	}
-	if m.all(func(r *input) string { return r.startAt }) && first.startAt != "" {
-		s.StartAt = first.startAt
-	}
-	cov := m.coverage()
-	s.Shard = &cov
-	for _, r := range m.rs {
-		s.MergedFrom = append(s.MergedFrom, metrics.MergedFrom{
-			File: r.name, Shard: r.shard.String(), StartedAt: r.s.StartedAt, Duration: r.s.Duration,
-			Completed: r.s.Completed, Failed: r.s.Failed, Seed: r.s.Seed, ScheduleHash: r.hash, Command: r.s.Command,
-		})
-	}
-	s.MergeWarnings, s.MergeNotes = m.warnings, m.notes
-	s.MergeState = &st
-	return &Result{Summary: s, Warnings: m.warnings, Notes: m.notes}, nil
+	return states, nil
 }
 
 // all reports whether every input gives the same value.
@@ -579,23 +609,28 @@ func ftoa(v float64, prec int) string {
 	return strconv.FormatFloat(v, 'f', prec, 64)
 }
 
-// mergeEndpointServers gives every merged endpoint the server metrics of
-// the first input that has them (a server's own figures are the same
-// whichever copy scraped them; they are not added up).
-func (m *merger) mergeEndpointServers(s *metrics.Summary) {
-	from := ""
-	for i := range s.Endpoints {
+// endpointServers gives each endpoint the server metrics of the first
+// input that has them (a server's own figures are the same whichever copy
+// scraped them; they are not added up), and the input they came from.
+func (m *merger) endpointServers() (servers []*metrics.ServerSummary, from []string) {
+	for i := 0; ; i++ {
+		found, some := false, false
 		for _, r := range m.rs {
-			if i < len(r.s.Endpoints) && r.s.Endpoints[i].ServerMetrics != nil {
-				s.Endpoints[i].ServerMetrics = r.s.Endpoints[i].ServerMetrics
-				if from == "" {
-					from = r.name
-				}
+			if i >= len(r.s.Endpoints) {
+				continue
+			}
+			some = true
+			if r.s.Endpoints[i].ServerMetrics != nil {
+				servers, from = append(servers, r.s.Endpoints[i].ServerMetrics), append(from, r.name)
+				found = true
 				break
 			}
 		}
-	}
-	if from != "" && len(m.rs) > 1 {
-		m.notef("%s' server_metrics are each endpoint's as the first copy that scraped it saw them (not merged)", metrics.KeyEndpoints)
+		if !some {
+			return servers, from
+		}
+		if !found {
+			servers, from = append(servers, nil), append(from, "")
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,8 +133,7 @@ func (p *runParts) summary(t testing.TB, shard metrics.ShardInfo, start time.Tim
 	s.LatencyCDFs = cdfs
 	s.LengthHistograms = map[string]*metrics.LengthBins{"input": p.in.Bins(40), "output": p.out.Bins(40)}
 	s.ScheduleHash, s.Shard, s.StartAt = hash, &shard, start.UTC().Format(time.RFC3339Nano)
-	st, err := NewMergeState(RunState{Elapsed: elapsed, Windows: wst,
-		Parts: []metrics.Part{p.col, &metrics.Lengths{In: p.in, Out: p.out}, &p.good, p.models}})
+	st, err := metrics.NewMergeState(elapsed, wst, []metrics.Part{p.col, &metrics.Lengths{In: p.in, Out: p.out}, &p.good, p.models})
 	must(t, err)
 	s.MergeState = &st
 	return roundTrip(t, s)
@@ -560,5 +560,45 @@ func TestMergeKeepsLoadControl(t *testing.T) {
 		if !strings.Contains(notes, k+" is shard0.json's") {
 			t.Errorf("no merge note for %s: %q", k, notes)
 		}
+	}
+}
+
+// TestMergeEndpointsAndTheirServers: the copies' per-endpoint breakdowns
+// merge from their states; each endpoint keeps the server metrics of the
+// first copy that scraped it, with a note; a copy without the breakdown
+// leaves it out with a warning.
+func TestMergeEndpointsAndTheirServers(t *testing.T) {
+	start := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	urls := []string{"http://a", "http://b"}
+	ins := shardSummaries(t, 2, start)
+	for i, in := range ins {
+		e := metrics.NewEndpoints(urls)
+		e.Add(&metrics.Sample{OK: true, Endpoint: i, HasE2E: true, E2E: time.Duration(i+1) * time.Millisecond, OutputTokens: 3})
+		st, err := e.State()
+		must(t, err)
+		in.Summary.MergeState.Endpoints = st
+		in.Summary.Endpoints = e.Summary(time.Second)
+	}
+	ins[1].Summary.Endpoints[1].ServerMetrics = &metrics.ServerSummary{URL: "http://b/metrics", Available: true}
+	ins[0].Summary.Endpoints[1].ServerMetrics = nil
+	res, err := Summaries(ins)
+	must(t, err)
+	eps := res.Summary.Endpoints
+	if len(eps) != 2 || eps[0].Completed != 1 || eps[1].Completed != 1 || eps[0].ServerMetrics != nil ||
+		eps[1].ServerMetrics == nil || eps[1].ServerMetrics.URL != "http://b/metrics" {
+		t.Fatalf("endpoints %+v", eps)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "server_metrics are each endpoint's") }) {
+		t.Errorf("no note on the endpoints' server metrics: %q", res.Notes)
+	}
+	if res.Summary.MergeState == nil || len(res.Summary.MergeState.Endpoints) != 2 {
+		t.Errorf("merge state endpoints %+v", res.Summary.MergeState)
+	}
+
+	ins[1].Summary.MergeState.Endpoints = nil
+	res, err = Summaries(ins)
+	must(t, err)
+	if res.Summary.Endpoints != nil || !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "endpoints is in some summaries only") }) {
+		t.Errorf("endpoints %+v, warnings %q", res.Summary.Endpoints, res.Warnings)
 	}
 }

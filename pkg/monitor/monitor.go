@@ -18,7 +18,6 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
-	"github.com/fineserve-gen/fineserve-gen/pkg/merge"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/promexport"
 	"github.com/fineserve-gen/fineserve-gen/pkg/servermetrics"
@@ -113,7 +112,7 @@ type Monitor struct {
 	// The monitor goroutine's own state (then stop's).
 	windows []metrics.WindowStats
 	// states are the closed windows' distributions, kept for the merge
-	// state (FillRunState); stateErr is the first failure to take one.
+	// state (WindowStates); stateErr is the first failure to take one.
 	states   []metrics.WindowState
 	stateErr error
 	// liveSat are the live intervals flagged CLIENT SATURATED (at most
@@ -563,13 +562,8 @@ func (m *Monitor) MetricsAddr() net.Addr {
 	return m.promSrv.Addr
 }
 
-// FillRunState adds what the monitor kept for the merge state to p: the
-// closed windows' distributions. Call
-// it after Stop.
-func (m *Monitor) FillRunState(p *merge.RunState) error {
-	if m.stateErr != nil {
-		return m.stateErr
-	}
-	p.Windows = m.states
-	return nil
+// WindowStates returns the closed windows' distributions, for the merge
+// state. Call it after Stop.
+func (m *Monitor) WindowStates() ([]metrics.WindowState, error) {
+	return m.states, m.stateErr
 }

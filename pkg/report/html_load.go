@@ -200,10 +200,11 @@ func (b *RecordBuilder) Count() int64 { return b.n }
 // from them (duration: from the start to the last end), with latency CDFs,
 // length histograms and goodput, and the timeline.
 func (b *RecordBuilder) Data() (*Data, error) {
-	s := &metrics.Summary{Model: b.model}
-	dur := b.col.LastEnd
-	metrics.FinishParts(b.parts, s, dur)
-	s.Scheduled = b.col.Completed + b.col.Failed + b.col.Cancelled
+	s, err := metrics.Assemble(metrics.Facts{Elapsed: b.col.LastEnd, Parts: b.parts,
+		Summary: metrics.Summary{Model: b.model, Scheduled: b.col.Completed + b.col.Failed + b.col.Cancelled}})
+	if err != nil {
+		return nil, err
+	}
 	b.timeline.Reduce(SeriesPoints)
 	return &Data{
 		Summary: s, Series: b.timeline.Points(), SeriesNote: fmt.Sprintf("per-request records in bins of %v", b.timeline.Width()),

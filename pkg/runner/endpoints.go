@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
-	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
-	"github.com/fineserve-gen/fineserve-gen/pkg/monitor"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
@@ -49,14 +47,4 @@ func warmupAll(ctx context.Context, n int, pool *client.Pool, wl *workload.Workl
 		return fmt.Errorf("every endpoint's warm-up failed; the first: %w", first)
 	}
 	return nil
-}
-
-// setEndpointServers adds each endpoint's server metrics to the summary's
-// endpoints (none: one endpoint).
-func setEndpointServers(sum *metrics.Summary, mon *monitor.Monitor) {
-	for i, r := range mon.EndpointServers() {
-		if i < len(sum.Endpoints) {
-			sum.Endpoints[i].ServerMetrics = r
-		}
-	}
 }

@@ -231,40 +231,43 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	elapsed := time.Since(start)
 	mon.Stop(elapsed)
 
-	sum := new(metrics.Summary)
-	*sum = cfg.Summary
-	sum.StartedAt = start.UTC().Format(time.RFC3339Nano)
+	// The summary: the run's own figures (identity, schedule keeping, the
+	// monitor's), then every part's.
+	facts := cfg.Summary
+	facts.StartedAt = start.UTC().Format(time.RFC3339Nano)
+	if err := mon.Annotate(&facts, elapsed); err != nil {
+		log.Warnf("%v", err)
+	}
+	facts.Scheduled = st.Count
+	facts.NotSent = st.Count - ds.Dispatched // dropped at a stop, or never reached
+	facts.Queued, facts.MaxInFlight = ds.Queued, ds.MaxInFlight
 	if sessions != nil {
+		facts.MaxInFlight = sessions.maxIn.Load() // requests, not sessions
 		sessions.finish(parts)
 	}
-	metrics.FinishParts(parts, sum, elapsed)
-	annotate := []func() error{
-		func() error { return mon.Annotate(sum, elapsed) },
-		func() error { setEndpointServers(sum, mon); return nil },
-		func() error { return setMergeState(sum, mon, elapsed, parts) },
-	}
-	for _, f := range annotate {
-		if err := f(); err != nil {
-			log.Warnf("%v", err)
+	facts.ScheduleSpan = st.Last.Seconds()
+	facts.Interrupted = ctx.Err() != nil
+	var backlog report.Backlog
+	if len(records) > 0 {
+		if backlog = records.MaxBacklog(); backlog.Records > 0 {
+			facts.RecordsBacklog = &metrics.RecordsBacklog{Records: backlog.Records, Bytes: backlog.Bytes}
 		}
 	}
-	sum.Scheduled = st.Count
-	sum.NotSent = st.Count - ds.Dispatched // dropped at a stop, or never reached
-	sum.Queued, sum.MaxInFlight = ds.Queued, ds.MaxInFlight
+	windows, stateErr := mon.WindowStates()
+	sum, err := metrics.Assemble(metrics.Facts{Summary: facts, Elapsed: elapsed, Parts: parts,
+		EndpointServers: mon.EndpointServers(), State: stateErr == nil, Windows: windows})
+	if stateErr != nil {
+		err = fmt.Errorf("merge state: %w", stateErr)
+	}
+	if err != nil {
+		log.Warnf("%v", err)
+	}
 	if ds.Waits > 0 || ds.MaxBehind >= time.Second {
 		log.Warnf("the client fell behind its schedule: up to %v late handing out an arrival, %d wait(s) for the requests it had handed out to start and be written (it is short of CPU: the send lag of those requests includes the delay)",
 			ds.MaxBehind.Round(time.Millisecond), ds.Waits)
 	}
-	if sessions != nil {
-		sum.MaxInFlight = sessions.maxIn.Load() // requests, not sessions
-	}
-	sum.ScheduleSpan = st.Last.Seconds()
-	sum.Interrupted = ctx.Err() != nil
-	if len(records) > 0 {
-		if b := records.MaxBacklog(); b.Records > 0 {
-			sum.RecordsBacklog = &metrics.RecordsBacklog{Records: b.Records, Bytes: b.Bytes}
-			log.Warnf("the results file fell behind the run: up to %d records (%d bytes) waited in memory for the disk (none was lost; the run was not slowed)", b.Records, b.Bytes)
-		}
+	if backlog.Records > 0 {
+		log.Warnf("the results file fell behind the run: up to %d records (%d bytes) waited in memory for the disk (none was lost; the run was not slowed)", backlog.Records, backlog.Bytes)
 	}
 	// Every output is attempted, and every one that failed is named (a
 	// full disk fails them all); then the monitor's closing warnings.

@@ -6,9 +6,6 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
-	"github.com/fineserve-gen/fineserve-gen/pkg/merge"
-	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
-	"github.com/fineserve-gen/fineserve-gen/pkg/monitor"
 )
 
 // StartAtSlack is how far in the past --start-at may be when a copy is
@@ -61,21 +58,4 @@ func waitForStart(ctx context.Context, startAt time.Time, log *Logger) (time.Tim
 	}
 	now = time.Now()
 	return now.Add(startAt.Sub(now)), nil
-}
-
-// setMergeState adds the run's merge state to the summary — the parts and
-// the
-// monitor's windows and goodput, and the parts — which `fineserve-gen merge`
-// combines with other copies'.
-func setMergeState(sum *metrics.Summary, mon *monitor.Monitor, elapsed time.Duration, parts []metrics.Part) error {
-	p := merge.RunState{Elapsed: elapsed, Parts: parts}
-	if err := mon.FillRunState(&p); err != nil {
-		return fmt.Errorf("merge state: %w", err)
-	}
-	st, err := merge.NewMergeState(p)
-	if err != nil {
-		return fmt.Errorf("merge state: %w", err)
-	}
-	sum.MergeState = &st
-	return nil
 }
