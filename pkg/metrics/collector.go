@@ -29,26 +29,9 @@ type Collector struct {
 	// TTFTPer1k is TTFT per thousand prompt tokens (text requests).
 	TTFTPer1k *Hist
 
-	Completed, Failed         int64
-	InputTokens, OutputTokens int64 // of completed requests, as FineServe
-	// Cancelled counts the requests the client cut (--cancel-share),
-	// neither completed nor failed; CancelledFirstToken those of them that
-	// had received a first token, CancelledOutputTokens the tokens they
-	// had received.
-	Cancelled, CancelledFirstToken, CancelledOutputTokens int64
-	CachedTokens                                          int64 // prompt tokens served from the prefix cache
-	Retries                                               int64
-	Images                                                int64
-	GeneratedImages                                       int64 // images returned by image-generation requests
-	ErrorsByClass                                         map[string]int64
-	ErrorSamples                                          []ErrorSample
-
-	// Prompt sizing: |usage.prompt_tokens − target| over requests whose
-	// server reported usage.
-	PromptCounted      int64
-	PromptErrSum       int64
-	PromptErrMax       int64
-	PromptExact        int64
+	// Counters are the counts; FirstSent and LastEnd the first send and
+	// the last end, from the run's start.
+	Counters
 	FirstSent, LastEnd time.Duration
 	seen               bool
 	// OutputPerSecond counts the output tokens of completed requests by
@@ -56,6 +39,91 @@ type Collector struct {
 	// addOutputTimes): the summary's max_output_tokens_per_s is its
 	// largest. It grows by one count a second of the run.
 	OutputPerSecond []int64
+}
+
+// Counters are a run's counts, declared once: the Collector keeps them,
+// and its state (merge_state.collector, CollectorState) writes them in
+// place under these keys, in this order.
+type Counters struct {
+	Completed    int64 `json:"completed"`
+	Failed       int64 `json:"failed"`
+	InputTokens  int64 `json:"input_tokens"`  // of completed requests, as FineServe
+	OutputTokens int64 `json:"output_tokens"` // of completed requests
+	CachedTokens int64 `json:"cached_tokens"` // prompt tokens served from the prefix cache
+	Retries      int64 `json:"retries"`
+	// Cancelled counts the requests the client cut (--cancel-share),
+	// neither completed nor failed; CancelledFirstToken those of them that
+	// had received a first token, CancelledOutputTokens the tokens they
+	// had received (absent from the state when none).
+	Cancelled             int64 `json:"cancelled,omitempty"`
+	CancelledFirstToken   int64 `json:"cancelled_first_token,omitempty"`
+	CancelledOutputTokens int64 `json:"cancelled_output_tokens,omitempty"`
+	Images                int64 `json:"images"`
+	GeneratedImages       int64 `json:"generated_images"` // images returned by image-generation requests
+	// ErrorsByClass counts the failures by class; ErrorSamples are the
+	// first failures' messages (at most maxErrorSamples).
+	ErrorsByClass map[string]int64 `json:"errors_by_class,omitempty"`
+	ErrorSamples  []ErrorSample    `json:"error_samples,omitempty"`
+	// Prompt sizing: |usage.prompt_tokens − target| over requests whose
+	// server reported usage.
+	PromptCounted int64 `json:"prompt_counted"`
+	PromptErrSum  int64 `json:"prompt_err_sum"`
+	PromptErrMax  int64 `json:"prompt_err_max"`
+	PromptExact   int64 `json:"prompt_exact"`
+}
+
+// add adds o's counts to n's (copies of one run, or windows).
+func (n *Counters) add(o *Counters) {
+	n.Completed += o.Completed
+	n.Failed += o.Failed
+	n.Cancelled += o.Cancelled
+	n.CancelledFirstToken += o.CancelledFirstToken
+	n.CancelledOutputTokens += o.CancelledOutputTokens
+	n.InputTokens += o.InputTokens
+	n.OutputTokens += o.OutputTokens
+	n.CachedTokens += o.CachedTokens
+	n.Retries += o.Retries
+	n.Images += o.Images
+	n.GeneratedImages += o.GeneratedImages
+	if n.ErrorsByClass == nil && len(o.ErrorsByClass) > 0 {
+		n.ErrorsByClass = map[string]int64{}
+	}
+	for k, v := range o.ErrorsByClass {
+		n.ErrorsByClass[k] += v
+	}
+	for _, s := range o.ErrorSamples {
+		if len(n.ErrorSamples) < maxErrorSamples {
+			n.ErrorSamples = append(n.ErrorSamples, s)
+		}
+	}
+	n.PromptCounted += o.PromptCounted
+	n.PromptErrSum += o.PromptErrSum
+	n.PromptErrMax = max(n.PromptErrMax, o.PromptErrMax)
+	n.PromptExact += o.PromptExact
+}
+
+// clone returns a copy of n that shares nothing with it (no empty map or
+// slice: nil).
+func (n *Counters) clone() Counters {
+	c := *n
+	c.ErrorsByClass, c.ErrorSamples = nil, append([]ErrorSample(nil), n.ErrorSamples...)
+	if len(n.ErrorsByClass) > 0 {
+		c.ErrorsByClass = make(map[string]int64, len(n.ErrorsByClass))
+		for k, v := range n.ErrorsByClass {
+			c.ErrorsByClass[k] = v
+		}
+	}
+	return c
+}
+
+// named returns the counts by their key (ErrorsByClass apart).
+func (n *Counters) named() map[string]int64 {
+	return map[string]int64{
+		"completed": n.Completed, "failed": n.Failed, "input_tokens": n.InputTokens, "output_tokens": n.OutputTokens,
+		"cached_tokens": n.CachedTokens, "retries": n.Retries, "images": n.Images, "generated_images": n.GeneratedImages,
+		"prompt_counted": n.PromptCounted, "prompt_err_sum": n.PromptErrSum, "prompt_err_max": n.PromptErrMax, "prompt_exact": n.PromptExact,
+		"cancelled": n.Cancelled, "cancelled_first_token": n.CancelledFirstToken, "cancelled_output_tokens": n.CancelledOutputTokens,
+	}
 }
 
 // maxOutputSeconds bounds OutputPerSecond: a token later than this many
@@ -107,7 +175,7 @@ func NewCollector() *Collector {
 	return &Collector{
 		TTFT: NewHist(), TPOT: NewHist(), ITL: NewHist(), E2E: NewHist(),
 		Lag: NewHist(), TTFTSched: NewHist(), E2ESched: NewHist(), TTFTPer1k: NewHist(),
-		ErrorsByClass: map[string]int64{},
+		Counters: Counters{ErrorsByClass: map[string]int64{}},
 	}
 }
 
@@ -207,29 +275,7 @@ func (c *Collector) Merge(o *Collector) {
 	for i := range ch {
 		(*ch[i].h).Merge(*oh[i].h)
 	}
-	c.Completed += o.Completed
-	c.Failed += o.Failed
-	c.Cancelled += o.Cancelled
-	c.CancelledFirstToken += o.CancelledFirstToken
-	c.CancelledOutputTokens += o.CancelledOutputTokens
-	c.InputTokens += o.InputTokens
-	c.OutputTokens += o.OutputTokens
-	c.CachedTokens += o.CachedTokens
-	c.Retries += o.Retries
-	c.Images += o.Images
-	c.GeneratedImages += o.GeneratedImages
-	for k, v := range o.ErrorsByClass {
-		c.ErrorsByClass[k] += v
-	}
-	for _, s := range o.ErrorSamples {
-		if len(c.ErrorSamples) < maxErrorSamples {
-			c.ErrorSamples = append(c.ErrorSamples, s)
-		}
-	}
-	c.PromptCounted += o.PromptCounted
-	c.PromptErrSum += o.PromptErrSum
-	c.PromptErrMax = max(c.PromptErrMax, o.PromptErrMax)
-	c.PromptExact += o.PromptExact
+	c.Counters.add(&o.Counters)
 	if n := len(o.OutputPerSecond); n > len(c.OutputPerSecond) {
 		c.OutputPerSecond = append(c.OutputPerSecond, make([]int64, n-len(c.OutputPerSecond))...)
 	}

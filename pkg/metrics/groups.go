@@ -15,17 +15,50 @@ type Groups struct {
 	m   map[string]*Group
 }
 
-// Group is one group's accumulated results.
+// Group is one group's accumulated results: its distributions and counts.
 type Group struct {
-	TTFT, TPOT, E2E           *Hist
-	Completed, Failed         int64
-	InputTokens, OutputTokens int64 // of completed requests
-	CachedTokens, Images      int64
-	GeneratedImages           int64 // images returned (openai-images)
+	TTFT, TPOT, E2E *Hist
+	GroupCounters
+}
+
+// GroupCounters are a group's counts, declared once: the Group keeps them,
+// and its state (GroupState) writes them in place under these keys, in
+// this order.
+type GroupCounters struct {
+	Completed       int64 `json:"completed"`
+	Failed          int64 `json:"failed"`
+	InputTokens     int64 `json:"input_tokens"`  // of completed requests
+	OutputTokens    int64 `json:"output_tokens"` // of completed requests
+	CachedTokens    int64 `json:"cached_tokens"`
+	Images          int64 `json:"images"`
+	GeneratedImages int64 `json:"generated_images"` // images returned (openai-images)
 	// Text and Generations count the group's token requests and its
 	// requests without tokens — image generations, pooling batches
 	// (completed or failed).
-	Text, Generations int64
+	Text        int64 `json:"text"`
+	Generations int64 `json:"generations"`
+}
+
+// add adds o's counts to n's.
+func (n *GroupCounters) add(o *GroupCounters) {
+	n.Completed += o.Completed
+	n.Failed += o.Failed
+	n.InputTokens += o.InputTokens
+	n.OutputTokens += o.OutputTokens
+	n.CachedTokens += o.CachedTokens
+	n.Images += o.Images
+	n.GeneratedImages += o.GeneratedImages
+	n.Text += o.Text
+	n.Generations += o.Generations
+}
+
+// named returns the counts by their key.
+func (n *GroupCounters) named() map[string]int64 {
+	return map[string]int64{
+		"completed": n.Completed, "failed": n.Failed, "input_tokens": n.InputTokens, "output_tokens": n.OutputTokens,
+		"cached_tokens": n.CachedTokens, "images": n.Images, "generated_images": n.GeneratedImages,
+		"text": n.Text, "generations": n.Generations,
+	}
 }
 
 // NewGroups returns an empty breakdown whose group of a result is key(r).
@@ -81,15 +114,7 @@ func (g *Groups) Merge(o *Groups) {
 		gr.TTFT.Merge(og.TTFT)
 		gr.TPOT.Merge(og.TPOT)
 		gr.E2E.Merge(og.E2E)
-		gr.Completed += og.Completed
-		gr.Failed += og.Failed
-		gr.InputTokens += og.InputTokens
-		gr.OutputTokens += og.OutputTokens
-		gr.CachedTokens += og.CachedTokens
-		gr.Images += og.Images
-		gr.GeneratedImages += og.GeneratedImages
-		gr.Text += og.Text
-		gr.Generations += og.Generations
+		gr.add(&og.GroupCounters)
 	}
 }
 

@@ -152,28 +152,11 @@ func decodeHDR(enc string, like *hdrhistogram.Histogram) (*hdrhistogram.Histogra
 // merge_state.collector): its distributions and every counter, exact.
 // FirstSentNS and LastEndNS are offsets from the run's start.
 type CollectorState struct {
-	Hists        map[string]HistState `json:"hists"`
-	Completed    int64                `json:"completed"`
-	Failed       int64                `json:"failed"`
-	InputTokens  int64                `json:"input_tokens"`
-	OutputTokens int64                `json:"output_tokens"`
-	CachedTokens int64                `json:"cached_tokens"`
-	Retries      int64                `json:"retries"`
-	// The cancelled requests (--cancel-share; absent when none).
-	Cancelled             int64            `json:"cancelled,omitempty"`
-	CancelledFirstToken   int64            `json:"cancelled_first_token,omitempty"`
-	CancelledOutputTokens int64            `json:"cancelled_output_tokens,omitempty"`
-	Images                int64            `json:"images"`
-	GeneratedImages       int64            `json:"generated_images"`
-	ErrorsByClass         map[string]int64 `json:"errors_by_class,omitempty"`
-	ErrorSamples          []ErrorSample    `json:"error_samples,omitempty"`
-	PromptCounted         int64            `json:"prompt_counted"`
-	PromptErrSum          int64            `json:"prompt_err_sum"`
-	PromptErrMax          int64            `json:"prompt_err_max"`
-	PromptExact           int64            `json:"prompt_exact"`
-	Seen                  bool             `json:"seen"`
-	FirstSentNS           int64            `json:"first_sent_ns"`
-	LastEndNS             int64            `json:"last_end_ns"`
+	Hists map[string]HistState `json:"hists"`
+	Counters
+	Seen        bool  `json:"seen"`
+	FirstSentNS int64 `json:"first_sent_ns"`
+	LastEndNS   int64 `json:"last_end_ns"`
 	// OutputPerSecond is the output tokens counted in each second of the
 	// run (Collector.OutputPerSecond), as decimal counts joined by commas
 	// (one short string, not an array of thousands of lines), trailing
@@ -273,19 +256,9 @@ func histsFromStates(states map[string]HistState, hs []namedHist, sigFigs int, m
 // State returns c in its mergeable form.
 func (c *Collector) State() (CollectorState, error) {
 	s := CollectorState{
-		Completed: c.Completed, Failed: c.Failed, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
-		CachedTokens: c.CachedTokens, Retries: c.Retries, Images: c.Images, GeneratedImages: c.GeneratedImages,
-		ErrorSamples:  append([]ErrorSample(nil), c.ErrorSamples...),
-		PromptCounted: c.PromptCounted, PromptErrSum: c.PromptErrSum, PromptErrMax: c.PromptErrMax, PromptExact: c.PromptExact,
-		Seen: c.seen, FirstSentNS: int64(c.FirstSent), LastEndNS: int64(c.LastEnd),
-		Cancelled: c.Cancelled, CancelledFirstToken: c.CancelledFirstToken, CancelledOutputTokens: c.CancelledOutputTokens,
+		Counters: c.Counters.clone(),
+		Seen:     c.seen, FirstSentNS: int64(c.FirstSent), LastEndNS: int64(c.LastEnd),
 		OutputPerSecond: joinCounts(c.OutputPerSecond),
-	}
-	if len(c.ErrorsByClass) > 0 {
-		s.ErrorsByClass = make(map[string]int64, len(c.ErrorsByClass))
-		for k, v := range c.ErrorsByClass {
-			s.ErrorsByClass[k] = v
-		}
 	}
 	var err error
 	s.Hists, err = histStates(c.hists(), true, "")
@@ -296,12 +269,7 @@ func (c *Collector) State() (CollectorState, error) {
 func CollectorFromState(s CollectorState) (*Collector, error) {
 	c := NewCollector()
 	errs := histsFromStates(s.Hists, c.hists(), histSigFigs, false, "hists.", "a run")
-	if err := nonNegative(map[string]int64{
-		"completed": s.Completed, "failed": s.Failed, "input_tokens": s.InputTokens, "output_tokens": s.OutputTokens,
-		"cached_tokens": s.CachedTokens, "retries": s.Retries, "images": s.Images, "generated_images": s.GeneratedImages,
-		"prompt_counted": s.PromptCounted, "prompt_err_sum": s.PromptErrSum, "prompt_err_max": s.PromptErrMax, "prompt_exact": s.PromptExact,
-		"cancelled": s.Cancelled, "cancelled_first_token": s.CancelledFirstToken, "cancelled_output_tokens": s.CancelledOutputTokens,
-	}); err != nil {
+	if err := nonNegative(s.named()); err != nil {
 		errs = append(errs, err)
 	}
 	for k, v := range s.ErrorsByClass {
@@ -318,12 +286,11 @@ func CollectorFromState(s CollectorState) (*Collector, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	c.Completed, c.Failed, c.InputTokens, c.OutputTokens = s.Completed, s.Failed, s.InputTokens, s.OutputTokens
-	c.CachedTokens, c.Retries, c.Images, c.GeneratedImages = s.CachedTokens, s.Retries, s.Images, s.GeneratedImages
+	byClass := c.ErrorsByClass
+	c.Counters = s.Counters
+	c.ErrorsByClass = byClass
 	c.ErrorSamples = append([]ErrorSample(nil), s.ErrorSamples[:min(len(s.ErrorSamples), maxErrorSamples)]...)
-	c.PromptCounted, c.PromptErrSum, c.PromptErrMax, c.PromptExact = s.PromptCounted, s.PromptErrSum, s.PromptErrMax, s.PromptExact
 	c.seen, c.FirstSent, c.LastEnd = s.Seen, time.Duration(s.FirstSentNS), time.Duration(s.LastEndNS)
-	c.Cancelled, c.CancelledFirstToken, c.CancelledOutputTokens = s.Cancelled, s.CancelledFirstToken, s.CancelledOutputTokens
 	return c, nil
 }
 
@@ -366,16 +333,8 @@ func (a *WindowAcc) AddState(s WindowState) error {
 // GroupState is one group of a breakdown (per_model, per_kind) in its
 // mergeable form.
 type GroupState struct {
-	Hists           map[string]HistState `json:"hists"` // ttft, tpot, e2e
-	Completed       int64                `json:"completed"`
-	Failed          int64                `json:"failed"`
-	InputTokens     int64                `json:"input_tokens"`
-	OutputTokens    int64                `json:"output_tokens"`
-	CachedTokens    int64                `json:"cached_tokens"`
-	Images          int64                `json:"images"`
-	GeneratedImages int64                `json:"generated_images"`
-	Text            int64                `json:"text"`
-	Generations     int64                `json:"generations"`
+	Hists map[string]HistState `json:"hists"` // ttft, tpot, e2e
+	GroupCounters
 }
 
 func (g *Group) hists() []namedHist {
@@ -386,11 +345,7 @@ func (g *Group) hists() []namedHist {
 func (g *Groups) State() (map[string]GroupState, error) {
 	out := make(map[string]GroupState, len(g.m))
 	for k, gr := range g.m {
-		s := GroupState{
-			Completed: gr.Completed, Failed: gr.Failed, InputTokens: gr.InputTokens, OutputTokens: gr.OutputTokens,
-			CachedTokens: gr.CachedTokens, Images: gr.Images, GeneratedImages: gr.GeneratedImages,
-			Text: gr.Text, Generations: gr.Generations,
-		}
+		s := GroupState{GroupCounters: gr.GroupCounters}
 		var err error
 		if s.Hists, err = histStates(gr.hists(), false, fmt.Sprintf("group %q ", k)); err != nil {
 			return nil, err
@@ -409,15 +364,10 @@ func GroupsFromState(m map[string]GroupState) (*Groups, error) {
 		s := m[k]
 		gr := newGroup()
 		errs = append(errs, histsFromStates(s.Hists, gr.hists(), histSigFigs, false, fmt.Sprintf("group %q ", k), "a group")...)
-		if err := nonNegative(map[string]int64{
-			"completed": s.Completed, "failed": s.Failed, "input_tokens": s.InputTokens, "output_tokens": s.OutputTokens,
-			"cached_tokens": s.CachedTokens, "images": s.Images, "generated_images": s.GeneratedImages,
-			"text": s.Text, "generations": s.Generations,
-		}); err != nil {
+		if err := nonNegative(s.named()); err != nil {
 			errs = append(errs, fmt.Errorf("group %q: %w", k, err))
 		}
-		gr.Completed, gr.Failed, gr.InputTokens, gr.OutputTokens = s.Completed, s.Failed, s.InputTokens, s.OutputTokens
-		gr.CachedTokens, gr.Images, gr.GeneratedImages, gr.Text, gr.Generations = s.CachedTokens, s.Images, s.GeneratedImages, s.Text, s.Generations
+		gr.GroupCounters = s.GroupCounters
 		g.m[k] = gr
 	}
 	if err := errors.Join(errs...); err != nil {
