@@ -81,9 +81,8 @@ const sampleEvery = 250 * time.Millisecond
 // intervals at their absolute boundaries, prints live lines and the
 // progress bar, and samples requests in flight and CPU time. Closed windows
 // are kept as a few numbers each, so memory does not grow with the number
-// of requests. After the run it adds windows, the client self-check,
-// goodput, distributions and server metrics to the summary and writes the
-// HTML report.
+// of requests. After the run it adds windows, the client self-check and
+// server metrics to the summary's facts (metrics.Assemble adds the parts').
 type Monitor struct {
 	c     Config
 	start time.Time
@@ -211,9 +210,9 @@ func (m *Monitor) streams() []*stream {
 }
 
 // Sinks are the monitor's consumers of samples, for the run's fan-out (on
-// the collecting goroutine): the windows, live intervals, timeline, length
-// distributions and goodput, which the monitor goroutine reads too (under
-// m.mu), and the Prometheus exporter.
+// the collecting goroutine): the windows, live intervals and timeline,
+// which the monitor goroutine reads too (under m.mu), and the Prometheus
+// exporter.
 func (m *Monitor) Sinks() []metrics.Sink {
 	watched := metrics.Fanout{m.win}
 	if m.live != nil {

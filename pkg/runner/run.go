@@ -181,8 +181,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	pool.SetEpoch(start)
 	// The fan-out: collect derives every finished request's Sample once
 	// and hands it to each of these, in this order: the parts (the
-	// collector first), the monitor's consumers, the per-turn figures and
-	// the records file.
+	// collector first), the monitor's consumers and the records file.
 	parts := metrics.NewParts(metrics.PartsConfig{SLO: cfg.SLO, Breakdowns: wl.Breakdowns, Endpoints: cfg.Endpoints, Sessions: wl.Sessions != nil})
 	var sinks []metrics.Sink
 	for _, p := range parts {
