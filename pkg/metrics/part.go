@@ -11,9 +11,9 @@ import (
 // each Sample, finishes into its fields of the typed Summary, saves its
 // exact state into its place in the summary's merge_state and loads
 // another copy's from there. A run, fineserve-gen merge and the report
-// build their parts with NewParts and finish them with FinishParts, so a
-// new figure of this kind is one Part and its line in NewParts: nothing in
-// the runner, merge or report names it.
+// build their parts with NewParts (a merge loads them with MergeParts) and
+// hand them to Assemble, so a new figure of this kind is one Part and its
+// line in NewParts: nothing in the runner, merge or report names it.
 type Part interface {
 	Sink
 	// Key names the part (its state in merge_state.parts, for a part
@@ -60,7 +60,10 @@ type PartsConfig struct {
 // A merge's parts are NewParts(PartsConfig{SLO: NoSLO}): they take what
 // the copies' states hold.
 func NewParts(c PartsConfig) []Part {
-	parts := []Part{NewCollector(), NewAnswers(), NewAgents(), NewPooling(), NewHTTPPhases(), NewLengths(), NewSessions(c.Sessions), NewGoodput(c.SLO), NewEndpoints(c.Endpoints)}
+	// In this order: a merge's warnings come in it (sessions, goodput,
+	// endpoints).
+	parts := []Part{NewCollector(), NewAnswers(), NewAgents(), NewPooling(), NewHTTPPhases(), NewLengths(),
+		NewSessions(c.Sessions), NewGoodput(c.SLO), NewEndpoints(c.Endpoints)}
 	for _, k := range BreakdownKeys {
 		b := NewBreakdown(k)
 		if !slices.Contains(c.Breakdowns, k) {
