@@ -41,15 +41,17 @@ func TestReasoningAgainstMock(t *testing.T) {
 			if s.Answers == nil || s.Answers.ReasoningRequests != 10 || s.Answers.ReasoningTokens != 10*reasoning || s.Answers.ReasoningShare != 0.5 {
 				t.Fatalf("answers %+v, want 10 requests with %d reasoning tokens each, half the output", s.Answers, reasoning)
 			}
-			// The TTFO is 8 ITLs (40 ms) after the TTFT; the margins are
-			// wide (a busy machine), the lower one is what fails when the
-			// reasoning is not read.
+			// The TTFO is 8 ITLs (40 ms) after the TTFT. When the reasoning
+			// is not read the two are the same instant; on a busy machine a
+			// late first chunk lets the server's paced chunks catch up, so
+			// a request's gap can be shorter than 40 ms but never zero, and
+			// the mean keeps a quarter of it.
 			gap := s.TTFO.Mean - s.TTFT.Mean
-			if gap < 30 || gap > 400 || s.TTFT.Mean < 20 {
+			if gap < 10 || gap > 400 || s.TTFT.Mean < 20 {
 				t.Errorf("mean TTFT %.1f ms, TTFO %.1f ms: want TTFT ≥ 20 and TTFO about 40 ms later", s.TTFT.Mean, s.TTFO.Mean)
 			}
 			for i, rec := range testenv.ReadJSONL[answerRecord](t, r.path("results.jsonl")) {
-				if rec.ReasoningTokens != reasoning || rec.TTFO == nil || rec.TTFT == nil || *rec.TTFO-*rec.TTFT < 30 {
+				if rec.ReasoningTokens != reasoning || rec.TTFO == nil || rec.TTFT == nil || *rec.TTFO <= *rec.TTFT {
 					t.Errorf("record %d: reasoning tokens %d, ttft %v, ttfo %v", i, rec.ReasoningTokens, rec.TTFT, rec.TTFO)
 				}
 			}

@@ -179,10 +179,10 @@ var volatileKey = regexp.MustCompile(`_ms$|^duration$|throughput$|^concurrency$|
 	`^itl_ms$|^command$|^max_output_tokens_per_s$|^max_concurrent_requests$`)
 
 // transientKey matches the keys that are there or not depending on the
-// clock (a window where the client fell behind, or where a busy machine
-// delayed it): they are left out, and so are a window's latencies (a zero
+// clock (a window where the client fell behind, where a busy machine
+// delayed it, or a results file the disk kept waiting): they are left out, and so are a window's latencies (a zero
 // percentile is left out of it).
-var transientKey = regexp.MustCompile(`^client_saturat|^saturation_reasons$|^client_machine_busy|^machine_busy$|^client_behind_ms$`)
+var transientKey = regexp.MustCompile(`^client_saturat|^saturation_reasons$|^client_machine_busy|^machine_busy$|^client_behind_ms$|^records_backlog$`)
 
 // stableKey names keys volatileKey matches that do not depend on the
 // clock (request_rate is the option; target_rate comes from the trace).
@@ -392,12 +392,13 @@ func normalizeTable(data []byte) []byte {
 }
 
 // normalizeNotes keeps the notes on stderr that do not depend on the
-// clock: the live lines, the client-saturation warning and the busy
-// machine's note go.
+// clock: the live lines, the client-saturation warning, the busy
+// machine's note and the results file's backlog go.
 func normalizeNotes(data []byte, dir string) []byte {
 	var b bytes.Buffer
 	for line := range strings.Lines(string(data)) {
-		if strings.HasPrefix(line, "[") || strings.Contains(line, "fell behind its schedule") || strings.Contains(line, "the machine is busy") {
+		if strings.HasPrefix(line, "[") || strings.Contains(line, "fell behind its schedule") || strings.Contains(line, "the machine is busy") ||
+			strings.Contains(line, "the results file fell behind") {
 			continue
 		}
 		b.WriteString(strings.ReplaceAll(line, dir, "DIR"))
