@@ -37,9 +37,79 @@ func TestPointFromSweep(t *testing.T) {
 	if _, _, _, err := pointFromSweep(r, "s.json"); err == nil || !strings.Contains(err.Error(), "rate sweeps") {
 		t.Errorf("time-scale sweep: %v", err)
 	}
-	r.Variable, r.Capacity = sweep.Rate, nil
+	r.Variable = sweep.Rate
+	// A backend without tokens holds a replica for its E2E.
+	for i := range r.Steps {
+		r.Steps[i].Figures.TTFT.P50, r.Steps[i].Figures.TPOT.P50, r.Steps[i].Figures.E2E.P50 = 0, 0, 12
+	}
+	if _, ttft, tpot, err := pointFromSweep(r, "s.json"); err != nil || ttft != 12 || tpot != 0 {
+		t.Errorf("no tokens: TTFT %g, TPOT %g, %v: want the E2E, 12 and 0", ttft, tpot, err)
+	}
+	for i := range r.Steps {
+		r.Steps[i].Figures.E2E.P50 = 0
+	}
+	if _, _, _, err := pointFromSweep(r, "s.json"); err == nil || !strings.Contains(err.Error(), "no latency figures") {
+		t.Errorf("no figures: %v (a replica would look idle all day)", err)
+	}
+	r.Capacity = nil
 	if _, _, _, err := pointFromSweep(r, "s.json"); err == nil || !strings.Contains(err.Error(), "no step met") {
 		t.Errorf("no capacity: %v", err)
+	}
+}
+
+// planSweepFile writes a one-step rate sweep of the given capacity at CV
+// 1/√k, as `fineserve-gen sweep --sweep-json` writes one.
+func planSweepFile(t *testing.T, name string, rate, k float64) string {
+	return testenv.WriteFile(t, name, fmt.Sprintf(`{"variable":"rate","tolerance":0.05,"capacity":{"value":%g,"rate":%g,"step":1},"line":"",`+
+		`"steps":[{"step":1,"value":%g,"verdict":"pass","figures":{"ttft_ms":{"p50":20},"tpot_ms":{"p50":5},"e2e_ms":{"p50":100}},"summary":{"burstiness":%g}}]}`,
+		rate, rate, rate, k))
+}
+
+// TestPlanEveryWorkload plans each workload of the combination matrix
+// (every mode and trace format) from a given curve: each plans its whole
+// schedule — the windows hold every scheduled request — or, where a plan
+// cannot read it, is refused before anything runs, saying why.
+func TestPlanEveryWorkload(t *testing.T) {
+	curve := []string{"--sweep-json", planSweepFile(t, "cv1.json", 40, 1), "--sweep-json", planSweepFile(t, "cv2.json", 20, 0.25)}
+	refused := map[string]string{"replay-agentic": "sessions"}
+	// Every backend's requests plan the same way (its curve is its own).
+	for _, b := range matrixDims[dBackend].values {
+		t.Run("poisson-"+b, func(t *testing.T) {
+			args := append([]string{"plan", "--port", "1", "--backend", b, "--plan-json", filepath.Join(t.TempDir(), "plan.json")}, curve...)
+			if out, errb := mustRun(t, append(args, workloadArgs["poisson"]...)...); !strings.Contains(out, "peak: ") {
+				t.Errorf("no plan:\n%s\n%s", out, errb)
+			}
+		})
+	}
+	for _, w := range matrixDims[dWorkload].values {
+		t.Run(w, func(t *testing.T) {
+			dir := t.TempDir()
+			out := filepath.Join(dir, "plan.json")
+			args := append([]string{"plan", "--host", "127.0.0.1", "--port", "1", "--seed", "2", "--plan-window", "100ms", "--plan-json", out}, curve...)
+			args = append(args, workloadArgs[w]...)
+			if why, ok := refused[w]; ok {
+				wantUsage(t, args, why)
+				return
+			}
+			stdout, stderr := mustRun(t, args...)
+			p := testenv.ReadJSON[struct {
+				Requests int64 `json:"requests"`
+				Windows  []struct {
+					Requests int64 `json:"requests"`
+					Replicas int   `json:"replicas"`
+				} `json:"windows"`
+			}](t, out)
+			var sum int64
+			for _, win := range p.Windows {
+				sum += win.Requests
+				if win.Requests > 0 && win.Replicas < 1 {
+					t.Errorf("a window of %d requests plans %d replicas", win.Requests, win.Replicas)
+				}
+			}
+			if len(p.Windows) == 0 || sum != p.Requests || p.Requests == 0 {
+				t.Errorf("%d windows holding %d of %d requests\n%s\n%s", len(p.Windows), sum, p.Requests, stdout, stderr)
+			}
+		})
 	}
 }
 

@@ -90,6 +90,11 @@ func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err != nil {
 		return exitCode(err, stderr)
 	}
+	if wl.Sessions != nil || wl.Agentic != nil {
+		// Agentic traces come with their sessions from the trace itself,
+		// past the flag checks.
+		return usageExit(stderr, errors.New("sessions (agentic conversations, --turns, --multi-turn): a session's later turns follow its answers and are not in the schedule a plan reads"))
+	}
 	cfg := plan.Config{Window: pf.window, Horizon: o.Duration, MinReplicas: pf.minReplicas, ScaleUpDelay: pf.delay}
 	ws, _, err := plan.Survey(wl.Schedule, cfg)
 	if err != nil {
@@ -454,6 +459,17 @@ func pointFromSweep(r *sweep.Result, source string) (p plan.Point, ttftMS, tpotM
 	if low == nil {
 		return p, 0, 0, errors.New(source + ": no passing step")
 	}
+	// The lightest passing step's TTFT and TPOT say how long a request
+	// holds a slot (utilisation, idle share); a backend without tokens
+	// (embeddings, rerank, images) holds it for its E2E. Without any of
+	// them every replica would look idle all day.
+	ttft, tpot := low.Figures.TTFT.P50, low.Figures.TPOT.P50
+	if !(ttft > 0) {
+		ttft, tpot = low.Figures.E2E.P50, 0
+	}
+	if !(ttft > 0) || math.IsInf(ttft, 0) || !(tpot >= 0) || math.IsInf(tpot, 0) {
+		return p, 0, 0, fmt.Errorf("%s: step %d has no latency figures (ttft_ms, tpot_ms or e2e_ms p50): a plan needs them for how long a request holds a replica", source, low.Index)
+	}
 	p = plan.Point{CV: 1 / math.Sqrt(k), Rate: r.Capacity.Rate, Source: source}
-	return p, low.Figures.TTFT.P50, low.Figures.TPOT.P50, nil
+	return p, ttft, tpot, nil
 }
