@@ -2,13 +2,13 @@ package agentic
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
 	"io"
 	"math"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/prefix"
 )
 
 // MaxLine is the longest JSON line (or .json file) a reader takes: one
@@ -61,50 +61,16 @@ func ReadWeka(r io.Reader) (*Trace, error) {
 	return t, nil
 }
 
-// eachJSON calls f with each JSON value of r: a whole document, or one a
-// line (blank lines skipped).
+// eachJSON calls f with each JSON record of r, a whole document or one a
+// line (prefix.EachRecord); a line longer than MaxLine ends the reading.
 func eachJSON(r io.Reader, f func(line int, raw []byte)) error {
-	br := bufio.NewReaderSize(r, 1<<16)
-	first, _ := br.Peek(1 << 12)
-	// A document that is one object spread over several lines is read
-	// whole; JSON Lines start every object on a line of its own.
-	if multiLineObject(first) {
-		raw, err := bounded.Read(br, MaxLine)
-		if err != nil {
-			return fmt.Errorf("a JSON document: %w", err)
+	return prefix.EachRecord(r, MaxLine, func(line int, raw []byte, tooLong bool) error {
+		if tooLong {
+			return fmt.Errorf("line %d: %w", line, bufio.ErrTooLong)
 		}
-		f(1, raw)
+		f(line, raw)
 		return nil
-	}
-	sc := bufio.NewScanner(br)
-	sc.Buffer(make([]byte, 0, 1<<16), MaxLine)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		f(line, b)
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("line %d: %w", line+1, err)
-	}
-	return nil
-}
-
-// multiLineObject reports whether b starts a JSON object whose first line
-// does not close it (a pretty-printed document).
-func multiLineObject(b []byte) bool {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	if len(b) == 0 || b[0] != '{' {
-		return false
-	}
-	nl := bytes.IndexByte(b, '\n')
-	if nl < 0 {
-		return false
-	}
-	return !json.Valid(bytes.TrimSpace(b[:nl]))
+	})
 }
 
 func seconds(f float64) time.Duration {
