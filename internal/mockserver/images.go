@@ -139,15 +139,12 @@ func (s *Server) handleImages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, err := s.parseImage(body)
-	if !s.accepted(w, req.model, err) {
-		return
-	}
-	id := s.seq.Add(1)
-	ctx := r.Context()
-	if !s.acquire(ctx) {
+	id, ok := s.begin(w, r, req.model, err)
+	if !ok {
 		return
 	}
 	defer s.release()
+	ctx := r.Context()
 	ic := s.cfg.Images
 	done := time.Now().Add(ic.Base + time.Duration(req.steps)*ic.PerStep + time.Duration(req.n)*ic.PerImage)
 	if !sleepUntil(ctx, done) {
@@ -176,8 +173,7 @@ func (s *Server) handleImages(w http.ResponseWriter, r *http.Request) {
 	b = append(b, `},"id":"img-`...)
 	b = strconv.AppendInt(b, id, 10)
 	b = append(b, `"}`...)
-	w.Header().Set("Content-Type", "application/json")
-	if _, err := w.Write(b); err != nil {
+	if !writeJSON(w, b) {
 		return
 	}
 	s.completed.Add(1)

@@ -204,8 +204,7 @@ func (s *Server) handlePooling(w http.ResponseWriter, r *http.Request, kind pool
 		s.aborted.Add(1)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	if _, err := w.Write(s.poolingAnswer(req, kind, id)); err != nil {
+	if !writeJSON(w, s.poolingAnswer(req, kind, id)) {
 		return
 	}
 	s.completed.Add(1)

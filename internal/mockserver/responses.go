@@ -307,8 +307,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 			s.aborted.Add(1)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(rs.appendResponse(nil, true))
+		writeJSON(w, rs.appendResponse(nil, true))
 	}
 	if meta.store {
 		s.store.put(&storedResponse{id: rs.id, tokens: req.promptTokens + g.out - g.reasoning, prefix: compact(req.prefix)})

@@ -308,7 +308,6 @@ func (c *modelCounters) count(g *generation) {
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
 	b := []byte(`{"object":"list","data":[`)
 	for i, m := range s.cfg.Models {
 		if i > 0 {
@@ -323,7 +322,27 @@ func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
 		b = append(b, '}')
 	}
 	b = append(b, "]}"...)
-	w.Write(b)
+	writeJSON(w, b)
+}
+
+// writeJSON answers with the JSON body b; false when the client went away.
+func writeJSON(w http.ResponseWriter, b []byte) bool {
+	w.Header().Set("Content-Type", "application/json")
+	_, err := w.Write(b)
+	return err == nil
+}
+
+// begin starts an image or a transcription request once it is accepted
+// (parsed without err, its model served): it numbers it and takes a slot
+// for it (waiting while every one is busy). The handler, when ok,
+// gives the slot back (s.release); ok is false when the request was
+// answered with an error or went away while it waited.
+func (s *Server) begin(w http.ResponseWriter, r *http.Request, model string, err error) (id int64, ok bool) {
+	if !s.accepted(w, model, err) {
+		return 0, false
+	}
+	id = s.seq.Add(1)
+	return id, s.acquire(r.Context())
 }
 
 // writeError writes a vLLM-style error object.
@@ -555,7 +574,6 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "BadRequestError", "prompt or messages: required")
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
 	b := []byte(`{"count":`)
 	b = strconv.AppendInt(b, int64(req.promptTokens), 10)
 	b = append(b, `,"max_model_len":`...)
@@ -568,7 +586,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		b = strconv.AppendInt(b, int64(1000+i%29000), 10)
 	}
 	b = append(b, "]}"...)
-	w.Write(b)
+	writeJSON(w, b)
 }
 
 // acquire waits for a generation slot; it reports false if the client went
