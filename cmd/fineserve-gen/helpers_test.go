@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
@@ -115,4 +118,64 @@ func mockTarget(port int, more ...string) []string {
 func baseArgs(port, n int) []string {
 	return mockTarget(port, "--num-prompts", strconv.Itoa(n), "--request-rate", "inf", "--random-input-len", "8", "--random-output-len", "4",
 		"--seed", "1", "--warmup-requests", "0", "--quiet")
+}
+
+// mockCommand is `fineserve-gen mock-server` running in process.
+type mockCommand struct {
+	port    int
+	stderr  *testenv.SyncBuffer
+	cancel  context.CancelFunc
+	done    chan int
+	code    int
+	stopped bool
+}
+
+// startMockCommand runs `fineserve-gen mock-server` with args on a free
+// loopback port (--port 0, --port-file) and waits for its port; it runs
+// until stop or the end of the test.
+func startMockCommand(t *testing.T, args ...string) *mockCommand {
+	t.Helper()
+	portFile := filepath.Join(t.TempDir(), "port")
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &mockCommand{stderr: &testenv.SyncBuffer{}, cancel: cancel, done: make(chan int, 1)}
+	args = append([]string{"--port", "0", "--port-file", portFile}, args...)
+	go func() { m.done <- mockServerCommand(ctx, args, io.Discard, m.stderr) }()
+	t.Cleanup(func() { m.wait() })
+	waitFor(t, 10*time.Second, "the mock's port file", func() bool {
+		b, err := os.ReadFile(portFile)
+		m.port, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && m.port > 0
+	})
+	return m
+}
+
+func (m *mockCommand) url() string { return "http://127.0.0.1:" + strconv.Itoa(m.port) }
+
+// wait stops the server as an interrupt does and returns its exit code.
+func (m *mockCommand) wait() int {
+	m.cancel()
+	if !m.stopped {
+		m.code, m.stopped = <-m.done, true
+	}
+	return m.code
+}
+
+// stop stops the server and fails the test unless it exited 0.
+func (m *mockCommand) stop(t *testing.T) {
+	t.Helper()
+	if code := m.wait(); code != exitOK {
+		t.Fatalf("mock-server: exit %d\n%s", code, m.stderr.String())
+	}
+}
+
+// post sends the JSON body to the server's path and returns its answer.
+func (m *mockCommand) post(t *testing.T, path, body string) string {
+	t.Helper()
+	resp, err := http.Post(m.url()+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
@@ -256,22 +252,8 @@ func TestREADMEFineServeSection(t *testing.T) {
 			mockArgs[j+1] = readmeFixtures[mockArgs[j+1]]
 		}
 	}
-	portFile := filepath.Join(t.TempDir(), "port")
-	mockArgs = append(mockArgs, "--port-file", portFile)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() { done <- mockServerCommand(ctx, mockArgs, io.Discard, io.Discard) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	var port int
-	waitFor(t, 10*time.Second, "the port file of the server started as the README says", func() bool {
-		b, err := os.ReadFile(portFile)
-		port, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil && port > 0
-	})
-	args := substitute(t, shellFields(t, runLine), port, "testdata/sharegpt.json")
+	m := startMockCommand(t, mockArgs...)
+	args := substitute(t, shellFields(t, runLine), m.port, "testdata/sharegpt.json")
 	sumPath := filepath.Join(t.TempDir(), "summary.json")
 	mustRun(t, append(args, "--summary-json", sumPath, "--seed", "1", "--disable-tqdm", "--quiet")...)
 	s := testenv.ReadJSON[metrics.Summary](t, sumPath)

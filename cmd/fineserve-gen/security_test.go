@@ -218,18 +218,9 @@ func TestTLSVerification(t *testing.T) {
 // TestMockServerBindsLoopback: without --host the mock listens on
 // 127.0.0.1 only; bad --fault values are usage errors.
 func TestMockServerBindsLoopback(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	stderr := &testenv.SyncBuffer{}
-	done := make(chan int)
-	go func() {
-		done <- mockServerCommand(ctx, []string{"--port", "0", "--fault", "http_503:0.5"}, io.Discard, stderr)
-	}()
-	waitFor(t, 10*time.Second, "the mock to listen", func() bool { return strings.Contains(stderr.String(), "serving") })
-	cancel()
-	if code := <-done; code != exitOK {
-		t.Errorf("exit %d", code)
-	}
-	if out := stderr.String(); !strings.Contains(out, "on http://127.0.0.1:") || !strings.Contains(out, "http_503:0.5") || strings.Contains(out, "reachable") {
+	m := startMockCommand(t, "--fault", "http_503:0.5")
+	m.stop(t)
+	if out := m.stderr.String(); !strings.Contains(out, "on http://127.0.0.1:") || !strings.Contains(out, "http_503:0.5") || strings.Contains(out, "reachable") {
 		t.Errorf("stderr:\n%s", out)
 	}
 	var errb strings.Builder
