@@ -16,16 +16,14 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 )
 
 // TestHTTPSThroughGateway: an https:// target is reached over HTTP/2 with
 // --ca-cert, the Host header follows --host-header, every connection is
 // closed when the run ends, and bad TLS and transport flags are usage errors.
 func TestHTTPSThroughGateway(t *testing.T) {
-	srv, err := mockserver.New(mockserver.Config{Models: []string{"mock-model"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := mocktest.New(t, mockserver.Config{})
 	var mu sync.Mutex
 	protos := map[int]int{}
 	hosts := map[string]int{}

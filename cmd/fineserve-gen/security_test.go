@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
@@ -196,10 +197,7 @@ func TestKeyWithControlCharactersIsRejected(t *testing.T) {
 // TestTLSVerification: certificates are verified by default; --insecure
 // skips it, with a warning.
 func TestTLSVerification(t *testing.T) {
-	srv, err := mockserver.New(mockserver.Config{Models: []string{"mock-model"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := mocktest.New(t, mockserver.Config{})
 	hs := httptest.NewUnstartedServer(srv.Handler())
 	hs.Config.ErrorLog = log.New(io.Discard, "", 0) // the rejected handshakes
 	hs.StartTLS()
@@ -266,11 +264,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	t.Setenv("OPENAI_API_KEY", envKey)
 
-	srv, err := mockserver.New(mockserver.Config{Models: []string{"mock-model"}, ITL: 5 * time.Millisecond,
+	srv := mocktest.New(t, mockserver.Config{ITL: 5 * time.Millisecond,
 		Faults: mockserver.FaultConfig{Seed: 3, Faults: []mockserver.Fault{{Kind: mockserver.FaultRefuse, Rate: 0.2}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := srv.Handler()
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {

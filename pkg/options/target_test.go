@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 )
 
 // TestTargetChecks: before anything is sent the run asks the server for its
@@ -19,11 +20,8 @@ import (
 // a message that says why, a server without a model list runs.
 func TestTargetChecks(t *testing.T) {
 	var generations atomic.Int64
-	srv, err := mockserver.New(mockserver.Config{Models: []string{"llama-8b", "qwen-7b"},
+	srv := mocktest.New(t, mockserver.Config{Models: []string{"llama-8b", "qwen-7b"},
 		OnRequest: func(string, []byte) { generations.Add(1) }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	withModels := httptest.NewServer(srv.Handler())
 	defer withModels.Close()
 	noList := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
