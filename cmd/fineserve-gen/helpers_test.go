@@ -62,7 +62,35 @@ func (r *toolRun) path(name string) string { return filepath.Join(r.dir, name) }
 
 // runTool runs the command with args plus outputs in a fresh directory
 // (results.jsonl, summary.json); the exit code is the caller's to check.
-func runTool(t *testing.T, ctx context.Context, args ...string) *toolRun {
+func runTool(t *testing.T, args ...string) *toolRun {
+	t.Helper()
+	return runToolCtx(t, context.Background(), args...)
+}
+
+// runToolFor is runTool stopped after d, as an interrupt stops a run.
+func runToolFor(t *testing.T, d time.Duration, args ...string) *toolRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return runToolCtx(t, ctx, args...)
+}
+
+// runInterrupted is a run stopped after 1 s that must end as interrupted,
+// within 30 s: without waiting for what it had yet to send.
+func runInterrupted(t *testing.T, args ...string) *toolRun {
+	t.Helper()
+	began := time.Now()
+	r := runToolFor(t, time.Second, args...)
+	if took := time.Since(began); took > 30*time.Second {
+		t.Errorf("the stopped run took %v: it waited for a think time", took)
+	}
+	if r.code != exitInterrupted {
+		t.Errorf("exit %d, want %d\n%s", r.code, exitInterrupted, r.stderr)
+	}
+	return r
+}
+
+func runToolCtx(t *testing.T, ctx context.Context, args ...string) *toolRun {
 	t.Helper()
 	r := &toolRun{dir: t.TempDir()}
 	args = append(args, "--results-jsonl", r.path("results.jsonl"), "--summary-json", r.path("summary.json"), "--disable-tqdm")
@@ -75,7 +103,7 @@ func runTool(t *testing.T, ctx context.Context, args ...string) *toolRun {
 // mustRunTool is runTool that fails the test unless the run exits 0.
 func mustRunTool(t *testing.T, args ...string) *toolRun {
 	t.Helper()
-	r := runTool(t, context.Background(), args...)
+	r := runTool(t, args...)
 	if r.code != exitOK {
 		t.Fatalf("%v: exit %d\n%s", args, r.code, r.stderr)
 	}

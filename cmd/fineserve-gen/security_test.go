@@ -110,7 +110,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 				os.WriteFile(keyFile, []byte(leakKey+"\n"), 0o600)
 				args = append(args, "--api-key-file", keyFile)
 			}
-			r := runTool(t, context.Background(), args...)
+			r := runTool(t, args...)
 			if r.code != exitBudget {
 				t.Errorf("exit %d, want %d (every request failed)\n%s", r.code, exitBudget, r.stderr)
 			}
@@ -156,7 +156,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 		} {
 			echo := &echoServer{models: tc.models}
 			hs := httptest.NewServer(echo)
-			r := runTool(t, context.Background(), append([]string{"--base-url", hs.URL, "--num-prompts", "3"}, tc.extra...)...)
+			r := runTool(t, append([]string{"--base-url", hs.URL, "--num-prompts", "3"}, tc.extra...)...)
 			hs.Close()
 			if r.code != exitFailure {
 				t.Errorf("exit %d, want %d\n%s", r.code, exitFailure, r.stderr)
@@ -188,7 +188,7 @@ func TestKeyWithControlCharactersIsRejected(t *testing.T) {
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "key")
 	os.WriteFile(keyFile, []byte("sk-one\nsk-two\n"), 0o600)
-	r := runTool(t, context.Background(), "--api-key-file", keyFile, "--port", "1")
+	r := runTool(t, "--api-key-file", keyFile, "--port", "1")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "control character") || strings.Contains(r.stderr, "sk-one") {
 		t.Errorf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -203,11 +203,11 @@ func TestTLSVerification(t *testing.T) {
 	hs.StartTLS()
 	defer hs.Close()
 	args := []string{"--base-url", hs.URL, "--model", "mock-model", "--num-prompts", "5", "--random-input-len", "4", "--random-output-len", "2"}
-	r := runTool(t, context.Background(), args...)
+	r := runTool(t, args...)
 	if r.code != exitFailure || !strings.Contains(r.stderr, "certificate") || !strings.Contains(r.stderr, "connect") {
 		t.Errorf("default: exit %d, want %d with a certificate error\n%s", r.code, exitFailure, r.stderr)
 	}
-	r = runTool(t, context.Background(), append(args, "--insecure")...)
+	r = runTool(t, append(args, "--insecure")...)
 	if r.code != exitOK || !strings.Contains(r.stderr, "warning: --insecure") {
 		t.Errorf("--insecure: exit %d, want %d with a warning\n%s", r.code, exitOK, r.stderr)
 	}
