@@ -41,13 +41,8 @@ type wekaRequest struct {
 // into its compact conversation and dropped.
 func ReadWeka(r io.Reader) (*Trace, error) {
 	t := &Trace{Format: Weka}
-	err := eachJSON(r, func(line int, raw []byte) {
-		var c wekaConv
-		if err := json.Unmarshal(raw, &c); err != nil {
-			t.skip(line, "json", err.Error())
-			return
-		}
-		conv, ok := t.wekaConv(line, &c)
+	err := eachJSON(t, r, func(line int, c *wekaConv) {
+		conv, ok := t.wekaConv(line, c)
 		if ok {
 			t.Conversations = append(t.Conversations, conv)
 		}
@@ -62,13 +57,20 @@ func ReadWeka(r io.Reader) (*Trace, error) {
 }
 
 // eachJSON calls f with each JSON record of r, a whole document or one a
-// line (prefix.EachRecord); a line longer than MaxLine ends the reading.
-func eachJSON(r io.Reader, f func(line int, raw []byte)) error {
+// line (prefix.EachRecord), decoded into a T; a record that does not
+// decode is skipped and counted in t, and a line longer than MaxLine ends
+// the reading.
+func eachJSON[T any](t *Trace, r io.Reader, f func(line int, v *T)) error {
 	return prefix.EachRecord(r, MaxLine, func(line int, raw []byte, tooLong bool) error {
 		if tooLong {
 			return fmt.Errorf("line %d: %w", line, bufio.ErrTooLong)
 		}
-		f(line, raw)
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.skip(line, "json", err.Error())
+			return nil
+		}
+		f(line, &v)
 		return nil
 	})
 }
