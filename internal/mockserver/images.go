@@ -64,19 +64,13 @@ type imageRequest struct {
 func (s *Server) parseImage(body []byte) (imageRequest, error) {
 	p := s.parsers.Get()
 	defer s.parsers.Put(p)
-	v, err := p.ParseBytes(body)
+	v, err := parseObject(p, body)
 	if err != nil {
-		return imageRequest{}, fmt.Errorf("invalid JSON body: %v", err)
+		return imageRequest{}, err
 	}
-	if v.Type() != fastjson.TypeObject {
-		return imageRequest{}, errors.New("the body must be a JSON object")
-	}
-	req := imageRequest{model: string(v.GetStringBytes("model")), n: 1, steps: s.cfg.Images.DefaultSteps}
+	req := imageRequest{model: s.modelOf(v), n: 1, steps: s.cfg.Images.DefaultSteps}
 	if req.steps <= 0 {
 		req.steps = DefaultImageSteps
-	}
-	if req.model == "" {
-		req.model = s.cfg.Models[0]
 	}
 	pr := v.Get("prompt")
 	if pr == nil || pr.Type() != fastjson.TypeString {

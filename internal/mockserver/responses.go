@@ -129,10 +129,7 @@ func (s *Server) parseResponses(body []byte) (request, respMeta, error) {
 	if err != nil {
 		return request{}, meta, badRequest("invalid JSON body: " + err.Error())
 	}
-	req := request{model: string(v.GetStringBytes("model")), maxTokens: 16}
-	if req.model == "" {
-		req.model = s.cfg.Models[0]
-	}
+	req := request{model: s.modelOf(v), maxTokens: 16}
 	meta.prevID = string(v.GetStringBytes("previous_response_id"))
 	meta.store = true
 	if st := v.Get("store"); st != nil && st.Type() == fastjson.TypeFalse {

@@ -379,6 +379,27 @@ type request struct {
 	format        *outputFormat
 }
 
+// parseObject parses body, which must be a JSON object, with p.
+func parseObject(p *fastjson.Parser, body []byte) (*fastjson.Value, error) {
+	v, err := p.ParseBytes(body)
+	if err != nil {
+		return nil, fmt.Errorf("invalid JSON body: %v", err)
+	}
+	if v.Type() != fastjson.TypeObject {
+		return nil, errors.New("the body must be a JSON object")
+	}
+	return v, nil
+}
+
+// modelOf is the model a request body names, or the first served when it
+// names none.
+func (s *Server) modelOf(v *fastjson.Value) string {
+	if m := v.GetStringBytes("model"); len(m) > 0 {
+		return string(m)
+	}
+	return s.cfg.Models[0]
+}
+
 // parse reads a completion or chat request body.
 func (s *Server) parse(body []byte, chat bool) (request, error) {
 	p := s.parsers.Get()
@@ -387,10 +408,7 @@ func (s *Server) parse(body []byte, chat bool) (request, error) {
 	if err != nil {
 		return request{}, fmt.Errorf("invalid JSON body: %v", err)
 	}
-	req := request{model: string(v.GetStringBytes("model")), maxTokens: 16}
-	if req.model == "" {
-		req.model = s.cfg.Models[0]
-	}
+	req := request{model: s.modelOf(v), maxTokens: 16}
 	if chat {
 		msgs := v.GetArray("messages")
 		if len(msgs) == 0 {
