@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,20 +22,6 @@ type epRecord struct {
 	Turn         int    `json:"turn"`
 	CachedTokens *int   `json:"cached_tokens"`
 }
-
-// closedPort returns a loopback port nothing listens on.
-func closedPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	return port
-}
-
-func urlOf(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }
 
 // epArgs is a short run of n requests at rate over the given endpoints.
 func epArgs(n int, rate string, urls ...string) []string {
