@@ -119,8 +119,11 @@ func TestDefaultTokensPerImage(t *testing.T) {
 	}
 }
 
-func BenchmarkImageDataURL(b *testing.B) {
-	bl := New(Options{Salt: 1})
+func BenchmarkImageDataURL(b *testing.B) { benchmarkDataURL(b, ImageOptions{}) }
+
+// benchmarkDataURL measures writing the data URLs of images of opts.
+func benchmarkDataURL(b *testing.B, opts ImageOptions) {
+	bl := New(Options{Salt: 1, Images: opts})
 	bl.AppendImageDataURL(nil, 0, 0)
 	var dst []byte
 	b.ReportAllocs()

@@ -150,16 +150,7 @@ func TestAudioClip(t *testing.T) {
 	}
 }
 
-func BenchmarkJPEGDataURL(b *testing.B) {
-	bl := New(Options{Salt: 1, Images: ImageOptions{Format: "jpeg"}})
-	bl.AppendImageDataURL(nil, 0, 0)
-	var dst []byte
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		dst = bl.AppendImageDataURL(dst[:0], int64(i), 0)
-	}
-	b.SetBytes(int64(len(dst)))
-}
+func BenchmarkJPEGDataURL(b *testing.B) { benchmarkDataURL(b, ImageOptions{Format: "jpeg"}) }
 
 func BenchmarkAudioClip(b *testing.B) {
 	bl := New(Options{Salt: 1, Audio: AudioOptions{Seconds: 10}})
