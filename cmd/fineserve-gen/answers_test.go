@@ -159,7 +159,7 @@ func TestNoAutoToolChoice(t *testing.T) {
 	tools := testenv.WriteFile(t, "tools.json", weatherTools)
 	_, port := mocktest.Start(t, mockserver.Config{Tools: mockserver.ToolConfig{NoAutoToolChoice: true}})
 	args := append(baseArgs(port, 4), "--backend", "openai-chat", "--prompt-format", "text", "--tools", tools)
-	r := runTool(t, t.Context(), args...)
+	r := runTool(t, args...)
 	s := r.summary(t)
 	if s.Failed != 4 || len(s.ErrorSamples) == 0 || !strings.Contains(s.ErrorSamples[0].Message, "--enable-auto-tool-choice --tool-call-parser NAME, or send --tool-choice required") {
 		t.Fatalf("exit %d, failed %d, errors %+v", r.code, s.Failed, s.ErrorSamples)

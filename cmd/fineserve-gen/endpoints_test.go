@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,20 +23,6 @@ type epRecord struct {
 	CachedTokens *int   `json:"cached_tokens"`
 }
 
-// closedPort returns a loopback port nothing listens on.
-func closedPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	return port
-}
-
-func urlOf(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }
-
 // epArgs is a short run of n requests at rate over the given endpoints.
 func epArgs(n int, rate string, urls ...string) []string {
 	return []string{"--base-url", strings.Join(urls, ","), "--model", "mock-model",
@@ -55,14 +38,12 @@ func TestEndpointsDeadOneFailsItsShare(t *testing.T) {
 	_, p1 := mocktest.Start(t, mockserver.Config{})
 	_, p2 := mocktest.Start(t, mockserver.Config{})
 	dead := closedPort(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	for _, tc := range []struct {
 		budget string
 		code   int
 	}{{"0", 3}, {"0.5", 0}} {
 		t.Run("max-error-rate="+tc.budget, func(t *testing.T) {
-			r := runTool(t, ctx, append(epArgs(30, "inf", urlOf(p1), urlOf(dead), urlOf(p2)), "--max-error-rate", tc.budget)...)
+			r := runToolFor(t, 60*time.Second, append(epArgs(30, "inf", urlOf(p1), urlOf(dead), urlOf(p2)), "--max-error-rate", tc.budget)...)
 			if r.code != tc.code {
 				t.Fatalf("exit %d, want %d\nstderr:\n%s", r.code, tc.code, r.stderr)
 			}
@@ -113,9 +94,7 @@ func TestEndpointsDeadOneFailsItsShare(t *testing.T) {
 // TestEndpointsNoneAnswers: with every endpoint down the run stops before
 // sending (exit 1), as with one.
 func TestEndpointsNoneAnswers(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	r := runTool(t, ctx, epArgs(4, "inf", urlOf(closedPort(t)), urlOf(closedPort(t)))...)
+	r := runToolFor(t, 30*time.Second, epArgs(4, "inf", urlOf(closedPort(t)), urlOf(closedPort(t)))...)
 	if r.code != 1 || !strings.Contains(r.stderr, "cannot reach the server") {
 		t.Fatalf("exit %d, want 1 naming the unreachable server:\n%s", r.code, r.stderr)
 	}
@@ -126,9 +105,7 @@ func TestEndpointsNoneAnswers(t *testing.T) {
 func TestEndpointsModelMissing(t *testing.T) {
 	_, p1 := mocktest.Start(t, mockserver.Config{})
 	_, p2 := mocktest.Start(t, mockserver.Config{Models: []string{"other"}})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	r := runTool(t, ctx, epArgs(4, "inf", urlOf(p1), urlOf(p2))...)
+	r := runToolFor(t, 30*time.Second, epArgs(4, "inf", urlOf(p1), urlOf(p2))...)
 	if want := fmt.Sprintf("--model mock-model is not served at endpoint 2 (127.0.0.1:%d)", p2); r.code != 1 || !strings.Contains(r.stderr, want) {
 		t.Fatalf("exit %d, want 1 and %q:\n%s", r.code, want, r.stderr)
 	}
@@ -142,12 +119,12 @@ func TestEndpointsBadURL(t *testing.T) {
 		{"http://127.0.0.1:1,http://127.0.0.1:1/", `--base-url 2 "http://127.0.0.1:1/": the same as --base-url 1`},
 		{"http://127.0.0.1:1,http://u:secret@127.0.0.1:2,x", `--base-url 3 "x"`},
 	} {
-		r := runTool(t, context.Background(), "--base-url", tc.urls, "--model", "m", "--num-prompts", "1", "--dry-run")
+		r := runTool(t, "--base-url", tc.urls, "--model", "m", "--num-prompts", "1", "--dry-run")
 		if r.code != 2 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "secret") {
 			t.Errorf("%s: exit %d, want 2 and %q (no password):\n%s", tc.urls, r.code, tc.want, r.stderr)
 		}
 	}
-	r := runTool(t, context.Background(), "--base-url", "http://127.0.0.1:1", "--balance", "random", "--model", "m", "--num-prompts", "1", "--dry-run")
+	r := runTool(t, "--base-url", "http://127.0.0.1:1", "--balance", "random", "--model", "m", "--num-prompts", "1", "--dry-run")
 	if r.code != 2 || !strings.Contains(r.stderr, `--balance "random": want round-robin, least-inflight or session`) {
 		t.Errorf("--balance random: exit %d:\n%s", r.code, r.stderr)
 	}
@@ -165,9 +142,7 @@ func TestEndpointsBadURL(t *testing.T) {
 func TestEndpointsLeastInflightFavoursTheFastOne(t *testing.T) {
 	_, fast := mocktest.Start(t, mockserver.Config{})
 	_, slow := mocktest.Start(t, mockserver.Config{TTFT: time.Second, ITL: 20 * time.Millisecond})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	r := runTool(t, ctx, append(epArgs(30, "20", urlOf(fast), urlOf(slow)), "--balance", "least-inflight")...)
+	r := runToolFor(t, 60*time.Second, append(epArgs(30, "20", urlOf(fast), urlOf(slow)), "--balance", "least-inflight")...)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -187,11 +162,9 @@ func TestEndpointsLeastInflightFavoursTheFastOne(t *testing.T) {
 func TestEndpointsSessionSticks(t *testing.T) {
 	_, p1 := mocktest.Start(t, mockserver.Config{})
 	_, p2 := mocktest.Start(t, mockserver.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	for _, bal := range []string{"session", "round-robin"} {
 		t.Run(bal, func(t *testing.T) {
-			r := runTool(t, ctx, append(epArgs(8, "inf", urlOf(p1), urlOf(p2)), "--balance", bal, "--turns", "3")...)
+			r := runToolFor(t, 60*time.Second, append(epArgs(8, "inf", urlOf(p1), urlOf(p2)), "--balance", bal, "--turns", "3")...)
 			if r.code != 0 {
 				t.Fatalf("exit %d\n%s", r.code, r.stderr)
 			}
@@ -230,14 +203,12 @@ func TestEndpointsSessionKeepsPrefixes(t *testing.T) {
 	cache := mockserver.PrefixCacheConfig{Blocks: 4096}
 	_, p1 := mocktest.Start(t, mockserver.Config{PrefixCache: cache})
 	_, p2 := mocktest.Start(t, mockserver.Config{PrefixCache: cache})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	misses := func(bal string) int {
 		// One request at a time, so a prefix is cached before it is asked
 		// for again.
 		args := append(epArgs(40, "inf", urlOf(p1), urlOf(p2)), "--balance", bal, "--max-concurrency", "1",
 			"--prefix-len", "64", "--num-prefixes", "4", "--random-input-len", "96", "--warmup-requests", "0", "--prompt-salt", fmt.Sprint(len(bal)))
-		r := runTool(t, ctx, args...)
+		r := runToolFor(t, 60*time.Second, args...)
 		if r.code != 0 {
 			t.Fatalf("%s: exit %d\n%s", bal, r.code, r.stderr)
 		}
@@ -264,9 +235,7 @@ func TestEndpointsSessionKeepsPrefixes(t *testing.T) {
 func TestEndpointsWithCancelReportFromRecords(t *testing.T) {
 	_, p1 := mocktest.Start(t, mockserver.Config{})
 	_, p2 := mocktest.Start(t, mockserver.Config{TTFT: 5 * time.Millisecond, ITL: 5 * time.Millisecond})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	r := runTool(t, ctx, append(epArgs(30, "200", urlOf(p1), urlOf(p2)), "--cancel-share", "0.4", "--cancel-after", "uniform:1ms:10ms")...)
+	r := runToolFor(t, 60*time.Second, append(epArgs(30, "200", urlOf(p1), urlOf(p2)), "--cancel-share", "0.4", "--cancel-after", "uniform:1ms:10ms")...)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -287,22 +256,20 @@ func TestEndpointsWithCancelReportFromRecords(t *testing.T) {
 		if withSummary {
 			args = append(args, "--summary", r.path("summary.json"))
 		}
-		var out, errb bytes.Buffer
-		code := dispatch(ctx, args, &out, &errb)
-		rep := struct{ stdout string }{out.String()}
-		if code != 0 || !strings.Contains(rep.stdout, "Requests by Endpoint") {
-			t.Fatalf("%q: exit %d, no endpoint table:\n%s\n%s", args, code, rep.stdout, errb.String())
+		code, stdout, stderr := runCmd(args...)
+		if code != 0 || !strings.Contains(stdout, "Requests by Endpoint") {
+			t.Fatalf("%q: exit %d, no endpoint table:\n%s\n%s", args, code, stdout, stderr)
 		}
 		for name, want := range map[string]func(e int) int64{
 			"completed": func(e int) int64 { return s.Endpoints[e].Completed },
 			"cancelled": func(e int) int64 { return s.Endpoints[e].Cancelled },
 		} {
-			got := row(rep.stdout, name)
+			got := row(stdout, name)
 			if len(got) != 2 || got[0] != strconv.FormatInt(want(0), 10) || got[1] != strconv.FormatInt(want(1), 10) {
 				t.Errorf("summary %v: %s %v, the run's %d and %d", withSummary, name, got, want(0), want(1))
 			}
 		}
-		if has := strings.Contains(rep.stdout, fmt.Sprintf("127.0.0.1:%d", p2)); has != withSummary {
+		if has := strings.Contains(stdout, fmt.Sprintf("127.0.0.1:%d", p2)); has != withSummary {
 			t.Errorf("summary %v: the table shows the URLs: %v", withSummary, has)
 		}
 	}

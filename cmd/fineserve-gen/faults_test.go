@@ -46,7 +46,7 @@ func TestRunAgainstEveryFault(t *testing.T) {
 			srv, port := mocktest.Start(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
 				Faults: []mockserver.Fault{{Kind: tc.kind, Rate: 1}}, Delay: 5 * time.Second,
 			}})
-			r := runTool(t, context.Background(), append(baseArgs(port, n), tc.args...)...)
+			r := runTool(t, append(baseArgs(port, n), tc.args...)...)
 			if r.code != exitBudget {
 				t.Errorf("exit %d, want %d (error budget)\nstderr:\n%s", r.code, exitBudget, r.stderr)
 			}
@@ -110,7 +110,7 @@ func TestErrorBudget(t *testing.T) {
 	} {
 		t.Run("max-error-rate "+tc.budget, func(t *testing.T) {
 			_, port := mocktest.Start(t, mockserver.Config{Faults: faults})
-			r := runTool(t, context.Background(), append(baseArgs(port, n), "--max-error-rate", tc.budget, "--max-concurrency", "16")...)
+			r := runTool(t, append(baseArgs(port, n), "--max-error-rate", tc.budget, "--max-concurrency", "16")...)
 			if r.code != tc.code {
 				t.Errorf("exit %d, want %d\n%s", r.code, tc.code, r.stderr)
 			}
@@ -129,7 +129,7 @@ func TestRetriesEndToEnd(t *testing.T) {
 	const n = 50
 	faults := mockserver.FaultConfig{Seed: 11, Faults: []mockserver.Fault{{Kind: mockserver.FaultHTTP503, Rate: 0.3}}}
 	srv, port := mocktest.Start(t, mockserver.Config{Faults: faults})
-	r := runTool(t, context.Background(), append(baseArgs(port, n), "--retries", "8")...)
+	r := runTool(t, append(baseArgs(port, n), "--retries", "8")...)
 	s := r.summary(t)
 	// Every 503 made one retry: the server saw each request once more per
 	// 503 it answered.
@@ -166,7 +166,7 @@ func TestExitCodes(t *testing.T) {
 		ln.Close()
 		for _, warmup := range []string{"0", "1"} {
 			args := append(baseArgs(dead, 5), "--warmup-requests", warmup)
-			r := runTool(t, context.Background(), args...)
+			r := runTool(t, args...)
 			if says := fmt.Sprintf("cannot reach the server at 127.0.0.1:%d: is the server up?", dead); r.code != exitFailure || !strings.Contains(r.stderr, says) {
 				t.Errorf("--warmup-requests %s: exit %d, want %d saying %q\n%s", warmup, r.code, exitFailure, says, r.stderr)
 			}
@@ -177,7 +177,7 @@ func TestExitCodes(t *testing.T) {
 		_, port := mocktest.Start(t, mockserver.Config{Models: []string{"a", "b"}, OnRequest: func(string, []byte) { requests.Add(1) }})
 		for _, warmup := range []string{"0", "1"} {
 			args := append(baseArgs(port, 5), "--warmup-requests", warmup)
-			r := runTool(t, context.Background(), args...)
+			r := runTool(t, args...)
 			if r.code != exitFailure || !strings.Contains(r.stderr, "--model mock-model is not served at") || !strings.Contains(r.stderr, "it serves a, b") {
 				t.Errorf("--warmup-requests %s: exit %d, want %d naming the served models\n%s", warmup, r.code, exitFailure, r.stderr)
 			}
@@ -187,7 +187,7 @@ func TestExitCodes(t *testing.T) {
 		}
 	})
 	t.Run("2: usage", func(t *testing.T) {
-		r := runTool(t, context.Background(), append(baseArgs(port, 5), "--request-rat", "5")...)
+		r := runTool(t, append(baseArgs(port, 5), "--request-rat", "5")...)
 		if r.code != exitUsage {
 			t.Errorf("exit %d, want %d\n%s", r.code, exitUsage, r.stderr)
 		}
@@ -195,7 +195,7 @@ func TestExitCodes(t *testing.T) {
 	t.Run("3: error budget", func(t *testing.T) {
 		_, port := mocktest.Start(t, mockserver.Config{Faults: mockserver.FaultConfig{
 			Faults: []mockserver.Fault{{Kind: mockserver.FaultHTTP500, Rate: 1}}}})
-		r := runTool(t, context.Background(), baseArgs(port, 5)...)
+		r := runTool(t, baseArgs(port, 5)...)
 		if r.code != exitBudget || !strings.Contains(r.stderr, "error budget exceeded") {
 			t.Errorf("exit %d, want %d\n%s", r.code, exitBudget, r.stderr)
 		}
@@ -231,7 +231,7 @@ func TestExitCodes(t *testing.T) {
 			cancel()
 		}()
 		args := append(baseArgs(port, 1000), "--request-rate", "200", "--drain-timeout", "50ms")
-		r := runTool(t, ctx, args...)
+		r := runToolCtx(t, ctx, args...)
 		if r.code != exitInterrupted {
 			t.Errorf("exit %d, want %d\n%s", r.code, exitInterrupted, r.stderr)
 		}
@@ -249,7 +249,7 @@ func TestExitCodes(t *testing.T) {
 func TestBadArgumentsAreReportedTogether(t *testing.T) {
 	var requests atomic.Int64
 	_, port := mocktest.Start(t, mockserver.Config{OnRequest: func(string, []byte) { requests.Add(1) }})
-	r := runTool(t, context.Background(), append(baseArgs(port, 5),
+	r := runTool(t, append(baseArgs(port, 5),
 		"--request-rate", "fast", "--port", "http", "--stall-timeout", "-3", "--max-error-rate", "2",
 		"--extra-request-body", `{"top_k": 5`, "--backend", "nope", "--retries", "-1")...)
 	if r.code != exitUsage {
@@ -264,13 +264,13 @@ func TestBadArgumentsAreReportedTogether(t *testing.T) {
 		}
 	}
 	t.Run("a bad extra body alone is caught before any request", func(t *testing.T) {
-		r := runTool(t, context.Background(), append(baseArgs(port, 5), "--warmup-requests", "1", "--extra-request-body", `{"top_k": 5} x`)...)
+		r := runTool(t, append(baseArgs(port, 5), "--warmup-requests", "1", "--extra-request-body", `{"top_k": 5} x`)...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, "--extra-request-body: trailing data") {
 			t.Errorf("exit %d\n%s", r.code, r.stderr)
 		}
 	})
 	t.Run("unknown flag with bad values", func(t *testing.T) {
-		r := runTool(t, context.Background(), "--request-rate", "x", "--no-such-flag")
+		r := runTool(t, "--request-rate", "x", "--no-such-flag")
 		if r.code != exitUsage || !strings.Contains(r.stderr, "--request-rate") || !strings.Contains(r.stderr, "no-such-flag") {
 			t.Errorf("exit %d\n%s", r.code, r.stderr)
 		}

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/parametric"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
@@ -34,18 +32,15 @@ func fitCommand(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	maxPairs := fs.Int("max-length-pairs", defaultMaxLengthPairs, "most (input, output) pairs written to PREFIX_lengths.csv: a larger trace's are a seeded uniform sample (0: no lengths file)")
 	out := fs.StringP("out", "o", "", "output prefix (default: the trace's name, in the current directory)")
 	quiet := fs.Bool("quiet", false, "do not print the summary")
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(stdout, "Usage: fineserve-gen fit TRACE [flags]\n\n"+
-				"Fits per-window Gamma parameters and a 1 ms NB micro-burst model to a trace (any format\n"+
-				"--mode replay reads) and writes PREFIX_gamma_<window>.csv, PREFIX_nb.json, PREFIX_lengths.csv\n"+
-				"and PREFIX_fit.txt for --gamma-params-csv, --parametric-nb-json and --request-lengths-csv.\n\n%s", fs.FlagUsages())
-			return exitOK
-		}
-		return fitUsage(stderr, err)
+	if code, done := parseSubcommand(fs, args, "fit", "Usage: fineserve-gen fit TRACE [flags]\n\n"+
+		"Fits per-window Gamma parameters and a 1 ms NB micro-burst model to a trace (any format\n"+
+		"--mode replay reads) and writes PREFIX_gamma_<window>.csv, PREFIX_nb.json, PREFIX_lengths.csv\n"+
+		"and PREFIX_fit.txt for --gamma-params-csv, --parametric-nb-json and --request-lengths-csv.\n", stdout, stderr); done {
+		return code
 	}
+	fail := func(err error) int { return usageFail(stderr, "fit", err) }
 	if fs.NArg() != 1 {
-		return fitUsage(stderr, errors.New("want exactly one trace file: fineserve-gen fit TRACE [flags]"))
+		return fail(errors.New("want exactly one trace file: fineserve-gen fit TRACE [flags]"))
 	}
 	trace := fs.Arg(0)
 	errs := tf.check()
@@ -76,12 +71,12 @@ func fitCommand(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		errs = append(errs, fmt.Errorf("--gamma-on %q: want requests or bursts", *gammaOn))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fitUsage(stderr, err)
+		return fail(err)
 	}
 
 	tr, err := tf.load(trace, stderr)
 	if err != nil {
-		return fitUsage(stderr, err)
+		return fail(err)
 	}
 	times := make([]time.Duration, tr.Len())
 	for i := range times {
@@ -89,7 +84,7 @@ func fitCommand(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	fit, err := parametric.FitTimes(times, o)
 	if err != nil {
-		return fitUsage(stderr, fmt.Errorf("%s: %w", trace, err))
+		return fail(fmt.Errorf("%s: %w", trace, err))
 	}
 
 	prefix := *out
@@ -166,11 +161,6 @@ const (
 	defaultMaxLengthPairs = 100_000
 	lengthsSeed           = 1
 )
-
-func fitUsage(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "fineserve-gen fit: %v\nRun 'fineserve-gen fit --help' for the flags.\n", err)
-	return exitUsage
-}
 
 func fitFail(stderr io.Writer, err error) int {
 	fmt.Fprintf(stderr, "fineserve-gen fit: %s\n", termsafe.Lines(err.Error()))

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -139,7 +138,7 @@ func TestWarmupRetriesAFailure(t *testing.T) {
 		}
 	}
 	srv, port := mocktest.Start(t, mockserver.Config{Faults: faults})
-	r := runTool(t, context.Background(), append(baseArgs(port, 5), "--warmup-requests", "1")...)
+	r := runTool(t, append(baseArgs(port, 5), "--warmup-requests", "1")...)
 	if r.code != exitOK || !strings.Contains(r.stderr, "warning: warm-up: 1 of 1 request(s) succeeded after 1 failed attempt(s) (the first: http_5xx:") {
 		t.Errorf("exit %d, want %d with a warning about the retried warm-up\n%s", r.code, exitOK, r.stderr)
 	}
@@ -150,7 +149,7 @@ func TestWarmupRetriesAFailure(t *testing.T) {
 	// Nothing works: every attempt fails, the run stops before sending.
 	faults.Faults[0].Rate = 1
 	srv, port = mocktest.Start(t, mockserver.Config{Faults: faults})
-	r = runTool(t, context.Background(), append(baseArgs(port, 5), "--warmup-requests", "1")...)
+	r = runTool(t, append(baseArgs(port, 5), "--warmup-requests", "1")...)
 	if r.code != exitFailure || !strings.Contains(r.stderr, "warm-up failed: the warm-up request failed 4 times; first error (http_5xx)") {
 		t.Errorf("exit %d, want %d saying the warm-up failed 4 times\n%s", r.code, exitFailure, r.stderr)
 	}

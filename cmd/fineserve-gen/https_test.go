@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/pem"
 	"io"
 	"log"
@@ -16,16 +15,14 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 )
 
 // TestHTTPSThroughGateway: an https:// target is reached over HTTP/2 with
 // --ca-cert, the Host header follows --host-header, every connection is
 // closed when the run ends, and bad TLS and transport flags are usage errors.
 func TestHTTPSThroughGateway(t *testing.T) {
-	srv, err := mockserver.New(mockserver.Config{Models: []string{"mock-model"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := mocktest.New(t, mockserver.Config{})
 	var mu sync.Mutex
 	protos := map[int]int{}
 	hosts := map[string]int{}
@@ -81,12 +78,12 @@ func TestHTTPSThroughGateway(t *testing.T) {
 		{[]string{"--insecure"}, "choose one"},
 		{[]string{"--host-header", "a b"}, "--host-header"},
 	} {
-		r := runTool(t, context.Background(), append(args, tc.args...)...)
+		r := runTool(t, append(args, tc.args...)...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("%v: exit %d, want %d saying %q\n%s", tc.args, r.code, exitUsage, tc.want, r.stderr)
 		}
 	}
-	r = runTool(t, context.Background(), "--base-url", hs.URL, "--model", "mock-model", "--num-prompts", "1", "--ca-cert", filepath.Join(t.TempDir(), "none.pem"))
+	r = runTool(t, "--base-url", hs.URL, "--model", "mock-model", "--num-prompts", "1", "--ca-cert", filepath.Join(t.TempDir(), "none.pem"))
 	if r.code != exitUsage || !strings.Contains(r.stderr, "--ca-cert") {
 		t.Errorf("missing --ca-cert file: exit %d\n%s", r.code, r.stderr)
 	}

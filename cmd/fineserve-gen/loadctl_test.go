@@ -77,14 +77,10 @@ func TestStagesDryRun(t *testing.T) {
 // prefix; and the summary carries shared_prefix, length_mix and target_rate.
 func TestSharedPrefixCacheShare(t *testing.T) {
 	srv, port := mocktest.Start(t, mockserver.Config{PrefixCache: mockserver.PrefixCacheConfig{Blocks: 1 << 16}})
-	dir := t.TempDir()
-	sumPath := filepath.Join(dir, "summary.json")
-	args := []string{"run", "--port", strconv.Itoa(port), "--stages", "0s:100,2s:100", "--num-prompts", "150",
+	r := mustRunTool(t, "run", "--port", strconv.Itoa(port), "--stages", "0s:100,2s:100", "--num-prompts", "150",
 		"--prefix-len", "1000", "--num-prefixes", "6", "--prefix-dist", "zipf:1.1",
-		"--lengths", "1500,4:70;600±0.2,4:30", "--warmup-requests", "0", "--seed", "5",
-		"--summary-json", sumPath, "--quiet", "--disable-tqdm"}
-	mustRun(t, args...)
-	data := testenv.ReadFile(t, sumPath)
+		"--lengths", "1500,4:70;600±0.2,4:30", "--warmup-requests", "0", "--seed", "5", "--quiet")
+	data := testenv.ReadFile(t, r.path("summary.json"))
 	var sum struct {
 		Completed    int64                     `json:"completed"`
 		Cached       int64                     `json:"cached_prompt_tokens"`
@@ -125,15 +121,11 @@ func TestSharedPrefixCacheShare(t *testing.T) {
 // 4 are in flight.
 func TestMaxConcurrencyRamp(t *testing.T) {
 	_, port := mocktest.Start(t, mockserver.Config{TTFT: time.Second})
-	dir := t.TempDir()
-	recs := filepath.Join(dir, "r.jsonl")
-	sumPath := filepath.Join(dir, "s.json")
-	args := []string{"run", "--port", strconv.Itoa(port), "--request-rate", "inf", "--num-prompts", "6",
+	run := mustRunTool(t, "run", "--port", strconv.Itoa(port), "--request-rate", "inf", "--num-prompts", "6",
 		"--max-concurrency", "4", "--max-concurrency-ramp", "900ms", "--random-input-len", "8", "--random-output-len", "2",
-		"--warmup-requests", "0", "--results-jsonl", recs, "--summary-json", sumPath, "--quiet", "--disable-tqdm"}
-	mustRun(t, args...)
+		"--warmup-requests", "0", "--quiet")
 	var sent []float64
-	for _, r := range readRecords(t, recs) {
+	for _, r := range readRecords(t, run.path("results.jsonl")) {
 		sent = append(sent, r.Sent)
 	}
 	slices.Sort(sent)
@@ -145,7 +137,7 @@ func TestMaxConcurrencyRamp(t *testing.T) {
 			t.Errorf("send %d at %.3f s, before the ramp's slot at %.1f s (sends %v)", i, sent[i], min, sent)
 		}
 	}
-	if sum := testenv.ReadJSON[metrics.Summary](t, sumPath); sum.MaxInFlight > 4 || sum.MaxInFlight < 2 {
+	if sum := run.summary(t); sum.MaxInFlight > 4 || sum.MaxInFlight < 2 {
 		t.Errorf("max in flight %d, want 2 to 4", sum.MaxInFlight)
 	}
 }

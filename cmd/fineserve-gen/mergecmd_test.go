@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,21 +47,18 @@ var shardFixture = sync.OnceValues(func() (*shardRuns, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, stop, err := srv.ServeLoopback()
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() { srv.Serve(ctx, ln); close(served) }()
-	defer func() { cancel(); <-served }()
+	defer stop()
 	dir, err := os.MkdirTemp("", "fineserve-gen-shards")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	path := func(name string) string { return filepath.Join(dir, name) }
-	args := []string{"--host", "127.0.0.1", "--port", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), "--model", "mock-model",
+	args := []string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--model", "mock-model",
 		"--request-rate", "100", "--num-prompts", strconv.Itoa(shardRequests), "--random-input-len", "32", "--random-output-len", "12",
 		"--random-range-ratio", "0.5", "--seed", "9", "--warmup-requests", "1", "--disable-tqdm", "--quiet",
 		"--window-seconds", "0.5", "--goodput", "ttft:40", "--report-interval", "0"}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -100,7 +99,7 @@ func TestObserveUsageErrors(t *testing.T) {
 // none.
 func TestMinGoodputExitCode(t *testing.T) {
 	_, port := mocktest.Start(t, mockserver.Config{TTFT: 20 * time.Millisecond})
-	r := runTool(t, context.Background(), append(baseArgs(port, 10), "--goodput", "ttft:1", "tpot:1000", "--min-goodput", "0.5")...)
+	r := runTool(t, append(baseArgs(port, 10), "--goodput", "ttft:1", "tpot:1000", "--min-goodput", "0.5")...)
 	if r.code != exitBudget || !strings.Contains(r.stderr, "goodput target missed: 0 of 10 requests met every SLO (ttft:1,tpot:1000), share 0.0000 < --min-goodput 0.5") {
 		t.Errorf("exit %d, want %d\n%s", r.code, exitBudget, r.stderr)
 	}

@@ -164,7 +164,7 @@ func TestPoolingBadInput(t *testing.T) {
 	defer wrong.Close()
 	u, _ := url.Parse(wrong.URL)
 	p, _ := strconv.Atoi(u.Port())
-	r := runTool(t, t.Context(), append(baseArgs(p, 3), "--backend", "openai-embeddings", "--batch-size", "3")...)
+	r := runTool(t, append(baseArgs(p, 3), "--backend", "openai-embeddings", "--batch-size", "3")...)
 	if r.code == exitOK || r.code == exitUsage {
 		t.Errorf("exit %d, want a run whose every request failed\n%s", r.code, r.stderr)
 	}

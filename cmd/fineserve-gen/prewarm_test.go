@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
@@ -37,10 +38,7 @@ type connKey struct{}
 func startCountedMock(t *testing.T, want int) *acceptCounter {
 	t.Helper()
 	a := &acceptCounter{atFirst: -1, used: map[int]bool{}, want: want}
-	srv, err := mockserver.New(mockserver.Config{Models: []string{"mock-model"}, TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := mocktest.New(t, mockserver.Config{TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -175,10 +173,7 @@ func TestPrewarmConnectionsUsage(t *testing.T) {
 // included, before the first send: no record has a connect or TLS phase,
 // and the server accepted no connection once the first request came.
 func TestPrewarmConnectionsHTTPS(t *testing.T) {
-	srv, err := mockserver.New(mockserver.Config{Models: []string{"mock-model"}, TTFT: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := mocktest.New(t, mockserver.Config{TTFT: 5 * time.Millisecond})
 	var mu sync.Mutex
 	accepted, atFirst := 0, -1
 	inner := srv.Handler()

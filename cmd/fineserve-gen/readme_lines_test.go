@@ -1,22 +1,16 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
-	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/tokenizer"
 )
 
@@ -146,25 +140,22 @@ func TestFineServeREADMELines(t *testing.T) {
 				if format == "sharegpt_pre" {
 					args = append(args, "--dataset-name", "sharegpt_pre") // FineServe's flag, which the README leaves at its default
 				}
-				dir := t.TempDir()
-				sumPath, recPath := filepath.Join(dir, "summary.json"), filepath.Join(dir, "results.jsonl")
-				args = append(args, "--summary-json", sumPath, "--results-jsonl", recPath, "--seed", "1", "--disable-tqdm", "--quiet")
-				mustRun(t, args...)
-				s := testenv.ReadJSON[metrics.Summary](t, sumPath)
+				r := mustRunTool(t, append(args, "--seed", "1", "--quiet")...)
+				s := r.summary(t)
 				if s.Scheduled == 0 || s.Completed != s.Scheduled || s.Failed != 0 || s.Model != "/path/to/model" {
 					t.Errorf("scheduled %d completed %d failed %d model %q", s.Scheduled, s.Completed, s.Failed, s.Model)
 				}
-				recs := testenv.ReadJSONL[matrixRecord](t, recPath)
+				recs := testenv.ReadJSONL[matrixRecord](t, r.path("results.jsonl"))
 				if int64(len(recs)) != s.Scheduled {
 					t.Errorf("%d records for %d scheduled", len(recs), s.Scheduled)
 				}
-				for _, r := range recs {
-					if r.PromptTokens == nil {
-						t.Errorf("record %d: no prompt tokens, target %d", r.Index, r.InputLen)
+				for _, rec := range recs {
+					if rec.PromptTokens == nil {
+						t.Errorf("record %d: no prompt tokens, target %d", rec.Index, rec.InputLen)
 						break
 					}
-					if *r.PromptTokens != r.InputLen {
-						t.Errorf("record %d: prompt tokens %d, target %d", r.Index, *r.PromptTokens, r.InputLen)
+					if *rec.PromptTokens != rec.InputLen {
+						t.Errorf("record %d: prompt tokens %d, target %d", rec.Index, *rec.PromptTokens, rec.InputLen)
 						break
 					}
 				}
@@ -256,25 +247,9 @@ func TestREADMEFineServeSection(t *testing.T) {
 			mockArgs[j+1] = readmeFixtures[mockArgs[j+1]]
 		}
 	}
-	portFile := filepath.Join(t.TempDir(), "port")
-	mockArgs = append(mockArgs, "--port-file", portFile)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() { done <- mockServerCommand(ctx, mockArgs, io.Discard, io.Discard) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	var port int
-	waitFor(t, 10*time.Second, "the port file of the server started as the README says", func() bool {
-		b, err := os.ReadFile(portFile)
-		port, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil && port > 0
-	})
-	args := substitute(t, shellFields(t, runLine), port, "testdata/sharegpt.json")
-	sumPath := filepath.Join(t.TempDir(), "summary.json")
-	mustRun(t, append(args, "--summary-json", sumPath, "--seed", "1", "--disable-tqdm", "--quiet")...)
-	s := testenv.ReadJSON[metrics.Summary](t, sumPath)
+	m := startMockCommand(t, mockArgs...)
+	args := substitute(t, shellFields(t, runLine), m.port, "testdata/sharegpt.json")
+	s := mustRunTool(t, append(args, "--seed", "1", "--quiet")...).summary(t)
 	if s.Scheduled != 40 || s.Completed != s.Scheduled || s.Model != "/path/to/model" {
 		t.Errorf("scheduled %d completed %d model %q", s.Scheduled, s.Completed, s.Model)
 	}

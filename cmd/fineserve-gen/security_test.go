@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
@@ -109,7 +110,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 				os.WriteFile(keyFile, []byte(leakKey+"\n"), 0o600)
 				args = append(args, "--api-key-file", keyFile)
 			}
-			r := runTool(t, context.Background(), args...)
+			r := runTool(t, args...)
 			if r.code != exitBudget {
 				t.Errorf("exit %d, want %d (every request failed)\n%s", r.code, exitBudget, r.stderr)
 			}
@@ -155,7 +156,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 		} {
 			echo := &echoServer{models: tc.models}
 			hs := httptest.NewServer(echo)
-			r := runTool(t, context.Background(), append([]string{"--base-url", hs.URL, "--num-prompts", "3"}, tc.extra...)...)
+			r := runTool(t, append([]string{"--base-url", hs.URL, "--num-prompts", "3"}, tc.extra...)...)
 			hs.Close()
 			if r.code != exitFailure {
 				t.Errorf("exit %d, want %d\n%s", r.code, exitFailure, r.stderr)
@@ -187,7 +188,7 @@ func TestKeyWithControlCharactersIsRejected(t *testing.T) {
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "key")
 	os.WriteFile(keyFile, []byte("sk-one\nsk-two\n"), 0o600)
-	r := runTool(t, context.Background(), "--api-key-file", keyFile, "--port", "1")
+	r := runTool(t, "--api-key-file", keyFile, "--port", "1")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "control character") || strings.Contains(r.stderr, "sk-one") {
 		t.Errorf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -196,20 +197,17 @@ func TestKeyWithControlCharactersIsRejected(t *testing.T) {
 // TestTLSVerification: certificates are verified by default; --insecure
 // skips it, with a warning.
 func TestTLSVerification(t *testing.T) {
-	srv, err := mockserver.New(mockserver.Config{Models: []string{"mock-model"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := mocktest.New(t, mockserver.Config{})
 	hs := httptest.NewUnstartedServer(srv.Handler())
 	hs.Config.ErrorLog = log.New(io.Discard, "", 0) // the rejected handshakes
 	hs.StartTLS()
 	defer hs.Close()
 	args := []string{"--base-url", hs.URL, "--model", "mock-model", "--num-prompts", "5", "--random-input-len", "4", "--random-output-len", "2"}
-	r := runTool(t, context.Background(), args...)
+	r := runTool(t, args...)
 	if r.code != exitFailure || !strings.Contains(r.stderr, "certificate") || !strings.Contains(r.stderr, "connect") {
 		t.Errorf("default: exit %d, want %d with a certificate error\n%s", r.code, exitFailure, r.stderr)
 	}
-	r = runTool(t, context.Background(), append(args, "--insecure")...)
+	r = runTool(t, append(args, "--insecure")...)
 	if r.code != exitOK || !strings.Contains(r.stderr, "warning: --insecure") {
 		t.Errorf("--insecure: exit %d, want %d with a warning\n%s", r.code, exitOK, r.stderr)
 	}
@@ -218,18 +216,9 @@ func TestTLSVerification(t *testing.T) {
 // TestMockServerBindsLoopback: without --host the mock listens on
 // 127.0.0.1 only; bad --fault values are usage errors.
 func TestMockServerBindsLoopback(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	stderr := &testenv.SyncBuffer{}
-	done := make(chan int)
-	go func() {
-		done <- mockServerCommand(ctx, []string{"--port", "0", "--fault", "http_503:0.5"}, io.Discard, stderr)
-	}()
-	waitFor(t, 10*time.Second, "the mock to listen", func() bool { return strings.Contains(stderr.String(), "serving") })
-	cancel()
-	if code := <-done; code != exitOK {
-		t.Errorf("exit %d", code)
-	}
-	if out := stderr.String(); !strings.Contains(out, "on http://127.0.0.1:") || !strings.Contains(out, "http_503:0.5") || strings.Contains(out, "reachable") {
+	m := startMockCommand(t, "--fault", "http_503:0.5")
+	m.stop(t)
+	if out := m.stderr.String(); !strings.Contains(out, "on http://127.0.0.1:") || !strings.Contains(out, "http_503:0.5") || strings.Contains(out, "reachable") {
 		t.Errorf("stderr:\n%s", out)
 	}
 	var errb strings.Builder
@@ -275,11 +264,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	t.Setenv("OPENAI_API_KEY", envKey)
 
-	srv, err := mockserver.New(mockserver.Config{Models: []string{"mock-model"}, ITL: 5 * time.Millisecond,
+	srv := mocktest.New(t, mockserver.Config{ITL: 5 * time.Millisecond,
 		Faults: mockserver.FaultConfig{Seed: 3, Faults: []mockserver.Fault{{Kind: mockserver.FaultRefuse, Rate: 0.2}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := srv.Handler()
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" {

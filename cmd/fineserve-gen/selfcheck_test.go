@@ -1,13 +1,12 @@
 package main
 
 import (
-	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -18,20 +17,7 @@ import (
 // (a p90 over 1 ms, which flagged the client before) may be noted, as such,
 // once.
 func TestLightRunIsNotSaturated(t *testing.T) {
-	srv, err := mockserver.New(mockserver.Config{Models: []string{"mock-model"}, TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() { srv.Serve(ctx, ln); close(served) }()
-	defer func() { cancel(); <-served }()
-
-	port := ln.Addr().(*net.TCPAddr).Port
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
 	r := mustRunTool(t, mockTarget(port, "--num-prompts", "40", "--request-rate", "20", "--random-input-len", "8",
 		"--random-output-len", "4", "--seed", "3", "--warmup-requests", "0", "--window-seconds", "1",
 		"--report-interval", "1", "--request-timeout", "30s")...)

@@ -110,18 +110,6 @@ func (c *child) wait(t *testing.T, d time.Duration) int {
 	}
 }
 
-// waitFor polls cond until it holds, failing the test after d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // signalArgs is a long run (2,000 requests over 20 s) against port, with
 // its outputs in dir.
 func signalArgs(port int, dir string, extra ...string) []string {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -33,71 +32,30 @@ const maxPendingArrivals = 1 << 20
 type ArrivalLog struct {
 	base   time.Time // creation instant, with its monotonic reading
 	baseNS int64     // base as Unix nanoseconds
-
-	mu      sync.Mutex
-	pending []int64
-	dropped int64
-	closed  bool
-
-	w       *bufio.Writer
-	seq     int64
-	spare   []int64
-	line    []byte
-	err     error
-	stop    chan struct{}
-	stopped chan struct{}
+	log    pendingLog[int64]
+	seq    int64  // the writer goroutine's
+	line   []byte // the writer goroutine's
 }
 
 // NewArrivalLog returns a log writing to w every flush interval (≤ 0:
 // 100 ms). The caller closes w after Close.
 func NewArrivalLog(w io.Writer, flush time.Duration) *ArrivalLog {
-	if flush <= 0 {
-		flush = 100 * time.Millisecond
-	}
 	now := time.Now()
-	l := &ArrivalLog{base: now, baseNS: now.UnixNano(), w: bufio.NewWriterSize(w, 64<<10),
-		stop: make(chan struct{}), stopped: make(chan struct{})}
-	_, l.err = l.w.WriteString(ArrivalLogHeader + "\n")
-	go flushEvery(flush, l.stop, l.stopped, l.flush)
+	l := &ArrivalLog{base: now, baseNS: now.UnixNano()}
+	l.log.start("arrival log", maxPendingArrivals, w, 64<<10, ArrivalLogHeader+"\n", flush, l.write)
 	return l
 }
 
 // Record notes that a request arrived now. It is safe for concurrent use.
 func (l *ArrivalLog) Record() {
-	l.mu.Lock()
+	l.log.mu.Lock()
 	// The clock is read under the lock, so seq order is arrival order.
-	ns := l.baseNS + int64(time.Since(l.base))
-	if len(l.pending) < maxPendingArrivals && !l.closed {
-		l.pending = append(l.pending, ns)
-	} else {
-		l.dropped++
-	}
-	l.mu.Unlock()
+	l.log.addLocked(l.baseNS + int64(time.Since(l.base)))
+	l.log.mu.Unlock()
 }
 
-// flushEvery calls flush every period until stop is closed, then once
-// more, and closes stopped: the writer goroutine of the server's logs.
-func flushEvery(period time.Duration, stop <-chan struct{}, stopped chan<- struct{}, flush func()) {
-	defer close(stopped)
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			flush()
-		case <-stop:
-			flush()
-			return
-		}
-	}
-}
-
-// flush writes the pending arrivals; only the writer goroutine calls it.
-func (l *ArrivalLog) flush() {
-	l.mu.Lock()
-	batch := l.pending
-	l.pending, l.spare = l.spare[:0], nil
-	l.mu.Unlock()
+// write writes a batch of arrivals as lines.
+func (l *ArrivalLog) write(batch []int64) error {
 	for _, ns := range batch {
 		b := strconv.AppendInt(l.line[:0], l.seq, 10)
 		b = append(b, ',')
@@ -105,38 +63,21 @@ func (l *ArrivalLog) flush() {
 		b = append(b, '\n')
 		l.line = b
 		l.seq++
-		if l.err == nil {
-			_, l.err = l.w.Write(b)
+		if _, err := l.log.w.Write(b); err != nil {
+			return err
 		}
 	}
-	if l.err == nil {
-		l.err = l.w.Flush()
-	}
-	l.spare = batch[:0]
+	return nil
 }
 
 // Close stops recording, writes what is pending and returns the first
 // write error, or an error counting the arrivals that could not be held.
 func (l *ArrivalLog) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return errors.New("arrival log: already closed")
+	dropped, err := l.log.close()
+	if err == nil && dropped > 0 {
+		err = fmt.Errorf("arrival log: %d arrivals not logged (more than %d were waiting for the writer)", dropped, maxPendingArrivals)
 	}
-	l.closed = true
-	l.mu.Unlock()
-	close(l.stop)
-	<-l.stopped
-	if l.err != nil {
-		return fmt.Errorf("arrival log: %w", l.err)
-	}
-	l.mu.Lock()
-	dropped := l.dropped
-	l.mu.Unlock()
-	if dropped > 0 {
-		return fmt.Errorf("arrival log: %d arrivals not logged (more than %d were waiting for the writer)", dropped, maxPendingArrivals)
-	}
-	return nil
+	return err
 }
 
 // ReadArrivalLog reads an arrival log written by ArrivalLog and returns the

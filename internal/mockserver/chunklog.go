@@ -3,7 +3,6 @@ package mockserver
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -75,30 +74,20 @@ type ChunkLog struct {
 	base   time.Time
 	baseNS int64
 
-	mu      sync.Mutex
-	pending []byte
-	dropped int64
-	closed  bool
-
-	w       *bufio.Writer
-	spare   []byte
-	err     error
-	stop    chan struct{}
-	stopped chan struct{}
-	traces  sync.Pool
+	log    pendingLog[byte] // the lines
+	traces sync.Pool
 }
 
 // NewChunkLog returns a log writing to w every flush interval (≤ 0:
 // 100 ms). The caller closes w after Close.
 func NewChunkLog(w io.Writer, flush time.Duration) *ChunkLog {
-	if flush <= 0 {
-		flush = 100 * time.Millisecond
-	}
 	now := time.Now()
-	l := &ChunkLog{base: now, baseNS: now.UnixNano(), w: bufio.NewWriterSize(w, 256<<10),
-		stop: make(chan struct{}), stopped: make(chan struct{})}
+	l := &ChunkLog{base: now, baseNS: now.UnixNano()}
 	l.traces.New = func() any { return &chunkTrace{writes: make([]time.Time, 0, 128)} }
-	go flushEvery(flush, l.stop, l.stopped, l.flush)
+	l.log.start("chunk log", maxPendingChunkBytes, w, 256<<10, "", flush, func(batch []byte) error {
+		_, err := l.log.w.Write(batch)
+		return err
+	})
 	return l
 }
 
@@ -164,49 +153,19 @@ func (l *ChunkLog) finish(t *chunkTrace, id int64) {
 	}
 	b = append(b, "]}\n"...)
 	t.line = b
-	l.mu.Lock()
-	if len(l.pending)+len(b) <= maxPendingChunkBytes && !l.closed {
-		l.pending = append(l.pending, b...)
-	} else {
-		l.dropped++
-	}
-	l.mu.Unlock()
-}
-
-// flush writes the pending lines; only the writer goroutine calls it.
-func (l *ChunkLog) flush() {
-	l.mu.Lock()
-	batch := l.pending
-	l.pending, l.spare = l.spare[:0], nil
-	l.mu.Unlock()
-	if l.err == nil && len(batch) > 0 {
-		_, l.err = l.w.Write(batch)
-	}
-	if l.err == nil {
-		l.err = l.w.Flush()
-	}
-	l.spare = batch[:0]
+	l.log.mu.Lock()
+	l.log.addLocked(b...)
+	l.log.mu.Unlock()
 }
 
 // Close stops recording, writes what is pending and returns the first
 // write error, or an error counting the requests that could not be held.
 func (l *ChunkLog) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return errors.New("chunk log: already closed")
+	dropped, err := l.log.close()
+	if err == nil && dropped > 0 {
+		err = fmt.Errorf("chunk log: %d requests not logged (more than %d bytes were waiting for the writer)", dropped, maxPendingChunkBytes)
 	}
-	l.closed = true
-	l.mu.Unlock()
-	close(l.stop)
-	<-l.stopped
-	if l.err != nil {
-		return fmt.Errorf("chunk log: %w", l.err)
-	}
-	if l.dropped > 0 {
-		return fmt.Errorf("chunk log: %d requests not logged (more than %d bytes were waiting for the writer)", l.dropped, maxPendingChunkBytes)
-	}
-	return nil
+	return err
 }
 
 // ChunkRecord is one line of a chunk log.

@@ -95,7 +95,7 @@ func TestChunkLogBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var out bytes.Buffer
 		l := NewChunkLog(&out, time.Hour)
-		l.pending = make([]byte, maxPendingChunkBytes-10)
+		l.log.pending = make([]byte, maxPendingChunkBytes-10)
 		tr := l.start(time.Now())
 		tr.wrote()
 		l.finish(tr, 1)

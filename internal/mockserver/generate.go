@@ -210,8 +210,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 			s.aborted.Add(1)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(g.whole())
+		writeJSON(w, g.whole())
 	}
 	s.completed.Add(1)
 	s.promptTokens.Add(int64(req.promptTokens))

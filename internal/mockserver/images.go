@@ -64,19 +64,13 @@ type imageRequest struct {
 func (s *Server) parseImage(body []byte) (imageRequest, error) {
 	p := s.parsers.Get()
 	defer s.parsers.Put(p)
-	v, err := p.ParseBytes(body)
+	v, err := parseObject(p, body)
 	if err != nil {
-		return imageRequest{}, fmt.Errorf("invalid JSON body: %v", err)
+		return imageRequest{}, err
 	}
-	if v.Type() != fastjson.TypeObject {
-		return imageRequest{}, errors.New("the body must be a JSON object")
-	}
-	req := imageRequest{model: string(v.GetStringBytes("model")), n: 1, steps: s.cfg.Images.DefaultSteps}
+	req := imageRequest{model: s.modelOf(v), n: 1, steps: s.cfg.Images.DefaultSteps}
 	if req.steps <= 0 {
 		req.steps = DefaultImageSteps
-	}
-	if req.model == "" {
-		req.model = s.cfg.Models[0]
 	}
 	pr := v.Get("prompt")
 	if pr == nil || pr.Type() != fastjson.TypeString {
@@ -139,15 +133,12 @@ func (s *Server) handleImages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, err := s.parseImage(body)
-	if !s.accepted(w, req.model, err) {
-		return
-	}
-	id := s.seq.Add(1)
-	ctx := r.Context()
-	if !s.acquire(ctx) {
+	id, ok := s.begin(w, r, req.model, err)
+	if !ok {
 		return
 	}
 	defer s.release()
+	ctx := r.Context()
 	ic := s.cfg.Images
 	done := time.Now().Add(ic.Base + time.Duration(req.steps)*ic.PerStep + time.Duration(req.n)*ic.PerImage)
 	if !sleepUntil(ctx, done) {
@@ -176,8 +167,7 @@ func (s *Server) handleImages(w http.ResponseWriter, r *http.Request) {
 	b = append(b, `},"id":"img-`...)
 	b = strconv.AppendInt(b, id, 10)
 	b = append(b, `"}`...)
-	w.Header().Set("Content-Type", "application/json")
-	if _, err := w.Write(b); err != nil {
+	if !writeJSON(w, b) {
 		return
 	}
 	s.completed.Add(1)

@@ -92,17 +92,11 @@ func inputTokens(v *fastjson.Value, what string) (int, error) {
 func (s *Server) parsePooling(body []byte, kind poolingKind) (poolingRequest, error) {
 	p := s.parsers.Get()
 	defer s.parsers.Put(p)
-	v, err := p.ParseBytes(body)
+	v, err := parseObject(p, body)
 	if err != nil {
-		return poolingRequest{}, fmt.Errorf("invalid JSON body: %v", err)
+		return poolingRequest{}, err
 	}
-	if v.Type() != fastjson.TypeObject {
-		return poolingRequest{}, errors.New("the body must be a JSON object")
-	}
-	req := poolingRequest{model: string(v.GetStringBytes("model"))}
-	if req.model == "" {
-		req.model = s.cfg.Models[0]
-	}
+	req := poolingRequest{model: s.modelOf(v)}
 	switch f := string(v.GetStringBytes("encoding_format")); f {
 	case "", "float":
 	case "base64":
@@ -204,8 +198,7 @@ func (s *Server) handlePooling(w http.ResponseWriter, r *http.Request, kind pool
 		s.aborted.Add(1)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	if _, err := w.Write(s.poolingAnswer(req, kind, id)); err != nil {
+	if !writeJSON(w, s.poolingAnswer(req, kind, id)) {
 		return
 	}
 	s.completed.Add(1)

@@ -129,10 +129,7 @@ func (s *Server) parseResponses(body []byte) (request, respMeta, error) {
 	if err != nil {
 		return request{}, meta, badRequest("invalid JSON body: " + err.Error())
 	}
-	req := request{model: string(v.GetStringBytes("model")), maxTokens: 16}
-	if req.model == "" {
-		req.model = s.cfg.Models[0]
-	}
+	req := request{model: s.modelOf(v), maxTokens: 16}
 	meta.prevID = string(v.GetStringBytes("previous_response_id"))
 	meta.store = true
 	if st := v.Get("store"); st != nil && st.Type() == fastjson.TypeFalse {
@@ -307,8 +304,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 			s.aborted.Add(1)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(rs.appendResponse(nil, true))
+		writeJSON(w, rs.appendResponse(nil, true))
 	}
 	if meta.store {
 		s.store.put(&storedResponse{id: rs.id, tokens: req.promptTokens + g.out - g.reasoning, prefix: compact(req.prefix)})

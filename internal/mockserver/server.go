@@ -308,7 +308,6 @@ func (c *modelCounters) count(g *generation) {
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
 	b := []byte(`{"object":"list","data":[`)
 	for i, m := range s.cfg.Models {
 		if i > 0 {
@@ -323,7 +322,27 @@ func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
 		b = append(b, '}')
 	}
 	b = append(b, "]}"...)
-	w.Write(b)
+	writeJSON(w, b)
+}
+
+// writeJSON answers with the JSON body b; false when the client went away.
+func writeJSON(w http.ResponseWriter, b []byte) bool {
+	w.Header().Set("Content-Type", "application/json")
+	_, err := w.Write(b)
+	return err == nil
+}
+
+// begin starts an image or a transcription request once it is accepted
+// (parsed without err, its model served): it numbers it and takes a slot
+// for it (waiting while every one is busy). The handler, when ok,
+// gives the slot back (s.release); ok is false when the request was
+// answered with an error or went away while it waited.
+func (s *Server) begin(w http.ResponseWriter, r *http.Request, model string, err error) (id int64, ok bool) {
+	if !s.accepted(w, model, err) {
+		return 0, false
+	}
+	id = s.seq.Add(1)
+	return id, s.acquire(r.Context())
 }
 
 // writeError writes a vLLM-style error object.
@@ -360,6 +379,27 @@ type request struct {
 	format        *outputFormat
 }
 
+// parseObject parses body, which must be a JSON object, with p.
+func parseObject(p *fastjson.Parser, body []byte) (*fastjson.Value, error) {
+	v, err := p.ParseBytes(body)
+	if err != nil {
+		return nil, fmt.Errorf("invalid JSON body: %v", err)
+	}
+	if v.Type() != fastjson.TypeObject {
+		return nil, errors.New("the body must be a JSON object")
+	}
+	return v, nil
+}
+
+// modelOf is the model a request body names, or the first served when it
+// names none.
+func (s *Server) modelOf(v *fastjson.Value) string {
+	if m := v.GetStringBytes("model"); len(m) > 0 {
+		return string(m)
+	}
+	return s.cfg.Models[0]
+}
+
 // parse reads a completion or chat request body.
 func (s *Server) parse(body []byte, chat bool) (request, error) {
 	p := s.parsers.Get()
@@ -368,10 +408,7 @@ func (s *Server) parse(body []byte, chat bool) (request, error) {
 	if err != nil {
 		return request{}, fmt.Errorf("invalid JSON body: %v", err)
 	}
-	req := request{model: string(v.GetStringBytes("model")), maxTokens: 16}
-	if req.model == "" {
-		req.model = s.cfg.Models[0]
-	}
+	req := request{model: s.modelOf(v), maxTokens: 16}
 	if chat {
 		msgs := v.GetArray("messages")
 		if len(msgs) == 0 {
@@ -555,7 +592,6 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "BadRequestError", "prompt or messages: required")
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
 	b := []byte(`{"count":`)
 	b = strconv.AppendInt(b, int64(req.promptTokens), 10)
 	b = append(b, `,"max_model_len":`...)
@@ -568,7 +604,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		b = strconv.AppendInt(b, int64(1000+i%29000), 10)
 	}
 	b = append(b, "]}"...)
-	w.Write(b)
+	writeJSON(w, b)
 }
 
 // acquire waits for a generation slot; it reports false if the client went

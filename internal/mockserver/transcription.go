@@ -109,15 +109,12 @@ func (s *Server) handleTranscription(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, err := s.parseTranscription(r.Header.Get("Content-Type"), body)
-	if !s.accepted(w, req.model, err) {
-		return
-	}
-	id := s.seq.Add(1)
-	ctx := r.Context()
-	if !s.acquire(ctx) {
+	id, ok := s.begin(w, r, req.model, err)
+	if !ok {
 		return
 	}
 	defer s.release()
+	ctx := r.Context()
 	defer s.kv.hold(req.promptTokens + req.out)()
 	first := time.Now().Add(s.cfg.TTFT + time.Duration(req.promptTokens)*s.cfg.PrefillPerToken)
 	head := func(b []byte) []byte {
@@ -189,8 +186,7 @@ func (s *Server) handleTranscription(w http.ResponseWriter, r *http.Request) {
 		b = append(b, `","usage":{"type":"duration","seconds":`...)
 		b = strconv.AppendInt(b, int64(math.Ceil(req.seconds)), 10)
 		b = append(b, "}}"...)
-		w.Header().Set("Content-Type", "application/json")
-		if _, err := w.Write(b); err != nil {
+		if !writeJSON(w, b) {
 			return
 		}
 	}

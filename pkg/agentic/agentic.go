@@ -93,6 +93,20 @@ func (b *Branch) Requests() int {
 	return n
 }
 
+// eachRequest calls f with every request of b and its subagents in the
+// trace's order: the branch it is in, its time (base plus its offset, a
+// subagent's offsets counted from its spawn) and the step.
+func (b *Branch) eachRequest(base time.Duration, f func(br *Branch, at time.Duration, s *Step)) {
+	for i := range b.Steps {
+		s := &b.Steps[i]
+		if s.Sub != nil {
+			s.Sub.eachRequest(base+s.At, f)
+			continue
+		}
+		f(b, base+s.At, s)
+	}
+}
+
 // Timing is how a later step's due time follows the previous one
 // (--agent-timing), as kv-cache-tester names its strategies.
 type Timing int
@@ -230,18 +244,7 @@ func (c *Conversation) Requests() []*Step {
 		s *Step
 	}
 	var out []at
-	var walk func(b *Branch, base time.Duration)
-	walk = func(b *Branch, base time.Duration) {
-		for i := range b.Steps {
-			s := &b.Steps[i]
-			if s.Sub != nil {
-				walk(s.Sub, base+s.At)
-				continue
-			}
-			out = append(out, at{base + s.At, s})
-		}
-	}
-	walk(&c.Root, 0)
+	c.Root.eachRequest(0, func(_ *Branch, t time.Duration, s *Step) { out = append(out, at{t, s}) })
 	// Stable insertion by time (conversations are small).
 	for i := 1; i < len(out); i++ {
 		for j := i; j > 0 && out[j].t < out[j-1].t; j-- {

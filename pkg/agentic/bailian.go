@@ -1,7 +1,6 @@
 package agentic
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -38,12 +37,7 @@ func ReadBailian(r io.Reader) (*Trace, error) {
 	t := &Trace{Format: Bailian}
 	reqs := map[int64]*bailianReq{}
 	var order []int64
-	err := eachJSON(r, func(line int, raw []byte) {
-		var b bailianRow
-		if err := json.Unmarshal(raw, &b); err != nil {
-			t.skip(line, "json", err.Error())
-			return
-		}
+	err := eachJSON(t, r, func(line int, b *bailianRow) {
 		switch {
 		case b.Chat == nil:
 			t.skip(line, "chat_id", "missing")

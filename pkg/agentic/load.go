@@ -1,40 +1,21 @@
 package agentic
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
-	"os"
-)
 
-// open returns path's reader, gunzipped when it is gzip.
-func open(path string) (io.Reader, func() error, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	br := bufio.NewReaderSize(f, 1<<16)
-	if m, _ := br.Peek(2); len(m) == 2 && m[0] == 0x1f && m[1] == 0x8b {
-		z, err := gzip.NewReader(br)
-		if err != nil {
-			f.Close()
-			return nil, nil, err
-		}
-		return z, f.Close, nil
-	}
-	return br, f.Close, nil
-}
+	"github.com/fineserve-gen/fineserve-gen/pkg/prefix"
+)
 
 // Detect reports the agentic format of the trace at path, from its first
 // object's keys (JSON) or its header (CSV), and false when it is none.
 func Detect(path string) (Format, bool) {
-	r, closer, err := open(path)
+	r, err := prefix.Open(path)
 	if err != nil {
 		return "", false
 	}
-	defer closer()
+	defer r.Close()
 	head := make([]byte, 1<<16)
 	n, _ := io.ReadFull(r, head)
 	return DetectBytes(head[:n])
@@ -63,11 +44,11 @@ func DetectBytes(head []byte) (Format, bool) {
 
 // Load reads the trace at path in format f.
 func Load(path string, f Format) (*Trace, error) {
-	r, closer, err := open(path)
+	r, err := prefix.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer closer()
+	defer r.Close()
 	var t *Trace
 	switch f {
 	case Weka:

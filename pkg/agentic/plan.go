@@ -221,30 +221,21 @@ const PlanHeader = "session,turn,branch,at_s,think_s,api_s,input_len,output_len,
 // AppendPlanRows appends the rows of the conversation start i replays.
 func (p *Plan) AppendPlanRows(b []byte, i int64) []byte {
 	c := p.Conversation(i)
-	var walk func(br *Branch, base time.Duration)
-	walk = func(br *Branch, base time.Duration) {
-		for k := range br.Steps {
-			s := &br.Steps[k]
-			if s.Sub != nil {
-				walk(s.Sub, base+s.At)
-				continue
-			}
-			b = strconv.AppendInt(b, i, 10)
+	c.Root.eachRequest(0, func(br *Branch, at time.Duration, s *Step) {
+		b = strconv.AppendInt(b, i, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(p.number[s]), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(p.branch[br]), 10)
+		for _, d := range []time.Duration{at, s.Think, s.API} {
 			b = append(b, ',')
-			b = strconv.AppendInt(b, int64(p.number[s]), 10)
-			b = append(b, ',')
-			b = strconv.AppendInt(b, int64(p.branch[br]), 10)
-			for _, d := range []time.Duration{base + s.At, s.Think, s.API} {
-				b = append(b, ',')
-				b = strconv.AppendFloat(b, d.Seconds(), 'f', 6, 64)
-			}
-			for _, n := range []int{s.In, s.Out, p.hits[s]} {
-				b = append(b, ',')
-				b = strconv.AppendInt(b, int64(n), 10)
-			}
-			b = append(b, '\n')
+			b = strconv.AppendFloat(b, d.Seconds(), 'f', 6, 64)
 		}
-	}
-	walk(&c.Root, 0)
+		for _, n := range []int{s.In, s.Out, p.hits[s]} {
+			b = append(b, ',')
+			b = strconv.AppendInt(b, int64(n), 10)
+		}
+		b = append(b, '\n')
+	})
 	return b
 }

@@ -3,7 +3,6 @@ package agentic
 import (
 	"bufio"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -152,12 +151,7 @@ type tlJSON struct {
 
 func (t *Trace) traceLabJSONL(r io.Reader) ([]tlRound, error) {
 	var out []tlRound
-	err := eachJSON(r, func(line int, raw []byte) {
-		var j tlJSON
-		if err := json.Unmarshal(raw, &j); err != nil {
-			t.skip(line, "json", err.Error())
-			return
-		}
+	err := eachJSON(t, r, func(line int, j *tlJSON) {
 		switch {
 		case j.Session == nil:
 			t.skip(line, "session_id", "missing")

@@ -2,13 +2,13 @@ package agentic
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
 	"io"
 	"math"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/prefix"
 )
 
 // MaxLine is the longest JSON line (or .json file) a reader takes: one
@@ -41,13 +41,8 @@ type wekaRequest struct {
 // into its compact conversation and dropped.
 func ReadWeka(r io.Reader) (*Trace, error) {
 	t := &Trace{Format: Weka}
-	err := eachJSON(r, func(line int, raw []byte) {
-		var c wekaConv
-		if err := json.Unmarshal(raw, &c); err != nil {
-			t.skip(line, "json", err.Error())
-			return
-		}
-		conv, ok := t.wekaConv(line, &c)
+	err := eachJSON(t, r, func(line int, c *wekaConv) {
+		conv, ok := t.wekaConv(line, c)
 		if ok {
 			t.Conversations = append(t.Conversations, conv)
 		}
@@ -61,50 +56,23 @@ func ReadWeka(r io.Reader) (*Trace, error) {
 	return t, nil
 }
 
-// eachJSON calls f with each JSON value of r: a whole document, or one a
-// line (blank lines skipped).
-func eachJSON(r io.Reader, f func(line int, raw []byte)) error {
-	br := bufio.NewReaderSize(r, 1<<16)
-	first, _ := br.Peek(1 << 12)
-	// A document that is one object spread over several lines is read
-	// whole; JSON Lines start every object on a line of its own.
-	if multiLineObject(first) {
-		raw, err := bounded.Read(br, MaxLine)
-		if err != nil {
-			return fmt.Errorf("a JSON document: %w", err)
+// eachJSON calls f with each JSON record of r, a whole document or one a
+// line (prefix.EachRecord), decoded into a T; a record that does not
+// decode is skipped and counted in t, and a line longer than MaxLine ends
+// the reading.
+func eachJSON[T any](t *Trace, r io.Reader, f func(line int, v *T)) error {
+	return prefix.EachRecord(r, MaxLine, func(line int, raw []byte, tooLong bool) error {
+		if tooLong {
+			return fmt.Errorf("line %d: %w", line, bufio.ErrTooLong)
 		}
-		f(1, raw)
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.skip(line, "json", err.Error())
+			return nil
+		}
+		f(line, &v)
 		return nil
-	}
-	sc := bufio.NewScanner(br)
-	sc.Buffer(make([]byte, 0, 1<<16), MaxLine)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		f(line, b)
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("line %d: %w", line+1, err)
-	}
-	return nil
-}
-
-// multiLineObject reports whether b starts a JSON object whose first line
-// does not close it (a pretty-printed document).
-func multiLineObject(b []byte) bool {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	if len(b) == 0 || b[0] != '{' {
-		return false
-	}
-	nl := bytes.IndexByte(b, '\n')
-	if nl < 0 {
-		return false
-	}
-	return !json.Valid(bytes.TrimSpace(b[:nl]))
+	})
 }
 
 func seconds(f float64) time.Duration {

@@ -64,11 +64,10 @@ func Poisson(c PoissonConfig) Schedule {
 	}
 	return func(yield func(Arrival) bool) {
 		times := Rand(c.Seed, StreamTimes)
-		sizes := Rand(c.Seed, StreamLengths)
 		gamma := distuv.Gamma{Alpha: c.Burstiness, Beta: c.Rate * c.Burstiness, Src: times}
 		inf := math.IsInf(c.Rate, 1)
 		t := 0.0 // seconds
-		for i := int64(0); c.Count <= 0 || i < c.Count; i++ {
+		c.emit(yield, func(i int64) (float64, bool) {
 			if i > 0 && !inf {
 				if c.Burstiness == 1 {
 					t += times.ExpFloat64() / c.Rate
@@ -76,15 +75,8 @@ func Poisson(c PoissonConfig) Schedule {
 					t += gamma.Rand()
 				}
 			}
-			at := Seconds(t)
-			if c.Duration > 0 && at >= c.Duration {
-				return
-			}
-			in, out := c.Lengths.Draw(sizes, i)
-			if !yield(Arrival{Index: i, At: at, InputTokens: in, OutputTokens: out, Model: c.Model, Burst: i}) {
-				return
-			}
-		}
+			return t, true
+		})
 	}
 }
 
@@ -94,10 +86,9 @@ func Poisson(c PoissonConfig) Schedule {
 func profiled(c PoissonConfig) Schedule {
 	return func(yield func(Arrival) bool) {
 		times := Rand(c.Seed, StreamTimes)
-		sizes := Rand(c.Seed, StreamLengths)
 		gamma := distuv.Gamma{Alpha: c.Burstiness, Beta: c.Burstiness, Src: times}
 		u := 0.0
-		for i := int64(0); c.Count <= 0 || i < c.Count; i++ {
+		c.emit(yield, func(i int64) (float64, bool) {
 			if i > 0 {
 				if c.Burstiness == 1 {
 					u += times.ExpFloat64()
@@ -105,18 +96,27 @@ func profiled(c PoissonConfig) Schedule {
 					u += gamma.Rand()
 				}
 			}
-			t, ok := c.Profile.Invert(u)
-			if !ok {
-				return
-			}
-			at := Seconds(t)
-			if c.Duration > 0 && at >= c.Duration {
-				return
-			}
-			in, out := c.Lengths.Draw(sizes, i)
-			if !yield(Arrival{Index: i, At: at, InputTokens: in, OutputTokens: out, Model: c.Model, Burst: i}) {
-				return
-			}
+			return c.Profile.Invert(u)
+		})
+	}
+}
+
+// emit yields c's arrivals, the i-th at the time at(i) gives in seconds
+// (called in order), until c.Count of them, c.Duration or at's false.
+func (c PoissonConfig) emit(yield func(Arrival) bool, at func(i int64) (float64, bool)) {
+	sizes := Rand(c.Seed, StreamLengths)
+	for i := int64(0); c.Count <= 0 || i < c.Count; i++ {
+		t, ok := at(i)
+		if !ok {
+			return
+		}
+		due := Seconds(t)
+		if c.Duration > 0 && due >= c.Duration {
+			return
+		}
+		in, out := c.Lengths.Draw(sizes, i)
+		if !yield(Arrival{Index: i, At: due, InputTokens: in, OutputTokens: out, Model: c.Model, Burst: i}) {
+			return
 		}
 	}
 }

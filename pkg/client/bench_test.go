@@ -1,11 +1,9 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -60,27 +58,19 @@ func BenchmarkReadStream(b *testing.B) {
 // compare decoding one chunk as the client does (skimmed), with the reused
 // fastjson parser (the full decoder) and with encoding/json into
 // go-openai's response type (docs/ARCHITECTURE.md).
-func BenchmarkChunkSkim(b *testing.B) {
-	c, _ := New(Config{BaseURL: "http://x", Backend: BackendVLLM})
-	d := new(decoder)
-	res := &Result{}
-	data := []byte(benchChunk)
-	b.ReportAllocs()
-	for b.Loop() {
-		if text, _, err := c.chunk(d, data, res); err != nil || text != tokOutput {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkChunkSkim(b *testing.B) { benchmarkChunk(b, (*Client).chunk) }
 
-func BenchmarkChunkFastjson(b *testing.B) {
+func BenchmarkChunkFastjson(b *testing.B) { benchmarkChunk(b, (*Client).parseChunk) }
+
+// benchmarkChunk measures decode on one chunk of a vLLM client.
+func benchmarkChunk(b *testing.B, decode func(*Client, *decoder, []byte, *Result) (tokenKind, bool, error)) {
 	c, _ := New(Config{BaseURL: "http://x", Backend: BackendVLLM})
 	d := new(decoder)
 	res := &Result{}
 	data := []byte(benchChunk)
 	b.ReportAllocs()
 	for b.Loop() {
-		if text, _, err := c.parseChunk(d, data, res); err != nil || text != tokOutput {
+		if text, _, err := decode(c, d, data, res); err != nil || text != tokOutput {
 			b.Fatal(err)
 		}
 	}
@@ -231,19 +221,7 @@ func BenchmarkStallPerRead(b *testing.B) {
 // head, read a short body. The server is a bare loop over the connection so
 // that most of the time is the client's.
 func BenchmarkLeanRoundTrip(b *testing.B) {
-	addr := serveConns(b, func(c net.Conn) {
-		br := bufio.NewReader(c)
-		for {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			io.Copy(io.Discard, req.Body)
-			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
-				return
-			}
-		}
-	})
+	addr := serveReplies(b, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
 	tr := newLeanTransport(4)
 	defer tr.CloseIdleConnections()
 	url := "http://" + addr + "/v1/completions"

@@ -371,6 +371,17 @@ type Request struct {
 	CancelAfter time.Duration
 }
 
+// appendMessages appends req's messages (a chat's, a Responses input):
+// AppendMessages's, or one user message of the prompt.
+func (req *Request) appendMessages(b []byte) []byte {
+	if req.AppendMessages != nil {
+		return req.AppendMessages(b)
+	}
+	b = append(b, `[{"role":"user","content":`...)
+	b = req.appendPrompt(b)
+	return append(b, "}]"...)
+}
+
 // appendPrompt appends req's prompt value; empty is the empty string.
 func (req *Request) appendPrompt(b []byte) []byte {
 	switch {
@@ -452,13 +463,7 @@ func appendTextBody(c *Client, b []byte, req *Request) []byte {
 	o := c.openModelBody(b, req)
 	if c.chat {
 		if o.member("messages") {
-			if req.AppendMessages != nil {
-				o.b = req.AppendMessages(o.b)
-			} else {
-				o.b = append(o.b, `[{"role":"user","content":`...)
-				o.b = req.appendPrompt(o.b)
-				o.b = append(o.b, "}]"...)
-			}
+			o.b = req.appendMessages(o.b)
 		}
 		if o.member("max_completion_tokens") {
 			o.b = appendInt(o.b, req.MaxTokens)

@@ -1,10 +1,7 @@
 package client
 
 import (
-	"bufio"
 	"context"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -29,15 +26,8 @@ func TestHTTPPhases(t *testing.T) {
 		transport string
 	}{{"lean", false, TransportLean}, {"net/http", false, TransportNetHTTP}, {"tls", true, TransportAuto}} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewUnstartedServer(http.HandlerFunc(handler))
-			if tc.tls {
-				srv.StartTLS()
-			} else {
-				srv.Start()
-			}
-			defer srv.Close()
-			c := newTestClient(t, srv, Config{HTTPPhases: true, HTTPTransport: tc.transport, Insecure: tc.tls, Stream: true})
-			defer c.CloseIdleConnections()
+			srv := startHTTPTest(t, httptest.NewUnstartedServer(http.HandlerFunc(handler)), tc.tls)
+			c := phasesClient(t, srv, tc.transport, tc.tls)
 			for i, wantReused := range []bool{false, true} {
 				res := do(c, "a", 2)
 				ph := res.HTTP
@@ -60,25 +50,34 @@ func TestHTTPPhases(t *testing.T) {
 	}
 }
 
+// startHTTPTest starts srv, over TLS when tls, until the test ends.
+func startHTTPTest(t *testing.T, srv *httptest.Server, tls bool) *httptest.Server {
+	if tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// phasesClient is a streaming client of srv through transport with its
+// HTTP phases timed (Insecure over TLS), its connections closed when the
+// test ends.
+func phasesClient(t *testing.T, srv *httptest.Server, transport string, tls bool) *Client {
+	t.Helper()
+	c := newTestClient(t, srv, Config{HTTPPhases: true, HTTPTransport: transport, Insecure: tls, Stream: true})
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
 // BenchmarkDoHTTPPhases measures a whole streamed request through Client.Do
 // on a kept-alive loopback connection, with the HTTP phases timed and
 // without: what timing them costs per request (four clock reads).
 func BenchmarkDoHTTPPhases(b *testing.B) {
 	resp := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
 		chunked("data: "+tok+"\n\n") + chunked("data: "+tok+"\n\n") + chunked("data: "+usage+"\n\n") + chunked("data: [DONE]\n\n") + "0\r\n\r\n"
-	addr := serveConns(b, func(c net.Conn) {
-		br := bufio.NewReader(c)
-		for {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			io.Copy(io.Discard, req.Body)
-			if _, err := io.WriteString(c, resp); err != nil {
-				return
-			}
-		}
-	})
+	addr := serveReplies(b, resp)
 	for _, on := range []bool{false, true} {
 		name := "off"
 		if on {

@@ -62,14 +62,8 @@ func TestPrewarm(t *testing.T) {
 				first.Do(func() { acceptedAtFirst = cl.accepted() })
 				sse(tok, usage, "[DONE]")(w, r)
 			})
-			if tc.tls {
-				srv.StartTLS()
-			} else {
-				srv.Start()
-			}
-			defer srv.Close()
-			c := newTestClient(t, srv, Config{HTTPPhases: true, HTTPTransport: tc.transport, Insecure: tc.tls, Stream: true})
-			defer c.CloseIdleConnections()
+			startHTTPTest(t, srv, tc.tls)
+			c := phasesClient(t, srv, tc.transport, tc.tls)
 			got, err := c.Prewarm(context.Background(), tc.n, 3)
 			if tc.want == 0 {
 				// HTTP/2: one connection carries the requests (the

@@ -80,13 +80,7 @@ func appendResponsesBody(c *Client, b []byte, req *Request) []byte {
 	a := &c.cfg.Answer
 	o := c.openModelBody(b, req)
 	if o.member("input") {
-		if req.AppendMessages != nil {
-			o.b = req.AppendMessages(o.b)
-		} else {
-			o.b = append(o.b, `[{"role":"user","content":`...)
-			o.b = req.appendPrompt(o.b)
-			o.b = append(o.b, "}]"...)
-		}
+		o.b = req.appendMessages(o.b)
 	}
 	if req.PreviousResponseID != "" && o.member("previous_response_id") {
 		o.b = appendJSONString(o.b, req.PreviousResponseID)

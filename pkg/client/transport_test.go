@@ -138,6 +138,25 @@ func serveConns(tb testing.TB, serve func(c net.Conn)) string {
 	return ln.Addr().String()
 }
 
+// serveReplies serves loopback connections until the test ends, answering
+// every request on them with the raw HTTP response resp; it returns the
+// address.
+func serveReplies(tb testing.TB, resp string) string {
+	return serveConns(tb, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, req.Body)
+			if _, err := io.WriteString(c, resp); err != nil {
+				return
+			}
+		}
+	})
+}
+
 // TestLeanTransportRetriesStaleKeepAlive uses a server that closes every
 // connection after one response without saying so.
 func TestLeanTransportRetriesStaleKeepAlive(t *testing.T) {

@@ -32,15 +32,7 @@ func TestMockServerProcess(t *testing.T) {
 	if os.Getenv(mockProcessEnv) != "1" {
 		t.Skip("helper process of BenchmarkRunCPU")
 	}
-	srv, err := mockserver.New(mockserver.Config{Models: []string{"mock-model"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, stop, err := srv.ServeLoopback()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	port := startMock(t, mockserver.Config{})
 	fmt.Printf("port %d\n", port)
 	io.Copy(io.Discard, os.Stdin)
 }

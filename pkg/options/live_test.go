@@ -34,7 +34,7 @@ var liveLineRE = regexp.MustCompile(`(?m)^\[\d\d:\d\d–\d\d:\d\d\] offered [\d.
 // generator's /metrics, scraped while the run goes on, parses with the
 // official parser.
 func TestLiveOutputWindowsReportAndMetrics(t *testing.T) {
-	_, port := mocktest.Start(t, mockserver.Config{TTFT: 5 * time.Millisecond, ITL: 2 * time.Millisecond})
+	port := startMock(t, mockserver.Config{TTFT: 5 * time.Millisecond, ITL: 2 * time.Millisecond})
 	dir := t.TempDir()
 	o := testOptions(port)
 	o.Quiet = false
@@ -175,7 +175,7 @@ func scrapeGenerator(t *testing.T, url string) map[string]float64 {
 // returns above which live lines are printed; --disable-tqdm removes the
 // bar only.
 func TestProgressBarOnATerminal(t *testing.T) {
-	_, port := mocktest.Start(t, mockserver.Config{TTFT: 2 * time.Millisecond, ITL: time.Millisecond})
+	port := startMock(t, mockserver.Config{TTFT: 2 * time.Millisecond, ITL: time.Millisecond})
 	for _, disable := range []bool{false, true} {
 		o := testOptions(port)
 		o.Quiet, o.DisableProgress = false, disable

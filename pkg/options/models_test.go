@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
-	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/routing"
@@ -395,7 +394,7 @@ func TestAlibabaT2IScene(t *testing.T) {
 func TestModelOptionErrors(t *testing.T) {
 	// A live server: the run asks it for its models before it reads its
 	// inputs, so these errors come after that check.
-	_, port := mocktest.Start(t, mockserver.Config{})
+	port := startMock(t, mockserver.Config{})
 	for _, c := range []struct {
 		name string
 		set  func(o *Options)

@@ -1,10 +1,8 @@
 package options
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"math"
 	"path/filepath"
 	"strings"
@@ -22,16 +20,15 @@ func dryParametric(t *testing.T, o Options) ([]arrival.Arrival, string, error) {
 	t.Helper()
 	o.Mode, o.DryRun, o.Quiet = "parametric", true, false
 	o.ScheduleOut = filepath.Join(t.TempDir(), "schedule.csv")
-	var out, errb bytes.Buffer
-	_, err := Run(context.Background(), o, runner.IO{Out: &out, Err: &errb})
+	_, _, notes, err := runCaptured(context.Background(), o)
 	if err != nil {
-		return nil, errb.String(), err
+		return nil, notes, err
 	}
 	rows, err := arrival.ReadCSV(testenv.Open(t, o.ScheduleOut))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rows, errb.String(), nil
+	return rows, notes, nil
 }
 
 func TestParametricOptions(t *testing.T) {

@@ -26,7 +26,6 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
 // The replay tests read the traces bundled with pkg/replay's tests.
@@ -54,14 +53,13 @@ func replayOptions(trace string) Options {
 
 func runReplay(t *testing.T, o Options) (*metrics.Summary, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, o, runner.IO{Out: &out, Err: &errb})
+	sum, out, errs, err := runCaptured(ctx, o)
 	if err != nil {
-		t.Fatalf("run: %v\n%s", err, errb.String())
+		t.Fatalf("run: %v\n%s", err, errs)
 	}
-	return sum, out.String(), errb.String()
+	return sum, out, errs
 }
 
 // schedRow is one row of a schedule CSV, times kept as written.

@@ -41,12 +41,19 @@ func testOptions(port int) Options {
 // what the run printed (the table).
 func run(t *testing.T, o Options) (*metrics.Summary, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	sum, err := Run(context.Background(), o, runner.IO{Out: &out, Err: &errb})
+	sum, out, errs, err := runCaptured(context.Background(), o)
 	if err != nil {
-		t.Fatalf("run: %v\n%s", err, errb.String())
+		t.Fatalf("run: %v\n%s", err, errs)
 	}
-	return sum, out.String()
+	return sum, out
+}
+
+// runCaptured runs o and returns its summary, what it wrote to stdout and
+// to stderr, and its error.
+func runCaptured(ctx context.Context, o Options) (sum *metrics.Summary, stdout, stderr string, err error) {
+	var out, errb bytes.Buffer
+	sum, err = Run(ctx, o, runner.IO{Out: &out, Err: &errb})
+	return sum, out.String(), errb.String(), err
 }
 
 // runQuiet runs o with its output discarded, for a test that checks the

@@ -1,9 +1,7 @@
 package options
 
 import (
-	"bytes"
 	"context"
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 )
 
 // TestTargetChecks: before anything is sent the run asks the server for its
@@ -19,11 +18,8 @@ import (
 // a message that says why, a server without a model list runs.
 func TestTargetChecks(t *testing.T) {
 	var generations atomic.Int64
-	srv, err := mockserver.New(mockserver.Config{Models: []string{"llama-8b", "qwen-7b"},
+	srv := mocktest.New(t, mockserver.Config{Models: []string{"llama-8b", "qwen-7b"},
 		OnRequest: func(string, []byte) { generations.Add(1) }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	withModels := httptest.NewServer(srv.Handler())
 	defer withModels.Close()
 	noList := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -62,8 +58,7 @@ func TestTargetChecks(t *testing.T) {
 			o.BaseURL, o.Model, o.WarmupRequests = tc.base, tc.model, tc.warmup
 			o.Quiet = false
 			o.NumPrompts, o.NumPromptsSet, o.RandomInputLen, o.RandomOutputLen = 3, true, 8, 2
-			var out, errb bytes.Buffer
-			_, err := Run(context.Background(), o, runner.IO{Out: &out, Err: &errb})
+			_, _, errs, err := runCaptured(context.Background(), o)
 			sent := generations.Load() - before
 			if tc.fails != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.fails) {
@@ -72,8 +67,8 @@ func TestTargetChecks(t *testing.T) {
 			} else if err != nil {
 				t.Errorf("run: %v", err)
 			}
-			if !strings.Contains(errb.String(), tc.says) {
-				t.Errorf("stderr does not say %q:\n%s", tc.says, errb.String())
+			if !strings.Contains(errs, tc.says) {
+				t.Errorf("stderr does not say %q:\n%s", tc.says, errs)
 			}
 			if want := map[bool]int64{true: 3, false: 0}[tc.sends]; sent != want {
 				t.Errorf("%d requests reached the server, want %d", sent, want)

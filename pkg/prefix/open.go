@@ -11,7 +11,7 @@ import (
 )
 
 // Open opens a trace file, gunzipping it when it starts with gzip's magic
-// bytes.
+// bytes (every prefix and agentic trace is opened here).
 func Open(path string) (io.ReadCloser, error) {
 	f, err := os.Open(path)
 	if err != nil {

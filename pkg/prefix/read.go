@@ -5,12 +5,10 @@
 package prefix
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
 	"io"
 	"math"
 	"sort"
@@ -178,77 +176,21 @@ func Read(r io.Reader, name string, opt Options, fn func(*Request) error) (*Info
 	if maxLine <= 0 {
 		maxLine = 64 << 20
 	}
-	br := bufio.NewReaderSize(r, 1<<20)
 	info := &Info{Format: opt.Format}
 	rd := &reader{name: name, opt: opt, info: info, fn: fn, chats: map[int64]int64{}, lastT: math.Inf(-1)}
-	// A WEKA .json file is one (possibly indented) document: read it whole.
-	head, _ := br.Peek(1 << 16)
-	if doc := bytes.TrimLeft(head, " \t\r\n\ufeff"); len(doc) > 0 && doc[0] == '{' && !firstLineComplete(doc) {
-		data, err := bounded.Read(br, int64(maxLine))
-		if err != nil {
-			return info, fmt.Errorf("%s: a JSON document: %w", name, err)
-		}
-		err = rd.record(1, data)
-		return info, rd.finish(err)
-	}
-	line := 0
-	for {
-		b, tooLong, err := readLine(br, maxLine)
-		if len(b) > 0 || tooLong {
-			line++
-			if tooLong {
-				err2 := rd.skip(Skip{Line: line, Problem: fmt.Sprintf("longer than %d MiB", maxLine>>20)})
-				if err2 != nil {
-					return info, rd.finish(err2)
-				}
-			} else if t := bytes.TrimSpace(b); len(t) > 0 {
-				if e := rd.record(line, t); e != nil {
-					return info, rd.finish(e)
-				}
-			}
-		} else if err == nil {
-			line++
-		}
-		if err == io.EOF {
-			return info, rd.finish(nil)
-		}
-		if err != nil {
-			return info, fmt.Errorf("%s: %w", name, err)
-		}
-	}
-}
-
-// firstLineComplete reports whether the first line of doc is a whole JSON
-// value (a JSONL file) rather than the start of an indented document.
-func firstLineComplete(doc []byte) bool {
-	i := bytes.IndexByte(doc, '\n')
-	if i < 0 {
-		return json.Valid(bytes.TrimSpace(doc))
-	}
-	return json.Valid(bytes.TrimSpace(doc[:i]))
-}
-
-// readLine reads one line (without its end), at most max bytes; a longer
-// line is read past and reported with tooLong.
-func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
-	var buf []byte
-	for {
-		frag, e := br.ReadSlice('\n')
-		if !tooLong {
-			if len(buf)+len(frag) > max+1 {
-				tooLong, buf = true, nil
-			} else {
-				buf = append(buf, frag...)
-			}
-		}
-		if e == bufio.ErrBufferFull {
-			continue
-		}
+	var stop error // what ends the reading from a record
+	err := EachRecord(r, maxLine, func(line int, b []byte, tooLong bool) error {
 		if tooLong {
-			return nil, true, e
+			stop = rd.skip(Skip{Line: line, Problem: fmt.Sprintf("longer than %d MiB", maxLine>>20)})
+		} else {
+			stop = rd.record(line, b)
 		}
-		return bytes.TrimRight(buf, "\r\n"), false, e
+		return stop
+	})
+	if err != nil && stop == nil {
+		return info, fmt.Errorf("%s: %w", name, err)
 	}
+	return info, rd.finish(stop)
 }
 
 type reader struct {

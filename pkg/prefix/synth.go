@@ -169,18 +169,8 @@ func (s *Synthesizer) Rewrite(q *Request) Out {
 func AppendMooncake(b []byte, o Out) []byte {
 	b = append(b, `{"timestamp": `...)
 	b = strconv.AppendInt(b, int64(math.Round(o.T*1000)), 10)
-	b = append(b, `, "input_length": `...)
-	b = strconv.AppendInt(b, int64(o.In), 10)
-	b = append(b, `, "output_length": `...)
-	b = strconv.AppendInt(b, int64(o.Out), 10)
-	b = append(b, `, "hash_ids": [`...)
-	for i, id := range o.Blocks {
-		if i > 0 {
-			b = append(b, ", "...)
-		}
-		b = strconv.AppendUint(b, id, 10)
-	}
-	return append(b, "]}\n"...)
+	b = appendLengths(b, o)
+	return appendHashIDs(b, o.Blocks)
 }
 
 // AppendBailian appends o as one Bailian JSONL line (timestamp in seconds).
@@ -191,18 +181,28 @@ func AppendBailian(b []byte, o Out) []byte {
 	b = strconv.AppendInt(b, o.Parent, 10)
 	b = append(b, `, "timestamp": `...)
 	b = strconv.AppendFloat(b, math.Round(o.T*1e6)/1e6, 'f', -1, 64)
-	b = append(b, `, "input_length": `...)
-	b = strconv.AppendInt(b, int64(o.In), 10)
-	b = append(b, `, "output_length": `...)
-	b = strconv.AppendInt(b, int64(o.Out), 10)
+	b = appendLengths(b, o)
 	if o.Type != "" {
 		b = append(b, `, "type": `...)
 		b = strconv.AppendQuote(b, o.Type)
 	}
 	b = append(b, `, "turn": `...)
 	b = strconv.AppendInt(b, int64(o.Turn), 10)
+	return appendHashIDs(b, o.Blocks)
+}
+
+// appendLengths appends a line's input_length and output_length fields.
+func appendLengths(b []byte, o Out) []byte {
+	b = append(b, `, "input_length": `...)
+	b = strconv.AppendInt(b, int64(o.In), 10)
+	b = append(b, `, "output_length": `...)
+	return strconv.AppendInt(b, int64(o.Out), 10)
+}
+
+// appendHashIDs appends a line's last field, hash_ids, and ends it.
+func appendHashIDs(b []byte, ids []uint64) []byte {
 	b = append(b, `, "hash_ids": [`...)
-	for i, id := range o.Blocks {
+	for i, id := range ids {
 		if i > 0 {
 			b = append(b, ", "...)
 		}

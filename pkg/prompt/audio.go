@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"sync"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/wav"
 )
 
 // Audio clips (--audio-seconds): every request's chat content gets one
@@ -28,7 +30,7 @@ type AudioOptions struct {
 const MaxAudioSeconds = 600
 
 // AudioSampleRate is the clips' sample rate (Whisper's and Qwen2-Audio's).
-const AudioSampleRate = 16000
+const AudioSampleRate = wav.SampleRate
 
 // DefaultAudioTokensPerSecond is Qwen2-Audio's (and Qwen2.5-Omni's) rate:
 // Whisper's encoder gives 50 frames a second, pooled by 2.
@@ -93,33 +95,12 @@ type wavBase struct {
 
 // wavHead is the 44-byte header and 128 samples: 300 bytes, a multiple of
 // 3, so the cached base64 continues it.
-const wavHead = 44 + 2*128
-
-// WAVHeader returns the 44-byte header of a 16 kHz mono 16-bit PCM WAV of
-// n samples.
-func WAVHeader(n int) []byte {
-	h := make([]byte, 0, 44)
-	h = append(h, "RIFF"...)
-	h = binary.LittleEndian.AppendUint32(h, uint32(36+2*n))
-	h = append(h, "WAVEfmt "...)
-	h = binary.LittleEndian.AppendUint32(h, 16)
-	h = binary.LittleEndian.AppendUint16(h, 1) // PCM
-	h = binary.LittleEndian.AppendUint16(h, 1) // mono
-	h = binary.LittleEndian.AppendUint32(h, AudioSampleRate)
-	h = binary.LittleEndian.AppendUint32(h, 2*AudioSampleRate) // bytes a second
-	h = binary.LittleEndian.AppendUint16(h, 2)
-	h = binary.LittleEndian.AppendUint16(h, 16)
-	h = append(h, "data"...)
-	return binary.LittleEndian.AppendUint32(h, uint32(2*n))
-}
+const wavHead = wav.HeaderSize + 2*128
 
 func newWAVBase(seconds float64) *wavBase {
-	n := max(int(math.Round(seconds*AudioSampleRate)), 1)
-	b := WAVHeader(n)
-	for i := range n {
-		v := int16(8000 * math.Sin(2*math.Pi*440*float64(i)/AudioSampleRate))
-		b = binary.LittleEndian.AppendUint16(b, uint16(v))
-	}
+	b := wav.New(wav.Samples(seconds), func(i int) int16 {
+		return int16(8000 * math.Sin(2*math.Pi*440*float64(i)/AudioSampleRate))
+	})
 	k := min(wavHead, len(b)/3*3)
 	if len(b) <= wavHead {
 		k = len(b)
@@ -132,7 +113,7 @@ func (w *wavBase) appendBase64(dst []byte, salt uint64, index int64) []byte {
 	var buf [wavHead]byte
 	hd := append(buf[:0], w.head...)
 	seed := mix(salt, 0xa0d10, uint64(index))
-	for i := 44; i+1 < len(hd); i += 2 {
+	for i := wav.HeaderSize; i+1 < len(hd); i += 2 {
 		v := splitmix(&seed)
 		binary.LittleEndian.PutUint16(hd[i:], uint16(int16(v%2001)-1000)) // quiet noise
 	}

@@ -6,25 +6,28 @@ import (
 	"encoding/json"
 	"image"
 	"image/png"
+	"io"
 	"strings"
 	"testing"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
-func decodeDataURL(t *testing.T, url string) image.Image {
+// decodeDataURL decodes the image of a data URL, head (dataURLHead,
+// jpegURLHead) and base64 data, with decode (png.Decode, jpeg.Decode).
+func decodeDataURL(t *testing.T, url, head string, decode func(io.Reader) (image.Image, error)) image.Image {
 	t.Helper()
-	b64, ok := strings.CutPrefix(url, dataURLHead)
+	b64, ok := strings.CutPrefix(url, head)
 	if !ok {
-		t.Fatalf("not a PNG data URL: %.40q", url)
+		t.Fatalf("not a %s data URL: %.40q", head, url)
 	}
 	raw, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
 		t.Fatalf("base64: %v", err)
 	}
-	img, err := png.Decode(bytes.NewReader(raw))
+	img, err := decode(bytes.NewReader(raw))
 	if err != nil {
-		t.Fatalf("png: %v", err)
+		t.Fatalf("%s: %v", head, err)
 	}
 	return img
 }
@@ -45,7 +48,7 @@ func TestImagesDecodeAndDiffer(t *testing.T) {
 		seen := map[string]bool{}
 		for _, k := range [][2]int{{0, 0}, {0, 1}, {1, 0}, {12345, 3}} {
 			url := string(b.AppendImageDataURL(nil, int64(k[0]), k[1]))
-			img := decodeDataURL(t, url)
+			img := decodeDataURL(t, url, dataURLHead, png.Decode)
 			if got := img.Bounds().Size(); got.X != size[0] || got.Y != size[1] {
 				t.Fatalf("%v: decoded size %v", size, got)
 			}
@@ -99,7 +102,7 @@ func TestMultimodalContent(t *testing.T) {
 				if p.Type != "image_url" {
 					t.Fatalf("part type %q", p.Type)
 				}
-				decodeDataURL(t, p.ImageURL.URL)
+				decodeDataURL(t, p.ImageURL.URL, dataURLHead, png.Decode)
 			}
 		})
 	}
@@ -116,8 +119,11 @@ func TestDefaultTokensPerImage(t *testing.T) {
 	}
 }
 
-func BenchmarkImageDataURL(b *testing.B) {
-	bl := New(Options{Salt: 1})
+func BenchmarkImageDataURL(b *testing.B) { benchmarkDataURL(b, ImageOptions{}) }
+
+// benchmarkDataURL measures writing the data URLs of images of opts.
+func benchmarkDataURL(b *testing.B, opts ImageOptions) {
+	bl := New(Options{Salt: 1, Images: opts})
 	bl.AppendImageDataURL(nil, 0, 0)
 	var dst []byte
 	b.ReportAllocs()

@@ -1,7 +1,6 @@
 package prompt
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -12,23 +11,6 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
-
-func decodeJPEG(t *testing.T, url string) image.Image {
-	t.Helper()
-	b64, ok := strings.CutPrefix(url, jpegURLHead)
-	if !ok {
-		t.Fatalf("not a JPEG data URL: %.40q", url)
-	}
-	raw, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		t.Fatalf("base64: %v", err)
-	}
-	img, err := jpeg.Decode(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatalf("jpeg: %v", err)
-	}
-	return img
-}
 
 // pixels is an image's pixels, for comparing two images.
 func pixels(img image.Image) string {
@@ -55,7 +37,7 @@ func TestJPEGImages(t *testing.T) {
 		seen := map[string][2]int{}
 		for _, k := range [][2]int{{0, 0}, {0, 1}, {1, 0}, {12345, 3}} {
 			url := string(b.AppendImageDataURL(nil, int64(k[0]), k[1]))
-			img := decodeJPEG(t, url)
+			img := decodeDataURL(t, url, jpegURLHead, jpeg.Decode)
 			if got := img.Bounds().Size(); got.X != size[0] || got.Y != size[1] {
 				t.Fatalf("%v: decoded size %v", size, got)
 			}
@@ -168,16 +150,7 @@ func TestAudioClip(t *testing.T) {
 	}
 }
 
-func BenchmarkJPEGDataURL(b *testing.B) {
-	bl := New(Options{Salt: 1, Images: ImageOptions{Format: "jpeg"}})
-	bl.AppendImageDataURL(nil, 0, 0)
-	var dst []byte
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		dst = bl.AppendImageDataURL(dst[:0], int64(i), 0)
-	}
-	b.SetBytes(int64(len(dst)))
-}
+func BenchmarkJPEGDataURL(b *testing.B) { benchmarkDataURL(b, ImageOptions{Format: "jpeg"}) }
 
 func BenchmarkAudioClip(b *testing.B) {
 	bl := New(Options{Salt: 1, Audio: AudioOptions{Seconds: 10}})
