@@ -41,16 +41,53 @@ type Collector struct {
 	OutputPerSecond []int64
 }
 
-// Counters are a run's counts, declared once: the Collector keeps them,
-// and its state (merge_state.collector, CollectorState) writes them in
-// place under these keys, in this order.
-type Counters struct {
+// Tally and ImageTally are the counts a run and each of its groups
+// (per_model, per_kind) share, declared once: Counters and GroupCounters
+// embed both, and their states write them in place under these keys (two
+// structs, so that each state keeps the key order it has always had).
+type Tally struct {
 	Completed    int64 `json:"completed"`
 	Failed       int64 `json:"failed"`
 	InputTokens  int64 `json:"input_tokens"`  // of completed requests, as FineServe
 	OutputTokens int64 `json:"output_tokens"` // of completed requests
 	CachedTokens int64 `json:"cached_tokens"` // prompt tokens served from the prefix cache
-	Retries      int64 `json:"retries"`
+}
+
+// ImageTally counts the images sent and those returned by
+// image-generation requests.
+type ImageTally struct {
+	Images          int64 `json:"images"`
+	GeneratedImages int64 `json:"generated_images"`
+}
+
+// add adds o's counts to n's.
+func (n *Tally) add(o *Tally) {
+	n.Completed += o.Completed
+	n.Failed += o.Failed
+	n.InputTokens += o.InputTokens
+	n.OutputTokens += o.OutputTokens
+	n.CachedTokens += o.CachedTokens
+}
+
+// add adds o's counts to n's.
+func (n *ImageTally) add(o *ImageTally) {
+	n.Images += o.Images
+	n.GeneratedImages += o.GeneratedImages
+}
+
+// namedTallies adds both tallies' counts to m by their key.
+func namedTallies(t *Tally, i *ImageTally, m map[string]int64) map[string]int64 {
+	m["completed"], m["failed"], m["input_tokens"], m["output_tokens"] = t.Completed, t.Failed, t.InputTokens, t.OutputTokens
+	m["cached_tokens"], m["images"], m["generated_images"] = t.CachedTokens, i.Images, i.GeneratedImages
+	return m
+}
+
+// Counters are a run's counts, declared once: the Collector keeps them,
+// and its state (merge_state.collector, CollectorState) writes them in
+// place under these keys, in this order.
+type Counters struct {
+	Tally
+	Retries int64 `json:"retries"`
 	// Cancelled counts the requests the client cut (--cancel-share),
 	// neither completed nor failed; CancelledFirstToken those of them that
 	// had received a first token, CancelledOutputTokens the tokens they
@@ -58,8 +95,7 @@ type Counters struct {
 	Cancelled             int64 `json:"cancelled,omitempty"`
 	CancelledFirstToken   int64 `json:"cancelled_first_token,omitempty"`
 	CancelledOutputTokens int64 `json:"cancelled_output_tokens,omitempty"`
-	Images                int64 `json:"images"`
-	GeneratedImages       int64 `json:"generated_images"` // images returned by image-generation requests
+	ImageTally
 	// ErrorsByClass counts the failures by class; ErrorSamples are the
 	// first failures' messages (at most maxErrorSamples).
 	ErrorsByClass map[string]int64 `json:"errors_by_class,omitempty"`
@@ -74,17 +110,12 @@ type Counters struct {
 
 // add adds o's counts to n's (copies of one run, or windows).
 func (n *Counters) add(o *Counters) {
-	n.Completed += o.Completed
-	n.Failed += o.Failed
+	n.Tally.add(&o.Tally)
+	n.ImageTally.add(&o.ImageTally)
 	n.Cancelled += o.Cancelled
 	n.CancelledFirstToken += o.CancelledFirstToken
 	n.CancelledOutputTokens += o.CancelledOutputTokens
-	n.InputTokens += o.InputTokens
-	n.OutputTokens += o.OutputTokens
-	n.CachedTokens += o.CachedTokens
 	n.Retries += o.Retries
-	n.Images += o.Images
-	n.GeneratedImages += o.GeneratedImages
 	if n.ErrorsByClass == nil && len(o.ErrorsByClass) > 0 {
 		n.ErrorsByClass = map[string]int64{}
 	}
@@ -118,12 +149,10 @@ func (n *Counters) clone() Counters {
 
 // named returns the counts by their key (ErrorsByClass apart).
 func (n *Counters) named() map[string]int64 {
-	return map[string]int64{
-		"completed": n.Completed, "failed": n.Failed, "input_tokens": n.InputTokens, "output_tokens": n.OutputTokens,
-		"cached_tokens": n.CachedTokens, "retries": n.Retries, "images": n.Images, "generated_images": n.GeneratedImages,
-		"prompt_counted": n.PromptCounted, "prompt_err_sum": n.PromptErrSum, "prompt_err_max": n.PromptErrMax, "prompt_exact": n.PromptExact,
+	return namedTallies(&n.Tally, &n.ImageTally, map[string]int64{
+		"retries": n.Retries, "prompt_counted": n.PromptCounted, "prompt_err_sum": n.PromptErrSum, "prompt_err_max": n.PromptErrMax, "prompt_exact": n.PromptExact,
 		"cancelled": n.Cancelled, "cancelled_first_token": n.CancelledFirstToken, "cancelled_output_tokens": n.CancelledOutputTokens,
-	}
+	})
 }
 
 // maxOutputSeconds bounds OutputPerSecond: a token later than this many

@@ -25,13 +25,8 @@ type Group struct {
 // and its state (GroupState) writes them in place under these keys, in
 // this order.
 type GroupCounters struct {
-	Completed       int64 `json:"completed"`
-	Failed          int64 `json:"failed"`
-	InputTokens     int64 `json:"input_tokens"`  // of completed requests
-	OutputTokens    int64 `json:"output_tokens"` // of completed requests
-	CachedTokens    int64 `json:"cached_tokens"`
-	Images          int64 `json:"images"`
-	GeneratedImages int64 `json:"generated_images"` // images returned (openai-images)
+	Tally
+	ImageTally
 	// Text and Generations count the group's token requests and its
 	// requests without tokens — image generations, pooling batches
 	// (completed or failed).
@@ -41,24 +36,15 @@ type GroupCounters struct {
 
 // add adds o's counts to n's.
 func (n *GroupCounters) add(o *GroupCounters) {
-	n.Completed += o.Completed
-	n.Failed += o.Failed
-	n.InputTokens += o.InputTokens
-	n.OutputTokens += o.OutputTokens
-	n.CachedTokens += o.CachedTokens
-	n.Images += o.Images
-	n.GeneratedImages += o.GeneratedImages
+	n.Tally.add(&o.Tally)
+	n.ImageTally.add(&o.ImageTally)
 	n.Text += o.Text
 	n.Generations += o.Generations
 }
 
 // named returns the counts by their key.
 func (n *GroupCounters) named() map[string]int64 {
-	return map[string]int64{
-		"completed": n.Completed, "failed": n.Failed, "input_tokens": n.InputTokens, "output_tokens": n.OutputTokens,
-		"cached_tokens": n.CachedTokens, "images": n.Images, "generated_images": n.GeneratedImages,
-		"text": n.Text, "generations": n.Generations,
-	}
+	return namedTallies(&n.Tally, &n.ImageTally, map[string]int64{"text": n.Text, "generations": n.Generations})
 }
 
 // NewGroups returns an empty breakdown whose group of a result is key(r).
