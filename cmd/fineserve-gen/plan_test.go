@@ -295,6 +295,7 @@ func TestPlanBadInput(t *testing.T) {
 		{[]string{"--dry-run"}, "--dry-run"},
 		{[]string{"--balance", "least-inflight"}, "round-robin"},
 		{[]string{"--turns", "3"}, "sessions"},
+		{[]string{"--multi-turn", "--dataset-path", "testdata/sharegpt.json"}, "sessions"},
 		{[]string{"--summary-json", "s.json"}, "--plan-json"},
 		{[]string{"--sweep-json", filepath.Join(dir, "missing.json")}, "missing.json"},
 		{[]string{"--sweep-json", ts}, "rate sweeps"},

@@ -91,8 +91,8 @@ func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitCode(err, stderr)
 	}
 	if wl.Sessions != nil || wl.Agentic != nil {
-		// Agentic traces come with their sessions from the trace itself,
-		// past the flag checks.
+		// Read from the workload, not the flags: an agentic trace
+		// brings its sessions with it.
 		return usageExit(stderr, errors.New("sessions (agentic conversations, --turns, --multi-turn): a session's later turns follow its answers and are not in the schedule a plan reads"))
 	}
 	cfg := plan.Config{Window: pf.window, Horizon: o.Duration, MinReplicas: pf.minReplicas, ScaleUpDelay: pf.delay}
@@ -208,9 +208,6 @@ func planChecks(fs *pflag.FlagSet, o *options.Options, sf *sweepFlags, pf *planF
 	}
 	if st, err := balance.Parse(o.Balance); err == nil && st != balance.RoundRobin {
 		add("--balance %s: a plan models round-robin (each of n replicas sees every n-th arrival of its window) and --verify replays that way; %s is not modelled", st, st)
-	}
-	if o.Sessions.On() || o.MultiTurn {
-		add("sessions (--turns, --multi-turn): a session's later turns follow its answers and are not in the schedule a plan reads")
 	}
 	if o.OutputFile != "" || o.SummaryJSON != "" || o.ResultsJSONL != "" || o.ResultsCSV != "" {
 		add("--output-file, --summary-json, --results-jsonl, --results-csv: a plan writes --plan-json (its measurements: --save-sweeps)")

@@ -148,11 +148,11 @@ func ParseFile(name string, data []byte) (*Map, error) {
 	return m, nil
 }
 
-// parseTable reads a mapping of trace value → served name.
 // maxKey is YAML's limit on an implicit key: a longer name read through an
 // alias could not be written back as a map, in YAML or in JSON.
 const maxKey = 1024
 
+// parseTable reads a mapping of trace value → served name.
 func parseTable(n *yaml.Node, fail func(int, string, ...any) error) (map[string]string, error) {
 	t := make(map[string]string, len(n.Content)/2)
 	line := make(map[string]int, len(n.Content)/2)
