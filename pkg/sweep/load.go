@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
 )
 
 // maxResultBytes bounds a sweep file read back (a summary is tens of
@@ -13,16 +14,13 @@ const maxResultBytes = 256 << 20
 
 // Load reads a sweep's --sweep-json file.
 func Load(path string) (*Result, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
+	b, err := bounded.ReadFile(path, maxResultBytes)
+	var tl *bounded.TooLarge
+	if errors.As(err, &tl) {
+		return nil, fmt.Errorf("%s: %w: larger than a sweep's JSON can be", path, err)
 	}
-	if fi.Size() > maxResultBytes {
-		return nil, fmt.Errorf("%s: %d bytes: larger than a sweep's JSON can be (%d)", path, fi.Size(), maxResultBytes)
-	}
-	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, err // it names the file
 	}
 	var r Result
 	if err := json.Unmarshal(b, &r); err != nil {
