@@ -206,6 +206,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "warning: --insecure: TLS certificates are not verified")
 	}
 	o.Command = commandLine(safeArgs(args, secrets))
+	o.NoMergeState = o.SummaryJSON == "" && o.OutputFile == ""
 	stopProfiles, err := startProfiles(prof.cpu, prof.mem)
 	if err != nil {
 		return exitCode(&options.UsageError{Err: err}, stderr)

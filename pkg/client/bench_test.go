@@ -1,10 +1,14 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httputil"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +63,16 @@ func BenchmarkReadStream(b *testing.B) {
 // fastjson parser (the full decoder) and with encoding/json into
 // go-openai's response type (docs/ARCHITECTURE.md).
 func BenchmarkChunkSkim(b *testing.B) { benchmarkChunk(b, (*Client).chunk) }
+
+// BenchmarkChunkSkimWhole skims every chunk whole, as the first chunk of
+// a stream and one of another shape are (BenchmarkChunkSkim reads the
+// same chunk again through its shape, as a stream's next token is).
+func BenchmarkChunkSkimWhole(b *testing.B) {
+	benchmarkChunk(b, func(c *Client, _ *decoder, data []byte, _ *Result) (tokenKind, bool, error) {
+		kind, _ := skimChunk(data, c.chat)
+		return kind, false, nil
+	})
+}
 
 func BenchmarkChunkFastjson(b *testing.B) { benchmarkChunk(b, (*Client).parseChunk) }
 
@@ -245,3 +259,98 @@ func BenchmarkLeanRoundTrip(b *testing.B) {
 		resp.Body.Close()
 	}
 }
+
+// chunkedEvents frames each event of stream as one HTTP/1.1 chunk, and
+// ends with the last chunk: the bytes a streaming server writes.
+func chunkedEvents(stream []byte) [][]byte {
+	var out [][]byte
+	for len(stream) > 0 {
+		n := bytes.Index(stream, []byte("\n\n")) + 2
+		out = append(out, fmt.Appendf(nil, "%x\r\n%s\r\n", n, stream[:n]))
+		stream = stream[n:]
+	}
+	return append(out, []byte("0\r\n\r\n"))
+}
+
+// writeReader returns one of its writes per read, as a socket does when
+// each event arrives on its own.
+type writeReader struct {
+	writes [][]byte
+	i      int
+}
+
+func (w *writeReader) Read(p []byte) (int, error) {
+	if w.i == len(w.writes) {
+		return 0, io.EOF
+	}
+	n := copy(p, w.writes[w.i])
+	w.i++
+	return n, nil
+}
+
+// BenchmarkReadChunkedStream measures the client's user time per event of
+// a chunked stream that arrives an event per read, from the connection's
+// buffered reader to the token's time ("client"), beside the least a
+// client can do with the same bytes: split lines in the connection's
+// buffer and stamp each data line ("floor", streambench's floor client).
+// Their difference is what the client adds per event in user space
+// (docs/PERFORMANCE.md).
+func BenchmarkReadChunkedStream(b *testing.B) {
+	writes := chunkedEvents(benchStream(100))
+	b.Run("client", func(b *testing.B) {
+		c, err := New(Config{BaseURL: "http://x", Backend: BackendVLLM, Stream: true, Epoch: time.Now()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		d, res := new(decoder), &Result{TokenTimes: make([]time.Duration, 0, 128)}
+		src := &writeReader{writes: writes}
+		br := newConnReader(&countingConn{Conn: &readerConn{r: src}})
+		for b.Loop() {
+			src.i = 0
+			br.Reset(&countingConn{Conn: &readerConn{r: src}})
+			res.Reset()
+			body := &chunkedBody{br: br, r: httputil.NewChunkedReader(br)}
+			if err := c.readStream(d, body, res); err != nil || len(res.TokenTimes) != 100 {
+				b.Fatal(err, res.CompletionTokens)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(writes)), "ns/event")
+	})
+	b.Run("floor", func(b *testing.B) {
+		src := &writeReader{writes: writes}
+		br := bufio.NewReaderSize(src, 4<<10)
+		gaps := make([]time.Duration, 0, 128)
+		for b.Loop() {
+			src.i = 0
+			br.Reset(src)
+			gaps = gaps[:0]
+			var last time.Time
+			for {
+				line, err := br.ReadSlice('\n')
+				if err != nil {
+					break
+				}
+				if !bytes.HasPrefix(line, []byte("data: ")) {
+					continue
+				}
+				now := time.Now()
+				if bytes.HasPrefix(line, []byte("data: [DONE]")) {
+					break
+				}
+				if !last.IsZero() {
+					gaps = append(gaps, now.Sub(last))
+				}
+				last = now
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(writes)), "ns/event")
+	})
+}
+
+// readerConn is a net.Conn that reads from r (benchmarks).
+type readerConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *readerConn) Read(p []byte) (int, error) { return c.r.Read(p) }

@@ -12,10 +12,18 @@ package client
 // whatever it accepts, the full decoder accepts and reads the same
 // (FuzzSkimChunk checks it).
 func skimChunk(data []byte, chat bool) (kind tokenKind, ok bool) {
+	kind, _, ok = skimSpan(data, chat)
+	return kind, ok
+}
+
+// skimSpan is skimChunk, also saying where the content of the string that
+// decided the kind lies in data (text, content or reasoning; zero when the
+// kind is tokNone).
+func skimSpan(data []byte, chat bool) (kind tokenKind, span [2]int, ok bool) {
 	s := skimmer{b: data}
 	s.ws()
 	if s.peek() != '{' {
-		return tokNone, false
+		return tokNone, span, false
 	}
 	var seenChoices bool
 	ok = s.fields(func(key []byte) bool {
@@ -40,9 +48,12 @@ func skimChunk(data []byte, chat bool) (kind tokenKind, ok bool) {
 	})
 	s.ws()
 	if !ok || s.i != len(s.b) {
-		return tokNone, false // invalid, or trailing data
+		return tokNone, span, false // invalid, or trailing data
 	}
-	return kind, true
+	if kind != tokNone {
+		span = s.span
+	}
+	return kind, span, true
 }
 
 // skimDepth bounds the nesting skimChunk follows; deeper chunks go to the
@@ -52,6 +63,9 @@ const skimDepth = 32
 type skimmer struct {
 	b []byte
 	i int
+	// span is where the content of the string that decided the first
+	// choice's kind lies (set by choice and delta).
+	span [2]int
 }
 
 func (s *skimmer) peek() byte {
@@ -299,9 +313,10 @@ func (s *skimmer) choice(chat bool) (kind tokenKind, ok bool) {
 			kind, ok = s.delta()
 			return ok
 		case !chat && s.peek() == '"':
+			start := s.i + 1
 			empty, ok := s.str()
 			if !empty {
-				kind = tokOutput
+				kind, s.span = tokOutput, [2]int{start, s.i - 1}
 			}
 			return ok
 		}
@@ -320,31 +335,39 @@ func (s *skimmer) choice(chat bool) (kind tokenKind, ok bool) {
 // the full decoder.
 func (s *skimmer) delta() (kind tokenKind, ok bool) {
 	var content, reasoning, legacy, seenContent, seenReasoning, seenLegacy bool
+	var contentAt, thinkAt [2]int
 	ok = s.fields(func(key []byte) bool {
 		var into *bool
+		var at *[2]int
 		switch {
 		case string(key) == "tool_calls":
 			return s.peek() == 'n' && s.value(3)
 		case string(key) == "content" && !seenContent:
-			seenContent, into = true, &content
+			seenContent, into, at = true, &content, &contentAt
 		case string(key) == "reasoning" && !seenReasoning:
-			seenReasoning, into = true, &reasoning
+			seenReasoning, into, at = true, &reasoning, &thinkAt
 		case string(key) == "reasoning_content" && !seenLegacy:
-			seenLegacy, into = true, &legacy
+			seenLegacy, into, at = true, &legacy, &thinkAt
 		}
 		if into == nil || s.peek() != '"' {
 			return s.value(3)
 		}
+		start := s.i + 1
 		empty, ok := s.str()
 		*into = !empty
+		if !empty {
+			*at = [2]int{start, s.i - 1}
+		}
 		return ok
 	})
 	switch {
 	case !ok:
 		return tokNone, false
 	case content:
+		s.span = contentAt
 		return tokOutput, true
 	case reasoning || legacy:
+		s.span = thinkAt
 		return tokReasoning, true
 	}
 	return tokNone, true
@@ -373,4 +396,49 @@ func (s *skimmer) fields(field func(key []byte) bool) bool {
 			return false
 		}
 	}
+}
+
+// chunkShape is the last chunk skimmed whole that carried a token: a
+// stream's chunks differ, as a rule, in their token's text alone (vLLM
+// repeats id, created, model and the choice's other fields), so the next
+// chunk that is this one byte for byte but for that text — a non-empty
+// run of plain string content: no quote, escape or control character —
+// parses the same way and carries the same kind of token, without
+// skimming it again (FuzzChunkShape checks it against skimChunk).
+type chunkShape struct {
+	b          []byte // the chunk
+	start, end int    // its token's text, b[start:end]
+	kind       tokenKind
+	chat       bool
+}
+
+// maxShape bounds the chunk a shape keeps.
+const maxShape = 4 << 10
+
+// skim is skimChunk through the shape of the chunk before.
+func (sh *chunkShape) skim(data []byte, chat bool) (tokenKind, bool) {
+	if sh.kind != tokNone && sh.chat == chat && sh.match(data) {
+		return sh.kind, true
+	}
+	kind, span, ok := skimSpan(data, chat)
+	if ok && kind != tokNone && len(data) <= maxShape {
+		sh.b = append(sh.b[:0], data...)
+		sh.start, sh.end, sh.kind, sh.chat = span[0], span[1], kind, chat
+	}
+	return kind, ok
+}
+
+// match reports whether data is the shape's chunk with other text.
+func (sh *chunkShape) match(data []byte) bool {
+	suffix := len(sh.b) - sh.end
+	if len(data) <= sh.start+suffix || string(data[:sh.start]) != string(sh.b[:sh.start]) ||
+		string(data[len(data)-suffix:]) != string(sh.b[sh.end:]) {
+		return false
+	}
+	for _, c := range data[sh.start : len(data)-suffix] {
+		if strStop[c] {
+			return false
+		}
+	}
+	return true
 }

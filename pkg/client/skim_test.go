@@ -1,6 +1,7 @@
 package client
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -100,5 +101,71 @@ func TestSkimChunk(t *testing.T) {
 	for _, s := range skimSeeds {
 		checkSkim(t, s, false)
 		checkSkim(t, s, true)
+	}
+}
+
+// FuzzChunkShape checks reading a chunk through the shape of the chunk
+// before against skimChunk, its oracle: the same kind, and the same
+// verdict on whether the skimmer reads it at all.
+func FuzzChunkShape(f *testing.F) {
+	for i, s := range skimSeeds {
+		next := skimSeeds[(i+1)%len(skimSeeds)]
+		for _, b := range []string{s, next, strings.Replace(s, `"Hi"`, `"Ho"`, 1), strings.Replace(s, `"think"`, `"more"`, 1),
+			strings.Replace(s, `" the"`, `"\""`, 1), strings.Replace(s, `" the"`, `""`, 1), strings.Replace(s, `" the"`, `" a\u00e9"`, 1)} {
+			f.Add(s, b, false)
+			f.Add(s, b, true)
+		}
+	}
+	f.Fuzz(func(t *testing.T, a, b string, chat bool) {
+		var sh chunkShape
+		sh.skim([]byte(a), chat)
+		kind, ok := sh.skim([]byte(b), chat)
+		wantKind, wantOK := skimChunk([]byte(b), chat)
+		if kind != wantKind || ok != wantOK {
+			t.Fatalf("chat %v, after %q, %q: through the shape %v %v; skimmed whole %v %v", chat, a, b, kind, ok, wantKind, wantOK)
+		}
+	})
+}
+
+// TestChunkShape: a chunk that is the one before with another token's
+// text is read through its shape; one whose text is empty, holds a quote
+// or an escape, or that differs anywhere else is skimmed whole.
+func TestChunkShape(t *testing.T) {
+	const chat = `{"id":"chatcmpl-2","object":"chat.completion.chunk","created":1795687974,"model":"m","choices":[{"index":0,"delta":{"content":"TEXT"},"logprobs":null,"finish_reason":null}]}`
+	const think = `{"choices":[{"delta":{"content":null,"reasoning":"TEXT"}}]}`
+	with := func(shape, text string) []byte { return []byte(strings.Replace(shape, "TEXT", text, 1)) }
+	for _, tc := range []struct {
+		name, shape string
+		chat        bool
+		next        []byte
+		match       bool
+		kind        tokenKind
+	}{
+		{"completion token", benchChunk, false, []byte(strings.Replace(benchChunk, `" the"`, `" quick brown"`, 1)), true, tokOutput},
+		{"chat token", chat, true, with(chat, "é, and"), true, tokOutput},
+		{"reasoning token", think, true, with(think, "hmm"), true, tokReasoning},
+		{"empty text", chat, true, with(chat, ""), false, tokNone},
+		{"a quote", chat, true, with(chat, `\"`), false, tokOutput},
+		{"a control character", chat, true, with(chat, "a\x01"), false, tokNone},
+		{"the last chunk", benchChunk, false, []byte(strings.Replace(benchChunk, `"finish_reason":null`, `"finish_reason":"length"`, 1)), false, tokOutput},
+		{"another key", chat, true, []byte(strings.Replace(string(with(chat, "x")), `"content"`, `"contenu"`, 1)), false, tokNone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sh chunkShape
+			first := with(tc.shape, "first")
+			if tc.shape == benchChunk {
+				first = []byte(benchChunk)
+			}
+			if _, ok := sh.skim(first, tc.chat); !ok || sh.kind == tokNone {
+				t.Fatalf("the first chunk set no shape: %q", first)
+			}
+			if got := sh.match(tc.next); got != tc.match {
+				t.Fatalf("match %q = %v, want %v", tc.next, got, tc.match)
+			}
+			kind, ok := sh.skim(tc.next, tc.chat)
+			if want, wantOK := skimChunk(tc.next, tc.chat); kind != want || ok != wantOK || kind != tc.kind {
+				t.Fatalf("kind %v %v, skimmed whole %v %v, want %v", kind, ok, want, wantOK, tc.kind)
+			}
+		})
 	}
 }

@@ -59,6 +59,8 @@ type decoder struct {
 	maxTokens int
 	buf       []byte
 	data      []byte
+	// shape is the last chunk skimmed whole (chunkShape).
+	shape chunkShape
 	// parser is taken from parsers for a parse and handed back when its
 	// values are no longer read (release): a stream holds none while it
 	// waits for its next chunk, so 10,000 open streams do not hold 10,000
@@ -212,7 +214,7 @@ func textChunk(c *Client, d *decoder, data []byte, res *Result) (kind tokenKind,
 // carries usage (which it copies into res).
 func (c *Client) chunk(d *decoder, data []byte, res *Result) (kind tokenKind, usage bool, err error) {
 	if !res.KeepText {
-		if kind, ok := skimChunk(data, c.chat); ok {
+		if kind, ok := d.shape.skim(data, c.chat); ok {
 			return kind, false, nil
 		}
 	}

@@ -53,6 +53,9 @@ type Config struct {
 	// endpoints, polled as ServerMetricsURL is (nil: one endpoint, or not
 	// polled); an entry equal to ServerMetricsURL shares its poller.
 	EndpointMetricsURLs []string
+	// NoStates keeps no window's distributions for the summary's
+	// merge_state (WindowStates: none; the run writes no summary file).
+	NoStates bool
 	// Quiet prints only the live lines that flag the client; Bar draws the
 	// progress bar (a terminal).
 	Quiet, Bar bool

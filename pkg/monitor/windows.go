@@ -161,6 +161,9 @@ func (m *Monitor) closeWindow(p *period) {
 	m.check.Check(&w, m.win.lastBehind)
 	m.win.lastBehind = w.Behind
 	m.windows = append(m.windows, w)
+	if m.c.NoStates {
+		return
+	}
 	ws, err := p.acc.State(w.Index)
 	if err != nil && m.stateErr == nil {
 		m.stateErr = err

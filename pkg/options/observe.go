@@ -110,7 +110,7 @@ func (o *Options) MonitorConfig(st arrival.Stats, stdio runner.IO, log monitor.L
 		Window: o.Observe.Window, ReportInterval: o.Observe.ReportInterval, Goodput: o.Observe.Goodput,
 		MaxConcurrency: o.MaxConcurrency, AllAtOnce: workload.Rated(o.Mode) && math.IsInf(o.RequestRate, 1) && !o.profiled(),
 		MetricsAddr: o.Observe.MetricsAddr, ServerMetricsInterval: o.Observe.ServerMetricsInterval,
-		Quiet: o.Quiet, Bar: stdio.Terminal && !o.DisableProgress,
+		Quiet: o.Quiet, Bar: stdio.Terminal && !o.DisableProgress, NoStates: o.NoMergeState,
 		Out: stdio.Out, Err: stdio.Err, Log: log,
 	}
 	if url, ok := o.ServerMetricsTarget(); ok {

@@ -155,6 +155,11 @@ type Options struct {
 	DryRun          bool
 	DisableProgress bool
 	Quiet           bool
+	// NoMergeState: nothing the run writes carries the summary's
+	// merge_state (no summary file: the command line's run without
+	// --summary-json or --output-file), so it is not encoded. A sweep's
+	// or a plan's step keeps it (their JSON holds each step's summary).
+	NoMergeState bool
 	// Command is the command line, recorded in the summary (secrets are
 	// never part of it: the key is read from the environment or a file).
 	Command string

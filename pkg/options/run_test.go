@@ -306,3 +306,26 @@ func TestWarmupFailureSaysHow(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestMergeStateOnlyWhenWritten: a run keeps its merge_state (every
+// histogram encoded, and each window's) unless nothing it writes carries
+// it; the summary's figures are the same either way.
+func TestMergeStateOnlyWhenWritten(t *testing.T) {
+	port := startMock(t, mockserver.Config{TTFT: time.Millisecond, ITL: time.Millisecond})
+	o := testOptions(port)
+	o.RequestRate, o.NumPrompts, o.NumPromptsSet = 200, 40, true
+	o.RandomInputLen, o.RandomOutputLen = 16, 8
+	o.Observe.Window = 100 * time.Millisecond
+	kept, _ := run(t, o)
+	o.NoMergeState = true
+	dropped, _ := run(t, o)
+	if kept.MergeState == nil || len(kept.MergeState.Windows) == 0 {
+		t.Fatalf("merge_state %v: want one with the windows' distributions", kept.MergeState)
+	}
+	if dropped.MergeState != nil {
+		t.Fatalf("merge_state kept with NoMergeState")
+	}
+	if kept.Completed != 40 || dropped.Completed != 40 || len(dropped.Windows) == 0 {
+		t.Fatalf("completed %d and %d, %d windows without the state", kept.Completed, dropped.Completed, len(dropped.Windows))
+	}
+}

@@ -100,6 +100,9 @@ type Config struct {
 	ReportHTML string
 	// Quiet prints warnings only.
 	Quiet bool
+	// NoMergeState leaves the summary's merge_state out (no output
+	// carries it), and with it the encoding of every histogram.
+	NoMergeState bool
 }
 
 // Run executes wl with the clients of pool as cfg says and returns the
@@ -254,7 +257,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	}
 	windows, stateErr := mon.WindowStates()
 	sum, err := metrics.Assemble(metrics.Facts{Summary: facts, Elapsed: elapsed, Parts: parts,
-		EndpointServers: mon.EndpointServers(), State: stateErr == nil, Windows: windows})
+		EndpointServers: mon.EndpointServers(), State: stateErr == nil && !cfg.NoMergeState, Windows: windows})
 	if stateErr != nil {
 		err = fmt.Errorf("merge state: %w", stateErr)
 	}
