@@ -49,19 +49,22 @@ const maxPendingChunkBytes = 64 << 20
 // logged).
 const maxTracedWrites = 1 << 16
 
-// ChunkLog records, for every streamed completion or chat completion, when
-// it arrived and when each write of its token chunks reached the socket:
-// the server's truth of its time to first token and inter-token gaps. It
-// writes one JSON line per request when the request ends:
+// ChunkLog records, for every streamed completion, chat completion or
+// Responses API answer, when it arrived and when each write of its token
+// chunks reached the socket: the server's truth of its time to first token
+// and inter-token gaps. It writes one JSON line per request when the
+// request ends:
 //
 //	{"id":7,"arrival_unix_ns":…,"first_write_ns":50012345,"last_write_ns":…,"writes":100,"gaps_ns":[…]}
 //
-// id is the number in the response's id (cmpl-7, chatcmpl-7); first and
+// id is the request's number (in the response's id: cmpl-7, chatcmpl-7);
+// first and
 // last write are offsets from the arrival (first_write_ns is the TTFT the
 // server delivered); gaps_ns are the writes' successive differences
 // (writes−1 of them; of a stream of more than 65,536 writes, the first
-// 65,535 and the one from there to the last). Only token writes count: the headers and the chat
-// role chunk sent before the first token do not. A write is timed after
+// 65,535 and the one from there to the last). Only token writes count: the headers, the chat
+// role chunk and the Responses API's created events sent before the first
+// token do not. A write is timed after
 // its flush returned (the bytes are in the kernel). With ITL 0 a stream
 // goes out back to back in large pieces, unflushed: only its last write
 // is timed (first and last write are the same instant).

@@ -16,38 +16,46 @@ import (
 
 // TestPaceExactChunkLog: on synctest's fake clock, exact pacing writes
 // chunk i at arrival + TTFT + i·ITL, each flushed on its own, and the chunk
-// log holds exactly those instants.
+// log holds exactly those instants — for chat completions and for the
+// Responses API's event stream alike.
 func TestPaceExactChunkLog(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var out bytes.Buffer
-		log := NewChunkLog(&out, time.Second)
-		s, err := New(Config{Models: []string{"m"}, TTFT: 50 * time.Millisecond, ITL: 10 * time.Millisecond, Pace: PaceExact, Chunks: log})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := serve(s, "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":5,"ignore_eos":true,"stream":true}`)
-		ms := time.Millisecond
-		// The headers and role chunk at once, then the five tokens, the
-		// last one flushed too.
-		if want := []time.Duration{0, 50 * ms, 60 * ms, 70 * ms, 80 * ms, 90 * ms}; w.Code != 200 || !slices.Equal(w.at, want) {
-			t.Errorf("status %d, flushes at %v, want %v", w.Code, w.at, want)
-		}
-		if err := log.Close(); err != nil {
-			t.Fatal(err)
-		}
-		recs, err := ReadChunkLog(&out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(recs) != 1 {
-			t.Fatalf("%d records, want 1: %s", len(recs), out.String())
-		}
-		r := recs[0]
-		gap := int64(10 * ms)
-		if r.ID != 1 || r.FirstWriteNS != int64(50*ms) || r.LastWriteNS != int64(90*ms) || r.Writes != 5 || !slices.Equal(r.GapsNS, []int64{gap, gap, gap, gap}) {
-			t.Errorf("record %+v, want id 1, first 50 ms, last 90 ms, 5 writes 10 ms apart", r)
-		}
-	})
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":5,"ignore_eos":true,"stream":true}`},
+		{"/v1/responses", `{"input":"hi","max_output_tokens":5,"ignore_eos":true,"stream":true}`},
+	} {
+		t.Run(strings.TrimPrefix(tc.path, "/v1/"), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var out bytes.Buffer
+				log := NewChunkLog(&out, time.Second)
+				s, err := New(Config{Models: []string{"m"}, TTFT: 50 * time.Millisecond, ITL: 10 * time.Millisecond, Pace: PaceExact, Chunks: log})
+				if err != nil {
+					t.Fatal(err)
+				}
+				w := serve(s, tc.path, tc.body)
+				ms := time.Millisecond
+				// The headers (and the role chunk, or the created events)
+				// at once, then the five tokens, the last one flushed too.
+				if want := []time.Duration{0, 50 * ms, 60 * ms, 70 * ms, 80 * ms, 90 * ms}; w.Code != 200 || !slices.Equal(w.at, want) {
+					t.Errorf("status %d, flushes at %v, want %v", w.Code, w.at, want)
+				}
+				if err := log.Close(); err != nil {
+					t.Fatal(err)
+				}
+				recs, err := ReadChunkLog(&out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(recs) != 1 {
+					t.Fatalf("%d records, want 1: %s", len(recs), out.String())
+				}
+				r := recs[0]
+				gap := int64(10 * ms)
+				if r.ID != 1 || r.FirstWriteNS != int64(50*ms) || r.LastWriteNS != int64(90*ms) || r.Writes != 5 || !slices.Equal(r.GapsNS, []int64{gap, gap, gap, gap}) {
+					t.Errorf("record %+v, want id 1, first 50 ms, last 90 ms, 5 writes 10 ms apart", r)
+				}
+			})
+		})
+	}
 }
 
 // TestPaceExactNeverShifts: with one slot, the second request waits for

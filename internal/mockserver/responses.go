@@ -272,6 +272,7 @@ func (s *Server) responsesItem(it *fastjson.Value, req *request, hb *blockHasher
 }
 
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
+	arrival := time.Now()
 	bp := bodyPool.Get().(*[]byte)
 	defer putBody(bp)
 	body, _, ok := s.receive(w, r, bp)
@@ -292,9 +293,15 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	defer done()
 	id, cached := g.id, g.cached
-	first := time.Now().Add(s.cfg.TTFT + time.Duration(req.promptTokens-cached)*s.cfg.PrefillPerToken)
+	start := time.Now()
+	if s.cfg.Pace == PaceExact {
+		start = arrival
+	}
+	first := start.Add(s.cfg.TTFT + time.Duration(req.promptTokens-cached)*s.cfg.PrefillPerToken)
 	rs := &respStream{g: &g, meta: &meta, id: "resp_" + hex32(s.cfg.Seed^0x5e5, id)}
 	if req.stream {
+		g.trace = s.cfg.Chunks.start(arrival)
+		defer func() { s.cfg.Chunks.finish(g.trace, id) }()
 		if !rs.stream(ctx, w, first) {
 			s.aborted.Add(1)
 			return
@@ -683,6 +690,7 @@ func (rs *respStream) stream(ctx context.Context, w http.ResponseWriter, first t
 				return false
 			}
 			b = b[:0]
+			g.trace.wrote()
 			if !sleepUntil(ctx, first.Add(time.Duration(k)*g.s.cfg.ITL)) {
 				return false
 			}
@@ -691,5 +699,10 @@ func (rs *respStream) stream(ctx context.Context, w http.ResponseWriter, first t
 	}
 	b = rs.appendEnd(b)
 	_, err := w.Write(b)
+	if err == nil && (g.trace != nil || g.s.cfg.Pace == PaceExact) {
+		// The last token goes out now, not when the handler returns.
+		err = rc.Flush()
+		g.trace.wrote()
+	}
 	return err == nil
 }

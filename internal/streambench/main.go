@@ -118,7 +118,12 @@ type side struct {
 	CPUPerEvent float64 `json:"cpu_us_per_event"`
 	RSSMB       float64 `json:"rss_mb"`
 	Events      int64   `json:"events"`
-	Failed      int     `json:"failed"`
+	// NetCPUUS and NetEvents are the run's CPU (µs) and events less the
+	// client's fixed cost's: CPUPerEvent is their ratio; a stream count's
+	// runs are judged on their sums (pool).
+	NetCPUUS  float64 `json:"net_cpu_us"`
+	NetEvents int64   `json:"net_events"`
+	Failed    int     `json:"failed"`
 	// fixed is this run's CPU and events (for the one-stream run that
 	// measures the fixed cost).
 	fixed fixedCost
@@ -251,7 +256,8 @@ func runSide(ctx context.Context, cfg config, n, run int, floor bool, base fixed
 	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	s.fixed = fixedCost{cpu: cpu, events: s.Events}
 	if ev := s.Events - base.events; ev > 0 {
-		s.CPUPerEvent = float64((cpu - base.cpu).Microseconds()) / float64(ev)
+		s.NetCPUUS, s.NetEvents = float64((cpu-base.cpu).Nanoseconds())/1e3, ev
+		s.CPUPerEvent = s.NetCPUUS / float64(ev)
 	}
 	s.RSSMB = float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
 	return s, nil

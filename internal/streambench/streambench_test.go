@@ -91,7 +91,43 @@ func TestBenchStreamSmoke(t *testing.T) {
 			t.Errorf("%s: %+v: want 200 events, none failed, a TTFT error in [0, 1 s), CPU and RSS measured", name, s)
 		}
 	}
-	if !strings.Contains(table.String(), "ours / floor") || !strings.Contains(table.String(), "20 streams: goals met in ") {
+	if !strings.Contains(table.String(), "ours / floor") || !strings.Contains(table.String(), "20 streams: latency and memory goals met in ") {
 		t.Errorf("the table has no header:\n%s", table.String())
+	}
+}
+
+// TestPoolAndGoals: a stream count's CPU per event is its runs' net CPU
+// over their net events together, not the mean of the runs' ratios; the
+// latency goals are each run's.
+func TestPoolAndGoals(t *testing.T) {
+	run := func(n int, oursCPU float64, oursEv int64, floorCPU float64, floorEv int64, ttft float64) row {
+		return row{Streams: n,
+			Ours:  side{NetCPUUS: oursCPU, NetEvents: oursEv, TTFTErrMean: ttft, TTFTErrP99: ttft, RSSMB: 100},
+			Floor: side{NetCPUUS: floorCPU, NetEvents: floorEv, TTFTErrMean: 10, TTFTErrP99: 10}}
+	}
+	rows := []row{
+		run(100, 1000, 100, 1000, 100, 12), // 10 / 10 µs, TTFT 1.2×: met
+		run(100, 3000, 100, 1000, 100, 13), // 30 / 10, TTFT 1.3×: missed
+		run(500, 8000, 1000, 8000, 1000, 5),
+	}
+	p := pool(rows)
+	if len(p) != 2 || p[0].streams != 100 || p[0].runs != 2 || p[0].met != 1 || p[1].met != 1 {
+		t.Fatalf("pooled %+v", p)
+	}
+	if p[0].ours != 20 || p[0].floor != 10 || p[1].ours != 8 {
+		t.Fatalf("pooled CPU %+v: want 20 and 10 µs per event at 100 streams (4000/200, 2000/200)", p)
+	}
+	if got := missedGoals(rows[1]); len(got) != 2 || got[0] != "TTFT mean" {
+		t.Errorf("missed %v", got)
+	}
+	big := run(10000, 1, 1, 1, 1, 14)
+	big.Ours.RSSMB = 251
+	if got := missedGoals(big); len(got) != 1 || got[0] != "RSS" {
+		t.Errorf("10,000 streams at 1.4× the floor's TTFT error and 251 MB: missed %v, want RSS only", got)
+	}
+	var b strings.Builder
+	printRows(&b, rows)
+	if !strings.Contains(b.String(), "100 streams: latency and memory goals met in 1 of 2 runs; CPU per event over the 2 runs 20.00 / 10.00 µs = 2.00× the floor's (goal ≤ 1.1×: not met)") {
+		t.Errorf("table:\n%s", b.String())
 	}
 }
