@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"time"
@@ -47,8 +48,23 @@ func floorMain(args []string) int {
 	tokens := fs.Int("tokens", 100, "output tokens per stream")
 	model := fs.String("model", "mock-model", "model name")
 	out := fs.String("out", "", "file for the result (JSON)")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "floor:", err)
+			return 1
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
 	}
 	res := runFloor(*addr, *streams, *tokens, *model)
 	b, _ := json.Marshal(res)

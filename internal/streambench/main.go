@@ -44,9 +44,12 @@ type config struct {
 	// out/runs, to look into a tail run.
 	oursFlags []string
 	keep      bool
-	out       string // directory for stream-bench.json ("": print only)
-	timeout   time.Duration
-	progress  io.Writer
+	// floorProfile has the floor write a CPU profile of each run into its
+	// run's directory (with keep), beside ours.
+	floorProfile bool
+	out          string // directory for stream-bench.json ("": print only)
+	timeout      time.Duration
+	progress     io.Writer
 }
 
 func main() {
@@ -67,6 +70,7 @@ func main() {
 	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Minute, "give up on one client run after this long")
 	oursFlags := flag.String("ours-flags", "", "more flags for fineserve-gen, space-separated; {dir} is the run's directory (e.g. '--cpu-profile {dir}/cpu.pprof')")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep every run's records, chunk log and profiles under -out/runs/STREAMS-RUN-CLIENT")
+	flag.BoolVar(&cfg.floorProfile, "floor-profile", false, "have the floor write a CPU profile of each run (cpu.pprof in its run's directory; needs -keep)")
 	flag.Parse()
 	cfg.oursFlags = strings.Fields(*oursFlags)
 	if cfg.keep && cfg.out == "" {
@@ -219,6 +223,9 @@ func runSide(ctx context.Context, cfg config, n, run int, floor bool, base fixed
 	outFile := filepath.Join(dir, "client.out")
 	if floor {
 		cmd = exec.CommandContext(ctx, cfg.self, "-addr", addr, "-streams", strconv.Itoa(n), "-tokens", strconv.Itoa(cfg.tokens), "-out", outFile)
+		if cfg.floorProfile && run > 0 {
+			cmd.Args = append(cmd.Args, "-cpu-profile", filepath.Join(dir, "cpu.pprof"))
+		}
 		cmd.Env = append(os.Environ(), floorEnv+"=1")
 	} else {
 		cmd = exec.CommandContext(ctx, cfg.bin, "--base-url", "http://"+addr, "--model", "mock-model", "--num-prompts", strconv.Itoa(n),
