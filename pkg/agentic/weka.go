@@ -133,13 +133,10 @@ func (t *Trace) wekaBranch(line int, path string, block int, reqs []wekaRequest,
 				t.skip(line, where+".requests", "a subagent without requests")
 				continue
 			}
-			// Nested t relative to the spawn (kv-cache-tester) or
-			// session-absolute (the HF variant): the first nested
-			// request at or after the spawn's own t, which is > 0,
-			// says absolute.
+			// Nested t relative to the spawn or session-absolute.
 			sub := &Branch{Agent: q.AgentID}
 			nb := 0.0
-			if f := reqs[i].Requests[0].T; f != nil && *q.T > 0 && *f >= *q.T-1e-6 {
+			if f := reqs[i].Requests[0].T; f != nil && prefix.SubagentTimesAbsolute(*q.T, *f) {
 				nb = *q.T
 			}
 			k := t.wekaBranch(line, where+".requests", block, q.Requests, nb, sub)

@@ -186,6 +186,9 @@ func TestWEKASubagentTimes(t *testing.T) {
 	for _, doc := range []string{
 		`{"block_size": 64, "requests": [{"t": 0, "type": "n", "in": 64, "out": 1, "hash_ids": [1]}, {"t": 10, "type": "subagent", "requests": [{"t": 0, "type": "n", "in": 64, "out": 1, "hash_ids": [7]}, {"t": 3, "type": "n", "in": 64, "out": 1, "hash_ids": [8]}]}, {"t": 20, "type": "n", "in": 128, "out": 1, "hash_ids": [1, 2]}]}`,
 		`{"block_size": 64, "requests": [{"t": 0, "type": "n", "in": 64, "out": 1, "hash_ids": [0]}, {"t": 10, "type": "subagent", "requests": [{"t": 10, "type": "n", "in": 64, "out": 1, "hash_ids": [6]}, {"t": 13, "type": "n", "in": 64, "out": 1, "hash_ids": [7]}]}, {"t": 20, "type": "n", "in": 128, "out": 1, "hash_ids": [0, 1]}]}`,
+		// Times written rounded: the first nested request a microsecond
+		// before its spawn is at it (the replay reads it the same way).
+		`{"block_size": 64, "requests": [{"t": 0, "type": "n", "in": 64, "out": 1, "hash_ids": [0]}, {"t": 10.0000004, "type": "subagent", "requests": [{"t": 10, "type": "n", "in": 64, "out": 1, "hash_ids": [6]}, {"t": 13, "type": "n", "in": 64, "out": 1, "hash_ids": [7]}]}, {"t": 20, "type": "n", "in": 128, "out": 1, "hash_ids": [0, 1]}]}`,
 	} {
 		var times []float64
 		if _, err := Read(strings.NewReader(doc+"\n"), "w.jsonl", Options{Strict: true}, func(q *Request) error { times = append(times, q.T); return nil }); err != nil {

@@ -501,14 +501,11 @@ func (rd *reader) weka(line int, obj map[string]json.RawMessage) error {
 				if len(w.Requests) == 0 {
 					return &Skip{line, field + ".requests", "a subagent without requests"}
 				}
-				// kv-cache-tester times a subagent's requests from its spawn
-				// (its first at 0); SemiAnalysis's variant from the
-				// conversation's start (its first at or after the spawn).
 				sub := base + *w.T
 				var first struct {
 					T *float64 `json:"t"`
 				}
-				if json.Unmarshal(w.Requests[0], &first) == nil && first.T != nil && *w.T > 0 && *first.T >= *w.T {
+				if json.Unmarshal(w.Requests[0], &first) == nil && first.T != nil && SubagentTimesAbsolute(*w.T, *first.T) {
 					sub = base
 				}
 				if s := walk(w.Requests, sub, field+".requests"); s != nil {
@@ -579,4 +576,15 @@ func (rd *reader) weka(line int, obj map[string]json.RawMessage) error {
 	rd.convOffset = last
 	rd.info.Conversations++
 	return nil
+}
+
+// SubagentTimesAbsolute reports whether a WEKA subagent spawned at t
+// (seconds) times its requests from the conversation's start, as
+// SemiAnalysis's variant does, rather than from the spawn, as
+// kv-cache-tester does (its first request at 0): its first request comes
+// at or after the spawn's own t, which is > 0. A first request a
+// microsecond before the spawn counts as at it (times written rounded).
+// Replay (pkg/agentic) and analysis read a subagent by this one rule.
+func SubagentTimesAbsolute(t, first float64) bool {
+	return t > 0 && first >= t-1e-6
 }
