@@ -373,3 +373,35 @@ func TestPlanVerify(t *testing.T) {
 	wantUsage(t, args(17.5), "needs 4 replicas and 2 --base-url")
 	wantUsage(t, []string{"plan", "--verify", "--request-rate", "5", "--duration", "1m", "--sweep-json", curve(35)}, "--verify needs --goodput")
 }
+
+// TestJudgeFewer: N−1 replicas that miss the SLO confirm the plan; that
+// meet it refute it, unless the busiest window asks for less than the
+// curve's error more than their capacity — then the run is inconclusive
+// and the plan stands.
+func TestJudgeFewer(t *testing.T) {
+	windows := []plan.Window{
+		{OfferedRate: 57, Capacity: 52.1, Replicas: 2}, // 9.4 % over one replica
+		{OfferedRate: 40, Capacity: 52.1, Replicas: 1}, // not a window of N
+		{OfferedRate: 50, Capacity: 60, Replicas: 2},   // under
+	}
+	over := overFewer(windows, 2)
+	if math.Abs(over-(57/52.1-1)) > 1e-9 {
+		t.Fatalf("over %v, want %v", over, 57/52.1-1)
+	}
+	for _, tc := range []struct {
+		name                string
+		a, over             float64
+		holds, inconclusive bool
+		says                string
+	}{
+		{"missed", 0.734, 0.5, true, false, "missed, as planned"},
+		{"met, within the error", 0.912, over, true, true, "inconclusive"},
+		{"met, well beyond it", 0.912, 0.3, false, false, "the curve is low"},
+		{"met just over the error", 0.95, verifyTolerance, false, false, "more replicas than this stretch needs"},
+	} {
+		holds, inc, line := judgeFewer(tc.a, 0.9, tc.over, 2)
+		if holds != tc.holds || inc != tc.inconclusive || !strings.Contains(line, tc.says) || !strings.Contains(line, "with 1,") {
+			t.Errorf("%s: holds %v, inconclusive %v, %q", tc.name, holds, inc, line)
+		}
+	}
+}
