@@ -369,8 +369,12 @@ func TestPlanVerify(t *testing.T) {
 		t.Errorf("inconclusive verification: the plan is not written: %v", err)
 	}
 	// A curve of half the capacity plans 4 replicas: more than the two
-	// endpoints given, a usage error before anything is sent.
-	wantUsage(t, args(17.5), "needs 4 replicas and 2 --base-url")
+	// endpoints given, a usage error before anything is sent — and the
+	// plan is written all the same.
+	wantUsage(t, args(17.5, "--plan-json", filepath.Join(dir, "four.json")), "needs 4 replicas and 2 --base-url")
+	if _, err := os.Stat(filepath.Join(dir, "four.json")); err != nil {
+		t.Errorf("--verify without enough endpoints: the plan is not written: %v", err)
+	}
 	wantUsage(t, []string{"plan", "--verify", "--request-rate", "5", "--duration", "1m", "--sweep-json", curve(35)}, "--verify needs --goodput")
 }
 

@@ -150,6 +150,14 @@ func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			fmt.Fprintf(stderr, "fineserve-gen: interrupted while verifying: %v\n", verr)
 			return exitInterrupted
 		case errors.As(verr, &ue):
+			// The plan stands; only its check could not run: it is
+			// written, and a measured curve is not lost.
+			if err := planOutputs(&o, &pf, res, name, nil, stderr); err != nil {
+				fmt.Fprintf(stderr, "fineserve-gen: %v\n", err)
+			}
+			if len(pf.sweeps) == 0 && pf.saveSweeps == "" {
+				fmt.Fprintln(stderr, "fineserve-gen: plan: the capacity curve measured here is in the table above; --save-sweeps PREFIX keeps its sweeps, to plan and verify again from them with --sweep-json instead of measuring")
+			}
 			return exitCode(verr, stderr)
 		}
 		if v != nil {
