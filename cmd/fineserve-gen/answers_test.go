@@ -130,7 +130,8 @@ func TestStructuredOutputAgainstMock(t *testing.T) {
 func TestAnswerOptionsRefused(t *testing.T) {
 	badTools := testenv.WriteFile(t, "tools.json", `[{"type":"function","function":{"name":"ok"}},{"type":"function","function":{"description":"x"}}]`)
 	notJSON := testenv.WriteFile(t, "broken.json", "[\n{\"type\": \"function\",\n}")
-	badSchema := testenv.WriteFile(t, "schema.json", `{"type":"objekt"}`)
+	badSchema := testenv.WriteFile(t, "weather-format.json", `{"type":"objekt"}`)
+	badParams := testenv.WriteFile(t, "params.json", `[{"type":"function","function":{"name":"f","parameters":{"type":"objekt"}}}]`)
 	tools := testenv.WriteFile(t, "tools.json", weatherTools)
 	base := []string{"--host", "127.0.0.1", "--port", "9", "--num-prompts", "1", "--dry-run"}
 	for _, tc := range []struct {
@@ -139,7 +140,8 @@ func TestAnswerOptionsRefused(t *testing.T) {
 	}{
 		{[]string{"--backend", "openai-chat", "--tools", badTools}, []string{"--tools " + badTools, "[1].function.name: missing"}},
 		{[]string{"--backend", "openai-chat", "--tools", notJSON}, []string{"--tools " + notJSON, "line 3"}},
-		{[]string{"--backend", "openai-chat", "--response-format", "json_schema:" + badSchema}, []string{"--response-format json_schema:" + badSchema}},
+		{[]string{"--backend", "openai-chat", "--response-format", "json_schema:" + badSchema}, []string{"--response-format json_schema:" + badSchema, `"file://` + badSchema + `#" is not valid`}},
+		{[]string{"--backend", "openai-chat", "--tools", badParams}, []string{"[0].function.parameters: ", `"file://` + badParams + `#" is not valid`}},
 		{[]string{"--backend", "openai-chat", "--response-format", "yaml"}, []string{"want json_object or json_schema:FILE"}},
 		{[]string{"--backend", "vllm", "--tools", tools, "--reasoning-effort", "high"}, []string{"--tools: --backend vllm has no tool calls (use --backend openai-chat", "--reasoning-effort: --backend vllm has no reasoning"}},
 		{[]string{"--backend", "openai-chat", "--tools", tools, "--tool-choice", "get_time"}, []string{`--tool-choice "get_time": not a function of --tools`, "get_weather"}},

@@ -140,13 +140,17 @@ func TestPoolingBadInput(t *testing.T) {
 		{[]string{"--backend", "openai-embeddings", "--batch-size", "2049"}, "--batch-size 2049: want 1 to 2048"},
 		{[]string{"--backend", "vllm-rerank", "--batch-size", "-1"}, "--batch-size -1"},
 		{[]string{"--backend", "vllm-score", "--batch-size", "0"}, "--batch-size 0: want 1 to 2048"},
-		{[]string{"--backend", "openai-transcriptions", "--audio-seconds", "0"}, "--audio-seconds 0: want more than 0"},
+		{[]string{"--backend", "openai-transcriptions", "--audio-seconds", "0"}, "--audio-seconds 0: --backend openai-transcriptions sends the clip as its file: want more than 0"},
 		{[]string{"--backend", "vllm", "--batch-size", "8"}, "--batch-size: --backend vllm sends one prompt a request (use --backend openai-embeddings or vllm-pooling or vllm-rerank or vllm-score)"},
-		{[]string{"--backend", "openai-transcriptions", "--audio-seconds", "601"}, "--audio-seconds 601: want more than 0 and at most 600"},
-		{[]string{"--backend", "openai-transcriptions", "--audio-seconds", "-2"}, "--audio-seconds -2"},
+		{[]string{"--backend", "openai-transcriptions", "--audio-seconds", "601"}, "--audio-seconds: audio length 601 s: want at most 600 s"},
+		{[]string{"--backend", "openai-transcriptions", "--audio-seconds", "-2"}, "--audio-seconds: audio length -2 s: want ≥ 0"},
 		{[]string{"--backend", "openai-embeddings", "--audio-seconds", "5", "--batch-size", "4"}, "not openai-embeddings); --audio-seconds alone is also the file of --backend openai-transcriptions"},
 	} {
 		wantUsage(t, append(baseArgs(port, 2), tc.args...), tc.want)
+	}
+	// A clip out of range is one problem, said once.
+	if _, _, errb := runCmd(append(baseArgs(port, 2), "--backend", "openai-transcriptions", "--audio-seconds", "700")...); strings.Count(errb, "--audio-seconds") != 1 {
+		t.Errorf("--audio-seconds 700 with transcriptions: %q, want one problem", errb)
 	}
 	if n := srv.Stats().Requests; n != 0 {
 		t.Errorf("%d requests sent", n)

@@ -179,7 +179,7 @@ func readTools(path string) (json.RawMessage, []string, error) {
 			names = append(names, *fn.Name)
 		}
 		if len(fn.Parameters) > 0 {
-			if _, err := compileSchema(fn.Parameters); err != nil {
+			if _, err := compileSchema(fn.Parameters, path); err != nil {
 				errs = append(errs, fmt.Errorf("%s.function.parameters: %w", at, err))
 			}
 		}
@@ -207,7 +207,7 @@ func responseFormat(spec string) (json.RawMessage, func([]byte) bool, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	sch, err := compileSchema(raw)
+	sch, err := compileSchema(raw, path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -271,15 +271,20 @@ func compact(raw []byte) json.RawMessage {
 }
 
 // compileSchema compiles a JSON Schema (draft 2020-12 unless it says
-// otherwise); an error names the schema's JSON path.
-func compileSchema(raw []byte) (*jsonschema.Schema, error) {
+// otherwise) read from the file at path; an error names the file (as the
+// schema's location) and the JSON path within it.
+func compileSchema(raw []byte, path string) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, jsonErr(raw, err)
 	}
+	loc, err := filepath.Abs(path)
+	if err != nil {
+		loc = path
+	}
 	c := jsonschema.NewCompiler()
-	if err := c.AddResource("schema.json", doc); err != nil {
+	if err := c.AddResource(loc, doc); err != nil {
 		return nil, err
 	}
-	return c.Compile("schema.json")
+	return c.Compile(loc)
 }

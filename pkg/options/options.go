@@ -482,8 +482,10 @@ func (o *Options) validateRequestShape(b *client.Backend) error {
 			add("--batch-size: --backend %s sends one prompt a request (use --backend %s)", b.Name, client.BackendsWith(func(r *client.Backend) bool { return r.Batch }))
 		}
 	}
-	if sec := o.Media.Audio.Seconds; b != nil && b.Audio && (sec != 0 || o.AudioSecondsSet) && !(sec > 0 && sec <= client.MaxAudioSeconds) {
-		add("--audio-seconds %g: want more than 0 and at most %g seconds", sec, client.MaxAudioSeconds)
+	// A clip's range is the media options' check; a backend that sends
+	// the clip as its file also needs one.
+	if b != nil && b.Audio && o.AudioSecondsSet && o.Media.Audio.Seconds == 0 {
+		add("--audio-seconds 0: --backend %s sends the clip as its file: want more than 0 and at most %g seconds", b.Name, client.MaxAudioSeconds)
 	}
 	return errors.Join(errs...)
 }

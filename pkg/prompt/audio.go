@@ -42,8 +42,11 @@ const AudioMarkerTokens = 2
 
 // Validate reports a clip no request can carry.
 func (o AudioOptions) Validate() error {
-	if !(o.Seconds >= 0 && o.Seconds <= MaxAudioSeconds) {
-		return fmt.Errorf("audio length %g s: want 0 (none) to %d s", o.Seconds, MaxAudioSeconds)
+	switch {
+	case !(o.Seconds >= 0):
+		return fmt.Errorf("audio length %g s: want ≥ 0 (0: none)", o.Seconds)
+	case o.Seconds > MaxAudioSeconds:
+		return fmt.Errorf("audio length %g s: want at most %d s", o.Seconds, MaxAudioSeconds)
 	}
 	if !(o.TokensPerSecond >= 0) || math.IsInf(o.TokensPerSecond, 0) {
 		return fmt.Errorf("audio tokens per second %g: want ≥ 0", o.TokensPerSecond)
