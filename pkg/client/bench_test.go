@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -354,3 +356,113 @@ type readerConn struct {
 }
 
 func (c *readerConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// chanReader returns one of the writes sent on its channel per read and
+// blocks until one comes, as a socket does; a closed channel is the end.
+type chanReader chan []byte
+
+func (c chanReader) Read(p []byte) (int, error) {
+	w, ok := <-c
+	if !ok {
+		return 0, io.EOF
+	}
+	return copy(p, w), nil
+}
+
+// BenchmarkManyStreams measures what reading costs per event when many
+// streams are open at once, each waiting in a goroutine of its own and
+// woken for each of its events in turn, as at 10,000 streams: every
+// event finds its stream's state (stack, buffers, decoder) out of the
+// processor's cache, which a single warm stream (BenchmarkReadChunkedStream)
+// never shows. The client reads as it does on a connection (through the
+// lean transport's chunked body), the floor as streambench's floor does;
+// both are woken the same way, so their difference is the client's own
+// per-event cost at that many streams (docs/PERFORMANCE.md).
+func BenchmarkManyStreams(b *testing.B) {
+	writes := chunkedEvents(benchStream(100))
+	for _, n := range []int{100, 10000} {
+		for _, client := range []bool{true, false} {
+			name := fmt.Sprintf("streams=%d/floor", n)
+			if client {
+				name = fmt.Sprintf("streams=%d/client", n)
+			}
+			b.Run(name, func(b *testing.B) {
+				c, err := New(Config{BaseURL: "http://x", Backend: BackendVLLM, Stream: true, Epoch: time.Now()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					chans := make([]chanReader, n)
+					var wg sync.WaitGroup
+					for i := range chans {
+						chans[i] = make(chanReader)
+						wg.Go(func() {
+							if client {
+								readManyClient(b, c, chans[i])
+							} else {
+								readManyFloor(chans[i])
+							}
+						})
+					}
+					for _, w := range writes {
+						for _, ch := range chans {
+							ch <- w
+						}
+					}
+					for _, ch := range chans {
+						close(ch)
+					}
+					wg.Wait()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n*len(writes)), "ns/event")
+			})
+		}
+	}
+}
+
+// readManyClient reads one stream from ch as the client does.
+func readManyClient(b *testing.B, c *Client, ch chanReader) {
+	nc := &readerConn{r: ch, Conn: nopConn{}}
+	lc := &leanConn{t: newLeanTransport(1), key: "k", nc: nc, cc: &countingConn{Conn: nc}}
+	lc.br = newConnReader(lc.cc)
+	body := &leanBody{c: lc, rc: &chunkedBody{br: lc.br, r: httputil.NewChunkedReader(lc.br)}, g: newGuard(context.Background()), reuse: true}
+	d, res := c.decode.Get().(*decoder), &Result{}
+	defer c.decode.Put(d)
+	res.Reset()
+	if err := c.readStream(d, body, res); err != nil || len(res.TokenTimes) != 100 {
+		b.Error(err, len(res.TokenTimes))
+	}
+	for range ch { // what is left after the body
+	}
+}
+
+// readManyFloor reads one stream from ch as streambench's floor does.
+func readManyFloor(ch chanReader) {
+	br := bufio.NewReaderSize(ch, 4<<10)
+	gaps := make([]time.Duration, 0, 128)
+	var last time.Time
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			break
+		}
+		if !bytes.HasPrefix(line, []byte("data: ")) {
+			continue
+		}
+		now := time.Now()
+		if bytes.HasPrefix(line, []byte("data: [DONE]")) {
+			break
+		}
+		if !last.IsZero() {
+			gaps = append(gaps, now.Sub(last))
+		}
+		last = now
+	}
+	for range ch {
+	}
+}
+
+// nopConn is a connection whose Close does nothing (benchmarks).
+type nopConn struct{ net.Conn }
+
+func (nopConn) Close() error { return nil }
