@@ -124,6 +124,9 @@ func replaySchedule(c *Config, seed uint64, log Logger, w *Workload) (arrival.Sc
 	} else {
 		log.Infof("trace %s: %s format, %d usable of %d rows, all at one time", r.TracePath, tr.Format, tr.Usable(), tr.Rows)
 	}
+	if msg := implausibleUnit(tr, r.TimestampUnit != ""); msg != "" {
+		log.Warnf("trace %s: %s", r.TracePath, msg)
+	}
 	if tr.Stopped > 0 {
 		log.Infof("trace %s: read to line %d: the rows this replay uses are held and the trace is in time order so far (the rest of the file is not read)", r.TracePath, tr.Stopped)
 	}
@@ -281,4 +284,21 @@ func fillLengths(s arrival.Schedule, l arrival.Lengths, seed uint64, in, out boo
 			}
 		}
 	}
+}
+
+// implausibleUnit says when a trace's times, read in the unit its format
+// assumes (not given, not inferred from the values), give a rate no
+// deployment sees — more than 10,000 requests a second, or fewer than one
+// an hour — over ten rows or more: the times are likely in another unit
+// (a FineServe CSV whose --timestamp-column holds seconds, read as µs).
+func implausibleUnit(tr *replay.Trace, given bool) string {
+	if given || tr.Format == replay.GenericCSV || tr.Format == replay.GenericJSONL || tr.Unit == replay.DateTime || tr.Usable() < 10 {
+		return ""
+	}
+	rate := tr.MeanRate()
+	if rate == 0 || rate <= 10000 && rate >= 1.0/3600 {
+		return ""
+	}
+	return fmt.Sprintf("%d rows over %s (mean %.4g req/s): the %s format reads its times in %s; if this trace's are in another unit, give --timestamp-unit s, ms, us or ns",
+		tr.Usable(), tr.Span(), rate, tr.Format, tr.Unit)
 }

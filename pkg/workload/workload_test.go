@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
 )
@@ -296,5 +298,48 @@ func TestBuildStops(t *testing.T) {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("stopped after %v", d)
+	}
+}
+
+// warnLog keeps the warnings of a build.
+type warnLog struct{ warnings []string }
+
+func (*warnLog) Infof(string, ...any) {}
+func (l *warnLog) Warnf(format string, a ...any) {
+	l.warnings = append(l.warnings, fmt.Sprintf(format, a...))
+}
+
+// TestImplausibleTraceUnit: a FineServe CSV whose renamed time column
+// holds seconds is read in the format's µs, which puts a hundred rows in
+// a few microseconds: the build warns and names --timestamp-unit; the
+// same trace in µs, or given its unit, does not.
+func TestImplausibleTraceUnit(t *testing.T) {
+	write := func(scale float64) string {
+		var b strings.Builder
+		b.WriteString("ts,model,input_length,output_length\n")
+		for i := range 100 {
+			fmt.Fprintf(&b, "%g,m,10,5\n", float64(i)*0.13*scale)
+		}
+		return testenv.WriteFile(t, fmt.Sprintf("t%g.csv", scale), b.String())
+	}
+	for _, tc := range []struct {
+		scale float64
+		unit  string
+		warn  bool
+	}{{1, "", true}, {1e6, "", false}, {1, "s", false}} {
+		c := baseConfig()
+		c.Mode = "replay"
+		c.NumPromptsSet = false
+		c.Replay.TracePath = write(tc.scale)
+		c.Replay.TimestampColumn = "ts"
+		c.Replay.TimestampUnit = tc.unit
+		var l warnLog
+		if _, err := Build(c, &l); err != nil {
+			t.Fatal(err)
+		}
+		warned := len(l.warnings) == 1 && strings.Contains(l.warnings[0], "reads its times in us; if this trace's are in another unit, give --timestamp-unit")
+		if warned != tc.warn || !tc.warn && len(l.warnings) > 0 {
+			t.Errorf("times ×%g, unit %q: warnings %q, want a unit warning: %v", tc.scale, tc.unit, l.warnings, tc.warn)
+		}
 	}
 }
