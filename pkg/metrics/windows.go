@@ -56,7 +56,8 @@ type WindowStats struct {
 	Goodput *int64 `json:"goodput_requests,omitempty"`
 
 	// ClientCPU is the generator's CPU time over the window as a share of
-	// GOMAXPROCS cores (-1: not measured on this platform).
+	// GOMAXPROCS cores (-1: not measured — on this platform, or over a
+	// run's last, partial window shorter than a quarter second).
 	ClientCPU float64 `json:"client_cpu"`
 	// Saturated tells the client was the bottleneck in this window (its
 	// CPU, or a backlog of due arrivals that grew: see SaturationCheck);

@@ -348,6 +348,12 @@ func (m *Monitor) runDue(now time.Duration) {
 // when the run ends).
 func (m *Monitor) cutStream(s *stream, at time.Duration) {
 	cpu := m.cpuShare(&s.cpuMark, at-s.cur.start)
+	if at-s.cur.start < min(minCPUSpan, s.every) {
+		// The run's last, partial period: a CPU share over a few
+		// milliseconds (the end of the run's own work in it, counted in
+		// the kernel's ticks) is noise, not a figure to judge.
+		cpu = -1
+	}
 	behind := m.lookBehind()
 	if s == m.win && m.scraper != nil {
 		// Not under m.mu: the scraper calls OnSample, which takes m.mu,
@@ -390,6 +396,11 @@ func (m *Monitor) lookBehind() float64 {
 	}
 	return float64(least) / 1e6
 }
+
+// minCPUSpan is the shortest period whose CPU share is kept (a shorter one
+// is a run's last, partial window or interval; full periods shorter than
+// this, of a --window-seconds under it, are kept).
+const minCPUSpan = 250 * time.Millisecond
 
 // cpuShare returns the CPU used since *mark as a share of the cores over
 // wall, and moves the mark (-1 when not measured).

@@ -552,3 +552,41 @@ func TestImpossibleRateIsSaturated(t *testing.T) {
 		}
 	})
 }
+
+// TestShortLastWindowIsNotJudgedByCPU: a run that ends 20 ms into its
+// last window, with the CPU its end spent (50 ms on 2 cores: "125 %"),
+// gets no CPU figure for that window — a share over a few milliseconds is
+// noise — and no saturation flag from it; the full windows keep theirs.
+func TestShortLastWindowIsNotJudgedByCPU(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := testConfig()
+		c.ReportInterval, c.Window = time.Second, time.Second
+		var cpu atomic.Int64 // ns
+		c.CPU = func() (time.Duration, bool) { return time.Duration(cpu.Load()), true }
+		m, err := New(withStats(c, evenSchedule(3, time.Second)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		var done atomic.Int64
+		m.Begin(start, func() int64 { return 0 }, func() int64 { return 0 }, nil, &done)
+		time.Sleep(2*time.Second + 20*time.Millisecond)
+		cpu.Add(int64(200 * time.Millisecond)) // spent in the last 20 ms
+		end := time.Since(start)
+		m.Stop(end)
+		var sum metrics.Summary
+		if err := m.Annotate(&sum, end); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(sum.Windows); n != 3 {
+			t.Fatalf("%d windows, want 2 whole and the last 20 ms", n)
+		}
+		last := sum.Windows[2]
+		if last.ClientCPU != -1 || last.Saturated {
+			t.Errorf("the last 20 ms: CPU %v, saturated %v %v; want no figure and no flag", last.ClientCPU, last.Saturated, last.Reasons)
+		}
+		if w := sum.Windows[0]; w.ClientCPU != 0 {
+			t.Errorf("a whole window: CPU %v, want its figure (0)", w.ClientCPU)
+		}
+	})
+}

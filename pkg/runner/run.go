@@ -265,8 +265,14 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		log.Warnf("%v", err)
 	}
 	if ds.Waits > 0 || ds.MaxBehind >= time.Second {
-		log.Warnf("the client fell behind its schedule: up to %v late handing out an arrival, %d wait(s) for the requests it had handed out to start and be written (it is short of CPU: the send lag of those requests includes the delay)",
-			ds.MaxBehind.Round(time.Millisecond), ds.Waits)
+		why := "it is short of CPU"
+		if !anySaturated(sum.Windows) {
+			// Its own CPU was not the limit: the operating system ran it
+			// late.
+			why = "its own CPU was not the limit: the machine was busy with other processes"
+		}
+		log.Warnf("the client fell behind its schedule: up to %v late handing out an arrival, %d wait(s) for the requests it had handed out to start and be written (%s; the send lag of those requests includes the delay)",
+			ds.MaxBehind.Round(time.Millisecond), ds.Waits, why)
 	}
 	if backlog.Records > 0 {
 		log.Warnf("the results file fell behind the run: up to %d records (%d bytes) waited in memory for the disk (none was lost; the run was not slowed)", backlog.Records, backlog.Bytes)
@@ -634,4 +640,18 @@ func imagesAsked(a *arrival.Arrival) int {
 		return a.Gen.Images
 	}
 	return 1
+}
+
+// anySaturated reports whether the self-check found the client saturated
+// in any of ws (or ws holds no window whose CPU was measured, so that it
+// cannot tell).
+func anySaturated(ws []metrics.WindowStats) bool {
+	measured := false
+	for _, w := range ws {
+		if w.Saturated {
+			return true
+		}
+		measured = measured || w.ClientCPU >= 0
+	}
+	return !measured
 }
