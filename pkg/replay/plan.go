@@ -23,7 +23,8 @@ type Plan struct {
 	// Busiest, with Span > 0, replaces Start by the start of the trace's
 	// busiest window of length Span (the first, if several tie).
 	Busiest bool
-	// Count caps the number of arrivals (≤ 0: no cap).
+	// Count caps the number of arrivals (≤ 0: no cap): the first Count
+	// rows of the span are the slice (TargetRate scales their rate).
 	Count int64
 	// Duration caps the replay's own (scaled) time: rows due at or after
 	// it are left out (≤ 0: no cap).
@@ -87,6 +88,9 @@ func (t *Trace) Resolve(p Plan) (Slice, error) {
 		}
 		s.End = s.First + sort.Search(n-s.First, func(j int) bool { return t.at[s.First+j] >= end })
 	}
+	if p.Count > 0 && int64(s.Len()) > p.Count {
+		s.End = s.First + int(p.Count) // the rows replayed: their rate is the slice's
+	}
 	if s.First < s.End {
 		s.Origin = t.At(s.First)
 		if t.Format == ScheduleCSV && p.Start == 0 && !p.Busiest {
@@ -103,9 +107,6 @@ func (t *Trace) Resolve(p Plan) (Slice, error) {
 			return s, fmt.Errorf("target rate: the selected rows (%d) have no time span to scale", s.Len())
 		}
 		s.TimeScale = p.TargetRate / s.SliceRate
-	}
-	if p.Count > 0 && int64(s.Len()) > p.Count {
-		s.End = s.First + int(p.Count)
 	}
 	if p.Duration > 0 {
 		k := sort.Search(s.Len(), func(j int) bool { return s.due(t, s.First+j) >= p.Duration })

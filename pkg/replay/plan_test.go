@@ -66,6 +66,9 @@ func TestResolve(t *testing.T) {
 		{name: "count", p: Plan{Count: 3, TimeScale: 2}, want: secs(0, 0.5, 1), scale: 2},
 		{name: "duration is replay time", p: Plan{TimeScale: 2, Duration: 5 * time.Second}, want: secs(0, 0.5, 1, 1), scale: 2},
 		{name: "slice target rate", p: Plan{Start: 10 * time.Second, TargetRate: 3}, want: secs(0, 1.0/3, 2.0/3, 1), first: 4, scale: 3},
+		// The rows replayed are the first Count: their rate (3 gaps in 2 s)
+		// is scaled to the target, not the whole trace's (7 in 13 s).
+		{name: "count target rate", p: Plan{Count: 4, TargetRate: 3}, want: secs(0, 0.5, 1, 1), scale: 2},
 		{name: "empty slice", p: Plan{Start: time.Hour}, want: nil, scale: 1},
 		{name: "both scales", p: Plan{TimeScale: 2, TargetRate: 3}, err: "not both"},
 		{name: "busiest needs a span", p: Plan{Busiest: true}, err: "busiest"},
