@@ -358,7 +358,7 @@ func (m *Monitor) cutStream(s *stream, at time.Duration) {
 	if s == m.win && m.scraper != nil {
 		// Not under m.mu: the scraper calls OnSample, which takes m.mu,
 		// holding its own lock.
-		s.cur.server = m.scraper.Window()
+		s.cur.server = m.scraper.Window(at)
 	}
 	m.mu.Lock()
 	s.cur.end = at

@@ -149,6 +149,25 @@ func (p *peaks) add(s Sample) {
 
 // add folds in a sample taken at offset at (non-decreasing).
 func (t *totals) add(at time.Duration, s Sample) {
+	t.extend(at)
+	t.Samples++
+	t.peak.add(s)
+	if !math.IsNaN(s.Preemptions) {
+		if t.haveCounter {
+			if d := s.Preemptions - t.lastCounter; d >= 0 {
+				t.Preemptions += d
+			} else { // the server restarted: its counter began again
+				t.Preemptions += s.Preemptions
+			}
+		}
+		t.lastCounter, t.haveCounter = s.Preemptions, true
+	}
+	t.last, t.lastAt, t.started = s, at, true
+}
+
+// extend counts the last sample's values as held up to offset at (a
+// window's cut): the time after it is the next window's.
+func (t *totals) extend(at time.Duration) {
 	if t.started {
 		dt := (at - t.lastAt).Seconds()
 		if dt > 0 {
@@ -168,21 +187,9 @@ func (t *totals) add(at time.Duration, s Sample) {
 				t.KVWeight += dt
 				t.KVArea += dt * l.KVCache
 			}
+			t.lastAt = at
 		}
 	}
-	t.Samples++
-	t.peak.add(s)
-	if !math.IsNaN(s.Preemptions) {
-		if t.haveCounter {
-			if d := s.Preemptions - t.lastCounter; d >= 0 {
-				t.Preemptions += d
-			} else { // the server restarted: its counter began again
-				t.Preemptions += s.Preemptions
-			}
-		}
-		t.lastCounter, t.haveCounter = s.Preemptions, true
-	}
-	t.last, t.lastAt, t.started = s, at, true
 }
 
 // Stats returns the figures of the period t covers. Maxima are those of the
@@ -376,18 +383,28 @@ func (s *Scraper) fetch(ctx context.Context) (Sample, error) {
 	return smp, nil
 }
 
-// Window returns the figures since the previous call (or the start) and
-// begins a new window. It returns nil when no sample was taken in it.
-func (s *Scraper) Window() *metrics.ServerStats {
+// Window returns the figures since the previous call (or the start),
+// cut at offset at, and begins a new window there. The value a sample
+// holds until the next is split at the cut: a window covers no more than
+// its own time, and the value held into it from the window before counts
+// in its maxima as in its means. It returns nil when no sample was taken
+// in the window.
+func (s *Scraper) Window(at time.Duration) *metrics.ServerStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.total.extend(at)
+	defer func() {
+		s.mark = s.total
+		s.winPeak = peaks{}
+		if s.total.started {
+			s.winPeak.add(s.total.last) // held into the next window
+		}
+	}()
 	if s.total.Samples == s.mark.Samples {
 		return nil
 	}
 	st := s.total.sub(&s.mark)
 	st.RunningMax, st.WaitingMax, st.KVCacheMax = s.winPeak.Running, s.winPeak.Waiting, s.winPeak.KVCache
-	s.mark = s.total
-	s.winPeak = peaks{}
 	return &st
 }
 

@@ -162,8 +162,9 @@ func seconds(s ...float64) []time.Duration {
 
 // TestScraperWindowsAndStop: on a fake clock, a 1 s interval gives a
 // sample at every whole second from the start, windows hold the samples
-// and time-weighted figures of their own period, and Stop adds a last
-// sample at the end of the run.
+// and time-weighted figures of their own period — a value held across a
+// cut split there, and counted in the next window's maxima — and Stop
+// adds a last sample at the end of the run.
 func TestScraperWindowsAndStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeServer{}
@@ -171,18 +172,19 @@ func TestScraperWindowsAndStop(t *testing.T) {
 		s := Start(Config{URL: "http://vllm/metrics", Interval: time.Second, Epoch: time.Now(),
 			Client: &http.Client{Transport: inProcess{f}}, OnSample: seen.add})
 		time.Sleep(4500 * time.Millisecond)
-		w := s.Window()
-		if w == nil || w.Samples != 5 || w.Observed != 4 || w.IdleFraction != 1 || w.RunningMax != 0 {
-			t.Fatalf("first window %+v: want 5 samples over 4 s, all idle", w)
+		w := s.Window(4500 * time.Millisecond)
+		if w == nil || w.Samples != 5 || w.Observed != 4.5 || w.IdleFraction != 1 || w.RunningMax != 0 {
+			t.Fatalf("first window %+v: want 5 samples over its 4.5 s, all idle", w)
 		}
 		f.running.Store(3)
 		time.Sleep(5 * time.Second)
-		// Samples at 5…9 s; the one at 4 s (running 0) holds until 5 s.
-		w = s.Window()
-		if w == nil || w.Samples != 5 || w.Observed != 5 || w.RunningMax != 3 || w.RunningMean != 12.0/5 || w.IdleFraction != 0.2 {
-			t.Fatalf("second window %+v: want 5 samples over 5 s, running max 3, mean 2.4, idle 0.2", w)
+		// Samples at 5…9 s; the one at 4 s (running 0) holds from the
+		// cut at 4.5 s until 5 s, the one at 9 s (3) to the cut at 9.5 s.
+		w = s.Window(9500 * time.Millisecond)
+		if w == nil || w.Samples != 5 || w.Observed != 5 || w.RunningMax != 3 || w.RunningMean != 13.5/5 || w.IdleFraction != 0.1 {
+			t.Fatalf("second window %+v: want 5 samples over its 5 s, running max 3, mean 2.7, idle 0.1", w)
 		}
-		if w := s.Window(); w != nil {
+		if w := s.Window(9500 * time.Millisecond); w != nil {
 			t.Errorf("a window without a sample: %+v, want nil", w)
 		}
 		res := s.Stop()
@@ -320,4 +322,29 @@ func (s *Scraper) failuresNow() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.failures
+}
+
+// TestWindowHeldValue: scrapes every 2 s and windows cut between them —
+// a window covers its own time only, and the value held into it counts in
+// its maximum as in its mean (mean never above max).
+func TestWindowHeldValue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeServer{}
+		f.running.Store(5)
+		s := Start(Config{URL: "http://vllm/metrics", Interval: 2 * time.Second, Epoch: time.Now(),
+			Client: &http.Client{Transport: inProcess{f}}})
+		time.Sleep(time.Second)
+		w := s.Window(time.Second)
+		if w == nil || w.Observed != 1 || w.RunningMean != 5 || w.RunningMax != 5 {
+			t.Fatalf("window 0–1 s %+v: want 1 s at 5", w)
+		}
+		f.running.Store(1)
+		time.Sleep(2 * time.Second)
+		// 5 held from 1 s to the sample at 2 s, then 1 to the cut at 3 s.
+		w = s.Window(3 * time.Second)
+		if w == nil || w.Observed != 2 || w.RunningMean != 3 || w.RunningMax != 5 {
+			t.Fatalf("window 1–3 s %+v: want 2 s observed, mean 3, max 5 (held in)", w)
+		}
+		s.Stop()
+	})
 }
