@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/valyala/fastjson"
@@ -255,8 +258,40 @@ func Merge(summary, records *Data) *Data {
 		s.Goodput = r.Goodput
 	}
 	out.Summary = &s
-	out.Series, out.SeriesNote = records.Series, records.SeriesNote
+	out.Series, out.SeriesNote = serverFromWindows(records.Series, s.Windows), records.SeriesNote
 	out.Source = summary.Source + " + " + records.Source
 	out.Notes = nil
 	return &out
+}
+
+// serverFromWindows gives the points of a series built from records (which
+// know nothing of the server) the server's figures of the summary's window
+// each point's middle falls in, held over the point: the report of records
+// and summary draws the server's gauges as the summary's own report does.
+// pts is returned as is when it holds server figures already or no window
+// has any.
+func serverFromWindows(pts []metrics.SeriesPoint, ws []metrics.WindowStats) []metrics.SeriesPoint {
+	for _, p := range pts {
+		if !math.IsNaN(p.ServerRunning) || !math.IsNaN(p.KVCache) {
+			return pts
+		}
+	}
+	out := slices.Clone(pts)
+	filled := false
+	for i := range out {
+		p := &out[i]
+		mid := (p.Start + p.End) / 2
+		j := sort.Search(len(ws), func(k int) bool { return ws[k].End > mid })
+		if j == len(ws) || ws[j].Start > mid {
+			continue
+		}
+		if sv := ws[j].Server; sv != nil && sv.Samples > 0 {
+			p.ServerRunning, p.ServerWaiting, p.KVCache, p.ServerIdle = sv.RunningMean, sv.WaitingMean, sv.KVCacheMean, sv.IdleFraction
+			filled = true
+		}
+	}
+	if !filled {
+		return pts
+	}
+	return out
 }
