@@ -61,7 +61,7 @@ func clock(secs float64) string {
 // interval is --report-interval in seconds. The last interval of a run is
 // shorter: its rates are given with its length, or, when it is a sliver too
 // short for a rate to mean anything (see sliver), its counts.
-func liveLine(w *metrics.WindowStats, inFlight int64, srv *servermetrics.Sample, interval float64) string {
+func liveLine(w *metrics.WindowStats, inFlight int64, srv *servermetrics.Sample, interval float64, noTokens bool) string {
 	var b strings.Builder
 	switch d := w.End - w.Start; {
 	case sliver(d, interval):
@@ -82,6 +82,8 @@ func liveLine(w *metrics.WindowStats, inFlight int64, srv *servermetrics.Sample,
 		fmt.Fprintf(&b, " | E2E p50 %s p99 %s ms", num(w.E2EP50), num(w.E2EP99))
 	case w.Completed > 0:
 		fmt.Fprintf(&b, " | TTFT p50 %s p99 %s ms | ITL p50 %s p99 %s ms", num(w.TTFTP50), num(w.TTFTP99), num(w.ITLP50), num(w.ITLP99))
+	case noTokens:
+		b.WriteString(" | E2E -")
 	default:
 		b.WriteString(" | TTFT - | ITL -")
 	}
@@ -141,7 +143,7 @@ func (m *Monitor) closeLive(p *period) {
 	srv := m.lastServer
 	m.lastServer = nil
 	m.mu.Unlock()
-	line := liveLine(&w, m.inFlightNow(), srv, m.c.ReportInterval.Seconds())
+	line := liveLine(&w, m.inFlightNow(), srv, m.c.ReportInterval.Seconds(), m.c.NoTokens)
 	switch {
 	case !m.c.Quiet:
 		m.println(line)

@@ -53,6 +53,10 @@ type Config struct {
 	// endpoints, polled as ServerMetricsURL is (nil: one endpoint, or not
 	// polled); an entry equal to ServerMetricsURL shares its poller.
 	EndpointMetricsURLs []string
+	// NoTokens: the backend's responses carry no tokens to time (images,
+	// pooling): an interval without a completed request shows "E2E -",
+	// not "TTFT - | ITL -".
+	NoTokens bool
 	// NoStates keeps no window's distributions for the summary's
 	// merge_state (WindowStates: none; the run writes no summary file).
 	NoStates bool

@@ -402,7 +402,7 @@ func TestLiveLineOfTheLastInterval(t *testing.T) {
 		{0.01, 0.25, `offered 10 achieved 9 (last 0.01 s) in flight`},
 	} {
 		w := &metrics.WindowStats{Start: 20, End: 20 + tc.d, Offered: 10, Completed: 9, OfferedRate: 50, AchievedRate: 48}
-		line := liveLine(w, 3, nil, tc.interval)
+		line := liveLine(w, 3, nil, tc.interval, false)
 		if !strings.Contains(line, tc.want) || strings.Contains(line, "Inf") {
 			t.Errorf("%v s of %v: %q, want %q", tc.d, tc.interval, line, tc.want)
 		}
@@ -415,11 +415,11 @@ func TestLiveLineOfTheLastInterval(t *testing.T) {
 func TestLiveLineCountsCancelled(t *testing.T) {
 	for _, d := range []float64{10, 4, 0.2} {
 		w := &metrics.WindowStats{Start: 20, End: 20 + d, Offered: 10, Completed: 6, Failed: 1, OfferedRate: 50, AchievedRate: 30}
-		if line := liveLine(w, 3, nil, 10); strings.Contains(line, "cancelled") {
+		if line := liveLine(w, 3, nil, 10, false); strings.Contains(line, "cancelled") {
 			t.Errorf("%v s, nothing cut: %q", d, line)
 		}
 		w.Cancelled = 3
-		if line := liveLine(w, 3, nil, 10); !strings.Contains(line, "errors 1 cancelled 3 |") {
+		if line := liveLine(w, 3, nil, 10, false); !strings.Contains(line, "errors 1 cancelled 3 |") {
 			t.Errorf("%v s, 3 cut: %q, want \"errors 1 cancelled 3 |\"", d, line)
 		}
 	}
@@ -589,4 +589,17 @@ func TestShortLastWindowIsNotJudgedByCPU(t *testing.T) {
 			t.Errorf("a whole window: CPU %v, want its figure (0)", w.ClientCPU)
 		}
 	})
+}
+
+// TestLiveLineWithoutTokens: an interval in which nothing completed shows
+// "E2E -" for a backend without tokens (images, pooling), the token
+// latencies' dashes for the others.
+func TestLiveLineWithoutTokens(t *testing.T) {
+	w := &metrics.WindowStats{Start: 0, End: 10, Offered: 3}
+	if line := liveLine(w, 3, nil, 10, true); !strings.Contains(line, "| E2E -") || strings.Contains(line, "TTFT") {
+		t.Errorf("no tokens: %q", line)
+	}
+	if line := liveLine(w, 3, nil, 10, false); !strings.Contains(line, "| TTFT - | ITL -") {
+		t.Errorf("tokens: %q", line)
+	}
 }
