@@ -111,8 +111,10 @@ func (o *Options) MonitorConfig(st arrival.Stats, stdio runner.IO, log monitor.L
 		MaxConcurrency: o.MaxConcurrency, AllAtOnce: workload.Rated(o.Mode) && math.IsInf(o.RequestRate, 1) && !o.profiled(),
 		MetricsAddr: o.Observe.MetricsAddr, ServerMetricsInterval: o.Observe.ServerMetricsInterval,
 		Quiet: o.Quiet, Bar: stdio.Terminal && !o.DisableProgress, NoStates: o.NoMergeState,
-		NoTokens: func() bool { b, ok := client.LookupBackend(o.Backend); return ok && b.Measure != client.MeasureTokens }(),
-		Out:      stdio.Out, Err: stdio.Err, Log: log,
+		Out: stdio.Out, Err: stdio.Err, Log: log,
+	}
+	if row, ok := client.LookupBackend(o.Backend); ok {
+		c.NoTokens = row.Measure != client.MeasureTokens
 	}
 	if url, ok := o.ServerMetricsTarget(); ok {
 		c.ServerMetricsURL = url
