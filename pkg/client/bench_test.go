@@ -325,25 +325,7 @@ func BenchmarkReadChunkedStream(b *testing.B) {
 		for b.Loop() {
 			src.i = 0
 			br.Reset(src)
-			gaps = gaps[:0]
-			var last time.Time
-			for {
-				line, err := br.ReadSlice('\n')
-				if err != nil {
-					break
-				}
-				if !bytes.HasPrefix(line, []byte("data: ")) {
-					continue
-				}
-				now := time.Now()
-				if bytes.HasPrefix(line, []byte("data: [DONE]")) {
-					break
-				}
-				if !last.IsZero() {
-					gaps = append(gaps, now.Sub(last))
-				}
-				last = now
-			}
+			gaps = floorLines(br, gaps[:0])
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(writes)), "ns/event")
 	})
@@ -438,27 +420,32 @@ func readManyClient(b *testing.B, c *Client, ch chanReader) {
 
 // readManyFloor reads one stream from ch as streambench's floor does.
 func readManyFloor(ch chanReader) {
-	br := bufio.NewReaderSize(ch, 4<<10)
-	gaps := make([]time.Duration, 0, 128)
+	floorLines(bufio.NewReaderSize(ch, 4<<10), make([]time.Duration, 0, 128))
+	for range ch {
+	}
+}
+
+// floorLines is streambench's floor client's reading of a stream
+// (internal/streambench/floor.go): lines split in the buffer, each data
+// line stamped, the gaps appended to gaps; [DONE] ends it.
+func floorLines(br *bufio.Reader, gaps []time.Duration) []time.Duration {
 	var last time.Time
 	for {
 		line, err := br.ReadSlice('\n')
-		if err != nil {
-			break
-		}
-		if !bytes.HasPrefix(line, []byte("data: ")) {
+		if err != nil || !bytes.HasPrefix(line, []byte("data: ")) {
+			if err != nil {
+				return gaps
+			}
 			continue
 		}
 		now := time.Now()
 		if bytes.HasPrefix(line, []byte("data: [DONE]")) {
-			break
+			return gaps
 		}
 		if !last.IsZero() {
 			gaps = append(gaps, now.Sub(last))
 		}
 		last = now
-	}
-	for range ch {
 	}
 }
 
