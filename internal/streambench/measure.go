@@ -194,34 +194,35 @@ const cpuBound = 1.1
 // microsecond (the fixed cost subtracted varies by milliseconds).
 type pooled struct {
 	streams, runs, met int
-	ours, floor        float64 // µs per event
+	ours, floor        float64    // µs per event
+	cpu                [2]float64 // net CPU (µs), ours and the floor's
+	events             [2]int64   // net events, ours and the floor's
 }
 
 func pool(rows []row) []pooled {
 	var out []pooled
 	at := map[int]int{}
-	var cpu [][2]float64
-	var events [][2]int64
 	for _, r := range rows {
 		i, ok := at[r.Streams]
 		if !ok {
 			i = len(out)
 			at[r.Streams] = i
 			out = append(out, pooled{streams: r.Streams})
-			cpu, events = append(cpu, [2]float64{}), append(events, [2]int64{})
 		}
-		out[i].runs++
+		p := &out[i]
+		p.runs++
 		if len(missedGoals(r)) == 0 {
-			out[i].met++
+			p.met++
 		}
 		for j, s := range []side{r.Ours, r.Floor} {
-			cpu[i][j] += s.NetCPUUS
-			events[i][j] += s.NetEvents
+			p.cpu[j] += s.NetCPUUS
+			p.events[j] += s.NetEvents
 		}
 	}
 	for i := range out {
-		out[i].ours = cpu[i][0] / float64(max(events[i][0], 1))
-		out[i].floor = cpu[i][1] / float64(max(events[i][1], 1))
+		p := &out[i]
+		p.ours = p.cpu[0] / float64(max(p.events[0], 1))
+		p.floor = p.cpu[1] / float64(max(p.events[1], 1))
 	}
 	return out
 }

@@ -57,8 +57,9 @@ type Config struct {
 	// pooling): an interval without a completed request shows "E2E -",
 	// not "TTFT - | ITL -".
 	NoTokens bool
-	// NoStates keeps no window's distributions for the summary's
-	// merge_state (WindowStates: none; the run writes no summary file).
+	// NoStates: the run writes no summary file, so the summary gets no
+	// merge_state — neither the windows' distributions (WindowStates:
+	// none) nor the parts' (the runner assembles it without).
 	NoStates bool
 	// Quiet prints only the live lines that flag the client; Bar draws the
 	// progress bar (a terminal).

@@ -189,7 +189,7 @@ func (o *Options) runConfig(seed uint64, wl *workload.Workload, stdio runner.IO,
 		Endpoints:    o.shownURLs(),
 		ResultsJSONL: o.ResultsJSONL, SummaryJSON: o.SummaryJSON, OutputFile: o.OutputFile,
 		ResultsCSV: o.ResultsCSV, ReportHTML: o.Observe.ReportHTML,
-		Quiet: o.Quiet, NoMergeState: o.NoMergeState,
+		Quiet: o.Quiet,
 	}, nil
 }
 

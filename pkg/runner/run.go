@@ -100,9 +100,6 @@ type Config struct {
 	ReportHTML string
 	// Quiet prints warnings only.
 	Quiet bool
-	// NoMergeState leaves the summary's merge_state out (no output
-	// carries it), and with it the encoding of every histogram.
-	NoMergeState bool
 }
 
 // Run executes wl with the clients of pool as cfg says and returns the
@@ -257,7 +254,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	}
 	windows, stateErr := mon.WindowStates()
 	sum, err := metrics.Assemble(metrics.Facts{Summary: facts, Elapsed: elapsed, Parts: parts,
-		EndpointServers: mon.EndpointServers(), State: stateErr == nil && !cfg.NoMergeState, Windows: windows})
+		EndpointServers: mon.EndpointServers(), State: stateErr == nil && !cfg.Monitor.NoStates, Windows: windows})
 	if stateErr != nil {
 		err = fmt.Errorf("merge state: %w", stateErr)
 	}
@@ -265,14 +262,8 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		log.Warnf("%v", err)
 	}
 	if ds.Waits > 0 || ds.MaxBehind >= time.Second {
-		why := "it is short of CPU"
-		if !anySaturated(sum.Windows) {
-			// Its own CPU was not the limit: the operating system ran it
-			// late.
-			why = "its own CPU was not the limit: the machine was busy with other processes"
-		}
 		log.Warnf("the client fell behind its schedule: up to %v late handing out an arrival, %d wait(s) for the requests it had handed out to start and be written (%s; the send lag of those requests includes the delay)",
-			ds.MaxBehind.Round(time.Millisecond), ds.Waits, why)
+			ds.MaxBehind.Round(time.Millisecond), ds.Waits, behindWhy(sum))
 	}
 	if backlog.Records > 0 {
 		log.Warnf("the results file fell behind the run: up to %d records (%d bytes) waited in memory for the disk (none was lost; the run was not slowed)", backlog.Records, backlog.Bytes)
@@ -642,16 +633,13 @@ func imagesAsked(a *arrival.Arrival) int {
 	return 1
 }
 
-// anySaturated reports whether the self-check found the client saturated
-// in any of ws (or ws holds no window whose CPU was measured, so that it
-// cannot tell).
-func anySaturated(ws []metrics.WindowStats) bool {
-	measured := false
-	for _, w := range ws {
-		if w.Saturated {
-			return true
-		}
-		measured = measured || w.ClientCPU >= 0
+// behindWhy says why a client fell behind its schedule, from the
+// self-check's verdict: short of CPU when it found the client saturated,
+// or when it could not measure the client's CPU; else the operating
+// system ran it late (the machine was busy).
+func behindWhy(sum *metrics.Summary) string {
+	if sum.Saturation == nil || sum.Saturation.Saturated || sum.ClientCPU == nil {
+		return "it is short of CPU"
 	}
-	return !measured
+	return "its own CPU was not the limit: the machine was busy with other processes"
 }
