@@ -74,7 +74,8 @@ type Dispatcher struct {
 
 	dispatched atomic.Int64
 	// next is the offset of the arrival the dispatcher holds and has not
-	// handed out yet, plus one (0: none), for Behind.
+	// handed out yet (or, until it takes the next one from the schedule,
+	// of the one it has just handed out), plus one (0: none), for Behind.
 	next      atomic.Int64
 	queued    atomic.Int64
 	inFlight  atomic.Int64
@@ -196,7 +197,9 @@ func (d *Dispatcher) Run(dispatchCtx, reqCtx context.Context, s Schedule) Dispat
 				}
 				behind = max(behind, time.Since(due))
 				p.dispatch(a)
-				d.next.Store(0)
+				// next keeps a's offset until the schedule yields the
+				// next arrival: a look in between (Behind) sees how late a
+				// was, not 0 — one look at 0 would hide a whole backlog.
 				if d.OnOffer != nil {
 					d.OnOffer(&a)
 				}

@@ -425,3 +425,37 @@ func TestDispatcherBehind(t *testing.T) {
 		}
 	})
 }
+
+// TestDispatcherBehindHasNoGapsBetweenArrivals: a dispatcher behind on
+// every arrival is never seen at 0 between handing one out and taking the
+// next from the schedule — the monitor keeps the least of its looks over a
+// span, so one such look would hide the whole backlog. Looks race the
+// dispatcher here on purpose (real time, one goroutine looking as fast as
+// it can).
+func TestDispatcherBehindHasNoGapsBetweenArrivals(t *testing.T) {
+	const n = 20000
+	ats := make([]time.Duration, n) // all due at the start, a second ago
+	d := &Dispatcher{Start: time.Now().Add(-time.Second), Sleep: goSleep,
+		Sender:  SenderFunc(func(context.Context, Arrival) {}),
+		OnOffer: func(*Arrival) { runtime.Gosched() }}
+	done := make(chan struct{})
+	var zeros, looks int
+	go func() {
+		defer close(done)
+		seen := false
+		for d.Dispatched() < n {
+			b := d.Behind(time.Now())
+			looks++
+			if b > 0 {
+				seen = true
+			} else if seen && d.Dispatched() < n {
+				zeros++ // the schedule still had arrivals to hand out
+			}
+		}
+	}()
+	d.Run(context.Background(), context.Background(), fixed(ats...))
+	<-done
+	if zeros > 0 {
+		t.Errorf("%d of %d looks saw the dispatcher at 0 while it was a second behind", zeros, looks)
+	}
+}
