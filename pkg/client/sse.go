@@ -29,11 +29,20 @@ type lineReader struct {
 	// err is the error of the last read, acted on once the bytes that came
 	// with it are consumed.
 	err error
+
+	// A chunked body of the lean transport is read straight from its
+	// connection and deframed in buf (see framed.go): buf[tail:raw] holds
+	// the bytes read and not yet deframed; body is nil otherwise, and raw
+	// is tail.
+	body  *leanBody
+	raw   int
+	chunk chunkState
 }
 
 func (l *lineReader) reset(r io.Reader, buf []byte) {
 	l.r, l.buf, l.head, l.tail, l.scanned, l.err = r, buf[:cap(buf)], 0, 0, 0, nil
 	l.at = time.Time{}
+	l.body, l.raw, l.chunk = nil, 0, chunkState{}
 }
 
 // next returns the next line without its "\n" or "\r\n" and the time it
@@ -52,7 +61,8 @@ func (l *lineReader) next() ([]byte, time.Time, error) {
 		}
 		l.scanned = l.tail
 		if l.head > 0 {
-			l.tail = copy(l.buf, l.buf[l.head:l.tail])
+			l.raw = copy(l.buf, l.buf[l.head:l.raw])
+			l.tail -= l.head
 			l.scanned -= l.head
 			l.head = 0
 		}
@@ -64,22 +74,27 @@ func (l *lineReader) next() ([]byte, time.Time, error) {
 			}
 			return nil, l.at, l.err
 		}
-		if l.tail == len(l.buf) {
+		if l.raw == len(l.buf) {
 			if len(l.buf) >= maxLine {
 				return nil, l.at, errLineTooLong
 			}
 			nb := make([]byte, 2*len(l.buf))
-			copy(nb, l.buf[:l.tail])
+			copy(nb, l.buf[:l.raw])
 			l.buf = nb
 		}
-		n, err := l.r.Read(l.buf[l.tail:])
+		n, err := l.r.Read(l.buf[l.raw:])
 		if n > 0 {
 			l.at = l.now()
-			l.tail += n
+			l.raw += n
 			if l.watch != nil {
 				l.watch.touch(l.at)
 			}
 		}
 		l.err = err
+		if l.body == nil {
+			l.tail = l.raw
+		} else {
+			l.deframe()
+		}
 	}
 }

@@ -93,8 +93,12 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 	if d.buf == nil {
 		d.buf = make([]byte, 1<<10) // SSE lines are short; the reader grows it for a long one
 	}
-	d.lines.reset(body, d.buf)
 	d.lines.now = c.cfg.Now
+	if lb, cb := framedBody(body); lb != nil {
+		d.lines.resetFramed(lb, cb, d.buf)
+	} else {
+		d.lines.reset(body, d.buf)
+	}
 	defer func() { d.buf = d.lines.buf }()
 
 	data := d.data[:0]
