@@ -47,6 +47,10 @@ type config struct {
 	// floorProfile has the floor write a CPU profile of each run into its
 	// run's directory (with keep), beside ours.
 	floorProfile bool
+	// floorVsFloor runs the floor in fineserve-gen's place too: how often
+	// a client no different from the floor misses the goals against it
+	// (the goals' own noise).
+	floorVsFloor bool
 	out          string // directory for stream-bench.json ("": print only)
 	timeout      time.Duration
 	progress     io.Writer
@@ -71,6 +75,7 @@ func main() {
 	oursFlags := flag.String("ours-flags", "", "more flags for fineserve-gen, space-separated; {dir} is the run's directory (e.g. '--cpu-profile {dir}/cpu.pprof')")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep every run's records, chunk log and profiles under -out/runs/STREAMS-RUN-CLIENT")
 	flag.BoolVar(&cfg.floorProfile, "floor-profile", false, "have the floor write a CPU profile of each run (cpu.pprof in its run's directory; needs -keep)")
+	flag.BoolVar(&cfg.floorVsFloor, "floor-vs-floor", false, "run the floor in fineserve-gen's place too, to see how often the floor misses the goals against itself")
 	flag.Parse()
 	cfg.oursFlags = strings.Fields(*oursFlags)
 	if cfg.keep && cfg.out == "" {
@@ -88,6 +93,9 @@ func main() {
 	}
 	cfg.progress = os.Stderr
 	rows, err := bench(context.Background(), cfg)
+	if cfg.floorVsFloor {
+		fmt.Println("-floor-vs-floor: the \"ours\" columns are a second run of the floor")
+	}
 	printRows(os.Stdout, rows)
 	if err == nil && cfg.out != "" {
 		err = writeJSON(filepath.Join(cfg.out, "stream-bench.json"), rows)
@@ -147,13 +155,17 @@ type row struct {
 func bench(ctx context.Context, cfg config) ([]row, error) {
 	var rows []row
 	var base [2]fixedCost
-	for i, floor := range []bool{true, false} {
+	second := clientOurs
+	if cfg.floorVsFloor {
+		second = clientFloorB
+	}
+	for i, cl := range []client{clientFloor, second} {
 		// The least of three: a process's start varies by milliseconds,
 		// and a fixed cost taken too high would flatter the client.
 		for range fixedCostRuns {
-			s, err := runSide(ctx, cfg, 1, 0, floor, fixedCost{})
+			s, err := runSide(ctx, cfg, 1, 0, cl, fixedCost{})
 			if err != nil {
-				return nil, fmt.Errorf("fixed cost (one stream), floor %v: %w", floor, err)
+				return nil, fmt.Errorf("fixed cost (one stream), %s: %w", cl, err)
 			}
 			if base[i].events == 0 || s.fixed.cpu < base[i].cpu {
 				base[i] = s.fixed
@@ -162,13 +174,13 @@ func bench(ctx context.Context, cfg config) ([]row, error) {
 	}
 	for _, n := range cfg.streams {
 		for r := 1; r <= cfg.runs; r++ {
-			fl, err := runSide(ctx, cfg, n, r, true, base[0])
+			fl, err := runSide(ctx, cfg, n, r, clientFloor, base[0])
 			if err != nil {
 				return rows, fmt.Errorf("%d streams, run %d, floor: %w", n, r, err)
 			}
-			ours, err := runSide(ctx, cfg, n, r, false, base[1])
+			ours, err := runSide(ctx, cfg, n, r, second, base[1])
 			if err != nil {
-				return rows, fmt.Errorf("%d streams, run %d, fineserve-gen: %w", n, r, err)
+				return rows, fmt.Errorf("%d streams, run %d, %s: %w", n, r, second, err)
 			}
 			rows = append(rows, row{Streams: n, Run: r, Ours: ours, Floor: fl})
 			if cfg.progress != nil {
@@ -178,6 +190,15 @@ func bench(ctx context.Context, cfg config) ([]row, error) {
 	}
 	return rows, nil
 }
+
+// client is a side of a run, named as its directory under -keep.
+type client string
+
+const (
+	clientFloor  client = "floor"
+	clientOurs   client = "fineserve-gen"
+	clientFloorB client = "floor-b" // the floor in fineserve-gen's place (-floor-vs-floor)
+)
 
 // fixedCostRuns is how many one-stream runs of each client measure its
 // fixed cost (the least is taken).
@@ -193,13 +214,14 @@ type fixedCost struct {
 // runSide starts a mock, runs one client (the floor or fineserve-gen) with
 // n streams against it, stops the mock and measures the client against
 // its chunk log, its CPU per event net of base.
-func runSide(ctx context.Context, cfg config, n, run int, floor bool, base fixedCost) (side, error) {
+func runSide(ctx context.Context, cfg config, n, run int, cl client, base fixedCost) (side, error) {
+	floor := cl != clientOurs
 	dir, err := os.MkdirTemp("", "streambench")
 	if err != nil {
 		return side{}, err
 	}
 	if cfg.keep && run > 0 {
-		dir = filepath.Join(cfg.out, "runs", fmt.Sprintf("%d-%d-%s", n, run, map[bool]string{true: "floor", false: "fineserve-gen"}[floor]))
+		dir = filepath.Join(cfg.out, "runs", fmt.Sprintf("%d-%d-%s", n, run, cl))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return side{}, err
 		}

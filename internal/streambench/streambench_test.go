@@ -96,6 +96,45 @@ func TestBenchStreamSmoke(t *testing.T) {
 	}
 }
 
+// TestFloorVsFloor: -floor-vs-floor puts a second floor run in
+// fineserve-gen's place (its own run directory, the floor's figures).
+func TestFloorVsFloor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the mock")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "fineserve-gen")
+	build := exec.Command("go", "build", "-o", bin, "github.com/fineserve-gen/fineserve-gen/cmd/fineserve-gen")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out := filepath.Join(dir, "out")
+	rows, err := bench(ctx, config{bin: bin, self: self, streams: []int{10}, runs: 1, tokens: 5,
+		ttft: 10 * time.Millisecond, itl: 2 * time.Millisecond, timeout: time.Minute, keep: true, out: out, floorVsFloor: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Ours.Events != 50 || rows[0].Floor.Events != 50 {
+		t.Fatalf("rows %+v, want one with 50 events a side", rows)
+	}
+	if _, err := os.Stat(filepath.Join(out, "runs", "10-1-floor-b", "client.out")); err != nil {
+		t.Errorf("the second floor's run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "runs", "10-1-fineserve-gen")); err == nil {
+		t.Error("fineserve-gen ran under -floor-vs-floor")
+	}
+	// The floor's output is the floor's: its records are not fineserve-gen's JSON Lines.
+	if b, err := os.ReadFile(filepath.Join(out, "runs", "10-1-floor-b", "client.out")); err != nil || strings.Contains(string(b), "\"ttft_ms\"") {
+		t.Errorf("the second side's output is not the floor's (%v)", err)
+	}
+}
+
 // TestPoolAndGoals: a stream count's CPU per event is its runs' net CPU
 // over their net events together, not the mean of the runs' ratios; the
 // latency goals are each run's.
