@@ -38,14 +38,18 @@ func Percent(live, headroom uint64) int {
 	return int(min(max(p, 100), maxPercent))
 }
 
-// Start keeps GOGC at Percent(live heap, headroom), re-computed after
-// every collection, until the returned function is called. Runs in one
-// process may overlap (tests): the first Start begins, the last stop puts
-// GOGC back as it was. It does nothing when the user set GOGC.
+// Start collects the garbage there is, then keeps GOGC at
+// Percent(live heap, headroom), re-computed after every collection, until
+// the returned function is called: called before a run's clock starts, the
+// set-up's garbage (a trace read, prompts made) is not collected while the
+// first requests go out. Runs in one process may overlap (tests): the
+// first Start begins, the last stop puts GOGC back as it was. It does
+// nothing when the user set GOGC.
 func Start(headroom uint64) (stop func()) {
 	if _, set := os.LookupEnv("GOGC"); set {
 		return func() {}
 	}
+	runtime.GC()
 	mu.Lock()
 	defer mu.Unlock()
 	if users++; users == 1 {

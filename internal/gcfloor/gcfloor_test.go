@@ -101,3 +101,19 @@ func TestOverlappingRuns(t *testing.T) {
 		t.Errorf("GOGC %d after the last stop, want %d", got, before)
 	}
 }
+
+// TestStartCollectsFirst: Start collects before it tunes, so a run's clock
+// starts on a collected heap.
+func TestStartCollectsFirst(t *testing.T) {
+	t.Setenv("GOGC", "")
+	os.Unsetenv("GOGC")
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.NumGC
+	stop := Start(DefaultHeadroom)
+	runtime.ReadMemStats(&ms)
+	stop()
+	if ms.NumGC <= before {
+		t.Errorf("%d collections after Start, %d before: want one more", ms.NumGC, before)
+	}
+}

@@ -55,12 +55,16 @@ const maxTracedWrites = 1 << 16
 // and inter-token gaps. It writes one JSON line per request when the
 // request ends:
 //
-//	{"id":7,"arrival_unix_ns":…,"first_write_ns":50012345,"last_write_ns":…,"writes":100,"gaps_ns":[…]}
+//	{"id":7,"arrival_unix_ns":…,"received_ns":-48211,"first_write_ns":50012345,"last_write_ns":…,"writes":100,"gaps_ns":[…]}
 //
 // id is the request's number (in the response's id: cmpl-7, chatcmpl-7);
-// first and
-// last write are offsets from the arrival (first_write_ns is the TTFT the
-// server delivered); gaps_ns are the writes' successive differences
+// arrival is when the handler was entered (what exact pacing counts
+// from); received_ns, on Linux, is when the kernel received the request's
+// first bytes, as an offset from the arrival (≤ 0: the time the server
+// took to get to the request; absent when not known); first and last
+// write are offsets from the arrival (first_write_ns is the TTFT the
+// server delivered, counted from its handler; less received_ns, counted
+// from the request's receipt: the truth a client's TTFT is held to); gaps_ns are the writes' successive differences
 // (writes−1 of them; of a stream of more than 65,536 writes, the first
 // 65,535 and the one from there to the last). Only token writes count: the headers, the chat
 // role chunk and the Responses API's created events sent before the first
@@ -96,20 +100,22 @@ func NewChunkLog(w io.Writer, flush time.Duration) *ChunkLog {
 
 // chunkTrace is one request's arrival and token writes.
 type chunkTrace struct {
-	arrival time.Time
-	writes  []time.Time
-	n       int // writes, all of them (writes keeps maxTracedWrites)
-	line    []byte
+	arrival  time.Time
+	received time.Time // the kernel's receipt (zero: not known)
+	writes   []time.Time
+	n        int // writes, all of them (writes keeps maxTracedWrites)
+	line     []byte
 }
 
-// start begins the trace of a request that arrived at arrival (nil l: no
-// log, a nil trace).
-func (l *ChunkLog) start(arrival time.Time) *chunkTrace {
+// start begins the trace of a request whose handler was entered at
+// arrival and whose first bytes the kernel received at received (zero:
+// not known); nil l: no log, a nil trace.
+func (l *ChunkLog) start(arrival, received time.Time) *chunkTrace {
 	if l == nil {
 		return nil
 	}
 	t := l.traces.Get().(*chunkTrace)
-	t.arrival, t.writes, t.n = arrival, t.writes[:0], 0
+	t.arrival, t.received, t.writes, t.n = arrival, received, t.writes[:0], 0
 	return t
 }
 
@@ -141,6 +147,10 @@ func (l *ChunkLog) finish(t *chunkTrace, id int64) {
 	b = strconv.AppendInt(b, id, 10)
 	b = append(b, `,"arrival_unix_ns":`...)
 	b = strconv.AppendInt(b, l.baseNS+int64(t.arrival.Sub(l.base)), 10)
+	if !t.received.IsZero() {
+		b = append(b, `,"received_ns":`...)
+		b = strconv.AppendInt(b, t.received.UnixNano()-t.arrival.UnixNano(), 10)
+	}
 	b = append(b, `,"first_write_ns":`...)
 	b = strconv.AppendInt(b, int64(t.writes[0].Sub(t.arrival)), 10)
 	b = append(b, `,"last_write_ns":`...)
@@ -175,10 +185,20 @@ func (l *ChunkLog) Close() error {
 type ChunkRecord struct {
 	ID            int64   `json:"id"`
 	ArrivalUnixNS int64   `json:"arrival_unix_ns"`
+	ReceivedNS    *int64  `json:"received_ns,omitempty"`
 	FirstWriteNS  int64   `json:"first_write_ns"`
 	LastWriteNS   int64   `json:"last_write_ns"`
 	Writes        int     `json:"writes"`
 	GapsNS        []int64 `json:"gaps_ns"`
+}
+
+// TTFTNS is the truth's time to first token: from the kernel's receipt
+// of the request when known, else from the handler's entry.
+func (c ChunkRecord) TTFTNS() int64 {
+	if c.ReceivedNS != nil {
+		return c.FirstWriteNS - *c.ReceivedNS
+	}
+	return c.FirstWriteNS
 }
 
 // ReadChunkLog reads a chunk log; a line that is not a record, one with a
@@ -201,6 +221,9 @@ func ReadChunkLog(r io.Reader) ([]ChunkRecord, error) {
 				return nil, fmt.Errorf("chunk log: line %d: gap %d ns: want gaps ≥ 0 adding up to an int64", line, g)
 			}
 			sum += g
+		}
+		if c.ReceivedNS != nil && (*c.ReceivedNS > 0 || *c.ReceivedNS < -int64(time.Hour)) {
+			return nil, fmt.Errorf("chunk log: line %d: received_ns %d: want the kernel's receipt before the arrival, within an hour", line, *c.ReceivedNS)
 		}
 		if c.FirstWriteNS < 0 || c.LastWriteNS < c.FirstWriteNS {
 			return nil, fmt.Errorf("chunk log: line %d: first write %d ns, last %d ns: want 0 ≤ first ≤ last", line, c.FirstWriteNS, c.LastWriteNS)

@@ -104,7 +104,7 @@ func TestChunkLogBounded(t *testing.T) {
 		var out bytes.Buffer
 		l := NewChunkLog(&out, time.Hour)
 		l.log.pending = make([]byte, maxPendingChunkBytes-10)
-		tr := l.start(time.Now())
+		tr := l.start(time.Now(), time.Time{})
 		tr.wrote()
 		l.finish(tr, 1)
 		err := l.Close()
@@ -166,7 +166,7 @@ func BenchmarkChunkLogFinish(b *testing.B) {
 	l := NewChunkLog(&buf, 0)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		tr := l.start(time.Now())
+		tr := l.start(time.Now(), time.Time{})
 		for range 100 {
 			tr.wrote()
 		}

@@ -199,7 +199,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	// A client that goes away (a cancelled request) stops the generation:
 	// its slot is released on return, at once.
 	if req.stream {
-		g.trace = s.cfg.Chunks.start(arrival)
+		g.trace = s.cfg.Chunks.start(arrival, received(r))
 		defer func() { s.cfg.Chunks.finish(g.trace, id) }()
 		if !g.stream(ctx, w, first) {
 			s.aborted.Add(1)

@@ -211,6 +211,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer stopRequests()
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return base }}
+	if s.cfg.Chunks != nil {
+		// The chunk log's truth starts when the kernel received a request
+		// (rxstamp_linux.go).
+		ln, srv.ConnContext, srv.Handler = stampListener(ln), stampContext, stampHandler(srv.Handler)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -32,9 +32,20 @@ func readTruth(path string) (observed, error) {
 	if err != nil {
 		return observed{}, err
 	}
+	// The truth's TTFT counts from the kernel's receipt of each request
+	// when the log has it for every request (on Linux), else from the
+	// handler's entry for all: one definition per run.
+	received := true
+	for _, r := range recs {
+		received = received && r.ReceivedNS != nil
+	}
 	var o observed
 	for _, r := range recs {
-		o.ttft = append(o.ttft, float64(r.FirstWriteNS)/1e6)
+		ttft := r.FirstWriteNS
+		if received {
+			ttft = r.TTFTNS()
+		}
+		o.ttft = append(o.ttft, float64(ttft)/1e6)
 		for _, g := range r.GapsNS {
 			o.gaps = append(o.gaps, float64(g)/1e6)
 		}
@@ -227,16 +238,24 @@ func pool(rows []row) []pooled {
 	return out
 }
 
+// ttftSlack is the TTFT error above the floor's that a run may have
+// whatever the ratio (ms): with the truth counted from the kernel's
+// receipt of each request, the floor's own error is a few tens of
+// microseconds, and its own runs differ by more than this from each other
+// (docs/PERFORMANCE.md): a ratio of two such figures says nothing.
+const ttftSlack = 0.05
+
 // missedGoals names the goals a run misses: its TTFT error mean or p99
-// above 1.2× the floor's (1.5× from 10,000 streams), failed streams, RSS
-// above 250 MB from 10,000 streams. CPU per event is judged over the runs
-// together (pool): one run's figure is too noisy to judge within 10 %.
+// above 1.2× the floor's (1.5× from 10,000 streams) and more than
+// ttftSlack above it, failed streams, RSS above 250 MB from 10,000
+// streams. CPU per event is judged over the runs together (pool): one
+// run's figure is too noisy to judge within 10 %.
 func missedGoals(r row) []string {
 	bound := 1.2
 	if r.Streams >= 10000 {
 		bound = 1.5
 	}
-	within := func(ours, floor float64) bool { return ours <= bound*math.Max(floor, 0.01) }
+	within := func(ours, floor float64) bool { return ours <= bound*math.Max(floor, 0) || ours-floor <= ttftSlack }
 	var missed []string
 	if !within(r.Ours.TTFTErrMean, r.Floor.TTFTErrMean) {
 		missed = append(missed, "TTFT mean")

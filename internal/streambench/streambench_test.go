@@ -159,6 +159,14 @@ func TestPoolAndGoals(t *testing.T) {
 	if got := missedGoals(rows[1]); len(got) != 2 || got[0] != "TTFT mean" {
 		t.Errorf("missed %v", got)
 	}
+	// Tens of microseconds: within the slack whatever the ratio, and not
+	// beyond it.
+	tiny := run(100, 1, 1, 1, 1, 0)
+	tiny.Floor.TTFTErrMean, tiny.Floor.TTFTErrP99 = 0.01, 0.01
+	tiny.Ours.TTFTErrMean, tiny.Ours.TTFTErrP99 = 0.05, 0.07
+	if got := missedGoals(tiny); len(got) != 1 || got[0] != "TTFT p99" {
+		t.Errorf("TTFT error 0.05 / 0.07 ms against the floor's 0.01: missed %v, want the p99 only (0.06 ms over)", got)
+	}
 	big := run(10000, 1, 1, 1, 1, 14)
 	big.Ours.RSSMB = 251
 	if got := missedGoals(big); len(got) != 1 || got[0] != "RSS" {

@@ -174,6 +174,10 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		records = append(records, w)
 	}
 
+	// Collected now, before the clock starts, and tuned to the heap that
+	// is left: the set-up's garbage is not collected while the first
+	// requests go out.
+	defer gcfloor.Start(gcfloor.DefaultHeadroom)()
 	start, err := waitForStart(ctx, cfg.StartAt, log)
 	if err != nil {
 		return nil, err
@@ -214,7 +218,6 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		}
 	}
 
-	defer gcfloor.Start(gcfloor.DefaultHeadroom)()
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	stopDrain := drainOnStop(ctx, cfg.DrainTimeout, stdio.Hurry, cancelRequests, log)
