@@ -55,16 +55,7 @@ func TestBenchStreamSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds fineserve-gen")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "fineserve-gen")
-	build := exec.Command("go", "build", "-o", bin, "github.com/fineserve-gen/fineserve-gen/cmd/fineserve-gen")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, bin, self := benchSetup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out := filepath.Join(dir, "out")
@@ -96,14 +87,12 @@ func TestBenchStreamSmoke(t *testing.T) {
 	}
 }
 
-// TestFloorVsFloor: -floor-vs-floor puts a second floor run in
-// fineserve-gen's place (its own run directory, the floor's figures).
-func TestFloorVsFloor(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the mock")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "fineserve-gen")
+// benchSetup builds fineserve-gen into a temporary directory and returns
+// the directory, the binary and this test binary (the floor client).
+func benchSetup(t *testing.T) (dir, bin, self string) {
+	t.Helper()
+	dir = t.TempDir()
+	bin = filepath.Join(dir, "fineserve-gen")
 	build := exec.Command("go", "build", "-o", bin, "github.com/fineserve-gen/fineserve-gen/cmd/fineserve-gen")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -112,6 +101,16 @@ func TestFloorVsFloor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, bin, self
+}
+
+// TestFloorVsFloor: -floor-vs-floor puts a second floor run in
+// fineserve-gen's place (its own run directory, the floor's figures).
+func TestFloorVsFloor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the mock")
+	}
+	dir, bin, self := benchSetup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out := filepath.Join(dir, "out")
