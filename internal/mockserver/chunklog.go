@@ -64,12 +64,13 @@ const maxTracedWrites = 1 << 16
 // took to get to the request; absent when not known); first and last
 // write are offsets from the arrival (first_write_ns is the TTFT the
 // server delivered, counted from its handler; less received_ns, counted
-// from the request's receipt: the truth a client's TTFT is held to); gaps_ns are the writes' successive differences
-// (writes−1 of them; of a stream of more than 65,536 writes, the first
-// 65,535 and the one from there to the last). Only token writes count: the headers, the chat
-// role chunk and the Responses API's created events sent before the first
-// token do not. A write is timed after
-// its flush returned (the bytes are in the kernel). With ITL 0 a stream
+// from the request's receipt: the truth a client's TTFT is held to);
+// gaps_ns are the writes' successive differences (writes−1 of them; of a
+// stream of more than 65,536 writes, the first 65,535 and the one from
+// there to the last). Only token writes count: the headers, the chat role
+// chunk and the Responses API's created events sent before the first token
+// do not. A write is timed after its flush returned (the bytes are in the
+// kernel). With ITL 0 a stream
 // goes out back to back in large pieces, unflushed: only its last write
 // is timed (first and last write are the same instant).
 //

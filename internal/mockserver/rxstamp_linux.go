@@ -20,7 +20,7 @@ import (
 // client's error.
 
 // stampListener returns ln accepting connections that note the kernel's
-// receive time of each request's first bytes (requestReceived reads it).
+// receive time of each request's first bytes (stampHandler takes it).
 // The listening socket asks for the stamps too: a connection inherits it
 // when accepted, so that bytes a client sent before the accept are
 // stamped as well.
@@ -60,12 +60,15 @@ func (l *stampedListener) Accept() (net.Conn, error) {
 }
 
 // stampedConn reads with recvmsg and keeps the kernel's receive time of
-// the first bytes read since the last take.
+// the first bytes read since the last take, and the receipt of the request
+// being served (taken); net/http serves a connection's requests one at a
+// time.
 type stampedConn struct {
 	*net.TCPConn
 	rc    syscall.RawConn
 	oob   [64]byte
 	first atomic.Int64 // Unix ns; 0: no read since the last take; -1: not stamped
+	taken atomic.Int64 // the request being served's first, as taken
 }
 
 func (c *stampedConn) Read(p []byte) (int, error) {
@@ -128,7 +131,7 @@ func stampContext(ctx context.Context, c net.Conn) context.Context {
 	return ctx
 }
 
-// stampHandler hands every request the kernel's receipt of its first
+// stampHandler takes for every request the kernel's receipt of its first
 // bytes (received reads it) and, once it has been served, forgets the
 // reads of its body: the connection's next request counts from its own
 // first bytes. Every request takes its receipt, logged or not, so that
@@ -140,23 +143,21 @@ func stampHandler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		var at time.Time
-		if ns := sc.first.Swap(0); ns > 0 {
-			at = time.Unix(0, ns)
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), receivedKey{}, at)))
+		sc.taken.Store(sc.first.Swap(0))
+		next.ServeHTTP(w, r)
 		// The client sends its next request once this response has
 		// ended, which is after this returns.
 		sc.first.Store(0)
 	})
 }
 
-// receivedKey carries a request's receipt in its context.
-type receivedKey struct{}
-
 // received returns when the kernel received the first bytes of r (zero
 // when not known).
 func received(r *http.Request) time.Time {
-	at, _ := r.Context().Value(receivedKey{}).(time.Time)
-	return at
+	if sc, ok := r.Context().Value(stampKey{}).(*stampedConn); ok {
+		if ns := sc.taken.Load(); ns > 0 {
+			return time.Unix(0, ns)
+		}
+	}
+	return time.Time{}
 }

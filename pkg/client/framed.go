@@ -84,33 +84,33 @@ func trailerEnd(b []byte) (int, error) {
 	return end + 4 - br.Buffered(), nil
 }
 
-// framedBody returns the lean transport's chunked body behind body, not
-// yet read, or nil.
-func framedBody(body io.Reader) (*leanBody, *chunkedBody) {
+// framedBody returns body when it is the lean transport's chunked body,
+// not yet read, or nil.
+func framedBody(body io.Reader) *leanBody {
 	lb, ok := body.(*leanBody)
 	if !ok || lb.done {
-		return nil, nil
+		return nil
 	}
-	cb, ok := lb.rc.(*chunkedBody)
-	if !ok || cb.done {
-		return nil, nil
+	if cb, ok := lb.rc.(*chunkedBody); !ok || cb.done {
+		return nil
 	}
-	return lb, cb
+	return lb
 }
 
 // resetFramed makes l read lb's chunked body from its connection: first
 // what the connection's buffered reader already holds past the head, then
 // the connection itself.
-func (l *lineReader) resetFramed(lb *leanBody, cb *chunkedBody, buf []byte) {
+func (l *lineReader) resetFramed(lb *leanBody, buf []byte) {
 	l.reset(lb.c.nc, buf)
 	l.body = lb
-	if n := cb.br.Buffered(); n > 0 {
+	if br := lb.c.br; br.Buffered() > 0 {
+		n := br.Buffered()
 		if n > len(l.buf) {
 			l.buf = make([]byte, n)
 		}
-		b, _ := cb.br.Peek(n)
+		b, _ := br.Peek(n)
 		l.raw = copy(l.buf, b)
-		cb.br.Discard(n)
+		br.Discard(n)
 		// Stamped as a read of them from the buffered reader was.
 		l.at = l.now()
 		if l.watch != nil {

@@ -94,8 +94,8 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 		d.buf = make([]byte, 1<<10) // SSE lines are short; the reader grows it for a long one
 	}
 	d.lines.now = c.cfg.Now
-	if lb, cb := framedBody(body); lb != nil {
-		d.lines.resetFramed(lb, cb, d.buf)
+	if lb := framedBody(body); lb != nil {
+		d.lines.resetFramed(lb, d.buf)
 	} else {
 		d.lines.reset(body, d.buf)
 	}
