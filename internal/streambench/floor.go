@@ -38,14 +38,17 @@ const floorBatch = 512
 // streamed completion request (prepared bytes) and reads the response
 // line by line, timestamping each line that starts with "data: " and
 // parsing nothing (the chunked framing's size lines are skipped by the
-// same prefix test); a stream ends at "data: [DONE]". It writes a
-// floorResult to -out. It is the least a Go client can do to see the
-// stream, so what it reports is the floor of what any client adds.
+// same prefix test); a stream ends at "data: [DONE]", its response at the
+// framing's last chunk after it, and with -rounds above 1 the connection
+// then sends the next request. It writes a floorResult to -out. It is the
+// least a Go client can do to see the stream, so what it reports is the
+// floor of what any client adds.
 func floorMain(args []string) int {
 	fs := flag.NewFlagSet("floor", flag.ContinueOnError)
 	addr := fs.String("addr", "", "host:port of the server")
 	streams := fs.Int("streams", 100, "streams at once")
 	tokens := fs.Int("tokens", 100, "output tokens per stream")
+	rounds := fs.Int("rounds", 1, "requests each connection sends, one after another")
 	model := fs.String("model", "mock-model", "model name")
 	out := fs.String("out", "", "file for the result (JSON)")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the run to this file")
@@ -66,7 +69,7 @@ func floorMain(args []string) int {
 			f.Close()
 		}()
 	}
-	res := runFloor(*addr, *streams, *tokens, *model)
+	res := runFloor(*addr, *streams, max(*rounds, 1), *tokens, *model)
 	b, _ := json.Marshal(res)
 	if err := os.WriteFile(*out, b, 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
@@ -88,7 +91,7 @@ func floorRequest(host, model string, tokens int) []byte {
 		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 }
 
-func runFloor(addr string, streams, tokens int, model string) floorResult {
+func runFloor(addr string, streams, rounds, tokens int, model string) floorResult {
 	conns := make([]net.Conn, streams)
 	for done := 0; done < streams; done += floorBatch {
 		var wg sync.WaitGroup
@@ -108,7 +111,7 @@ func runFloor(addr string, streams, tokens int, model string) floorResult {
 	}
 	req := floorRequest(addr, model, tokens)
 	type stream struct {
-		ttft time.Duration
+		ttft []time.Duration
 		gaps []time.Duration
 		err  error
 	}
@@ -119,35 +122,16 @@ func runFloor(addr string, streams, tokens int, model string) floorResult {
 		wg.Go(func() {
 			defer c.Close()
 			s := &out[i]
-			s.gaps = make([]time.Duration, 0, tokens)
-			<-start
-			t0 := time.Now()
-			if _, err := c.Write(req); err != nil {
-				s.err = err
-				return
-			}
-			c.SetReadDeadline(time.Now().Add(10 * time.Minute))
+			s.ttft = make([]time.Duration, 0, rounds)
+			s.gaps = make([]time.Duration, 0, rounds*tokens)
 			br := bufio.NewReaderSize(c, 4<<10)
-			var last time.Time
-			for {
-				line, err := br.ReadSlice('\n')
-				if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-					s.err = err
+			<-start
+			for range rounds {
+				var ttft time.Duration
+				if ttft, s.err = floorStream(c, br, req, &s.gaps); s.err != nil {
 					return
 				}
-				if !bytes.HasPrefix(line, []byte("data: ")) {
-					continue
-				}
-				now := time.Now()
-				if bytes.HasPrefix(line, []byte("data: [DONE]")) {
-					return
-				}
-				if last.IsZero() {
-					s.ttft = now.Sub(t0)
-				} else {
-					s.gaps = append(s.gaps, now.Sub(last))
-				}
-				last = now
+				s.ttft = append(s.ttft, ttft)
 			}
 		})
 	}
@@ -155,14 +139,60 @@ func runFloor(addr string, streams, tokens int, model string) floorResult {
 	wg.Wait()
 	var res floorResult
 	for _, s := range out {
-		if s.err != nil || s.ttft == 0 {
-			res.Failed++
-			continue
+		if s.err != nil {
+			res.Failed += rounds - len(s.ttft)
 		}
-		res.TTFTNS = append(res.TTFTNS, int64(s.ttft))
+		for _, t := range s.ttft {
+			res.TTFTNS = append(res.TTFTNS, int64(t))
+		}
 		for _, g := range s.gaps {
 			res.GapsNS = append(res.GapsNS, int64(g))
 		}
 	}
 	return res
+}
+
+// floorStream sends req on c and reads its response through br, returning
+// its TTFT and adding its gaps to *gaps; it returns once the response's
+// last chunk (after "data: [DONE]") is read, so that the connection is
+// free for the next request.
+func floorStream(c net.Conn, br *bufio.Reader, req []byte, gaps *[]time.Duration) (ttft time.Duration, err error) {
+	t0 := time.Now()
+	if _, err := c.Write(req); err != nil {
+		return 0, err
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Minute))
+	var last time.Time
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return 0, err
+		}
+		if ttft > 0 && last.IsZero() {
+			// After [DONE]: the last chunk's size line, then its empty
+			// trailer.
+			if string(line) == "0\r\n" {
+				_, err := br.ReadSlice('\n')
+				return ttft, err
+			}
+			continue
+		}
+		if !bytes.HasPrefix(line, []byte("data: ")) {
+			continue
+		}
+		now := time.Now()
+		switch {
+		case bytes.HasPrefix(line, []byte("data: [DONE]")):
+			if last.IsZero() {
+				return 0, errors.New("no token before [DONE]")
+			}
+			last = time.Time{}
+		case last.IsZero():
+			ttft = now.Sub(t0)
+			last = now
+		default:
+			*gaps = append(*gaps, now.Sub(last))
+			last = now
+		}
+	}
 }

@@ -31,8 +31,13 @@ type config struct {
 	streams []int
 	runs    int
 	tokens  int
-	ttft    time.Duration
-	itl     time.Duration
+	// rounds is how many requests each stream sends one after another,
+	// below slowFrom streams (from it on, one): a run's TTFT figures are
+	// then over streams×rounds requests, not a hundred, whose mean and
+	// p99 one late request moves.
+	rounds int
+	ttft   time.Duration
+	itl    time.Duration
 	// From slowFrom streams on, the mock is paced slowTTFT and slowITL:
 	// 10,000 streams at 10 ms would be a million events a second, more
 	// than two cores can write, let alone read (0: never).
@@ -65,6 +70,7 @@ func main() {
 	streams := flag.String("streams", "100,500,10000", "concurrent stream counts, comma-separated")
 	flag.IntVar(&cfg.runs, "runs", 5, "runs of each client at each stream count")
 	flag.IntVar(&cfg.tokens, "tokens", 100, "output tokens per stream")
+	flag.IntVar(&cfg.rounds, "rounds", 5, "requests each stream sends one after another, below -slow-from streams (from it on, one)")
 	flag.DurationVar(&cfg.ttft, "ttft", 50*time.Millisecond, "the mock's time to first token")
 	flag.DurationVar(&cfg.itl, "itl", 10*time.Millisecond, "the mock's inter-token latency")
 	flag.IntVar(&cfg.slowFrom, "slow-from", 10000, "from this many streams on, pace the mock -slow-ttft and -slow-itl instead (0: never)")
@@ -73,7 +79,7 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "", "directory for stream-bench.json (default: print only)")
 	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Minute, "give up on one client run after this long")
 	oursFlags := flag.String("ours-flags", "", "more flags for fineserve-gen, space-separated; {dir} is the run's directory (e.g. '--cpu-profile {dir}/cpu.pprof')")
-	flag.BoolVar(&cfg.keep, "keep", false, "keep every run's records, chunk log and profiles under -out/runs/STREAMS-RUN-CLIENT")
+	flag.BoolVar(&cfg.keep, "keep", false, "keep every run's records, chunk log, profiles and the client's stderr under -out/runs/STREAMS-RUN-CLIENT")
 	flag.BoolVar(&cfg.floorProfile, "floor-profile", false, "have the floor write a CPU profile of each run (cpu.pprof in its run's directory; needs -keep)")
 	flag.BoolVar(&cfg.floorVsFloor, "floor-vs-floor", false, "run the floor in fineserve-gen's place too, to see how often the floor misses the goals against itself")
 	flag.Parse()
@@ -229,6 +235,10 @@ func runSide(ctx context.Context, cfg config, n, run int, cl client, base fixedC
 		defer os.RemoveAll(dir)
 	}
 	chunkLog := filepath.Join(dir, "chunks.jsonl")
+	rounds := 1 // the fixed cost's run (run 0): one request
+	if run > 0 {
+		rounds = cfg.roundsFor(n)
+	}
 	ttft, itl := cfg.ttft, cfg.itl
 	if cfg.slowFrom > 0 && n >= cfg.slowFrom {
 		ttft, itl = cfg.slowTTFT, cfg.slowITL
@@ -244,13 +254,13 @@ func runSide(ctx context.Context, cfg config, n, run int, cl client, base fixedC
 	var cmd *exec.Cmd
 	outFile := filepath.Join(dir, "client.out")
 	if floor {
-		cmd = exec.CommandContext(ctx, cfg.self, "-addr", addr, "-streams", strconv.Itoa(n), "-tokens", strconv.Itoa(cfg.tokens), "-out", outFile)
+		cmd = exec.CommandContext(ctx, cfg.self, "-addr", addr, "-streams", strconv.Itoa(n), "-rounds", strconv.Itoa(rounds), "-tokens", strconv.Itoa(cfg.tokens), "-out", outFile)
 		if cfg.floorProfile && run > 0 {
 			cmd.Args = append(cmd.Args, "-cpu-profile", filepath.Join(dir, "cpu.pprof"))
 		}
 		cmd.Env = append(os.Environ(), floorEnv+"=1")
 	} else {
-		cmd = exec.CommandContext(ctx, cfg.bin, "--base-url", "http://"+addr, "--model", "mock-model", "--num-prompts", strconv.Itoa(n),
+		cmd = exec.CommandContext(ctx, cfg.bin, "--base-url", "http://"+addr, "--model", "mock-model", "--num-prompts", strconv.Itoa(n*rounds),
 			"--request-rate", "inf", "--max-concurrency", strconv.Itoa(n), "--prewarm-connections", strconv.Itoa(n),
 			"--random-input-len", "8", "--random-output-len", strconv.Itoa(cfg.tokens), "--random-range-ratio", "0",
 			"--seed", "1", "--warmup-requests", "0", "--quiet", "--disable-tqdm", "--results-jsonl", outFile)
@@ -262,6 +272,13 @@ func runSide(ctx context.Context, cfg config, n, run int, cl client, base fixedC
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	runErr := cmd.Run()
 	stopErr := m.Stop()
+	if cfg.keep && run > 0 {
+		// A kept run keeps what the client said too (GODEBUG=gctrace=1's
+		// lines, say, beside a tail run's records).
+		if err := os.WriteFile(filepath.Join(dir, "client.err"), stderr.Bytes(), 0o644); err != nil {
+			return side{}, err
+		}
+	}
 	if runErr != nil {
 		return side{}, fmt.Errorf("%v: %s", runErr, strings.TrimSpace(stderr.String()))
 	}
@@ -290,6 +307,14 @@ func runSide(ctx context.Context, cfg config, n, run int, cl client, base fixedC
 	}
 	s.RSSMB = float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
 	return s, nil
+}
+
+// roundsFor is how many requests each of n streams sends in a run.
+func (cfg config) roundsFor(n int) int {
+	if cfg.slowFrom > 0 && n >= cfg.slowFrom {
+		return 1
+	}
+	return max(cfg.rounds, 1)
 }
 
 func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', -1, 64) }

@@ -45,8 +45,9 @@ func TestParseRecords(t *testing.T) {
 }
 
 // TestBenchStreamSmoke runs the whole benchmark tiny — 20 streams, 10
-// tokens, one run of each client against the exactly paced mock — and
-// checks that both sides are measured: every event counted, no stream
+// tokens, two rounds (requests one after another on each stream), one run
+// of each client against the exactly paced mock — and checks that both
+// sides are measured: every event of every round counted, no stream
 // failed, and TTFT errors that are no earlier than the truth (a client
 // cannot see a token before the server wrote it) and well under a second;
 // -keep keeps each run's files, with a profile -ours-flags asked for.
@@ -59,7 +60,7 @@ func TestBenchStreamSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out := filepath.Join(dir, "out")
-	rows, err := bench(ctx, config{bin: bin, self: self, streams: []int{20}, runs: 1, tokens: 10,
+	rows, err := bench(ctx, config{bin: bin, self: self, streams: []int{20}, runs: 1, tokens: 10, rounds: 2,
 		ttft: 20 * time.Millisecond, itl: 5 * time.Millisecond, timeout: time.Minute,
 		oursFlags: []string{"--cpu-profile", "{dir}/cpu.pprof"}, keep: true, out: out})
 	if err != nil {
@@ -77,9 +78,9 @@ func TestBenchStreamSmoke(t *testing.T) {
 	printRows(&table, rows)
 	t.Logf("\n%s", table.String())
 	for name, s := range map[string]side{"fineserve-gen": rows[0].Ours, "floor": rows[0].Floor} {
-		if s.Events != 200 || s.Failed != 0 || !(s.TTFTErrMean > -0.5 && s.TTFTErrMean < 1000) || !(s.TTFTErrP99 < 1000) ||
+		if s.Events != 400 || s.Failed != 0 || !(s.TTFTErrMean > -0.5 && s.TTFTErrMean < 1000) || !(s.TTFTErrP99 < 1000) ||
 			s.fixed.cpu <= 0 || !(s.RSSMB > 0) || math.IsNaN(s.ITLStdAdded) || math.IsNaN(s.CPUPerEvent) {
-			t.Errorf("%s: %+v: want 200 events, none failed, a TTFT error in [0, 1 s), CPU and RSS measured", name, s)
+			t.Errorf("%s: %+v: want 400 events, none failed, a TTFT error in [0, 1 s), CPU and RSS measured", name, s)
 		}
 	}
 	if !strings.Contains(table.String(), "ours / floor") || !strings.Contains(table.String(), "20 streams: latency and memory goals met in ") {
