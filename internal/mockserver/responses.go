@@ -681,7 +681,9 @@ func (rs *respStream) stream(ctx context.Context, w http.ResponseWriter, first t
 	}
 	b = b[:0]
 	rc.Flush()
-	if !sleepUntil(ctx, first) {
+	var pace pacer
+	defer pace.stop()
+	if !pace.until(ctx, first) {
 		return false
 	}
 	for k := range g.out {
@@ -691,7 +693,7 @@ func (rs *respStream) stream(ctx context.Context, w http.ResponseWriter, first t
 			}
 			b = b[:0]
 			g.trace.wrote()
-			if !sleepUntil(ctx, first.Add(time.Duration(k)*g.s.cfg.ITL)) {
+			if !pace.until(ctx, first.Add(time.Duration(k)*g.s.cfg.ITL)) {
 				return false
 			}
 		}

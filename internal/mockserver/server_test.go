@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -251,5 +252,34 @@ func TestModelsAndTokenize(t *testing.T) {
 	json.Unmarshal([]byte(r.body), &tk)
 	if tk.Count != 3 {
 		t.Errorf("tokenize: %s", r.body)
+	}
+}
+
+// TestPacerReuse: one pacer waits for due times one after another on the
+// same timer, answers at once for a time past, and gives up when the
+// request's context ends, however far the due time.
+func TestPacerReuse(t *testing.T) {
+	var p pacer
+	defer p.stop()
+	ctx := context.Background()
+	start := time.Now()
+	for k := 1; k <= 3; k++ {
+		if !p.until(ctx, start.Add(time.Duration(k)*2*time.Millisecond)) {
+			t.Fatalf("wait %d: gave up with a live context", k)
+		}
+		if since := time.Since(start); since < time.Duration(k)*2*time.Millisecond {
+			t.Fatalf("wait %d returned after %v, before its due time", k, since)
+		}
+	}
+	if !p.until(ctx, start) {
+		t.Fatal("a time past: gave up")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { time.Sleep(time.Millisecond); cancel() }()
+	if p.until(cctx, time.Now().Add(time.Hour)) {
+		t.Fatal("a cancelled request's wait of an hour reported done")
+	}
+	if !p.until(ctx, time.Now().Add(time.Millisecond)) {
+		t.Fatal("the timer is not reusable after a cancelled wait")
 	}
 }

@@ -132,8 +132,10 @@ func (s *Server) handleTranscription(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		rc.Flush()
 		var b []byte
+		var pace pacer
+		defer pace.stop()
 		for k := range req.out {
-			if !sleepUntil(ctx, first.Add(time.Duration(k)*s.cfg.ITL)) {
+			if !pace.until(ctx, first.Add(time.Duration(k)*s.cfg.ITL)) {
 				s.aborted.Add(1)
 				return
 			}

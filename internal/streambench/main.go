@@ -133,9 +133,15 @@ type side struct {
 	TTFTErrMean float64 `json:"ttft_error_mean_ms"`
 	TTFTErrP99  float64 `json:"ttft_error_p99_ms"`
 	ITLStdAdded float64 `json:"itl_std_added_ms"`
-	CPUPerEvent float64 `json:"cpu_us_per_event"`
-	RSSMB       float64 `json:"rss_mb"`
-	Events      int64   `json:"events"`
+	// ServerLateMean and ServerLateP99 are how late the mock's token
+	// writes were against its exact schedule in this client's run (ms):
+	// more than a millisecond or two, and the two cores were out of CPU,
+	// the client's figures those of a queue.
+	ServerLateMean float64 `json:"server_late_mean_ms"`
+	ServerLateP99  float64 `json:"server_late_p99_ms"`
+	CPUPerEvent    float64 `json:"cpu_us_per_event"`
+	RSSMB          float64 `json:"rss_mb"`
+	Events         int64   `json:"events"`
 	// NetCPUUS and NetEvents are the run's CPU (µs) and events less the
 	// client's fixed cost's: CPUPerEvent is their ratio; a stream count's
 	// runs are judged on their sums (pool).
@@ -285,7 +291,7 @@ func runSide(ctx context.Context, cfg config, n, run int, cl client, base fixedC
 	if stopErr != nil {
 		return side{}, stopErr
 	}
-	truth, err := readTruth(chunkLog)
+	truth, err := readTruth(chunkLog, ttft, itl)
 	if err != nil {
 		return side{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 )
@@ -19,10 +20,14 @@ type observed struct {
 	ttft, gaps []float64
 	failed     int
 	events     int64 // token writes (the truth only)
+	// late is how late each token write was against the exact schedule
+	// (arrival + TTFT + k·ITL), ms (the truth only): a server behind its
+	// own schedule is a machine out of CPU, whatever the client.
+	late []float64
 }
 
-// readTruth reads the mock's chunk log.
-func readTruth(path string) (observed, error) {
+// readTruth reads the mock's chunk log; paceTTFT and paceITL are its pace.
+func readTruth(path string, paceTTFT, paceITL time.Duration) (observed, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return observed{}, err
@@ -50,6 +55,16 @@ func readTruth(path string) (observed, error) {
 			o.gaps = append(o.gaps, float64(g)/1e6)
 		}
 		o.events += int64(r.Writes)
+		if len(r.GapsNS) == r.Writes-1 { // every write traced
+			w := r.FirstWriteNS
+			for k := 0; ; k++ {
+				o.late = append(o.late, float64(w-int64(paceTTFT)-int64(k)*int64(paceITL))/1e6)
+				if k == len(r.GapsNS) {
+					break
+				}
+				w += r.GapsNS[k]
+			}
+		}
 	}
 	return o, nil
 }
@@ -115,16 +130,19 @@ func parseRecords(r io.Reader) (observed, error) {
 // compare measures what a client saw against the server's truth: its TTFT
 // error is its figure less the server's (mean less mean, p99 less p99:
 // the requests are not matched one for one, the distributions are), its
-// ITL standard deviation less the server's gaps'. The events are the
+// ITL standard deviation less the server's gaps'; how late the server
+// was against its own schedule is the run's too. The events are the
 // server's token writes; a stream the client did not see through counts
 // as failed.
 func compare(seen, truth observed) side {
 	return side{
-		TTFTErrMean: mean(seen.ttft) - mean(truth.ttft),
-		TTFTErrP99:  quantile(seen.ttft, 0.99) - quantile(truth.ttft, 0.99),
-		ITLStdAdded: std(seen.gaps) - std(truth.gaps),
-		Events:      truth.events,
-		Failed:      seen.failed + max(len(truth.ttft)-len(seen.ttft)-seen.failed, 0),
+		TTFTErrMean:    mean(seen.ttft) - mean(truth.ttft),
+		TTFTErrP99:     quantile(seen.ttft, 0.99) - quantile(truth.ttft, 0.99),
+		ITLStdAdded:    std(seen.gaps) - std(truth.gaps),
+		ServerLateMean: mean(truth.late),
+		ServerLateP99:  quantile(truth.late, 0.99),
+		Events:         truth.events,
+		Failed:         seen.failed + max(len(truth.ttft)-len(seen.ttft)-seen.failed, 0),
 	}
 }
 
@@ -167,8 +185,8 @@ func quantile(v []float64, q float64) float64 {
 // the CPU per event over all its runs (pooled), against its goal of 1.1×
 // the floor's.
 func printRows(w io.Writer, rows []row) {
-	fmt.Fprintf(w, "%8s %4s %23s %23s %19s %19s %17s  %s\n", "streams", "run", "TTFT err mean ms", "TTFT err p99 ms", "ITL std added ms", "CPU µs/event", "RSS MB", "goals missed")
-	fmt.Fprintf(w, "%8s %4s %23s %23s %19s %19s %17s\n", "", "", "ours / floor", "ours / floor", "ours / floor", "ours / floor", "ours / floor")
+	fmt.Fprintf(w, "%8s %4s %23s %23s %19s %19s %17s %21s  %s\n", "streams", "run", "TTFT err mean ms", "TTFT err p99 ms", "ITL std added ms", "CPU µs/event", "RSS MB", "server late p99 ms", "goals missed")
+	fmt.Fprintf(w, "%8s %4s %23s %23s %19s %19s %17s %21s\n", "", "", "ours / floor", "ours / floor", "ours / floor", "ours / floor", "ours / floor", "ours / floor")
 	pair := func(a, b float64, prec int) string {
 		return fmt.Sprintf("%.*f / %.*f", prec, a, prec, b)
 	}
@@ -177,10 +195,10 @@ func printRows(w io.Writer, rows []row) {
 		if missed == "" {
 			missed = "none"
 		}
-		fmt.Fprintf(w, "%8d %4d %23s %23s %19s %19s %17s  %s\n", r.Streams, r.Run,
+		fmt.Fprintf(w, "%8d %4d %23s %23s %19s %19s %17s %21s  %s\n", r.Streams, r.Run,
 			pair(r.Ours.TTFTErrMean, r.Floor.TTFTErrMean, 2), pair(r.Ours.TTFTErrP99, r.Floor.TTFTErrP99, 2),
 			pair(r.Ours.ITLStdAdded, r.Floor.ITLStdAdded, 2), pair(r.Ours.CPUPerEvent, r.Floor.CPUPerEvent, 1),
-			pair(r.Ours.RSSMB, r.Floor.RSSMB, 0), missed)
+			pair(r.Ours.RSSMB, r.Floor.RSSMB, 0), pair(r.Ours.ServerLateP99, r.Floor.ServerLateP99, 1), missed)
 		if r.Ours.Failed > 0 || r.Floor.Failed > 0 {
 			fmt.Fprintf(w, "%13s failed streams: ours %d, floor %d\n", "", r.Ours.Failed, r.Floor.Failed)
 		}

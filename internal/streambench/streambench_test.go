@@ -178,3 +178,29 @@ func TestPoolAndGoals(t *testing.T) {
 		t.Errorf("table:\n%s", b.String())
 	}
 }
+
+// TestReadTruthLateness: each token write's lateness is against the exact
+// schedule (TTFT + k·ITL from the arrival); the TTFT counts from the
+// kernel's receipt when every record has it.
+func TestReadTruthLateness(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chunks.jsonl")
+	log := `{"id":1,"arrival_unix_ns":1000,"received_ns":-500000,"first_write_ns":51000000,"last_write_ns":73000000,"writes":3,"gaps_ns":[10000000,12000000]}` + "\n"
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := readTruth(path, 50*time.Millisecond, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{1, 1, 3}
+	if len(o.late) != 3 || o.late[0] != want[0] || o.late[1] != want[1] || o.late[2] != want[2] {
+		t.Errorf("late %v, want %v (writes at 51, 61, 73 ms against 50, 60, 70)", o.late, want)
+	}
+	if len(o.ttft) != 1 || o.ttft[0] != 51.5 || o.events != 3 {
+		t.Errorf("ttft %v, events %d: want 51.5 ms from the receipt, 3 events", o.ttft, o.events)
+	}
+	s := compare(observed{ttft: []float64{52}}, o)
+	if math.Abs(s.ServerLateMean-5.0/3) > 1e-9 || s.ServerLateP99 != 3 {
+		t.Errorf("server late mean %v, p99 %v: want 5/3 and 3", s.ServerLateMean, s.ServerLateP99)
+	}
+}
