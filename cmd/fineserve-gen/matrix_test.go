@@ -124,7 +124,8 @@ var matrixDims = []dimension{
 	// conns: connections dialled on first use, without or with their
 	// HTTP phases timed (--http-phases), or opened before the first send
 	// (--prewarm-connections 64: more than any case's requests, so none
-	// dials; auto), with the phases timed.
+	// dials; auto), with the phases timed; "phases" and "prewarm-auto"
+	// send every request's X-Request-Id too (--request-id-prefix m-).
 	dConns: {"conns", []string{"dial", "phases", "prewarm", "prewarm-auto"}},
 }
 
@@ -517,10 +518,18 @@ func checkCaseAnswers(c matrixCase, sum *metrics.Summary, recs []matrixRecord, f
 // reused) and the summary's http_phases counts the records and their new
 // connections; without it none has them and the summary no section. With
 // --prewarm-connections 64 no request but those to a closed port dials.
+// With --request-id-prefix m- every record has request_id m-INDEX (and
+// -TURN for a session's turn), all different, else none has one.
 func checkCasePhases(c matrixCase, sum *metrics.Summary, recs []matrixRecord, fail func(string, ...any)) {
 	timed := c.v(dConns) != "dial"
+	ids := c.v(dConns) == "phases" || c.v(dConns) == "prewarm-auto"
+	seen := map[string]bool{}
 	var n, fresh int64
 	for _, rec := range recs {
+		if want := client.RequestID("m-", rec.Index, rec.Turn); ids && (rec.RequestID != want || seen[want]) || !ids && rec.RequestID != "" {
+			fail("record %d: request_id %q with %s (twice: %v)", rec.Index, rec.RequestID, c.v(dConns), seen[rec.RequestID])
+		}
+		seen[rec.RequestID] = true
 		has := rec.HTTPReused != nil
 		if has != timed || has != (rec.HTTPWait != nil) || has && *rec.HTTPReused == (rec.HTTPConnect != nil) {
 			fail("record %d: http_reused %v, http_connect_ms %v, http_wait_ms %v with %s", rec.Index, rec.HTTPReused != nil, rec.HTTPConnect != nil, rec.HTTPWait != nil, c.v(dConns))
@@ -648,11 +657,11 @@ func caseArgs(c matrixCase, ports []int, dir string) (args, dry []string) {
 	}
 	switch c.v(dConns) {
 	case "phases":
-		args = append(args, "--http-phases")
+		args = append(args, "--http-phases", "--request-id-prefix", "m-")
 	case "prewarm":
 		args = append(args, "--prewarm-connections", "64", "--http-phases")
 	case "prewarm-auto":
-		args = append(args, "--prewarm-connections", "auto", "--http-phases")
+		args = append(args, "--prewarm-connections", "auto", "--http-phases", "--request-id-prefix", "m-")
 	}
 	if c.v(dStartAt) == "start-at" {
 		args = append(args, "--start-at", time.Now().Add(400*time.Millisecond).Format(time.RFC3339Nano))

@@ -205,6 +205,8 @@ type matrixRecord struct {
 	ReasoningTokens int    `json:"reasoning_tokens"`
 	ToolCalls       int    `json:"tool_calls"`
 	Structured      string `json:"structured"`
+	// RequestID is the X-Request-Id sent (--request-id-prefix).
+	RequestID string `json:"request_id"`
 	// The HTTP phases (--http-phases).
 	HTTPReused  *bool    `json:"http_reused"`
 	HTTPConnect *float64 `json:"http_connect_ms"`

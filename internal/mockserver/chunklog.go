@@ -103,20 +103,22 @@ func NewChunkLog(w io.Writer, flush time.Duration) *ChunkLog {
 type chunkTrace struct {
 	arrival  time.Time
 	received time.Time // the kernel's receipt (zero: not known)
+	reqID    string    // the request's X-Request-Id ("": none)
 	writes   []time.Time
 	n        int // writes, all of them (writes keeps maxTracedWrites)
 	line     []byte
 }
 
 // start begins the trace of a request whose handler was entered at
-// arrival and whose first bytes the kernel received at received (zero:
-// not known); nil l: no log, a nil trace.
-func (l *ChunkLog) start(arrival, received time.Time) *chunkTrace {
+// arrival, whose first bytes the kernel received at received (zero: not
+// known) and whose X-Request-Id is reqID (requestID; "": none); nil l: no
+// log, a nil trace.
+func (l *ChunkLog) start(arrival, received time.Time, reqID string) *chunkTrace {
 	if l == nil {
 		return nil
 	}
 	t := l.traces.Get().(*chunkTrace)
-	t.arrival, t.received, t.writes, t.n = arrival, received, t.writes[:0], 0
+	t.arrival, t.received, t.reqID, t.writes, t.n = arrival, received, reqID, t.writes[:0], 0
 	return t
 }
 
@@ -146,6 +148,11 @@ func (l *ChunkLog) finish(t *chunkTrace, id int64) {
 	}
 	b := append(t.line[:0], `{"id":`...)
 	b = strconv.AppendInt(b, id, 10)
+	if t.reqID != "" { // a plain id (requestID): nothing to escape
+		b = append(b, `,"request_id":"`...)
+		b = append(b, t.reqID...)
+		b = append(b, '"')
+	}
 	b = append(b, `,"arrival_unix_ns":`...)
 	b = strconv.AppendInt(b, l.baseNS+int64(t.arrival.Sub(l.base)), 10)
 	if !t.received.IsZero() {
@@ -185,6 +192,7 @@ func (l *ChunkLog) Close() error {
 // ChunkRecord is one line of a chunk log.
 type ChunkRecord struct {
 	ID            int64   `json:"id"`
+	RequestID     string  `json:"request_id,omitempty"`
 	ArrivalUnixNS int64   `json:"arrival_unix_ns"`
 	ReceivedNS    *int64  `json:"received_ns,omitempty"`
 	FirstWriteNS  int64   `json:"first_write_ns"`

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -104,7 +106,7 @@ func TestChunkLogBounded(t *testing.T) {
 		var out bytes.Buffer
 		l := NewChunkLog(&out, time.Hour)
 		l.log.pending = make([]byte, maxPendingChunkBytes-10)
-		tr := l.start(time.Now(), time.Time{})
+		tr := l.start(time.Now(), time.Time{}, "")
 		tr.wrote()
 		l.finish(tr, 1)
 		err := l.Close()
@@ -166,7 +168,7 @@ func BenchmarkChunkLogFinish(b *testing.B) {
 	l := NewChunkLog(&buf, 0)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		tr := l.start(time.Now(), time.Time{})
+		tr := l.start(time.Now(), time.Time{}, "")
 		for range 100 {
 			tr.wrote()
 		}
@@ -175,5 +177,48 @@ func BenchmarkChunkLogFinish(b *testing.B) {
 	b.StopTimer()
 	if err := l.Close(); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// TestRequestIDEchoedAndLogged: as vLLM's, a request's X-Request-Id names
+// its response (cmpl-ID in every chunk), comes back as a header and is
+// in its chunk-log record; an id that is not a plain one (a space, or
+// longer than 128 bytes) is ignored: the server's own number names the
+// response, no header, no request_id.
+func TestRequestIDEchoedAndLogged(t *testing.T) {
+	for _, tc := range []struct{ sent, want string }{
+		{"run7-42", "run7-42"},
+		{"a b", ""},
+		{strings.Repeat("x", maxRequestID+1), ""},
+		{"", ""},
+	} {
+		var out bytes.Buffer
+		log := NewChunkLog(&out, time.Second)
+		s, err := New(Config{Models: []string{"m"}, Chunks: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(`{"prompt":"hi","max_tokens":2,"stream":true}`))
+		if tc.sent != "" {
+			r.Header.Set("X-Request-Id", tc.sent)
+		}
+		s.Handler().ServeHTTP(w, r)
+		if err := log.Close(); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := ReadChunkLog(&out)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("sent %q: %d records, %v", tc.sent, len(recs), err)
+		}
+		wantID := `"id":"cmpl-1"`
+		if tc.want != "" {
+			wantID = `"id":"cmpl-` + tc.want + `"`
+		}
+		body := w.Body.String()
+		if w.Code != 200 || strings.Count(body, wantID) != 2 || w.Header().Get("X-Request-Id") != tc.want || recs[0].RequestID != tc.want {
+			t.Errorf("sent %q: status %d, header %q, logged %q, body %s; want %s in both chunks, header and log %q",
+				tc.sent, w.Code, w.Header().Get("X-Request-Id"), recs[0].RequestID, body, wantID, tc.want)
+		}
 	}
 }

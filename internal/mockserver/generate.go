@@ -185,6 +185,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		return
 	}
 	defer done()
+	g.reqID = requestID(r)
 	id, cached, out := g.id, g.cached, g.out
 	start := time.Now()
 	if s.cfg.Pace == PaceExact {
@@ -199,7 +200,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	// A client that goes away (a cancelled request) stops the generation:
 	// its slot is released on return, at once.
 	if req.stream {
-		g.trace = s.cfg.Chunks.start(arrival, received(r))
+		g.trace = s.cfg.Chunks.start(arrival, received(r), g.reqID)
 		defer func() { s.cfg.Chunks.finish(g.trace, id) }()
 		if !g.stream(ctx, w, first) {
 			s.aborted.Add(1)
@@ -303,11 +304,14 @@ func (p *pacer) stop() {
 
 // generation writes one request's response.
 type generation struct {
-	s       *Server
-	req     request
-	chat    bool
-	out     int // output tokens: the reasoning tokens, then the answer's
-	id      int64
+	s    *Server
+	req  request
+	chat bool
+	out  int // output tokens: the reasoning tokens, then the answer's
+	id   int64
+	// reqID is the request's X-Request-Id (requestID): the response's id
+	// is built on it, as vLLM's, when it is set, else on id.
+	reqID   string
 	created int64
 	cached  int
 	// reasoning is how many of the first output tokens are reasoning.
@@ -385,7 +389,11 @@ func (g *generation) head(b []byte, chunk bool) []byte {
 	} else {
 		b = append(b, "cmpl-"...)
 	}
-	b = strconv.AppendInt(b, g.id, 10)
+	if g.reqID != "" {
+		b = append(b, g.reqID...)
+	} else {
+		b = strconv.AppendInt(b, g.id, 10)
+	}
 	b = append(b, `","object":"`...)
 	switch {
 	case g.chat && chunk:

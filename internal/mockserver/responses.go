@@ -300,7 +300,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	first := start.Add(s.cfg.TTFT + time.Duration(req.promptTokens-cached)*s.cfg.PrefillPerToken)
 	rs := &respStream{g: &g, meta: &meta, id: "resp_" + hex32(s.cfg.Seed^0x5e5, id)}
 	if req.stream {
-		g.trace = s.cfg.Chunks.start(arrival, received(r))
+		g.trace = s.cfg.Chunks.start(arrival, received(r), requestID(r))
 		defer func() { s.cfg.Chunks.finish(g.trace, id) }()
 		if !rs.stream(ctx, w, first) {
 			s.aborted.Add(1)

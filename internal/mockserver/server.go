@@ -181,7 +181,34 @@ func (s *Server) Handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"version":"fineserve-gen-mock"}`)
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// As vLLM with --enable-request-id-headers: the request's
+		// X-Request-Id comes back on its response.
+		if id := requestID(r); id != "" {
+			w.Header().Set("X-Request-Id", id)
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// maxRequestID bounds the X-Request-Id the server takes.
+const maxRequestID = 128
+
+// requestID returns r's X-Request-Id when it is a plain id — letters,
+// digits and "-_.:", at most maxRequestID of them — else "" (the
+// server's own number names the response then).
+func requestID(r *http.Request) string {
+	v := r.Header.Get("X-Request-Id")
+	if len(v) > maxRequestID {
+		return ""
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return ""
+		}
+	}
+	return v
 }
 
 // ServeLoopback serves on a free port of 127.0.0.1 until stop is called;

@@ -24,9 +24,11 @@ const floorEnv = "STREAMBENCH_FLOOR"
 // streams that failed.
 type floorResult struct {
 	TTFTNS []int64 `json:"ttft_ns"`
-	GapsNS []int64 `json:"gaps_ns"`
-	Failed int     `json:"failed"`
-	Error  string  `json:"error,omitempty"`
+	// IDs are the X-Request-Id each TTFT's request was sent with.
+	IDs    []string `json:"ids"`
+	GapsNS []int64  `json:"gaps_ns"`
+	Failed int      `json:"failed"`
+	Error  string   `json:"error,omitempty"`
 }
 
 // floorBatch is how many connections the floor dials at once (as
@@ -83,13 +85,17 @@ func floorMain(args []string) int {
 }
 
 // floorRequest is the request the floor sends: the same completion
-// fineserve-gen sends (8 prompt tokens as ids, ignore_eos), without usage.
-func floorRequest(host, model string, tokens int) []byte {
+// fineserve-gen sends (8 prompt tokens as ids, ignore_eos), without usage,
+// with an X-Request-Id of id, so that the truth's record of it is found.
+func floorRequest(host, model string, tokens int, id string) []byte {
 	body := `{"model":` + strconv.Quote(model) + `,"prompt":[1,1,1,1,1,1,1,1],"max_tokens":` + strconv.Itoa(tokens) +
 		`,"min_tokens":` + strconv.Itoa(tokens) + `,"ignore_eos":true,"stream":true}`
-	return []byte("POST /v1/completions HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/json\r\nContent-Length: " +
-		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+	return []byte("POST /v1/completions HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/json\r\nX-Request-Id: " + id +
+		"\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 }
+
+// floorID is the X-Request-Id of a stream's round.
+func floorID(stream, round int) string { return "f" + strconv.Itoa(stream) + "-" + strconv.Itoa(round) }
 
 func runFloor(addr string, streams, rounds, tokens int, model string) floorResult {
 	conns := make([]net.Conn, streams)
@@ -109,7 +115,6 @@ func runFloor(addr string, streams, rounds, tokens int, model string) floorResul
 			return floorResult{Error: "dial: " + err.Error()}
 		}
 	}
-	req := floorRequest(addr, model, tokens)
 	type stream struct {
 		ttft []time.Duration
 		gaps []time.Duration
@@ -125,8 +130,12 @@ func runFloor(addr string, streams, rounds, tokens int, model string) floorResul
 			s.ttft = make([]time.Duration, 0, rounds)
 			s.gaps = make([]time.Duration, 0, rounds*tokens)
 			br := bufio.NewReaderSize(c, 4<<10)
+			reqs := make([][]byte, rounds)
+			for r := range reqs {
+				reqs[r] = floorRequest(addr, model, tokens, floorID(i, r))
+			}
 			<-start
-			for range rounds {
+			for _, req := range reqs {
 				var ttft time.Duration
 				if ttft, s.err = floorStream(c, br, req, &s.gaps); s.err != nil {
 					return
@@ -138,12 +147,13 @@ func runFloor(addr string, streams, rounds, tokens int, model string) floorResul
 	close(start)
 	wg.Wait()
 	var res floorResult
-	for _, s := range out {
+	for i, s := range out {
 		if s.err != nil {
 			res.Failed += rounds - len(s.ttft)
 		}
-		for _, t := range s.ttft {
+		for r, t := range s.ttft {
 			res.TTFTNS = append(res.TTFTNS, int64(t))
+			res.IDs = append(res.IDs, floorID(i, r))
 		}
 		for _, g := range s.gaps {
 			res.GapsNS = append(res.GapsNS, int64(g))

@@ -139,9 +139,12 @@ type side struct {
 	// the client's figures those of a queue.
 	ServerLateMean float64 `json:"server_late_mean_ms"`
 	ServerLateP99  float64 `json:"server_late_p99_ms"`
-	CPUPerEvent    float64 `json:"cpu_us_per_event"`
-	RSSMB          float64 `json:"rss_mb"`
-	Events         int64   `json:"events"`
+	// Matched tells the TTFT error is per request (every request found in
+	// the truth by its X-Request-Id), not of the distributions.
+	Matched     bool    `json:"ttft_matched"`
+	CPUPerEvent float64 `json:"cpu_us_per_event"`
+	RSSMB       float64 `json:"rss_mb"`
+	Events      int64   `json:"events"`
 	// NetCPUUS and NetEvents are the run's CPU (µs) and events less the
 	// client's fixed cost's: CPUPerEvent is their ratio; a stream count's
 	// runs are judged on their sums (pool).
@@ -269,7 +272,8 @@ func runSide(ctx context.Context, cfg config, n, run int, cl client, base fixedC
 		cmd = exec.CommandContext(ctx, cfg.bin, "--base-url", "http://"+addr, "--model", "mock-model", "--num-prompts", strconv.Itoa(n*rounds),
 			"--request-rate", "inf", "--max-concurrency", strconv.Itoa(n), "--prewarm-connections", strconv.Itoa(n),
 			"--random-input-len", "8", "--random-output-len", strconv.Itoa(cfg.tokens), "--random-range-ratio", "0",
-			"--seed", "1", "--warmup-requests", "0", "--quiet", "--disable-tqdm", "--results-jsonl", outFile)
+			"--seed", "1", "--warmup-requests", "0", "--quiet", "--disable-tqdm", "--results-jsonl", outFile,
+			"--request-id-prefix", "o")
 		for _, f := range cfg.oursFlags {
 			cmd.Args = append(cmd.Args, strings.ReplaceAll(f, "{dir}", dir))
 		}

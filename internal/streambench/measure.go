@@ -18,8 +18,14 @@ import (
 // wrote): each stream's TTFT and every inter-token gap, in ms.
 type observed struct {
 	ttft, gaps []float64
-	failed     int
-	events     int64 // token writes (the truth only)
+	// ids are the request ids of ttft's requests (a client's side), and
+	// byID the truth's TTFT of each request by its id: a client's
+	// requests are then matched one for one with the server's ("": not
+	// known, and neither is built).
+	ids    []string
+	byID   map[string]float64
+	failed int
+	events int64 // token writes (the truth only)
 	// late is how late each token write was against the exact schedule
 	// (arrival + TTFT + k·ITL), ms (the truth only): a server behind its
 	// own schedule is a machine out of CPU, whatever the client.
@@ -51,6 +57,12 @@ func readTruth(path string, paceTTFT, paceITL time.Duration) (observed, error) {
 			ttft = r.TTFTNS()
 		}
 		o.ttft = append(o.ttft, float64(ttft)/1e6)
+		if r.RequestID != "" {
+			if o.byID == nil {
+				o.byID = make(map[string]float64, len(recs))
+			}
+			o.byID[r.RequestID] = float64(ttft) / 1e6
+		}
 		for _, g := range r.GapsNS {
 			o.gaps = append(o.gaps, float64(g)/1e6)
 		}
@@ -83,6 +95,9 @@ func readFloor(path string) (observed, error) {
 	for _, v := range r.TTFTNS {
 		o.ttft = append(o.ttft, float64(v)/1e6)
 	}
+	if len(r.IDs) == len(r.TTFTNS) {
+		o.ids = r.IDs
+	}
 	for _, v := range r.GapsNS {
 		o.gaps = append(o.gaps, float64(v)/1e6)
 	}
@@ -91,6 +106,7 @@ func readFloor(path string) (observed, error) {
 
 // record is the part of fineserve-gen's JSONL record read here.
 type record struct {
+	RequestID  string    `json:"request_id"`
 	TTFT       *float64  `json:"ttft_ms"`
 	ITL        []float64 `json:"itl_ms"`
 	ErrorClass string    `json:"error_class"`
@@ -122,28 +138,54 @@ func parseRecords(r io.Reader) (observed, error) {
 			continue
 		}
 		o.ttft = append(o.ttft, *rec.TTFT)
+		o.ids = append(o.ids, rec.RequestID)
 		o.gaps = append(o.gaps, rec.ITL...)
 	}
 	return o, sc.Err()
 }
 
 // compare measures what a client saw against the server's truth: its TTFT
-// error is its figure less the server's (mean less mean, p99 less p99:
-// the requests are not matched one for one, the distributions are), its
-// ITL standard deviation less the server's gaps'; how late the server
-// was against its own schedule is the run's too. The events are the
-// server's token writes; a stream the client did not see through counts
-// as failed.
+// error is its figure less the server's, request by request when each of
+// the client's requests is found in the truth by its id (the mean and p99
+// of those errors: Matched), else mean less mean and p99 less p99 (the
+// distributions); its ITL standard deviation less the server's gaps'; how
+// late the server was against its own schedule is the run's too. The
+// events are the server's token writes; a stream the client did not see
+// through counts as failed.
 func compare(seen, truth observed) side {
+	errMean, errP99 := mean(seen.ttft)-mean(truth.ttft), quantile(slices.Clone(seen.ttft), 0.99)-quantile(slices.Clone(truth.ttft), 0.99)
+	errs, matched := matchedErrors(seen, truth)
+	if matched {
+		errMean, errP99 = mean(errs), quantile(errs, 0.99)
+	}
 	return side{
-		TTFTErrMean:    mean(seen.ttft) - mean(truth.ttft),
-		TTFTErrP99:     quantile(seen.ttft, 0.99) - quantile(truth.ttft, 0.99),
+		TTFTErrMean:    errMean,
+		TTFTErrP99:     errP99,
+		Matched:        matched,
 		ITLStdAdded:    std(seen.gaps) - std(truth.gaps),
 		ServerLateMean: mean(truth.late),
 		ServerLateP99:  quantile(truth.late, 0.99),
 		Events:         truth.events,
 		Failed:         seen.failed + max(len(truth.ttft)-len(seen.ttft)-seen.failed, 0),
 	}
+}
+
+// matchedErrors returns each of seen's TTFTs less the truth's of the same
+// request, found by its id; ok is false unless every one of seen's
+// requests has an id found in the truth.
+func matchedErrors(seen, truth observed) (errs []float64, ok bool) {
+	if len(seen.ids) != len(seen.ttft) || len(seen.ttft) == 0 || truth.byID == nil {
+		return nil, false
+	}
+	errs = make([]float64, len(seen.ttft))
+	for i, id := range seen.ids {
+		t, found := truth.byID[id]
+		if !found {
+			return nil, false
+		}
+		errs[i] = seen.ttft[i] - t
+	}
+	return errs, true
 }
 
 func mean(v []float64) float64 {

@@ -31,6 +31,18 @@ func TestCompare(t *testing.T) {
 	if s := compare(observed{ttft: []float64{51}}, truth); s.Failed != 3 {
 		t.Errorf("a client that saw 1 of 4 streams: %d failed, want 3", s.Failed)
 	}
+	// Matched by id, the error is each request's: errors 1, 1, 1 and 3,
+	// p99 3, where the distributions' p99s differ by 2 (53 less 51).
+	truth.byID = map[string]float64{"a": 50, "b": 50, "c": 50, "d": 51}
+	seen = observed{ttft: []float64{52, 51, 51, 53}, ids: []string{"d", "a", "b", "c"}}
+	s = compare(seen, truth)
+	if !s.Matched || math.Abs(s.TTFTErrMean-1.5) > 1e-9 || s.TTFTErrP99 != 3 {
+		t.Errorf("matched: %+v; want mean error 1.5 and p99 3", s)
+	}
+	seen.ids[0] = "z"
+	if s := compare(seen, truth); s.Matched {
+		t.Error("a request not in the truth: matched anyway")
+	}
 }
 
 // TestParseRecords: fineserve-gen's records give their TTFTs and gaps; a
@@ -78,9 +90,9 @@ func TestBenchStreamSmoke(t *testing.T) {
 	printRows(&table, rows)
 	t.Logf("\n%s", table.String())
 	for name, s := range map[string]side{"fineserve-gen": rows[0].Ours, "floor": rows[0].Floor} {
-		if s.Events != 400 || s.Failed != 0 || !(s.TTFTErrMean > -0.5 && s.TTFTErrMean < 1000) || !(s.TTFTErrP99 < 1000) ||
+		if s.Events != 400 || s.Failed != 0 || !s.Matched || !(s.TTFTErrMean > -0.5 && s.TTFTErrMean < 1000) || !(s.TTFTErrP99 < 1000) ||
 			s.fixed.cpu <= 0 || !(s.RSSMB > 0) || math.IsNaN(s.ITLStdAdded) || math.IsNaN(s.CPUPerEvent) {
-			t.Errorf("%s: %+v: want 400 events, none failed, a TTFT error in [0, 1 s), CPU and RSS measured", name, s)
+			t.Errorf("%s: %+v: want 400 events, none failed, every request matched by its id, a TTFT error in [0, 1 s), CPU and RSS measured", name, s)
 		}
 	}
 	if !strings.Contains(table.String(), "ours / floor") || !strings.Contains(table.String(), "20 streams: latency and memory goals met in ") {

@@ -93,6 +93,13 @@ type Config struct {
 	// write and wait for the first response byte into Result.HTTP
 	// (phases.go).
 	HTTPPhases bool
+	// RequestIDPrefix, when set, sends every request with an
+	// X-Request-Id header of the prefix and its record's index, and turn
+	// in a session (RequestID; Result.RequestID):
+	// vLLM takes it as the request's id, so its logs, traces and the
+	// response's id name the request as the client's record does.
+	// Retries send the same id.
+	RequestIDPrefix string
 	// Secrets hides credentials in the messages of failed requests (nil:
 	// the API key and the user and password of BaseURL). URL credentials
 	// are always hidden.
@@ -498,8 +505,21 @@ func appendTextBody(c *Client, b []byte, req *Request) []byte {
 	return c.closeBody(&o)
 }
 
+// RequestID is the X-Request-Id of the request whose record has index and,
+// in a session, turn (0: none): prefix and index, then "-" and the turn
+// (a session's turns share its index).
+func RequestID(prefix string, index int64, turn int) string {
+	id := prefix + strconv.FormatInt(index, 10)
+	if turn > 0 {
+		id += "-" + strconv.Itoa(turn)
+	}
+	return id
+}
+
 // Do sends req and fills res (whose Index, Scheduled and target sizes the
-// caller sets). It never returns an error: failures are classified in res.
+// caller sets; with Config.RequestIDPrefix, its RequestID too when the
+// request's Index and Turn are not its record's, else RequestID is made
+// of them). It never returns an error: failures are classified in res.
 //
 // With Config.Retries > 0, an attempt that failed before any token arrived
 // with a connect, http_429 or http_5xx error is sent again after a backoff
@@ -513,6 +533,9 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 		return
 	}
 	res.Measure = c.backend.Measure
+	if c.cfg.RequestIDPrefix != "" && res.RequestID == "" {
+		res.RequestID = RequestID(c.cfg.RequestIDPrefix, res.Index, res.Turn)
+	}
 	if c.backend.Batch {
 		res.Inputs = c.batchSize()
 	}
@@ -583,6 +606,7 @@ func (c *Client) attempt(ctx context.Context, deadline time.Time, body []byte, m
 		res.Sent = c.since()
 	}
 	c.startPhases(g, res)
+	g.requestID = res.RequestID
 	resp, err := c.send(g, body)
 	if err != nil {
 		c.failErr(g, res, err, false)
@@ -679,6 +703,10 @@ func (c *Client) send(g *guard, body []byte) (*http.Response, error) {
 		return nil, err
 	}
 	hreq.Header = c.header
+	if g.requestID != "" {
+		hreq.Header = c.header.Clone()
+		hreq.Header.Set("X-Request-Id", g.requestID)
+	}
 	hreq.ContentLength = int64(len(body))
 	if c.cfg.Host != "" {
 		hreq.Host = c.cfg.Host

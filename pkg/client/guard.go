@@ -31,6 +31,9 @@ type guard struct {
 	unwritten *atomic.Int64
 	// ph, when set, receives the attempt's HTTP phases (phases.go).
 	ph *Phases
+	// requestID, when set, is sent as the request's X-Request-Id
+	// (Config.RequestIDPrefix).
+	requestID string
 }
 
 // written tells that the request has been written (or will not be).

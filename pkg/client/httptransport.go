@@ -153,6 +153,26 @@ func CheckHost(h string) error {
 	return nil
 }
 
+// maxRequestIDPrefix bounds --request-id-prefix: an id is a log's word,
+// not a payload.
+const maxRequestIDPrefix = 64
+
+// CheckRequestIDPrefix checks a Config.RequestIDPrefix: letters, digits
+// and "-_.:", at most 64 of them, so that every id is one token in a
+// header and in the server's logs.
+func CheckRequestIDPrefix(p string) error {
+	if len(p) > maxRequestIDPrefix {
+		return fmt.Errorf("%d characters: want at most %d", len(p), maxRequestIDPrefix)
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_.:", c) >= 0) {
+			return fmt.Errorf("%q: want letters, digits and - _ . : only (each request adds its index, e.g. run7- gives run7-0, run7-1, …)", p)
+		}
+	}
+	return nil
+}
+
 // hostOnly is the host of a host[:port] (an IPv6 address without its
 // brackets).
 func hostOnly(hostport string) string {

@@ -413,3 +413,70 @@ func serveRefusingH2(c net.Conn, attempt func(body string) int) {
 		}
 	}
 }
+
+// TestRequestIDHeader: with Config.RequestIDPrefix every attempt of a
+// request — the first and its retries — carries X-Request-Id: the prefix,
+// the request's index and its session turn, on every transport; Result.RequestID keeps it.
+// Without a prefix no X-Request-Id is sent.
+func TestRequestIDHeader(t *testing.T) {
+	for _, tc := range []struct {
+		mode      serverMode
+		transport string
+	}{
+		{plainHTTP1, TransportLean},
+		{plainHTTP1, TransportNetHTTP},
+		{plainH2C, TransportH2},
+	} {
+		t.Run(string(tc.mode)+"/"+tc.transport, func(t *testing.T) {
+			var mu sync.Mutex
+			var ids []string
+			failFirst := true
+			ts := startServer(t, tc.mode, func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					mu.Lock()
+					ids = append(ids, r.Header.Get("X-Request-Id"))
+					fail := failFirst
+					failFirst = false
+					mu.Unlock()
+					if fail {
+						http.Error(w, "busy", http.StatusServiceUnavailable)
+						return
+					}
+					h.ServeHTTP(w, r)
+				})
+			})
+			for _, prefix := range []string{"run7-", ""} {
+				mu.Lock()
+				ids, failFirst = nil, true
+				mu.Unlock()
+				c, err := New(Config{BaseURL: ts.URL, Backend: BackendVLLM, Model: "m", Epoch: time.Now(), Stream: true,
+					HTTPTransport: tc.transport, Retries: 1, RequestIDPrefix: prefix})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res := &Result{}
+				res.Reset()
+				res.Index, res.Turn = 42, 2 // a session's second turn
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				c.Do(ctx, &Request{MaxTokens: 3, Prompt: []byte("[1,2]")}, res)
+				cancel()
+				c.CloseIdleConnections()
+				if !res.OK() || res.Retries != 1 {
+					t.Fatalf("prefix %q: %s %s, %d retries; want success after one retry", prefix, res.ErrorClass, res.Error, res.Retries)
+				}
+				want := ""
+				if prefix != "" {
+					want = "run7-42-2"
+				}
+				mu.Lock()
+				if len(ids) != 2 || ids[0] != want || ids[1] != want {
+					t.Errorf("prefix %q: X-Request-Id of the attempts %q, want %q twice", prefix, ids, want)
+				}
+				mu.Unlock()
+				if res.RequestID != want {
+					t.Errorf("prefix %q: Result.RequestID %q, want %q", prefix, res.RequestID, want)
+				}
+			}
+		})
+	}
+}

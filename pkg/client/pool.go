@@ -60,6 +60,15 @@ func (p *Pool) Client(i int) *Client { return p.clients[i] }
 // or not).
 func (p *Pool) First() *Client { return p.clients[0] }
 
+// RequestID is the X-Request-Id of the request whose record has index and
+// turn ("": the clients send none; Config.RequestIDPrefix).
+func (p *Pool) RequestID(index int64, turn int) string {
+	if prefix := p.clients[0].cfg.RequestIDPrefix; prefix != "" {
+		return RequestID(prefix, index, turn)
+	}
+	return ""
+}
+
 // Live reports whether endpoint i answered the model check.
 func (p *Pool) Live(i int) bool { return p.live[i] }
 

@@ -25,6 +25,9 @@ type Result struct {
 	// transport; FirstToken when the first chunk carrying text arrived (0
 	// if none did); End when the last byte arrived or the request failed.
 	Scheduled, Sent, FirstToken, End time.Duration
+	// RequestID is the X-Request-Id the request was sent with
+	// (Config.RequestIDPrefix; "": none).
+	RequestID string
 	// TokenTimes holds the arrival time of every chunk that carried text.
 	TokenTimes []time.Duration
 	// InputLen and OutputLen are the target sizes; Images the input images.

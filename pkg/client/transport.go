@@ -313,6 +313,11 @@ func (c *leanConn) roundTrip(g *guard, req *http.Request, body []byte, own bool)
 			b = append(b, "\r\n"...)
 		}
 	}
+	if g.requestID != "" {
+		b = append(b, "X-Request-Id: "...)
+		b = append(b, g.requestID...)
+		b = append(b, "\r\n"...)
+	}
 	if body != nil || req.Method == http.MethodPost {
 		b = append(b, "Content-Length: "...)
 		b = strconv.AppendInt(b, int64(len(body)), 10)

@@ -141,6 +141,10 @@ type Sample struct {
 
 	// HTTP is the request's HTTP phases (client.Result.HTTP).
 	HTTP client.Phases
+
+	// RequestID is the X-Request-Id it was sent with ("": none;
+	// client.Result.RequestID).
+	RequestID string
 }
 
 // Structured is whether an answer was checked against --response-format
@@ -191,6 +195,7 @@ func (s *Sample) From(r *client.Result, slo SLO) {
 		HasToolTTFT: ok && r.FirstToolCall > 0, ToolTTFT: r.FirstToolCall - r.Sent,
 		Structured: Structured(r.Structured),
 		HTTP:       r.HTTP,
+		RequestID:  r.RequestID,
 	}
 	if s.HasTTFT {
 		prompt := r.InputLen

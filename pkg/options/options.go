@@ -110,6 +110,10 @@ type Options struct {
 	// wait to the first byte (--http-phases; client.Phases): in the
 	// records, the summary's http_phases, the table and the HTML report.
 	HTTPPhases bool
+	// RequestIDPrefix sends each request's X-Request-Id as the prefix and
+	// its index, kept in its record (--request-id-prefix;
+	// client.Config.RequestIDPrefix).
+	RequestIDPrefix string
 	// Retries re-sends requests that failed before their first token with
 	// a connect, http_429 or http_5xx error (0: never; see client.Do).
 	Retries int
@@ -314,6 +318,9 @@ func (o *Options) Validate() error {
 	if err := client.CheckHost(o.HostHeader); err != nil {
 		add("--host-header %w", err)
 	}
+	if err := client.CheckRequestIDPrefix(o.RequestIDPrefix); err != nil {
+		add("--request-id-prefix %w", err)
+	}
 	switch o.DatasetName {
 	case "", "random", "sharegpt", "sharegpt_pre":
 	default:
@@ -460,11 +467,12 @@ func (o *Options) ClientConfig() client.Config {
 		ExtraBody: []byte(o.ExtraRequestBody), MaxConns: o.MaxConcurrency,
 		RequestTimeout: o.RequestTimeout, StallTimeout: o.StallTimeout,
 		Insecure: o.Insecure, CACert: o.CACert, Host: o.HostHeader, HTTPTransport: o.HTTPTransport, HTTPPhases: o.HTTPPhases,
-		Secrets:   o.Secrets(),
-		Retries:   o.Retries,
-		ImageSize: fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
-		Answer:    o.Answer.options(),
-		BatchSize: o.BatchSize, AudioSeconds: o.Media.Audio.Seconds, AudioSeed: uint64(max(o.Seed, 0)),
+		RequestIDPrefix: o.RequestIDPrefix,
+		Secrets:         o.Secrets(),
+		Retries:         o.Retries,
+		ImageSize:       fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
+		Answer:          o.Answer.options(),
+		BatchSize:       o.BatchSize, AudioSeconds: o.Media.Audio.Seconds, AudioSeed: uint64(max(o.Seed, 0)),
 	}
 }
 

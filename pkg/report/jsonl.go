@@ -329,7 +329,8 @@ func field(key string, put func([]byte, *metrics.Sample) []byte, get func(*fastj
 const OutcomeCancelled = "cancelled"
 
 // recordFields are the record's fields in the order they are written:
-// index, scheduled_s, sent_s, ttft_ms (null when no token arrived), e2e_ms,
+// index, request_id (with --request-id-prefix: the X-Request-Id sent),
+// scheduled_s, sent_s, ttft_ms (null when no token arrived), e2e_ms,
 // itl_ms, input_len, output_len, prompt_tokens, completion_tokens,
 // cached_tokens and images; for image generations generate_images and
 // generated_images; then model, status, error_class, error and retries;
@@ -350,6 +351,9 @@ var recordFields = func() []recordField {
 		field("index",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, s.Index, 10) },
 			func(x *fastjson.Value, r *client.Result) { r.Index = getInt64(x) }),
+		field("request_id",
+			func(b []byte, s *metrics.Sample) []byte { return appendString(b, s.RequestID) },
+			func(x *fastjson.Value, r *client.Result) { r.RequestID = getString(x) }),
 		field("scheduled_s",
 			func(b []byte, s *metrics.Sample) []byte { return appendSeconds(b, s.Scheduled) },
 			func(x *fastjson.Value, r *client.Result) { r.Scheduled = seconds(x) }),
@@ -580,6 +584,9 @@ var recordFields = func() []recordField {
 			fs[i].omit = func(s *metrics.Sample) bool { return s.ToolCalls == 0 }
 		case "structured":
 			fs[i].omit = func(s *metrics.Sample) bool { return s.Structured == metrics.StructuredUnchecked }
+		case "request_id":
+			fs[i].omit = func(s *metrics.Sample) bool { return s.RequestID == "" }
+			fs[i].jsonlOnly = true
 		case "http_reused", "http_write_ms", "http_wait_ms":
 			fs[i].omit = func(s *metrics.Sample) bool { return !s.HTTP.Measured }
 			fs[i].jsonlOnly = true

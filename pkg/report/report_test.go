@@ -159,6 +159,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	text.TokenTimes = []time.Duration{ms(30), ms(41), ms(52)}
 	text.InputLen, text.OutputLen, text.PromptTokens, text.CompletionTokens, text.CachedTokens = 64, 3, 61, 3, 16
 	text.Model, text.Status, text.Retries, text.Images = "m\"<x>", 200, 1, 2
+	text.RequestID = "run7-4"
 	gen := &client.Result{}
 	gen.Reset()
 	gen.Index, gen.Sent, gen.End, gen.Generate, gen.Generated, gen.Status = 5, ms(1), ms(90), 2, 1, 200
@@ -181,6 +182,9 @@ func TestRecordRoundTrip(t *testing.T) {
 		s.From(&back, metrics.NoSLO)
 		if again := AppendRecord(nil, &s); !bytes.Equal(again, line) {
 			t.Errorf("record %d read back and written again:\n got %s\nwant %s", r.Index, again, line)
+		}
+		if got := bytes.Contains(line, []byte(`"request_id":`)); got != (r.RequestID != "") || back.RequestID != r.RequestID {
+			t.Errorf("record %d: request_id written %v, read back %q; want it only when sent (%q)", r.Index, got, back.RequestID, r.RequestID)
 		}
 	}
 }

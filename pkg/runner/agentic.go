@@ -187,6 +187,7 @@ func (s *agenticSender) step(ctx context.Context, c *conversation, st *agentic.S
 	}
 	res := resultPool.Get().(*client.Result)
 	res.Reset()
+	res.RequestID = s.base.endpoints.RequestID(c.a.Index, turn) // a's index is the step's, not the record's
 	s.base.do(ctx, a, res)
 	s.inFlight.Add(-1)
 	if s.slots != nil {
