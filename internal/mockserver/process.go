@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +28,11 @@ type Process struct {
 // to listen.
 func StartProcess(bin, dir string, args ...string) (*Process, error) {
 	pf := filepath.Join(dir, "port")
+	// A port file left in dir by an earlier server would be read as this
+	// one's.
+	if err := os.Remove(pf); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	cmd := exec.Command(bin, append([]string{"mock-server", "--host", "127.0.0.1", "--port", "0", "--port-file", pf}, args...)...)
 	stderr := new(bytes.Buffer)
 	cmd.Stderr = stderr

@@ -237,6 +237,10 @@ func runSide(ctx context.Context, cfg config, n, run int, cl client, base fixedC
 	}
 	if cfg.keep && run > 0 {
 		dir = filepath.Join(cfg.out, "runs", fmt.Sprintf("%d-%d-%s", n, run, cl))
+		// An earlier benchmark's run in the same -out is replaced whole.
+		if err := os.RemoveAll(dir); err != nil {
+			return side{}, err
+		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return side{}, err
 		}

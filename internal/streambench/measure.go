@@ -245,6 +245,15 @@ func printRows(w io.Writer, rows []row) {
 			fmt.Fprintf(w, "%13s failed streams: ours %d, floor %d\n", "", r.Ours.Failed, r.Floor.Failed)
 		}
 	}
+	unmatched := 0
+	for _, r := range rows {
+		if !r.Ours.Matched || !r.Floor.Matched {
+			unmatched++
+		}
+	}
+	if unmatched > 0 {
+		fmt.Fprintf(w, "%d of %d runs: TTFT errors of the distributions, not per request (a chunk log without request ids: an older mock-server?)\n", unmatched, len(rows))
+	}
 	for _, p := range pool(rows) {
 		verdict := "met"
 		if p.ours > cpuBound*p.floor {

@@ -149,3 +149,82 @@ func TestCutDuringDialIsACut(t *testing.T) {
 		t.Logf("%s: %d cancelled, %d refused", transport, cancelled, refused)
 	}
 }
+
+// TestRunStopEndsEveryAttempt: the attempts made under the run's context
+// are watched together (Client.watchParent): when it ends, every stream
+// in flight ends as canceled, an attempt begun after the end fails at
+// once, and none stays in the watch; an attempt under another context is
+// watched on its own and goes on until that one ends.
+func TestRunStopEndsEveryAttempt(t *testing.T) {
+	const streams = 20
+	started := make(chan struct{}, streams+2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; ; i++ {
+			fmt.Fprintf(w, "data: %s\n\n", tok)
+			w.(http.Flusher).Flush()
+			if i == 0 {
+				started <- struct{}{}
+			}
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv, Config{Stream: true, HTTPTransport: TransportLean})
+	run, stop := context.WithCancel(context.Background())
+	other, otherStop := context.WithCancel(context.Background())
+	defer otherStop()
+	type done struct {
+		res  *Result
+		took time.Duration
+	}
+	do := func(ctx context.Context, out chan<- done) {
+		res := &Result{}
+		res.Reset()
+		t0 := time.Now()
+		c.Do(ctx, &Request{MaxTokens: 1 << 20, Prompt: []byte(`[1]`)}, res)
+		out <- done{res, time.Since(t0)}
+	}
+	runs, others := make(chan done, streams+1), make(chan done, 1)
+	for range streams {
+		go do(run, runs)
+	}
+	for range streams {
+		<-started
+	}
+	go do(other, others)
+	<-started
+	if w := c.parents.Load(); w == nil || w.done != run.Done() {
+		t.Fatal("the run's context is not the one watched for all")
+	}
+	stop()
+	for range streams {
+		d := <-runs
+		if d.res.ErrorClass != ErrCanceled {
+			t.Errorf("a stream under the stopped run: class %q (%s), want canceled", d.res.ErrorClass, d.res.Error)
+		}
+	}
+	go do(run, runs)
+	if d := <-runs; d.res.ErrorClass != ErrCanceled {
+		t.Errorf("an attempt after the stop: class %q, want canceled", d.res.ErrorClass)
+	}
+	select {
+	case d := <-others:
+		t.Fatalf("the stream under another context ended with the run: %q %s", d.res.ErrorClass, d.res.Error)
+	case <-time.After(100 * time.Millisecond):
+	}
+	otherStop()
+	if d := <-others; d.res.ErrorClass != ErrCanceled {
+		t.Errorf("the other stream: class %q, want canceled", d.res.ErrorClass)
+	}
+	w := c.parents.Load()
+	left := 0
+	w.attempts.Range(func(_, _ any) bool { left++; return true })
+	if left != 0 {
+		t.Errorf("%d attempts still in the shared watch after they ended", left)
+	}
+}

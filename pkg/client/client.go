@@ -108,7 +108,10 @@ type Config struct {
 
 // Client sends requests to one server. It is safe for concurrent use.
 type Client struct {
-	cfg     Config
+	cfg Config
+	// parents watches the context most attempts are made under, for all
+	// of them (watchParent).
+	parents atomic.Pointer[parentWatch]
 	url     string
 	secrets *secret.Redactor
 	backend *Backend
@@ -505,6 +508,32 @@ func appendTextBody(c *Client, b []byte, req *Request) []byte {
 	return c.closeBody(&o)
 }
 
+// watchParent makes the end of g's parent end g: through the client's
+// shared watch when the parent is the one it watches (the run's context,
+// under which every request of a run is sent: the first that can end,
+// or the next once that one has ended), else with a watch of its own.
+func (c *Client) watchParent(g *guard) {
+	done := g.parent.Done()
+	if done == nil {
+		return
+	}
+	w := c.parents.Load()
+	if w == nil || w.ended() {
+		nw := newParentWatch(g.parent)
+		if c.parents.CompareAndSwap(w, nw) {
+			w = nw
+		} else {
+			nw.stop()
+			w = c.parents.Load()
+		}
+	}
+	if w.done != done {
+		g.watchParent()
+		return
+	}
+	w.add(g)
+}
+
 // RequestID is the X-Request-Id of the request whose record has index and,
 // in a session, turn (0: none): prefix and index, then "-" and the turn
 // (a session's turns share its index).
@@ -685,7 +714,7 @@ func (c *Client) send(g *guard, body []byte) (*http.Response, error) {
 		if c.headerErr != nil {
 			return nil, c.headerErr
 		}
-		g.watchParent()
+		c.watchParent(g)
 		resp, err := c.lean.send(g, c.post, body, false)
 		if err != nil {
 			// As net/http's Client says it (the URL is redacted with

@@ -34,6 +34,9 @@ type guard struct {
 	// requestID, when set, is sent as the request's X-Request-Id
 	// (Config.RequestIDPrefix).
 	requestID string
+	// shared, when set, is the watch of parent the attempt is in instead
+	// of a context.AfterFunc of its own (watchShared).
+	shared *parentWatch
 }
 
 // written tells that the request has been written (or will not be).
@@ -59,12 +62,65 @@ func (g *guard) watchParent() {
 	g.stop = context.AfterFunc(g.parent, func() { g.end(context.Cause(g.parent)) })
 }
 
+// parentWatch ends every attempt made under one context — the run's,
+// which every request of a run is sent under — when it ends: one
+// context.AfterFunc for all of them. An AfterFunc per attempt registers
+// each attempt with that context under the context's one mutex: with
+// thousands of requests sent at once that mutex was contended, fell into
+// starvation mode (each unlock handed to the next waiter through the
+// scheduler) and held a few thousand sends back by 10–60 ms between their
+// send time and their write, in about one run of three at 10,000 streams
+// (docs/PERFORMANCE.md). The attempts are kept in a sync.Map, which
+// neither locks one mutex nor allocates per attempt a context.
+type parentWatch struct {
+	done     <-chan struct{} // the watched context's Done
+	attempts sync.Map        // *guard → struct{}
+	stop     func() bool     // its AfterFunc's
+}
+
+// newParentWatch watches parent, which can end (its Done is not nil).
+func newParentWatch(parent context.Context) *parentWatch {
+	w := &parentWatch{done: parent.Done()}
+	w.stop = context.AfterFunc(parent, func() {
+		w.attempts.Range(func(k, _ any) bool {
+			g := k.(*guard)
+			g.end(context.Cause(g.parent))
+			return true
+		})
+	})
+	return w
+}
+
+// ended reports whether the watched context has ended.
+func (w *parentWatch) ended() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// add makes the end of g's parent, which is w's, end g; release removes
+// it.
+func (w *parentWatch) add(g *guard) {
+	g.shared = w
+	w.attempts.Store(g, struct{}{})
+	// Ended before the Store: the Range above may have missed g.
+	if g.parent.Err() != nil {
+		g.end(context.Cause(g.parent))
+	}
+}
+
 // release stops watching the caller's context and frees the attempt's
 // context, if it has one; call it once the attempt is over.
 func (g *guard) release() {
 	g.written()
 	if g.stop != nil {
 		g.stop()
+	}
+	if g.shared != nil {
+		g.shared.attempts.Delete(g)
 	}
 	if g.cancel != nil {
 		g.cancel(nil)
