@@ -183,6 +183,7 @@ func TestOutputsCheckedBeforeSending(t *testing.T) {
 		{"--schedule-out", missing, "does not exist", nil},
 		{"--sessions-out", missing, "does not exist", []string{"--turns", "2"}},
 		{"--mem-profile", missing, "does not exist", nil},
+		{"--mutex-profile", missing, "does not exist", nil},
 		{"--summary-json", filepath.Join(file, "s.json"), "not a directory", nil},
 		{"--summary-json", dir, "is a directory", nil},
 		{"--output-file", file, "--summary-json names the same file", []string{"--summary-json", file}},

@@ -203,7 +203,7 @@ func serveMock(ctx context.Context, cfg mockserver.Config, host string, port int
 	if cfg.Reasoning.Tokens.Max > 0 {
 		fmt.Fprintf(stderr, "mock-server: reasoning model: %v reasoning tokens per chat request, in %q\n", cfg.Reasoning.Tokens, cfg.Reasoning.Field)
 	}
-	stopProfiles, err := startProfiles(cpuProfile, "")
+	stopProfiles, err := startProfiles(profiles{cpu: cpuProfile})
 	if err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", err)
 		return exitUsage

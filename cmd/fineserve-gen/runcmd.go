@@ -101,6 +101,7 @@ func runFlags(o *options.Options, prof *profiles) (fs *pflag.FlagSet, finish fun
 	startAt := fs.String("start-at", "", "start the schedule at this wall-clock time, RFC 3339 or Unix seconds (every copy of a sharded run gets the same; docs/SCALE_OUT.md)")
 	fs.StringVar(&prof.cpu, "cpu-profile", "", "write a CPU profile of the run (go tool pprof)")
 	fs.StringVar(&prof.mem, "mem-profile", "", "write a heap profile at the end of the run")
+	fs.StringVar(&prof.mutex, "mutex-profile", "", "write a profile of the run's lock contention (go tool pprof): where goroutines waited for each other's mutexes")
 
 	finish = func() error {
 		var errs []error
@@ -152,8 +153,9 @@ func finishBaseURLs(o *options.Options, given []string) {
 	}
 }
 
-// profiles are the paths of --cpu-profile and --mem-profile.
-type profiles struct{ cpu, mem string }
+// profiles are the paths of --cpu-profile, --mem-profile and
+// --mutex-profile.
+type profiles struct{ cpu, mem, mutex string }
 
 // apiKey reads the API key from a file or $OPENAI_API_KEY.
 func apiKey(file string) (string, error) {
@@ -208,7 +210,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	o.Command = commandLine(safeArgs(args, secrets))
 	o.NoMergeState = o.SummaryJSON == "" && o.OutputFile == ""
-	stopProfiles, err := startProfiles(prof.cpu, prof.mem)
+	stopProfiles, err := startProfiles(prof)
 	if err != nil {
 		return exitCode(&options.UsageError{Err: err}, stderr)
 	}

@@ -86,7 +86,7 @@ func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return usageExit(stderr, err)
 	}
 	o.Command = commandLine(append([]string{"sweep"}, safeArgs(args, o.Secrets())...))
-	stopProfiles, err := startProfiles(prof.cpu, prof.mem)
+	stopProfiles, err := startProfiles(prof)
 	if err != nil {
 		return exitCode(&options.UsageError{Err: err}, stderr)
 	}

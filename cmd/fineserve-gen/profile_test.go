@@ -1,0 +1,34 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
+)
+
+// TestProfilesWritten: --cpu-profile, --mem-profile and --mutex-profile
+// each write a pprof profile (gzip-compressed protobuf) at the end of a
+// run.
+func TestProfilesWritten(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{})
+	dir := t.TempDir()
+	paths := map[string]string{}
+	args := baseArgs(port, 20)
+	for _, f := range []string{"--cpu-profile", "--mem-profile", "--mutex-profile"} {
+		paths[f] = filepath.Join(dir, f[2:]+".pprof")
+		args = append(args, f, paths[f])
+	}
+	if r := runTool(t, args...); r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for f, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
+			t.Errorf("%s: %d bytes, %v: want a gzip-compressed profile", f, len(b), err)
+		}
+	}
+}
