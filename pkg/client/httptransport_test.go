@@ -103,20 +103,24 @@ func doOne(c *Client) *Result {
 	return res
 }
 
+// everyTransport is each transport with a server it speaks to: plain
+// HTTP/1.1 (lean and net/http's), h2c, and TLS (negotiated and HTTP/1.1).
+var everyTransport = []struct {
+	mode      serverMode
+	transport string
+}{
+	{plainHTTP1, TransportLean},
+	{plainHTTP1, TransportNetHTTP},
+	{plainH2C, TransportH2},
+	{overTLS, TransportAuto},
+	{overTLS, TransportHTTP1},
+}
+
 // TestHostOverride: Config.Host is the Host header (the :authority of
 // HTTP/2) in every transport, for generation and for listing models, and
 // over TLS the server name the certificate is checked against.
 func TestHostOverride(t *testing.T) {
-	for _, tc := range []struct {
-		mode      serverMode
-		transport string
-	}{
-		{plainHTTP1, TransportLean},
-		{plainHTTP1, TransportNetHTTP},
-		{plainH2C, TransportH2},
-		{overTLS, TransportAuto},
-		{overTLS, TransportHTTP1},
-	} {
+	for _, tc := range everyTransport {
 		t.Run(string(tc.mode)+"/"+tc.transport, func(t *testing.T) {
 			var mu sync.Mutex
 			var hosts, names []string
@@ -416,17 +420,10 @@ func serveRefusingH2(c net.Conn, attempt func(body string) int) {
 
 // TestRequestIDHeader: with Config.RequestIDPrefix every attempt of a
 // request — the first and its retries — carries X-Request-Id: the prefix,
-// the request's index and its session turn, on every transport; Result.RequestID keeps it.
-// Without a prefix no X-Request-Id is sent.
+// the request's index and its session turn, on every transport;
+// Result.RequestID keeps it. Without a prefix no X-Request-Id is sent.
 func TestRequestIDHeader(t *testing.T) {
-	for _, tc := range []struct {
-		mode      serverMode
-		transport string
-	}{
-		{plainHTTP1, TransportLean},
-		{plainHTTP1, TransportNetHTTP},
-		{plainH2C, TransportH2},
-	} {
+	for _, tc := range everyTransport {
 		t.Run(string(tc.mode)+"/"+tc.transport, func(t *testing.T) {
 			var mu sync.Mutex
 			var ids []string
@@ -450,7 +447,7 @@ func TestRequestIDHeader(t *testing.T) {
 				ids, failFirst = nil, true
 				mu.Unlock()
 				c, err := New(Config{BaseURL: ts.URL, Backend: BackendVLLM, Model: "m", Epoch: time.Now(), Stream: true,
-					HTTPTransport: tc.transport, Retries: 1, RequestIDPrefix: prefix})
+					HTTPTransport: tc.transport, CACert: ts.caFile, Retries: 1, RequestIDPrefix: prefix})
 				if err != nil {
 					t.Fatal(err)
 				}
