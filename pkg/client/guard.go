@@ -35,7 +35,7 @@ type guard struct {
 	// (Config.RequestIDPrefix).
 	requestID string
 	// shared, when set, is the watch of parent the attempt is in instead
-	// of a context.AfterFunc of its own (watchShared).
+	// of a context.AfterFunc of its own (Client.watchParent).
 	shared *parentWatch
 }
 
