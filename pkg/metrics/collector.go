@@ -10,9 +10,12 @@ const maxErrorSamples = 5
 
 // ErrorSample is one failed request, kept for the report.
 type ErrorSample struct {
-	Index   int64  `json:"index"`
-	Class   string `json:"class"`
-	Message string `json:"message"`
+	Index int64 `json:"index"`
+	// RequestID is the X-Request-Id it was sent with (--request-id-prefix),
+	// to find it in the server's logs.
+	RequestID string `json:"request_id,omitempty"`
+	Class     string `json:"class"`
+	Message   string `json:"message"`
 }
 
 // Collector accumulates results: the summary's counters and latency
@@ -241,7 +244,7 @@ func (c *Collector) Add(s *Sample) {
 		c.Failed++
 		c.ErrorsByClass[s.ErrorClass]++
 		if len(c.ErrorSamples) < maxErrorSamples {
-			c.ErrorSamples = append(c.ErrorSamples, ErrorSample{Index: s.Index, Class: s.ErrorClass, Message: s.Error})
+			c.ErrorSamples = append(c.ErrorSamples, ErrorSample{Index: s.Index, RequestID: s.RequestID, Class: s.ErrorClass, Message: s.Error})
 		}
 		return
 	}

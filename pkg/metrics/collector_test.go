@@ -30,9 +30,13 @@ func TestCollectorDefinitions(t *testing.T) {
 	failed := &client.Result{}
 	failed.Reset()
 	failed.Index, failed.Sent, failed.End, failed.ErrorClass, failed.Error = 1, ms(5), ms(6), client.ErrHTTP5xx, "boom"
+	failed.RequestID = "run7-1"
 	c.Add(sampleOf(failed))
 	var s Summary
 	c.Summarize(&s, time.Second)
+	if len(s.ErrorSamples) != 1 || s.ErrorSamples[0] != (ErrorSample{Index: 1, RequestID: "run7-1", Class: client.ErrHTTP5xx, Message: "boom"}) {
+		t.Errorf("error samples %+v: want the failed request with its X-Request-Id", s.ErrorSamples)
+	}
 	check := func(name string, got, want float64) {
 		t.Helper()
 		if math.Abs(got-want) > 0.002 {

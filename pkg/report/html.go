@@ -757,7 +757,7 @@ var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(pageH
 {{if .S.ErrorSamples}}
 <h3>Error samples</h3>
 <table id="error-samples"><tr><th>Request</th><th>Class</th><th>Message</th></tr>
-{{range .S.ErrorSamples}}<tr><td>{{.Index}}</td><td>{{.Class}}</td><td class="msg">{{.Message}}</td></tr>
+{{range .S.ErrorSamples}}<tr><td>{{.Index}}{{if .RequestID}} ({{.RequestID}}){{end}}</td><td>{{.Class}}</td><td class="msg">{{.Message}}</td></tr>
 {{end}}</table>
 {{end}}
 

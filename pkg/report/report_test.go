@@ -238,3 +238,26 @@ func TestTablePeaks(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorSamplesNameTheRequestID: a failed request sent with an
+// X-Request-Id is named by it in the table and the HTML report, so that it
+// can be found in the server's logs; one without is shown as before.
+func TestErrorSamplesNameTheRequestID(t *testing.T) {
+	s := sampleSummary()
+	s.ErrorSamples = append(s.ErrorSamples, metrics.ErrorSample{Index: 18, RequestID: "run7-18", Class: "http_5xx", Message: "503"})
+	var table, page bytes.Buffer
+	if err := WriteTable(&table, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&page, &Data{Summary: s}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--- Failed Request #1 (index 17, http_5xx) ---", "--- Failed Request #2 (index 18, X-Request-Id run7-18, http_5xx) ---"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("the table lacks %q", want)
+		}
+	}
+	if !strings.Contains(page.String(), "<tr><td>18 (run7-18)</td>") || !strings.Contains(page.String(), "<tr><td>17</td>") {
+		t.Error("the HTML report's error samples do not name the request id (or name one where there is none)")
+	}
+}

@@ -299,7 +299,11 @@ func writeErrors(t *table, s *metrics.Summary) {
 		t.line("Showing first %d failed request errors:", len(s.ErrorSamples))
 		t.line("")
 		for i, e := range s.ErrorSamples {
-			t.line("--- Failed Request #%d (index %d, %s) ---", i+1, e.Index, e.Class)
+			if e.RequestID != "" {
+				t.line("--- Failed Request #%d (index %d, X-Request-Id %s, %s) ---", i+1, e.Index, e.RequestID, e.Class)
+			} else {
+				t.line("--- Failed Request #%d (index %d, %s) ---", i+1, e.Index, e.Class)
+			}
 			t.line("%s", e.Message)
 			t.line("")
 		}
