@@ -536,8 +536,12 @@ func (c *Client) watchParent(g *guard) {
 
 // RequestID is the X-Request-Id of the request whose record has index and,
 // in a session, turn (0: none): prefix and index, then "-" and the turn
-// (a session's turns share its index).
+// (a session's turns share its index). A warm-up request, which has no
+// record, has a negative index -k: prefix, "warmup-" and k.
 func RequestID(prefix string, index int64, turn int) string {
+	if index < 0 {
+		return prefix + "warmup-" + strconv.FormatInt(-index, 10)
+	}
 	id := prefix + strconv.FormatInt(index, 10)
 	if turn > 0 {
 		id += "-" + strconv.Itoa(turn)

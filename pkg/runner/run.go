@@ -519,6 +519,7 @@ func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts
 				}
 				wait *= 2
 				res[i].Reset()
+				res[i].Index = a.Index // negative: a warm-up's request id is not a record's
 				func() {
 					defer panics.recoverInto(&res[i])
 					req := client.Request{Model: a.Model, MaxTokens: a.OutputTokens, Prompt: appendPrompt(prompts, nil, &a), Chat: prompts.Multimodal(&a), Gen: a.Gen}
