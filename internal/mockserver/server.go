@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/reqid"
 )
 
 // Config is the server's latency model and identity.
@@ -199,14 +201,8 @@ const maxRequestID = 128
 // server's own number names the response then).
 func requestID(r *http.Request) string {
 	v := r.Header.Get("X-Request-Id")
-	if len(v) > maxRequestID {
+	if len(v) > maxRequestID || !reqid.Plain(v) {
 		return ""
-	}
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
-			return ""
-		}
 	}
 	return v
 }

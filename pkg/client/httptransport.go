@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/reqid"
 )
 
 // HTTP transports (Config.HTTPTransport, --http-transport).
@@ -164,11 +166,8 @@ func CheckRequestIDPrefix(p string) error {
 	if len(p) > maxRequestIDPrefix {
 		return fmt.Errorf("%d characters: want at most %d", len(p), maxRequestIDPrefix)
 	}
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_.:", c) >= 0) {
-			return fmt.Errorf("%q: want letters, digits and - _ . : only (each request adds its index, e.g. run7- gives run7-0, run7-1, …)", p)
-		}
+	if !reqid.Plain(p) {
+		return fmt.Errorf("%q: want letters, digits and - _ . : only (each request adds its index, e.g. run7- gives run7-0, run7-1, …)", p)
 	}
 	return nil
 }
