@@ -13,20 +13,19 @@ import (
 // mutex contention profile, for --cpu-profile, --mem-profile and
 // --mutex-profile. The returned function stops and writes them.
 func startProfiles(p profiles) (func() error, error) {
-	cpuPath, memPath, mutex := p.cpu, p.mem, p.mutex
-	for _, o := range []options.Output{{Flag: "--mem-profile", Path: memPath}, {Flag: "--mutex-profile", Path: mutex}} {
-		if o.Path != "" { // written at the end: checked now, as the run's outputs are
-			if err := options.CheckOutputs([]options.Output{o}); err != nil {
-				return nil, err
-			}
+	// Written at the end: checked now, as the run's outputs are.
+	var late []options.Output
+	for _, o := range []options.Output{{Flag: "--mem-profile", Path: p.mem}, {Flag: "--mutex-profile", Path: p.mutex}} {
+		if o.Path != "" {
+			late = append(late, o)
 		}
 	}
-	if mutex != "" {
-		runtime.SetMutexProfileFraction(1) // every contention event: a run's are few but long
+	if err := options.CheckOutputs(late); err != nil {
+		return nil, err
 	}
 	var cpu *os.File
-	if cpuPath != "" {
-		f, err := os.Create(cpuPath)
+	if p.cpu != "" {
+		f, err := os.Create(p.cpu)
 		if err != nil {
 			return nil, fmt.Errorf("--cpu-profile: %w", err)
 		}
@@ -36,6 +35,10 @@ func startProfiles(p profiles) (func() error, error) {
 		}
 		cpu = f
 	}
+	var mutexWas int
+	if p.mutex != "" {
+		mutexWas = runtime.SetMutexProfileFraction(1) // every contention event: a run's are few but long
+	}
 	return func() error {
 		if cpu != nil {
 			pprof.StopCPUProfile()
@@ -43,22 +46,16 @@ func startProfiles(p profiles) (func() error, error) {
 				return err
 			}
 		}
-		if mutex != "" {
-			if err := writeProfile("--mutex-profile", mutex, "mutex"); err != nil {
+		if p.mutex != "" {
+			err := writeProfile("--mutex-profile", p.mutex, "mutex")
+			runtime.SetMutexProfileFraction(mutexWas)
+			if err != nil {
 				return err
 			}
 		}
-		if memPath != "" {
-			f, err := os.Create(memPath)
-			if err != nil {
-				return fmt.Errorf("--mem-profile: %w", err)
-			}
+		if p.mem != "" {
 			runtime.GC()
-			err = pprof.WriteHeapProfile(f)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			return err
+			return writeProfile("--mem-profile", p.mem, "heap")
 		}
 		return nil
 	}, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
@@ -12,8 +13,9 @@ import (
 
 // TestProfilesWritten: --cpu-profile, --mem-profile and --mutex-profile
 // each write a pprof profile (gzip-compressed protobuf) at the end of a
-// run.
+// run, and the process samples lock contention as it did before the run.
 func TestProfilesWritten(t *testing.T) {
+	was := runtime.SetMutexProfileFraction(-1)
 	_, port := mocktest.Start(t, mockserver.Config{})
 	dir := t.TempDir()
 	paths := map[string]string{}
@@ -24,6 +26,9 @@ func TestProfilesWritten(t *testing.T) {
 	}
 	if r := runTool(t, args...); r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if now := runtime.SetMutexProfileFraction(-1); now != was {
+		t.Errorf("mutex profile fraction %d after the run, %d before", now, was)
 	}
 	for f, p := range paths {
 		b, err := os.ReadFile(p)
