@@ -253,7 +253,7 @@ func runSide(ctx context.Context, cfg config, n, run int, cl client, base fixedC
 		rounds = cfg.roundsFor(n)
 	}
 	ttft, itl := cfg.ttft, cfg.itl
-	if cfg.slowFrom > 0 && n >= cfg.slowFrom {
+	if cfg.slow(n) {
 		ttft, itl = cfg.slowTTFT, cfg.slowITL
 	}
 	m, err := startMock(cfg.bin, dir, "--pace", "exact", "--chunk-log", chunkLog,
@@ -323,9 +323,12 @@ func runSide(ctx context.Context, cfg config, n, run int, cl client, base fixedC
 	return s, nil
 }
 
+// slow reports whether n streams are paced slowly (slowFrom).
+func (cfg config) slow(n int) bool { return cfg.slowFrom > 0 && n >= cfg.slowFrom }
+
 // roundsFor is how many requests each of n streams sends in a run.
 func (cfg config) roundsFor(n int) int {
-	if cfg.slowFrom > 0 && n >= cfg.slowFrom {
+	if cfg.slow(n) {
 		return 1
 	}
 	return max(cfg.rounds, 1)

@@ -153,10 +153,12 @@ func parseRecords(r io.Reader) (observed, error) {
 // events are the server's token writes; a stream the client did not see
 // through counts as failed.
 func compare(seen, truth observed) side {
-	errMean, errP99 := mean(seen.ttft)-mean(truth.ttft), quantile(slices.Clone(seen.ttft), 0.99)-quantile(slices.Clone(truth.ttft), 0.99)
 	errs, matched := matchedErrors(seen, truth)
+	var errMean, errP99 float64
 	if matched {
 		errMean, errP99 = mean(errs), quantile(errs, 0.99)
+	} else {
+		errMean, errP99 = mean(seen.ttft)-mean(truth.ttft), quantile(seen.ttft, 0.99)-quantile(truth.ttft, 0.99)
 	}
 	return side{
 		TTFTErrMean:    errMean,
