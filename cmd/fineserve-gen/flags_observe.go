@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 )
@@ -26,7 +26,7 @@ func addObserveFlags(fs *pflag.FlagSet, o *options.Options) {
 	fs.StringVar(&v.ReportHTML, "report-html", v.ReportHTML, "write a self-contained HTML report with plots to this file")
 	fs.StringVar(&v.MetricsAddr, "metrics-addr", v.MetricsAddr, "serve the generator's Prometheus metrics on this address, e.g. 127.0.0.1:9090")
 	f := fs.VarPF(triBool{&v.ScrapeServer}, "scrape-server-metrics", "", "poll the target's /metrics: running, waiting, KV cache, preemptions, idle fraction (default: on for --backend "+
-		client.BackendsWith(func(b *client.Backend) bool { return b.VLLM })+")")
+		api.WithCaps(api.VLLMServer)+")")
 	f.NoOptDefVal = "true"
 	fs.Var(durationValue{&v.ServerMetricsInterval}, "server-metrics-interval", "time between two polls of the target's /metrics")
 	fs.StringVar(&v.ServerMetricsURL, "server-metrics-url", v.ServerMetricsURL, "address of the target's metrics (default: the base URL + /metrics)")

@@ -17,6 +17,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
@@ -41,7 +42,8 @@ type poolingRecord struct {
 // summary has E2E, requests and input tokens per second and the pooling
 // section, and no TTFT, TPOT or ITL key at all; the table says so.
 func TestPoolingEndToEnd(t *testing.T) {
-	for _, backend := range []string{client.BackendEmbeddings, client.BackendPooling, client.BackendRerank, client.BackendScore} {
+	for _, row := range []*api.Kind{api.Embeddings, api.Pooling, api.Rerank, api.Score} {
+		backend := row.Name
 		t.Run(backend, func(t *testing.T) {
 			srv, port := mocktest.Start(t, mockserver.Config{MaxModelLen: 4096})
 			r := mustRunTool(t, mockTarget(port, "--backend", backend, "--batch-size", "4", "--num-prompts", "12", "--request-rate", "400",
@@ -57,13 +59,12 @@ func TestPoolingEndToEnd(t *testing.T) {
 				}
 			}
 			sum := r.summary(t)
-			row, _ := client.LookupBackend(backend)
 			if sum.Completed != 12 || sum.Failed != 0 || sum.E2E.Empty() || !(sum.RequestThroughput > 0) || !(sum.InputThroughput > 0) {
 				t.Fatalf("completed %d failed %d, E2E %+v, %v req/s, %v in tok/s\n%s", sum.Completed, sum.Failed, sum.E2E, sum.RequestThroughput, sum.InputThroughput, r.stderr)
 			}
 			p := sum.Pooling
 			if p == nil || p.Measure != row.Measure.String() || p.Inputs != 48 || p.Returned != 48 || p.BatchSize != 4 ||
-				(p.VectorDims == mockserver.DefaultPoolingDims) != (row.Measure == client.MeasureVectors) {
+				(p.VectorDims == mockserver.DefaultPoolingDims) != (row.Measure == api.MeasureVectors) {
 				t.Errorf("pooling section %+v", p)
 			}
 			if st := srv.Stats(); st.PooledInputs != 48+4 { // and the warm-up's
@@ -78,7 +79,7 @@ func TestPoolingEndToEnd(t *testing.T) {
 				// The server counts what was sent: the inputs' tokens, a
 				// query counted with each of its documents.
 				want := rec.InputLen
-				if row.Measure == client.MeasureScores {
+				if row.Measure == api.MeasureScores {
 					lens := client.BatchLens(rec.InputLen, 5)
 					want = 4*lens[0] + lens[1] + lens[2] + lens[3] + lens[4]
 				}
@@ -105,7 +106,7 @@ func TestTranscriptionEndToEnd(t *testing.T) {
 	for _, stream := range []bool{true, false} {
 		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) {
 			srv, port := mocktest.Start(t, mockserver.Config{ITL: time.Millisecond})
-			args := mockTarget(port, "--backend", client.BackendTranscriptions, "--audio-seconds", "2.5", "--num-prompts", "6", "--request-rate", "300",
+			args := mockTarget(port, "--backend", api.Transcriptions.Name, "--audio-seconds", "2.5", "--num-prompts", "6", "--request-rate", "300",
 				"--random-input-len", "8", "--random-output-len", "5", "--seed", "2", "--warmup-requests", "0")
 			if !stream {
 				args = append(args, "--disable-stream")

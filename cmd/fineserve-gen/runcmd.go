@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
@@ -24,7 +25,7 @@ func runFlags(o *options.Options, prof *profiles) (fs *pflag.FlagSet, finish fun
 	fs = newFlagSet("run")
 
 	// Target (FineServe).
-	fs.StringVar(&o.Backend, "backend", o.Backend, client.BackendHelp())
+	fs.StringVar(&o.Backend, "backend", o.Backend, api.Help())
 	baseURLs := fs.StringArray("base-url", nil, "server base URL, e.g. http://localhost:8000 (overrides --host/--port); several endpoints: give it more than once or comma-separated")
 	fs.StringVar(&o.Balance, "balance", "round-robin", "with several --base-url: round-robin (by request), least-inflight (at send time) or session (a session's turns, or a shared prefix's requests, on one endpoint)")
 	fs.StringVar(&o.Host, "host", o.Host, "server host")
@@ -66,7 +67,7 @@ func runFlags(o *options.Options, prof *profiles) (fs *pflag.FlagSet, finish fun
 	disableStream := fs.Bool("disable-stream", false, "send non-streaming requests")
 	disableIgnoreEOS := fs.Bool("disable-ignore-eos", false, "let the server stop at end-of-sequence (no ignore_eos/min_tokens)")
 	fs.StringVar(&o.ExtraRequestBody, "extra-request-body", o.ExtraRequestBody, `JSON object merged into every request body, e.g. '{"top_k": 5}'`)
-	fs.IntVar(&o.BatchSize, "batch-size", o.BatchSize, fmt.Sprintf("inputs a request, 1 to %d (%s: texts, or a query's documents; default 1): the arrival's input tokens split over them", client.MaxBatchSize, client.BackendsWith(func(b *client.Backend) bool { return b.Batch })))
+	fs.IntVar(&o.BatchSize, "batch-size", o.BatchSize, fmt.Sprintf("inputs a request, 1 to %d (%s: texts, or a query's documents; default 1): the arrival's input tokens split over them", client.MaxBatchSize, api.WithCaps(api.Batch)))
 	fs.IntVar(&o.WarmupRequests, "warmup-requests", o.WarmupRequests, "warm-up requests sent before the run (not measured)")
 	fs.Var(durationValue{&o.RequestTimeout}, "request-timeout", "give up on a request after this long (0: never)")
 	fs.StringVar(&o.HTTPTransport, "http-transport", client.TransportAuto, "auto (lean for http://, net/http with HTTP/2 for https://), lean (plain HTTP/1.1), net/http, h2 (HTTP/2 only) or http1 (net/http, HTTP/1.1 only)")

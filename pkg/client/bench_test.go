@@ -16,6 +16,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
 // A vLLM completion chunk and the stream of a 16-token completion.
@@ -35,7 +37,7 @@ func benchStream(tokens int) []byte {
 // streaming client, the stream, a decoder and a result with room for the
 // token times.
 func benchStreamSetup(b *testing.B) (*Client, []byte, *decoder, *Result) {
-	c, err := New(Config{BaseURL: "http://x", Backend: BackendVLLM, Stream: true, Epoch: time.Now()})
+	c, err := New(Config{BaseURL: "http://x", API: api.VLLM, Stream: true, Epoch: time.Now()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -80,7 +82,7 @@ func BenchmarkChunkFastjson(b *testing.B) { benchmarkChunk(b, (*Client).parseChu
 
 // benchmarkChunk measures decode on one chunk of a vLLM client.
 func benchmarkChunk(b *testing.B, decode func(*Client, *decoder, []byte, *Result) (tokenKind, bool, error)) {
-	c, _ := New(Config{BaseURL: "http://x", Backend: BackendVLLM})
+	c, _ := New(Config{BaseURL: "http://x", API: api.VLLM})
 	d := new(decoder)
 	res := &Result{}
 	data := []byte(benchChunk)
@@ -113,7 +115,7 @@ var benchWhole = `{"id":"cmpl-8f1c2a","object":"text_completion","created":17322
 func BenchmarkWholeResponse(b *testing.B) {
 	body := []byte(benchWhole)
 	b.Run("fastjson", func(b *testing.B) {
-		c, _ := New(Config{BaseURL: "http://x", Backend: BackendVLLM})
+		c, _ := New(Config{BaseURL: "http://x", API: api.VLLM})
 		d := new(decoder)
 		res := &Result{}
 		r := bytes.NewReader(body)
@@ -156,7 +158,7 @@ func BenchmarkWholeResponse(b *testing.B) {
 
 // BenchmarkAppendBody measures encoding a request body around a prompt.
 func BenchmarkAppendBody(b *testing.B) {
-	c, _ := New(Config{BaseURL: "http://x", Backend: BackendVLLM, Model: "meta-llama/Llama-3.1-8B-Instruct", Stream: true, IgnoreEOS: true, ExtraBody: []byte(`{"top_k":5}`)})
+	c, _ := New(Config{BaseURL: "http://x", API: api.VLLM, Model: "meta-llama/Llama-3.1-8B-Instruct", Stream: true, IgnoreEOS: true, ExtraBody: []byte(`{"top_k":5}`)})
 	prompt := []byte("[" + strings.Repeat("12345,", 1023) + "12345]")
 	req := &Request{MaxTokens: 128, Prompt: prompt}
 	buf := make([]byte, 0, 16<<10)
@@ -300,7 +302,7 @@ func (w *writeReader) Read(p []byte) (int, error) {
 func BenchmarkReadChunkedStream(b *testing.B) {
 	writes := chunkedEvents(benchStream(100))
 	b.Run("client", func(b *testing.B) {
-		c, err := New(Config{BaseURL: "http://x", Backend: BackendVLLM, Stream: true, Epoch: time.Now()})
+		c, err := New(Config{BaseURL: "http://x", API: api.VLLM, Stream: true, Epoch: time.Now()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -369,7 +371,7 @@ func BenchmarkManyStreams(b *testing.B) {
 				name = fmt.Sprintf("streams=%d/client", n)
 			}
 			b.Run(name, func(b *testing.B) {
-				c, err := New(Config{BaseURL: "http://x", Backend: BackendVLLM, Stream: true, Epoch: time.Now()})
+				c, err := New(Config{BaseURL: "http://x", API: api.VLLM, Stream: true, Epoch: time.Now()})
 				if err != nil {
 					b.Fatal(err)
 				}

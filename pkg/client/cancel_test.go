@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
 // slowStream answers with one token, then a token every gap, up to n,
@@ -126,7 +128,7 @@ func TestCutDuringDialIsACut(t *testing.T) {
 	dead := "http://" + ln.Addr().String()
 	ln.Close()
 	for _, transport := range []string{TransportLean, TransportNetHTTP} {
-		c, err := New(Config{BaseURL: dead, Backend: BackendVLLM, Model: "m", Stream: true, HTTPTransport: transport, Epoch: time.Now()})
+		c, err := New(Config{BaseURL: dead, API: api.VLLM, Model: "m", Stream: true, HTTPTransport: transport, Epoch: time.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,15 +8,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/note"
 )
 
-// Logger takes notes and warnings: the model check's here, and the
-// schedule's and the monitor's (workload.Logger and monitor.Logger are
-// this type).
-type Logger interface {
-	Infof(format string, a ...any)
-	Warnf(format string, a ...any)
-}
+// Logger takes the model check's notes and warnings.
+type Logger = note.Logger
 
 // ModelsTimeout bounds the model list asked for before a run.
 const ModelsTimeout = 30 * time.Second

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
@@ -27,8 +28,9 @@ import (
 type Config struct {
 	// BaseURL is the server root, e.g. http://127.0.0.1:8000 (no /v1).
 	BaseURL string
-	// Backend names the API kind: a row of the backend table (backend.go).
-	Backend string
+	// API is the API kind: a row of pkg/api's table, its wire format
+	// backend.go's.
+	API *api.Kind
 	// Endpoint overrides the path derived from Backend.
 	Endpoint string
 	// Model is the default model of requests that name none.
@@ -114,8 +116,9 @@ type Client struct {
 	parents atomic.Pointer[parentWatch]
 	url     string
 	secrets *secret.Redactor
-	backend *Backend
-	chat    bool // backend.Chat
+	kind    *api.Kind
+	wire    *wire
+	chat    bool // kind.Has(api.Messages)
 	// responses holds the answer options in the Responses API's forms
 	// (responses.go).
 	responses responsesAnswer
@@ -173,13 +176,14 @@ func New(cfg Config) (*Client, error) {
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
 		return nil, fmt.Errorf("client: base URL %q must start with http:// or https://", secret.URL(cfg.BaseURL))
 	}
-	b, ok := LookupBackend(cfg.Backend)
+	b := cfg.API
+	w, ok := wires[b]
 	if !ok {
-		return nil, fmt.Errorf("client: unknown backend %q (want %s)", cfg.Backend, BackendNames())
+		return nil, fmt.Errorf("client: no API kind (want %s)", api.Names())
 	}
-	c.backend, c.chat = b, b.Chat
-	if b.prepare != nil {
-		if err := b.prepare(c); err != nil {
+	c.kind, c.wire, c.chat = b, w, b.Has(api.Messages)
+	if w.prepare != nil {
+		if err := w.prepare(c); err != nil {
 			return nil, fmt.Errorf("client: %s: %w", b.Name, err)
 		}
 	}
@@ -208,8 +212,8 @@ func New(cfg Config) (*Client, error) {
 	lean, _ := tr.(*leanTransport)
 	c.rewind = lean == nil
 	contentType := "application/json"
-	if b.ContentType != "" {
-		contentType = b.ContentType
+	if w.contentType != "" {
+		contentType = w.contentType
 	}
 	c.header = http.Header{"Content-Type": {contentType}, "User-Agent": {"fineserve-gen"}}
 	if cfg.APIKey != "" {
@@ -224,9 +228,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.buffers.New = func() any { b := make([]byte, 0, 512); return &b } // grows to the bodies it carries
 	c.decode.New = func() any { return new(decoder) }
-	if b.ChatTwin {
+	if b.Has(api.ChatTwin) {
 		twin := cfg
-		twin.Backend, twin.Endpoint, twin.Transport = BackendChat, chatPath(path), tr
+		twin.API, twin.Endpoint, twin.Transport = api.Chat, chatPath(path), tr
 		if c.chatTwin, err = New(twin); err != nil {
 			return nil, err
 		}
@@ -239,7 +243,7 @@ func New(cfg Config) (*Client, error) {
 // when --extra-request-body sets the limit itself or asks for several
 // choices (n, best_of), whose tokens all come in one stream.
 func (c *Client) boundedTokens(req *Request) int {
-	if !c.backend.Measure.Tokens() || req.MaxTokens <= 0 {
+	if !c.kind.Measure.Tokens() || req.MaxTokens <= 0 {
 		return 0
 	}
 	for _, k := range []string{"max_tokens", "max_completion_tokens", "n", "best_of"} {
@@ -282,8 +286,8 @@ func (c *Client) SetEpoch(t time.Time) {
 // Chat reports whether the client sends chat completions.
 func (c *Client) Chat() bool { return c.chat }
 
-// Backend returns the client's row of the backend table.
-func (c *Client) Backend() *Backend { return c.backend }
+// Kind returns the client's API kind.
+func (c *Client) Kind() *api.Kind { return c.kind }
 
 // URL is the endpoint requests are posted to.
 func (c *Client) URL() string { return c.url }
@@ -464,7 +468,7 @@ func (c *Client) AppendBody(b []byte, req *Request) []byte {
 	if req.Chat && c.chatTwin != nil {
 		return c.chatTwin.AppendBody(b, req)
 	}
-	return c.backend.appendBody(c, b, req)
+	return c.wire.appendBody(c, b, req)
 }
 
 // appendTextBody appends the body of a text generation: a completion or a
@@ -565,14 +569,14 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 		c.chatTwin.Do(ctx, req, res)
 		return
 	}
-	res.Measure = c.backend.Measure
+	res.Measure = c.kind.Measure
 	if c.cfg.RequestIDPrefix != "" && res.RequestID == "" {
 		res.RequestID = RequestID(c.cfg.RequestIDPrefix, res.Index, res.Turn)
 	}
-	if c.backend.Batch {
+	if c.kind.Has(api.Batch) {
 		res.Inputs = c.batchSize()
 	}
-	if c.backend.Audio {
+	if c.kind.Has(api.Audio) {
 		res.InputLen = c.audioTokens // the audio is the input, not the schedule's length
 	}
 	bp := c.buffers.Get().(*[]byte)
@@ -668,7 +672,7 @@ func (c *Client) attempt(ctx context.Context, deadline time.Time, body []byte, m
 	}()
 	d.lines.watch = watch
 	d.maxTokens = maxTokens
-	if err = c.backend.read(c, d, resp, rd, res); err == nil {
+	if err = c.wire.read(c, d, resp, rd, res); err == nil {
 		c.checkAnswer(res)
 		return -1
 	}

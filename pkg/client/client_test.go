@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
 // capture is a test server that records request bodies and answers with a
@@ -53,8 +55,8 @@ func sse(events ...string) func(http.ResponseWriter, *http.Request) {
 func newTestClient(t *testing.T, srv *httptest.Server, cfg Config) *Client {
 	t.Helper()
 	cfg.BaseURL = srv.URL
-	if cfg.Backend == "" {
-		cfg.Backend = BackendVLLM
+	if cfg.API == nil {
+		cfg.API = api.VLLM
 	}
 	if cfg.Model == "" {
 		cfg.Model = "m"
@@ -150,7 +152,7 @@ func TestChatBodyAndRoleChunkIsNotAToken(t *testing.T) {
 	cap := &capture{respond: sse(role, content, content, content, "[DONE]")}
 	srv := httptest.NewServer(cap)
 	defer srv.Close()
-	c := newTestClient(t, srv, Config{Backend: BackendChat, Stream: true, IgnoreEOS: true})
+	c := newTestClient(t, srv, Config{API: api.Chat, Stream: true, IgnoreEOS: true})
 	res := do(c, `"hello there"`, 3)
 	if !res.OK() {
 		t.Fatalf("%s: %s", res.ErrorClass, res.Error)
@@ -233,7 +235,7 @@ func TestFailuresAreClassified(t *testing.T) {
 
 func TestExtraBodyMustBeAnObject(t *testing.T) {
 	for _, bad := range []string{`[1]`, `5`, `{"a":`, `null`, `{} {}`} {
-		if _, err := New(Config{BaseURL: "http://x", Backend: BackendVLLM, ExtraBody: []byte(bad)}); err == nil {
+		if _, err := New(Config{BaseURL: "http://x", API: api.VLLM, ExtraBody: []byte(bad)}); err == nil {
 			t.Errorf("extra body %s accepted", bad)
 		}
 	}
@@ -241,7 +243,7 @@ func TestExtraBodyMustBeAnObject(t *testing.T) {
 
 func TestAppendBodyIsValidJSON(t *testing.T) {
 	for _, extra := range []string{"", `{"model":"x","prompt":[9],"max_tokens":1,"temperature":1,"stream":false,"ignore_eos":false,"stream_options":null,"min_tokens":0}`} {
-		c, err := New(Config{BaseURL: "http://x", Backend: BackendVLLM, Model: `we"ird`, Stream: true, IgnoreEOS: true, ExtraBody: []byte(extra)})
+		c, err := New(Config{BaseURL: "http://x", API: api.VLLM, Model: `we"ird`, Stream: true, IgnoreEOS: true, ExtraBody: []byte(extra)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,7 +265,7 @@ func TestChatRequestsFollowEndpoint(t *testing.T) {
 	} {
 		cap := &capture{respond: sse(`{"choices":[{"text":"a"}]}`, "[DONE]")}
 		srv := httptest.NewServer(cap)
-		cl := newTestClient(t, srv, Config{Backend: BackendVLLM, Endpoint: c.endpoint, Stream: true})
+		cl := newTestClient(t, srv, Config{API: api.VLLM, Endpoint: c.endpoint, Stream: true})
 		for _, chat := range []bool{false, true} {
 			var res Result
 			res.Reset()
@@ -314,7 +316,7 @@ func TestUnwrittenCountsOnlyRequestsNotYetWritten(t *testing.T) {
 		}
 		release = make(chan struct{})
 	}
-	c, err := New(Config{BaseURL: "http://127.0.0.1:1", Backend: BackendVLLM, Model: "m"})
+	c, err := New(Config{BaseURL: "http://127.0.0.1:1", API: api.VLLM, Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +352,7 @@ func TestReasoningIsATokenButNotHistory(t *testing.T) {
 			events = append(events, answer, answer, "[DONE]")
 			srv := httptest.NewServer(&capture{respond: sse(events...)})
 			defer srv.Close()
-			c := newTestClient(t, srv, Config{Backend: BackendChat, Stream: true, IgnoreEOS: true})
+			c := newTestClient(t, srv, Config{API: api.Chat, Stream: true, IgnoreEOS: true})
 			for _, keep := range []bool{false, true} {
 				res := &Result{}
 				res.Reset()
@@ -389,7 +391,7 @@ func TestReasoningTokensFromUsage(t *testing.T) {
 	u := `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":7,"completion_tokens_details":{"reasoning_tokens":5}}}`
 	srv := httptest.NewServer(&capture{respond: sse(think, think, answer, u, "[DONE]")})
 	defer srv.Close()
-	c := newTestClient(t, srv, Config{Backend: BackendChat, Stream: true})
+	c := newTestClient(t, srv, Config{API: api.Chat, Stream: true})
 	res := do(c, `"q"`, 7)
 	if !res.OK() || res.ReasoningTokens != 5 || res.ReasoningChunks != 2 || res.CompletionTokens != 7 {
 		t.Errorf("%s %s: reasoning tokens %d, chunks %d, completion %d; want 5 (usage), 2, 7",
@@ -416,7 +418,7 @@ func TestToolCallStream(t *testing.T) {
 			fin := `{"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null}]}`
 			srv := httptest.NewServer(&capture{respond: sse(role, first, more, fin, "[DONE]")})
 			defer srv.Close()
-			c := newTestClient(t, srv, Config{Backend: BackendChat, Stream: true})
+			c := newTestClient(t, srv, Config{API: api.Chat, Stream: true})
 			res := do(c, `"q"`, 8)
 			if !res.OK() {
 				t.Fatalf("%s: %s", res.ErrorClass, res.Error)
@@ -445,7 +447,7 @@ func TestToolCallArgumentsAreBounded(t *testing.T) {
 	}
 	srv := httptest.NewServer(&capture{respond: sse(append(events, "[DONE]")...)})
 	defer srv.Close()
-	c := newTestClient(t, srv, Config{Backend: BackendChat, Stream: true})
+	c := newTestClient(t, srv, Config{API: api.Chat, Stream: true})
 	res := do(c, `"q"`, 0)
 	if !res.OK() || res.ToolCalls != 1 || res.ToolArgsInvalid != 1 || !res.Calls[0].Cut || len(res.Calls[0].Args) > maxToolArgs {
 		t.Errorf("%s: tool calls %d, invalid %d, cut %v, %d bytes kept (bound %d)", res.Error, res.ToolCalls, res.ToolArgsInvalid, res.Calls[0].Cut, len(res.Calls[0].Args), maxToolArgs)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
 const textEvent = "data: {\"choices\":[{\"text\":\"x\"}]}\n\n"
@@ -32,7 +34,7 @@ func TestResultOffsetsReadTheInjectedClock(t *testing.T) {
 				body := `{"choices":[{"text":"xyz"}],"usage":{"prompt_tokens":1,"completion_tokens":3}}`
 				return &http.Response{StatusCode: 200, Status: "200 OK", Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
 			})
-			c, err := New(Config{BaseURL: "http://x", Backend: BackendVLLM, Model: "m", Stream: stream, StallTimeout: time.Hour,
+			c, err := New(Config{BaseURL: "http://x", API: api.VLLM, Model: "m", Stream: stream, StallTimeout: time.Hour,
 				Transport: tr, Epoch: epoch, Now: now})
 			if err != nil {
 				t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
 // The conformance table: server behaviours a gateway or a server may show,
@@ -323,7 +324,7 @@ func TestTransportConformance(t *testing.T) {
 func runRow(t *testing.T, b behaviour, mode serverMode, transport string, stream bool, wantProto int) []record {
 	ts := startServer(t, mode, b.wrap)
 	c, err := New(Config{
-		BaseURL: ts.URL, Backend: BackendVLLM, Model: "m", Stream: stream, IgnoreEOS: true,
+		BaseURL: ts.URL, API: api.VLLM, Model: "m", Stream: stream, IgnoreEOS: true,
 		HTTPTransport: transport, CACert: ts.caFile, Epoch: time.Now(),
 	})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
 // faultServer starts the built-in server injecting one fault kind into
@@ -29,7 +30,7 @@ func faultServer(t *testing.T, kind string, delay time.Duration) string {
 
 func faultClient(t *testing.T, url string, cfg Config) *Client {
 	t.Helper()
-	cfg.BaseURL, cfg.Backend, cfg.Model, cfg.Epoch = url, BackendVLLM, "m", time.Now()
+	cfg.BaseURL, cfg.API, cfg.Model, cfg.Epoch = url, api.VLLM, "m", time.Now()
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

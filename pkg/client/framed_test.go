@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
 // errAfter reads r, then fails with err (io.EOF when nil).
@@ -142,7 +144,7 @@ func TestFramedStreamKeepsItsConnection(t *testing.T) {
 	}{{"clean", "", 1}, {"bytes after the body", "junk", 3}} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := serveReplies(t, body+tc.after)
-			c, err := New(Config{BaseURL: "http://" + addr, Backend: BackendVLLM, Model: "m", Stream: true, Epoch: time.Now()})
+			c, err := New(Config{BaseURL: "http://" + addr, API: api.VLLM, Model: "m", Stream: true, Epoch: time.Now()})
 			if err != nil {
 				t.Fatal(err)
 			}

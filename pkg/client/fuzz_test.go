@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
 // FuzzParseExtra: --extra-request-body either is rejected or yields a
@@ -25,16 +27,16 @@ func FuzzParseExtra(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string, chat bool) {
 		_, _, err := parseExtra([]byte(raw))
 		if err != nil {
-			if _, nerr := New(Config{BaseURL: "http://x", Backend: BackendVLLM, ExtraBody: []byte(raw)}); nerr == nil {
+			if _, nerr := New(Config{BaseURL: "http://x", API: api.VLLM, ExtraBody: []byte(raw)}); nerr == nil {
 				t.Fatalf("parseExtra rejects %q (%v) but New accepts it", raw, err)
 			}
 			return
 		}
-		backend := BackendVLLM
+		backend := api.VLLM
 		if chat {
-			backend = BackendChat
+			backend = api.Chat
 		}
-		c, err := New(Config{BaseURL: "http://x", Backend: backend, Model: "m", Stream: true, IgnoreEOS: true, ExtraBody: []byte(raw)})
+		c, err := New(Config{BaseURL: "http://x", API: backend, Model: "m", Stream: true, IgnoreEOS: true, ExtraBody: []byte(raw)})
 		if err != nil {
 			t.Fatalf("New rejects %q accepted by parseExtra: %v", raw, err)
 		}
@@ -123,11 +125,11 @@ func FuzzStream(f *testing.F) {
 			code = 200
 		}
 		bt := &bodyTransport{status: code, ctype: []string{"text/event-stream", "application/json", ""}[ctype%3], body: body, split: split}
-		backend := BackendVLLM
+		backend := api.VLLM
 		if chat {
-			backend = BackendChat
+			backend = api.Chat
 		}
-		c, err := New(Config{BaseURL: "http://x", Backend: backend, Model: "m", Stream: ctype%4 != 3, Transport: bt, Epoch: time.Now()})
+		c, err := New(Config{BaseURL: "http://x", API: backend, Model: "m", Stream: ctype%4 != 3, Transport: bt, Epoch: time.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,6 +26,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
 func TestCheckTransport(t *testing.T) {
@@ -48,7 +50,7 @@ func TestCheckTransport(t *testing.T) {
 			t.Errorf("CheckTransport(%q, %q) = %v, want ok %v", tc.name, tc.url, err, tc.ok)
 		}
 	}
-	if _, err := New(Config{BaseURL: "https://x", Backend: BackendVLLM, HTTPTransport: TransportLean}); err == nil || !strings.Contains(err.Error(), "plain HTTP only") {
+	if _, err := New(Config{BaseURL: "https://x", API: api.VLLM, HTTPTransport: TransportLean}); err == nil || !strings.Contains(err.Error(), "plain HTTP only") {
 		t.Errorf("New with lean for https: %v", err)
 	}
 }
@@ -69,7 +71,7 @@ func TestTransportSelection(t *testing.T) {
 		{TransportNetHTTP, "http://127.0.0.1:8000", false},
 		{TransportHTTP1, "http://127.0.0.1:8000", false},
 	} {
-		c, err := New(Config{BaseURL: tc.url, Backend: BackendVLLM, HTTPTransport: tc.name})
+		c, err := New(Config{BaseURL: tc.url, API: api.VLLM, HTTPTransport: tc.name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +84,7 @@ func TestTransportSelection(t *testing.T) {
 // tlsClient is a client of srv trusting its certificate through --ca-cert.
 func tlsClient(t *testing.T, srv *httptest.Server, cfg Config) *Client {
 	t.Helper()
-	cfg.BaseURL, cfg.Backend, cfg.Model, cfg.Epoch = srv.URL, BackendVLLM, "m", time.Now()
+	cfg.BaseURL, cfg.API, cfg.Model, cfg.Epoch = srv.URL, api.VLLM, "m", time.Now()
 	if cfg.CACert == "" && !cfg.Insecure && srv.TLS != nil {
 		cfg.CACert = writeCA(t, srv)
 	}
@@ -136,7 +138,7 @@ func TestHostOverride(t *testing.T) {
 				})
 			})
 			// The test certificate is for example.com (and 127.0.0.1).
-			c, err := New(Config{BaseURL: ts.URL, Backend: BackendVLLM, Model: "m", Epoch: time.Now(),
+			c, err := New(Config{BaseURL: ts.URL, API: api.VLLM, Model: "m", Epoch: time.Now(),
 				HTTPTransport: tc.transport, CACert: ts.caFile, Host: "example.com:8443"})
 			if err != nil {
 				t.Fatal(err)
@@ -204,7 +206,7 @@ func TestCACert(t *testing.T) {
 		t.Errorf("trusted CA: %s %s", res.ErrorClass, res.Error)
 	}
 	for name, ca := range map[string]string{"another CA": writeSelfSigned(t), "the system's roots": ""} {
-		c, err := New(Config{BaseURL: ts.URL, Backend: BackendVLLM, Model: "m", Epoch: time.Now(), CACert: ca})
+		c, err := New(Config{BaseURL: ts.URL, API: api.VLLM, Model: "m", Epoch: time.Now(), CACert: ca})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +217,7 @@ func TestCACert(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.pem")
 	os.WriteFile(bad, []byte("not a certificate\n"), 0o600)
 	for _, path := range []string{bad, filepath.Join(t.TempDir(), "missing.pem")} {
-		if _, err := New(Config{BaseURL: ts.URL, Backend: BackendVLLM, CACert: path}); err == nil || !strings.Contains(err.Error(), "--ca-cert") {
+		if _, err := New(Config{BaseURL: ts.URL, API: api.VLLM, CACert: path}); err == nil || !strings.Contains(err.Error(), "--ca-cert") {
 			t.Errorf("CACert %s: %v, want a --ca-cert error", path, err)
 		}
 	}
@@ -348,7 +350,7 @@ func TestH2RefusedStreamIsSentAgain(t *testing.T) {
 			return len(bodies)
 		})
 	})
-	c, err := New(Config{BaseURL: "http://" + addr, Backend: BackendVLLM, Model: "m", Epoch: time.Now(), HTTPTransport: TransportH2})
+	c, err := New(Config{BaseURL: "http://" + addr, API: api.VLLM, Model: "m", Epoch: time.Now(), HTTPTransport: TransportH2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +448,7 @@ func TestRequestIDHeader(t *testing.T) {
 				mu.Lock()
 				ids, failFirst = nil, true
 				mu.Unlock()
-				c, err := New(Config{BaseURL: ts.URL, Backend: BackendVLLM, Model: "m", Epoch: time.Now(), Stream: true,
+				c, err := New(Config{BaseURL: ts.URL, API: api.VLLM, Model: "m", Epoch: time.Now(), Stream: true,
 					HTTPTransport: tc.transport, CACert: ts.caFile, Retries: 1, RequestIDPrefix: prefix})
 				if err != nil {
 					t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
@@ -40,7 +41,7 @@ func TestImageRequestBody(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cl, err := New(Config{BaseURL: "http://127.0.0.1:1", Backend: BackendImages, Model: "m", ImageSize: "512x512", ExtraBody: []byte(c.extra)})
+			cl, err := New(Config{BaseURL: "http://127.0.0.1:1", API: api.Images, Model: "m", ImageSize: "512x512", ExtraBody: []byte(c.extra)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +83,7 @@ func TestImageResponses(t *testing.T) {
 			}}
 			srv := httptest.NewServer(cap)
 			defer srv.Close()
-			cl := newTestClient(t, srv, Config{Backend: BackendImages, Stream: true})
+			cl := newTestClient(t, srv, Config{API: api.Images, Stream: true})
 			var res Result
 			res.Reset()
 			cl.Do(context.Background(), &Request{Prompt: []byte(`"p"`), Gen: &arrival.Generation{Images: 2}}, &res)

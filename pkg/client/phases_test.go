@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
 // TestHTTPPhases: on each transport, a request on a new connection has a
@@ -84,7 +86,7 @@ func BenchmarkDoHTTPPhases(b *testing.B) {
 			name = "on"
 		}
 		b.Run(name, func(b *testing.B) {
-			c, err := New(Config{BaseURL: "http://" + addr, Backend: BackendVLLM, Model: "m", Stream: true, Epoch: time.Now(), HTTPPhases: on})
+			c, err := New(Config{BaseURL: "http://" + addr, API: api.VLLM, Model: "m", Stream: true, Epoch: time.Now(), HTTPPhases: on})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
 )
 
@@ -18,7 +19,7 @@ import (
 // where it was placed, and one left to send time goes to the endpoint with
 // the fewest in flight, each noted from 1 in the result.
 func TestPoolAcquireRelease(t *testing.T) {
-	one, err := NewPool(Config{Backend: "vllm"}, []string{"http://127.0.0.1:1"}, picker(balance.RoundRobin))
+	one, err := NewPool(Config{API: api.VLLM}, []string{"http://127.0.0.1:1"}, picker(balance.RoundRobin))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +30,7 @@ func TestPoolAcquireRelease(t *testing.T) {
 	one.Release(&r)
 
 	urls := []string{"http://u:secret@127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3"}
-	p, err := NewPool(Config{Backend: "vllm"}, urls, picker(balance.LeastInflight))
+	p, err := NewPool(Config{API: api.VLLM}, urls, picker(balance.LeastInflight))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestPoolCheckSeveral(t *testing.T) {
 	dead := "http://" + ln.Addr().String()
 	ln.Close()
 
-	p, err := NewPool(Config{Backend: "vllm"}, []string{dead, a.URL, b.URL}, picker(balance.RoundRobin))
+	p, err := NewPool(Config{API: api.VLLM}, []string{dead, a.URL, b.URL}, picker(balance.RoundRobin))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
 // readForm reads a multipart/form-data body into its fields (nil for any
@@ -89,38 +91,39 @@ func words(v any) []int {
 func TestPoolingBodies(t *testing.T) {
 	vec := `[0.1,-0.2,0.3,0.4]`
 	for _, tc := range []struct {
-		backend, answer string
-		check           func(body map[string]any) error
-		dims            int
+		backend *api.Kind
+		answer  string
+		check   func(body map[string]any) error
+		dims    int
 	}{
-		{BackendEmbeddings, `{"object":"list","data":[{"index":0,"object":"embedding","embedding":` + vec + `},{"index":1,"object":"embedding","embedding":` + vec + `},{"index":2,"object":"embedding","embedding":` + vec + `}],"usage":{"prompt_tokens":10,"total_tokens":10}}`,
+		{api.Embeddings, `{"object":"list","data":[{"index":0,"object":"embedding","embedding":` + vec + `},{"index":1,"object":"embedding","embedding":` + vec + `},{"index":2,"object":"embedding","embedding":` + vec + `}],"usage":{"prompt_tokens":10,"total_tokens":10}}`,
 			func(b map[string]any) error { return want(fmt.Sprint(words(b["input"])), "[4 3 3]") }, 4},
-		{BackendPooling, `{"data":[{"index":0,"object":"pooling","data":[[1,2],[3,4],[5,6]]},{"index":1,"data":[[1]]},{"index":2,"data":[[1]]}],"usage":{"prompt_tokens":10}}`,
+		{api.Pooling, `{"data":[{"index":0,"object":"pooling","data":[[1,2],[3,4],[5,6]]},{"index":1,"data":[[1]]},{"index":2,"data":[[1]]}],"usage":{"prompt_tokens":10}}`,
 			func(b map[string]any) error { return want(fmt.Sprint(words(b["input"])), "[4 3 3]") }, 3},
-		{BackendEmbeddings, `{"data":[{"embedding":"AAAAPwAAgD8AAAAA"},{"embedding":"AAAAPwAAgD8AAAAA"},{"embedding":"AAAAPwAAgD8AAAAA"}],"usage":{"prompt_tokens":10}}`,
+		{api.Embeddings, `{"data":[{"embedding":"AAAAPwAAgD8AAAAA"},{"embedding":"AAAAPwAAgD8AAAAA"},{"embedding":"AAAAPwAAgD8AAAAA"}],"usage":{"prompt_tokens":10}}`,
 			func(map[string]any) error { return nil }, 3},
-		{BackendRerank, `{"id":"x","model":"m","usage":{"prompt_tokens":10,"total_tokens":10},"results":[{"index":2,"document":{"text":"a","multi_modal":null},"relevance_score":0.9},{"index":0,"document":{"text":"b"},"relevance_score":0.5},{"index":1,"document":{"text":"c"},"relevance_score":0.1}]}`,
+		{api.Rerank, `{"id":"x","model":"m","usage":{"prompt_tokens":10,"total_tokens":10},"results":[{"index":2,"document":{"text":"a","multi_modal":null},"relevance_score":0.9},{"index":0,"document":{"text":"b"},"relevance_score":0.5},{"index":1,"document":{"text":"c"},"relevance_score":0.1}]}`,
 			func(b map[string]any) error {
 				return want(fmt.Sprintf("%d %v", len(strings.Fields(b["query"].(string))), words(b["documents"])), "3 [3 2 2]")
 			}, 0},
-		{BackendScore, `{"id":"x","object":"list","data":[{"index":0,"object":"score","score":0.9},{"index":1,"object":"score","score":0.1},{"index":2,"object":"score","score":0.2}],"usage":{"prompt_tokens":10}}`,
+		{api.Score, `{"id":"x","object":"list","data":[{"index":0,"object":"score","score":0.9},{"index":1,"object":"score","score":0.1},{"index":2,"object":"score","score":0.2}],"usage":{"prompt_tokens":10}}`,
 			func(b map[string]any) error {
 				return want(fmt.Sprintf("%d %v", len(strings.Fields(b["text_1"].(string))), words(b["text_2"])), "3 [3 2 2]")
 			}, 0},
 	} {
-		t.Run(tc.backend, func(t *testing.T) {
+		t.Run(tc.backend.Name, func(t *testing.T) {
 			cap := &capture{respond: func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				io.WriteString(w, tc.answer)
 			}}
 			srv := httptest.NewServer(cap)
 			defer srv.Close()
-			c := newTestClient(t, srv, Config{Backend: tc.backend, BatchSize: 3, Stream: true})
+			c := newTestClient(t, srv, Config{API: tc.backend, BatchSize: 3, Stream: true})
 			res := doBatch(c, 10)
 			if !res.OK() {
 				t.Fatalf("%s: %s", res.ErrorClass, res.Error)
 			}
-			row, _ := LookupBackend(tc.backend)
+			row := tc.backend
 			if cap.paths[0] != row.Path || cap.bodies[0]["model"] != "m" {
 				t.Errorf("path %s, body %v", cap.paths[0], cap.bodies[0])
 			}
@@ -151,17 +154,19 @@ func want(got, want string) error {
 func TestPoolingBadAnswers(t *testing.T) {
 	two := `{"data":[{"embedding":[1]},{"embedding":[2]}]}`
 	for _, tc := range []struct {
-		name, backend, answer, class, msg string
-		bound                             int64
+		name               string
+		backend            *api.Kind
+		answer, class, msg string
+		bound              int64
 	}{
-		{"too few", BackendEmbeddings, two, ErrProtocol, "holds 2 vectors for the 3 inputs sent", 0},
-		{"too many", BackendScore, `{"data":[{"score":1},{"score":1},{"score":1},{"score":1}]}`, ErrProtocol, "holds 4 scores for the 3 inputs sent", 0},
-		{"no list", BackendRerank, `{"id":"x"}`, ErrProtocol, "no results list", 0},
-		{"not json", BackendEmbeddings, `<html>oops</html>`, ErrProtocol, "not a JSON object", 0},
-		{"cut short", BackendEmbeddings, `{"data":[{"embedding":[1,2`, ErrProtocol, "not a complete JSON object", 0},
-		{"brackets", BackendEmbeddings, `{"data":[{"embedding":[1,2}]}`, ErrProtocol, "brackets do not match", 0},
-		{"error object", BackendEmbeddings, `{"error":{"message":"busy","type":"x","code":503}}`, ErrHTTP5xx, "busy", 0},
-		{"oversized", BackendEmbeddings, `{"data":[{"embedding":[` + strings.Repeat("0.125,", 400) + `1]}]}`, ErrProtocol, "answer larger than", 1 << 10},
+		{"too few", api.Embeddings, two, ErrProtocol, "holds 2 vectors for the 3 inputs sent", 0},
+		{"too many", api.Score, `{"data":[{"score":1},{"score":1},{"score":1},{"score":1}]}`, ErrProtocol, "holds 4 scores for the 3 inputs sent", 0},
+		{"no list", api.Rerank, `{"id":"x"}`, ErrProtocol, "no results list", 0},
+		{"not json", api.Embeddings, `<html>oops</html>`, ErrProtocol, "not a JSON object", 0},
+		{"cut short", api.Embeddings, `{"data":[{"embedding":[1,2`, ErrProtocol, "not a complete JSON object", 0},
+		{"brackets", api.Embeddings, `{"data":[{"embedding":[1,2}]}`, ErrProtocol, "brackets do not match", 0},
+		{"error object", api.Embeddings, `{"error":{"message":"busy","type":"x","code":503}}`, ErrHTTP5xx, "busy", 0},
+		{"oversized", api.Embeddings, `{"data":[{"embedding":[` + strings.Repeat("0.125,", 400) + `1]}]}`, ErrProtocol, "answer larger than", 1 << 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.bound > 0 {
@@ -173,7 +178,7 @@ func TestPoolingBadAnswers(t *testing.T) {
 				io.WriteString(w, tc.answer)
 			}))
 			defer srv.Close()
-			res := doBatch(newTestClient(t, srv, Config{Backend: tc.backend, BatchSize: 3}), 12)
+			res := doBatch(newTestClient(t, srv, Config{API: tc.backend, BatchSize: 3}), 12)
 			if res.OK() || res.ErrorClass != tc.class || !strings.Contains(res.Error, tc.msg) {
 				t.Errorf("class %q error %q, want %s %q", res.ErrorClass, res.Error, tc.class, tc.msg)
 			}
@@ -191,13 +196,13 @@ func TestRerankTopN(t *testing.T) {
 		extra string
 		ok    bool
 	}{{`{"top_n":1}`, true}, {``, false}} {
-		res := doBatch(newTestClient(t, srv, Config{Backend: BackendRerank, BatchSize: 3, ExtraBody: []byte(tc.extra)}), 12)
+		res := doBatch(newTestClient(t, srv, Config{API: api.Rerank, BatchSize: 3, ExtraBody: []byte(tc.extra)}), 12)
 		if res.OK() != tc.ok || res.Returned != 1 {
 			t.Errorf("extra %q: ok %v (%s), returned %d; want ok %v", tc.extra, res.OK(), res.Error, res.Returned, tc.ok)
 		}
 	}
 	answer = `{"results":[{"index":0},{"index":1},{"index":2},{"index":3}]}`
-	if res := doBatch(newTestClient(t, srv, Config{Backend: BackendRerank, BatchSize: 3, ExtraBody: []byte(`{"top_n":1}`)}), 12); res.OK() {
+	if res := doBatch(newTestClient(t, srv, Config{API: api.Rerank, BatchSize: 3, ExtraBody: []byte(`{"top_n":1}`)}), 12); res.OK() {
 		t.Error("4 results for 3 documents accepted")
 	}
 }
@@ -222,7 +227,7 @@ func TestTranscriptionForm(t *testing.T) {
 			}}
 			srv := httptest.NewServer(cap)
 			defer srv.Close()
-			c := newTestClient(t, srv, Config{Backend: BackendTranscriptions, Stream: stream, AudioSeconds: 2, AudioSeed: 9, ExtraBody: []byte(`{"language":"en","top_k":5}`)})
+			c := newTestClient(t, srv, Config{API: api.Transcriptions, Stream: stream, AudioSeconds: 2, AudioSeed: 9, ExtraBody: []byte(`{"language":"en","top_k":5}`)})
 			res := do(c, `""`, 3)
 			if !res.OK() {
 				t.Fatalf("%s: %s", res.ErrorClass, res.Error)
@@ -257,7 +262,7 @@ func TestTranscriptionForm(t *testing.T) {
 	if bytes.Equal(SyntheticWAV(1, 1), SyntheticWAV(1, 2)) || !bytes.Equal(SyntheticWAV(1, 1), SyntheticWAV(1, 1)) {
 		t.Error("the WAV is not a function of its seed")
 	}
-	if _, err := New(Config{BaseURL: "http://x", Backend: BackendTranscriptions, AudioSeconds: MaxAudioSeconds + 1}); err == nil {
+	if _, err := New(Config{BaseURL: "http://x", API: api.Transcriptions, AudioSeconds: MaxAudioSeconds + 1}); err == nil {
 		t.Error("an audio longer than MaxAudioSeconds was accepted")
 	}
 }

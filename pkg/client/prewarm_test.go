@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
 // countListener counts the connections it accepted.
@@ -94,7 +96,7 @@ func TestPrewarm(t *testing.T) {
 			}
 		})
 	}
-	c, err := New(Config{BaseURL: "http://127.0.0.1:1", Backend: BackendVLLM, Transport: roundTripperFunc(http.DefaultTransport.RoundTrip)})
+	c, err := New(Config{BaseURL: "http://127.0.0.1:1", API: api.VLLM, Transport: roundTripperFunc(http.DefaultTransport.RoundTrip)})
 	if err != nil {
 		t.Fatal(err)
 	}

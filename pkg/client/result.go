@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
 // Result is what the client observed of one request. Times are offsets from
@@ -105,7 +107,7 @@ type Result struct {
 	ResponseID string
 	// Measure is what the request's backend row measures (set by Do):
 	// token figures apply to MeasureTokens only.
-	Measure Measure
+	Measure api.Measure
 	// Inputs is the inputs a batching row's request sent (Backend.Batch:
 	// texts, or a query's documents); Returned the vectors or scores its
 	// answer held, counted (never kept), and Dims the length of its first

@@ -3,6 +3,8 @@ package client
 import (
 	"strings"
 	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
 // skimSeeds are chunks of every shape the skimmer reads or leaves to the
@@ -48,11 +50,11 @@ func checkSkim(t *testing.T, data string, chat bool) {
 	if !ok {
 		return
 	}
-	backend := BackendVLLM
+	backend := api.VLLM
 	if chat {
-		backend = BackendChat
+		backend = api.Chat
 	}
-	c, err := New(Config{BaseURL: "http://x", Backend: backend})
+	c, err := New(Config{BaseURL: "http://x", API: backend})
 	if err != nil {
 		t.Fatal(err)
 	}

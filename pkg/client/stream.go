@@ -118,7 +118,7 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 			done = true
 			return nil
 		}
-		kind, u, end, err := c.backend.chunk(c, d, data, res)
+		kind, u, end, err := c.wire.chunk(c, d, data, res)
 		d.release()
 		if err != nil {
 			return err
@@ -202,7 +202,7 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 	}
 	res.checkToolCalls()
 	if !done {
-		return protocolError{"stream ended without " + c.backend.streamEnd}
+		return protocolError{"stream ended without " + c.wire.streamEnd}
 	}
 	return nil
 }

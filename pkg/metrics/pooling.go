@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
 // KeyPooling is the summary's section of a run of a batching backend
@@ -13,13 +13,13 @@ import (
 const KeyPooling = "pooling"
 
 // Pooling accumulates what a batching backend's answers held (embeddings,
-// pooled outputs, rerank and score: client.Measure.Batches): the inputs
+// pooled outputs, rerank and score: api.Measure.Batches): the inputs
 // sent and the vectors or scores returned by the completed requests, and
 // the vectors' length. Its timing is the Collector's (E2E, requests and
 // input tokens per second); it has no token figures. It is a Part; a run
 // of another backend writes none of its keys.
 type Pooling struct {
-	Measure          client.Measure
+	Measure          api.Measure
 	Completed        int64
 	Inputs, Returned int64
 	MinDims, MaxDims int
@@ -114,9 +114,9 @@ func (p *Pooling) MergeState(raw json.RawMessage) error {
 	if st.Completed < 0 || st.Inputs < 0 || st.Returned < 0 || st.MinDims < 0 || st.MaxDims < st.MinDims {
 		return errors.New("counts that contradict each other")
 	}
-	m := client.MeasureVectors
-	if st.Measure == client.MeasureScores.String() {
-		m = client.MeasureScores
+	m := api.MeasureVectors
+	if st.Measure == api.MeasureScores.String() {
+		m = api.MeasureScores
 	}
 	if p.seen && m != p.Measure {
 		return errors.New("copies of vectors and of scores")

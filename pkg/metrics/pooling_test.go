@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
@@ -13,7 +14,7 @@ import (
 // batches, finishes into the summary and merges another copy exactly.
 func TestPoolingSampleHasNoTokenFigures(t *testing.T) {
 	res := client.Result{Sent: time.Millisecond, FirstToken: 3 * time.Millisecond, End: 9 * time.Millisecond, InputLen: 40,
-		PromptTokens: 40, CachedTokens: -1, Measure: client.MeasureVectors, Inputs: 4, Returned: 4, Dims: 64,
+		PromptTokens: 40, CachedTokens: -1, Measure: api.MeasureVectors, Inputs: 4, Returned: 4, Dims: 64,
 		TokenTimes: []time.Duration{3 * time.Millisecond, 5 * time.Millisecond}, CompletionTokens: 2}
 	var s Sample
 	s.From(&res, NoSLO)
@@ -21,7 +22,7 @@ func TestPoolingSampleHasNoTokenFigures(t *testing.T) {
 		t.Errorf("pooling sample: E2E %v %v, TTFT %v, TPOT %v, ITL %v, TTFO %v", s.HasE2E, s.E2E, s.HasTTFT, s.HasTPOT, s.ITLTimes, s.HasTTFO)
 	}
 	text := res
-	text.Measure = client.MeasureTokens
+	text.Measure = api.MeasureTokens
 	s.From(&text, NoSLO)
 	if !s.HasTTFT || !s.HasTPOT || s.ITLTimes == nil {
 		t.Errorf("text sample: TTFT %v TPOT %v ITL %v", s.HasTTFT, s.HasTPOT, s.ITLTimes)
@@ -62,7 +63,7 @@ func TestPoolingSampleHasNoTokenFigures(t *testing.T) {
 	}
 	scores := NewPooling()
 	r := res
-	r.Measure = client.MeasureScores
+	r.Measure = api.MeasureScores
 	s.From(&r, NoSLO)
 	scores.Add(&s)
 	raw, _ = scores.State()

@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
@@ -115,10 +116,10 @@ type Sample struct {
 	// generation asked for and Generated those it returned.
 	Images, Generate, Generated int
 	// Measure is what the request's backend row measures: the token
-	// figures (TTFT, TPOT, ITL) apply to client.MeasureTokens only.
+	// figures (TTFT, TPOT, ITL) apply to api.MeasureTokens only.
 	// Inputs, Returned and Dims are a batch's inputs sent, the vectors or
 	// scores returned and the first vector's length (client.Result).
-	Measure                client.Measure
+	Measure                api.Measure
 	Inputs, Returned, Dims int
 
 	// Good: the run has an SLO (--goodput) and the request met every

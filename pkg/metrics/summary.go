@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
 // Summary is the result of a run: FineServe's summary keys and ours. It
@@ -237,13 +237,13 @@ type distField struct {
 // the summary and the table.
 func (s *Summary) NoTokenMetrics() bool { return !s.Measure().Tokens() }
 
-// Measure is what the run's backend row measures (tokens for an unknown
-// backend).
-func (s *Summary) Measure() client.Measure {
-	if b, ok := client.LookupBackend(s.Backend); ok {
+// Measure is what the run's API kind measures, by the name it records
+// (tokens for an unknown name).
+func (s *Summary) Measure() api.Measure {
+	if b, ok := api.Lookup(s.Backend); ok {
 		return b.Measure
 	}
-	return client.MeasureTokens
+	return api.MeasureTokens
 }
 
 var distFields = []distField{

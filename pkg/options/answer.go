@@ -13,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
@@ -57,7 +58,7 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // tools and schema files and keeps what it read for ClientConfig. Every
 // problem is returned at once, each naming its flag (and its file and
 // JSON path).
-func (a *AnswerOptions) validate(b *client.Backend) error {
+func (a *AnswerOptions) validate(b *api.Kind) error {
 	var errs []error
 	add := func(format string, v ...any) { errs = append(errs, fmt.Errorf(format, v...)) }
 	out := &client.AnswerOptions{ReasoningEffort: a.ReasoningEffort, ToolChoice: a.ToolChoice, KeepReasoning: a.KeepReasoning}
@@ -65,12 +66,12 @@ func (a *AnswerOptions) validate(b *client.Backend) error {
 	if b != nil {
 		name = "--backend " + b.Name
 	}
-	unsupported := func(flag string, has func(*client.Backend) bool, what string) {
-		if b != nil && !has(b) {
-			add("%s: %s has no %s (use --backend %s)", flag, name, what, client.BackendsWith(has))
+	unsupported := func(flag string, needs api.Caps, what string) {
+		if b != nil && !b.Has(needs) {
+			add("%s: %s has no %s (use --backend %s)", flag, name, what, api.WithCaps(needs))
 		}
 	}
-	reasoning := func(r *client.Backend) bool { return r.Reasoning }
+	reasoning := api.Reasoning
 	if a.ReasoningEffort != "" {
 		if !slices.Contains(ReasoningEfforts, a.ReasoningEffort) {
 			add("--reasoning-effort %q: want one of %s", a.ReasoningEffort, strings.Join(ReasoningEfforts, ", "))
@@ -83,7 +84,7 @@ func (a *AnswerOptions) validate(b *client.Backend) error {
 		} else {
 			out.ChatTemplateKwargs = compact([]byte(a.ChatTemplateKwargs))
 		}
-		unsupported("--chat-template-kwargs", func(r *client.Backend) bool { return r.Chat }, "chat template")
+		unsupported("--chat-template-kwargs", api.Messages, "chat template")
 	}
 	if a.KeepReasoning {
 		unsupported("--keep-reasoning-in-history", reasoning, "reasoning")
@@ -95,7 +96,7 @@ func (a *AnswerOptions) validate(b *client.Backend) error {
 			errs = append(errs, fmt.Errorf("--tools %s: %w", a.ToolsFile, err))
 		}
 		out.Tools, names = tools, n
-		unsupported("--tools", func(r *client.Backend) bool { return r.Tools }, "tool calls")
+		unsupported("--tools", api.Tools, "tool calls")
 	}
 	switch c := a.ToolChoice; {
 	case c == "":
@@ -116,7 +117,7 @@ func (a *AnswerOptions) validate(b *client.Backend) error {
 		if out.ResponseFormat, out.Check, err = responseFormat(a.ResponseFormat); err != nil {
 			errs = append(errs, fmt.Errorf("--response-format %s: %w", a.ResponseFormat, err))
 		}
-		unsupported("--response-format", func(r *client.Backend) bool { return r.ResponseFormat }, "response format")
+		unsupported("--response-format", api.ResponseFormat, "response format")
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

@@ -6,8 +6,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/monitor"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
@@ -86,8 +86,7 @@ func (o *Options) scrapeServer() bool {
 	case "off":
 		return false
 	}
-	b, ok := client.LookupBackend(o.Backend)
-	return ok && b.VLLM
+	return o.Kind().Has(api.VLLMServer)
 }
 
 // ServerMetricsTarget returns the address of the target's metrics
@@ -113,8 +112,8 @@ func (o *Options) MonitorConfig(st arrival.Stats, stdio runner.IO, log monitor.L
 		Quiet: o.Quiet, Bar: stdio.Terminal && !o.DisableProgress, NoStates: o.NoMergeState,
 		Out: stdio.Out, Err: stdio.Err, Log: log,
 	}
-	if row, ok := client.LookupBackend(o.Backend); ok {
-		c.NoTokens = row.Measure != client.MeasureTokens
+	if k := o.Kind(); k != nil {
+		c.NoTokens = !k.Measure.Tokens()
 	}
 	if url, ok := o.ServerMetricsTarget(); ok {
 		c.ServerMetricsURL = url

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
@@ -26,7 +27,8 @@ import (
 // onto it one flag per field (FineServe's names where FineServe has one).
 type Options struct {
 	// Target.
-	Backend string // vllm, openai, openai-chat, openai-images
+	Backend string // an API kind's name (pkg/api); Kind is its row
+	kind    *api.Kind
 	BaseURL string // overrides Host and Port
 	// BaseURLs lists every endpoint when the run has several (--base-url
 	// given more than once or comma-separated; BaseURL is then unused);
@@ -188,7 +190,7 @@ const DefaultStallTimeout = 5 * time.Minute
 // Defaults returns FineServe's defaults.
 func Defaults() Options {
 	return Options{
-		Backend: client.BackendVLLM, Host: "127.0.0.1", Port: 8000,
+		Backend: api.VLLM.Name, Host: "127.0.0.1", Port: 8000,
 		Spec: workload.Spec{
 			Mode: workload.ModePoisson, RequestRate: math.Inf(1), Burstiness: 1, NumPrompts: 100, TimeScale: 1,
 			RandomInputLen: 1024, RandomOutputLen: 128,
@@ -228,8 +230,9 @@ func Usage(err error) error {
 func (o *Options) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if _, ok := client.LookupBackend(o.Backend); !ok {
-		add("--backend %q: want %s", o.Backend, client.BackendNames())
+	row := o.Kind()
+	if row == nil {
+		add("--backend %q: want %s", o.Backend, api.Names())
 	}
 	if err := o.Models.Validate(); err != nil {
 		errs = append(errs, err)
@@ -246,7 +249,6 @@ func (o *Options) Validate() error {
 	if err := o.validateEndpoints(); err != nil {
 		errs = append(errs, err)
 	}
-	row, _ := client.LookupBackend(o.Backend)
 	if err := o.Answer.validate(row); err != nil {
 		errs = append(errs, err)
 	}
@@ -335,11 +337,13 @@ func (o *Options) Validate() error {
 		// Media are chat content parts. (A backend that sends --audio-seconds'
 		// clip as its file, transcription, takes the flag too: its row is
 		// to be let through here for Audio alone.)
-		media := func(b *client.Backend) bool { return (b.Chat || b.ChatTwin) && !b.HistoryItems && !b.GeneratesImages }
+		media := func(b *api.Kind) bool {
+			return b.InputImages() && !b.Has(api.HistoryItems) && !b.Has(api.GeneratesImages)
+		}
 		audioOnly := o.Media.ImagesPerRequest == 0
-		if b, ok := client.LookupBackend(o.Backend); ok && !media(b) && !(b.Audio && audioOnly) {
+		if b := row; b != nil && !media(b) && !(b.Has(api.Audio) && audioOnly) {
 			add("--images-per-request and --audio-seconds put chat content parts in requests: --backend %s (not %s); --audio-seconds alone is also the file of --backend %s",
-				client.BackendsWith(media), o.Backend, client.BackendsWith(func(r *client.Backend) bool { return r.Audio }))
+				api.With(media), o.Backend, api.WithCaps(api.Audio))
 		}
 	}
 	if o.TokenizeViaServer {
@@ -372,6 +376,15 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Kind is --backend's API kind, looked up once (nil for an unknown name,
+// which Validate reports): everything downstream takes the row.
+func (o *Options) Kind() *api.Kind {
+	if o.kind == nil || o.kind.Name != o.Backend {
+		o.kind, _ = api.Lookup(o.Backend)
+	}
+	return o.kind
+}
+
 // profiled reports whether a target profile (--stages, a ramp) sets the
 // rate instead of --request-rate.
 func (o *Options) profiled() bool { return o.Load.Stages != "" || o.Load.RampStrategy != "" }
@@ -383,7 +396,7 @@ func (o *Options) WorkloadConfig(seed uint64) workload.Config {
 	return workload.Config{
 		Spec: o.Spec, Seed: seed,
 		TokenLimit: limit, TokenLimitFrom: from,
-		Backend: o.Backend, DryRun: o.DryRun,
+		API: o.Kind(), DryRun: o.DryRun,
 		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount,
 		Sessions:  o.SessionsConfig(seed),
 		Endpoints: o.endpointOptions(),
@@ -462,7 +475,7 @@ func (o *Options) Targets() metrics.Targets {
 // endpoint's URL; NewPool makes one client per endpoint).
 func (o *Options) ClientConfig() client.Config {
 	return client.Config{
-		BaseURL: o.baseURL(), Backend: o.Backend, Endpoint: o.Endpoint, Model: o.Model,
+		BaseURL: o.baseURL(), API: o.Kind(), Endpoint: o.Endpoint, Model: o.Model,
 		APIKey: o.APIKey, Stream: o.Stream, IgnoreEOS: o.IgnoreEOS,
 		ExtraBody: []byte(o.ExtraRequestBody), MaxConns: o.MaxConcurrency,
 		RequestTimeout: o.RequestTimeout, StallTimeout: o.StallTimeout,
@@ -479,20 +492,20 @@ func (o *Options) ClientConfig() client.Config {
 // validateRequestShape checks --batch-size and --audio-seconds: in range,
 // and given only with a backend whose row batches or sends audio (the
 // error names the rows that do).
-func (o *Options) validateRequestShape(b *client.Backend) error {
+func (o *Options) validateRequestShape(b *api.Kind) error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if o.BatchSize != 0 || o.BatchSizeSet {
 		if o.BatchSize < 1 || o.BatchSize > client.MaxBatchSize {
 			add("--batch-size %d: want 1 to %d inputs a request", o.BatchSize, client.MaxBatchSize)
 		}
-		if b != nil && !b.Batch {
-			add("--batch-size: --backend %s sends one prompt a request (use --backend %s)", b.Name, client.BackendsWith(func(r *client.Backend) bool { return r.Batch }))
+		if b != nil && !b.Has(api.Batch) {
+			add("--batch-size: --backend %s sends one prompt a request (use --backend %s)", b.Name, api.WithCaps(api.Batch))
 		}
 	}
 	// A clip's range is the media options' check; a backend that sends
 	// the clip as its file also needs one.
-	if b != nil && b.Audio && o.AudioSecondsSet && o.Media.Audio.Seconds == 0 {
+	if b.Has(api.Audio) && o.AudioSecondsSet && o.Media.Audio.Seconds == 0 {
 		add("--audio-seconds 0: --backend %s sends the clip as its file: want more than 0 and at most %g seconds", b.Name, client.MaxAudioSeconds)
 	}
 	return errors.Join(errs...)
@@ -520,13 +533,12 @@ func (o *Options) validateSessions() error {
 		}
 		return errors.Join(errs...)
 	}
-	if b, ok := client.LookupBackend(o.Backend); ok && !b.Sessions {
+	if b := o.Kind(); b != nil && !b.Has(api.Sessions) {
 		errs = append(errs, fmt.Errorf("--turns: --backend %s has no conversation; sessions need a text backend", b.Name))
 	}
 	if o.ResponsesChain {
-		if b, ok := client.LookupBackend(o.Backend); ok && !b.Chains {
-			errs = append(errs, fmt.Errorf("--responses-chain: --backend %s has no previous_response_id (use --backend %s)", b.Name,
-				client.BackendsWith(func(r *client.Backend) bool { return r.Chains })))
+		if b := o.Kind(); b != nil && !b.Has(api.Chains) {
+			errs = append(errs, fmt.Errorf("--responses-chain: --backend %s has no previous_response_id (use --backend %s)", b.Name, api.WithCaps(api.Chains)))
 		}
 		if o.several() && o.Balance != "session" {
 			errs = append(errs, fmt.Errorf("--responses-chain with several endpoints needs --balance session: a response is kept by the server that made it (--balance %s)", o.Balance))

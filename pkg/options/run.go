@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
@@ -165,7 +166,7 @@ func (o *Options) runConfig(seed uint64, wl *workload.Workload, stdio runner.IO,
 	if err != nil {
 		return runner.Config{}, err
 	}
-	if row, ok := client.LookupBackend(o.Backend); (ok && row.TextPrompts) || wl.Sessions != nil {
+	if o.Kind().Has(api.TextPrompts) || wl.Sessions != nil {
 		format = prompt.Text // an image prompt, a rerank's documents are text; a session's completion prompt is its conversation's text
 	}
 	limit, _ := o.TokenLimit()
@@ -227,8 +228,7 @@ func (o *Options) promptUnits(wl *workload.Workload) string {
 	if wl.Dataset != nil {
 		return wl.Dataset.Units
 	}
-	b, _ := client.LookupBackend(o.Backend)
-	text := o.PromptFormat == "text" || wl.Sessions != nil || wl.Stats.Images > 0 || o.Media.On() || b != nil && b.Chat
+	text := o.PromptFormat == "text" || wl.Sessions != nil || wl.Stats.Images > 0 || o.Media.On() || o.Kind().Has(api.Messages)
 	switch {
 	case !text || wl.Images:
 		return ""

@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
@@ -419,7 +420,7 @@ var recordFields = func() []recordField {
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Generate), 10) },
 			func(x *fastjson.Value, r *client.Result) {
 				if r.Generate = getInt(x); r.Generate > 0 {
-					r.Measure = client.MeasureImages // an image generation measures no tokens
+					r.Measure = api.MeasureImages // an image generation measures no tokens
 				}
 			}),
 		field("generated_images",

@@ -19,6 +19,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/gcfloor"
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
@@ -203,7 +204,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	})
 
 	snd := &sender{endpoints: pool, plan: wl.Balance, prompts: prompts, results: results, model: cfg.Model, images: wl.Images, panics: panics,
-		batch: pool.First().Backend().Batch, noImages: !pool.First().Backend().InputImages()}
+		batch: pool.First().Kind().Has(api.Batch), noImages: !pool.First().Kind().InputImages()}
 	d := &arrival.Dispatcher{Start: start, MaxConcurrency: cfg.MaxConcurrency, ConcurrencyRamp: cfg.ConcurrencyRamp, Sender: snd, OnOffer: mon.Offer, Go: safe.Go,
 		Unwritten: pool.Unwritten}
 	var sessions *sessionSender
@@ -437,8 +438,8 @@ type sender struct {
 	results   chan<- *client.Result
 	model     string
 	images    bool // openai-images: every request generates images
-	batch     bool // the row batches inputs (client.Backend.Batch)
-	noImages  bool // the row sends no input images (!client.Backend.InputImages)
+	batch     bool // the row batches inputs (api.Batch)
+	noImages  bool // the row sends no input images (!api.Kind.InputImages)
 	panics    *requestPanics
 }
 
@@ -523,7 +524,7 @@ func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts
 				func() {
 					defer panics.recoverInto(&res[i])
 					req := client.Request{Model: a.Model, MaxTokens: a.OutputTokens, Prompt: appendPrompt(prompts, nil, &a), Chat: prompts.Multimodal(&a), Gen: a.Gen}
-					if cli.Backend().Batch {
+					if cli.Kind().Has(api.Batch) {
 						batchInputs(&req, prompts, &a)
 					}
 					cli.Do(ctx, &req, &res[i])
@@ -612,7 +613,7 @@ func writeOutputs(cfg *Config, sum *metrics.Summary, mon *monitor.Monitor, stdio
 	return report.WriteOutputs(stdio.Out, outs...)
 }
 
-// batchInputs makes req a batch of a's prompts (client.Backend.Batch):
+// batchInputs makes req a batch of a's prompts (api.Batch):
 // the client splits a's input tokens over the batch's parts and asks for
 // each part's prompt, a different one per part (an index of its own).
 func batchInputs(req *client.Request, prompts *prompt.Builder, a *arrival.Arrival) {

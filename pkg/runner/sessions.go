@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
@@ -60,7 +61,7 @@ func newSessionSender(base *sender, wl *workload.Workload, cfg *Config, start ti
 	s := &sessionSender{
 		base: base, plan: wl.Sessions.Config, start: start, stop: stop,
 		continueOnError: cfg.ContinueOnError, chat: base.endpoints.First().Chat(), clock: metrics.NewSessionClock(),
-		conv: wl.Conversations, limit: cfg.TokenLimit, items: base.endpoints.First().Backend().HistoryItems, turns: cfg.Turns,
+		conv: wl.Conversations, limit: cfg.TokenLimit, items: base.endpoints.First().Kind().Has(api.HistoryItems), turns: cfg.Turns,
 	}
 	if cfg.MaxConcurrency > 0 {
 		s.slots = make(chan struct{}, cfg.MaxConcurrency)

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
+
 	"github.com/fineserve-gen/fineserve-gen/pkg/agentic"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
 // AgenticOptions configure the replay of an agentic trace (WEKA/AgentX,
@@ -77,7 +78,7 @@ func agenticSchedule(c *Config, f agentic.Format, log Logger, w *Workload) (arri
 	if a.Conversations < 0 {
 		errs = append(errs, fmt.Errorf("--conversations %d: want ≥ 0", a.Conversations))
 	}
-	if b, ok := client.LookupBackend(c.Backend); ok && !b.Sessions {
+	if b := c.API; b != nil && !b.Has(api.Sessions) {
 		errs = append(errs, fmt.Errorf("an agentic trace: --backend %s has no conversation; its conversations need a text backend", b.Name))
 	}
 	if r.TraceBusiest {

@@ -121,7 +121,7 @@ func checkImageTrace(c *Config) error {
 	if c.DryRun || c.images() {
 		return nil
 	}
-	return fmt.Errorf("the trace is image-generation load (diffusion): give --backend openai-images (POST /v1/images/generations), not %s", c.Backend)
+	return fmt.Errorf("the trace is image-generation load (diffusion): give --backend openai-images (POST /v1/images/generations), not %s", c.API)
 }
 
 // describeTasks writes GenTD26's task counts ("TXT_2_IMG 212, …").

@@ -12,10 +12,12 @@ import (
 	"math"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/note"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
+
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
 	"github.com/fineserve-gen/fineserve-gen/pkg/cancel"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 	"github.com/fineserve-gen/fineserve-gen/pkg/replay"
@@ -24,7 +26,7 @@ import (
 
 // Logger receives the notes and warnings that building a workload prints
 // (Infof, Warnf): the one logger interface the run's parts share.
-type Logger = client.Logger
+type Logger = note.Logger
 
 // Config is what a workload is built from: the mode and its options, the
 // request sizes, the token limit (found by the caller, e.g. from the
@@ -44,11 +46,11 @@ type Config struct {
 	TokenLimit     int
 	TokenLimitFrom string
 
-	// Backend is the backend the schedule is for: openai-images makes every
-	// request an image generation, and only it takes an image-generation
-	// trace (unless DryRun: nothing is sent).
-	Backend string
-	DryRun  bool
+	// API is the API kind the schedule is for: one that generates images
+	// makes every request an image generation, and only it takes an
+	// image-generation trace (unless DryRun: nothing is sent).
+	API    *api.Kind
+	DryRun bool
 
 	// Endpoints spreads the requests over several endpoints (endpoints.go).
 	Endpoints EndpointOptions
@@ -415,8 +417,7 @@ func (c *Config) mode() *Mode {
 }
 
 func (c *Config) images() bool {
-	b, ok := client.LookupBackend(c.Backend)
-	return ok && b.GeneratesImages
+	return c.API.Has(api.GeneratesImages)
 }
 
 // tokenLimit is the most tokens (input plus output) one request may have,

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
 )
@@ -32,7 +33,7 @@ func baseConfig() Config {
 		Spec: Spec{Mode: ModePoisson, RequestRate: 40, Burstiness: 1, NumPrompts: 100, NumPromptsSet: true,
 			TimeScale: 1, RandomInputLen: 1024, RandomOutputLen: 128,
 			Replay: DefaultReplayOptions(), Parametric: DefaultParametricOptions()},
-		Seed: 42, Backend: "vllm", ShardCount: 1,
+		Seed: 42, API: api.VLLM, ShardCount: 1,
 	}
 }
 
