@@ -15,6 +15,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
+	"github.com/fineserve-gen/fineserve-gen/pkg/launch"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/plan"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
@@ -86,7 +87,7 @@ func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	name := workloadName(&o)
 
 	// The day: the schedule a run of these flags would send.
-	wl, _, err := options.Schedule(o, runner.IO{Err: stderr})
+	wl, _, err := launch.Schedule(o, runner.IO{Err: stderr})
 	if err != nil {
 		return exitCode(err, stderr)
 	}

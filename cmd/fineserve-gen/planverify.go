@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/launch"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/plan"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
@@ -125,7 +126,7 @@ func verifyPlan(ctx context.Context, o *options.Options, vf *verifyFlags, pf *pl
 	run := func(k int) (float64, error) {
 		vo := verifyOptions(o, trace, vf.scale, count, urls[:k])
 		fmt.Fprintf(stderr, "plan: verify: %d requests of %s–%s, %g× faster, against %d replica(s)\n", count, plan.ClockTime(from.Seconds()), plan.ClockTime(to.Seconds()), vf.scale, k)
-		sum, err := options.Run(ctx, vo, runner.IO{Out: io.Discard, Err: stderr, Abort: abortFrom(ctx)})
+		sum, err := launch.Run(ctx, vo, runner.IO{Out: io.Discard, Err: stderr, Abort: abortFrom(ctx)})
 		if err != nil {
 			return 0, err
 		}

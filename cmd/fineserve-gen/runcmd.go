@@ -14,6 +14,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/launch"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
@@ -215,7 +216,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return exitCode(&options.UsageError{Err: err}, stderr)
 	}
-	sum, err := options.Run(ctx, o, runner.IO{Out: stdout, Err: stderr, Terminal: terminal, Abort: abortFrom(ctx), Hurry: hurryFrom(ctx)})
+	sum, err := launch.Run(ctx, o, runner.IO{Out: stdout, Err: stderr, Terminal: terminal, Abort: abortFrom(ctx), Hurry: hurryFrom(ctx)})
 	if perr := stopProfiles(); perr != nil {
 		fmt.Fprintf(stderr, "fineserve-gen: %v\n", perr)
 	}

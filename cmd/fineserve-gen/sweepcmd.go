@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fineserve-gen/fineserve-gen/pkg/launch"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
@@ -136,7 +137,7 @@ func sweepRun(ctx context.Context, o *options.Options, sf *sweepFlags, cfg sweep
 	}
 	cfg.Run = func(ctx context.Context, step int, v float64) (*metrics.Summary, error) {
 		so := stepOpts(step, v)
-		return options.Run(ctx, so, runner.IO{Out: io.Discard, Err: stderr, Abort: abortFrom(ctx)})
+		return launch.Run(ctx, so, runner.IO{Out: io.Discard, Err: stderr, Abort: abortFrom(ctx)})
 	}
 	return sweep.Sweep(sctx, cfg)
 }

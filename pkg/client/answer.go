@@ -1,40 +1,14 @@
 package client
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
-// AnswerOptions are what requests ask of the answer beyond its length: the
-// reasoning knobs, tools and a response format (--reasoning-effort,
-// --chat-template-kwargs, --tools, --tool-choice, --response-format). Each
-// is sent only when set, and only by a backend whose row supports it
-// (options refuse the others before a run).
-type AnswerOptions struct {
-	// ReasoningEffort is sent as reasoning_effort (chat) or
-	// reasoning.effort (responses).
-	ReasoningEffort string
-	// ChatTemplateKwargs is a JSON object sent as chat_template_kwargs
-	// (chat), e.g. {"enable_thinking": false}.
-	ChatTemplateKwargs json.RawMessage
-	// Tools is OpenAI's chat tools array ([{"type":"function","function":
-	// {"name",…}}]); ToolChoice is auto, required, none or a function's
-	// name ("": the server's default).
-	Tools      json.RawMessage
-	ToolChoice string
-	// ResponseFormat is OpenAI's response_format object ({"type":
-	// "json_object"} or {"type":"json_schema","json_schema":{…}}).
-	ResponseFormat json.RawMessage
-	// Check tells whether an answer's text is valid against the response
-	// format (nil: answers are not checked). With it, the client keeps each
-	// answer's text and sets Result.Structured.
-	Check func(text []byte) bool
-	// KeepReasoning sends a session's earlier reasoning back in its
-	// history (the assistant messages' "reasoning"); by default the
-	// history carries the answers only, as chat clients do.
-	KeepReasoning bool
-}
+// AnswerOptions is what a request asks of the answer (pkg/api's).
+type AnswerOptions = api.AnswerOptions
 
 // appendChatAnswer appends the answer options of a chat completion.
 func (c *Client) appendChatAnswer(o *body) {

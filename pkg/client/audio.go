@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/wav"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
 // Synthetic audio for the openai-transcriptions backend: a mono 16-bit PCM
@@ -14,10 +15,10 @@ import (
 // counts audio tokens by the second).
 const (
 	AudioSampleRate = wav.SampleRate
-	// DefaultAudioSeconds is --audio-seconds' default.
-	DefaultAudioSeconds = 10.0
-	// MaxAudioSeconds bounds --audio-seconds: 600 s is 19.2 MB a request.
-	MaxAudioSeconds = 600.0
+	// DefaultAudioSeconds and MaxAudioSeconds are --audio-seconds' default
+	// and bound.
+	DefaultAudioSeconds = api.DefaultAudioSeconds
+	MaxAudioSeconds     = api.MaxAudioSeconds
 	// AudioTokensPerSecond is what a second of audio counts for as input
 	// tokens: Whisper's encoder makes 1,500 positions of a 30 s window. A
 	// transcription's input length (Result.InputLen) is its audio's

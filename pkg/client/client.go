@@ -4,7 +4,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -192,7 +191,7 @@ func New(cfg Config) (*Client, error) {
 		path = b.Path
 	}
 	c.url = base + path
-	extra, omit, err := parseExtra(cfg.ExtraBody)
+	extra, omit, err := api.ParseExtraBody(cfg.ExtraBody)
 	if err != nil {
 		return nil, fmt.Errorf("client: extra request body: %w", err)
 	}
@@ -297,51 +296,6 @@ func (c *Client) HTTPClient() *http.Client { return c.http }
 
 // Header returns a copy of the headers sent with every request.
 func (c *Client) Header() http.Header { return c.header.Clone() }
-
-// CheckExtraBody reports whether raw is a usable --extra-request-body (a
-// JSON object, or empty), so a bad one is reported before anything is sent.
-func CheckExtraBody(raw []byte) error {
-	_, _, err := parseExtra(raw)
-	return err
-}
-
-// parseExtra turns --extra-request-body into body members and the set of
-// default keys it overrides.
-func parseExtra(raw []byte) ([]byte, map[string]bool, error) {
-	if len(bytes.Trim(raw, " \t\r\n")) == 0 {
-		return nil, nil, nil
-	}
-	var m map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&m); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			err = fmt.Errorf("at byte %d: %w", se.Offset, err)
-		}
-		return nil, nil, fmt.Errorf("%w (want a JSON object, e.g. '{\"top_k\": 5}')", err)
-	}
-	if m == nil {
-		return nil, nil, errors.New("want a JSON object, got null")
-	}
-	if end := dec.InputOffset(); len(bytes.Trim(raw[end:], " \t\r\n")) > 0 {
-		return nil, nil, fmt.Errorf("trailing data after the JSON object at byte %d", end)
-	}
-	var b []byte
-	omit := make(map[string]bool, len(m))
-	for k, v := range m {
-		key, _ := json.Marshal(k)
-		b = append(b, ',')
-		b = append(b, key...)
-		b = append(b, ':')
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, v); err != nil {
-			return nil, nil, fmt.Errorf("%q: %w", k, err)
-		}
-		b = append(b, compact.Bytes()...)
-		omit[k] = true
-	}
-	return b, omit, nil
-}
 
 // Request is one request to send.
 type Request struct {

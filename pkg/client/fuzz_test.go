@@ -25,7 +25,7 @@ func FuzzParseExtra(f *testing.F) {
 		f.Add(s, false)
 	}
 	f.Fuzz(func(t *testing.T, raw string, chat bool) {
-		_, _, err := parseExtra([]byte(raw))
+		_, _, err := api.ParseExtraBody([]byte(raw))
 		if err != nil {
 			if _, nerr := New(Config{BaseURL: "http://x", API: api.VLLM, ExtraBody: []byte(raw)}); nerr == nil {
 				t.Fatalf("parseExtra rejects %q (%v) but New accepts it", raw, err)

@@ -12,52 +12,25 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/internal/reqid"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
-// HTTP transports (Config.HTTPTransport, --http-transport).
+// HTTP transports (Config.HTTPTransport, --http-transport): pkg/api names
+// them.
 const (
-	// TransportAuto is the lean transport for http:// targets and
-	// net/http's transport, with HTTP/2 offered over TLS, for https://
-	// targets and whenever a proxy applies.
-	TransportAuto = "auto"
-	// TransportLean is the lean HTTP/1.1 transport (transport.go): plain
-	// HTTP only.
-	TransportLean = "lean"
-	// TransportNetHTTP is net/http's transport: HTTP/1.1 on http://; on
-	// https:// HTTP/2 when the server picks it in the TLS handshake (ALPN),
-	// else HTTP/1.1.
-	TransportNetHTTP = "net/http"
-	// TransportH2 is net/http's transport speaking HTTP/2 only: negotiated
-	// in the TLS handshake on https:// (a server that does not pick h2 fails
-	// the handshake), with prior knowledge (h2c) on http://.
-	TransportH2 = "h2"
-	// TransportHTTP1 is net/http's transport speaking HTTP/1.1 only.
-	TransportHTTP1 = "http1"
-
-	transportStd = "std" // the earlier name of net/http, still accepted
+	TransportAuto    = api.TransportAuto
+	TransportLean    = api.TransportLean
+	TransportNetHTTP = api.TransportNetHTTP
+	TransportH2      = api.TransportH2
+	TransportHTTP1   = api.TransportHTTP1
+	transportStd     = api.TransportStd
 )
-
-// CheckTransport reports whether name is a known transport (or empty, which
-// means TransportAuto) that can reach baseURL.
-func CheckTransport(name, baseURL string) error {
-	switch name {
-	case "", TransportAuto, TransportNetHTTP, transportStd, TransportH2, TransportHTTP1:
-		return nil
-	case TransportLean:
-		if strings.HasPrefix(strings.ToLower(baseURL), "https://") {
-			return errors.New("the lean transport speaks plain HTTP only; an https:// target needs auto, net/http, h2 or http1")
-		}
-		return nil
-	}
-	return fmt.Errorf("unknown transport %q (want auto, lean, net/http, h2 or http1)", name)
-}
 
 // newTransport returns the transport cfg selects for requests to base,
 // keeping up to idle connections open between requests.
 func newTransport(cfg *Config, base string, idle int) (http.RoundTripper, error) {
 	name := cmp.Or(cfg.HTTPTransport, TransportAuto)
-	if err := CheckTransport(name, base); err != nil {
+	if err := api.CheckTransport(name, base); err != nil {
 		return nil, err
 	}
 	secure := strings.HasPrefix(strings.ToLower(base), "https://")
@@ -139,37 +112,6 @@ func LoadCACert(path string) (*x509.CertPool, error) {
 		return nil, fmt.Errorf("--ca-cert %s: no PEM certificate in the file (want one or more -----BEGIN CERTIFICATE----- blocks)", path)
 	}
 	return pool, nil
-}
-
-// CheckHost reports whether h can be sent as a Host header (--host-header):
-// a host name or address, with an optional port.
-func CheckHost(h string) error {
-	if h == "" {
-		return nil
-	}
-	for i := 0; i < len(h); i++ {
-		if c := h[i]; c <= ' ' || c == 0x7f || strings.IndexByte(`/\@?#,;"`, c) >= 0 {
-			return fmt.Errorf("%q: want a host name or address with an optional :port, e.g. api.example.com", h)
-		}
-	}
-	return nil
-}
-
-// maxRequestIDPrefix bounds --request-id-prefix: an id is a log's word,
-// not a payload.
-const maxRequestIDPrefix = 64
-
-// CheckRequestIDPrefix checks a Config.RequestIDPrefix: letters, digits
-// and "-_.:", at most 64 of them, so that every id is one token in a
-// header and in the server's logs.
-func CheckRequestIDPrefix(p string) error {
-	if len(p) > maxRequestIDPrefix {
-		return fmt.Errorf("%d characters: want at most %d", len(p), maxRequestIDPrefix)
-	}
-	if !reqid.Plain(p) {
-		return fmt.Errorf("%q: want letters, digits and - _ . : only (each request adds its index, e.g. run7- gives run7-0, run7-1, …)", p)
-	}
-	return nil
 }
 
 // hostOnly is the host of a host[:port] (an IPv6 address without its

@@ -46,7 +46,7 @@ func TestCheckTransport(t *testing.T) {
 		{TransportHTTP1, "https://gw.example.com", true},
 		{"http2", "https://gw.example.com", false},
 	} {
-		if err := CheckTransport(tc.name, tc.url); (err == nil) != tc.ok {
+		if err := api.CheckTransport(tc.name, tc.url); (err == nil) != tc.ok {
 			t.Errorf("CheckTransport(%q, %q) = %v, want ok %v", tc.name, tc.url, err, tc.ok)
 		}
 	}
@@ -485,7 +485,7 @@ func TestRequestIDHeader(t *testing.T) {
 func TestCheckRequestIDPrefix(t *testing.T) {
 	for p, ok := range map[string]bool{"": true, "run7-": true, strings.Repeat("x", 64): true,
 		strings.Repeat("x", 65): false, "a b": false, "a\r\nX-Evil: 1": false} {
-		if err := CheckRequestIDPrefix(p); (err == nil) != ok {
+		if err := api.CheckRequestIDPrefix(p); (err == nil) != ok {
 			t.Errorf("CheckRequestIDPrefix(%q) = %v, want ok %v", p, err, ok)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
 // The pooling backends post a batch of inputs and are answered with one
@@ -30,7 +32,7 @@ import (
 // taken; no vector is kept, and the body is bounded by maxVectorResponse.
 
 // MaxBatchSize bounds --batch-size.
-const MaxBatchSize = 2048
+const MaxBatchSize = api.MaxBatchSize
 
 // maxVectorResponse bounds a pooling answer's body: it is counted as it is
 // read, never held (a variable: tests lower it).

@@ -14,7 +14,6 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
 // AnswerOptions are the flags of what requests ask of the answer: the
@@ -39,7 +38,7 @@ type AnswerOptions struct {
 	ResponseFormat string
 
 	// loaded is what Validate read from the files, for ClientConfig.
-	loaded *client.AnswerOptions
+	loaded *api.AnswerOptions
 }
 
 // Limits of the answer options' inputs.
@@ -61,7 +60,7 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 func (a *AnswerOptions) validate(b *api.Kind) error {
 	var errs []error
 	add := func(format string, v ...any) { errs = append(errs, fmt.Errorf(format, v...)) }
-	out := &client.AnswerOptions{ReasoningEffort: a.ReasoningEffort, ToolChoice: a.ToolChoice, KeepReasoning: a.KeepReasoning}
+	out := &api.AnswerOptions{ReasoningEffort: a.ReasoningEffort, ToolChoice: a.ToolChoice, KeepReasoning: a.KeepReasoning}
 	name := "this backend"
 	if b != nil {
 		name = "--backend " + b.Name
@@ -126,14 +125,14 @@ func (a *AnswerOptions) validate(b *api.Kind) error {
 	return nil
 }
 
-// options returns what validate read (validating first if it has not
+// Loaded returns what validate read (validating first if it has not
 // run: an invalid option then sends nothing of its own).
-func (a *AnswerOptions) options() client.AnswerOptions {
+func (a *AnswerOptions) Loaded() api.AnswerOptions {
 	if a.loaded == nil {
 		_ = a.validate(nil)
 	}
 	if a.loaded == nil {
-		return client.AnswerOptions{}
+		return api.AnswerOptions{}
 	}
 	return *a.loaded
 }

@@ -7,18 +7,17 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
 
-// several reports whether the run has more than one endpoint.
-func (o *Options) several() bool { return len(o.BaseURLs) > 1 }
+// Several reports whether the run has more than one endpoint.
+func (o *Options) Several() bool { return len(o.BaseURLs) > 1 }
 
-// endpointURLs are the server roots the run talks to: every --base-url
+// EndpointURLs are the server roots the run talks to: every --base-url
 // when several were given, else the one of baseURL.
-func (o *Options) endpointURLs() []string {
-	if !o.several() {
-		return []string{o.baseURL()}
+func (o *Options) EndpointURLs() []string {
+	if !o.Several() {
+		return []string{o.Root()}
 	}
 	out := make([]string, len(o.BaseURLs))
 	for i, u := range o.BaseURLs {
@@ -34,7 +33,7 @@ func (o *Options) validateEndpoints() error {
 	if _, err := balance.Parse(o.Balance); err != nil {
 		errs = append(errs, err)
 	}
-	if !o.several() {
+	if !o.Several() {
 		return errors.Join(errs...)
 	}
 	seen := map[string]int{}
@@ -54,30 +53,24 @@ func (o *Options) validateEndpoints() error {
 	return errors.Join(errs...)
 }
 
-// endpointOptions is the part of o that spreads the schedule over the
+// EndpointOptions is the part of o that spreads the schedule over the
 // endpoints.
-func (o *Options) endpointOptions() workload.EndpointOptions {
+func (o *Options) EndpointOptions() workload.EndpointOptions {
 	st, _ := balance.Parse(o.Balance) // checked by Validate
-	return workload.EndpointOptions{Count: len(o.endpointURLs()), Strategy: st}
+	return workload.EndpointOptions{Count: len(o.EndpointURLs()), Strategy: st}
 }
 
-// shownURLs are the endpoints' URLs without their credentials, as the
+// ShownURLs are the endpoints' URLs without their credentials, as the
 // summary and messages show them; nil with one endpoint (no per-endpoint
 // section).
-func (o *Options) shownURLs() []string {
-	if !o.several() {
+func (o *Options) ShownURLs() []string {
+	if !o.Several() {
 		return nil
 	}
-	urls := o.endpointURLs()
+	urls := o.EndpointURLs()
 	out := make([]string, len(urls))
 	for i, u := range urls {
 		out[i] = secret.URL(u)
 	}
 	return out
-}
-
-// NewPool makes the client of every endpoint of o.
-func (o *Options) NewPool() (*client.Pool, error) {
-	st, _ := balance.Parse(o.Balance) // checked by Validate
-	return client.NewPool(o.ClientConfig(), o.endpointURLs(), func(n int) client.Picker { return balance.NewPicker(n, st) })
 }

@@ -3,15 +3,10 @@ package options
 import (
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
-	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
-	"github.com/fineserve-gen/fineserve-gen/pkg/monitor"
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
-	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
 
 // ObserveOptions configure how a run can be watched while it runs and read
@@ -78,8 +73,8 @@ func (v *ObserveOptions) validate() error {
 	return errors.Join(errs...)
 }
 
-// scrapeServer reports whether the target's metrics are polled.
-func (o *Options) scrapeServer() bool {
+// ScrapeServer reports whether the target's metrics are polled.
+func (o *Options) ScrapeServer() bool {
 	switch o.Observe.ScrapeServer {
 	case "on":
 		return true
@@ -95,33 +90,7 @@ func (o *Options) scrapeServer() bool {
 func (o *Options) ServerMetricsTarget() (string, bool) {
 	url := o.Observe.ServerMetricsURL
 	if url == "" {
-		url = o.baseURL() + "/metrics"
+		url = o.Root() + "/metrics"
 	}
-	return url, o.scrapeServer()
-}
-
-// MonitorConfig is the part of o that the monitor watches a run with: st
-// is the workload's (what is scheduled, over what span); the monitor writes
-// to stdio and log.
-func (o *Options) MonitorConfig(st arrival.Stats, stdio runner.IO, log monitor.Logger) monitor.Config {
-	c := monitor.Config{
-		Scheduled: st.Count, Span: st.Last,
-		Window: o.Observe.Window, ReportInterval: o.Observe.ReportInterval, Goodput: o.Observe.Goodput,
-		MaxConcurrency: o.MaxConcurrency, AllAtOnce: workload.Rated(o.Mode) && math.IsInf(o.RequestRate, 1) && !o.profiled(),
-		MetricsAddr: o.Observe.MetricsAddr, ServerMetricsInterval: o.Observe.ServerMetricsInterval,
-		Quiet: o.Quiet, Bar: stdio.Terminal && !o.DisableProgress, NoStates: o.NoMergeState,
-		Out: stdio.Out, Err: stdio.Err, Log: log,
-	}
-	if k := o.Kind(); k != nil {
-		c.NoTokens = !k.Measure.Tokens()
-	}
-	if url, ok := o.ServerMetricsTarget(); ok {
-		c.ServerMetricsURL = url
-	}
-	if o.several() && o.scrapeServer() {
-		for _, u := range o.endpointURLs() {
-			c.EndpointMetricsURLs = append(c.EndpointMetricsURLs, u+"/metrics")
-		}
-	}
-	return c
+	return url, o.ScrapeServer()
 }

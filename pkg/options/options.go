@@ -1,8 +1,6 @@
-// Package options owns the command line's option set: its defaults, its
-// validation, and its mapping onto each part's narrow configuration — the
-// workload's, the clients', the monitor's and the execution's (pkg/runner).
-// Run prepares a run from the options (the target check, the workload) and
-// has pkg/runner execute it; cmd/fineserve-gen only maps flags to Options.
+// Package options holds a run's settings: every option with its default and
+// its validation, nothing that runs. The command line (and a run file) fill
+// them; pkg/launch carries a run out from them.
 package options
 
 import (
@@ -15,16 +13,15 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
-	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 	"github.com/fineserve-gen/fineserve-gen/pkg/session"
-	"github.com/fineserve-gen/fineserve-gen/pkg/tokenizer"
 	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
 
 // Options is everything a run is configured with; the command line maps
 // onto it one flag per field (FineServe's names where FineServe has one).
+// It holds settings only: what a run finds out (the server's context
+// length, a loaded tokenizer) is pkg/launch's.
 type Options struct {
 	// Target.
 	Backend string // an API kind's name (pkg/api); Kind is its row
@@ -62,11 +59,7 @@ type Options struct {
 	// (--max-model-len, vLLM's name); 0 takes the served model's
 	// max_model_len from /v1/models when the server reports one, else
 	// replay.DefaultTokenLimit.
-	MaxModelLen int
-	// serverLimit is the served model's max_model_len (serverLimitFrom
-	// names it), found before the schedule is built (SetServerLimit).
-	serverLimit       int
-	serverLimitFrom   string
+	MaxModelLen       int
 	PromptFormat      string // token-ids or text
 	PromptSuffix      string
 	PromptSalt        int64 // 0: derived per run
@@ -80,8 +73,6 @@ type Options struct {
 	// (Media — synthetic images and audio in every request's chat
 	// content: --images-per-request, --image-format, --audio-seconds — is
 	// workload.Spec's.)
-	tok      *tokenizer.Tokenizer
-	countVia func(string) (int, error)
 
 	// Request shape.
 	Stream           bool
@@ -275,7 +266,7 @@ func (o *Options) Validate() error {
 	if o.MaxConcurrency < 0 {
 		add("--max-concurrency %d: want ≥ 1 (or leave unset)", o.MaxConcurrency)
 	}
-	if _, err := ParsePrewarm(o.PrewarmConnections); err != nil {
+	if _, _, err := ParsePrewarm(o.PrewarmConnections); err != nil {
 		add("--prewarm-connections: %w", err)
 	}
 	if o.WarmupRequests < 0 {
@@ -305,11 +296,11 @@ func (o *Options) Validate() error {
 	if !(o.MaxErrorRate >= 0 && o.MaxErrorRate <= 1) {
 		add("--max-error-rate %g: want a share of requests in [0, 1]", o.MaxErrorRate)
 	}
-	if err := client.CheckExtraBody([]byte(o.ExtraRequestBody)); err != nil {
+	if err := api.CheckExtraBody([]byte(o.ExtraRequestBody)); err != nil {
 		add("--extra-request-body: %w", err)
 	}
-	for _, u := range o.endpointURLs() {
-		if err := client.CheckTransport(o.HTTPTransport, u); err != nil {
+	for _, u := range o.EndpointURLs() {
+		if err := api.CheckTransport(o.HTTPTransport, u); err != nil {
 			add("--http-transport: %w", err)
 			break
 		}
@@ -317,10 +308,10 @@ func (o *Options) Validate() error {
 	if o.Insecure && o.CACert != "" {
 		add("--insecure and --ca-cert: choose one (--insecure verifies no certificate at all)")
 	}
-	if err := client.CheckHost(o.HostHeader); err != nil {
+	if err := api.CheckHost(o.HostHeader); err != nil {
 		add("--host-header %w", err)
 	}
-	if err := client.CheckRequestIDPrefix(o.RequestIDPrefix); err != nil {
+	if err := api.CheckRequestIDPrefix(o.RequestIDPrefix); err != nil {
 		add("--request-id-prefix %w", err)
 	}
 	switch o.DatasetName {
@@ -363,7 +354,7 @@ func (o *Options) Validate() error {
 		if !(o.Burstiness > 0) || math.IsInf(o.Burstiness, 0) {
 			add("--burstiness %g: want a finite number > 0", o.Burstiness)
 		}
-		if math.IsInf(o.RequestRate, 1) && o.Duration > 0 && !o.NumPromptsSet && !o.profiled() {
+		if math.IsInf(o.RequestRate, 1) && o.Duration > 0 && !o.NumPromptsSet && !o.Profiled() {
 			add("--request-rate inf sends every request at once: give --num-prompts, not --duration")
 		}
 		if n := o.RequestRate * o.Duration.Seconds(); !math.IsInf(o.RequestRate, 1) && !o.NumPromptsSet && n > arrival.MaxRequests {
@@ -385,60 +376,13 @@ func (o *Options) Kind() *api.Kind {
 	return o.kind
 }
 
-// profiled reports whether a target profile (--stages, a ramp) sets the
+// Profiled reports whether a target profile (--stages, a ramp) sets the
 // rate instead of --request-rate.
-func (o *Options) profiled() bool { return o.Load.Stages != "" || o.Load.RampStrategy != "" }
+func (o *Options) Profiled() bool { return o.Load.Stages != "" || o.Load.RampStrategy != "" }
 
-// WorkloadConfig is the part of o that builds the workload; seed is the
-// run's resolved seed.
-func (o *Options) WorkloadConfig(seed uint64) workload.Config {
-	limit, from := o.TokenLimit()
-	return workload.Config{
-		Spec: o.Spec, Seed: seed,
-		TokenLimit: limit, TokenLimitFrom: from,
-		API: o.Kind(), DryRun: o.DryRun,
-		ShardIndex: o.ShardIndex, ShardCount: o.ShardCount,
-		Sessions:  o.SessionsConfig(seed),
-		Endpoints: o.endpointOptions(),
-		Sizing:    o.sizing(),
-	}
-}
-
-// sizing is how text prompts are counted: --tokenizer's tokens, the
-// server's (--tokenize-via-server, once Run has the server), or words.
-func (o *Options) sizing() prompt.Sizing {
-	sz := prompt.Sizing{Count: o.countVia}
-	if o.tok != nil {
-		sz.Tokens = o.tok
-	}
-	return sz
-}
-
-// LoadTokenizer reads --tokenizer (nothing without it). Its error names the
-// file and, for a file it cannot use, what is unsupported.
-func (o *Options) LoadTokenizer() error {
-	if o.Tokenizer == "" || o.tok != nil {
-		return nil
-	}
-	tk, err := tokenizer.Load(o.Tokenizer)
-	if err != nil {
-		return fmt.Errorf("--tokenizer: %w", err)
-	}
-	o.tok = tk
-	return nil
-}
-
-// Tokens is the loaded --tokenizer (nil without one) as pkg/prompt takes it.
-func (o *Options) Tokens() prompt.Tokens {
-	if o.tok == nil {
-		return nil
-	}
-	return o.tok
-}
-
-// baseURL is the server root the client talks to.
-func (o *Options) baseURL() string {
-	if o.several() {
+// Root is the server root the client talks to.
+func (o *Options) Root() string {
+	if o.Several() {
 		return strings.TrimRight(o.BaseURLs[0], "/") // the first of several
 	}
 	if o.BaseURL != "" {
@@ -471,24 +415,6 @@ func (o *Options) Targets() metrics.Targets {
 	return metrics.Targets{MaxErrorRate: o.MaxErrorRate, MinGoodput: o.Observe.MinGoodput, SLO: o.Observe.Goodput}
 }
 
-// ClientConfig maps o onto the client's configuration (the first
-// endpoint's URL; NewPool makes one client per endpoint).
-func (o *Options) ClientConfig() client.Config {
-	return client.Config{
-		BaseURL: o.baseURL(), API: o.Kind(), Endpoint: o.Endpoint, Model: o.Model,
-		APIKey: o.APIKey, Stream: o.Stream, IgnoreEOS: o.IgnoreEOS,
-		ExtraBody: []byte(o.ExtraRequestBody), MaxConns: o.MaxConcurrency,
-		RequestTimeout: o.RequestTimeout, StallTimeout: o.StallTimeout,
-		Insecure: o.Insecure, CACert: o.CACert, Host: o.HostHeader, HTTPTransport: o.HTTPTransport, HTTPPhases: o.HTTPPhases,
-		RequestIDPrefix: o.RequestIDPrefix,
-		Secrets:         o.Secrets(),
-		Retries:         o.Retries,
-		ImageSize:       fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
-		Answer:          o.Answer.options(),
-		BatchSize:       o.BatchSize, AudioSeconds: o.Media.Audio.Seconds, AudioSeed: uint64(max(o.Seed, 0)),
-	}
-}
-
 // validateRequestShape checks --batch-size and --audio-seconds: in range,
 // and given only with a backend whose row batches or sends audio (the
 // error names the rows that do).
@@ -496,8 +422,8 @@ func (o *Options) validateRequestShape(b *api.Kind) error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if o.BatchSize != 0 || o.BatchSizeSet {
-		if o.BatchSize < 1 || o.BatchSize > client.MaxBatchSize {
-			add("--batch-size %d: want 1 to %d inputs a request", o.BatchSize, client.MaxBatchSize)
+		if o.BatchSize < 1 || o.BatchSize > api.MaxBatchSize {
+			add("--batch-size %d: want 1 to %d inputs a request", o.BatchSize, api.MaxBatchSize)
 		}
 		if b != nil && !b.Has(api.Batch) {
 			add("--batch-size: --backend %s sends one prompt a request (use --backend %s)", b.Name, api.WithCaps(api.Batch))
@@ -506,7 +432,7 @@ func (o *Options) validateRequestShape(b *api.Kind) error {
 	// A clip's range is the media options' check; a backend that sends
 	// the clip as its file also needs one.
 	if b.Has(api.Audio) && o.AudioSecondsSet && o.Media.Audio.Seconds == 0 {
-		add("--audio-seconds 0: --backend %s sends the clip as its file: want more than 0 and at most %g seconds", b.Name, client.MaxAudioSeconds)
+		add("--audio-seconds 0: --backend %s sends the clip as its file: want more than 0 and at most %g seconds", b.Name, api.MaxAudioSeconds)
 	}
 	return errors.Join(errs...)
 }
@@ -540,7 +466,7 @@ func (o *Options) validateSessions() error {
 		if b := o.Kind(); b != nil && !b.Has(api.Chains) {
 			errs = append(errs, fmt.Errorf("--responses-chain: --backend %s has no previous_response_id (use --backend %s)", b.Name, api.WithCaps(api.Chains)))
 		}
-		if o.several() && o.Balance != "session" {
+		if o.Several() && o.Balance != "session" {
 			errs = append(errs, fmt.Errorf("--responses-chain with several endpoints needs --balance session: a response is kept by the server that made it (--balance %s)", o.Balance))
 		}
 	}

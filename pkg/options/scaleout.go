@@ -61,12 +61,12 @@ func (o *Options) validateScaleOut() error {
 	return nil
 }
 
-// salt is the prompt salt of a run: --prompt-salt, else new content every
+// Salt is the prompt salt of a run: --prompt-salt, else new content every
 // run (no prefix cache carries over from an earlier run), but the same for
 // every copy of a sharded run — derived from the shared --start-at — so
 // requests that share a prefix in the schedule share it on the wire
 // whichever copy sends them.
-func (o *Options) salt(seed uint64) uint64 {
+func (o *Options) Salt(seed uint64) uint64 {
 	if o.PromptSalt != 0 {
 		return uint64(o.PromptSalt)
 	}

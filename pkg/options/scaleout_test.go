@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
 func TestParseStartAt(t *testing.T) {
@@ -52,29 +50,6 @@ func TestShardNeedsAnExplicitSeed(t *testing.T) {
 	o.ShardIndex, o.ShardCount, o.Seed = 0, 1, -1
 	if err := o.Validate(); err != nil {
 		t.Fatalf("an unsharded run with a time-based seed: %v", err)
-	}
-}
-
-func TestStartAtInThePastIsRefused(t *testing.T) {
-	o := Defaults()
-	o.Seed, o.Port = 1, 1 // nothing listens: the check comes first
-	o.StartAt = time.Now().Add(-5 * time.Second)
-	_, err := runQuiet(o)
-	if err == nil || !strings.Contains(err.Error(), "--start-at") || !strings.Contains(err.Error(), "s ago at launch") {
-		t.Fatalf("error %v", err)
-	}
-	if _, ok := err.(*UsageError); !ok {
-		t.Errorf("%T is not a usage error", err)
-	}
-	// A dry run only builds the schedule (e.g. to reproduce a past run's).
-	o.DryRun = true
-	if _, err := runQuiet(o); err != nil {
-		t.Errorf("dry run: %v", err)
-	}
-	// Within the slack: accepted (the first requests leave late).
-	o.StartAt = time.Now().Add(-runner.StartAtSlack / 2)
-	if err := runner.CheckStartAt(o.StartAt, time.Now(), "now"); err != nil {
-		t.Error(err)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/launch"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
@@ -62,7 +63,7 @@ func TestRequestPanicIsItsRecord(t *testing.T) {
 	o.WarmupRequests = 1 // index -1: does not panic
 	o.ResultsJSONL = filepath.Join(dir, "r.jsonl")
 	var out, errb bytes.Buffer
-	sum, err := options.Run(context.Background(), o, runner.IO{Out: &out, Err: &errb})
+	sum, err := launch.Run(context.Background(), o, runner.IO{Out: &out, Err: &errb})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, errb.String())
 	}
@@ -107,7 +108,7 @@ func TestWarmupPanicIsAnInternalError(t *testing.T) {
 	o.NumPrompts, o.NumPromptsSet = 3, true
 	o.WarmupRequests = 2
 	var out, errb bytes.Buffer
-	sum, err := options.Run(context.Background(), o, runner.IO{Out: &out, Err: &errb})
+	sum, err := launch.Run(context.Background(), o, runner.IO{Out: &out, Err: &errb})
 	var p *safe.Panic
 	if !errors.As(err, &p) || sum != nil {
 		t.Fatalf("run: %v (summary %v), want a *safe.Panic", err, sum)

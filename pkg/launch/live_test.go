@@ -1,4 +1,4 @@
-package options
+package launch
 
 import (
 	"bytes"
@@ -228,13 +228,14 @@ func TestTimingServerIdleFraction(t *testing.T) {
 	wl := &workload.Workload{Schedule: bursts, Stats: arrival.Summarize(bursts), First: arrival.Arrival{InputTokens: 16, OutputTokens: 21}}
 	busy0 := srv.Stats().Busy
 	var out, errb bytes.Buffer
-	pool, err := o.NewPool()
+	j := &job{Options: o}
+	pool, err := j.newPool()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
 	stdio := runner.IO{Out: &out, Err: &errb}
-	cfg, err := o.runConfig(1, wl, stdio, runner.NewLogger(&errb, true))
+	cfg, err := j.runConfig(1, wl, stdio, runner.NewLogger(&errb, true))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package options
+package launch
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 )
 
 // Length flags above the token limit are a usage error, with the limit
@@ -18,22 +19,22 @@ import (
 func TestLengthFlagsAboveTheLimit(t *testing.T) {
 	for _, c := range []struct {
 		name    string
-		set     func(o *Options)
+		set     func(o *options.Options)
 		wantErr string
 	}{
-		{"built-in cap", func(o *Options) { o.RandomInputLen = 2000000 }, "--random-input-len 2000000 + --random-output-len 128 exceed the token limit 1048576 (the built-in cap)"},
-		{"above every limit", func(o *Options) { o.RandomInputLen = 2147483647 }, "--random-input-len 2147483647: want a number of tokens from 1 to 16777216"},
-		{"max-model-len", func(o *Options) { o.MaxModelLen, o.RandomInputLen = 4096, 4000 }, "exceed the token limit 4096 (--max-model-len)"},
-		{"range ratio", func(o *Options) { o.MaxModelLen, o.RandomInputLen, o.RandomRangeRatio = 4096, 3000, 0.5 }, "(with --random-range-ratio 0.5: up to 4500 + 192)"},
-		{"replay fills lengths", func(o *Options) {
+		{"built-in cap", func(o *options.Options) { o.RandomInputLen = 2000000 }, "--random-input-len 2000000 + --random-output-len 128 exceed the token limit 1048576 (the built-in cap)"},
+		{"above every limit", func(o *options.Options) { o.RandomInputLen = 2147483647 }, "--random-input-len 2147483647: want a number of tokens from 1 to 16777216"},
+		{"max-model-len", func(o *options.Options) { o.MaxModelLen, o.RandomInputLen = 4096, 4000 }, "exceed the token limit 4096 (--max-model-len)"},
+		{"range ratio", func(o *options.Options) { o.MaxModelLen, o.RandomInputLen, o.RandomRangeRatio = 4096, 3000, 0.5 }, "(with --random-range-ratio 0.5: up to 4500 + 192)"},
+		{"replay fills lengths", func(o *options.Options) {
 			p := filepath.Join(t.TempDir(), "t.csv")
 			os.WriteFile(p, []byte("ts,other\n0,a\n1,b\n"), 0o644)
 			o.Mode, o.Replay.TracePath, o.MaxModelLen = "replay", p, 100
 		}, "exceed the token limit 100 (--max-model-len)"},
-		{"within the limit", func(o *Options) { o.MaxModelLen = 1152 }, ""},
+		{"within the limit", func(o *options.Options) { o.MaxModelLen = 1152 }, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			o := Defaults()
+			o := options.Defaults()
 			o.DryRun, o.Quiet, o.Seed, o.NumPrompts = true, true, 1, 10
 			c.set(&o)
 			_, err := runQuiet(o)
@@ -43,7 +44,7 @@ func TestLengthFlagsAboveTheLimit(t *testing.T) {
 				}
 				return
 			}
-			var ue *UsageError
+			var ue *options.UsageError
 			if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.wantErr) {
 				t.Fatalf("error %v, want a usage error containing %q", err, c.wantErr)
 			}
@@ -66,7 +67,7 @@ func TestServerTokenLimit(t *testing.T) {
 	o.Port, o.TimeScale, o.Quiet = port, 1000, false
 	o.Model = "mock-model"
 	sum, _, stderr := runReplay(t, o)
-	var info ReplayInfo
+	var info options.ReplayInfo
 	if ok, err := testenv.SectionOf(t, sum, "replay", &info); !ok || err != nil {
 		t.Fatalf("no replay entry (%v)", err)
 	}

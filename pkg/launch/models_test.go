@@ -1,4 +1,4 @@
-package options
+package launch
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/routing"
 )
 
@@ -60,7 +61,7 @@ func (l *serverLog) models() map[string]int {
 // loggedReplay starts the built-in server with cfg, every generation
 // request it gets logged in the returned serverLog, and returns a replay
 // of trace aimed at it.
-func loggedReplay(t *testing.T, trace string, cfg mockserver.Config) (Options, *serverLog) {
+func loggedReplay(t *testing.T, trace string, cfg mockserver.Config) (options.Options, *serverLog) {
 	t.Helper()
 	log := &serverLog{}
 	cfg.OnRequest = log.hook
@@ -167,7 +168,7 @@ func maps1(m map[string]int, k string, v int) bool { return len(m) == 1 && m[k] 
 // zipf:1.1 over k served names and returns the model column.
 func zipfSchedule(t *testing.T, n int64, k int, shard string) []schedRow {
 	t.Helper()
-	o := Defaults()
+	o := options.Defaults()
 	o.Seed = 1
 	o.Quiet = true
 	o.DryRun = true
@@ -270,7 +271,7 @@ func TestAlibabaLoRAImages(t *testing.T) {
 	if sum.Completed != 15 || sum.Failed != 0 || sum.GeneratedImages != int64(images) || sum.ImageThroughput <= 0 {
 		t.Fatalf("%d completed, %d failed, %d images (want 15, 0, %d)", sum.Completed, sum.Failed, sum.GeneratedImages, images)
 	}
-	var info ReplayInfo
+	var info options.ReplayInfo
 	testenv.SectionOf(t, sum, "replay", &info)
 	if info.Skipped.Rows != 3 || !slices.Equal(info.Skipped.Lines, []int{12, 13, 14}) || info.Skipped.Failed != 2 {
 		t.Fatalf("replay entry %+v", info)
@@ -363,7 +364,7 @@ func TestAlibabaT2IScene(t *testing.T) {
 	if sum.Completed != 14 || sum.GeneratedImages != 14 {
 		t.Fatalf("%d completed, %d images", sum.Completed, sum.GeneratedImages)
 	}
-	var info ReplayInfo
+	var info options.ReplayInfo
 	testenv.SectionOf(t, sum, "replay", &info)
 	if info.Skipped.Scene != 2 || info.Skipped.Rows != 2 || info.Format != "alibaba-t2i" {
 		t.Fatalf("replay entry %+v", info)
@@ -397,23 +398,23 @@ func TestModelOptionErrors(t *testing.T) {
 	port := startMock(t, mockserver.Config{})
 	for _, c := range []struct {
 		name string
-		set  func(o *Options)
+		set  func(o *options.Options)
 		want string
 	}{
-		{"zipf without names", func(o *Options) { o.Models.Map = "zipf:1.1" }, "--served-models"},
-		{"served without map", func(o *Options) { o.Models.Served = []string{"a"} }, "--served-models is used by"},
-		{"bad exponent", func(o *Options) { o.Models.Map = "zipf:-1"; o.Models.Served = []string{"a"} }, "exponent"},
-		{"missing file", func(o *Options) { o.Models.Map = "no/such/map.yaml" }, "neither a strategy"},
-		{"image trace to text backend", func(o *Options) {
+		{"zipf without names", func(o *options.Options) { o.Models.Map = "zipf:1.1" }, "--served-models"},
+		{"served without map", func(o *options.Options) { o.Models.Served = []string{"a"} }, "--served-models is used by"},
+		{"bad exponent", func(o *options.Options) { o.Models.Map = "zipf:-1"; o.Models.Served = []string{"a"} }, "exponent"},
+		{"missing file", func(o *options.Options) { o.Models.Map = "no/such/map.yaml" }, "neither a strategy"},
+		{"image trace to text backend", func(o *options.Options) {
 			o.Mode, o.Replay.TracePath = "replay", filepath.Join(traceDir, "alibaba_lora_head300.csv")
 		}, "--backend openai-images"},
-		{"bad backend", func(o *Options) { o.Backend = "images" }, "openai-images"},
+		{"bad backend", func(o *options.Options) { o.Backend = "images" }, "openai-images"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o := testOptions(port)
 			c.set(&o)
 			_, err := runQuiet(o)
-			var ue *UsageError
+			var ue *options.UsageError
 			if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want a usage error with %q", err, c.want)
 			}

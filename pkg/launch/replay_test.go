@@ -1,4 +1,4 @@
-package options
+package launch
 
 import (
 	"bytes"
@@ -25,6 +25,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 )
 
@@ -41,8 +42,8 @@ func tracePath(t *testing.T, name string) string {
 }
 
 // replayOptions are a quiet, seeded replay of trace.
-func replayOptions(trace string) Options {
-	o := Defaults()
+func replayOptions(trace string) options.Options {
+	o := options.Defaults()
 	o.Mode = "replay"
 	o.Replay.TracePath = trace
 	o.Seed = 1
@@ -51,7 +52,7 @@ func replayOptions(trace string) Options {
 	return o
 }
 
-func runReplay(t *testing.T, o Options) (*metrics.Summary, string, string) {
+func runReplay(t *testing.T, o options.Options) (*metrics.Summary, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -171,7 +172,7 @@ func TestReplayDryRunFormats(t *testing.T) {
 		name    string
 		file    string
 		scale   string // --time-scale as a rational
-		opts    func(o *Options)
+		opts    func(o *options.Options)
 		oracle  func(t *testing.T, path string) ([]oracleRow, int)
 		skipped int    // rows the oracle leaves out
 		warn    string // in the warnings
@@ -219,7 +220,7 @@ func TestReplayDryRunFormats(t *testing.T) {
 		},
 		{
 			name: "burstgpt", file: "burstgpt.csv", scale: "7",
-			opts: func(o *Options) { o.Models.Map = "keep" }, // the trace's names, not --model
+			opts: func(o *options.Options) { o.Models.Map = "keep" }, // the trace's names, not --model
 			oracle: func(t *testing.T, p string) ([]oracleRow, int) {
 				return readCSVOracle(t, p, func(_ []string, col func(string) string) *oracleRow {
 					if col("Response tokens") == "0" {
@@ -243,7 +244,7 @@ func TestReplayDryRunFormats(t *testing.T) {
 		},
 		{
 			name: "generic csv", file: "alibaba_lora_head300.csv", scale: "1",
-			opts: func(o *Options) {
+			opts: func(o *options.Options) {
 				o.Replay.TimestampColumn, o.Replay.InputLengthColumn, o.Replay.ModelColumn = "gmt_create", "prompt_length", "checkpoint_model_version_id"
 				o.RandomOutputLen = 77
 				o.Models.Map = "keep"
@@ -323,7 +324,7 @@ func readMooncake(t *testing.T, path string) []mooncakeRow {
 // default --num-prompts does not cut a replay.
 func TestReplaySliceAndCaps(t *testing.T) {
 	path := tracePath(t, "azure2023_code.csv.gz")
-	count := func(o Options) (int, []schedRow) {
+	count := func(o options.Options) (int, []schedRow) {
 		o.DryRun = true
 		o.ScheduleOut = filepath.Join(t.TempDir(), "s.csv")
 		runReplay(t, o)
@@ -391,7 +392,7 @@ func TestTimingReplayAzureAgainstMock(t *testing.T) {
 	if !testenv.RaceEnabled && sum.SendLag.P99 > 5*5 {
 		t.Errorf("send_lag_p99_ms %.3f > 25 (5× the 5 ms of a quiet machine)", sum.SendLag.P99)
 	}
-	var info ReplayInfo
+	var info options.ReplayInfo
 	if ok, err := testenv.SectionOf(t, sum, "replay", &info); !ok || err != nil || info.Replayed != 1379 || info.TimeScale != 20 || info.Format != "azure-llm" {
 		t.Errorf("summary replay entry %+v (%v)", info, err)
 	}
@@ -407,7 +408,7 @@ func TestReplaySummaryReportsSkippedRows(t *testing.T) {
 	o.TimeScale = 1000
 	o.NumPrompts, o.NumPromptsSet = 20, true
 	sum, _, stderr := runReplay(t, o)
-	var info ReplayInfo
+	var info options.ReplayInfo
 	if ok, err := testenv.SectionOf(t, sum, "replay", &info); !ok || err != nil {
 		t.Fatalf("no replay entry (%v)", err)
 	}
@@ -429,7 +430,7 @@ func TestReplayStrict(t *testing.T) {
 	o.Replay.Strict = true
 	o.DryRun = true
 	_, err := runQuiet(o)
-	var ue *UsageError
+	var ue *options.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "line 21118: timestamp: empty") || !strings.Contains(err.Error(), "fineserve_Dense_30to100B.csv.gz") {
 		t.Fatalf("error %v", err)
 	}

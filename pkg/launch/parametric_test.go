@@ -1,4 +1,4 @@
-package options
+package launch
 
 import (
 	"context"
@@ -12,11 +12,12 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 )
 
 // dryParametric builds a parametric schedule without sending it and
 // returns it with the run's notes.
-func dryParametric(t *testing.T, o Options) ([]arrival.Arrival, string, error) {
+func dryParametric(t *testing.T, o options.Options) ([]arrival.Arrival, string, error) {
 	t.Helper()
 	o.Mode, o.DryRun, o.Quiet = "parametric", true, false
 	o.ScheduleOut = filepath.Join(t.TempDir(), "schedule.csv")
@@ -45,10 +46,10 @@ func TestParametricOptions(t *testing.T) {
 	}
 	cases := []struct {
 		name  string
-		set   func(o *Options)
+		set   func(o *options.Options)
 		check func(t *testing.T, rows []arrival.Arrival, log string)
 	}{
-		{"Dense_lt10B bursts by default", func(o *Options) {
+		{"Dense_lt10B bursts by default", func(o *options.Options) {
 			o.Parametric.ModelClass, o.Duration = "Dense_lt10B", 20*time.Second
 		}, func(t *testing.T, rows []arrival.Arrival, log string) {
 			if bursts(rows) == 0 || !strings.Contains(log, "E[K] 2.861") {
@@ -58,14 +59,14 @@ func TestParametricOptions(t *testing.T) {
 				t.Errorf("sizes %d/%d; log:\n%s", rows[0].InputTokens, rows[0].OutputTokens, log)
 			}
 		}},
-		{"Dense_lt10B NB disabled", func(o *Options) {
+		{"Dense_lt10B NB disabled", func(o *options.Options) {
 			o.Parametric.ModelClass, o.Duration, o.Parametric.DisableNBLt10B = "Dense_lt10B", 20*time.Second, true
 		}, func(t *testing.T, rows []arrival.Arrival, log string) {
 			if bursts(rows) != 0 {
 				t.Errorf("%d burst followers with NB disabled", bursts(rows))
 			}
 		}},
-		{"Dense_30to100B bundled lengths, one pass, default num-prompts ignored", func(o *Options) {
+		{"Dense_30to100B bundled lengths, one pass, default num-prompts ignored", func(o *options.Options) {
 			o.Parametric.ModelClass = "Dense_30to100B"
 		}, func(t *testing.T, rows []arrival.Arrival, log string) {
 			if len(rows) < 50000 || rows[len(rows)-1].At >= 24*time.Hour || rows[len(rows)-1].At < 23*time.Hour {
@@ -79,21 +80,21 @@ func TestParametricOptions(t *testing.T) {
 				t.Errorf("%d distinct sizes; log:\n%s", len(sizes), log)
 			}
 		}},
-		{"time scale 24", func(o *Options) {
+		{"time scale 24", func(o *options.Options) {
 			o.Parametric.ModelClass, o.TimeScale = "Dense_30to100B", 24
 		}, func(t *testing.T, rows []arrival.Arrival, log string) {
 			if last := rows[len(rows)-1].At; last >= time.Hour || last < 55*time.Minute {
 				t.Errorf("last arrival at %v: want a day in an hour", last)
 			}
 		}},
-		{"num-prompts", func(o *Options) {
+		{"num-prompts", func(o *options.Options) {
 			o.Parametric.ModelClass, o.NumPrompts, o.NumPromptsSet = "MoE_gt100B", 777, true
 		}, func(t *testing.T, rows []arrival.Arrival, log string) {
 			if len(rows) != 777 {
 				t.Errorf("%d rows", len(rows))
 			}
 		}},
-		{"4-column file, renamed columns, lengths file, model_sample", func(o *Options) {
+		{"4-column file, renamed columns, lengths file, model_sample", func(o *options.Options) {
 			p := &o.Parametric
 			p.GammaParamsCSV, p.WindowStartColumn, p.WindowEndColumn, p.ShapeColumn, p.ScaleColumn = gamma4, "start", "end", "k", "theta"
 			p.RequestLengthsCSV, o.Replay.InputLengthColumn, o.Replay.OutputLengthColumn = lengths, "in", "out"
@@ -111,7 +112,7 @@ func TestParametricOptions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			o := Defaults()
+			o := options.Defaults()
 			o.Seed = 5
 			tc.set(&o)
 			rows, log, err := dryParametric(t, o)
@@ -126,7 +127,7 @@ func TestParametricOptions(t *testing.T) {
 // TestParametricDataRoot: FineServe's --parametric-data-root layout (gamma/
 // and nb/) gives the same schedule as the bundled copies.
 func TestParametricDataRoot(t *testing.T) {
-	o := Defaults()
+	o := options.Defaults()
 	o.Seed, o.Duration, o.Parametric.ModelClass = 2, time.Minute, "Dense_lt10B"
 	bundled, _, err := dryParametric(t, o)
 	if err != nil {
@@ -150,25 +151,25 @@ func TestParametricErrors(t *testing.T) {
 	badNB := testenv.WriteFile(t, "nb.json", "{\"nb_mu\": 2,\n\"nb_alpha\": \"many\"}")
 	cases := []struct {
 		name string
-		set  func(p *ParametricOptions)
+		set  func(p *options.ParametricOptions)
 		want []string
 	}{
-		{"nothing to generate from", func(p *ParametricOptions) {}, []string{"--model-class", "--gamma-params-csv"}},
-		{"unknown class", func(p *ParametricOptions) { p.ModelClass = "Dense_7B" }, []string{"--model-class", "Dense_7B"}},
-		{"bad values", func(p *ParametricOptions) {
+		{"nothing to generate from", func(p *options.ParametricOptions) {}, []string{"--model-class", "--gamma-params-csv"}},
+		{"unknown class", func(p *options.ParametricOptions) { p.ModelClass = "Dense_7B" }, []string{"--model-class", "Dense_7B"}},
+		{"bad values", func(p *options.ParametricOptions) {
 			p.ModelClass, p.JitterRatio, p.WindowSeconds, p.ExtensionMode = "MoE_gt100B", 1, 0, "loop"
 		}, []string{"--parametric-jitter-ratio 1", "--parametric-window-seconds 0", "--parametric-extension-mode"}},
-		{"bad gamma row", func(p *ParametricOptions) { p.GammaParamsCSV = badCSV }, []string{"bad.csv: line 3: gamma_scale"}},
-		{"missing file", func(p *ParametricOptions) { p.GammaParamsCSV = "/nonexistent/g.csv" }, []string{"--gamma-params-csv", "no such file"}},
-		{"bad NB", func(p *ParametricOptions) { p.ModelClass, p.NBJSON = "Dense_10to30B", badNB }, []string{"nb.json: line 2: nb_alpha"}},
+		{"bad gamma row", func(p *options.ParametricOptions) { p.GammaParamsCSV = badCSV }, []string{"bad.csv: line 3: gamma_scale"}},
+		{"missing file", func(p *options.ParametricOptions) { p.GammaParamsCSV = "/nonexistent/g.csv" }, []string{"--gamma-params-csv", "no such file"}},
+		{"bad NB", func(p *options.ParametricOptions) { p.ModelClass, p.NBJSON = "Dense_10to30B", badNB }, []string{"nb.json: line 2: nb_alpha"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			o := Defaults()
+			o := options.Defaults()
 			o.Seed, o.Duration = 1, time.Minute
 			tc.set(&o.Parametric)
 			_, _, err := dryParametric(t, o)
-			var ue *UsageError
+			var ue *options.UsageError
 			if !errors.As(err, &ue) {
 				t.Fatalf("error %v is not a usage error", err)
 			}

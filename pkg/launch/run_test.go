@@ -1,4 +1,4 @@
-package options
+package launch
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
@@ -28,8 +29,8 @@ func startMock(t *testing.T, cfg mockserver.Config) int {
 	return port
 }
 
-func testOptions(port int) Options {
-	o := Defaults()
+func testOptions(port int) options.Options {
+	o := options.Defaults()
 	o.Port = port
 	o.Seed = 1
 	o.Quiet = true
@@ -39,7 +40,7 @@ func testOptions(port int) Options {
 
 // run runs o and fails the test on an error; it returns the summary and
 // what the run printed (the table).
-func run(t *testing.T, o Options) (*metrics.Summary, string) {
+func run(t *testing.T, o options.Options) (*metrics.Summary, string) {
 	t.Helper()
 	sum, out, errs, err := runCaptured(context.Background(), o)
 	if err != nil {
@@ -50,7 +51,7 @@ func run(t *testing.T, o Options) (*metrics.Summary, string) {
 
 // runCaptured runs o and returns its summary, what it wrote to stdout and
 // to stderr, and its error.
-func runCaptured(ctx context.Context, o Options) (sum *metrics.Summary, stdout, stderr string, err error) {
+func runCaptured(ctx context.Context, o options.Options) (sum *metrics.Summary, stdout, stderr string, err error) {
 	var out, errb bytes.Buffer
 	sum, err = Run(ctx, o, runner.IO{Out: &out, Err: &errb})
 	return sum, out.String(), errb.String(), err
@@ -58,7 +59,7 @@ func runCaptured(ctx context.Context, o Options) (sum *metrics.Summary, stdout, 
 
 // runQuiet runs o with its output discarded, for a test that checks the
 // error or the files written.
-func runQuiet(o Options) (*metrics.Summary, error) {
+func runQuiet(o options.Options) (*metrics.Summary, error) {
 	return Run(context.Background(), o, runner.IO{Out: io.Discard, Err: io.Discard})
 }
 
@@ -256,7 +257,7 @@ func TestShareGPTDatasetSizesAndText(t *testing.T) {
 }
 
 func TestValidationReportsEveryProblem(t *testing.T) {
-	o := Defaults()
+	o := options.Defaults()
 	o.Backend, o.Mode, o.Port, o.TimeScale, o.MaxConcurrency = "tgi", "bursty", 0, -1, -2
 	err := o.Validate()
 	if err == nil {
@@ -268,7 +269,7 @@ func TestValidationReportsEveryProblem(t *testing.T) {
 		}
 	}
 	_, err = runQuiet(o)
-	var ue *UsageError
+	var ue *options.UsageError
 	if !errors.As(err, &ue) {
 		t.Errorf("Run returned %T, want *UsageError", err)
 	}
@@ -327,5 +328,28 @@ func TestMergeStateOnlyWhenWritten(t *testing.T) {
 	}
 	if kept.Completed != 40 || dropped.Completed != 40 || len(dropped.Windows) == 0 {
 		t.Fatalf("completed %d and %d, %d windows without the state", kept.Completed, dropped.Completed, len(dropped.Windows))
+	}
+}
+
+func TestStartAtInThePastIsRefused(t *testing.T) {
+	o := options.Defaults()
+	o.Seed, o.Port = 1, 1 // nothing listens: the check comes first
+	o.StartAt = time.Now().Add(-5 * time.Second)
+	_, err := runQuiet(o)
+	if err == nil || !strings.Contains(err.Error(), "--start-at") || !strings.Contains(err.Error(), "s ago at launch") {
+		t.Fatalf("error %v", err)
+	}
+	if _, ok := err.(*options.UsageError); !ok {
+		t.Errorf("%T is not a usage error", err)
+	}
+	// A dry run only builds the schedule (e.g. to reproduce a past run's).
+	o.DryRun = true
+	if _, err := runQuiet(o); err != nil {
+		t.Errorf("dry run: %v", err)
+	}
+	// Within the slack: accepted (the first requests leave late).
+	o.StartAt = time.Now().Add(-runner.StartAtSlack / 2)
+	if err := runner.CheckStartAt(o.StartAt, time.Now(), "now"); err != nil {
+		t.Error(err)
 	}
 }
