@@ -65,6 +65,12 @@ func TestImportLayout(t *testing.T) {
 			why: "the API kinds are a leaf every layer reads"},
 		{pkg: "pkg/workload", banned: []string{"pkg/client", "pkg/runner", "pkg/monitor", "pkg/options", "pkg/launch"},
 			why: "the workload is pure: it reads the API kind's row, not the client"},
+		{pkg: "pkg/record", only: []string{"pkg/api"},
+			why: "the record of a request is a leaf the client fills and every reader reads"},
+		{pkg: "pkg/metrics", banned: []string{"pkg/client", "pkg/runner", "pkg/monitor", "pkg/options", "pkg/launch", "pkg/report"},
+			why: "figures are derived from the record, not from the client"},
+		{pkg: "pkg/report", banned: []string{"pkg/client", "pkg/runner", "pkg/monitor", "pkg/options", "pkg/launch"},
+			why: "reports read records and summaries, not client types"},
 		{pkg: "pkg/runner", banned: []string{"pkg/options", "pkg/launch"},
 			why: "the runner takes its narrow Config, not the settings"},
 	}

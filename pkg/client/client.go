@@ -574,7 +574,7 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 			return // the request timed out or the run stopped: keep the last failure
 		}
 		res.Retries++
-		res.clearAttempt()
+		res.ClearAttempt()
 	}
 }
 

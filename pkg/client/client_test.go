@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // capture is a test server that records request bodies and answers with a
@@ -449,8 +450,8 @@ func TestToolCallArgumentsAreBounded(t *testing.T) {
 	defer srv.Close()
 	c := newTestClient(t, srv, Config{API: api.Chat, Stream: true})
 	res := do(c, `"q"`, 0)
-	if !res.OK() || res.ToolCalls != 1 || res.ToolArgsInvalid != 1 || !res.Calls[0].Cut || len(res.Calls[0].Args) > maxToolArgs {
-		t.Errorf("%s: tool calls %d, invalid %d, cut %v, %d bytes kept (bound %d)", res.Error, res.ToolCalls, res.ToolArgsInvalid, res.Calls[0].Cut, len(res.Calls[0].Args), maxToolArgs)
+	if !res.OK() || res.ToolCalls != 1 || res.ToolArgsInvalid != 1 || !res.Calls[0].Cut || len(res.Calls[0].Args) > record.MaxToolArgs {
+		t.Errorf("%s: tool calls %d, invalid %d, cut %v, %d bytes kept (bound %d)", res.Error, res.ToolCalls, res.ToolArgsInvalid, res.Calls[0].Cut, len(res.Calls[0].Args), record.MaxToolArgs)
 	}
 }
 

@@ -252,8 +252,8 @@ func (ts *testServer) observed() (int, []seen) {
 	return ts.conns, slices.Clone(ts.seen)
 }
 
-// record is what the table compares of a Result.
-type record struct {
+// observed is what the table compares of a Result.
+type observed struct {
 	Status                   int
 	ErrorClass, Error        string
 	PromptTokens, Completion int
@@ -261,8 +261,8 @@ type record struct {
 	TTFT                     bool // a first-token time after the send time
 }
 
-func recordOf(r *Result) record {
-	return record{
+func recordOf(r *Result) observed {
+	return observed{
 		Status: r.Status, ErrorClass: r.ErrorClass, Error: r.Error,
 		PromptTokens: r.PromptTokens, Completion: r.CompletionTokens,
 		TokenTimes: len(r.TokenTimes), TTFT: r.FirstToken > 0 && r.FirstToken >= r.Sent,
@@ -285,7 +285,7 @@ var tableRequests = []Request{
 // over TLS resume sessions on new connections.
 func TestTransportConformance(t *testing.T) {
 	for _, stream := range []bool{true, false} {
-		refs := map[string][]record{} // by error class: the first row's records
+		refs := map[string][]observed{} // by error class: the first row's records
 		for _, b := range behaviours {
 			for _, mode := range []serverMode{plainHTTP1, plainH2C, overTLS} {
 				if b.tlsOnly && mode != overTLS {
@@ -321,7 +321,7 @@ func TestTransportConformance(t *testing.T) {
 
 // runRow sends tableRequests to a fresh server and checks what the server
 // and the client observed; it returns the records.
-func runRow(t *testing.T, b behaviour, mode serverMode, transport string, stream bool, wantProto int) []record {
+func runRow(t *testing.T, b behaviour, mode serverMode, transport string, stream bool, wantProto int) []observed {
 	ts := startServer(t, mode, b.wrap)
 	c, err := New(Config{
 		BaseURL: ts.URL, API: api.VLLM, Model: "m", Stream: stream, IgnoreEOS: true,
@@ -334,7 +334,7 @@ func runRow(t *testing.T, b behaviour, mode serverMode, transport string, stream
 	framing := observeFraming(c)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var got []record
+	var got []observed
 	for i := range tableRequests {
 		res := &Result{}
 		res.Reset()

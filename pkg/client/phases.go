@@ -6,24 +6,12 @@ import (
 	"net/http/httptrace"
 	"sync"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
-// Phases is how one attempt's HTTP exchange went, as AIPerf's HTTP trace
-// metrics split it (Config.HTTPPhases): connecting (the dial, name
-// resolution included), the TLS handshake, writing the request, and
-// waiting from the end of the write to the first byte of the response.
-// On a pooled keep-alive connection (Reused) there was no connect and no
-// handshake: both are 0. A phase the attempt never reached is 0 too.
-type Phases struct {
-	// Measured tells the phases were timed (Config.HTTPPhases): without
-	// it the other fields mean nothing.
-	Measured bool
-	Reused   bool
-	Connect  time.Duration
-	TLS      time.Duration
-	Write    time.Duration
-	Wait     time.Duration
-}
+// Phases is how one attempt's HTTP exchange went (pkg/record's).
+type Phases = record.Phases
 
 // startPhases readies res's phases for an attempt when the client times
 // them, and hands them to g for the transport to fill.

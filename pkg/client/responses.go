@@ -126,30 +126,30 @@ func responsesChunk(c *Client, d *decoder, data []byte, res *Result) (kind token
 	switch string(v.GetStringBytes("type")) {
 	case "response.output_text.delta":
 		if t := v.GetStringBytes("delta"); len(t) > 0 {
-			res.keep(t)
+			res.AppendText(t)
 			return tokOutput, false, false, nil
 		}
 	case "response.reasoning_text.delta", "response.reasoning_summary_text.delta":
 		if t := v.GetStringBytes("delta"); len(t) > 0 {
-			res.keepReasoning(t)
+			res.AppendReasoning(t)
 			return tokReasoning, false, false, nil
 		}
 	case "response.output_item.added":
 		if it := v.Get("item"); it != nil && string(it.GetStringBytes("type")) == "function_call" {
-			res.toolCall(v.GetInt("output_index"), it.GetStringBytes("call_id"), it.GetStringBytes("name"))
+			res.ToolCallAt(v.GetInt("output_index"), it.GetStringBytes("call_id"), it.GetStringBytes("name"))
 		}
 	case "response.function_call_arguments.delta":
 		if a := v.GetStringBytes("delta"); len(a) > 0 {
-			if call := res.toolCall(v.GetInt("output_index"), nil, nil); call != nil {
-				call.addArgs(a, res.toolArgs())
+			if call := res.ToolCallAt(v.GetInt("output_index"), nil, nil); call != nil {
+				call.AddArgs(a, res.ToolArgsBytes())
 			}
 			return tokOutput, false, false, nil
 		}
 	case "response.created", "response.in_progress":
-		res.setResponseID(v.Get("response"))
+		setResponseID(res, v.Get("response"))
 	case "response.completed", "response.incomplete":
 		r := v.Get("response")
-		res.setResponseID(r)
+		setResponseID(res, r)
 		usage = responsesUsage(r, res)
 		return tokNone, usage, true, nil
 	case "response.failed":
@@ -165,7 +165,7 @@ func responsesChunk(c *Client, d *decoder, data []byte, res *Result) (kind token
 
 // setResponseID keeps a response's id when the answer's text is kept (a
 // session chains its next turn to it).
-func (r *Result) setResponseID(resp *fastjson.Value) {
+func setResponseID(r *Result, resp *fastjson.Value) {
 	if resp == nil || !r.KeepText {
 		return
 	}
@@ -214,26 +214,26 @@ func readResponses(c *Client, d *decoder, resp *http.Response, rd io.Reader, res
 		return protocolError{"response has no output list"}
 	}
 	res.CompletionTokens = res.OutputLen
-	res.setResponseID(v)
+	setResponseID(res, v)
 	items, _ := out.Array()
 	for i, it := range items {
 		switch string(it.GetStringBytes("type")) {
 		case "message":
 			for _, part := range it.GetArray("content") {
-				res.keep(part.GetStringBytes("text"))
+				res.AppendText(part.GetStringBytes("text"))
 			}
 		case "reasoning":
 			for _, part := range it.GetArray("content") {
-				res.keepReasoning(part.GetStringBytes("text"))
+				res.AppendReasoning(part.GetStringBytes("text"))
 			}
 		case "function_call":
-			if call := res.toolCall(i, it.GetStringBytes("call_id"), it.GetStringBytes("name")); call != nil {
-				call.addArgs(it.GetStringBytes("arguments"), res.toolArgs())
+			if call := res.ToolCallAt(i, it.GetStringBytes("call_id"), it.GetStringBytes("name")); call != nil {
+				call.AddArgs(it.GetStringBytes("arguments"), res.ToolArgsBytes())
 				res.FirstToolCall = now
 			}
 		}
 	}
 	responsesUsage(v, res)
-	res.checkToolCalls()
+	res.CountToolCalls()
 	return nil
 }

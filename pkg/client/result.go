@@ -4,170 +4,55 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"syscall"
-	"time"
 
 	"github.com/valyala/fastjson"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/api"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
-// Result is what the client observed of one request. Times are offsets from
-// the run's epoch (Config.Epoch), so they compare with scheduled offsets.
-type Result struct {
-	Index int64
-	Model string
-	// Scheduled is when the request was due; Sent when it was handed to the
-	// transport; FirstToken when the first chunk carrying text arrived (0
-	// if none did); End when the last byte arrived or the request failed.
-	Scheduled, Sent, FirstToken, End time.Duration
-	// RequestID is the X-Request-Id the request was sent with
-	// (Config.RequestIDPrefix; "": none).
-	RequestID string
-	// TokenTimes holds the arrival time of every chunk that carried text.
-	TokenTimes []time.Duration
-	// InputLen and OutputLen are the target sizes; Images the input images.
-	InputLen, OutputLen, Images int
-	// Generate is the number of images an image-generation request asks
-	// for (0: a text request, with tokens); Generated those the response
-	// held. Image generations have no tokens: no TTFT, ITL or TPOT.
-	Generate, Generated int
-	// PromptTokens is the server's usage.prompt_tokens (-1 when not given);
-	// CompletionTokens is usage.completion_tokens, else the chunks counted.
-	PromptTokens, CompletionTokens int
-	// CachedTokens is usage.prompt_tokens_details.cached_tokens (-1 when
-	// not given): prompt tokens served from the server's prefix cache.
-	CachedTokens int
-	// Status is the HTTP status (0 when no response arrived).
-	Status int
-	// ErrorClass is empty for a successful request, else one of the Err*
-	// classes; Error is the message (truncated, never holding secrets).
-	ErrorClass string
-	Error      string
-	// Retries counts extra attempts made for this request.
-	Retries int
-	// CancelAfter is the request's planned cut (Request.CancelAfter; 0:
-	// none). Cancelled tells the client cut it there before it ended: not
-	// a failure (ErrorClass stays empty), and not a completion; what
-	// arrived before the cut (FirstToken, TokenTimes, CompletionTokens)
-	// is kept, End is the cut. A request that ended before its cut is a
-	// normal completion (or failure). Compare ErrCanceled: the run was
-	// stopped under the request.
-	CancelAfter time.Duration
-	Cancelled   bool
-	// Session, Turn and HistoryTokens place a request in a multi-turn
-	// session (Turn 0: no session): the session's index, the turn's
-	// number from 1, and the tokens of the history the request carries.
-	Session       int64
-	Turn          int
-	HistoryTokens int
-	// Agent places a request in an agentic conversation (Session is the
-	// conversation's start, Turn the step's number; On false: not one).
-	Agent AgentStep
-	// Endpoint is the number (from 1) of the endpoint the request went to
-	// when the run has several (--base-url given more than once); 0 with
-	// one. metrics.Sample.Endpoint is its index (from 0).
-	Endpoint int
-	// KeepText asks the client to keep the text received (set after Reset,
-	// before Do: only session turns need it); Text is the answer's text,
-	// Reasoning the reasoning's (each at most maxKeptText bytes).
-	KeepText  bool
-	Text      []byte
-	Reasoning []byte
-	// FirstOutput is when the first chunk of the answer — content or a
-	// tool call, not reasoning — arrived (0 if none): time to first
-	// output token. Without reasoning it equals FirstToken.
-	FirstOutput time.Duration
-	// ReasoningChunks counts the chunks that carried reasoning only;
-	// ReasoningTokens is the server's usage.completion_tokens_details.
-	// reasoning_tokens when given, else those chunks. Reasoning tokens are
-	// part of CompletionTokens.
-	ReasoningChunks, ReasoningTokens int
-	// Calls are the tool calls of the answer (at most maxToolCalls, their
-	// arguments at most maxToolArgs bytes in all); ToolCalls counts them
-	// and ToolArgsInvalid those whose arguments are not valid JSON (or were
-	// cut at the bound). FirstToolCall is when the first tool-call chunk
-	// arrived (0 if none).
-	Calls                      []ToolCall
-	ToolCalls, ToolArgsInvalid int
-	FirstToolCall              time.Duration
-	// Structured tells whether the answer was checked against the
-	// response format (AnswerOptions.Check): 0 not checked, 1 valid, 2 not.
-	Structured int8
-	// HTTP is the last attempt's HTTP phases (Config.HTTPPhases).
-	HTTP Phases
-	// ResponseID is the Responses API's id of the answer (kept with the
-	// text: a session chains its next turn to it).
-	ResponseID string
-	// Measure is what the request's backend row measures (set by Do):
-	// token figures apply to MeasureTokens only.
-	Measure api.Measure
-	// Inputs is the inputs a batching row's request sent (Backend.Batch:
-	// texts, or a query's documents); Returned the vectors or scores its
-	// answer held, counted (never kept), and Dims the length of its first
-	// vector (0 for scores).
-	Inputs, Returned, Dims int
-}
+// The record of a request and its error classes are pkg/record's; the
+// client fills it.
+type (
+	Result    = record.Request
+	ToolCall  = record.ToolCall
+	AgentStep = record.AgentStep
+)
 
-// ToolCall is one tool call of an answer.
-type ToolCall struct {
-	Index    int
-	ID, Name string
-	Args     []byte
-	// Cut tells the arguments went past maxToolArgs and were not kept whole.
-	Cut bool
-}
-
-// Bounds of what a response may make the client keep.
+// Error classes of failed requests (record's).
 const (
-	maxKeptText  = 4 << 20   // Text and Reasoning, each
-	maxToolCalls = 64        // tool calls of one answer
-	maxToolArgs  = 256 << 10 // their arguments, all together
+	ErrConnect  = record.ErrConnect
+	ErrTimeout  = record.ErrTimeout
+	ErrHTTP4xx  = record.ErrHTTP4xx
+	ErrHTTP429  = record.ErrHTTP429
+	ErrHTTP5xx  = record.ErrHTTP5xx
+	ErrReset    = record.ErrReset
+	ErrProtocol = record.ErrProtocol
+	ErrCanceled = record.ErrCanceled
+	ErrInternal = record.ErrInternal
 )
 
-// Reset clears r for reuse, keeping its storage.
-func (r *Result) Reset() {
-	tt, text, reasoning, calls := r.TokenTimes[:0], r.Text[:0], r.Reasoning[:0], r.Calls[:0]
-	*r = Result{TokenTimes: tt, Text: text, Reasoning: reasoning, Calls: calls, PromptTokens: -1, CachedTokens: -1}
-}
-
-// keep appends answer text when the text is kept, up to maxKeptText.
-func (r *Result) keep(t []byte) {
-	if r.KeepText && len(t) > 0 {
-		r.Text = appendBounded(r.Text, t, maxKeptText)
-	}
-}
-
-// keepReasoning appends reasoning text when the text is kept.
-func (r *Result) keepReasoning(t []byte) {
-	if r.KeepText && len(t) > 0 {
-		r.Reasoning = appendBounded(r.Reasoning, t, maxKeptText)
-	}
-}
-
-func appendBounded(b, t []byte, limit int) []byte {
-	return append(b, t[:min(len(t), max(limit-len(b), 0))]...)
-}
+// ErrorClasses lists every class, in report order.
+var ErrorClasses = record.ErrorClasses
 
 // toolDeltas adds a delta's (or a whole message's) tool-call entries:
 // an entry with an index not seen yet starts a call (a whole message's
 // entries have no index: their position is theirs); its id, name and
 // argument fragments are added to the call of its index. It reports
 // whether an entry carried a name or arguments: an output token.
-func (r *Result) toolDeltas(entries []*fastjson.Value) (token bool) {
-	args := r.toolArgs()
+func toolDeltas(r *Result, entries []*fastjson.Value) (token bool) {
+	args := r.ToolArgsBytes()
 	for pos, e := range entries {
 		idx := pos
 		if n := e.Get("index"); n != nil && n.Type() == fastjson.TypeNumber {
 			idx = n.GetInt()
 		}
-		call := r.toolCall(idx, e.GetStringBytes("id"), e.GetStringBytes("function", "name"))
+		call := r.ToolCallAt(idx, e.GetStringBytes("id"), e.GetStringBytes("function", "name"))
 		if call == nil {
 			continue
 		}
@@ -176,131 +61,11 @@ func (r *Result) toolDeltas(entries []*fastjson.Value) (token bool) {
 		}
 		if a := e.GetStringBytes("function", "arguments"); len(a) > 0 {
 			token = true
-			args = call.addArgs(a, args)
+			args = call.AddArgs(a, args)
 		}
 	}
 	return token
 }
-
-// toolCall returns the call of index idx, starting it (with its id and
-// name) when it is new; nil past maxToolCalls.
-func (r *Result) toolCall(idx int, id, name []byte) *ToolCall {
-	var call *ToolCall
-	for i := range r.Calls {
-		if r.Calls[i].Index == idx {
-			call = &r.Calls[i]
-		}
-	}
-	if call == nil {
-		if len(r.Calls) >= maxToolCalls {
-			return nil
-		}
-		if len(r.Calls) < cap(r.Calls) {
-			r.Calls = r.Calls[:len(r.Calls)+1]
-			c := &r.Calls[len(r.Calls)-1]
-			*c = ToolCall{Index: idx, Args: c.Args[:0]}
-		} else {
-			r.Calls = append(r.Calls, ToolCall{Index: idx})
-		}
-		call = &r.Calls[len(r.Calls)-1]
-	}
-	if len(id) > 0 && call.ID == "" {
-		call.ID = string(id)
-	}
-	if len(name) > 0 && call.Name == "" {
-		call.Name = string(name)
-	}
-	return call
-}
-
-// addArgs appends an argument fragment to c, the answer's calls having
-// args bytes of arguments so far; past maxToolArgs the call is cut. It
-// returns the new total.
-func (c *ToolCall) addArgs(a []byte, args int) int {
-	if args+len(a) > maxToolArgs {
-		c.Cut = true
-		return args
-	}
-	c.Args = append(c.Args, a...)
-	return args + len(a)
-}
-
-// toolArgs is the bytes of arguments the answer's calls hold.
-func (r *Result) toolArgs() int {
-	n := 0
-	for i := range r.Calls {
-		n += len(r.Calls[i].Args)
-	}
-	return n
-}
-
-// checkToolCalls counts the answer's tool calls and those whose arguments
-// are not valid JSON.
-func (r *Result) checkToolCalls() {
-	r.ToolCalls, r.ToolArgsInvalid = len(r.Calls), 0
-	for i := range r.Calls {
-		if c := &r.Calls[i]; c.Cut || !json.Valid(c.Args) {
-			r.ToolArgsInvalid++
-		}
-	}
-}
-
-// clearAttempt forgets what a failed attempt observed before a retry,
-// keeping the request's identity, its first send time and Retries.
-func (r *Result) clearAttempt() {
-	r.FirstToken, r.End = 0, 0
-	r.TokenTimes = r.TokenTimes[:0]
-	r.Text, r.Reasoning, r.Calls = r.Text[:0], r.Reasoning[:0], r.Calls[:0]
-	r.FirstOutput, r.FirstToolCall = 0, 0
-	r.ReasoningChunks, r.ReasoningTokens, r.ToolCalls, r.ToolArgsInvalid, r.Structured = 0, 0, 0, 0, 0
-	r.ResponseID = ""
-	r.Returned, r.Dims = 0, 0
-	r.PromptTokens, r.CompletionTokens, r.CachedTokens = -1, 0, -1
-	r.Status, r.ErrorClass, r.Error = 0, "", ""
-}
-
-// OK reports whether the request succeeded: it did not fail and was not
-// cancelled.
-func (r *Result) OK() bool { return r.ErrorClass == "" && !r.Cancelled }
-
-// TTFT is the time from send to the first chunk carrying text (for a
-// non-streamed request, to the whole response).
-func (r *Result) TTFT() time.Duration { return r.FirstToken - r.Sent }
-
-// TTFO is the time from send to the first chunk of the answer — content or
-// a tool call, after any reasoning (0 when none arrived).
-func (r *Result) TTFO() time.Duration {
-	if r.FirstOutput == 0 {
-		return 0
-	}
-	return r.FirstOutput - r.Sent
-}
-
-// E2E is the time from send to the last byte.
-func (r *Result) E2E() time.Duration { return r.End - r.Sent }
-
-// Lag is how late the request was sent: send time minus scheduled time.
-func (r *Result) Lag() time.Duration { return r.Sent - r.Scheduled }
-
-// OutputTokens is the number of generated tokens used for throughput and
-// TPOT: the server's count when given, else the chunks counted.
-func (r *Result) OutputTokens() int { return r.CompletionTokens }
-
-// Error classes of failed requests.
-const (
-	ErrConnect  = "connect"  // no connection, or closed by the server without a byte of response
-	ErrTimeout  = "timeout"  // --request-timeout or --stall-timeout expired
-	ErrHTTP4xx  = "http_4xx" // the server refused the request with a 4xx (not 429)
-	ErrHTTP429  = "http_429" // the server asked to slow down
-	ErrHTTP5xx  = "http_5xx" // the server failed (a 5xx, or a 5xx error object in a stream)
-	ErrReset    = "reset"    // the connection broke after the response started
-	ErrProtocol = "protocol" // not a valid OpenAI response or stream, or an unexpected status
-	ErrCanceled = "canceled" // the run was stopped while the request was in flight (not Result.Cancelled: a planned cut)
-	ErrInternal = "internal" // a bug in fineserve-gen: the request's work panicked (set by the runner)
-)
-
-// ErrorClasses lists every class, in report order.
-var ErrorClasses = []string{ErrConnect, ErrTimeout, ErrHTTP4xx, ErrHTTP429, ErrHTTP5xx, ErrReset, ErrProtocol, ErrCanceled, ErrInternal}
 
 // errStall marks a response that stopped sending for --stall-timeout;
 // errRequestTimeout a request that outlived --request-timeout.
@@ -372,21 +137,4 @@ func statusClass(code int) string {
 	default: // 1xx, 3xx or a 2xx other than 200: not an OpenAI answer
 		return ErrProtocol
 	}
-}
-
-// AgentStep is a request's place in an agentic conversation
-// (docs/AGENTS.md).
-type AgentStep struct {
-	// On: the request is a step of an agentic conversation.
-	On bool
-	// Branch is 0 for the conversation's own steps, k for its k-th
-	// subagent's (numbered as they are spawned).
-	Branch int
-	// Waited is the idle time before the step was sent, as observed: from
-	// the branch's previous response's last byte to this send (the tool
-	// time, its lag included); -1 for a branch's first step.
-	Waited time.Duration
-	// Expected is the prompt tokens the trace's infinite prefix cache
-	// serves for this step.
-	Expected int
 }

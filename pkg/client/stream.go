@@ -200,7 +200,7 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 	if res.ReasoningTokens == 0 {
 		res.ReasoningTokens = res.ReasoningChunks // no usage details: the chunks counted
 	}
-	res.checkToolCalls()
+	res.CountToolCalls()
 	if !done {
 		return protocolError{"stream ended without " + c.wire.streamEnd}
 	}
@@ -245,7 +245,7 @@ func (c *Client) parseChunk(d *decoder, data []byte, res *Result) (kind tokenKin
 			}
 		} else if t := ch.GetStringBytes("text"); len(t) > 0 {
 			kind = tokOutput
-			res.keep(t)
+			res.AppendText(t)
 		}
 	}
 	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
@@ -263,9 +263,9 @@ func (c *Client) delta(delta *fastjson.Value, res *Result) tokenKind {
 	kind := tokNone
 	if t := delta.GetStringBytes("content"); len(t) > 0 {
 		kind = tokOutput
-		res.keep(t)
+		res.AppendText(t)
 	}
-	if calls := delta.GetArray("tool_calls"); len(calls) > 0 && res.toolDeltas(calls) {
+	if calls := delta.GetArray("tool_calls"); len(calls) > 0 && toolDeltas(res, calls) {
 		kind = tokOutput
 	}
 	if kind == tokOutput {
@@ -276,7 +276,7 @@ func (c *Client) delta(delta *fastjson.Value, res *Result) tokenKind {
 		r = delta.GetStringBytes("reasoning_content")
 	}
 	if len(r) > 0 {
-		res.keepReasoning(r)
+		res.AppendReasoning(r)
 		return tokReasoning
 	}
 	return tokNone
@@ -398,22 +398,22 @@ func (c *Client) readWhole(d *decoder, body io.Reader, res *Result) error {
 	res.CompletionTokens = res.OutputLen
 	ch := v.Get("choices", "0")
 	if m := ch.Get("message"); m != nil {
-		res.keep(m.GetStringBytes("content"))
+		res.AppendText(m.GetStringBytes("content"))
 		r := m.GetStringBytes("reasoning")
 		if len(r) == 0 {
 			r = m.GetStringBytes("reasoning_content")
 		}
-		res.keepReasoning(r)
+		res.AppendReasoning(r)
 		if calls := m.GetArray("tool_calls"); len(calls) > 0 {
-			res.toolDeltas(calls)
+			toolDeltas(res, calls)
 			res.FirstToolCall = now
 		}
 	} else {
-		res.keep(ch.GetStringBytes("text"))
+		res.AppendText(ch.GetStringBytes("text"))
 	}
 	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
 		copyUsage(u, res)
 	}
-	res.checkToolCalls()
+	res.CountToolCalls()
 	return nil
 }

@@ -132,7 +132,7 @@ func transcriptionChunk(c *Client, d *decoder, data []byte, res *Result) (kind t
 	}
 	if t := v.GetStringBytes("choices", "0", "delta", "content"); len(t) > 0 {
 		kind = tokOutput
-		res.keep(t)
+		res.AppendText(t)
 	}
 	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
 		copyUsage(u, res)
@@ -155,7 +155,7 @@ func readTranscription(c *Client, d *decoder, resp *http.Response, rd io.Reader,
 		return protocolError{"transcription has no text"}
 	}
 	text := t.GetStringBytes()
-	res.keep(text)
+	res.AppendText(text)
 	res.CompletionTokens = len(bytes.Fields(text))
 	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
 		copyUsage(u, res)

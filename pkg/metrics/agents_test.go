@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // agentSample is a completed agentic step of conversation session.
 func agentSample(session int64, branch int, sent, ttft, end, waited time.Duration, prompt, cached, expected int) *Sample {
 	return &Sample{OK: true, HasTTFT: true, TTFT: ttft, Sent: sent, FirstToken: sent + ttft, End: end,
 		Session: session, Turn: 1, InputLen: prompt, PromptTokens: prompt, CachedTokens: cached,
-		Agent: client.AgentStep{On: true, Branch: branch, Waited: waited, Expected: expected}}
+		Agent: record.AgentStep{On: true, Branch: branch, Waited: waited, Expected: expected}}
 }
 
 // TestAgentsPart: a conversation's completion runs from its first send to

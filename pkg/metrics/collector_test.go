@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
-func ok(index int64, sched, sent, first time.Duration, tokens []time.Duration, end time.Duration, out int) *client.Result {
-	r := &client.Result{}
+func ok(index int64, sched, sent, first time.Duration, tokens []time.Duration, end time.Duration, out int) *record.Request {
+	r := &record.Request{}
 	r.Reset()
 	r.Index, r.Scheduled, r.Sent, r.FirstToken, r.End = index, sched, sent, first, end
 	r.TokenTimes = tokens
@@ -27,14 +27,14 @@ func TestCollectorDefinitions(t *testing.T) {
 	c := NewCollector()
 	// Due at 0, sent at 2 ms, tokens at 12, 17, 27 ms, end at 30 ms.
 	c.Add(sampleOf(ok(0, 0, ms(2), ms(12), []time.Duration{ms(12), ms(17), ms(27)}, ms(30), 3)))
-	failed := &client.Result{}
+	failed := &record.Request{}
 	failed.Reset()
-	failed.Index, failed.Sent, failed.End, failed.ErrorClass, failed.Error = 1, ms(5), ms(6), client.ErrHTTP5xx, "boom"
+	failed.Index, failed.Sent, failed.End, failed.ErrorClass, failed.Error = 1, ms(5), ms(6), record.ErrHTTP5xx, "boom"
 	failed.RequestID = "run7-1"
 	c.Add(sampleOf(failed))
 	var s Summary
 	c.Summarize(&s, time.Second)
-	if len(s.ErrorSamples) != 1 || s.ErrorSamples[0] != (ErrorSample{Index: 1, RequestID: "run7-1", Class: client.ErrHTTP5xx, Message: "boom"}) {
+	if len(s.ErrorSamples) != 1 || s.ErrorSamples[0] != (ErrorSample{Index: 1, RequestID: "run7-1", Class: record.ErrHTTP5xx, Message: "boom"}) {
 		t.Errorf("error samples %+v: want the failed request with its X-Request-Id", s.ErrorSamples)
 	}
 	check := func(name string, got, want float64) {
@@ -51,7 +51,7 @@ func TestCollectorDefinitions(t *testing.T) {
 	check("ttft from scheduled", s.TTFTFromScheduled.Mean, 12)
 	check("e2e from scheduled", s.E2EFromScheduled.Mean, 30)
 	check("lag max", s.SendLag.Max, 5) // the failed request was sent 5 ms late
-	if s.Completed != 1 || s.Failed != 1 || s.ErrorsByClass[client.ErrHTTP5xx] != 1 || s.ErrorRate != 0.5 {
+	if s.Completed != 1 || s.Failed != 1 || s.ErrorsByClass[record.ErrHTTP5xx] != 1 || s.ErrorRate != 0.5 {
 		t.Errorf("completed %d failed %d errors %v rate %v", s.Completed, s.Failed, s.ErrorsByClass, s.ErrorRate)
 	}
 	if s.TotalInputTokens != 100 || s.TotalOutputTokens != 3 {
@@ -116,10 +116,10 @@ func TestSummaryRoundTripWritesEachKeyOnce(t *testing.T) {
 func TestNoSampleIsNull(t *testing.T) {
 	c := NewCollector()
 	for i := range int64(3) {
-		r := &client.Result{}
+		r := &record.Request{}
 		r.Reset()
 		r.Index, r.Scheduled, r.Sent, r.End = i, ms(10*float64(i)), ms(10*float64(i)+0.5), ms(10*float64(i)+2)
-		r.ErrorClass, r.Error, r.Status = client.ErrHTTP5xx, "503", 503
+		r.ErrorClass, r.Error, r.Status = record.ErrHTTP5xx, "503", 503
 		c.Add(sampleOf(r))
 	}
 	var s Summary

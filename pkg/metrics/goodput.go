@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // SLO is a set of per-request latency targets in milliseconds, as vLLM's
@@ -111,7 +111,7 @@ func (s SLO) Targets() map[string]float64 {
 // TPOT and E2E latency are each at most their target. TPOT is that of the
 // request (Sample.TPOT), and does not apply to a request of one output
 // token, as in vLLM's benchmark.
-func (s SLO) Met(r *client.Result) bool {
+func (s SLO) Met(r *record.Request) bool {
 	var smp Sample
 	smp.From(r, NoSLO)
 	return s.met(&smp)

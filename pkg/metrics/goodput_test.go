@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 func TestParseSLO(t *testing.T) {
@@ -60,8 +60,8 @@ func TestParseSLO(t *testing.T) {
 
 // result builds a request that was sent at 0 and whose first token came at
 // ttft, then one token every itl ms, out tokens in all.
-func result(ttft, itl float64, out int) *client.Result {
-	r := &client.Result{}
+func result(ttft, itl float64, out int) *record.Request {
+	r := &record.Request{}
 	r.Reset()
 	r.FirstToken = ms(ttft)
 	for i := 0; i < out; i++ {
@@ -92,11 +92,11 @@ func TestGoodputHandComputation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	failed := &client.Result{}
+	failed := &record.Request{}
 	failed.Reset()
-	failed.ErrorClass = client.ErrHTTP5xx
+	failed.ErrorClass = record.ErrHTTP5xx
 	rs := []struct {
-		r    *client.Result
+		r    *record.Request
 		good bool
 	}{
 		{result(50, 10, 10), true},

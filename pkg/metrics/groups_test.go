@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
-func groupResult(images int, ok bool, ttft, e2e time.Duration, out int) *client.Result {
-	r := &client.Result{InputLen: 100, OutputLen: out, Images: images, Sent: time.Second, PromptTokens: -1, CachedTokens: 16}
+func groupResult(images int, ok bool, ttft, e2e time.Duration, out int) *record.Request {
+	r := &record.Request{InputLen: 100, OutputLen: out, Images: images, Sent: time.Second, PromptTokens: -1, CachedTokens: 16}
 	r.FirstToken, r.End, r.CompletionTokens = r.Sent+ttft, r.Sent+e2e, out
 	if !ok {
-		r.ErrorClass = client.ErrHTTP5xx
+		r.ErrorClass = record.ErrHTTP5xx
 	}
 	return r
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // HTTPPhases accumulates the requests' HTTP phases (--http-phases,
-// client.Phases): how many went out on a new connection and how many on a
+// record.Phases): how many went out on a new connection and how many on a
 // reused one, and the distributions of connect, TLS handshake, request
 // write and wait to the first response byte, so that a TTFT made by
 // connection set-up is told from one made by the server. It is a Part; a

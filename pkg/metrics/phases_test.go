@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // TestHTTPPhasesPart: the part counts new and reused connections and each
@@ -13,7 +13,7 @@ import (
 // merge of two halves' states gives the whole's summary.
 func TestHTTPPhasesPart(t *testing.T) {
 	ms := time.Millisecond
-	phases := []client.Phases{
+	phases := []record.Phases{
 		{Measured: true, Connect: 2 * ms, TLS: 3 * ms, Write: ms / 10, Wait: 40 * ms},
 		{Measured: true, Reused: true, Write: ms / 20, Wait: 50 * ms},
 		{Measured: true, Reused: true, Write: ms / 20, Wait: 60 * ms},

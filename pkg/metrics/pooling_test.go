@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // TestPoolingSampleHasNoTokenFigures: a pooling batch's Sample has E2E and
@@ -13,7 +13,7 @@ import (
 // — and a text request's keeps them; the Pooling part counts the
 // batches, finishes into the summary and merges another copy exactly.
 func TestPoolingSampleHasNoTokenFigures(t *testing.T) {
-	res := client.Result{Sent: time.Millisecond, FirstToken: 3 * time.Millisecond, End: 9 * time.Millisecond, InputLen: 40,
+	res := record.Request{Sent: time.Millisecond, FirstToken: 3 * time.Millisecond, End: 9 * time.Millisecond, InputLen: 40,
 		PromptTokens: 40, CachedTokens: -1, Measure: api.MeasureVectors, Inputs: 4, Returned: 4, Dims: 64,
 		TokenTimes: []time.Duration{3 * time.Millisecond, 5 * time.Millisecond}, CompletionTokens: 2}
 	var s Sample
@@ -42,7 +42,7 @@ func TestPoolingSampleHasNoTokenFigures(t *testing.T) {
 		p.Add(&s)
 	}
 	failed := res
-	failed.ErrorClass = client.ErrProtocol
+	failed.ErrorClass = record.ErrProtocol
 	s.From(&failed, NoSLO)
 	a.Add(&s)
 	var one, whole Summary

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // Kinds of request, by what their prompt carries (the summary's per_kind).
@@ -44,7 +44,7 @@ type Sample struct {
 	ErrorClass, Error string
 	Retries           int
 
-	// Times, as offsets from the run's start (see client.Result).
+	// Times, as offsets from the run's start (see record.Request).
 	Scheduled, Sent, FirstToken, End time.Duration
 	// TokenTimes are the arrival times of the chunks that carried text, as
 	// observed (the records file writes their gaps, failed or not).
@@ -118,7 +118,7 @@ type Sample struct {
 	// Measure is what the request's backend row measures: the token
 	// figures (TTFT, TPOT, ITL) apply to api.MeasureTokens only.
 	// Inputs, Returned and Dims are a batch's inputs sent, the vectors or
-	// scores returned and the first vector's length (client.Result).
+	// scores returned and the first vector's length (record.Request).
 	Measure                api.Measure
 	Inputs, Returned, Dims int
 
@@ -127,29 +127,29 @@ type Sample struct {
 	Good bool
 
 	// Session, Turn and HistoryTokens place the request in a multi-turn
-	// session (Turn 0: not a session's turn; see client.Result). For a
+	// session (Turn 0: not a session's turn; see record.Request). For a
 	// later turn, Scheduled is the previous answer's end plus the think
 	// time, so Lag is the turn's lag.
 	Session       int64
 	Turn          int
 	HistoryTokens int
-	// Agent places the request in an agentic conversation (client.Result).
-	Agent client.AgentStep
+	// Agent places the request in an agentic conversation (record.Request).
+	Agent record.AgentStep
 
 	// Endpoint is the index of the endpoint the request went to when the
 	// run has several (-1: one endpoint).
 	Endpoint int
 
-	// HTTP is the request's HTTP phases (client.Result.HTTP).
-	HTTP client.Phases
+	// HTTP is the request's HTTP phases (record.Request.HTTP).
+	HTTP record.Phases
 
 	// RequestID is the X-Request-Id it was sent with ("": none;
-	// client.Result.RequestID).
+	// record.Request.RequestID).
 	RequestID string
 }
 
 // Structured is whether an answer was checked against --response-format
-// (client.Result.Structured).
+// (record.Request.Structured).
 type Structured = int8
 
 // The values of Structured.
@@ -161,7 +161,7 @@ const (
 
 // From fills s with r's figures and, when slo is set, whether r met it.
 // It does not allocate; s keeps views of r's token times (see Sample).
-func (s *Sample) From(r *client.Result, slo SLO) {
+func (s *Sample) From(r *record.Request, slo SLO) {
 	ok := r.OK()
 	// Token figures need a row that measures tokens and a first token: a
 	// pooling answer, an image generation (and their records read back)

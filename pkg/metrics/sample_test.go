@@ -4,11 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // sampleOf derives r's Sample with no SLO.
-func sampleOf(r *client.Result) *Sample {
+func sampleOf(r *record.Request) *Sample {
 	s := &Sample{}
 	s.From(r, NoSLO)
 	return s
@@ -64,15 +64,15 @@ func TestSampleFigures(t *testing.T) {
 		t.Errorf("image generation: %+v; want end to end only", s)
 	}
 
-	unsent := &client.Result{}
+	unsent := &record.Request{}
 	unsent.Reset()
-	unsent.Scheduled, unsent.ErrorClass = ms(50), client.ErrCanceled
+	unsent.Scheduled, unsent.ErrorClass = ms(50), record.ErrCanceled
 	if s := sampleOf(unsent); s.OK || s.HasLag || s.HasE2E || s.HasTTFT {
 		t.Errorf("a request never sent: %+v; want no figure", s)
 	}
 
 	broken := ok(3, ms(10), ms(9), ms(20), []time.Duration{ms(20), ms(25)}, ms(30), 2)
-	broken.ErrorClass = client.ErrReset
+	broken.ErrorClass = record.ErrReset
 	if s := sampleOf(broken); s.OK || !s.HasLag || s.Lag != 0 || s.HasE2E || s.HasTTFT || s.ITLTimes != nil || len(s.TokenTimes) != 2 || s.HasPromptError {
 		t.Errorf("a failed stream: %+v; want its lag (early: 0) and its observed token times, no latency", s)
 	}
@@ -86,7 +86,7 @@ func TestSampleGood(t *testing.T) {
 	gen.Generate = 1
 	for _, c := range []struct {
 		name string
-		r    *client.Result
+		r    *record.Request
 		good bool
 	}{
 		{"meets all", ok(0, 0, 0, ms(10), []time.Duration{ms(10), ms(20), ms(30)}, ms(30), 3), true},
@@ -97,7 +97,7 @@ func TestSampleGood(t *testing.T) {
 		{"failed", result(1, 1, 1), false},
 	} {
 		if c.name == "failed" {
-			c.r.ErrorClass = client.ErrHTTP5xx
+			c.r.ErrorClass = record.ErrHTTP5xx
 		}
 		var s Sample
 		s.From(c.r, slo)
@@ -112,8 +112,8 @@ func TestSampleGood(t *testing.T) {
 }
 
 // benchResult is a successful streamed request of 64 tokens.
-func benchResult() *client.Result {
-	r := &client.Result{}
+func benchResult() *record.Request {
+	r := &record.Request{}
 	r.Reset()
 	r.Index, r.Scheduled, r.Sent, r.FirstToken, r.End = 3, time.Second, time.Second+500*time.Microsecond, 2*time.Second, 3*time.Second
 	for i := range 64 {

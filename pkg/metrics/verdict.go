@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // Targets are what a completed run must meet to pass: its error budget
@@ -57,7 +57,7 @@ func Verdict(t Targets, sum *Summary) []Reason {
 				g.Requests, sum.Completed+sum.Failed, t.SLO, g.Share, t.MinGoodput)})
 		}
 	}
-	if n := sum.ErrorsByClass[client.ErrInternal]; n > 0 {
+	if n := sum.ErrorsByClass[record.ErrInternal]; n > 0 {
 		what := fmt.Sprintf("%d requests", n)
 		if n == 1 {
 			what = "1 request"
@@ -70,13 +70,13 @@ func Verdict(t Targets, sum *Summary) []Reason {
 // classCounts formats errors by class in report order.
 func classCounts(m map[string]int64) string {
 	var parts []string
-	for _, c := range client.ErrorClasses {
+	for _, c := range record.ErrorClasses {
 		if n := m[c]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", c, n))
 		}
 	}
 	for c, n := range m { // classes the client does not list (none today)
-		if !slices.Contains(client.ErrorClasses, c) && n > 0 {
+		if !slices.Contains(record.ErrorClasses, c) && n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", c, n))
 		}
 	}

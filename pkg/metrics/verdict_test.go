@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // TestVerdict: the verdict reads the summary's figures against the
@@ -19,10 +19,10 @@ func TestVerdict(t *testing.T) {
 		s := &Summary{Completed: 10 - failed, Failed: failed, ErrorRate: float64(failed) / 10, Goodput: good,
 			ErrorsByClass: map[string]int64{}}
 		if failed > internal {
-			s.ErrorsByClass[client.ErrorClasses[0]] = failed - internal
+			s.ErrorsByClass[record.ErrorClasses[0]] = failed - internal
 		}
 		if internal > 0 {
-			s.ErrorsByClass[client.ErrInternal] = internal
+			s.ErrorsByClass[record.ErrInternal] = internal
 		}
 		return s
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 func TestWindowAccFillAndReset(t *testing.T) {
@@ -15,17 +15,17 @@ func TestWindowAccFillAndReset(t *testing.T) {
 	// Two requests: due at 0, sent 2 ms late; tokens every 5 ms.
 	a.Add(withGood(sampleOf(ok(0, 0, ms(2), ms(12), []time.Duration{ms(12), ms(17), ms(22)}, ms(22), 3))))
 	a.Add(sampleOf(ok(1, ms(100), ms(102), ms(132), []time.Duration{ms(132), ms(137)}, ms(137), 2)))
-	failed := &client.Result{}
+	failed := &record.Request{}
 	failed.Reset()
-	failed.Sent, failed.End, failed.ErrorClass = ms(5), ms(6), client.ErrTimeout
+	failed.Sent, failed.End, failed.ErrorClass = ms(5), ms(6), record.ErrTimeout
 	a.Add(sampleOf(failed))
-	cut := &client.Result{}
+	cut := &record.Request{}
 	cut.Reset()
 	cut.Sent, cut.End, cut.Cancelled, cut.CancelAfter = ms(5), ms(6), true, ms(1)
 	a.Add(sampleOf(cut))
 	w := WindowStats{Start: 10, End: 12, Offered: 4}
 	a.Fill(&w, true)
-	if w.Completed != 2 || w.Failed != 1 || w.Cancelled != 1 || w.ErrorsByClass[client.ErrTimeout] != 1 {
+	if w.Completed != 2 || w.Failed != 1 || w.Cancelled != 1 || w.ErrorsByClass[record.ErrTimeout] != 1 {
 		t.Errorf("completed %d failed %d cancelled %d errors %v", w.Completed, w.Failed, w.Cancelled, w.ErrorsByClass)
 	}
 	if w.AchievedRate != 1 || w.OfferedRate != 2 || w.OutputTokens != 5 || w.OutputRate != 2.5 {

@@ -12,39 +12,39 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // csvResults are results of every shape a record has: a streamed answer,
 // an image generation, a failure whose message and model need quoting and
 // look like formulas, a request cut by the client, a session's turn sent
 // to an endpoint.
-func csvResults() []*client.Result {
+func csvResults() []*record.Request {
 	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-	text := &client.Result{}
+	text := &record.Request{}
 	text.Reset()
 	text.Index, text.Scheduled, text.Sent, text.FirstToken, text.End = 4, ms(10), ms(10.5), ms(30), ms(60)
 	text.TokenTimes = []time.Duration{ms(30), ms(41), ms(52), ms(60)}
 	text.InputLen, text.OutputLen, text.PromptTokens, text.CompletionTokens, text.CachedTokens = 64, 4, 61, 4, 16
 	text.Model, text.Status, text.Retries = "llama, 8b", 200, 1
-	gen := &client.Result{}
+	gen := &record.Request{}
 	gen.Reset()
 	gen.Index, gen.Sent, gen.End, gen.Generate, gen.Generated, gen.Status = 5, ms(1), ms(90), 2, 1, 200
-	failed := &client.Result{}
+	failed := &record.Request{}
 	failed.Reset()
-	failed.Index, failed.Scheduled, failed.ErrorClass, failed.Error = 6, ms(3), client.ErrHTTP5xx, "=HYPERLINK(\"x\")\nsecond line"
+	failed.Index, failed.Scheduled, failed.ErrorClass, failed.Error = 6, ms(3), record.ErrHTTP5xx, "=HYPERLINK(\"x\")\nsecond line"
 	failed.Model, failed.Status = "-model", 503
-	cut := &client.Result{}
+	cut := &record.Request{}
 	cut.Reset()
 	cut.Index, cut.Sent, cut.FirstToken, cut.End, cut.CancelAfter, cut.Cancelled = 7, ms(2), ms(5), ms(8), ms(6), true
 	cut.TokenTimes = []time.Duration{ms(5)}
-	turn := &client.Result{}
+	turn := &record.Request{}
 	turn.Reset()
 	turn.Index, turn.Sent, turn.FirstToken, turn.End, turn.Status = 8, ms(2), ms(4), ms(9), 200
 	turn.TokenTimes = []time.Duration{ms(4), ms(9)}
 	turn.Session, turn.Turn, turn.HistoryTokens, turn.Endpoint = 3, 2, 120, 2
-	return []*client.Result{text, gen, failed, cut, turn}
+	return []*record.Request{text, gen, failed, cut, turn}
 }
 
 // TestCSVRowsEqualRecords: the CSV has a header and one row per record,

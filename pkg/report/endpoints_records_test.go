@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // endpointRecords are the records of a run over three endpoints: on
@@ -20,7 +20,7 @@ func endpointRecords(t *testing.T) []byte {
 	var s metrics.Sample
 	n := int64(0)
 	add := func(ep int, class string, cut bool) {
-		r := &client.Result{}
+		r := &record.Request{}
 		r.Reset()
 		at := time.Duration(n) * time.Millisecond
 		r.Index, r.Scheduled, r.Sent, r.Endpoint = n, at, at, ep+1
@@ -43,7 +43,7 @@ func endpointRecords(t *testing.T) []byte {
 			add(ep, "", false)
 		}
 		for range ep {
-			add(ep, client.ErrConnect, false)
+			add(ep, record.ErrConnect, false)
 		}
 	}
 	add(1, "", true)
@@ -68,7 +68,7 @@ func TestRecordsRebuildTheEndpoints(t *testing.T) {
 		if i == 1 {
 			cut = 1
 		}
-		if e.Index != i || e.URL != "" || e.Completed != int64(3+i) || e.Failed != int64(i) || e.ErrorsByClass[client.ErrConnect] != int64(i) ||
+		if e.Index != i || e.URL != "" || e.Completed != int64(3+i) || e.Failed != int64(i) || e.ErrorsByClass[record.ErrConnect] != int64(i) ||
 			e.Cancelled != cut || e.Requests != e.Completed+e.Failed+cut || e.MedianTTFT != 5 {
 			t.Errorf("endpoint %d: %+v", i, e)
 		}
@@ -83,7 +83,7 @@ func TestRecordsRebuildTheEndpoints(t *testing.T) {
 
 	// One endpoint: no endpoint field, no section.
 	var s metrics.Sample
-	r := &client.Result{}
+	r := &record.Request{}
 	r.Reset()
 	r.End, r.Status = time.Millisecond, 200
 	s.From(r, metrics.NoSLO)

@@ -10,8 +10,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // Data is what an HTML report shows: a run's summary (with the extensions
@@ -619,13 +619,13 @@ func windowPoints(ws []metrics.WindowStats) []metrics.SeriesPoint {
 func errorBars(m map[string]int64) ([]string, []float64) {
 	var labels []string
 	var values []float64
-	for _, c := range client.ErrorClasses {
+	for _, c := range record.ErrorClasses {
 		labels = append(labels, c)
 		values = append(values, float64(m[c]))
 	}
 	var other []string
 	for c := range m {
-		if !slices.Contains(client.ErrorClasses, c) {
+		if !slices.Contains(record.ErrorClasses, c) {
 			other = append(other, c)
 		}
 	}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // LoadOptions configure how a report is built from files.
@@ -138,7 +138,7 @@ type RecordBuilder struct {
 	slo      metrics.SLO
 	sinks    metrics.Fanout
 	model    string
-	res      client.Result
+	res      record.Request
 	sample   metrics.Sample
 	// parts are the metrics.Part accumulators (metrics.NewParts).
 	parts []metrics.Part

@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // page is an HTML report parsed with a real HTML5 parser.
@@ -302,7 +302,7 @@ func TestRecordsRebuildTheRunsFigures(t *testing.T) {
 	col := metrics.NewCollector()
 	var jsonl []byte
 	for i := 0; i < 500; i++ {
-		r := &client.Result{}
+		r := &record.Request{}
 		r.Reset()
 		at := ms(float64(i) * 7.3)
 		r.Index, r.Scheduled, r.Sent = int64(i), at, at+ms(0.05*float64(i%7))
@@ -314,7 +314,7 @@ func TestRecordsRebuildTheRunsFigures(t *testing.T) {
 		r.InputLen, r.OutputLen, r.CompletionTokens, r.PromptTokens, r.Status = 50+i, 9, len(r.TokenTimes), 50+i, 200
 		if i%50 == 0 {
 			r.FirstToken, r.TokenTimes, r.CompletionTokens, r.Status = 0, nil, 0, 429
-			r.ErrorClass, r.Error = client.ErrHTTP429, "slow down"
+			r.ErrorClass, r.Error = record.ErrHTTP429, "slow down"
 		}
 		var s metrics.Sample
 		s.From(r, metrics.NoSLO)

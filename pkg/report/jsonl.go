@@ -13,8 +13,8 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // FlushInterval is how long a finished record may wait in memory: the
@@ -301,7 +301,7 @@ func (rw *RecordWriter) Close() error {
 }
 
 // recordField is one field of the per-request record: its key, how it is
-// written from a Sample, and how it is read back into a client.Result. The
+// written from a Sample, and how it is read back into a record.Request. The
 // table recordFields is the one definition of the record format: the
 // writer (AppendRecord) and the reader (ParseRecord) both walk it.
 type recordField struct {
@@ -312,13 +312,13 @@ type recordField struct {
 	put  func(b []byte, s *metrics.Sample) []byte
 	// get reads the field's value x (nil when absent) into r. Fields are
 	// read in table order: a field may use those before it.
-	get func(x *fastjson.Value, r *client.Result)
+	get func(x *fastjson.Value, r *record.Request)
 	// jsonlOnly: not a column of --results-csv (the agentic fields: the
 	// CSV's columns stay those of every run).
 	jsonlOnly bool
 }
 
-func field(key string, put func([]byte, *metrics.Sample) []byte, get func(*fastjson.Value, *client.Result)) recordField {
+func field(key string, put func([]byte, *metrics.Sample) []byte, get func(*fastjson.Value, *record.Request)) recordField {
 	return recordField{key: key, head: `,"` + key + `":`, put: put, get: get}
 }
 
@@ -351,16 +351,16 @@ var recordFields = func() []recordField {
 	fs := []recordField{
 		field("index",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, s.Index, 10) },
-			func(x *fastjson.Value, r *client.Result) { r.Index = getInt64(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.Index = getInt64(x) }),
 		field("request_id",
 			func(b []byte, s *metrics.Sample) []byte { return appendString(b, s.RequestID) },
-			func(x *fastjson.Value, r *client.Result) { r.RequestID = getString(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.RequestID = getString(x) }),
 		field("scheduled_s",
 			func(b []byte, s *metrics.Sample) []byte { return appendSeconds(b, s.Scheduled) },
-			func(x *fastjson.Value, r *client.Result) { r.Scheduled = seconds(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.Scheduled = seconds(x) }),
 		field("sent_s",
 			func(b []byte, s *metrics.Sample) []byte { return appendSeconds(b, s.Sent) },
-			func(x *fastjson.Value, r *client.Result) { r.Sent = seconds(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.Sent = seconds(x) }),
 		field("ttft_ms",
 			func(b []byte, s *metrics.Sample) []byte {
 				if s.FirstToken <= 0 {
@@ -368,7 +368,7 @@ var recordFields = func() []recordField {
 				}
 				return appendMillis(b, s.TTFT)
 			},
-			func(x *fastjson.Value, r *client.Result) {
+			func(x *fastjson.Value, r *record.Request) {
 				if x != nil && x.Type() == fastjson.TypeNumber {
 					r.FirstToken = r.Sent + millis(x.GetFloat64())
 					r.TokenTimes = append(r.TokenTimes, r.FirstToken)
@@ -376,7 +376,7 @@ var recordFields = func() []recordField {
 			}),
 		field("e2e_ms",
 			func(b []byte, s *metrics.Sample) []byte { return appendMillis(b, s.E2E) },
-			func(x *fastjson.Value, r *client.Result) { r.End = r.Sent + millis(getFloat(x)) }),
+			func(x *fastjson.Value, r *record.Request) { r.End = r.Sent + millis(getFloat(x)) }),
 		field("itl_ms",
 			func(b []byte, s *metrics.Sample) []byte {
 				b = append(b, '[')
@@ -388,7 +388,7 @@ var recordFields = func() []recordField {
 				}
 				return append(b, ']')
 			},
-			func(x *fastjson.Value, r *client.Result) {
+			func(x *fastjson.Value, r *record.Request) {
 				if r.FirstToken == 0 || x == nil || x.Type() != fastjson.TypeArray {
 					return
 				}
@@ -400,44 +400,44 @@ var recordFields = func() []recordField {
 			}),
 		field("input_len",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.InputLen), 10) },
-			func(x *fastjson.Value, r *client.Result) { r.InputLen = getInt(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.InputLen = getInt(x) }),
 		field("output_len",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.OutputLen), 10) },
-			func(x *fastjson.Value, r *client.Result) { r.OutputLen = getInt(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.OutputLen = getInt(x) }),
 		field("prompt_tokens",
 			func(b []byte, s *metrics.Sample) []byte { return appendOptInt(b, s.PromptTokens) },
-			func(x *fastjson.Value, r *client.Result) { r.PromptTokens = optInt(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.PromptTokens = optInt(x) }),
 		field("completion_tokens",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.CompletionTokens), 10) },
-			func(x *fastjson.Value, r *client.Result) { r.CompletionTokens = getInt(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.CompletionTokens = getInt(x) }),
 		field("cached_tokens",
 			func(b []byte, s *metrics.Sample) []byte { return appendOptInt(b, s.CachedTokens) },
-			func(x *fastjson.Value, r *client.Result) { r.CachedTokens = optInt(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.CachedTokens = optInt(x) }),
 		field("images",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Images), 10) },
-			func(x *fastjson.Value, r *client.Result) { r.Images = getInt(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.Images = getInt(x) }),
 		field("generate_images",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Generate), 10) },
-			func(x *fastjson.Value, r *client.Result) {
+			func(x *fastjson.Value, r *record.Request) {
 				if r.Generate = getInt(x); r.Generate > 0 {
 					r.Measure = api.MeasureImages // an image generation measures no tokens
 				}
 			}),
 		field("generated_images",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Generated), 10) },
-			func(x *fastjson.Value, r *client.Result) { r.Generated = getInt(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.Generated = getInt(x) }),
 		field("model",
 			func(b []byte, s *metrics.Sample) []byte { return appendString(b, s.Model) },
-			func(x *fastjson.Value, r *client.Result) { r.Model = getString(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.Model = getString(x) }),
 		field("status",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Status), 10) },
-			func(x *fastjson.Value, r *client.Result) { r.Status = getInt(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.Status = getInt(x) }),
 		field("error_class",
 			func(b []byte, s *metrics.Sample) []byte { return appendString(b, s.ErrorClass) },
-			func(x *fastjson.Value, r *client.Result) { r.ErrorClass = getString(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.ErrorClass = getString(x) }),
 		field("error",
 			func(b []byte, s *metrics.Sample) []byte { return appendString(b, s.Error) },
-			func(x *fastjson.Value, r *client.Result) {
+			func(x *fastjson.Value, r *record.Request) {
 				r.Error = getString(x)
 				if r.ErrorClass == "" && r.Error != "" {
 					r.ErrorClass = "error" // a record written before error classes existed
@@ -445,29 +445,29 @@ var recordFields = func() []recordField {
 			}),
 		field("retries",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Retries), 10) },
-			func(x *fastjson.Value, r *client.Result) { r.Retries = getInt(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.Retries = getInt(x) }),
 		field("cancel_after_ms",
 			func(b []byte, s *metrics.Sample) []byte { return appendMillis(b, s.CancelAfter) },
-			func(x *fastjson.Value, r *client.Result) {
+			func(x *fastjson.Value, r *record.Request) {
 				if x != nil {
 					r.CancelAfter = millis(getFloat(x))
 				}
 			}),
 		field("outcome",
 			func(b []byte, s *metrics.Sample) []byte { return appendString(b, OutcomeCancelled) },
-			func(x *fastjson.Value, r *client.Result) { r.Cancelled = getString(x) == OutcomeCancelled }),
+			func(x *fastjson.Value, r *record.Request) { r.Cancelled = getString(x) == OutcomeCancelled }),
 		field("session",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, s.Session, 10) },
-			func(x *fastjson.Value, r *client.Result) { r.Session = getInt64(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.Session = getInt64(x) }),
 		field("turn",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Turn), 10) },
-			func(x *fastjson.Value, r *client.Result) { r.Turn = getInt(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.Turn = getInt(x) }),
 		field("history_tokens",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.HistoryTokens), 10) },
-			func(x *fastjson.Value, r *client.Result) { r.HistoryTokens = getInt(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.HistoryTokens = getInt(x) }),
 		field("branch",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Agent.Branch), 10) },
-			func(x *fastjson.Value, r *client.Result) {
+			func(x *fastjson.Value, r *record.Request) {
 				if x != nil {
 					r.Agent.On, r.Agent.Branch, r.Agent.Waited = true, getInt(x), -1
 				}
@@ -479,17 +479,17 @@ var recordFields = func() []recordField {
 				}
 				return appendMillis(b, s.Agent.Waited)
 			},
-			func(x *fastjson.Value, r *client.Result) {
+			func(x *fastjson.Value, r *record.Request) {
 				if x != nil && x.Type() == fastjson.TypeNumber {
 					r.Agent.Waited = time.Duration(x.GetFloat64() * 1e6)
 				}
 			}),
 		field("expected_cached_tokens",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Agent.Expected), 10) },
-			func(x *fastjson.Value, r *client.Result) { r.Agent.Expected = getInt(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.Agent.Expected = getInt(x) }),
 		field("endpoint",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.Endpoint), 10) },
-			func(x *fastjson.Value, r *client.Result) { r.Endpoint = optInt(x) + 1 }),
+			func(x *fastjson.Value, r *record.Request) { r.Endpoint = optInt(x) + 1 }),
 		field("ttfo_ms",
 			func(b []byte, s *metrics.Sample) []byte {
 				if s.TTFO <= 0 {
@@ -497,7 +497,7 @@ var recordFields = func() []recordField {
 				}
 				return appendMillis(b, s.TTFO)
 			},
-			func(x *fastjson.Value, r *client.Result) {
+			func(x *fastjson.Value, r *record.Request) {
 				switch {
 				case x == nil: // no reasoning: the first output is the first token
 					r.FirstOutput = r.FirstToken
@@ -507,13 +507,13 @@ var recordFields = func() []recordField {
 			}),
 		field("reasoning_tokens",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.ReasoningTokens), 10) },
-			func(x *fastjson.Value, r *client.Result) { r.ReasoningTokens = getInt(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.ReasoningTokens = getInt(x) }),
 		field("tool_calls",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.ToolCalls), 10) },
-			func(x *fastjson.Value, r *client.Result) { r.ToolCalls = getInt(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.ToolCalls = getInt(x) }),
 		field("tool_args_invalid",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendInt(b, int64(s.ToolArgsInvalid), 10) },
-			func(x *fastjson.Value, r *client.Result) { r.ToolArgsInvalid = getInt(x) }),
+			func(x *fastjson.Value, r *record.Request) { r.ToolArgsInvalid = getInt(x) }),
 		field("tool_call_ttft_ms",
 			func(b []byte, s *metrics.Sample) []byte {
 				if !s.HasToolTTFT {
@@ -521,7 +521,7 @@ var recordFields = func() []recordField {
 				}
 				return appendMillis(b, s.ToolTTFT)
 			},
-			func(x *fastjson.Value, r *client.Result) {
+			func(x *fastjson.Value, r *record.Request) {
 				if x != nil && x.Type() == fastjson.TypeNumber {
 					r.FirstToolCall = r.Sent + millis(x.GetFloat64())
 				}
@@ -533,7 +533,7 @@ var recordFields = func() []recordField {
 				}
 				return appendString(b, "valid")
 			},
-			func(x *fastjson.Value, r *client.Result) {
+			func(x *fastjson.Value, r *record.Request) {
 				switch getString(x) {
 				case "valid":
 					r.Structured = metrics.StructuredValid
@@ -543,23 +543,23 @@ var recordFields = func() []recordField {
 			}),
 		field("http_reused",
 			func(b []byte, s *metrics.Sample) []byte { return strconv.AppendBool(b, s.HTTP.Reused) },
-			func(x *fastjson.Value, r *client.Result) {
+			func(x *fastjson.Value, r *record.Request) {
 				if x != nil {
-					r.HTTP = client.Phases{Measured: true, Reused: x.Type() == fastjson.TypeTrue}
+					r.HTTP = record.Phases{Measured: true, Reused: x.Type() == fastjson.TypeTrue}
 				}
 			}),
 		field("http_connect_ms",
 			func(b []byte, s *metrics.Sample) []byte { return appendMillis(b, s.HTTP.Connect) },
-			func(x *fastjson.Value, r *client.Result) { r.HTTP.Connect = millis(getFloat(x)) }),
+			func(x *fastjson.Value, r *record.Request) { r.HTTP.Connect = millis(getFloat(x)) }),
 		field("http_tls_ms",
 			func(b []byte, s *metrics.Sample) []byte { return appendMillis(b, s.HTTP.TLS) },
-			func(x *fastjson.Value, r *client.Result) { r.HTTP.TLS = millis(getFloat(x)) }),
+			func(x *fastjson.Value, r *record.Request) { r.HTTP.TLS = millis(getFloat(x)) }),
 		field("http_write_ms",
 			func(b []byte, s *metrics.Sample) []byte { return appendMillis(b, s.HTTP.Write) },
-			func(x *fastjson.Value, r *client.Result) { r.HTTP.Write = millis(getFloat(x)) }),
+			func(x *fastjson.Value, r *record.Request) { r.HTTP.Write = millis(getFloat(x)) }),
 		field("http_wait_ms",
 			func(b []byte, s *metrics.Sample) []byte { return appendMillis(b, s.HTTP.Wait) },
-			func(x *fastjson.Value, r *client.Result) { r.HTTP.Wait = millis(getFloat(x)) }),
+			func(x *fastjson.Value, r *record.Request) { r.HTTP.Wait = millis(getFloat(x)) }),
 	}
 	fs[0].head = `{"index":`
 	notGeneration := func(s *metrics.Sample) bool { return !s.Generation }
@@ -618,7 +618,7 @@ func AppendRecord(b []byte, s *metrics.Sample) []byte {
 // ParseRecord reads one record (a parsed JSON object) into r, which it
 // resets first (keeping its token-time storage). Absent fields read as
 // zero, absent usage as not given.
-func ParseRecord(v *fastjson.Value, r *client.Result) error {
+func ParseRecord(v *fastjson.Value, r *record.Request) error {
 	if v.Type() != fastjson.TypeObject || !v.Exists("scheduled_s") {
 		return errors.New("not a per-request record (no scheduled_s)")
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // TestHTTPPhasesRecords: a request with timed phases writes them in its
@@ -17,12 +17,12 @@ import (
 // one without writes no http_ key; the CSV has no column for them.
 func TestHTTPPhasesRecords(t *testing.T) {
 	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
-	for _, ph := range []client.Phases{
+	for _, ph := range []record.Phases{
 		{Measured: true, Connect: ms(0.25), TLS: ms(1.5), Write: ms(0.012), Wait: ms(3)},
 		{Measured: true, Reused: true, Write: ms(0.02), Wait: ms(50)},
 		{},
 	} {
-		r := &client.Result{}
+		r := &record.Request{}
 		r.Reset()
 		r.Index, r.Sent, r.FirstToken, r.End, r.Status = 1, ms(1), ms(60), ms(90), 200
 		r.TokenTimes = []time.Duration{ms(60)}
@@ -46,7 +46,7 @@ func TestHTTPPhasesRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back client.Result
+		var back record.Request
 		if err := ParseRecord(v, &back); err != nil {
 			t.Fatal(err)
 		}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -79,7 +79,7 @@ func TestTableMatchesFineServeLayout(t *testing.T) {
 }
 
 func TestRecordFields(t *testing.T) {
-	r := &client.Result{}
+	r := &record.Request{}
 	r.Reset()
 	r.Index, r.Scheduled, r.Sent, r.FirstToken, r.End = 3, time.Second, time.Second+500*time.Microsecond, 2*time.Second, 3*time.Second
 	r.TokenTimes = []time.Duration{2 * time.Second, 2*time.Second + 10*time.Millisecond, 2*time.Second + 25*time.Millisecond}
@@ -153,22 +153,22 @@ func TestNoSampleIsNotApplicable(t *testing.T) {
 // gives the same bytes: the writer and the reader share one definition.
 func TestRecordRoundTrip(t *testing.T) {
 	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-	text := &client.Result{}
+	text := &record.Request{}
 	text.Reset()
 	text.Index, text.Scheduled, text.Sent, text.FirstToken, text.End = 4, ms(10), ms(10.5), ms(30), ms(52)
 	text.TokenTimes = []time.Duration{ms(30), ms(41), ms(52)}
 	text.InputLen, text.OutputLen, text.PromptTokens, text.CompletionTokens, text.CachedTokens = 64, 3, 61, 3, 16
 	text.Model, text.Status, text.Retries, text.Images = "m\"<x>", 200, 1, 2
 	text.RequestID = "run7-4"
-	gen := &client.Result{}
+	gen := &record.Request{}
 	gen.Reset()
 	gen.Index, gen.Sent, gen.End, gen.Generate, gen.Generated, gen.Status = 5, ms(1), ms(90), 2, 1, 200
-	failed := &client.Result{}
+	failed := &record.Request{}
 	failed.Reset()
-	failed.Index, failed.Scheduled, failed.ErrorClass, failed.Error = 6, ms(3), client.ErrCanceled, "refused\n\"x\" <b> é"
+	failed.Index, failed.Scheduled, failed.ErrorClass, failed.Error = 6, ms(3), record.ErrCanceled, "refused\n\"x\" <b> é"
 	var p fastjson.Parser
-	var back client.Result
-	for _, r := range []*client.Result{text, gen, failed} {
+	var back record.Request
+	for _, r := range []*record.Request{text, gen, failed} {
 		var s metrics.Sample
 		s.From(r, metrics.NoSLO)
 		line := AppendRecord(nil, &s)

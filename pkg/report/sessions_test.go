@@ -7,8 +7,8 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // TestRecordSessionFields: a session's turn writes session, turn and
@@ -16,7 +16,7 @@ import (
 // none of them.
 func TestRecordSessionFields(t *testing.T) {
 	var s metrics.Sample
-	r := client.Result{Index: 4, Session: 4, Turn: 3, HistoryTokens: 310, PromptTokens: 350, CachedTokens: 304, Sent: 1e6, End: 2e6}
+	r := record.Request{Index: 4, Session: 4, Turn: 3, HistoryTokens: 310, PromptTokens: 350, CachedTokens: 304, Sent: 1e6, End: 2e6}
 	s.From(&r, metrics.SLO{})
 	b := AppendRecord(nil, &s)
 	if !bytes.HasSuffix(b, []byte(`,"session":4,"turn":3,"history_tokens":310}`+"\n")) {
@@ -26,7 +26,7 @@ func TestRecordSessionFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back client.Result
+	var back record.Request
 	if err := ParseRecord(v, &back); err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // disk is an io.Writer that keeps what is written and when (on the clock
@@ -64,7 +64,7 @@ func (d *disk) state(t *testing.T) ([]diskWrite, []int64) {
 			continue
 		}
 		v, err := fastjson.ParseBytes(line)
-		var r client.Result
+		var r record.Request
 		if err == nil {
 			err = ParseRecord(v, &r)
 		}
@@ -78,7 +78,7 @@ func (d *disk) state(t *testing.T) ([]diskWrite, []int64) {
 
 // indexed is the sample of a finished request with index i.
 func indexed(i int64) *metrics.Sample {
-	r := &client.Result{}
+	r := &record.Request{}
 	r.Reset()
 	r.Index = i
 	var s metrics.Sample
