@@ -11,9 +11,7 @@ import (
 
 // agentSample is a completed agentic step of conversation session.
 func agentSample(session int64, branch int, sent, ttft, end, waited time.Duration, prompt, cached, expected int) *Sample {
-	return &Sample{OK: true, HasTTFT: true, TTFT: ttft, Sent: sent, FirstToken: sent + ttft, End: end,
-		Session: session, Turn: 1, InputLen: prompt, PromptTokens: prompt, CachedTokens: cached,
-		Agent: record.AgentStep{On: true, Branch: branch, Waited: waited, Expected: expected}}
+	return &Sample{Request: record.Request{Sent: sent, FirstToken: sent + ttft, End: end, Session: session, Turn: 1, InputLen: prompt, PromptTokens: prompt, CachedTokens: cached, Agent: record.AgentStep{On: true, Branch: branch, Waited: waited, Expected: expected}}, OK: true, HasTTFT: true, TTFT: ttft}
 }
 
 // TestAgentsPart: a conversation's completion runs from its first send to
@@ -39,7 +37,7 @@ func TestAgentsPart(t *testing.T) {
 			b.Add(s)
 		}
 	}
-	whole.Add(&Sample{OK: true, Session: 3}) // not an agentic step
+	whole.Add(&Sample{Request: record.Request{Session: 3}, OK: true}) // not an agentic step
 	var sw Summary
 	whole.Finish(&sw, time.Second)
 	ag := sw.Agents

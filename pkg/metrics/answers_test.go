@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // answersSamples: 4 completed requests — two with reasoning (one also
@@ -14,11 +16,11 @@ import (
 func answersSamples() []Sample {
 	ms := time.Millisecond
 	return []Sample{
-		{OK: true, OutputTokens: 10, ReasoningTokens: 6, HasTTFO: true, TTFO: 50 * ms},
-		{OK: true, OutputTokens: 10, ReasoningTokens: 4, HasTTFO: true, TTFO: 70 * ms, ToolCalls: 1, ToolArgsInvalid: 1, HasToolTTFT: true, ToolTTFT: 70 * ms},
-		{OK: true, OutputTokens: 20, HasTTFO: true, TTFO: 10 * ms, ToolCalls: 2, HasToolTTFT: true, ToolTTFT: 10 * ms, Structured: StructuredValid},
-		{OK: true, OutputTokens: 10, HasTTFO: true, TTFO: 5 * ms, Structured: StructuredInvalid},
-		{OK: false, ReasoningTokens: 100, ToolCalls: 9},
+		{Request: record.Request{ReasoningTokens: 6}, OK: true, OutputTokens: 10, HasTTFO: true, TTFO: 50 * ms},
+		{Request: record.Request{ReasoningTokens: 4, ToolCalls: 1, ToolArgsInvalid: 1}, OK: true, OutputTokens: 10, HasTTFO: true, TTFO: 70 * ms, HasToolTTFT: true, ToolTTFT: 70 * ms},
+		{Request: record.Request{ToolCalls: 2, Structured: StructuredValid}, OK: true, OutputTokens: 20, HasTTFO: true, TTFO: 10 * ms, HasToolTTFT: true, ToolTTFT: 10 * ms},
+		{Request: record.Request{Structured: StructuredInvalid}, OK: true, OutputTokens: 10, HasTTFO: true, TTFO: 5 * ms},
+		{Request: record.Request{ReasoningTokens: 100, ToolCalls: 9}, OK: false},
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // TestEndpointsMergeIsExact: two halves of a run, each through its merge
@@ -14,8 +16,7 @@ func TestEndpointsMergeIsExact(t *testing.T) {
 	urls := []string{"http://a:1", "http://b:2"}
 	whole, halves := NewEndpoints(urls), [2]*Endpoints{NewEndpoints(urls), NewEndpoints(urls)}
 	for i := 0; i < 200; i++ {
-		s := Sample{Index: int64(i), Endpoint: i % 2, OK: i%7 != 0, HasE2E: true, HasTTFT: true,
-			E2E: time.Duration(1+i*13%97) * time.Millisecond, TTFT: time.Duration(1+i*7%31) * time.Millisecond, OutputTokens: 4, InputLen: 8}
+		s := Sample{Request: record.Request{Index: int64(i), InputLen: 8}, Endpoint: i % 2, OK: i%7 != 0, HasE2E: true, HasTTFT: true, E2E: time.Duration(1+i*13%97) * time.Millisecond, TTFT: time.Duration(1+i*7%31) * time.Millisecond, OutputTokens: 4}
 		if !s.OK {
 			s.ErrorClass, s.HasE2E, s.HasTTFT = "connect", false, false
 		}

@@ -7,6 +7,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // partSamples are requests of every kind a part counts: answers with
@@ -17,8 +19,9 @@ func partSamples() []Sample {
 	out := answersSamples()
 	for i := range 40 {
 		d := time.Duration(i%7+1) * ms
-		s := Sample{Index: int64(i), OK: i%10 != 4, // failures in shard 0: a merge keeps the first copy's error samples first InputLen: 10 + i*37%500, OutputTokens: 1 + i%13, Sent: time.Duration(i) * 3 * ms,
-			HasE2E: true, E2E: 20 * d, HasTTFT: true, TTFT: 4 * d, HasTPOT: i%13 > 0, TPOT: d, Model: []string{"a", "b"}[i%2],
+		s := Sample{Request: record.Request{Index: int64(i), InputLen: 10 + i*37%500, Sent: time.Duration(i) * 3 * ms, Model: []string{"a", "b"}[i%2]},
+			OK:           i%10 != 4, // failures in shard 0: a merge keeps the first copy's error samples first
+			OutputTokens: 1 + i%13, HasE2E: true, E2E: 20 * d, HasTTFT: true, TTFT: 4 * d, HasTPOT: i%13 > 0, TPOT: d,
 			Kind: []string{"text", "image"}[i%3/2], Endpoint: i % 2}
 		s.End = s.Sent + s.E2E
 		if !s.OK {

@@ -22,7 +22,7 @@ func TestHTTPPhasesPart(t *testing.T) {
 	}
 	whole, a, b := NewHTTPPhases(), NewHTTPPhases(), NewHTTPPhases()
 	for i, ph := range phases {
-		s := &Sample{HTTP: ph}
+		s := &Sample{Request: record.Request{HTTP: ph}}
 		whole.Add(s)
 		if i%2 == 0 {
 			a.Add(s)

@@ -4,7 +4,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
@@ -14,41 +13,32 @@ const (
 	KindImage = "image" // the prompt carries images
 )
 
-// Sample is one finished request's figures, derived once from the client's
-// Result by From: every consumer of results (the Collector, breakdowns,
+// Sample is one finished request: its record (record.Request, embedded:
+// what was sent, when, what came back) and the figures derived from it
+// once by From. Every consumer of results (the Collector, breakdowns,
 // windows, goodput, the timeline, Prometheus, the records file) reads them
 // here and computes none itself. A figure that does not apply to the
 // request is marked so here, once: HasLag, HasE2E, HasTTFT, HasTPOT.
 //
-// A Sample is filled in place and reused: TokenTimes and ITLTimes are views
-// of the Result's storage, valid only during Sink.Add. Consumers must not
-// keep them.
+// A Sample is filled in place and reused: the record's TokenTimes (and
+// ITLTimes) are views of the client's storage, valid only during
+// Sink.Add. Consumers must not keep them.
 type Sample struct {
-	Index int64
-	Model string
+	record.Request
+
 	// Kind is KindImage when the prompt carried images, else KindText.
 	Kind string
 	// Generation marks an image generation (openai-images): it has no
 	// tokens, so no TTFT, TPOT or ITL; end to end only.
 	Generation bool
 	// OK tells the request succeeded; otherwise ErrorClass (one of the
-	// client's classes) and Error say how it failed — or Cancelled tells
+	// record's classes) and Error say how it failed — or Cancelled tells
 	// the client cut it at its planned cut (CancelAfter, --cancel-share):
 	// neither a completion nor a failure, so none of the completed
 	// requests' distributions count it. Its FirstToken, TokenTimes and
 	// OutputTokens are what arrived before the cut.
-	OK                bool
-	Cancelled         bool
-	CancelAfter       time.Duration
-	Status            int
-	ErrorClass, Error string
-	Retries           int
+	OK bool
 
-	// Times, as offsets from the run's start (see record.Request).
-	Scheduled, Sent, FirstToken, End time.Duration
-	// TokenTimes are the arrival times of the chunks that carried text, as
-	// observed (the records file writes their gaps, failed or not).
-	TokenTimes []time.Duration
 	// ITLTimes are TokenTimes when the request's inter-token gaps count in
 	// the distributions (a successful text request), else nil: its ITL
 	// values are ITLTimes[i] − ITLTimes[i−1].
@@ -75,19 +65,9 @@ type Sample struct {
 	// reasoning it equals TTFT.
 	HasTTFO bool
 	TTFO    time.Duration
-	// ReasoningTokens are the answer's reasoning tokens (the server's
-	// usage details, else the reasoning chunks counted; part of
-	// OutputTokens).
-	ReasoningTokens int
-	// ToolCalls counts the answer's tool calls, ToolArgsInvalid those whose
-	// arguments are not valid JSON. HasToolTTFT: ToolTTFT, send to the
-	// first tool-call chunk, counts.
-	ToolCalls, ToolArgsInvalid int
-	HasToolTTFT                bool
-	ToolTTFT                   time.Duration
-	// Structured tells whether the answer was checked against
-	// --response-format, and how it fared.
-	Structured Structured
+	// HasToolTTFT: ToolTTFT, send to the first tool-call chunk, counts.
+	HasToolTTFT bool
+	ToolTTFT    time.Duration
 	// HasTTFTPer1k: TTFTPer1kPrompt counts (HasTTFT, and a prompt of at
 	// least one token). TTFTPer1kPrompt is TTFT per thousand prompt tokens
 	// (the server's usage when given, else the target): the prefill cost
@@ -100,52 +80,21 @@ type Sample struct {
 	// (E2E − TTFT) / (output tokens − 1).
 	TPOT time.Duration
 
-	// Tokens. InputLen and OutputLen are the schedule's targets;
-	// PromptTokens and CachedTokens the server's usage (-1: not given);
-	// CompletionTokens the server's usage, else the chunks counted.
-	InputLen, OutputLen            int
-	PromptTokens, CompletionTokens int
-	CachedTokens                   int
 	// OutputTokens is the output count used for throughput and TPOT.
 	OutputTokens int
 	// HasPromptError: the server reported prompt tokens; PromptError is
 	// |prompt tokens − InputLen|, how far prompt sizing missed.
 	HasPromptError bool
 	PromptError    int64
-	// Images are the prompt's images; Generate the images an image
-	// generation asked for and Generated those it returned.
-	Images, Generate, Generated int
-	// Measure is what the request's backend row measures: the token
-	// figures (TTFT, TPOT, ITL) apply to api.MeasureTokens only.
-	// Inputs, Returned and Dims are a batch's inputs sent, the vectors or
-	// scores returned and the first vector's length (record.Request).
-	Measure                api.Measure
-	Inputs, Returned, Dims int
 
 	// Good: the run has an SLO (--goodput) and the request met every
 	// target of it.
 	Good bool
 
-	// Session, Turn and HistoryTokens place the request in a multi-turn
-	// session (Turn 0: not a session's turn; see record.Request). For a
-	// later turn, Scheduled is the previous answer's end plus the think
-	// time, so Lag is the turn's lag.
-	Session       int64
-	Turn          int
-	HistoryTokens int
-	// Agent places the request in an agentic conversation (record.Request).
-	Agent record.AgentStep
-
 	// Endpoint is the index of the endpoint the request went to when the
-	// run has several (-1: one endpoint).
+	// run has several (-1: one endpoint); the record's Endpoint numbers it
+	// from 1.
 	Endpoint int
-
-	// HTTP is the request's HTTP phases (record.Request.HTTP).
-	HTTP record.Phases
-
-	// RequestID is the X-Request-Id it was sent with ("": none;
-	// record.Request.RequestID).
-	RequestID string
 }
 
 // Structured is whether an answer was checked against --response-format
@@ -173,30 +122,19 @@ func (s *Sample) From(r *record.Request, slo SLO) {
 		kind = KindImage
 	}
 	*s = Sample{
-		Index: r.Index, Model: r.Model, Kind: kind, Generation: r.Generate > 0,
-		OK: ok, Status: r.Status, ErrorClass: r.ErrorClass, Error: r.Error, Retries: r.Retries,
-		Cancelled: r.Cancelled, CancelAfter: r.CancelAfter,
-		Scheduled: r.Scheduled, Sent: r.Sent, FirstToken: r.FirstToken, End: r.End,
-		TokenTimes: r.TokenTimes,
-		HasLag:     r.Sent > 0 || ok,
-		Lag:        max(r.Sent-r.Scheduled, 0),
-		HasE2E:     ok,
-		E2E:        r.End - r.Sent, E2EFromScheduled: r.End - r.Scheduled,
+		Request: *r,
+		Kind:    kind, Generation: r.Generate > 0,
+		OK:     ok,
+		HasLag: r.Sent > 0 || ok,
+		Lag:    max(r.Sent-r.Scheduled, 0),
+		HasE2E: ok,
+		E2E:    r.End - r.Sent, E2EFromScheduled: r.End - r.Scheduled,
 		HasTTFT: ok && tokens,
 		TTFT:    r.FirstToken - r.Sent, TTFTFromScheduled: r.FirstToken - r.Scheduled,
-		InputLen: r.InputLen, OutputLen: r.OutputLen,
-		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CachedTokens: r.CachedTokens,
 		OutputTokens: out,
-		Images:       r.Images, Generate: r.Generate, Generated: r.Generated,
-		Measure: r.Measure, Inputs: r.Inputs, Returned: r.Returned, Dims: r.Dims,
-		Session: r.Session, Turn: r.Turn, HistoryTokens: r.HistoryTokens, Agent: r.Agent,
-		Endpoint: r.Endpoint - 1,
-		HasTTFO:  ok && tokens && r.FirstOutput > 0, TTFO: r.TTFO(),
-		ReasoningTokens: r.ReasoningTokens, ToolCalls: r.ToolCalls, ToolArgsInvalid: r.ToolArgsInvalid,
+		Endpoint:     r.Endpoint - 1,
+		HasTTFO:      ok && tokens && r.FirstOutput > 0, TTFO: r.TTFO(),
 		HasToolTTFT: ok && r.FirstToolCall > 0, ToolTTFT: r.FirstToolCall - r.Sent,
-		Structured: Structured(r.Structured),
-		HTTP:       r.HTTP,
-		RequestID:  r.RequestID,
 	}
 	if s.HasTTFT {
 		prompt := r.InputLen

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // TestPerTurnAndItsMergeState: per_turn counts each turn number's samples
@@ -14,15 +16,14 @@ import (
 func TestPerTurnAndItsMergeState(t *testing.T) {
 	p := NewPerTurn()
 	add := func(turn, prompt, history, cached int, ok bool, lag time.Duration) {
-		s := Sample{Turn: turn, OK: ok, HasLag: true, Lag: lag, PromptTokens: prompt, HistoryTokens: history, CachedTokens: cached,
-			HasTTFT: ok, TTFT: time.Duration(turn) * time.Millisecond, HasE2E: ok, E2E: 10 * time.Millisecond}
+		s := Sample{Request: record.Request{Turn: turn, PromptTokens: prompt, HistoryTokens: history, CachedTokens: cached}, OK: ok, HasLag: true, Lag: lag, HasTTFT: ok, TTFT: time.Duration(turn) * time.Millisecond, HasE2E: ok, E2E: 10 * time.Millisecond}
 		p.Add(&s)
 	}
 	add(1, 100, 0, 0, true, 2*time.Millisecond)
 	add(1, 100, 0, 0, true, 4*time.Millisecond)
 	add(2, 150, 120, 112, true, time.Millisecond)
 	add(2, 0, 0, -1, false, time.Millisecond)
-	p.Add(&Sample{Turn: 0, OK: true}) // not a session's turn
+	p.Add(&Sample{Request: record.Request{Turn: 0}, OK: true}) // not a session's turn
 	turns := p.Turns()
 	if len(turns) != 2 || turns[0].Count != 2 || turns[1].Count != 2 || turns[1].Failed != 1 {
 		t.Fatalf("turns %+v", turns)

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // TestVLLMKeysEqualOurs: every name vLLM's serving benchmark uses for a
@@ -13,8 +15,7 @@ import (
 func TestVLLMKeysEqualOurs(t *testing.T) {
 	c := NewCollector()
 	for i, e2e := range []time.Duration{10, 20, 30, 45, 50, 90} {
-		c.Add(&Sample{Index: int64(i), OK: true, HasE2E: true, E2E: e2e * time.Millisecond, End: e2e * time.Millisecond,
-			InputLen: 100, OutputTokens: 7})
+		c.Add(&Sample{Request: record.Request{Index: int64(i), End: e2e * time.Millisecond, InputLen: 100}, OK: true, HasE2E: true, E2E: e2e * time.Millisecond, OutputTokens: 7})
 	}
 	s := &Summary{Backend: "vllm", Mode: "poisson", Scheduled: 6, MaxInFlight: 4}
 	c.Summarize(s, 2*time.Second)
@@ -95,11 +96,11 @@ func TestMaxOutputTokensPerSecond(t *testing.T) {
 	a := NewCollector()
 	// 4 chunks in second 0, 2 in second 1; usage says 8 tokens: 2 more at
 	// the last chunk (second 1).
-	a.Add(&Sample{OK: true, OutputTokens: 8, TokenTimes: ms(100, 300, 500, 900, 1100, 1200), End: 1300 * time.Millisecond})
+	a.Add(&Sample{Request: record.Request{TokenTimes: ms(100, 300, 500, 900, 1100, 1200), End: 1300 * time.Millisecond}, OK: true, OutputTokens: 8})
 	// Non-streamed: 5 tokens at its end, second 2.
-	a.Add(&Sample{OK: true, OutputTokens: 5, End: 2500 * time.Millisecond})
+	a.Add(&Sample{Request: record.Request{End: 2500 * time.Millisecond}, OK: true, OutputTokens: 5})
 	// A failed request's chunks do not count.
-	a.Add(&Sample{OK: false, ErrorClass: "timeout", OutputTokens: 50, TokenTimes: ms(100, 200)})
+	a.Add(&Sample{Request: record.Request{ErrorClass: "timeout", TokenTimes: ms(100, 200)}, OK: false, OutputTokens: 50})
 	if want := []int64{4, 4, 5}; !slices.Equal(a.OutputPerSecond, want) {
 		t.Fatalf("per second %v, want %v", a.OutputPerSecond, want)
 	}
@@ -119,7 +120,7 @@ func TestMaxOutputTokensPerSecond(t *testing.T) {
 	// A second copy of the run, busy in second 1: merged through the
 	// state, second 1 holds 4 + 6.
 	b := NewCollector()
-	b.Add(&Sample{OK: true, OutputTokens: 6, TokenTimes: ms(1000, 1100, 1200, 1300, 1400, 1500)})
+	b.Add(&Sample{Request: record.Request{TokenTimes: ms(1000, 1100, 1200, 1300, 1400, 1500)}, OK: true, OutputTokens: 6})
 	var merged *Collector
 	for _, c := range []*Collector{a, b} {
 		st, err := c.State()
