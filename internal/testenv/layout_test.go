@@ -13,9 +13,12 @@ import (
 const module = "github.com/fineserve-gen/fineserve-gen"
 
 // TestImportLayout: the data flows one way, and the import graph shows
-// it — at most 8 layers from the command down, and the report imported only
+// it — at most 8 layers from the command down, the report imported only
 // by the runner and the commands (nothing below the runner renders
-// outputs). It reads the packages' imports (not their tests').
+// outputs), and the rules of docs/ARCHITECTURE.md's "Packages": settings
+// stay settings, the API table and the request record are leaves, and the
+// layers that read records do not reach back into the client. It reads
+// the packages' imports (not their tests').
 func TestImportLayout(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -79,4 +82,40 @@ func TestImportLayout(t *testing.T) {
 			t.Errorf("%s imports pkg/report: only the runner and the commands render outputs", p)
 		}
 	}
+	for _, r := range importRules {
+		for _, p := range imports[r.pkg] {
+			if slices.Contains(r.banned, p) || (r.only != nil && !slices.Contains(r.only, p)) {
+				t.Errorf("%s imports %s: %s", r.pkg, p, r.why)
+			}
+		}
+		if _, ok := imports[r.pkg]; !ok {
+			t.Errorf("rule for %s: no such package", r.pkg)
+		}
+	}
+}
+
+// importRules: which package may not import which (banned), or may import
+// nothing but (only, when set).
+var importRules = []struct {
+	pkg    string
+	banned []string
+	only   []string
+	why    string
+}{
+	{pkg: "pkg/options", banned: []string{"pkg/runner", "pkg/monitor", "pkg/client", "pkg/launch"},
+		why: "settings and their validation only; pkg/launch wires a run from them"},
+	{pkg: "pkg/api", only: []string{},
+		why: "the API kinds are a leaf every layer reads"},
+	{pkg: "pkg/record", only: []string{"pkg/api"},
+		why: "the record of a request is a leaf the client fills and every reader reads"},
+	{pkg: "pkg/workload", banned: []string{"pkg/client", "pkg/runner", "pkg/monitor", "pkg/options", "pkg/launch"},
+		why: "the workload is pure: it reads the API kind's row, not the client"},
+	{pkg: "pkg/metrics", banned: []string{"pkg/client", "pkg/runner", "pkg/monitor", "pkg/options", "pkg/launch"},
+		why: "figures are derived from the record, not from the client"},
+	{pkg: "pkg/report", banned: []string{"pkg/client", "pkg/runner", "pkg/monitor", "pkg/options", "pkg/launch"},
+		why: "reports read records and summaries, not client types"},
+	{pkg: "pkg/runner", banned: []string{"pkg/options", "pkg/launch"},
+		why: "the runner takes its narrow Config, not the settings"},
+	{pkg: "pkg/monitor", banned: []string{"pkg/client", "pkg/options", "pkg/launch"},
+		why: "the monitor watches records and the server, not the client"},
 }

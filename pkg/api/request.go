@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/fineserve-gen/fineserve-gen/internal/reqid"
 )
 
 // What every kind's requests may carry, and how they are sent: the
@@ -143,23 +141,6 @@ func CheckHost(h string) error {
 		if c := h[i]; c <= ' ' || c == 0x7f || strings.IndexByte(`/\@?#,;"`, c) >= 0 {
 			return fmt.Errorf("%q: want a host name or address with an optional :port, e.g. api.example.com", h)
 		}
-	}
-	return nil
-}
-
-// maxRequestIDPrefix bounds --request-id-prefix: an id is a log's word,
-// not a payload.
-const maxRequestIDPrefix = 64
-
-// CheckRequestIDPrefix checks --request-id-prefix: letters, digits and
-// "-_.:", at most 64 of them, so that every id is one token in a header
-// and in the server's logs.
-func CheckRequestIDPrefix(p string) error {
-	if len(p) > maxRequestIDPrefix {
-		return fmt.Errorf("%d characters: want at most %d", len(p), maxRequestIDPrefix)
-	}
-	if !reqid.Plain(p) {
-		return fmt.Errorf("%q: want letters, digits and - _ . : only (each request adds its index, e.g. run7- gives run7-0, run7-1, …)", p)
 	}
 	return nil
 }

@@ -479,14 +479,3 @@ func TestRequestIDHeader(t *testing.T) {
 		})
 	}
 }
-
-// TestCheckRequestIDPrefix: a prefix is a plain word of at most 64
-// characters; anything that would break a header or a log line is refused.
-func TestCheckRequestIDPrefix(t *testing.T) {
-	for p, ok := range map[string]bool{"": true, "run7-": true, strings.Repeat("x", 64): true,
-		strings.Repeat("x", 65): false, "a b": false, "a\r\nX-Evil: 1": false} {
-		if err := api.CheckRequestIDPrefix(p); (err == nil) != ok {
-			t.Errorf("CheckRequestIDPrefix(%q) = %v, want ok %v", p, err, ok)
-		}
-	}
-}

@@ -15,9 +15,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/note"
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/promexport"
 	"github.com/fineserve-gen/fineserve-gen/pkg/servermetrics"
@@ -25,7 +25,7 @@ import (
 
 // Logger receives the monitor's notes and warnings (Infof, Warnf): the
 // one logger interface the run's parts share.
-type Logger = client.Logger
+type Logger = note.Logger
 
 // Config is what a monitor watches and how.
 type Config struct {

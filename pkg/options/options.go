@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/reqid"
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
@@ -311,7 +312,7 @@ func (o *Options) Validate() error {
 	if err := api.CheckHost(o.HostHeader); err != nil {
 		add("--host-header %w", err)
 	}
-	if err := api.CheckRequestIDPrefix(o.RequestIDPrefix); err != nil {
+	if err := checkRequestIDPrefix(o.RequestIDPrefix); err != nil {
 		add("--request-id-prefix %w", err)
 	}
 	switch o.DatasetName {
@@ -471,4 +472,21 @@ func (o *Options) validateSessions() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// maxRequestIDPrefix bounds --request-id-prefix: an id is a log's word,
+// not a payload.
+const maxRequestIDPrefix = 64
+
+// checkRequestIDPrefix checks --request-id-prefix: letters, digits and
+// "-_.:", at most 64 of them, so that every id is one token in a header
+// and in the server's logs.
+func checkRequestIDPrefix(p string) error {
+	if len(p) > maxRequestIDPrefix {
+		return fmt.Errorf("%d characters: want at most %d", len(p), maxRequestIDPrefix)
+	}
+	if !reqid.Plain(p) {
+		return fmt.Errorf("%q: want letters, digits and - _ . : only (each request adds its index, e.g. run7- gives run7-0, run7-1, …)", p)
+	}
+	return nil
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // Namespace prefixes every metric name.
@@ -109,7 +109,7 @@ func New(cfg Config) *Exporter {
 	reg.MustRegister(sched)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every class exists from the start, at 0, so dashboards see them.
-	for _, c := range client.ErrorClasses {
+	for _, c := range record.ErrorClasses {
 		e.byClass[c] = e.errs.WithLabelValues(c)
 	}
 	e.completed = e.requests.WithLabelValues("completed", "200")
