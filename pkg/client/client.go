@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
+	"github.com/fineserve-gen/fineserve-gen/internal/wait"
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
@@ -563,11 +564,11 @@ func (c *Client) Do(ctx context.Context, req *Request, res *Result) {
 	}
 	c.unwritten.Add(1)
 	for first := true; ; first = false {
-		wait := c.attempt(ctx, deadline, body, maxTokens, res, first)
-		if wait < 0 || res.Retries >= c.cfg.Retries {
+		backoff := c.attempt(ctx, deadline, body, maxTokens, res, first)
+		if backoff < 0 || res.Retries >= c.cfg.Retries {
 			return
 		}
-		if !sleepCtx(ctx, wait) {
+		if !wait.Sleep(ctx, backoff) {
 			if isCut(ctx) {
 				c.cut(res) // cut while waiting to be sent again: the user gave up
 			}
@@ -761,18 +762,6 @@ func retryAfter(v string, now time.Time) time.Duration {
 		return max(t.Sub(now), 0)
 	}
 	return 0
-}
-
-// sleepCtx waits d; it reports false if ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func (c *Client) since() time.Duration { return c.cfg.Now().Sub(c.cfg.Epoch) }

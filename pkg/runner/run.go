@@ -19,6 +19,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/gcfloor"
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
+	"github.com/fineserve-gen/fineserve-gen/internal/wait"
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
@@ -513,12 +514,12 @@ func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts
 			if images {
 				a.Images = 0
 			}
-			wait := WarmupBackoff
+			backoff := WarmupBackoff
 			for attempt := range WarmupAttempts {
-				if attempt > 0 && !sleepCtx(ctx, wait) {
+				if attempt > 0 && !wait.Sleep(ctx, backoff) {
 					return
 				}
-				wait *= 2
+				backoff *= 2
 				res[i].Reset()
 				res[i].Index = a.Index // negative: a warm-up's request id is not a record's
 				func() {
@@ -581,18 +582,6 @@ func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts
 type warmupFailure struct {
 	n          int
 	class, msg string
-}
-
-// sleepCtx waits d, or until ctx is done (false).
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // writeOutputs prints the table and writes the summary files and the HTML
