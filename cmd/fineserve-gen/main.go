@@ -46,6 +46,7 @@ var subcommands = map[string]func(ctx context.Context, args []string, stdout, st
 	"merge":       mergeCommand,
 	"sweep":       sweepCommand,
 	"plan":        planCommand,
+	"config":      configCommand,
 }
 
 func main() {
@@ -116,6 +117,7 @@ Usage:
   fineserve-gen merge S1.json S2.json… [-o F]  merge the summaries of a sharded run
   fineserve-gen sweep [run flags] [sweep flags]  capacity: the highest load within the SLO, and its limit
   fineserve-gen plan [run flags] [plan flags]    replicas a whole day of this workload needs within the SLO, window by window
+  fineserve-gen config validate|expand FILE      check a run file (--config), or print the settings it gives
 
 Run "fineserve-gen COMMAND --help" for a command's flags.
 `)

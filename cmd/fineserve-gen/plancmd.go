@@ -63,9 +63,7 @@ func addPlanFlags(fs *pflag.FlagSet, f *planFlags) {
 func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o := options.Defaults()
 	var prof profiles
-	sf := sweepFlags{idleQuiet: time.Second, idleTimeout: 2 * time.Minute}
-	pf := planFlags{window: 5 * time.Minute}
-	vf := verifyFlags{span: time.Hour, scale: 1}
+	sf, pf, vf := defaultSweepFlags(), defaultPlanFlags(), defaultVerifyFlags()
 	args = joinGoodputArgs(args)
 	fs, errs, code, ok := parseRunFlags(args, &o, &prof, func(fs *pflag.FlagSet) {
 		addSearchFlags(fs, &sf)
@@ -84,6 +82,7 @@ func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return usageExit(stderr, err)
 	}
 	o.Command = commandLine(append([]string{"plan"}, safeArgs(args, o.Secrets())...))
+	o.Settings = settingsOf(fs, o.Secrets())
 	name := workloadName(&o)
 
 	// The day: the schedule a run of these flags would send.

@@ -16,6 +16,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/launch"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runfile"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
@@ -24,6 +25,7 @@ import (
 // names, defaults and meanings. finish completes o after parsing.
 func runFlags(o *options.Options, prof *profiles) (fs *pflag.FlagSet, finish func() error) {
 	fs = newFlagSet("run")
+	fs.String(runfile.FlagName, "", "read the settings from a run file (YAML or JSON; keys are flag names, optionally in sections, docs/EXPERIMENTS.md) or from a summary's settings, to repeat its run; flags given here override the file")
 
 	// Target (FineServe).
 	fs.StringVar(&o.Backend, "backend", o.Backend, api.Help())
@@ -196,7 +198,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	// Every problem is reported at once: bad flag values, then what finish
 	// and Validate find.
 	args = joinGoodputArgs(args) // vLLM's --goodput ttft:500 tpot:50 (flags_observe.go)
-	_, errs, code, ok := parseRunFlags(args, &o, &prof, nil, "Usage: fineserve-gen [run] [flags]\n\n", stdout, stderr)
+	fs, errs, code, ok := parseRunFlags(args, &o, &prof, nil, "Usage: fineserve-gen [run] [flags]\n\n", stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -211,6 +213,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "warning: --insecure: TLS certificates are not verified")
 	}
 	o.Command = commandLine(safeArgs(args, secrets))
+	o.Settings = settingsOf(fs, secrets)
 	o.NoMergeState = o.SummaryJSON == "" && o.OutputFile == ""
 	stopProfiles, err := startProfiles(prof)
 	if err != nil {
@@ -241,6 +244,11 @@ func parseRunFlags(args []string, o *options.Options, prof *profiles, extra func
 		}
 		return nil, nil, usageExit(stderr, append(errs, err)...), false
 	}
+	if path := fs.Lookup(runfile.FlagName).Value.String(); path != "" {
+		if err := runfile.Apply(fs, path, func(name string) string { return nearestFlag(fs, name) }); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if fs.NArg() > 0 {
 		errs = append(errs, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
@@ -248,6 +256,12 @@ func parseRunFlags(args []string, o *options.Options, prof *profiles, extra func
 		errs = append(errs, err)
 	}
 	return fs, errs, 0, true
+}
+
+// settingsOf is what a summary records of fs: the flags given, on the
+// command line or in a run file, with their values, credentials hidden.
+func settingsOf(fs *pflag.FlagSet, secrets *secret.Redactor) map[string]any {
+	return runfile.Settings(fs, nil, secrets.String)
 }
 
 // commandLine rebuilds the command line for the summary, quoting arguments

@@ -70,7 +70,7 @@ func addSearchFlags(fs *pflag.FlagSet, f *sweepFlags) {
 func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o := options.Defaults()
 	var prof profiles
-	sf := sweepFlags{idleQuiet: time.Second, idleTimeout: 2 * time.Minute}
+	sf := defaultSweepFlags()
 	args = joinGoodputArgs(args)
 	fs, errs, code, ok := parseRunFlags(args, &o, &prof, func(fs *pflag.FlagSet) { addSweepFlags(fs, &sf) }, sweepUsage, stdout, stderr)
 	if !ok {
@@ -87,6 +87,7 @@ func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return usageExit(stderr, err)
 	}
 	o.Command = commandLine(append([]string{"sweep"}, safeArgs(args, o.Secrets())...))
+	o.Settings = settingsOf(fs, o.Secrets())
 	stopProfiles, err := startProfiles(prof)
 	if err != nil {
 		return exitCode(&options.UsageError{Err: err}, stderr)

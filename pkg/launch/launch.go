@@ -226,7 +226,7 @@ func (o *job) runConfig(seed uint64, wl *workload.Workload, stdio runner.IO, log
 // workload's shape, and the scale-out fields fineserve-gen merge matches
 // copies by (schedule hash, shard, --start-at).
 func (o *job) summary(seed uint64, wl *workload.Workload) metrics.Summary {
-	sum := metrics.Summary{Backend: o.Backend, Mode: o.Mode, Model: o.Model, Seed: seed, Command: o.Command}
+	sum := metrics.Summary{Backend: o.Backend, Mode: o.Mode, Model: o.Model, Seed: seed, Command: o.Command, Settings: o.Settings}
 	if workload.Rated(o.Mode) && wl.Profile == nil {
 		sum.RequestRate = metrics.Rate(o.RequestRate)
 	}

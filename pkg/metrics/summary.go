@@ -29,7 +29,11 @@ type Summary struct {
 	Model      string   `json:"model,omitempty"`
 	Seed       uint64   `json:"seed"`
 	Command    string   `json:"command,omitempty"`
-	StartedAt  string   `json:"started_at,omitempty"`
+	// Settings are the flags the run was given (on the command line or in
+	// a run file) with their values: a run file (--config) that repeats
+	// the run (pkg/runfile).
+	Settings  map[string]any `json:"settings,omitempty"`
+	StartedAt string         `json:"started_at,omitempty"`
 
 	// FineServe's results.
 	Duration  float64 `json:"duration"`

@@ -161,6 +161,10 @@ type Options struct {
 	// Command is the command line, recorded in the summary (secrets are
 	// never part of it: the key is read from the environment or a file).
 	Command string
+	// Settings are the flags given (command line or run file) with their
+	// values, recorded in the summary so the run can be repeated from it
+	// (pkg/runfile).
+	Settings map[string]any
 }
 
 // The workload's option groups (pkg/workload), under the names the

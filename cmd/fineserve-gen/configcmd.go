@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runfile"
+)
+
+const configUsage = `Usage: fineserve-gen config validate FILE [--for run|sweep|plan]
+       fineserve-gen config expand FILE [--for run|sweep|plan]
+
+validate checks a run file (YAML or JSON; a summary's settings too) as the
+command would read it — every key a flag, every value of its type, the
+settings valid together — and sends nothing. expand prints the settings a
+run of the file would have, every flag with its value, given or default:
+a run file that --config reads back to the same run (docs/EXPERIMENTS.md).
+
+`
+
+// configCommand checks or expands a run file for run, sweep or plan.
+func configCommand(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("config")
+	forCmd := fs.String("for", "run", "the command the file is for: run, sweep or plan (their own flags are keys too)")
+	if code, done := parseSubcommand(fs, args, "config", configUsage, stdout, stderr); done {
+		return code
+	}
+	if fs.NArg() != 2 || (fs.Arg(0) != "validate" && fs.Arg(0) != "expand") {
+		return usageFail(stderr, "config", fmt.Errorf("want validate FILE or expand FILE (got %d arguments)", fs.NArg()))
+	}
+	action, path := fs.Arg(0), fs.Arg(1)
+	extra, ok := commandFlags[*forCmd]
+	if !ok {
+		return usageFail(stderr, "config", fmt.Errorf("--for %q: want run, sweep or plan", *forCmd))
+	}
+	o := options.Defaults()
+	var prof profiles
+	var help bytes.Buffer
+	cfs, errs, code, ok := parseRunFlags([]string{"--" + runfile.FlagName, path}, &o, &prof, extra, "", &help, stderr)
+	if !ok {
+		return code
+	}
+	if err := o.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return usageExit(stderr, errs...)
+	}
+	switch action {
+	case "validate":
+		n := 0
+		cfs.Visit(func(f *pflag.Flag) {
+			if f.Name != runfile.FlagName {
+				n++
+			}
+		})
+		fmt.Fprintf(stdout, "%s: valid for %s (%d settings; nothing was sent)\n", path, *forCmd, n)
+	case "expand":
+		if err := runfile.Expand(stdout, cfs, nil); err != nil {
+			fmt.Fprintf(stderr, "fineserve-gen: config expand: %v\n", err)
+			return exitFailure
+		}
+	}
+	return exitOK
+}
+
+// commandFlags adds each command's own flags to the run's (nil: run's
+// alone), as the commands themselves do.
+var commandFlags = map[string]func(*pflag.FlagSet){
+	"run": nil,
+	"sweep": func(fs *pflag.FlagSet) {
+		sf := defaultSweepFlags()
+		addSweepFlags(fs, &sf)
+	},
+	"plan": func(fs *pflag.FlagSet) {
+		sf, pf, vf := defaultSweepFlags(), defaultPlanFlags(), defaultVerifyFlags()
+		addSearchFlags(fs, &sf)
+		addPlanFlags(fs, &pf)
+		addVerifyFlags(fs, &vf)
+	},
+}
+
+// The defaults of the sweep's, the plan's and plan --verify's own flags
+// that are not their flags' (the commands and config share them).
+func defaultSweepFlags() sweepFlags {
+	return sweepFlags{idleQuiet: time.Second, idleTimeout: 2 * time.Minute}
+}
+func defaultPlanFlags() planFlags     { return planFlags{window: 5 * time.Minute} }
+func defaultVerifyFlags() verifyFlags { return verifyFlags{span: time.Hour, scale: 1} }

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runfile"
+)
+
+// TestRunFileSameAsFlags: a run from a run file and the same run from
+// flags build byte-identical schedules and the same summary but for times;
+// the summary records the settings, and --config SUMMARY repeats the run;
+// credentials in a URL are not recorded.
+func TestRunFileSameAsFlags(t *testing.T) {
+	srv, port := mocktest.Start(t, mockserver.Config{})
+	dir := t.TempDir()
+	base := "http://user:s3cret@127.0.0.1:" + strconv.Itoa(port)
+	file := testenv.WriteFile(t, "exp.yaml", `# a short chat benchmark
+backend: openai-chat
+seed: 11
+workload:
+  request-rate: 200
+  num-prompts: 24
+  random-input-len: 40
+  random-output-len: 6
+requests:
+  extra-request-body: {top_k: 5}
+  warmup-requests: 0
+target:
+  base-url: [`+base+`]
+  model: mock-model
+`)
+	flags := []string{"--backend", "openai-chat", "--seed", "11", "--request-rate", "200", "--num-prompts", "24", "--random-input-len", "40",
+		"--random-output-len", "6", "--extra-request-body", `{"top_k":5}`, "--warmup-requests", "0", "--base-url", base, "--model", "mock-model"}
+	sched := func(name string) string { return filepath.Join(dir, name) }
+	fromFile := mustRunTool(t, "run", "--config", file, "--schedule-out", sched("file.csv"))
+	fromFlags := mustRunTool(t, append(flags, "--schedule-out", sched("flags.csv"))...)
+	if a, b := testenv.ReadFile(t, sched("file.csv")), testenv.ReadFile(t, sched("flags.csv")); !bytes.Equal(a, b) || len(a) == 0 {
+		t.Fatalf("schedules differ:\n%s\n---\n%s", a, b)
+	}
+	sf, sg := fromFile.summary(t), fromFlags.summary(t)
+	if sf.Completed != 24 || sg.Completed != 24 || sf.ScheduleHash != sg.ScheduleHash || sf.TotalInputTokens != sg.TotalInputTokens ||
+		sf.TotalOutputTokens != sg.TotalOutputTokens || sf.Backend != sg.Backend || sf.Model != sg.Model {
+		t.Errorf("summaries differ: %d/%d completed, hash %s/%s, input %d/%d, output %d/%d",
+			sf.Completed, sg.Completed, sf.ScheduleHash, sg.ScheduleHash, sf.TotalInputTokens, sg.TotalInputTokens, sf.TotalOutputTokens, sg.TotalOutputTokens)
+	}
+	raw := testenv.ReadFile(t, fromFile.path("summary.json"))
+	if bytes.Contains(raw, []byte("s3cret")) {
+		t.Fatal("the summary holds the URL's password")
+	}
+	if sf.Settings["backend"] != "openai-chat" || sf.Settings["num-prompts"] != "24" || sf.Settings["extra-request-body"] != `{"top_k":5}` {
+		t.Errorf("recorded settings %v", sf.Settings)
+	}
+	// The summary repeats the run (its outputs given anew), but its URL
+	// lost its credentials: the server does not check them.
+	again := mustRunTool(t, "run", "--config", fromFile.path("summary.json"), "--schedule-out", sched("again.csv"))
+	if !bytes.Equal(testenv.ReadFile(t, sched("again.csv")), testenv.ReadFile(t, sched("file.csv"))) {
+		t.Error("the run repeated from its summary has another schedule")
+	}
+	if s := again.summary(t); s.Completed != 24 || s.ScheduleHash != sf.ScheduleHash {
+		t.Errorf("repeat: %d completed, hash %s (want %s)", s.Completed, s.ScheduleHash, sf.ScheduleHash)
+	}
+	if got := srv.Stats().Completed; got != 72 {
+		t.Errorf("the server completed %d requests, want 3 × 24", got)
+	}
+}
+
+// TestRunFileErrorsBeforeSending: a run file with an unknown key, a wrong
+// type or a bad value fails with its line numbers, exit 2, and nothing is
+// sent; config validate says the same, and says a good file is valid.
+func TestRunFileErrorsBeforeSending(t *testing.T) {
+	srv, port := mocktest.Start(t, mockserver.Config{})
+	dir := t.TempDir()
+	bad := testenv.WriteFile(t, "bad.yaml", "port: "+strconv.Itoa(port)+"\nhost: 127.0.0.1\nworkload:\n  reqest-rate: 5\n  num-prompts: many\nmax-concurrency: -3\n")
+	want := []string{"bad.yaml:4: unknown key \"reqest-rate\" in section workload (did you mean request-rate?)",
+		"bad.yaml:5: num-prompts \"many\": want a value of type int64", "--max-concurrency -3"}
+	wantUsage(t, []string{"run", "--config", bad}, want...)
+	wantUsage(t, []string{"config", "validate", bad}, want[:2]...)
+	wantUsage(t, []string{"run", "--config", filepath.Join(dir, "missing.yaml")}, "--config", "missing.yaml")
+	if n := srv.Stats().Requests; n != 0 {
+		t.Errorf("%d requests reached the server", n)
+	}
+	good := testenv.WriteFile(t, "good.json", `{"backend": "openai-chat", "workload": {"request-rate": 5, "num-prompts": 10}}`)
+	out, _ := mustRun(t, "config", "validate", good)
+	if !strings.Contains(out, "valid for run (3 settings; nothing was sent)") {
+		t.Errorf("validate: %q", out)
+	}
+	// A sweep's own flags are keys of a file for a sweep, not of a run's.
+	sweep := testenv.WriteFile(t, "sweep.yaml", "sweep:\n  sweep-values: [10, 20]\n  step-duration: 5s\n")
+	mustRun(t, "config", "validate", "--for", "sweep", sweep)
+	wantUsage(t, []string{"config", "validate", sweep}, `sweep.yaml:2: unknown key "sweep-values"`)
+	wantUsage(t, []string{"config", "validate", "--for", "soak", sweep}, `--for "soak"`)
+	wantUsage(t, []string{"config", "check", sweep}, "want validate FILE or expand FILE")
+}
+
+// TestConfigExpandRoundTrip: for run, sweep and plan, config expand writes
+// every flag, and reads back through --config to the same settings (every
+// flag's default included), the same file again.
+func TestConfigExpandRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	file := testenv.WriteFile(t, "exp.yaml", "backend: openai-chat\nrequest-rate: 3\nbase-url: [http://127.0.0.1:1]\ngoodput: ttft:500 tpot:50\n")
+	for _, cmd := range []string{"run", "sweep", "plan"} {
+		t.Run(cmd, func(t *testing.T) {
+			one, _ := mustRun(t, "config", "expand", "--for", cmd, file)
+			expanded := filepath.Join(dir, cmd+".yaml")
+			if err := os.WriteFile(expanded, []byte(one), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			two, _ := mustRun(t, "config", "expand", "--for", cmd, expanded)
+			if one != two {
+				t.Fatalf("not a fixed point:\n%s", firstDifference([]byte(one), []byte(two)))
+			}
+			o := options.Defaults()
+			var prof profiles
+			fs, _ := runFlags(&o, &prof)
+			if extra := commandFlags[cmd]; extra != nil {
+				extra(fs)
+			}
+			n := 0
+			fs.VisitAll(func(f *pflag.Flag) {
+				if f.Hidden || f.Name == runfile.FlagName {
+					return
+				}
+				n++
+				if !strings.Contains(one, "\n"+f.Name+": ") {
+					t.Errorf("expanded settings lack --%s", f.Name)
+				}
+			})
+			if n < 100 || (cmd != "run" && !strings.Contains(one, "\nsweep-min: ")) {
+				t.Errorf("%d flags expanded; %s's own flags missing?", n, cmd)
+			}
+			if !strings.Contains(one, "\ngoodput: \"ttft:500,tpot:50\"") {
+				t.Errorf("goodput not as given:\n%s", one)
+			}
+		})
+	}
+}
+
+// TestExamples: every run file in examples/ is valid, and runs against the
+// built-in server as written, made short on the command line (which wins
+// over the file) and with its outputs in a temporary directory.
+func TestExamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the examples against a server")
+	}
+	shorter := map[string][]string{
+		"vllm-bench.yaml":           {"--num-prompts", "12", "--request-rate", "400", "--random-input-len", "64", "--random-output-len", "4"},
+		"fineserve-parametric.yaml": {"--duration", "2s"},
+		"agentic-replay.yaml":       {"--trace", filepath.Join("..", "..", "pkg", "agentic", "testdata", "weka", "trace_0026.json"), "--time-scale", "100"},
+	}
+	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
+	if len(files) != len(shorter) {
+		t.Fatalf("examples %v: want a test row for each of %d", files, len(shorter))
+	}
+	for _, file := range files {
+		name := filepath.Base(file)
+		t.Run(name, func(t *testing.T) {
+			mustRun(t, "config", "validate", file)
+			_, port := mocktest.Start(t, mockserver.Config{PrefixCache: mockserver.PrefixCacheConfig{Blocks: 1 << 14}})
+			dir := t.TempDir()
+			args := append([]string{"run", "--config", file, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--disable-tqdm",
+				"--summary-json", filepath.Join(dir, "s.json"), "--results-jsonl", filepath.Join(dir, "r.jsonl"), "--report-html", filepath.Join(dir, "r.html")},
+				shorter[name]...)
+			mustRun(t, args...)
+			s := testenv.ReadJSON[metrics.Summary](t, filepath.Join(dir, "s.json"))
+			if s.Completed == 0 || s.Failed != 0 || s.Settings["seed"] == nil {
+				t.Errorf("%s: %d completed, %d failed, settings %v", name, s.Completed, s.Failed, s.Settings)
+			}
+		})
+	}
+}
