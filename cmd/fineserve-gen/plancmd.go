@@ -29,12 +29,12 @@ import (
 type planFlags struct {
 	window, delay time.Duration
 	// downDelay is the scale-down stabilization window.
-	downDelay time.Duration
-	minReplicas   int
-	json          string
-	sweeps        []string
-	cvs           []float64
-	saveSweeps    string
+	downDelay   time.Duration
+	minReplicas int
+	json        string
+	sweeps      []string
+	cvs         []float64
+	saveSweeps  string
 }
 
 const planUsage = `Usage: fineserve-gen plan [run flags] [plan flags]
