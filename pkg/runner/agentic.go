@@ -45,8 +45,8 @@ type conversation struct {
 	offered   atomic.Bool
 	mu        sync.Mutex
 	firstSent time.Duration
-	lastEnd                            time.Duration
-	sent                               int64
+	lastEnd   time.Duration
+	sent      int64
 }
 
 // Send implements arrival.Sender: it runs a's whole conversation.
