@@ -463,7 +463,7 @@ func TestPlanScaleDownDelay(t *testing.T) {
 		if n := strings.Count(html[strings.Index(html, `<table id="runs">`):strings.Index(html, `<details>`)], "<tr><td>"); n != tc.runs {
 			t.Errorf("%v: the report's table of runs has %d rows, want %d", tc.extra, n, tc.runs)
 		}
-		if !strings.Contains(html, `id="machine-busy">every step of the curve`) {
+		if !strings.Contains(html, `id="machine-busy">Note: every step of the curve`) {
 			t.Errorf("%v: the report does not say the curve's steps ran on a busy machine", tc.extra)
 		}
 	}

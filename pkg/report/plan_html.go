@@ -104,7 +104,7 @@ var planTemplate = template.Must(template.New("plan").Funcs(funcs).Funcs(templat
 <p id="answer"><b>Peak: {{.R.PeakReplicas}} replicas; {{if .R.ScaleDownDelayS}}{{f2 .R.StabilizedReplicaHours}} replica-hours planned, a scale-down held {{f0 .R.ScaleDownDelayS}} s ({{f2 .R.ReplicaHours}} were every window at its own need), against {{f2 .R.StaticReplicaHours}} at static peak provisioning ({{pct .R.StabilizedSaving}} saved).{{else}}{{f2 .R.ReplicaHours}} replica-hours planned against {{f2 .R.StaticReplicaHours}} at static peak provisioning ({{pct .R.Saving}} saved).{{end}}</b>
 Utilisation {{pct .R.MeanUtilization}} of the planned replicas' capacity ({{pct .R.StaticMeanUtilization}} with static provisioning); each replica idle {{pct .R.MeanIdleShare}} of its time.
 {{with .R.ScaleUp}}With a scale-up delay of {{.DelayS}} s, a reactive autoscaler is under-provisioned {{f2 .UnderMinutes}} min in {{.UnderWindows}} window(s), ~{{f0 .RequestsAtRisk}} requests at risk of missing the SLO.{{end}}</p>
-{{with .R.Curve.BusyText}}<p class="note" id="machine-busy">{{.}}.</p>
+{{with .R.Curve.BusyText}}<p class="note" id="machine-busy">Note: {{.}}.</p>
 {{end}}{{range .Verify}}<p class="meta verify">{{.}}</p>
 {{end}}<h2>Over the day</h2>
 <div class="grid">
