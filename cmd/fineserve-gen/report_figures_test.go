@@ -67,29 +67,41 @@ func TestReportShowsEveryTableFigure(t *testing.T) {
 			_, port := mocktest.Start(t, tc.mock)
 			page := filepath.Join(t.TempDir(), "report.html")
 			r := mustRunTool(t, append(append(baseArgs(port, 6), tc.args...), "--report-html", page)...)
-			doc := html.UnescapeString(string(testenv.ReadFile(t, page)))
-			rows, lines := tableFigures(r.stdout)
-			labels := map[string]bool{}
-			for _, row := range rows {
-				labels[row[0]] = true
-				if cell := "<td>" + row[0] + "</td><td>" + row[1] + "</td>"; !strings.Contains(doc, cell) {
-					t.Errorf("the report lacks the table's %q = %q", row[0], row[1])
-				}
-			}
-			for _, l := range lines {
-				if !strings.Contains(doc, l) {
-					t.Errorf("the report lacks the table's line %q", l)
-				}
-			}
-			// TTFO, a reasoning benchmark's headline, has its own CDF.
-			if hasTTFO := tc.name == "reasoning" || tc.name == "tools"; hasTTFO != strings.Contains(doc, `<figure id="plot-ttfo_cdf"><svg`) {
-				t.Errorf("TTFO CDF plotted: %v, want %v", !hasTTFO, hasTTFO)
-			}
-			for _, l := range tc.want {
-				if !labels[l] {
-					t.Errorf("the table has no %q row: the case does not test what it is for\n%s", l, r.stdout)
-				}
-			}
+			checkTableOnPage(t, r.stdout, page, tc.want)
+			// fineserve-gen report, from the run's files: its table and
+			// its page agree the same way.
+			again := filepath.Join(t.TempDir(), "again.html")
+			out, _ := mustRun(t, "report", r.path("results.jsonl"), "--summary", r.path("summary.json"), "-o", again)
+			checkTableOnPage(t, out, again, nil)
 		})
+	}
+}
+
+// checkTableOnPage fails t unless every row and line of the console table out is on
+// the HTML page at path, and the table has every label of want.
+func checkTableOnPage(t *testing.T, out, path string, want []string) {
+	t.Helper()
+	doc := html.UnescapeString(string(testenv.ReadFile(t, path)))
+	rows, lines := tableFigures(out)
+	labels := map[string]bool{}
+	for _, row := range rows {
+		labels[row[0]] = true
+		if cell := "<td>" + row[0] + "</td><td>" + row[1] + "</td>"; !strings.Contains(doc, cell) {
+			t.Errorf("the report lacks the table's %q = %q", row[0], row[1])
+		}
+	}
+	for _, l := range lines {
+		if !strings.Contains(doc, l) {
+			t.Errorf("the report lacks the table's line %q", l)
+		}
+	}
+	// TTFO, a reasoning benchmark's headline, has its own CDF.
+	if hasTTFO := labels["Mean TTFO (ms)"]; hasTTFO != strings.Contains(doc, `<figure id="plot-ttfo_cdf"><svg`) {
+		t.Errorf("TTFO CDF plotted: %v, want %v", !hasTTFO, hasTTFO)
+	}
+	for _, l := range want {
+		if !labels[l] {
+			t.Errorf("the table has no %q row: the case does not test what it is for\n%s", l, out)
+		}
 	}
 }
