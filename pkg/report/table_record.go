@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -115,7 +115,7 @@ func tableSections(s *metrics.Summary) []tableSection {
 // is not the target length: the server counts the query with each
 // document (and its template's tokens), so the gap is expected and said.
 func promptErrorText(s *metrics.Summary) any {
-	if s.Measure() == client.MeasureScores {
+	if s.Measure() == api.MeasureScores {
 		return fmt.Sprintf("%.2f (expected: the server counts the query with every document, not the target length)", s.PromptTokensErrorMean)
 	}
 	return s.PromptTokensErrorMean
