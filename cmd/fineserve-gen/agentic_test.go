@@ -206,9 +206,26 @@ func TestAgenticSubagentsJoin(t *testing.T) {
 	if parent[1].Sent < lastSubEnd {
 		t.Errorf("the parent's next request at %.4f before the subagents ended at %.4f", parent[1].Sent, lastSubEnd)
 	}
-	ag := r.summary(t).Agents
+	// The parent's tool wait is its think time (10 ms) and its send's lag,
+	// not its wait for the subagents (over 60 ms): theirs is their own.
+	if w, lag := parent[1].ToolWait, 1e3*(parent[1].Sent-parent[1].Scheduled); w == nil {
+		t.Errorf("the parent's step after the join has no tool wait")
+	} else if math.Abs(*w-(10+lag)) > 1 {
+		t.Errorf("the parent's tool wait after the join %.2f ms, want its think time 10 ms + its lag %.2f ms", *w, lag)
+	}
+	sum := r.summary(t)
+	ag := sum.Agents
 	if ag == nil || ag.Conversations != 1 || ag.Subagents != 2 || ag.Requests != 8 {
 		t.Errorf("agents %+v", ag)
+	}
+	// Offered counts requests, as achieved does: every step, not only the
+	// conversation's start.
+	var offered, completed int64
+	for _, w := range sum.Windows {
+		offered, completed = offered+w.Offered, completed+w.Completed
+	}
+	if offered != 8 || completed != 8 {
+		t.Errorf("the windows count %d offered and %d completed, want 8 and 8", offered, completed)
 	}
 
 	// A step above the token limit ends its conversation there.

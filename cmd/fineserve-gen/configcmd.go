@@ -91,5 +91,7 @@ var commandFlags = map[string]func(*pflag.FlagSet){
 func defaultSweepFlags() sweepFlags {
 	return sweepFlags{idleQuiet: time.Second, idleTimeout: 2 * time.Minute}
 }
-func defaultPlanFlags() planFlags     { return planFlags{window: 5 * time.Minute} }
+func defaultPlanFlags() planFlags {
+	return planFlags{window: 5 * time.Minute, downDelay: 5 * time.Minute}
+}
 func defaultVerifyFlags() verifyFlags { return verifyFlags{span: time.Hour, scale: 1} }

@@ -289,6 +289,7 @@ func TestPlanBadInput(t *testing.T) {
 	}{
 		{[]string{"--plan-window", "0"}, "--plan-window"},
 		{[]string{"--scale-up-delay", "-1m"}, "--scale-up-delay"},
+		{[]string{"--scale-down-delay", "-1m"}, "--scale-down-delay"},
 		{[]string{"--min-replicas", "-1"}, "--min-replicas"},
 		{[]string{"--plan-burstiness", "-1"}, "--plan-burstiness"},
 		{[]string{"--sweep-variable", "time-scale"}, "rate sweeps"},
@@ -406,6 +407,64 @@ func TestJudgeFewer(t *testing.T) {
 		holds, inc, line := judgeFewer(tc.a, 0.9, tc.over, 2)
 		if holds != tc.holds || inc != tc.inconclusive || !strings.Contains(line, tc.says) || !strings.Contains(line, "with 1,") {
 			t.Errorf("%s: holds %v, inconclusive %v, %q", tc.name, holds, inc, line)
+		}
+	}
+}
+
+// TestPlanScaleDownDelay: a day whose 5-minute windows alternate between
+// needing 3 and 2 replicas is planned at 3 all day with the default
+// --scale-down-delay (5m): one run of equal replicas in the table, the
+// report and the JSON (replica_runs), whose windows keep their own need
+// (replicas) beside the count held (replicas_stabilized); with
+// --scale-down-delay 0 each window is its own run. A curve whose sweep ran
+// on a busy machine says so at the top of the table and the report.
+func TestPlanScaleDownDelay(t *testing.T) {
+	dir := t.TempDir()
+	busy := testenv.WriteFile(t, "busy.json", `{"variable":"rate","tolerance":0.05,"capacity":{"value":10,"rate":10,"step":1},"line":"",`+
+		`"steps":[{"step":1,"value":10,"verdict":"pass","figures":{"ttft_ms":{"p50":20},"tpot_ms":{"p50":5},"e2e_ms":{"p50":100}},"summary":{"burstiness":1,"client_machine_busy":true}}]}`)
+	type stabilizedJSON struct {
+		Windows []struct {
+			Replicas   int `json:"replicas"`
+			Stabilized int `json:"replicas_stabilized"`
+		} `json:"windows"`
+		Runs                   []plan.Run `json:"replica_runs"`
+		StabilizedReplicaHours float64    `json:"stabilized_replica_hours"`
+		ScaleDownDelayS        float64    `json:"scale_down_delay_s"`
+	}
+	for _, tc := range []struct {
+		extra []string
+		runs  int
+		line  string
+	}{
+		{nil, 1, "(1 runs of equal replicas over 4 windows of 5 min, a scale-down held 5 min (--scale-down-delay)"},
+		{[]string{"--scale-down-delay", "0"}, 4, "(4 runs of equal replicas over 4 windows of 5 min, every window at its own need (--scale-down-delay 0)"},
+	} {
+		out, page := filepath.Join(dir, fmt.Sprintf("plan%d.json", tc.runs)), filepath.Join(dir, fmt.Sprintf("plan%d.html", tc.runs))
+		stdout, errb := mustRun(t, append([]string{"plan", "--host", "127.0.0.1", "--port", "1", "--seed", "2",
+			"--stages", "0s:25,5m:25,0s:15,5m:15,0s:25,5m:25,0s:15,5m:15", "--random-input-len", "16", "--random-output-len", "16",
+			"--plan-window", "5m", "--sweep-json", busy, "--plan-json", out, "--report-html", page}, tc.extra...)...)
+		p := testenv.ReadJSON[stabilizedJSON](t, out)
+		if len(p.Windows) != 4 || len(p.Runs) != tc.runs {
+			t.Fatalf("%v: %d windows, runs %+v: want 4 windows in %d runs\n%s%s", tc.extra, len(p.Windows), p.Runs, tc.runs, stdout, errb)
+		}
+		for i, w := range p.Windows {
+			held := 3
+			if tc.runs == 4 {
+				held = w.Replicas
+			}
+			if w.Replicas != 3-i%2 || w.Stabilized != held {
+				t.Errorf("%v: window %d needs %d and holds %d: want %d and %d", tc.extra, i, w.Replicas, w.Stabilized, 3-i%2, held)
+			}
+		}
+		if !strings.Contains(stdout, tc.line) || !strings.Contains(stdout, "note: every step of the curve's sweeps (1) ran on a busy machine") {
+			t.Errorf("%v: the table lacks %q or the busy machine:\n%s", tc.extra, tc.line, stdout)
+		}
+		html := string(testenv.ReadFile(t, page))
+		if n := strings.Count(html[strings.Index(html, `<table id="runs">`):strings.Index(html, `<details>`)], "<tr><td>"); n != tc.runs {
+			t.Errorf("%v: the report's table of runs has %d rows, want %d", tc.extra, n, tc.runs)
+		}
+		if !strings.Contains(html, `id="machine-busy">Note: every step of the curve`) {
+			t.Errorf("%v: the report does not say the curve's steps ran on a busy machine", tc.extra)
 		}
 	}
 }

@@ -28,11 +28,13 @@ import (
 // search.
 type planFlags struct {
 	window, delay time.Duration
-	minReplicas   int
-	json          string
-	sweeps        []string
-	cvs           []float64
-	saveSweeps    string
+	// downDelay is the scale-down stabilization window.
+	downDelay   time.Duration
+	minReplicas int
+	json        string
+	sweeps      []string
+	cvs         []float64
+	saveSweeps  string
 }
 
 const planUsage = `Usage: fineserve-gen plan [run flags] [plan flags]
@@ -53,6 +55,7 @@ replays the day's busiest stretch against the planned N replicas and N−1
 func addPlanFlags(fs *pflag.FlagSet, f *planFlags) {
 	fs.Var(durationValue{&f.window}, "plan-window", "length of a planning window")
 	fs.Var(durationValue{&f.delay}, "scale-up-delay", "what-if: a reactive autoscaler sees a window's need only this long after it starts (a cold start): report the time it is under-provisioned")
+	fs.Var(durationValue{&f.downDelay}, "scale-down-delay", "hold a scale-down this long, as an autoscaler's stabilization window does (Kubernetes HPA: 5m): a window's replicas rise to its need at once and fall only once the lower count has sufficed this long (0: every window its own count)")
 	fs.IntVar(&f.minReplicas, "min-replicas", 1, "the fewest replicas any window keeps (0: scale to zero when no request comes)")
 	fs.StringVar(&f.json, "plan-json", "", "write the plan as JSON: windows[] (start_s, offered_rate, burstiness, replicas, utilization, idle_share), the day's totals and the capacity curve")
 	fs.StringArrayVar(&f.sweeps, "sweep-json", nil, "read the capacity curve from these earlier rate sweeps (fineserve-gen sweep --mode poisson --burstiness k --sweep-json F: one point at CV 1/√k each) instead of measuring it; give it once a point")
@@ -95,7 +98,7 @@ func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		// brings its sessions with it.
 		return usageExit(stderr, errors.New("sessions (agentic conversations, --turns, --multi-turn): a session's later turns follow its answers and are not in the schedule a plan reads"))
 	}
-	cfg := plan.Config{Window: pf.window, Horizon: o.Duration, MinReplicas: pf.minReplicas, ScaleUpDelay: pf.delay}
+	cfg := plan.Config{Window: pf.window, Horizon: o.Duration, MinReplicas: pf.minReplicas, ScaleUpDelay: pf.delay, ScaleDownDelay: pf.downDelay}
 	ws, _, err := plan.Survey(wl.Schedule, cfg)
 	if err != nil {
 		return exitCode(options.Usage(err), stderr)
@@ -190,6 +193,9 @@ func planChecks(fs *pflag.FlagSet, o *options.Options, sf *sweepFlags, pf *planF
 	}
 	if pf.delay < 0 {
 		add("--scale-up-delay %v: want ≥ 0", pf.delay)
+	}
+	if pf.downDelay < 0 {
+		add("--scale-down-delay %v: want ≥ 0", pf.downDelay)
 	}
 	if pf.minReplicas < 0 {
 		add("--min-replicas %d: want ≥ 0", pf.minReplicas)
@@ -475,6 +481,6 @@ func pointFromSweep(r *sweep.Result, source string) (p plan.Point, ttftMS, tpotM
 	if !(ttft > 0) || math.IsInf(ttft, 0) || !(tpot >= 0) || math.IsInf(tpot, 0) {
 		return p, 0, 0, fmt.Errorf("%s: step %d has no latency figures (ttft_ms, tpot_ms or e2e_ms p50): a plan needs them for how long a request holds a replica", source, low.Index)
 	}
-	p = plan.Point{CV: 1 / math.Sqrt(k), Rate: r.Capacity.Rate, Source: source}
+	p = plan.Point{CV: 1 / math.Sqrt(k), Rate: r.Capacity.Rate, Source: source, Steps: len(r.Steps), BusySteps: sweep.BusySteps(r.Steps)}
 	return p, ttft, tpot, nil
 }

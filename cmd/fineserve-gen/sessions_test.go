@@ -379,6 +379,14 @@ func TestSessionsShardsMergeExactly(t *testing.T) {
 		t.Fatalf("sessions: merged %+v, whole %+v", m.Sessions, w.Sessions)
 	}
 	ms, ws := *m.Sessions, *w.Sessions
+	// Offered counts turns, as achieved does (not only session starts).
+	var offered int64
+	for _, win := range w.Windows {
+		offered += win.Offered
+	}
+	if offered != ws.TurnsSent || ws.TurnsSent <= ws.Started {
+		t.Errorf("the windows offered %d requests; %d turns were sent in %d sessions", offered, ws.TurnsSent, ws.Started)
+	}
 	if ms.Started != ws.Started || ms.TurnsSent != ws.TurnsSent || ms.PlannedTurns != ws.PlannedTurns || ms.Completed != ws.Completed || ms.PlanHash != ws.PlanHash {
 		t.Errorf("merged sessions %+v\nwhole %+v", ms, ws)
 	}

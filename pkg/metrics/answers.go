@@ -113,6 +113,14 @@ func (a *Answers) Finish(s *Summary, _ time.Duration) {
 	}
 	s.Answers = as
 	s.TTFO, s.ToolTTFT = a.TTFO.Dist(), a.ToolTTFT.Dist()
+	if a.ReasoningRequests > 0 || a.ToolRequests > 0 { // TTFO differs from TTFT: plotted
+		if cdf := CDF(a.TTFO); cdf != nil {
+			if s.LatencyCDFs == nil {
+				s.LatencyCDFs = map[string][][2]float64{}
+			}
+			s.LatencyCDFs["ttfo"] = cdf
+		}
+	}
 }
 
 // answersState is Answers in its mergeable form.

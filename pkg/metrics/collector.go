@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"fmt"
+	"maps"
 	"time"
 )
 
@@ -336,7 +337,10 @@ func (c *Collector) Key() string { return KeyCollectorPart }
 // sampled for plots (latency_cdfs).
 func (c *Collector) Finish(s *Summary, elapsed time.Duration) {
 	c.Summarize(s, elapsed)
-	s.LatencyCDFs = c.CDFs()
+	if s.LatencyCDFs == nil {
+		s.LatencyCDFs = map[string][][2]float64{}
+	}
+	maps.Copy(s.LatencyCDFs, c.CDFs()) // beside those of other parts (ttfo)
 }
 
 // Save implements Part.

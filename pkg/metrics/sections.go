@@ -25,7 +25,8 @@ const (
 	// KeyHTTPPhases holds the requests' HTTP phases (HTTPPhasesSummary).
 	KeyHTTPPhases = "http_phases"
 	// KeyCDFs holds latency CDFs: {"ttft": [[ms, q], …], "tpot", "itl",
-	// "e2e", "send_lag"}.
+	// "e2e", "send_lag", and "ttfo" when reasoning or tool calls made the
+	// first output token differ from the first token}.
 	KeyCDFs = "latency_cdfs"
 	// KeyLengths holds length histograms: {"input": LengthBins, "output": …}.
 	KeyLengths = "length_histograms"

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -105,6 +106,42 @@ type ServerStats struct {
 	IdleFraction float64 `json:"idle_fraction"`
 	// Observed is the time covered by the samples, in seconds.
 	Observed float64 `json:"observed_s"`
+	// IdleWithheld says why the table and the report do not show
+	// IdleFraction: it rests on fewer than MinIdleScrapes scrapes ("":
+	// shown). IdleFraction keeps its value for the readers of the JSON.
+	IdleWithheld string `json:"idle_fraction_withheld,omitempty"`
+}
+
+// MinIdleScrapes is the fewest scrapes an idle fraction is shown from. The
+// fraction is the time-weighted share of scrapes that saw no request
+// running: n point samples of the running gauge. Even were they
+// independent, its 95 % margin is ±1.96·√(p(1−p)/n): ±18 points at n = 30
+// and p = ½, ±31 at n = 10; consecutive scrapes of a busy server are not
+// independent, so the true margin is wider. Below 30 scrapes (a minute at
+// the default 2 s interval) the figure says too little to print.
+const MinIdleScrapes = 30
+
+// IdleWithheldReason is the reason an idle fraction from n scrapes is not
+// shown, "" when it is.
+func IdleWithheldReason(n int64) string {
+	if n >= MinIdleScrapes {
+		return ""
+	}
+	return fmt.Sprintf("%d scrape(s), fewer than the %d an idle share needs", n, MinIdleScrapes)
+}
+
+// IdleShown reports whether the idle fraction is shown: it rests on at
+// least MinIdleScrapes scrapes (judged from Samples, so a summary written
+// before IdleWithheld existed is judged alike).
+func (s *ServerStats) IdleShown() bool { return s.Samples >= MinIdleScrapes }
+
+// IdleText is the idle fraction as the table and the report print it, with
+// the scrapes it rests on ("12.3% (45 scrapes)"), or why it is withheld.
+func (s *ServerStats) IdleText() string {
+	if !s.IdleShown() {
+		return "not shown: " + IdleWithheldReason(s.Samples)
+	}
+	return fmt.Sprintf("%.1f%% (%d scrapes)", 100*s.IdleFraction, s.Samples)
 }
 
 // WindowAcc accumulates the results of one window. Its distributions keep

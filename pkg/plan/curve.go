@@ -19,6 +19,27 @@ type Point struct {
 	Measured float64 `json:"measured_rate,omitempty"`
 	// Source names where the point comes from (a sweep file, a step).
 	Source string `json:"source,omitempty"`
+	// Steps are the steps of the sweep the point comes from, and
+	// BusySteps those that ran on a busy machine (send lag from other
+	// processes: the point may be low).
+	Steps     int `json:"steps,omitempty"`
+	BusySteps int `json:"busy_steps,omitempty"`
+}
+
+// BusyText says how many of the curve's measuring steps ran on a busy
+// machine ("" when none, or when the points do not say).
+func (c *Curve) BusyText() string {
+	var busy, steps int
+	for _, p := range c.Points {
+		busy, steps = busy+p.BusySteps, steps+p.Steps
+	}
+	switch {
+	case busy == 0:
+		return ""
+	case busy == steps:
+		return fmt.Sprintf("every step of the curve's sweeps (%d) ran on a busy machine: send lag from other processes; its capacities may be understated", steps)
+	}
+	return fmt.Sprintf("%d of the %d steps of the curve's sweeps ran on a busy machine: send lag from other processes; their capacities may be understated", busy, steps)
 }
 
 // Curve is one replica's capacity as a function of burstiness: points

@@ -35,6 +35,12 @@ type Config struct {
 	// ScaleUpDelay is a reactive autoscaler's lead time: it sees the need
 	// of the window at t only at t + ScaleUpDelay (0: no what-if).
 	ScaleUpDelay time.Duration
+	// ScaleDownDelay is the plan's scale-down stabilization window, as an
+	// autoscaler holds one (Kubernetes' HPA: 5 minutes by default): a
+	// window's replicas rise to its need at once, but fall to a lower
+	// count only once that count has sufficed for the whole delay (see
+	// Stabilize). 0: every window has its own count.
+	ScaleDownDelay time.Duration
 	// DefaultCV is the burstiness of a window with fewer than MinGaps gaps
 	// (default 1: Poisson).
 	DefaultCV float64
@@ -58,7 +64,12 @@ type Window struct {
 	ReplicaBurstiness float64 `json:"replica_burstiness"`
 	// Capacity is one replica's rate within the SLO at that burstiness.
 	Capacity float64 `json:"capacity"`
-	Replicas int     `json:"replicas"`
+	// Replicas is the window's own need: the fewest replicas that serve
+	// its rate within the SLO.
+	Replicas int `json:"replicas"`
+	// Stabilized is the replicas the plan holds in the window: Replicas
+	// with the scale-down delay (Config.ScaleDownDelay), never fewer.
+	Stabilized int `json:"replicas_stabilized"`
 	// Utilization is the offered rate over the replicas' capacity.
 	Utilization float64 `json:"utilization"`
 	// IdleShare is the mean share of the window a replica has no request
@@ -126,6 +137,38 @@ type Result struct {
 
 	ScaleUp *ScaleUp `json:"scale_up,omitempty"`
 	Curve   *Curve   `json:"capacity_curve"`
+
+	// ScaleDownDelayS is the scale-down delay the windows' Stabilized
+	// counts hold (0: none). StabilizedReplicaHours are theirs, and
+	// StabilizedSaving 1 − their ratio to StaticReplicaHours; ReplicaHours
+	// and Saving stay those of every window's own count.
+	ScaleDownDelayS        float64 `json:"scale_down_delay_s"`
+	StabilizedReplicaHours float64 `json:"stabilized_replica_hours"`
+	StabilizedSaving       float64 `json:"stabilized_saving"`
+	// Runs are the stretches of consecutive windows holding the same
+	// Stabilized count, in order: what an operator sets, and what the
+	// table lists.
+	Runs []Run `json:"replica_runs"`
+}
+
+// Run is a stretch of consecutive windows the plan holds at one count of
+// replicas.
+type Run struct {
+	FromS    float64 `json:"from_s"`
+	ToS      float64 `json:"to_s"`
+	Replicas int     `json:"replicas"`
+	Windows  int     `json:"windows"`
+	// PeakRate is the highest offered rate of its windows.
+	PeakRate float64 `json:"peak_rate"`
+	// NeedMin and NeedMax are the fewest and most replicas its windows
+	// need on their own (NeedMin < Replicas: a scale-down held).
+	NeedMin int `json:"need_min"`
+	NeedMax int `json:"need_max"`
+	// Beyond: some window of the run is burstier than the curve's last
+	// point. UnderMinutes sums its windows' under-provisioned time (with
+	// a scale-up delay).
+	Beyond       bool    `json:"beyond_curve,omitempty"`
+	UnderMinutes float64 `json:"under_provisioned_min,omitempty"`
 }
 
 // Validate returns every problem of c.
@@ -142,6 +185,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ScaleUpDelay < 0 {
 		errs = append(errs, fmt.Errorf("--scale-up-delay %v: want ≥ 0", c.ScaleUpDelay))
+	}
+	if c.ScaleDownDelay < 0 {
+		errs = append(errs, fmt.Errorf("--scale-down-delay %v: want ≥ 0", c.ScaleDownDelay))
 	}
 	if c.DefaultCV < 0 || math.IsNaN(c.DefaultCV) {
 		errs = append(errs, fmt.Errorf("default burstiness %g: want ≥ 0", c.DefaultCV))
@@ -324,7 +370,72 @@ func Plan(s arrival.Schedule, c Config) (*Result, error) {
 	if c.ScaleUpDelay > 0 {
 		r.ScaleUp = reactive(r.Windows, c.Window, horizon, c.ScaleUpDelay)
 	}
+	stabilize(r, c.Window, c.ScaleDownDelay)
 	return r, nil
+}
+
+// stabilize sets r's windows' Stabilized counts, their replica-hours and
+// saving, and the runs of equal counts.
+func stabilize(r *Result, window, delay time.Duration) {
+	need := make([]int, len(r.Windows))
+	for i := range r.Windows {
+		need[i] = r.Windows[i].Replicas
+	}
+	held := Stabilize(need, window, delay)
+	r.ScaleDownDelayS, r.StabilizedReplicaHours, r.Runs = delay.Seconds(), 0, nil
+	for i := range r.Windows {
+		w := &r.Windows[i]
+		w.Stabilized = held[i]
+		r.StabilizedReplicaHours += float64(w.Stabilized) * (w.EndS - w.StartS) / 3600
+		n := len(r.Runs)
+		if n == 0 || r.Runs[n-1].Replicas != w.Stabilized {
+			r.Runs = append(r.Runs, Run{FromS: w.StartS, Replicas: w.Stabilized, NeedMin: w.Replicas, NeedMax: w.Replicas})
+			n++
+		}
+		run := &r.Runs[n-1]
+		run.ToS, run.Windows = w.EndS, run.Windows+1
+		run.PeakRate = max(run.PeakRate, w.OfferedRate)
+		run.NeedMin, run.NeedMax = min(run.NeedMin, w.Replicas), max(run.NeedMax, w.Replicas)
+		run.Beyond = run.Beyond || w.Beyond
+		run.UnderMinutes += w.UnderMinutes
+	}
+	if r.StaticReplicaHours > 0 {
+		r.StabilizedSaving = max(1-r.StabilizedReplicaHours/r.StaticReplicaHours, 0) // never above static: 0, not −0, when equal
+	}
+}
+
+// Stabilize returns the replicas an autoscaler with a scale-down
+// stabilization window of delay holds over windows of length window whose
+// own needs are need: it scales up at once, and down to a lower count only
+// once that count has sufficed for the whole delay. Window i holds the
+// most that windows i−k … i need, k = ⌈delay / window⌉: a drop at a
+// window's start is followed after exactly the delay when the delay is a
+// whole number of windows, else at the first window start past it. A delay
+// of 0 returns need's counts.
+func Stabilize(need []int, window, delay time.Duration) []int {
+	out := make([]int, len(need))
+	if delay <= 0 || window <= 0 {
+		copy(out, need)
+		return out
+	}
+	k := int64(delay / window)
+	if delay%window != 0 {
+		k++
+	}
+	// A deque of indices whose needs decrease: its front is the most
+	// needed within the last k windows (O(1) amortised a window).
+	var dq []int
+	for i, n := range need {
+		for len(dq) > 0 && need[dq[len(dq)-1]] <= n {
+			dq = dq[:len(dq)-1]
+		}
+		dq = append(dq, i)
+		if int64(i-dq[0]) > k {
+			dq = dq[1:]
+		}
+		out[i] = need[dq[0]]
+	}
+	return out
 }
 
 // split is the fewest replicas, at least least, that serve rate when the

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -350,5 +351,112 @@ func TestBelowPoints(t *testing.T) {
 	}
 	if r2.PeakReplicas >= r.PeakReplicas || BelowPoints(r2) != nil && r2.BelowCurve >= r.BelowCurve {
 		t.Errorf("with the lower points: peak %d (was %d), %d windows below (was %d): want fewer", r2.PeakReplicas, r.PeakReplicas, r2.BelowCurve, r.BelowCurve)
+	}
+}
+
+// TestStabilize: an autoscaler with a scale-down delay rises at once and
+// falls only once the lower count has sufficed the whole delay; a delay of
+// 0 changes nothing; a delay of a fraction of a window rounds up to it.
+func TestStabilize(t *testing.T) {
+	const m = time.Minute
+	for _, tc := range []struct {
+		name          string
+		need          []int
+		window, delay time.Duration
+		want          []int
+	}{
+		{"spike held two windows", []int{1, 1, 4, 1, 1, 1, 1}, m, 2 * m, []int{1, 1, 4, 4, 4, 1, 1}},
+		{"no delay", []int{1, 3, 2, 5, 1}, m, 0, []int{1, 3, 2, 5, 1}},
+		{"rise at once", []int{1, 2, 3, 4}, m, 10 * m, []int{1, 2, 3, 4}},
+		{"comb flattened", []int{3, 2, 3, 2, 3, 2}, 5 * m, 5 * m, []int{3, 3, 3, 3, 3, 3}},
+		{"partial window rounds up", []int{3, 1, 1, 1, 1}, 2 * m, 3 * m, []int{3, 3, 3, 1, 1}},
+		{"steps down one at a time", []int{4, 3, 2, 1, 1, 1}, m, m, []int{4, 4, 3, 2, 1, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Stabilize(tc.need, tc.window, tc.delay)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("Stabilize(%v, %v, %v) = %v, want %v", tc.need, tc.window, tc.delay, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestScaleDownDelayFlattensAComb: a day whose windows alternate between
+// needing 3 and 2 replicas (a comb) is held at 3 all day with a 5-minute
+// delay and 5-minute windows — one run of equal replicas — while without
+// a delay every window is its own run; the windows' own needs (replicas)
+// do not change, the held replica-hours are 3 an hour.
+func TestScaleDownDelayFlattensAComb(t *testing.T) {
+	var segs []seg
+	for i := range 12 {
+		rate := 25.0 // 3 replicas of 10 req/s at CV ≤ 0.5
+		if i%2 == 1 {
+			rate = 15 // 2
+		}
+		segs = append(segs, seg{rate, 4, 5 * time.Minute})
+	}
+	for _, delay := range []time.Duration{0, 5 * time.Minute} {
+		r, err := Plan(day(7, segs...), Config{Window: 5 * time.Minute, Curve: synthetic(t), MinReplicas: 1, ScaleDownDelay: delay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range r.Windows {
+			if want := 3 - i%2; w.Replicas != want {
+				t.Fatalf("window %d (%.1f req/s): need %d, want %d: the input is not a comb", i, w.OfferedRate, w.Replicas, want)
+			}
+			if want := map[bool]int{true: w.Replicas, false: 3}[delay == 0]; w.Stabilized != want {
+				t.Errorf("delay %v: window %d holds %d, want %d", delay, i, w.Stabilized, want)
+			}
+		}
+		wantRuns := map[bool]int{true: 12, false: 1}[delay == 0]
+		if len(r.Runs) != wantRuns {
+			t.Errorf("delay %v: %d runs, want %d: %+v", delay, len(r.Runs), wantRuns, r.Runs)
+		}
+		if delay > 0 {
+			if run := r.Runs[0]; run.FromS != 0 || math.Abs(run.ToS-3600) > 1 || run.Replicas != 3 || run.Windows != 12 || run.NeedMin != 2 || run.NeedMax != 3 ||
+				math.Abs(run.PeakRate-25) > 1 || math.Abs(r.StabilizedReplicaHours-3) > 1e-3 || r.ScaleDownDelayS != 300 {
+				t.Errorf("run %+v, held replica-hours %.3f, delay %g s: want 0–3600 s at 3 (need 2–3, peak ~25 req/s), 3 replica-hours, 300 s",
+					run, r.StabilizedReplicaHours, r.ScaleDownDelayS)
+			}
+			var b strings.Builder
+			if err := WriteTable(&b, r, "comb"); err != nil {
+				t.Fatal(err)
+			}
+			if out := b.String(); !strings.Contains(out, "(1 runs of equal replicas over 12 windows of 5 min, a scale-down held 5 min") ||
+				!strings.Contains(out, "from       to  replicas  windows  peak rate/s  need") || strings.Contains(out, "0:05") {
+				t.Errorf("the table lists more than the one run:\n%s", out)
+			}
+		}
+	}
+}
+
+// TestScaleDownAfterExactlyTheDelay: a sustained drop from 3 replicas'
+// need to 2 at 0:30 is followed after exactly the delay (a whole number of
+// windows), or at the first window start past it; a rise back at 1:30 is
+// followed at once.
+func TestScaleDownAfterExactlyTheDelay(t *testing.T) {
+	s := day(11, seg{25, 4, 30 * time.Minute}, seg{15, 4, 60 * time.Minute}, seg{25, 4, 10 * time.Minute})
+	for _, tc := range []struct{ delay, down time.Duration }{
+		{5 * time.Minute, 35 * time.Minute},
+		{10 * time.Minute, 40 * time.Minute},
+		{150 * time.Second, 33 * time.Minute}, // 2.5 windows: at the third
+	} {
+		r, err := Plan(s, Config{Window: time.Minute, Curve: synthetic(t), MinReplicas: 1, ScaleDownDelay: tc.delay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range r.Windows {
+			start := time.Duration(w.StartS * float64(time.Second))
+			want := 2
+			if start < tc.down || start >= 90*time.Minute {
+				want = 3
+			}
+			if w.Stabilized != want {
+				t.Errorf("delay %v: window %d (%v, need %d) holds %d, want %d", tc.delay, i, start, w.Replicas, w.Stabilized, want)
+			}
+		}
+		if len(r.Runs) != 3 || r.Runs[1].FromS != tc.down.Seconds() || r.Runs[2].FromS != 5400 {
+			t.Errorf("delay %v: runs %+v, want 3: down at %v, up at 1:30", tc.delay, r.Runs, tc.down)
+		}
 	}
 }

@@ -20,9 +20,51 @@ func ClockTime(s float64) string {
 	return fmt.Sprintf("%d:%02d", m/60, m%60)
 }
 
-// MaxRows is the most windows WriteTable lists one by one; a longer day
-// lists the windows where the count of replicas changes, and the peak.
+// MaxRows is the most runs of equal replicas WriteTable lists; a day with
+// more lists the first ones and the peak's (all are in the plan's JSON).
 const MaxRows = 48
+
+// writeRuns lists the plan's runs of equal replicas: from–to, the
+// replicas held, the windows, the peak rate, what the windows need on
+// their own, and the reactive autoscaler's under-provisioned minutes.
+func writeRuns(b *strings.Builder, r *Result) {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	reactive := r.ScaleUp != nil
+	head := "from\tto\treplicas\twindows\tpeak rate/s\tneed\t"
+	if reactive {
+		head += "under min\t"
+	}
+	fmt.Fprintln(tw, head)
+	skipped := 0
+	for i, run := range r.Runs {
+		if len(r.Runs) > MaxRows && i >= MaxRows-1 && !(run.FromS <= r.PeakStartS && r.PeakStartS < run.ToS) {
+			skipped++
+			continue
+		}
+		need := fmt.Sprint(run.NeedMax)
+		if run.NeedMin != run.NeedMax {
+			need = fmt.Sprintf("%d–%d", run.NeedMin, run.NeedMax)
+		}
+		if run.Beyond {
+			need += "*"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%s\t", ClockTime(run.FromS), ClockTime(run.ToS), run.Replicas, run.Windows, run.PeakRate, need)
+		if reactive {
+			fmt.Fprintf(tw, "%.1f\t", run.UnderMinutes)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	held := "every window at its own need (--scale-down-delay 0)"
+	if r.ScaleDownDelayS > 0 {
+		held = "a scale-down held " + hours(r.ScaleDownDelayS) + " (--scale-down-delay)"
+	}
+	fmt.Fprintf(b, "(%d runs of equal replicas over %d windows of %s, %s; need: the windows' own counts; per-window figures in --plan-json)\n",
+		len(r.Runs), len(r.Windows), hours(r.WindowS), held)
+	if skipped > 0 {
+		fmt.Fprintf(b, "(%d runs not listed: more than %d; the peak's is)\n", skipped, MaxRows)
+	}
+}
 
 // WriteTable prints the plan: the curve, the windows, the day's totals
 // and the what-if of a reactive autoscaler. name names the workload.
@@ -30,6 +72,9 @@ func WriteTable(w io.Writer, r *Result, name string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "plan: %s over %s in windows of %s: %d requests\n", name, hours(r.HorizonS), hours(r.WindowS), r.Requests)
 	c := r.Curve
+	if busy := c.BusyText(); busy != "" {
+		fmt.Fprintf(&b, "note: %s\n", busy)
+	}
 	fmt.Fprintf(&b, "capacity of one replica (req/s within the SLO%s) against burstiness (CV of the gaps):\n", sloText(c.SLO))
 	for _, p := range c.Points {
 		extra := ""
@@ -44,36 +89,7 @@ func WriteTable(w io.Writer, r *Result, name string) error {
 	}
 	fmt.Fprintf(&b, "  a request holds a slot %.1f ms + %.2f ms per output token after the first\n", c.TTFTms, c.TPOTms)
 	fmt.Fprintf(&b, "replicas served round-robin: each of n sees every n-th arrival of its window (CV each: of the lag-n gaps)\n")
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	reactive := r.ScaleUp != nil
-	head := "start\trequests\trate/s\tCV\treplicas\tCV each\tcapacity/s\tutil\tidle\t"
-	if reactive {
-		head += "reactive\tunder min\t"
-	}
-	fmt.Fprintln(tw, head)
-	shown, skipped := 0, 0
-	for i, x := range r.Windows {
-		if len(r.Windows) > MaxRows && i > 0 && x.Replicas == r.Windows[i-1].Replicas && x.StartS != r.PeakStartS && x.UnderMinutes == 0 {
-			skipped++
-			continue
-		}
-		shown++
-		beyond := ""
-		if x.Beyond {
-			beyond = "*"
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%d\t%.2f%s\t%.2f\t%.0f%%\t%.0f%%\t", ClockTime(x.StartS), x.Requests, x.OfferedRate, x.Burstiness, x.Replicas, x.ReplicaBurstiness, beyond, x.Capacity, 100*x.Utilization, 100*x.IdleShare)
-		if reactive {
-			fmt.Fprintf(tw, "%d\t%.1f\t", *x.Reactive, x.UnderMinutes)
-		}
-		fmt.Fprintln(tw)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if skipped > 0 {
-		fmt.Fprintf(&b, "(%d windows; shown: where the count of replicas changes, the peak and any under-provisioned; all in --plan-json)\n", len(r.Windows))
-	}
+	writeRuns(&b, r)
 	if r.BeyondCurve > 0 {
 		fmt.Fprintf(&b, "* %d windows are burstier than the curve's last point: their capacity is held at it (optimistic); measure at a higher --plan-burstiness\n", r.BeyondCurve)
 	}
@@ -82,7 +98,12 @@ func WriteTable(w io.Writer, r *Result, name string) error {
 	}
 	fmt.Fprintf(&b, "burstiness of the day (CV, requests weighted): p10 %.2f, p50 %.2f, p90 %.2f, max %.2f\n", r.BurstinessLow, r.BurstinessTypical, r.BurstinessHigh, r.BurstinessMax)
 	fmt.Fprintf(&b, "peak: %d replicas at %s (%.2f req/s)\n", r.PeakReplicas, ClockTime(r.PeakStartS), r.PeakRate)
-	fmt.Fprintf(&b, "replica-hours: %.2f planned vs %.2f static at the peak count (%.0f %% saved)\n", r.ReplicaHours, r.StaticReplicaHours, 100*r.Saving)
+	if r.ScaleDownDelayS > 0 {
+		fmt.Fprintf(&b, "replica-hours: %.2f planned, holding a scale-down %s (%.2f were every window at its own need), vs %.2f static at the peak count (%.0f %% saved)\n",
+			r.StabilizedReplicaHours, hours(r.ScaleDownDelayS), r.ReplicaHours, r.StaticReplicaHours, 100*r.StabilizedSaving)
+	} else {
+		fmt.Fprintf(&b, "replica-hours: %.2f planned vs %.2f static at the peak count (%.0f %% saved)\n", r.ReplicaHours, r.StaticReplicaHours, 100*r.Saving)
+	}
 	fmt.Fprintf(&b, "utilisation: %.0f %% of the planned replicas' capacity (%.0f %% of static provisioning's); idle share per replica %.0f %%\n", 100*r.MeanUtilization, 100*r.StaticMeanUtilization, 100*r.MeanIdleShare)
 	if su := r.ScaleUp; su != nil {
 		fmt.Fprintf(&b, "scale-up delay %s: a reactive autoscaler is under-provisioned %.1f min in %d windows (~%.0f requests at risk of missing the SLO); its replica-hours %.2f\n",

@@ -39,6 +39,6 @@ func WriteAgents(w io.Writer, s *metrics.Summary) error {
 		}
 	}
 	t.line("%s", strings.Repeat("=", 50))
-	t.line("(done: first send to last byte, subagents included; tool: idle gaps between a branch's response and its next send; cached: the server's prefix cache; trace: the trace's own infinite cache)")
+	t.line("(done: first send to last byte, subagents included; tool: the planned tool and think waits between a branch's response and its next send, as observed, summed over the branches — subagents wait at once, so it can exceed done; a parent's wait for its subagents is theirs, not tool time; cached: the server's prefix cache; trace: the trace's own infinite cache)")
 	return t.err
 }

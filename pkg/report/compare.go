@@ -116,6 +116,9 @@ func saturationRow(runs []*Data) compareRow {
 
 // diff is f − base, absolute and relative, classed by which way is better.
 func diff(base, f figure) delta {
+	if math.IsNaN(base.Value) || math.IsNaN(f.Value) { // n/a on either side
+		return delta{Text: "–"}
+	}
 	d := f.Value - base.Value
 	text := fmtFloat(d, f.Prec)
 	if d > 0 {
@@ -338,8 +341,13 @@ func WriteCompareHTML(w io.Writer, runs []*Data) error {
 		}
 		pg.Plots = append(pg.Plots, plotView{Name: c.name, Title: c.title, SVG: svg, Note: clipNote})
 	}
-	// Achieved rate over time, each run on its own time axis from its start.
+	// Achieved rate over time, each run on its own time axis from its
+	// start, each bin or window's rate held over its span (steps): a run
+	// of one summary window is a level line, not a lone dot. When no run
+	// has two points the plot would only repeat the rates above: it is
+	// left out, saying why.
 	var ts []timeSeries
+	over := false
 	for i, d := range runs {
 		pts := d.Series
 		if pts == nil {
@@ -349,18 +357,20 @@ func WriteCompareHTML(w io.Writer, runs []*Data) error {
 			pg.Notes = append(pg.Notes, fmt.Sprintf("[%d] %s: no time series (no windows, no per-request records)", i+1, d.label(i)))
 			continue
 		}
-		x, y := make([]float64, len(pts)), make([]float64, len(pts))
-		for j, p := range pts {
-			x[j], y[j] = (p.Start+p.End)/2, p.AchievedRate
-		}
-		ts = append(ts, timeSeries{Label: fmt.Sprintf("[%d] %s", i+1, d.label(i)), X: x, Y: y})
+		over = over || len(pts) > 1
+		x, y := pointSteps(pts, func(p *metrics.SeriesPoint) float64 { return p.AchievedRate })
+		ts = append(ts, timeSeries{Label: fmt.Sprintf("[%d] %s", i+1, d.label(i)), X: x, Y: y, Steps: true})
 	}
-	if len(ts) > 0 {
+	switch {
+	case over:
 		svg, err := plotTime(PlotRate, "Achieved request rate", "completed requests/s", nil, ts, yLinear)
 		if err != nil {
 			return err
 		}
 		pg.Plots = append(pg.Plots, plotView{Name: PlotRate, Title: "Achieved request rate", SVG: svg})
+	case len(ts) > 0:
+		pg.Plots = append(pg.Plots, plotView{Name: PlotRate, Title: "Achieved request rate over time",
+			Missing: "not drawn: each run's summary has one window only, so its rate over time is its achieved rate in the table above; the runs' results JSONL give a rate over time"})
 	}
 	return compareTemplate.Execute(w, &pg)
 }

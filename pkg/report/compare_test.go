@@ -128,3 +128,44 @@ func TestCompareCDFClipsOutlier(t *testing.T) {
 		t.Error("the TTFT plot is clipped without an outlier")
 	}
 }
+
+// TestCompareAchievedRatePlot: runs whose summaries hold several windows
+// get their achieved rate over time drawn as steps, one per window; runs
+// of one window each (a short run) get no plot of lone dots but a line
+// saying why. A figure n/a in a run has no difference ("–", not NaN).
+func TestCompareAchievedRatePlot(t *testing.T) {
+	windows := func(n int) []metrics.WindowStats {
+		var ws []metrics.WindowStats
+		for i := range n {
+			ws = append(ws, metrics.WindowStats{Index: i, Start: float64(10 * i), End: float64(10 * (i + 1)), AchievedRate: float64(5 + i)})
+		}
+		return ws
+	}
+	for _, n := range []int{1, 3} {
+		runs := compareRuns()
+		for _, r := range runs {
+			r.Summary.Windows, r.Summary.WindowSeconds = windows(n), 10
+		}
+		runs[1].Summary.SendLag = metrics.Dist{} // n/a in [2]
+		runs[0].Summary.SendLag = metrics.Dist{Count: 5, Median: 1, P99: 2, Max: 3}
+		var page bytes.Buffer
+		if err := WriteCompareHTML(&page, runs); err != nil {
+			t.Fatal(err)
+		}
+		doc := page.String()
+		i := strings.Index(doc, `<figure id="plot-rate">`)
+		if i < 0 {
+			t.Fatalf("%d window(s): no achieved-rate figure", n)
+		}
+		fig := doc[i : i+strings.Index(doc[i:], "</figure>")]
+		switch drawn := strings.Contains(fig, "<svg"); {
+		case n == 1 && (drawn || !strings.Contains(fig, "one window only")):
+			t.Errorf("one window a run: %s", fig)
+		case n == 3 && (!drawn || strings.Count(fig, "<path") < 2):
+			t.Errorf("three windows a run: the rate is not drawn: %.300s", fig)
+		}
+		if strings.Contains(doc, "NaN") {
+			t.Errorf("%d window(s): the page shows NaN", n)
+		}
+	}
+}

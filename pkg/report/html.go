@@ -42,6 +42,7 @@ type Data struct {
 // Plot names, in page order: the data-plot attribute of each SVG.
 const (
 	PlotTTFT     = "ttft_cdf"
+	PlotTTFO     = "ttfo_cdf" // runs with reasoning or tool calls only
 	PlotITL      = "itl_cdf"
 	PlotE2E      = "e2e_cdf"
 	PlotTPOT     = "tpot_cdf"
@@ -155,6 +156,9 @@ func figures(s *metrics.Summary, e *extras) []figure {
 	f = append(f, figure{"Peak concurrent requests", float64(s.MaxInFlight), "", neither, 0})
 	if tokens {
 		f = append(f, meanMedianP99("TTFT", s.TTFT)...)
+		if a := s.Answers; a != nil && (a.ReasoningRequests > 0 || a.ToolRequests > 0) {
+			f = append(f, meanMedianP99("TTFO (first output token)", s.TTFO)...)
+		}
 		f = append(f, meanMedianP99("TPOT", s.TPOT)...)
 		f = append(f, meanMedianP99("ITL", s.ITL)...)
 	}
@@ -168,6 +172,7 @@ func figures(s *metrics.Summary, e *extras) []figure {
 	} else {
 		f = append(f, figure{"P99 E2E from scheduled time", stat(s.E2EFromScheduled, s.E2EFromScheduled.P99), "ms", lower, 2})
 	}
+	f = append(f, answerFigures(s)...)
 	if e.Goodput != nil {
 		f = append(f, figure{"Request goodput", *e.Goodput, "req/s", higher, 2})
 	}
@@ -175,10 +180,39 @@ func figures(s *metrics.Summary, e *extras) []figure {
 		f = append(f, figure{"Share meeting every SLO", 100 * *e.GoodputShare, "%", higher, 2})
 	}
 	if e.Server != nil && e.Server.ServerStats != nil {
-		f = append(f, figure{"Server idle fraction", 100 * e.Server.IdleFraction, "%", neither, 1},
+		idle := math.NaN() // withheld: too few scrapes (see the server section)
+		if e.Server.IdleShown() {
+			idle = 100 * e.Server.IdleFraction
+		}
+		f = append(f, figure{"Server idle fraction", idle, "%", neither, 1},
 			figure{"Server running (mean)", e.Server.RunningMean, "", neither, 2},
 			figure{"Server waiting (mean)", e.Server.WaitingMean, "", neither, 2},
 			figure{"Server KV-cache usage (mean)", 100 * e.Server.KVCacheMean, "%", neither, 1})
+	}
+	return f
+}
+
+// answerFigures are the answers' headline figures: the reasoning share
+// of the output, the share of requests that called a tool and of tool
+// arguments that parse, and the share of structured answers that are
+// valid; none for a run that saw none of them.
+func answerFigures(s *metrics.Summary) []figure {
+	a := s.Answers
+	if a == nil {
+		return nil
+	}
+	var f []figure
+	if a.ReasoningRequests > 0 {
+		f = append(f, figure{"Reasoning share of output", 100 * a.ReasoningShare, "%", 0, 1})
+	}
+	if a.ToolRequests > 0 {
+		f = append(f, figure{"Requests that called a tool", 100 * a.ToolCallShare, "%", 0, 1})
+		if a.ToolArgsValidShare != nil {
+			f = append(f, figure{"Tool arguments that parse as JSON", 100 * *a.ToolArgsValidShare, "%", 1, 1})
+		}
+	}
+	if a.StructuredValidShare != nil {
+		f = append(f, figure{"Structured answers valid against the format", 100 * *a.StructuredValidShare, "%", 1, 1})
 	}
 	return f
 }
@@ -221,6 +255,8 @@ type page struct {
 	Errors      []errorRow
 	SLO         string
 	Server      *metrics.ServerSummary
+	// Table is every section of the console table (tableSections).
+	Table []tableSection
 }
 
 type errorRow struct {
@@ -247,7 +283,7 @@ func WriteHTML(w io.Writer, d *Data) error {
 	pg := page{
 		Title: "fineserve-gen report", Source: d.Source, S: s, X: x, Figures: figures(s, &x),
 		Rate: rateText(s.RequestRate), MaxConc: "not set", Windows: x.Windows, OpenWindows: len(x.Windows) <= 60,
-		Server: x.Server, Notes: append([]string(nil), d.Notes...),
+		Server: x.Server, Notes: append([]string(nil), d.Notes...), Table: tableSections(s),
 	}
 	if s.Model != "" {
 		pg.Title += " — " + s.Model
@@ -274,12 +310,17 @@ func WriteHTML(w io.Writer, d *Data) error {
 	}
 
 	// Latency CDFs.
-	for _, c := range []struct{ name, key, title string }{
+	cdfs := []struct{ name, key, title string }{
 		{PlotTTFT, "ttft", "Time to first token (TTFT)"},
 		{PlotITL, "itl", "Inter-token latency (ITL)"},
 		{PlotE2E, "e2e", "End-to-end latency (E2E)"},
 		{PlotTPOT, "tpot", "Time per output token (TPOT)"},
-	} {
+	}
+	if a := s.Answers; a != nil && (a.ReasoningRequests > 0 || a.ToolRequests > 0) {
+		// After any reasoning: a reasoning benchmark's headline.
+		cdfs = slices.Insert(cdfs, 1, struct{ name, key, title string }{PlotTTFO, "ttfo", "Time to first output token (TTFO)"})
+	}
+	for _, c := range cdfs {
 		series, coarse := cdfFor(s, &x, c.key)
 		if len(series) == 0 {
 			missing := "no " + strings.ToUpper(c.key) + " values in this run"
@@ -533,6 +574,8 @@ func distCount(s *metrics.Summary, key string) int64 {
 		return s.E2E.Count
 	case "tpot":
 		return s.TPOT.Count
+	case "ttfo":
+		return s.TTFO.Count
 	}
 	return 0
 }
@@ -583,6 +626,8 @@ func cdfFor(s *metrics.Summary, x *extras, key string) ([][2]float64, bool) {
 		d = s.E2E
 	case "tpot":
 		d = s.TPOT
+	case "ttfo":
+		d = s.TTFO
 	}
 	if d.Max == 0 && d.Median == 0 {
 		return nil, false
@@ -705,6 +750,9 @@ figure{margin:0;border:1px solid #eee;padding:.4em}figure svg{width:100%;height:
 .note{background:#eef5fb;border-left:4px solid #5b8db8;padding:.6em 1em}
 .sat{color:#c0392b;font-weight:bold}.notes li{color:#555}
 .msg{text-align:left;font-family:monospace;white-space:pre-wrap;word-break:break-all}
+.grid.tt{grid-template-columns:repeat(auto-fill,minmax(420px,1fr));align-items:start}
+table.tt{width:100%}table.tt caption{text-align:left;font-weight:bold;padding:.3em 0}
+.tt-text{text-align:left;margin:0;font-size:.85em;overflow-x:auto}
 `
 
 // pageHead opens every page this package writes: self-contained, so its
@@ -796,16 +844,26 @@ var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(pageH
 <tr><td>Requests waiting</td><td>{{f2 .WaitingMean}}</td><td>{{f1 .WaitingMax}}</td></tr>
 <tr><td>KV-cache usage</td><td>{{pct .KVCacheMean}}</td><td>{{pct .KVCacheMax}}</td></tr>
 <tr><td>Preemptions</td><td>{{f1 .Preemptions}}</td><td></td></tr>
-<tr><td>Idle fraction (nothing running)</td><td>{{pct .IdleFraction}}</td><td></td></tr>
+<tr><td>Idle fraction (nothing running)</td><td id="server-idle">{{.IdleText}}</td><td></td></tr>
 <tr><td>Samples / time covered</td><td>{{.Samples}}</td><td>{{f1 .Observed}} s</td></tr>
 </table>{{end}}
+{{end}}
+
+{{if .Table}}<h2 id="terminal-table">Every figure of the console table</h2>
+<p class="meta">The sections the run printed (or <code>fineserve-gen report</code> prints) for this summary, figure for figure.</p>
+<div class="grid tt">
+{{range .Table}}<table class="tt">{{with .Title}}<caption>{{.}}</caption>{{end}}
+{{range .Rows}}<tr><td>{{.Label}}</td><td>{{.Value}}</td></tr>
+{{end}}{{if .Text}}<tr><td colspan="2"><pre class="tt-text">{{range .Text}}{{.}}
+{{end}}</pre></td></tr>{{end}}</table>
+{{end}}</div>
 {{end}}
 
 {{if .Windows}}<h2>Windows</h2>
 <details{{if .OpenWindows}} open{{end}}><summary>{{len .Windows}} window(s)</summary>
 <table id="windows">
 <tr><th>#</th><th>From–to</th><th>Offered/s</th><th>Achieved/s</th><th>Failed</th><th>In flight</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p99</th><th>E2E p99</th><th>Lag p99</th><th>Client CPU</th><th>Server idle</th><th>Client</th></tr>
-{{range .Windows}}<tr><td>{{.Index}}</td><td>{{clock .Start}}–{{clock .End}}</td><td>{{f2 .OfferedRate}}</td><td>{{f2 .AchievedRate}}</td><td>{{.Failed}}</td><td>{{f1 .InFlightMean}}</td><td>{{ms .TTFTP50}}</td><td>{{ms .TTFTP99}}</td><td>{{ms .ITLP99}}</td><td>{{ms .E2EP99}}</td><td>{{ms .LagP99}}</td><td>{{cpu .ClientCPU}}</td><td>{{with .Server}}{{pct .IdleFraction}}{{else}}–{{end}}</td><td>{{if .Saturated}}<span class="sat" title="{{join .Reasons "; "}}">saturated</span>{{else if .MachineBusy}}<span title="send lag from a busy machine, not the client">ok (machine busy)</span>{{else}}ok{{end}}</td></tr>
+{{range .Windows}}<tr><td>{{.Index}}</td><td>{{clock .Start}}–{{clock .End}}</td><td>{{f2 .OfferedRate}}</td><td>{{f2 .AchievedRate}}</td><td>{{.Failed}}</td><td>{{f1 .InFlightMean}}</td><td>{{ms .TTFTP50}}</td><td>{{ms .TTFTP99}}</td><td>{{ms .ITLP99}}</td><td>{{ms .E2EP99}}</td><td>{{ms .LagP99}}</td><td>{{cpu .ClientCPU}}</td><td>{{with .Server}}{{if .IdleShown}}{{pct .IdleFraction}}{{else}}<span title="{{.IdleText}}">–</span>{{end}}{{else}}–{{end}}</td><td>{{if .Saturated}}<span class="sat" title="{{join .Reasons "; "}}">saturated</span>{{else if .MachineBusy}}<span title="send lag from a busy machine, not the client">ok (machine busy)</span>{{else}}ok{{end}}</td></tr>
 {{end}}</table></details>
 {{end}}
 

@@ -469,3 +469,32 @@ func TestHTMLReportEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLIdleShareNeedsScrapes: the report shows the server's idle
+// fraction with the scrapes it rests on, and withholds it (saying why)
+// below metrics.MinIdleScrapes, in the summary, the server section and
+// the windows alike.
+func TestHTMLIdleShareNeedsScrapes(t *testing.T) {
+	for _, tc := range []struct {
+		n          int64
+		want, lack string
+	}{
+		{5, `<td id="server-idle">not shown: 5 scrape(s), fewer than the 30 an idle share needs</td>`, "34.3 %"},
+		{metrics.MinIdleScrapes, `<td id="server-idle">34.3% (30 scrapes)</td>`, "not shown"},
+	} {
+		st := &metrics.ServerStats{Samples: tc.n, IdleFraction: 0.343, Observed: 60}
+		s := &metrics.Summary{Backend: "vllm", Completed: 3, ServerMetrics: &metrics.ServerSummary{URL: "http://127.0.0.1:1/metrics", Available: true, ServerStats: st},
+			Windows: []metrics.WindowStats{{Index: 0, Start: 0, End: 60, Server: st}}}
+		var b strings.Builder
+		if err := WriteHTML(&b, &Data{Summary: s}); err != nil {
+			t.Fatal(err)
+		}
+		page := b.String()
+		if !strings.Contains(page, tc.want) {
+			t.Errorf("%d scrapes: the page lacks %s", tc.n, tc.want)
+		}
+		if strings.Contains(page, tc.lack) {
+			t.Errorf("%d scrapes: the page shows %q", tc.n, tc.lack)
+		}
+	}
+}

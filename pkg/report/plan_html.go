@@ -54,7 +54,7 @@ func WritePlanHTML(w io.Writer, r *plan.Result, page PlanPage) error {
 		return nil
 	}
 	rx, ry := steps(func(w plan.Window) float64 { return w.OfferedRate })
-	cx, cy := steps(func(w plan.Window) float64 { return float64(w.Replicas) * w.Capacity })
+	cx, cy := steps(func(w plan.Window) float64 { return float64(w.Stabilized) * w.Capacity })
 	svg, err := plotTime(PlotPlanRate, "Offered rate and the planned replicas' capacity", "req/s", nil, []timeSeries{
 		{Label: "offered rate", X: rx, Y: ry, Steps: true},
 		{Label: "planned capacity (replicas × capacity at the window's burstiness)", X: cx, Y: cy, Steps: true, Dashed: true},
@@ -62,8 +62,13 @@ func WritePlanHTML(w io.Writer, r *plan.Result, page PlanPage) error {
 	if err := add(PlotPlanRate, "rate", svg, err); err != nil {
 		return err
 	}
-	nx, ny := steps(func(w plan.Window) float64 { return float64(w.Replicas) })
-	series := []timeSeries{{Label: "planned replicas", X: nx, Y: ny, Steps: true}}
+	sx, sy := steps(func(w plan.Window) float64 { return float64(w.Stabilized) })
+	series := []timeSeries{{Label: "planned replicas", X: sx, Y: sy, Steps: true}}
+	if r.ScaleDownDelayS > 0 {
+		series[0].Label = "planned replicas (a scale-down held " + fmtSig(r.ScaleDownDelayS/60) + " min)"
+		nx, ny := steps(func(w plan.Window) float64 { return float64(w.Replicas) })
+		series = append(series, timeSeries{Label: "each window's own need", X: nx, Y: ny, Steps: true, Back: true})
+	}
 	if r.ScaleUp != nil {
 		ax, ay := steps(func(w plan.Window) float64 { return float64(*w.Reactive) })
 		series = append(series, timeSeries{Label: "reactive autoscaler (at each window's start)", X: ax, Y: ay, Steps: true, Dashed: true})
@@ -96,10 +101,11 @@ var planTemplate = template.Must(template.New("plan").Funcs(funcs).Funcs(templat
 <body>
 <h1>Capacity plan{{if .Workload}} — {{.Workload}}{{end}}</h1>
 {{if .Command}}<pre class="cmd" id="command">{{.Command}}</pre>{{end}}
-<p id="answer"><b>Peak: {{.R.PeakReplicas}} replicas; {{f2 .R.ReplicaHours}} replica-hours planned against {{f2 .R.StaticReplicaHours}} at static peak provisioning ({{pct .R.Saving}} saved).</b>
+<p id="answer"><b>Peak: {{.R.PeakReplicas}} replicas; {{if .R.ScaleDownDelayS}}{{f2 .R.StabilizedReplicaHours}} replica-hours planned, a scale-down held {{f0 .R.ScaleDownDelayS}} s ({{f2 .R.ReplicaHours}} were every window at its own need), against {{f2 .R.StaticReplicaHours}} at static peak provisioning ({{pct .R.StabilizedSaving}} saved).{{else}}{{f2 .R.ReplicaHours}} replica-hours planned against {{f2 .R.StaticReplicaHours}} at static peak provisioning ({{pct .R.Saving}} saved).{{end}}</b>
 Utilisation {{pct .R.MeanUtilization}} of the planned replicas' capacity ({{pct .R.StaticMeanUtilization}} with static provisioning); each replica idle {{pct .R.MeanIdleShare}} of its time.
 {{with .R.ScaleUp}}With a scale-up delay of {{.DelayS}} s, a reactive autoscaler is under-provisioned {{f2 .UnderMinutes}} min in {{.UnderWindows}} window(s), ~{{f0 .RequestsAtRisk}} requests at risk of missing the SLO.{{end}}</p>
-{{range .Verify}}<p class="meta verify">{{.}}</p>
+{{with .R.Curve.BusyText}}<p class="note" id="machine-busy">Note: {{.}}.</p>
+{{end}}{{range .Verify}}<p class="meta verify">{{.}}</p>
 {{end}}<h2>Over the day</h2>
 <div class="grid">
 {{range .Plots}}<figure id="plot-{{.Name}}">{{.SVG}}</figure>
@@ -109,10 +115,15 @@ Utilisation {{pct .R.MeanUtilization}} of the planned replicas' capacity ({{pct 
 {{range .R.Curve.Points}}<tr><td>{{f2 .CV}}</td><td>{{f2 .Rate}}</td><td>{{if .Measured}}{{f2 .Measured}}{{else}}–{{end}}</td><td>{{.Source}}</td></tr>
 {{end}}</table>
 <p class="meta">{{with .R.Curve.SLO}}SLO: {{.}}. {{end}}Burstiness: the coefficient of variation of a window's gaps between arrivals; with n replicas served round-robin, each sees every n-th arrival, whose gaps have the CV shown as "CV each" (measured from the schedule), and the capacity is taken there; between measured points the capacity is interpolated, beyond them held flat.</p>
-<h2>Windows</h2>
-<table id="windows"><tr><th>Start</th><th>Requests</th><th>Rate/s</th><th>CV</th><th>Replicas</th><th>CV each</th><th>Capacity/s</th><th>Utilisation</th><th>Idle</th>{{if .R.ScaleUp}}<th>Reactive</th><th>Under (min)</th>{{end}}</tr>
-{{$p := .}}{{range .R.Windows}}<tr><td>{{hm .StartS}}</td><td>{{.Requests}}</td><td>{{f2 .OfferedRate}}</td><td>{{f2 .Burstiness}}</td><td>{{.Replicas}}</td><td>{{f2 .ReplicaBurstiness}}</td><td>{{f2 .Capacity}}</td><td>{{pct .Utilization}}</td><td>{{pct .IdleShare}}</td>{{if $p.R.ScaleUp}}<td>{{reps .Reactive}}</td><td>{{f2 .UnderMinutes}}</td>{{end}}</tr>
+<h2>Replicas</h2>
+<table id="runs"><tr><th>From</th><th>To</th><th>Replicas</th><th>Windows</th><th>Peak rate/s</th><th>Need</th>{{if .R.ScaleUp}}<th>Under (min)</th>{{end}}</tr>
+{{$p := .}}{{range .R.Runs}}<tr><td>{{hm .FromS}}</td><td>{{hm .ToS}}</td><td>{{.Replicas}}</td><td>{{.Windows}}</td><td>{{f2 .PeakRate}}</td><td>{{if eq .NeedMin .NeedMax}}{{.NeedMax}}{{else}}{{.NeedMin}}–{{.NeedMax}}{{end}}{{if .Beyond}}*{{end}}</td>{{if $p.R.ScaleUp}}<td>{{f2 .UnderMinutes}}</td>{{end}}</tr>
 {{end}}</table>
+<p class="meta">Runs of consecutive windows the plan holds at one count{{if .R.ScaleDownDelayS}}: a window's replicas rise to its need at once and fall only once the lower count has sufficed {{f0 .R.ScaleDownDelayS}} s (--scale-down-delay){{end}}. Need: the fewest and most replicas the run's windows need on their own{{if .R.BeyondCurve}}; *: some window burstier than the curve's last point (optimistic){{end}}.</p>
+<details><summary>{{len .R.Windows}} window(s)</summary>
+<table id="windows"><tr><th>Start</th><th>Requests</th><th>Rate/s</th><th>CV</th><th>Need</th><th>Held</th><th>CV each</th><th>Capacity/s</th><th>Utilisation</th><th>Idle</th>{{if .R.ScaleUp}}<th>Reactive</th><th>Under (min)</th>{{end}}</tr>
+{{range .R.Windows}}<tr><td>{{hm .StartS}}</td><td>{{.Requests}}</td><td>{{f2 .OfferedRate}}</td><td>{{f2 .Burstiness}}</td><td>{{.Replicas}}</td><td>{{.Stabilized}}</td><td>{{f2 .ReplicaBurstiness}}</td><td>{{f2 .Capacity}}</td><td>{{pct .Utilization}}</td><td>{{pct .IdleShare}}</td>{{if $p.R.ScaleUp}}<td>{{reps .Reactive}}</td><td>{{f2 .UnderMinutes}}</td>{{end}}</tr>
+{{end}}</table></details>
 </body>
 </html>
 `))

@@ -209,12 +209,24 @@ func TestTableServerMetrics(t *testing.T) {
 		"Server running (mean / max):             3.20 / 8",
 		"Server waiting (mean / max):             0.50 / 2",
 		"Server KV-cache usage (mean / max):      12.5% / 31.0%",
-		"Server idle fraction:                    4.0%",
+		"Server idle fraction:                    not shown: 5 scrape(s), fewer than the 30 an idle share needs",
 		"Server preemptions:                      1",
 		"Server scrapes (time covered):           5 (8.0 s)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	// The idle fraction is shown from metrics.MinIdleScrapes scrapes on,
+	// with their number; one scrape fewer withholds it.
+	for n, want := range map[int64]string{
+		metrics.MinIdleScrapes:     "Server idle fraction:                    4.0% (30 scrapes)",
+		metrics.MinIdleScrapes - 1: "Server idle fraction:                    not shown: 29 scrape(s)",
+		45:                         "Server idle fraction:                    4.0% (45 scrapes)",
+	} {
+		out := table(&metrics.ServerSummary{Available: true, ServerStats: &metrics.ServerStats{Samples: n, IdleFraction: 0.04, Observed: 90}})
+		if !strings.Contains(out, want) {
+			t.Errorf("%d scrapes: table lacks %q:\n%s", n, want, out)
 		}
 	}
 	if out := table(&metrics.ServerSummary{Failures: 4}); !strings.Contains(out, "none succeeded (4 failed)") {
@@ -259,5 +271,24 @@ func TestErrorSamplesNameTheRequestID(t *testing.T) {
 	}
 	if !strings.Contains(page.String(), "<tr><td>18 (run7-18)</td>") || !strings.Contains(page.String(), "<tr><td>17</td>") {
 		t.Error("the HTML report's error samples do not name the request id (or name one where there is none)")
+	}
+}
+
+// TestTablePromptErrorOfRerank: a rerank or score request's prompt is the
+// query with each document, not the target length: the table says the
+// gap is expected; a generation's line stays a bare figure.
+func TestTablePromptErrorOfRerank(t *testing.T) {
+	for backend, want := range map[string]string{
+		"vllm-rerank": "Prompt tokens vs target, mean |err|:     203.00 (expected: the server counts the query with every document",
+		"vllm-score":  "Prompt tokens vs target, mean |err|:     203.00 (expected:",
+		"vllm":        "Prompt tokens vs target, mean |err|:     203.00    \n",
+	} {
+		var b bytes.Buffer
+		if err := WriteTable(&b, &metrics.Summary{Backend: backend, Completed: 3, PromptTokensCounted: 3, PromptTokensErrorMean: 203}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("%s: table lacks %q:\n%s", backend, want, b.String())
+		}
 	}
 }

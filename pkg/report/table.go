@@ -34,6 +34,10 @@ type table struct {
 // are written as escapes (termsafe), so they cannot act on the terminal
 // or start a line of their own.
 func (t *table) line(format string, a ...any) {
+	if r, ok := t.w.(*tableRecorder); ok {
+		r.text(fmt.Sprintf(format, a...))
+		return
+	}
 	if t.err == nil {
 		_, t.err = fmt.Fprintf(t.w, format+"\n", termsafe.Args(a)...)
 	}
@@ -49,6 +53,10 @@ func (t *table) stat(label string, d metrics.Dist, v float64) {
 }
 
 func (t *table) row(label string, v any) {
+	if r, ok := t.w.(*tableRecorder); ok {
+		r.row(label, v)
+		return
+	}
 	switch x := v.(type) {
 	case float64:
 		t.line("%-40s %-10.2f", label, x)
@@ -201,7 +209,7 @@ func writeServer(t *table, s *metrics.Summary) {
 	t.row("Server running (mean / max):", fmt.Sprintf("%.2f / %.0f", st.RunningMean, st.RunningMax))
 	t.row("Server waiting (mean / max):", fmt.Sprintf("%.2f / %.0f", st.WaitingMean, st.WaitingMax))
 	t.row("Server KV-cache usage (mean / max):", fmt.Sprintf("%.1f%% / %.1f%%", 100*st.KVCacheMean, 100*st.KVCacheMax))
-	t.row("Server idle fraction:", fmt.Sprintf("%.1f%%", 100*st.IdleFraction))
+	t.row("Server idle fraction:", st.IdleText())
 	t.row("Server preemptions:", fmt.Sprintf("%.0f", st.Preemptions))
 	t.row("Server scrapes (time covered):", fmt.Sprintf("%d (%.1f s)", st.Samples, st.Observed))
 }
@@ -257,7 +265,7 @@ func writeScheduleKeeping(t *table, s *metrics.Summary, tokens bool) {
 		t.row("Waited for a concurrency slot:", s.Queued)
 	}
 	if s.PromptTokensCounted > 0 {
-		t.row("Prompt tokens vs target, mean |err|:", s.PromptTokensErrorMean)
+		t.row("Prompt tokens vs target, mean |err|:", promptErrorText(s))
 	}
 }
 

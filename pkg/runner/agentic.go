@@ -38,10 +38,15 @@ type conversation struct {
 	// length: a step needs more tokens than the limit (the conversation
 	// ends there, as a session at the context length).
 	failed, stopped, cancelled, length atomic.Bool
-	mu                                 sync.Mutex
-	firstSent                          time.Duration
-	lastEnd                            time.Duration
-	sent                               int64
+	// offered: the conversation's first request went out, the one the
+	// dispatcher offered as its arrival; each later one is offered by the
+	// conversation (sessionSender.offered), so that offered and achieved
+	// rates both count requests.
+	offered   atomic.Bool
+	mu        sync.Mutex
+	firstSent time.Duration
+	lastEnd   time.Duration
+	sent      int64
 }
 
 // Send implements arrival.Sender: it runs a's whole conversation.
@@ -123,6 +128,9 @@ func (s *agenticSender) branch(ctx context.Context, c *conversation, b *agentic.
 			if fromSent {
 				at = max(prevSent+d, prevEnd)
 			}
+			// The tool (or think) wait is the plan's delay, not the
+			// wait for subagents joined below: their time is theirs.
+			waited = at - prevEnd
 		}
 		if pending {
 			join()
@@ -138,8 +146,8 @@ func (s *agenticSender) branch(ctx context.Context, c *conversation, b *agentic.
 			c.stopped.Store(true)
 			return prevEnd
 		}
-		if prev != nil {
-			waited = at - prevEnd
+		if !c.offered.CompareAndSwap(false, true) {
+			s.offered(at)
 		}
 		res := s.step(ctx, c, st, id, at, waited, &blocks)
 		prev, prevSent, prevEnd = st, res.sent, res.end
@@ -195,7 +203,9 @@ func (s *agenticSender) step(ctx context.Context, c *conversation, st *agentic.S
 	}
 	res.Index, res.Session, res.Turn = c.a.Index, c.a.Index, turn
 	if waited >= 0 {
-		waited = max(res.Sent-(at-waited), 0) // as observed: the previous end to this send
+		// As observed: the planned wait and this send's own lag (without
+		// a join, the gap from the previous end to this send).
+		waited = max(waited+res.Sent-at, 0)
 	}
 	res.Agent = client.AgentStep{On: true, Branch: branch, Waited: waited, Expected: s.plan.Expected(st)}
 	out := stepResult{sent: res.Sent, end: res.End, ok: res.OK(), stopped: res.ErrorClass == client.ErrCanceled && !res.Cancelled, cut: res.Cancelled}

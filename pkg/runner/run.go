@@ -213,6 +213,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		// The dispatcher keeps the session starts and bounds the live
 		// sessions; the session sender bounds the requests in flight.
 		sessions = newSessionSender(snd, wl, cfg, start, ctx)
+		sessions.offer = mon.Offer
 		d.Sender, d.MaxConcurrency = sessions, cfg.MaxSessions
 		if wl.Agentic != nil {
 			// A conversation is a session whose steps come from the trace.

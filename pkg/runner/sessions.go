@@ -45,6 +45,9 @@ type sessionSender struct {
 	// conv gives later turns' user messages with --multi-turn (nil:
 	// synthetic text).
 	conv *prompt.Conversations
+	// offer is told of each later turn when it is due (the monitor's
+	// Offer; nil: none).
+	offer func(*arrival.Arrival)
 
 	// inFlight and maxIn count the requests in flight (the dispatcher's
 	// own count is of live sessions).
@@ -181,6 +184,7 @@ func (s *sessionSender) Send(ctx context.Context, a arrival.Arrival) {
 				ended = "interrupt"
 				break
 			}
+			s.offered(due)
 		}
 		if s.slots != nil {
 			s.slots <- struct{}{}
@@ -251,6 +255,15 @@ func (s *sessionSender) Send(ctx context.Context, a arrival.Arrival) {
 
 // InFlight returns the number of requests being sent now.
 func (s *sessionSender) InFlight() int64 { return s.inFlight.Load() }
+
+// offered tells the monitor of a later turn due at offset due, as the
+// dispatcher tells it of each session's first: the offered rate then counts
+// requests, as the achieved rate does.
+func (s *sessionSender) offered(due time.Duration) {
+	if s.offer != nil {
+		s.offer(&arrival.Arrival{At: due})
+	}
+}
 
 // waitUntil waits for offset due, and reports false when the run was
 // stopped first.

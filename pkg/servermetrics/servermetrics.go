@@ -215,6 +215,7 @@ func (t *totals) Stats() metrics.ServerStats {
 			st.IdleFraction = 1
 		}
 	}
+	st.IdleWithheld = metrics.IdleWithheldReason(st.Samples)
 	return st
 }
 

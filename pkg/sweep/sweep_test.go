@@ -437,3 +437,26 @@ func TestStepFiguresBusiestEndpoint(t *testing.T) {
 		t.Errorf("diagnosis %+v: want concurrency, naming endpoint #2", d)
 	}
 }
+
+// TestLineSaysBusyMachine: the sweep's answer line says when every step,
+// or some, ran on a busy machine (the steps' summaries say so), and says
+// nothing of it when none did.
+func TestLineSaysBusyMachine(t *testing.T) {
+	step := func(busy bool) Step {
+		return Step{Summary: &metrics.Summary{Saturation: &metrics.Saturation{MachineBusy: busy}}}
+	}
+	for _, tc := range []struct {
+		steps []Step
+		want  string
+	}{
+		{[]Step{step(true), step(true), step(true)}, "; every step ran on a busy machine"},
+		{[]Step{step(true), step(false), step(true)}, "; 2 of 3 steps ran on a busy machine"},
+		{[]Step{step(false), {}}, ""},
+	} {
+		r := &Result{Variable: Rate, Capacity: &Answer{Value: 10, Rate: 10}, Steps: tc.steps}
+		got := line(&Config{}, r)
+		if tc.want == "" && strings.Contains(got, "busy") || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("%d steps: line %q, want %q", len(tc.steps), got, tc.want)
+		}
+	}
+}

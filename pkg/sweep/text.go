@@ -45,7 +45,36 @@ func line(c *Config, r *Result) string {
 	if r.Stopped != "" {
 		fmt.Fprintf(&b, "; stopped: %s", r.StopReason)
 	}
+	if busy := BusyText(r.Steps); busy != "" {
+		b.WriteString("; " + busy)
+	}
 	return b.String()
+}
+
+// BusySteps counts the steps whose run found the machine busy — send lag
+// from other processes while the client kept up (metrics.Saturation's
+// MachineBusy) — among the steps.
+func BusySteps(steps []Step) (busy int) {
+	for i := range steps {
+		if s := steps[i].Summary; s != nil && s.Saturation != nil && s.Saturation.MachineBusy {
+			busy++
+		}
+	}
+	return busy
+}
+
+// BusyText says how many of the steps ran on a busy machine ("" when
+// none): their send lag came from other processes, so their latencies
+// from the scheduled time include it and their capacity may be low.
+func BusyText(steps []Step) string {
+	busy := BusySteps(steps)
+	switch {
+	case busy == 0:
+		return ""
+	case busy == len(steps):
+		return "every step ran on a busy machine (send lag from other processes: the capacity may be understated)"
+	}
+	return fmt.Sprintf("%d of %d steps ran on a busy machine (send lag from other processes: the capacity may be understated)", busy, len(steps))
 }
 
 // criterion says what a passing step met.
