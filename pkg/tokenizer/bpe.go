@@ -283,6 +283,7 @@ func (m *bpe) mergeAll(id, end []int, dst []tok) []tok {
 	}
 	return dst
 }
+
 // pair is a candidate merge of the symbols at pos and after it.
 type pair struct{ rank, pos, left, right, id int }
 
@@ -301,3 +302,10 @@ func (h *pairHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return x
 }
+
+func (m *bpe) id(token string) (int, bool) {
+	id, ok := m.vocab[token]
+	return id, ok
+}
+
+func (m *bpe) size() int { return len(m.vocab) }

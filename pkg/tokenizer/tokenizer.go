@@ -46,6 +46,8 @@ type tok struct{ end, id int }
 // model turns one pre-tokenized piece into tokens, appended to dst.
 type model interface {
 	tokenize(piece string, dst []tok) []tok
+	id(token string) (int, bool) // a token's id in the vocab
+	size() int                   // the vocab's size
 }
 
 // MaxFileBytes bounds a tokenizer.json (the largest common ones, Llama 3's
@@ -157,9 +159,20 @@ func Parse(path string, data []byte) (*Tokenizer, error) {
 		return nil, wrap(path, err)
 	}
 	var raw, normed []*addedToken
+	next := t.model.size() // the id of the next added token not in the vocab
 	for _, a := range f.AddedTokens {
 		if a == nil || a.Content == "" {
 			continue
+		}
+		// Its id is the vocab's, else the next after the vocab and the
+		// added tokens before it (the file's id is not read).
+		if id, ok := t.model.id(a.Content); ok {
+			a.ID = id
+		} else {
+			a.ID = next
+		}
+		if a.ID >= next {
+			next = a.ID + 1
 		}
 		if !a.Normalized {
 			raw = append(raw, a)

@@ -206,3 +206,10 @@ func (m *unigram) hasFallback(c string) bool {
 	}
 	return true
 }
+
+func (m *unigram) id(token string) (int, bool) {
+	id, ok := m.ids[token]
+	return id, ok
+}
+
+func (m *unigram) size() int { return len(m.scores) }

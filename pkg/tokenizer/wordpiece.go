@@ -78,3 +78,10 @@ func (m *wordPiece) tokenize(piece string, dst []tok) []tok {
 	}
 	return dst
 }
+
+func (m *wordPiece) id(token string) (int, bool) {
+	id, ok := m.vocab[token]
+	return id, ok
+}
+
+func (m *wordPiece) size() int { return len(m.vocab) }

