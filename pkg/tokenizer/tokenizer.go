@@ -248,10 +248,11 @@ func (t *Tokenizer) ids(s string) []int {
 }
 
 // Cut returns the longest prefix of s that is n tokens or fewer, and its
-// count: n when s has at least n tokens, unless no prefix of s has
-// exactly n (then the count is the nearest below). A prefix ends where a
-// token of s ends, at a character's boundary, and is counted again, so
-// the count is the prefix's own.
+// count: n when s has at least n tokens, unless no prefix that ends where
+// a token of s ends, between two characters, has exactly n (then the
+// count is the nearest below: a character cut into its bytes' tokens by
+// byte fallback is not cut). The prefix is counted again, so the count is
+// the prefix's own.
 func (t *Tokenizer) Cut(s string, n int) (string, int) {
 	if n <= 0 {
 		return "", 0
