@@ -31,7 +31,7 @@ type merge struct{ rank, id int }
 
 type bpeJSON struct {
 	Vocab                   map[string]int    `json:"vocab"`
-	Merges                  []json.RawMessage `json:"merges"`
+	Merges                  json.RawMessage   `json:"merges"`
 	IgnoreMerges            bool              `json:"ignore_merges"`
 	ContinuingSubwordPrefix *string           `json:"continuing_subword_prefix"`
 	EndOfWordSuffix         *string           `json:"end_of_word_suffix"`
@@ -75,8 +75,9 @@ func parseBPE(raw json.RawMessage, byteLevel bool) (*bpe, error) {
 	if len(j.Vocab) > maxVocab {
 		return nil, fmt.Errorf("BPE vocab: %d tokens, more than %d", len(j.Vocab), maxVocab)
 	}
-	if len(j.Merges) > maxMerges {
-		return nil, fmt.Errorf("BPE merges: %d, more than %d", len(j.Merges), maxMerges)
+	merges, err := parseMerges(j.Merges)
+	if err != nil {
+		return nil, err
 	}
 	for tok, id := range j.Vocab {
 		if len(tok) > maxTokenBytes {
@@ -95,7 +96,7 @@ func parseBPE(raw json.RawMessage, byteLevel bool) (*bpe, error) {
 	if j.Dropout != nil && *j.Dropout > 0 {
 		return nil, unsupportedPart{"BPE dropout"}
 	}
-	m := &bpe{vocab: j.Vocab, merges: make(map[[2]int]merge, len(j.Merges)), ignoreMerges: j.IgnoreMerges,
+	m := &bpe{vocab: j.Vocab, merges: make(map[[2]int]merge, len(merges)), ignoreMerges: j.IgnoreMerges,
 		byteLevel: byteLevel, byteFallback: j.ByteFallback, fuseUnk: j.FuseUnk, unk: -1}
 	for b := range 256 {
 		id, ok := j.Vocab[string(byteRunes[b])]
@@ -116,21 +117,8 @@ func parseBPE(raw json.RawMessage, byteLevel bool) (*bpe, error) {
 		}
 		m.unk = id
 	}
-	for rank, r := range j.Merges {
-		var a, b string
-		var s string
-		if err := json.Unmarshal(r, &s); err == nil {
-			var ok bool
-			if a, b, ok = strings.Cut(s, " "); !ok {
-				return nil, fmt.Errorf("BPE merges[%d]: %q is not two tokens separated by a space", rank, s)
-			}
-		} else {
-			var pair []string
-			if err := json.Unmarshal(r, &pair); err != nil || len(pair) != 2 {
-				return nil, fmt.Errorf("BPE merges[%d]: want \"a b\" or [\"a\", \"b\"]", rank)
-			}
-			a, b = pair[0], pair[1]
-		}
+	for rank, mg := range merges {
+		a, b := mg[0], mg[1]
 		ia, oka := j.Vocab[a]
 		ib, okb := j.Vocab[b]
 		id, ok := j.Vocab[a+b]
@@ -143,6 +131,37 @@ func parseBPE(raw json.RawMessage, byteLevel bool) (*bpe, error) {
 		}
 	}
 	return m, nil
+}
+
+// parseMerges reads the merges: pairs ["a", "b"], or (older files)
+// strings "a b".
+func parseMerges(raw json.RawMessage) ([][2]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var pairs [][2]string
+	if err := json.Unmarshal(raw, &pairs); err == nil {
+		if len(pairs) > maxMerges {
+			return nil, fmt.Errorf("BPE merges: %d, more than %d", len(pairs), maxMerges)
+		}
+		return pairs, nil
+	}
+	var strs []string
+	if err := json.Unmarshal(raw, &strs); err != nil {
+		return nil, errors.New(`BPE merges: want a list of pairs ["a", "b"] or of strings "a b"`)
+	}
+	if len(strs) > maxMerges {
+		return nil, fmt.Errorf("BPE merges: %d, more than %d", len(strs), maxMerges)
+	}
+	pairs = make([][2]string, len(strs))
+	for i, s := range strs {
+		a, b, ok := strings.Cut(s, " ")
+		if !ok {
+			return nil, fmt.Errorf("BPE merges[%d]: %q is not two tokens separated by a space", i, s)
+		}
+		pairs[i] = [2]string{a, b}
+	}
+	return pairs, nil
 }
 
 // tokenize turns the piece into its symbols and merges them pair by pair,
