@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"container/heap"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +20,7 @@ type bpe struct {
 	byteLevel    bool
 	byteID       [256]int // the vocabulary id of each byte's character (-1: none)
 	fallbackID   [256]int // the id of each byte's <0xNN> token (-1: none)
+	asciiID      [128]int // the id of each ASCII character (-1: none)
 	byteFallback bool
 	unk          int // -1: none
 	fuseUnk      bool
@@ -30,15 +30,15 @@ type bpe struct {
 type merge struct{ rank, id int }
 
 type bpeJSON struct {
-	Vocab                   map[string]int    `json:"vocab"`
-	Merges                  json.RawMessage   `json:"merges"`
-	IgnoreMerges            bool              `json:"ignore_merges"`
-	ContinuingSubwordPrefix *string           `json:"continuing_subword_prefix"`
-	EndOfWordSuffix         *string           `json:"end_of_word_suffix"`
-	Dropout                 *float64          `json:"dropout"`
-	UnkToken                *string           `json:"unk_token"`
-	FuseUnk                 bool              `json:"fuse_unk"`
-	ByteFallback            bool              `json:"byte_fallback"`
+	Vocab                   map[string]int  `json:"vocab"`
+	Merges                  json.RawMessage `json:"merges"`
+	IgnoreMerges            bool            `json:"ignore_merges"`
+	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
+	Dropout                 *float64        `json:"dropout"`
+	UnkToken                *string         `json:"unk_token"`
+	FuseUnk                 bool            `json:"fuse_unk"`
+	ByteFallback            bool            `json:"byte_fallback"`
 }
 
 // Limits on a model's vocabulary and merges (the largest common ones,
@@ -109,6 +109,13 @@ func parseBPE(raw json.RawMessage, byteLevel bool) (*bpe, error) {
 			id = -1
 		}
 		m.fallbackID[b] = id
+		if b < 128 {
+			id, ok = j.Vocab[string(rune(b))]
+			if !ok {
+				id = -1
+			}
+			m.asciiID[b] = id
+		}
 	}
 	if j.UnkToken != nil {
 		id, ok := j.Vocab[*j.UnkToken]
@@ -215,6 +222,12 @@ func (m *bpe) symbols(piece string) (id, end []int) {
 		}
 	}
 	for i := 0; i < len(piece); {
+		if b := piece[i]; b < utf8.RuneSelf && m.asciiID[b] >= 0 {
+			flush()
+			id, end = append(id, m.asciiID[b]), append(end, i+1)
+			i++
+			continue
+		}
 		_, n := utf8.DecodeRuneInString(piece[i:])
 		c := piece[i : i+n]
 		if v, ok := m.vocab[c]; ok {
@@ -265,7 +278,7 @@ func (m *bpe) mergeAll(id, end []int, dst []tok) []tok {
 		next[i], prev[i] = i+1, i-1
 	}
 	next[n-1] = -1
-	h := &pairHeap{}
+	h := pairHeap(make([]pair, 0, n))
 	push := func(i int) {
 		if i < 0 {
 			return
@@ -275,14 +288,14 @@ func (m *bpe) mergeAll(id, end []int, dst []tok) []tok {
 			return
 		}
 		if g, ok := m.merges[[2]int{id[i], id[j]}]; ok {
-			heap.Push(h, pair{rank: g.rank, pos: i, left: id[i], right: id[j], id: g.id})
+			h.push(pair{rank: g.rank, pos: i, left: id[i], right: id[j], id: g.id})
 		}
 	}
 	for i := 0; i+1 < n; i++ {
 		push(i)
 	}
-	for h.Len() > 0 {
-		p := heap.Pop(h).(pair)
+	for len(h) > 0 {
+		p := h.pop()
 		j := next[p.pos]
 		if id[p.pos] != p.left || j < 0 || id[j] != p.right {
 			continue // stale: a symbol of the pair was merged away
@@ -306,20 +319,49 @@ func (m *bpe) mergeAll(id, end []int, dst []tok) []tok {
 // pair is a candidate merge of the symbols at pos and after it.
 type pair struct{ rank, pos, left, right, id int }
 
-// pairHeap orders candidate merges by rank, then position.
+// pairHeap orders candidate merges by rank, then position (a binary
+// heap of values: no allocation per candidate).
 type pairHeap []pair
 
-func (h pairHeap) Len() int { return len(h) }
-func (h pairHeap) Less(a, b int) bool {
+func (h pairHeap) less(a, b int) bool {
 	return h[a].rank < h[b].rank || h[a].rank == h[b].rank && h[a].pos < h[b].pos
 }
-func (h pairHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *pairHeap) Push(x any)   { *h = append(*h, x.(pair)) }
-func (h *pairHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h *pairHeap) push(p pair) {
+	*h = append(*h, p)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		up := (i - 1) / 2
+		if !q.less(i, up) {
+			break
+		}
+		q[i], q[up] = q[up], q[i]
+		i = up
+	}
+}
+
+func (h *pairHeap) pop() pair {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	q = q[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(q) && q.less(l, m) {
+			m = l
+		}
+		if r < len(q) && q.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	*h = q
+	return top
 }
 
 func (m *bpe) id(token string) (int, bool) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -118,5 +119,29 @@ func TestSyntheticReference(t *testing.T) {
 			t.Errorf("%s: kind %q, want %q", name, tk.Kind(), kind)
 		}
 		compareReference(t, name, tk, ref.Texts, ref.Tokenizers[name])
+	}
+}
+
+// BenchmarkRealCut1024 cuts 1,024 tokens of English prose and code in the
+// real tokenizers (FINESERVE_GEN_TOKENIZER_REF, as TestRealTokenizers).
+func BenchmarkRealCut1024(b *testing.B) {
+	dir := os.Getenv("FINESERVE_GEN_TOKENIZER_REF")
+	if dir == "" {
+		b.Skip("FINESERVE_GEN_TOKENIZER_REF is not set")
+	}
+	text := strings.Repeat("The dog is singing (again): func main() { fmt.Println(\"hello, world\") } 12345... ", 120)
+	for _, name := range []string{"llama2", "gemma3", "llama3"} {
+		tk, err := Load(filepath.Join(dir, "node_modules", "@lenml", "tokenizer-"+name, "models", "tokenizer.json"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, n := tk.Cut(text, 1024); n != 1024 {
+					b.Fatal(n)
+				}
+			}
+		})
 	}
 }

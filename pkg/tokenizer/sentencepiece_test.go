@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -174,6 +175,27 @@ func BenchmarkCut1024SentencePieceBPE(b *testing.B) {
 	for b.Loop() {
 		if _, n := tk.Cut(text, 1024); n != 1024 {
 			b.Fatal(fmt.Sprint(n))
+		}
+	}
+}
+
+// The text is cut into words before each "▁" only where no token joins
+// the character before it to the "▁": here "a▁" is a token, so "a b"
+// stays one piece and merges into "▁", "a▁", "b" (cut before the second
+// "▁" it would be four tokens).
+func TestWordSplitKeepsJoinedTokens(t *testing.T) {
+	f := map[string]any{
+		"normalizer": map[string]any{"type": "Sequence", "normalizers": []any{
+			map[string]any{"type": "Prepend", "prepend": "▁"},
+			map[string]any{"type": "Replace", "pattern": map[string]any{"String": " "}, "content": "▁"}}},
+		"model": map[string]any{"type": "BPE", "vocab": map[string]int{"▁": 0, "a": 1, "b": 2, "a▁": 3, "c": 4, "▁c": 5},
+			"merges": []string{"a ▁", "▁ c"}},
+	}
+	data, _ := json.Marshal(f)
+	tk := parse(t, data)
+	for in, want := range map[string][]int{"a b": {0, 3, 2}, "b c": {0, 2, 5}, "a c": {0, 3, 4}} {
+		if got := tk.ids(in); !slices.Equal(got, want) {
+			t.Errorf("%q: ids %v, want %v", in, got, want)
 		}
 	}
 }

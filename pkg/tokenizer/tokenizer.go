@@ -139,6 +139,9 @@ func Parse(path string, data []byte) (*Tokenizer, error) {
 		t.model, t.kind = m, "byte-level BPE"
 		if !byteLevel {
 			t.kind = "SentencePiece BPE"
+			if split := wordSplit(m); split != nil {
+				t.pre = append(t.pre, split)
+			}
 		}
 	case "Unigram":
 		m, err := parseUnigram(f.Model)
