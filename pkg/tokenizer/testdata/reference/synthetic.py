@@ -55,10 +55,14 @@ CHARS = list("abcdefghijklmnopqrstuvwxyz,.!?'()=:0123456789\n\t" + M) + ["中", 
 WORDS = [M + "the", M + "hello", M + "world", "ll", "he", M + M, M + M + M + M, "in", "ing", M + "t", "中文", "\n\n"]
 
 # Llama 2 and Mistral v0.1: Prepend and Replace normalizers, no
-# pre-tokenizer, byte fallback.
+# pre-tokenizer, byte fallback; added tokens that take the spaces before
+# them (lstrip), match only as a word of their own (single_word), or are
+# found in the normalized text (normalized).
 write("spm_bpe.json", {
     "version": "1.0", "truncation": None, "padding": None,
-    "added_tokens": [special(0, "<unk>"), special(1, "<s>"), special(2, "</s>")],
+    "added_tokens": [special(0, "<unk>"), special(1, "<s>"), special(2, "</s>"),
+                     special(400, "<mask>", lstrip=True), special(401, "[w]", single_word=True),
+                     special(402, "<n>", normalized=True, sp=False)],
     "normalizer": {"type": "Sequence", "normalizers": [
         {"type": "Prepend", "prepend": M},
         {"type": "Replace", "pattern": {"String": " "}, "content": M}]},
@@ -131,6 +135,7 @@ TEXTS = [
     "QQQ unknown CAPS", "a b ab abab ababab", "12 121 2112", "(x) = y: z, w!", M + "meta" + M + " char",
     "<s>hello</s>", "hello<s>", "<s> the", "<sep>   the", "the<sep>the", "<unk>", "xyz" * 20,
     "hello world " * 30,
+    "a <mask> b", "x   <mask>", "<mask>", "[w] a[w] [w]b é[w] _[w] 1[w] ([w])", "hello <n> world<n>", "<n>", " <n>",
 ]
 with open(os.path.join(HERE, "synthetic_texts.json"), "w", encoding="utf-8") as fh:
     json.dump(TEXTS, fh, ensure_ascii=False, indent=0)
