@@ -80,7 +80,9 @@ func parseUnigram(raw json.RawMessage) (*unigram, error) {
 		m.ids[piece] = i
 		m.scores[i] = score
 		minScore = min(minScore, score)
-		m.insert(piece)
+		if !m.insert(piece) {
+			return nil, fmt.Errorf("Unigram vocab: the pieces up to vocab[%d] have more than %d distinct prefixes", i, maxTrieNodes)
+		}
 		m.maxBytes = max(m.maxBytes, len(piece))
 	}
 	m.unkScore = minScore - unkPenalty
@@ -94,16 +96,25 @@ func parseUnigram(raw json.RawMessage) (*unigram, error) {
 	return m, nil
 }
 
-// insert adds a piece to the trie (its id is looked up when found).
-func (m *unigram) insert(piece string) {
+// maxTrieNodes bounds the trie of a Unigram's pieces: one node per
+// distinct prefix, so a vocabulary of a few hundred thousand short pieces
+// stays far below it, and a file of long made-up pieces is refused.
+const maxTrieNodes = 1 << 24
+
+// insert adds a piece to the trie (its id is looked up when found); false
+// when the trie would hold more than maxTrieNodes.
+func (m *unigram) insert(piece string) bool {
 	if piece == "" {
-		return
+		return true
 	}
 	node := int32(0)
 	for i := 0; i < len(piece); i++ {
 		k := uint64(node)<<8 | uint64(piece[i])
 		c, ok := m.children[k]
 		if !ok {
+			if len(m.entry) >= maxTrieNodes {
+				return false
+			}
 			c = int32(len(m.entry))
 			m.entry = append(m.entry, -1)
 			m.children[k] = c
@@ -111,6 +122,7 @@ func (m *unigram) insert(piece string) {
 		node = c
 	}
 	m.entry[node] = 1
+	return true
 }
 
 // node is the best way found to cut the text up to a position: the
