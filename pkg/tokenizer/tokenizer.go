@@ -50,8 +50,8 @@ type model interface {
 	size() int                   // the vocab's size
 }
 
-// MaxFileBytes bounds a tokenizer.json (the largest common ones, Llama 3's
-// and Qwen's, are under 12 MB).
+// MaxFileBytes bounds a tokenizer.json (the largest common ones, Gemma 2's
+// and 3's, are under 40 MB).
 const MaxFileBytes = 256 << 20
 
 // cacheLimit bounds the pieces whose tokens are remembered, and
