@@ -35,7 +35,7 @@ func runFlags(o *options.Options, prof *profiles) (fs *pflag.FlagSet, finish fun
 	fs.IntVar(&o.Port, "port", o.Port, "server port")
 	fs.StringVar(&o.Endpoint, "endpoint", o.Endpoint, "request path, overriding the backend's (e.g. /v1/completions)")
 	fs.StringVar(&o.Model, "model", o.Model, "model name (default: the first model the server lists)")
-	fs.StringVar(&o.Tokenizer, "tokenizer", o.Tokenizer, "Hugging Face tokenizer.json (or a directory holding one): dataset and text prompts are counted and cut in its tokens, exactly (byte-level BPE and WordPiece; default: words)")
+	fs.StringVar(&o.Tokenizer, "tokenizer", o.Tokenizer, "Hugging Face tokenizer.json (or a directory holding one): dataset and text prompts are counted and cut in its tokens, exactly (byte-level BPE, SentencePiece BPE, Unigram and WordPiece; default: words)")
 	fs.BoolVar(&o.TokenizeViaServer, "tokenize-via-server", o.TokenizeViaServer, "size --dataset-path's prompts and replies with the server's /tokenize (vLLM) instead of in words; other sizes are still cut in words")
 	fs.BoolVar(&o.Insecure, "insecure", o.Insecure, "skip TLS certificate verification (warned)")
 	fs.StringVar(&o.CACert, "ca-cert", o.CACert, "verify the server's TLS certificate against the CAs in this PEM file instead of the system's")

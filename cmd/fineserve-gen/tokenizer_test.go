@@ -112,23 +112,62 @@ func TestTokenizerSizesSyntheticText(t *testing.T) {
 
 func TestTokenizerBadInput(t *testing.T) {
 	dir := t.TempDir()
-	unigram := filepath.Join(dir, "unigram.json")
-	os.WriteFile(unigram, []byte(`{"model": {"type": "Unigram", "vocab": [["a", -1.0]]}}`), 0o644)
+	wordLevel := filepath.Join(dir, "wordlevel.json")
+	os.WriteFile(wordLevel, []byte(`{"model": {"type": "WordLevel", "vocab": {"a": 0}}}`), 0o644)
 	broken := filepath.Join(dir, "broken.json")
 	os.WriteFile(broken, []byte(`{"model": `), 0o644)
 	args := func(more ...string) []string {
 		return append([]string{"--dry-run", "--num-prompts", "2", "--seed", "1"}, more...)
 	}
-	wantUsage(t, args("--tokenizer", unigram), "--tokenizer", unigram, `unsupported: model type "Unigram"`)
+	wantUsage(t, args("--tokenizer", wordLevel), "--tokenizer", wordLevel, `unsupported: model type "WordLevel"`)
 	wantUsage(t, args("--tokenizer", broken), "--tokenizer", broken, "not a tokenizer.json")
 	wantUsage(t, args("--tokenizer", filepath.Join(dir, "missing")), "--tokenizer", "missing")
 	wantUsage(t, args("--tokenizer", dir), "a directory without a tokenizer.json")
 	wantUsage(t, args("--tokenize-via-server", "--dataset-path", "testdata/sharegpt.json"), "--tokenize-via-server", "--dry-run")
 	wantUsage(t, args("--tokenize-via-server"), "--tokenize-via-server", "give a dataset")
-	wantUsage(t, args("--tokenize-via-server", "--tokenizer", unigram, "--dataset-path", "testdata/sharegpt.json"), "choose one")
+	wantUsage(t, args("--tokenize-via-server", "--tokenizer", wordLevel, "--dataset-path", "testdata/sharegpt.json"), "choose one")
 	// mock-server refuses one too.
-	code, _, errb := runCmd("mock-server", "--port", "0", "--tokenizer", unigram)
-	if code != exitUsage || !strings.Contains(errb, "Unigram") {
-		t.Errorf("mock-server --tokenizer %s: exit %d, %q", unigram, code, errb)
+	code, _, errb := runCmd("mock-server", "--port", "0", "--tokenizer", wordLevel)
+	if code != exitUsage || !strings.Contains(errb, "WordLevel") {
+		t.Errorf("mock-server --tokenizer %s: exit %d, %q", wordLevel, code, errb)
+	}
+}
+
+// SentencePiece tokenizers (a BPE with byte fallback behind Llama 2's
+// Prepend and Replace normalizers, a Unigram) size dataset and synthetic
+// text prompts end to end: the prompts sent are cut in the text itself
+// (spaces, not the normalizer's "▁", which the server would count again),
+// so the built-in server counting in the same file sees exactly each
+// input_len.
+func TestTokenizerSentencePiece(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "sharegpt.json")
+	os.WriteFile(data, []byte(punctDataset), 0o644)
+	for _, name := range []string{"spm_bpe", "unigram_fallback"} {
+		path := filepath.Join("..", "..", "pkg", "tokenizer", "testdata", name+".json")
+		tk, err := tokenizer.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, port := mocktest.Start(t, mockserver.Config{Models: []string{"mock-model"}, Tokenizer: tk})
+		for _, more := range [][]string{
+			{"--backend", "openai-chat", "--dataset-name", "sharegpt", "--dataset-path", data},
+			{"--backend", "vllm", "--prompt-format", "text", "--random-input-len", "60", "--random-range-ratio", "0.5"},
+		} {
+			args := append(mockTarget(port, "--num-prompts", "6", "--request-rate", "inf", "--seed", "1", "--warmup-requests", "0",
+				"--quiet", "--tokenizer", path), more...)
+			r := mustRunTool(t, args...)
+			recs := testenv.ReadJSONL[lenRecord](t, r.path("results.jsonl"))
+			if len(recs) != 6 {
+				t.Errorf("%s %v: %d records, want 6", name, more, len(recs))
+			}
+			for i, rec := range recs {
+				if rec.PromptTokens != rec.InputLen || rec.InputLen == 0 {
+					t.Errorf("%s %v: record %d: the server counted %d tokens for input_len %d", name, more, i, rec.PromptTokens, rec.InputLen)
+				}
+			}
+			if u := r.summary(t).PromptUnits; u != "tokenizer" {
+				t.Errorf("%s %v: prompt_units %q", name, more, u)
+			}
+		}
 	}
 }

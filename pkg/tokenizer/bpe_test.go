@@ -50,7 +50,11 @@ func FuzzBPEMerges(f *testing.F) {
 		if len(s) > 512 {
 			return
 		}
-		got, want := m.tokenize(s, nil), naiveMerge(m, s)
+		var got []int
+		for _, k := range m.tokenize(s, nil) {
+			got = append(got, k.end)
+		}
+		want := naiveMerge(m, s)
 		if fmt.Sprint(got) != fmt.Sprint(want) && !(len(got) == 0 && len(want) == 0) {
 			t.Fatalf("%q: heap %v, naive %v", s, got, want)
 		}

@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
 	"golang.org/x/text/unicode/norm"
 )
 
-// normalizer rewrites the text before it is pre-tokenized.
-type normalizer func(string) string
+// normalizer rewrites the text before it is pre-tokenized, keeping where
+// each part came from.
+type normalizer func(ntext) ntext
 
 type normJSON struct {
 	Type               string          `json:"type"`
@@ -27,6 +29,9 @@ type normJSON struct {
 	Prepend            string          `json:"prepend"`
 }
 
+// maxNormalizers bounds a Sequence's normalizers, nested ones included.
+const maxNormalizers = 64
+
 func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -35,7 +40,8 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 	if err := json.Unmarshal(raw, &n); err != nil {
 		return nil, fmt.Errorf("normalizer: %w", err)
 	}
-	return n.build()
+	count := 0
+	return n.build(&count)
 }
 
 func flag(p *bool, def bool) bool {
@@ -45,12 +51,23 @@ func flag(p *bool, def bool) bool {
 	return *p
 }
 
-func (n normJSON) build() (normalizer, error) {
+func form(f norm.Form) normalizer { return func(t ntext) ntext { return formText(t, f) } }
+
+func runes(f func(r rune, dst []byte) []byte) normalizer {
+	return func(t ntext) ntext { return mapRunes(t, f) }
+}
+
+func lower(r rune, dst []byte) []byte { return utf8.AppendRune(dst, unicode.ToLower(r)) }
+
+func (n normJSON) build(count *int) (normalizer, error) {
+	if *count++; *count > maxNormalizers {
+		return nil, fmt.Errorf("normalizer: more than %d normalizers", maxNormalizers)
+	}
 	switch n.Type {
 	case "Sequence":
 		var all []normalizer
 		for _, m := range n.Normalizers {
-			f, err := m.build()
+			f, err := m.build(count)
 			if err != nil {
 				return nil, err
 			}
@@ -58,43 +75,42 @@ func (n normJSON) build() (normalizer, error) {
 				all = append(all, f)
 			}
 		}
-		return func(s string) string {
+		return func(t ntext) ntext {
 			for _, f := range all {
-				s = f(s)
+				t = f(t)
 			}
-			return s
+			return t
 		}, nil
 	case "NFC":
-		return norm.NFC.String, nil
+		return form(norm.NFC), nil
 	case "NFD":
-		return norm.NFD.String, nil
+		return form(norm.NFD), nil
 	case "NFKC":
-		return norm.NFKC.String, nil
+		return form(norm.NFKC), nil
 	case "NFKD":
-		return norm.NFKD.String, nil
+		return form(norm.NFKD), nil
 	case "Lowercase":
-		return strings.ToLower, nil
+		return runes(lower), nil
 	case "StripAccents":
 		return stripMarks, nil
 	case "Strip":
 		left, right := flag(n.Left, true), flag(n.Right, true)
-		return func(s string) string {
+		return func(t ntext) ntext {
+			a, e := 0, len(t.s)
 			if left {
-				s = strings.TrimLeftFunc(s, unicode.IsSpace)
+				a = len(t.s) - len(strings.TrimLeftFunc(t.s, unicode.IsSpace))
 			}
 			if right {
-				s = strings.TrimRightFunc(s, unicode.IsSpace)
+				e = len(strings.TrimRightFunc(t.s, unicode.IsSpace))
 			}
-			return s
+			return trimText(t, a, max(a, e))
 		}, nil
 	case "Prepend":
 		p := n.Prepend
-		return func(s string) string {
-			if s == "" {
-				return s
-			}
-			return p + s
-		}, nil
+		if len(p) > maxTokenBytes {
+			return nil, fmt.Errorf("normalizer Prepend: prepend: longer than %d bytes", maxTokenBytes)
+		}
+		return func(t ntext) ntext { return prependText(t, p) }, nil
 	case "Replace":
 		var pat struct {
 			Regex  *string `json:"Regex"`
@@ -104,64 +120,62 @@ func (n normJSON) build() (normalizer, error) {
 			return nil, fmt.Errorf("normalizer Replace: pattern: %w", err)
 		}
 		content := n.Content
+		if len(content) > maxTokenBytes {
+			return nil, fmt.Errorf("normalizer Replace: content: longer than %d bytes", maxTokenBytes)
+		}
 		if pat.String != nil {
 			old := *pat.String
-			return func(s string) string { return strings.ReplaceAll(s, old, content) }, nil
+			if old == "" {
+				return nil, fmt.Errorf("normalizer Replace: an empty pattern String")
+			}
+			return func(t ntext) ntext { return replaceAt(t, literalRanges(old, t.s), content) }, nil
 		}
 		if pat.Regex != nil {
 			re, err := regexp2.Compile(*pat.Regex, regexp2.None)
 			if err != nil {
 				return nil, fmt.Errorf("normalizer Replace: pattern %q: %w", *pat.Regex, err)
 			}
-			return func(s string) string {
-				r, err := re.Replace(s, content, -1, -1)
-				if err != nil {
-					return s
-				}
-				return r
-			}, nil
+			// The content is put in literally (no $1).
+			return func(t ntext) ntext { return replaceAt(t, regexMatches(re, t.s), content) }, nil
 		}
 		return nil, fmt.Errorf("normalizer Replace: want a pattern {\"Regex\": …} or {\"String\": …}")
 	case "BertNormalizer":
-		clean, chinese, lower := flag(n.CleanText, true), flag(n.HandleChineseChars, true), flag(n.Lowercase, true)
-		strip := flag(n.StripAccents, lower) // null: as lowercase
-		return func(s string) string {
-			var b strings.Builder
-			for _, r := range s {
+		clean, chinese, low := flag(n.CleanText, true), flag(n.HandleChineseChars, true), flag(n.Lowercase, true)
+		strip := flag(n.StripAccents, low) // null: as lowercase
+		return func(t ntext) ntext {
+			t = mapRunes(t, func(r rune, dst []byte) []byte {
 				switch {
 				case clean && (r == 0 || r == 0xfffd || isControl(r)):
-					continue
+					return dst
 				case clean && unicode.IsSpace(r):
-					b.WriteByte(' ')
+					return append(dst, ' ')
 				case chinese && isChinese(r):
-					b.WriteByte(' ')
-					b.WriteRune(r)
-					b.WriteByte(' ')
-				default:
-					b.WriteRune(r)
+					return append(utf8.AppendRune(append(dst, ' '), r), ' ')
 				}
-			}
-			out := b.String()
+				return utf8.AppendRune(dst, r)
+			})
 			if strip {
-				out = stripMarks(out)
+				t = stripMarks(t)
 			}
-			if lower {
-				out = strings.ToLower(out)
+			if low {
+				t = mapRunes(t, lower)
 			}
-			return out
+			return t
 		}, nil
+	case "Precompiled":
+		return nil, unsupportedPart{`normalizer "Precompiled" (a SentencePiece precompiled_charsmap, e.g. T5 or XLM-R)`}
 	}
 	return nil, unsupportedPart{fmt.Sprintf("normalizer %q", n.Type)}
 }
 
-// stripMarks decomposes s and removes its combining marks.
-func stripMarks(s string) string {
-	return strings.Map(func(r rune) rune {
+// stripMarks decomposes t and removes its combining marks.
+func stripMarks(t ntext) ntext {
+	return mapRunes(formText(t, norm.NFD), func(r rune, dst []byte) []byte {
 		if unicode.Is(unicode.Mn, r) {
-			return -1
+			return dst
 		}
-		return r
-	}, norm.NFD.String(s))
+		return utf8.AppendRune(dst, r)
+	})
 }
 
 // isControl is BERT's control character: a C category other than \t \n \r.

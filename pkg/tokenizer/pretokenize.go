@@ -11,10 +11,37 @@ import (
 )
 
 // span is a piece of the text being tokenized: s[start:end], after prefix
-// (a space a ByteLevel pre-tokenizer prepends, which is not in s).
+// (a space a ByteLevel pre-tokenizer prepends, or Metaspace's "▁", which
+// is not in s), with its spaces as meta when that is not 0 (Metaspace's
+// replacement).
 type span struct {
 	start, end int
 	prefix     string
+	meta       rune
+	first      bool // the span starts the text (Metaspace's "first")
+}
+
+// offset maps k, an offset in the span's text, to one in s: the prefix
+// ends where the span starts; a replaced space's bytes end after it.
+func (sp span) offset(s string, k int) int {
+	k -= len(sp.prefix)
+	if k <= 0 {
+		return sp.start
+	}
+	if sp.meta == 0 {
+		return sp.start + k
+	}
+	w := utf8.RuneLen(sp.meta)
+	i := sp.start
+	for i < sp.end && k > 0 {
+		if s[i] == ' ' {
+			k -= w
+		} else {
+			k--
+		}
+		i++
+	}
+	return i
 }
 
 // preTokenizer splits the piece sp of s into pieces, appended to dst.
@@ -33,7 +60,14 @@ type preJSON struct {
 	Invert           bool            `json:"invert"`
 	IndividualDigits bool            `json:"individual_digits"`
 	PreTokenizers    []preJSON       `json:"pretokenizers"`
+	Replacement      *string         `json:"replacement"`
+	PrependScheme    *string         `json:"prepend_scheme"`
+	Split            *bool           `json:"split"`
 }
+
+// maxPreTokenizers bounds a Sequence's pre-tokenizers, nested ones
+// included.
+const maxPreTokenizers = 64
 
 // parsePreTokenizer reads the pre_tokenizer of tokenizer.json, and whether
 // it is (or holds) a ByteLevel one.
@@ -46,16 +80,20 @@ func parsePreTokenizer(raw json.RawMessage) ([]preTokenizer, bool, error) {
 		return nil, false, fmt.Errorf("pre_tokenizer: %w", err)
 	}
 	byteLevel := false
-	pre, err := p.build(&byteLevel)
+	count := 0
+	pre, err := p.build(&byteLevel, &count)
 	return pre, byteLevel, err
 }
 
-func (p preJSON) build(byteLevel *bool) ([]preTokenizer, error) {
+func (p preJSON) build(byteLevel *bool, count *int) ([]preTokenizer, error) {
+	if *count++; *count > maxPreTokenizers {
+		return nil, fmt.Errorf("pre_tokenizer: more than %d pre-tokenizers", maxPreTokenizers)
+	}
 	switch p.Type {
 	case "Sequence":
 		var all []preTokenizer
 		for _, q := range p.PreTokenizers {
-			pre, err := q.build(byteLevel)
+			pre, err := q.build(byteLevel, count)
 			if err != nil {
 				return nil, err
 			}
@@ -130,6 +168,8 @@ func (p preJSON) build(byteLevel *bool) ([]preTokenizer, error) {
 			return nil, err
 		}
 		return []preTokenizer{charSplit(isBertPunct, b, true)}, nil
+	case "Metaspace":
+		return p.metaspace()
 	case "Digits":
 		if p.IndividualDigits {
 			return []preTokenizer{charSplit(unicode.IsDigit, "Isolated", true)}, nil
@@ -148,7 +188,16 @@ func checkBehavior(b string) error {
 }
 
 // text is a span's text.
-func text(s string, sp span) string { return sp.prefix + s[sp.start:sp.end] }
+func text(s string, sp span) string {
+	body := s[sp.start:sp.end]
+	if sp.meta != 0 && strings.IndexByte(body, ' ') >= 0 {
+		body = strings.ReplaceAll(body, " ", string(sp.meta))
+	}
+	if sp.prefix == "" {
+		return body
+	}
+	return sp.prefix + body
+}
 
 // withSpace prepends a space to a piece that does not start with one.
 func withSpace(s string, sp span) span {
@@ -306,11 +355,50 @@ func splitSpan(s string, sp span, ms [][2]int, behavior string, invert bool, dst
 		if g.b <= g.a {
 			continue
 		}
-		piece := span{start: sp.start + max(g.a-p, 0), end: sp.start + max(g.b-p, 0)}
+		piece := span{start: sp.offset(s, g.a), end: sp.offset(s, g.b), meta: sp.meta, first: sp.first && g.a == 0}
 		if g.a < p {
 			piece.prefix = t[g.a:min(g.b, p)]
 		}
 		dst = append(dst, piece)
 	}
 	return dst
+}
+
+// metaspace is SentencePiece's pre-tokenizer: spaces become the
+// replacement ("▁"), one is put before the piece (always, only before the
+// text's first, or never: prepend_scheme; add_prefix_space in older
+// files), and the piece is split before each replacement (split).
+func (p preJSON) metaspace() ([]preTokenizer, error) {
+	repl := '\u2581'
+	if p.Replacement != nil {
+		r, n := utf8.DecodeRuneInString(*p.Replacement)
+		if n == 0 || n != len(*p.Replacement) || r == utf8.RuneError || r == ' ' {
+			return nil, fmt.Errorf("pre_tokenizer Metaspace: replacement %q: want one character", *p.Replacement)
+		}
+		repl = r
+	}
+	scheme := "always"
+	switch {
+	case p.PrependScheme != nil:
+		scheme = *p.PrependScheme
+	case p.AddPrefixSpace != nil && !*p.AddPrefixSpace:
+		scheme = "never"
+	}
+	if scheme != "always" && scheme != "first" && scheme != "never" {
+		return nil, unsupportedPart{fmt.Sprintf("Metaspace prepend_scheme %q", scheme)}
+	}
+	split := p.Split == nil || *p.Split
+	rs := string(repl)
+	return []preTokenizer{func(s string, sp span, dst []span) []span {
+		sp.meta = repl
+		t := text(s, sp)
+		if !strings.HasPrefix(t, rs) && (scheme == "always" || scheme == "first" && sp.first) {
+			sp.prefix = rs + sp.prefix
+			t = rs + t
+		}
+		if !split {
+			return append(dst, sp)
+		}
+		return splitSpan(s, sp, literalMatches(rs, t), "MergedWithNext", false, dst)
+	}}, nil
 }

@@ -1,14 +1,16 @@
 // Package tokenizer counts and cuts text in the tokens of a Hugging Face
-// tokenizer (tokenizer.json): byte-level BPE (GPT-2, Llama 3, Qwen) and
-// WordPiece (BERT) models with their normalizers and pre-tokenizers.
+// tokenizer (tokenizer.json): byte-level BPE (GPT-2, Llama 3, Qwen),
+// SentencePiece-style BPE with byte fallback (Llama 2, Mistral, Gemma),
+// Unigram (SentencePiece's other model) and WordPiece (BERT), with their
+// normalizers, pre-tokenizers and added tokens.
 //
 // No pure-Go library reads those files exactly (github.com/sugarme/tokenizer
 // compiles Split patterns with Go's regexp, which has no look-ahead, so
 // Llama 3's and Qwen's pattern panics, and it exits the process on some
-// bad inputs), so the two models are implemented here, with look-ahead
-// patterns through github.com/dlclark/regexp2. Anything else (Unigram,
-// WordLevel, Metaspace, a BPE that is not byte-level…) is refused by Load
-// with an error naming what is unsupported.
+// bad inputs), so the models are implemented here, with look-ahead
+// patterns through github.com/dlclark/regexp2. Anything else (WordLevel,
+// the Precompiled normalizer…) is refused by Load with an error naming
+// what is unsupported.
 package tokenizer
 
 import (
@@ -18,9 +20,8 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // Tokenizer counts and cuts text. It is safe for concurrent use.
@@ -30,26 +31,36 @@ type Tokenizer struct {
 	norm  normalizer     // nil: none
 	pre   []preTokenizer // applied in order, each to the pieces of the last
 	model model
-	added []string // added tokens' contents, longest first: one token each
-	// byFirst lists the added tokens by their first byte, longest first.
-	byFirst [256][]string
+	// raw holds the added tokens found before normalization, normed the
+	// normalized ones (their content normalized) found after it.
+	raw, normed *addedSet
 
 	mu    sync.Mutex
-	cache map[string][]int // a piece's token end offsets (bytes)
+	cache map[string][]tok // a piece's tokens
 }
 
-// model turns one pre-tokenized piece into tokens, returning each token's
-// end offset in bytes within the piece.
+// tok is a token: its id and where it ends (bytes) in the text it is
+// a token of.
+type tok struct{ end, id int }
+
+// model turns one pre-tokenized piece into tokens, appended to dst.
 type model interface {
-	tokenize(piece string, dst []int) []int
+	tokenize(piece string, dst []tok) []tok
+	id(token string) (int, bool) // a token's id in the vocab
+	size() int                   // the vocab's size
 }
 
-// MaxFileBytes bounds a tokenizer.json (the largest common ones, Llama 3's
-// and Qwen's, are under 12 MB).
+// MaxFileBytes bounds a tokenizer.json (the largest common ones, Gemma 2's
+// and 3's, are under 40 MB).
 const MaxFileBytes = 256 << 20
 
-// cacheLimit bounds the pieces whose tokens are remembered.
-const cacheLimit = 1 << 16
+// cacheLimit bounds the pieces whose tokens are remembered, and
+// cachePieceBytes the length of one (a SentencePiece tokenizer without a
+// pre-tokenizer has the whole text as its piece).
+const (
+	cacheLimit      = 1 << 16
+	cachePieceBytes = 256
+)
 
 // UnsupportedError is a tokenizer.json that uses something this package
 // does not implement.
@@ -59,7 +70,7 @@ type UnsupportedError struct {
 }
 
 func (e *UnsupportedError) Error() string {
-	return fmt.Sprintf("tokenizer %s: unsupported: %s (supported: byte-level BPE and WordPiece models)", e.Path, e.What)
+	return fmt.Sprintf("tokenizer %s: unsupported: %s (supported: byte-level BPE, SentencePiece BPE, Unigram and WordPiece models)", e.Path, e.What)
 }
 
 // Load reads a tokenizer.json, or the tokenizer.json inside a directory.
@@ -88,9 +99,7 @@ func Load(path string) (*Tokenizer, error) {
 
 // fileJSON is the part of tokenizer.json this package reads.
 type fileJSON struct {
-	AddedTokens []struct {
-		Content string `json:"content"`
-	} `json:"added_tokens"`
+	AddedTokens  []*addedToken   `json:"added_tokens"`
 	Normalizer   json.RawMessage `json:"normalizer"`
 	PreTokenizer json.RawMessage `json:"pre_tokenizer"`
 	Model        json.RawMessage `json:"model"`
@@ -105,7 +114,7 @@ func Parse(path string, data []byte) (*Tokenizer, error) {
 	if len(f.Model) == 0 || string(f.Model) == "null" {
 		return nil, fmt.Errorf("tokenizer %s: not a tokenizer.json: no \"model\"", path)
 	}
-	t := &Tokenizer{path: path, cache: map[string][]int{}}
+	t := &Tokenizer{path: path, cache: map[string][]tok{}}
 	unsupported := func(what string) error { return &UnsupportedError{Path: path, What: what} }
 	var err error
 	if t.norm, err = parseNormalizer(f.Normalizer); err != nil {
@@ -123,33 +132,66 @@ func Parse(path string, data []byte) (*Tokenizer, error) {
 	}
 	switch head.Type {
 	case "BPE", "":
-		if !byteLevel {
-			return nil, unsupported("a BPE model without a ByteLevel pre-tokenizer (SentencePiece-style BPE, e.g. Llama 2 or Mistral)")
-		}
-		m, err := parseBPE(f.Model)
+		m, err := parseBPE(f.Model, byteLevel)
 		if err != nil {
-			return nil, fmt.Errorf("tokenizer %s: model: %w", path, err)
+			return nil, wrap(path, fmt.Errorf("model: %w", err))
 		}
 		t.model, t.kind = m, "byte-level BPE"
+		if !byteLevel {
+			t.kind = "SentencePiece BPE"
+			if split := wordSplit(m); split != nil {
+				t.pre = append(t.pre, split)
+			}
+		}
+	case "Unigram":
+		m, err := parseUnigram(f.Model)
+		if err != nil {
+			return nil, wrap(path, fmt.Errorf("model: %w", err))
+		}
+		t.model, t.kind = m, "Unigram"
 	case "WordPiece":
 		m, err := parseWordPiece(f.Model)
 		if err != nil {
-			return nil, fmt.Errorf("tokenizer %s: model: %w", path, err)
+			return nil, wrap(path, fmt.Errorf("model: %w", err))
 		}
 		t.model, t.kind = m, "WordPiece"
 	default:
 		return nil, unsupported(fmt.Sprintf("model type %q", head.Type))
 	}
+	if err := checkAdded(f.AddedTokens); err != nil {
+		return nil, wrap(path, err)
+	}
+	var raw, normed []*addedToken
+	next := t.model.size() // the id of the next added token not in the vocab
 	for _, a := range f.AddedTokens {
-		if a.Content != "" {
-			t.added = append(t.added, a.Content)
+		if a == nil || a.Content == "" {
+			continue
+		}
+		// Its id is the vocab's, else the next after the vocab and the
+		// added tokens before it (the file's id is not read).
+		if id, ok := t.model.id(a.Content); ok {
+			a.ID = id
+		} else {
+			a.ID = next
+		}
+		if a.ID >= next {
+			next = a.ID + 1
+		}
+		if !a.Normalized {
+			raw = append(raw, a)
+			continue
+		}
+		// A normalized token is found in the normalized text, as the
+		// normalizer makes its content.
+		c := *a
+		if t.norm != nil {
+			c.Content = t.norm(identity(a.Content)).s
+		}
+		if c.Content != "" {
+			normed = append(normed, &c)
 		}
 	}
-	// Longest first, so that a token containing another wins.
-	sort.SliceStable(t.added, func(i, j int) bool { return len(t.added[i]) > len(t.added[j]) })
-	for _, a := range t.added {
-		t.byFirst[a[0]] = append(t.byFirst[a[0]], a)
-	}
+	t.raw, t.normed = newAddedSet(raw), newAddedSet(normed)
 	return t, nil
 }
 
@@ -170,16 +212,17 @@ func wrap(path string, err error) error {
 // Path is the file the tokenizer was read from.
 func (t *Tokenizer) Path() string { return t.path }
 
-// Kind names the model: "byte-level BPE" or "WordPiece".
+// Kind names the model: "byte-level BPE", "SentencePiece BPE", "Unigram"
+// or "WordPiece".
 func (t *Tokenizer) Kind() string { return t.kind }
 
 // Normalize returns s as the tokenizer's normalizer makes it (s itself
-// without one). Cut returns prefixes of the normalized text.
+// without one).
 func (t *Tokenizer) Normalize(s string) string {
 	if t.norm == nil {
 		return s
 	}
-	return t.norm(s)
+	return t.norm(identity(s)).s
 }
 
 // Count is the number of tokens of s: the text's own, without the special
@@ -187,24 +230,33 @@ func (t *Tokenizer) Normalize(s string) string {
 // template's.
 func (t *Tokenizer) Count(s string) int {
 	n := 0
-	t.each(t.Normalize(s), func(int) { n++ })
+	t.each(s, func(tok) { n++ })
 	return n
 }
 
-// Ends returns the byte offset in the normalized s where each token ends.
+// Ends returns the byte offset in s where each token ends. A token that
+// ends inside a character the normalizer rewrote (or inside one of
+// several bytes, byte fallback's tokens) ends where that character ends.
 func (t *Tokenizer) Ends(s string) []int {
 	var ends []int
-	t.each(t.Normalize(s), func(end int) { ends = append(ends, end) })
+	t.each(s, func(k tok) { ends = append(ends, k.end) })
 	return ends
 }
 
-// Cut returns the longest prefix of the normalized s that is n tokens or
-// fewer, and its count: n when s has at least n tokens, unless no prefix
-// of s has exactly n (then the count is the nearest below). A prefix ends
-// where a token of s ends, and is counted again, so the count is the
-// prefix's own.
+// ids returns the token ids of s.
+func (t *Tokenizer) ids(s string) []int {
+	ids := []int{}
+	t.each(s, func(k tok) { ids = append(ids, k.id) })
+	return ids
+}
+
+// Cut returns the longest prefix of s that is n tokens or fewer, and its
+// count: n when s has at least n tokens, unless no prefix that ends where
+// a token of s ends, between two characters, has exactly n (then the
+// count is the nearest below: a character cut into its bytes' tokens by
+// byte fallback is not cut). The prefix is counted again, so the count is
+// the prefix's own.
 func (t *Tokenizer) Cut(s string, n int) (string, int) {
-	s = t.Normalize(s)
 	if n <= 0 {
 		return "", 0
 	}
@@ -215,7 +267,7 @@ func (t *Tokenizer) Cut(s string, n int) (string, int) {
 	for size := 8*n + 64; ; size *= 2 {
 		ends = ends[:0]
 		head := s[:min(size, len(s))]
-		t.each(head, func(end int) { ends = append(ends, end) })
+		t.each(head, func(k tok) { ends = append(ends, k.end) })
 		if len(head) == len(s) {
 			break
 		}
@@ -230,14 +282,18 @@ func (t *Tokenizer) Cut(s string, n int) (string, int) {
 	// Almost always the first candidate has exactly n tokens; a merge or
 	// a split that depends on what follows can make it one more or less.
 	best, bestN := "", 0
-	k := n
+	k := min(n, len(ends))
 	for range 16 {
 		if k < 1 || k > len(ends) {
 			break
 		}
-		p := s[:ends[k-1]]
-		c := 0
-		t.each(p, func(int) { c++ })
+		end := ends[k-1]
+		if end < len(s) && !utf8.RuneStart(s[end]) {
+			k-- // not inside a character
+			continue
+		}
+		p := s[:end]
+		c := t.Count(p)
 		if c == n {
 			return p, n
 		}
@@ -257,45 +313,44 @@ func (t *Tokenizer) Cut(s string, n int) (string, int) {
 // hold to be the whole text's up to the cut.
 const cutMargin = 8
 
-// each calls f with the end offset of every token of the normalized s.
-func (t *Tokenizer) each(s string, f func(end int)) {
-	off := 0
-	for {
-		// An added token is one token wherever it appears.
-		at, tok := len(s), ""
-		if len(t.added) > 0 {
-			at, tok = t.findAdded(s)
+// each calls f with every token of s, its end an offset in s: the added
+// tokens found in s, then in each piece between them normalized, and the
+// model's tokens of the rest after pre-tokenization.
+func (t *Tokenizer) each(s string, f func(tok)) {
+	var segs [16]segment
+	for _, g := range t.raw.split(s, segs[:0]) {
+		if g.tok != nil {
+			f(tok{g.b, g.tok.ID})
+			continue
 		}
-		t.eachPlain(s[:at], f, off)
-		if tok == "" {
-			return
-		}
-		f(off + at + len(tok))
-		off += at + len(tok)
-		s = s[at+len(tok):]
+		t.eachNormalized(s[g.a:g.b], g.a, f)
 	}
 }
 
-// findAdded returns where the first added token in s starts and which it
-// is (len(s) and "" if none): the longest at the first place one starts.
-func (t *Tokenizer) findAdded(s string) (int, string) {
-	for i := 0; i < len(s); i++ {
-		for _, a := range t.byFirst[s[i]] { // longest first
-			if strings.HasPrefix(s[i:], a) {
-				return i, a
-			}
-		}
+// eachNormalized tokenizes raw, the text at off of the whole, which holds
+// no raw added token.
+func (t *Tokenizer) eachNormalized(raw string, off int, f func(tok)) {
+	nt := identity(raw)
+	if t.norm != nil {
+		nt = t.norm(nt)
 	}
-	return len(s), ""
+	var segs [16]segment
+	for _, g := range t.normed.split(nt.s, segs[:0]) {
+		if g.tok != nil {
+			f(tok{off + nt.orig(g.b), g.tok.ID})
+			continue
+		}
+		t.eachPlain(nt, g.a, g.b, off == 0 && g.a == 0, func(k tok) {
+			f(tok{off + nt.orig(k.end), k.id})
+		})
+	}
 }
 
-// eachPlain tokenizes s (no added tokens in it): pre-tokenize, then the
-// model on each piece.
-func (t *Tokenizer) eachPlain(s string, f func(end int), off int) {
-	if s == "" {
-		return
-	}
-	pieces := []span{{0, len(s), ""}}
+// eachPlain tokenizes nt.s[a:b] (no added tokens in it): pre-tokenize,
+// then the model on each piece; first is whether it starts the text.
+func (t *Tokenizer) eachPlain(nt ntext, a, b int, first bool, f func(tok)) {
+	s := nt.s
+	pieces := []span{{start: a, end: b, first: first}}
 	for _, p := range t.pre {
 		var next []span
 		for _, sp := range pieces {
@@ -303,33 +358,36 @@ func (t *Tokenizer) eachPlain(s string, f func(end int), off int) {
 		}
 		pieces = next
 	}
-	var buf []int
+	var buf []tok
 	for _, sp := range pieces {
-		text := sp.prefix + s[sp.start:sp.end]
-		ends := t.lookup(text)
-		if ends == nil {
+		text := text(s, sp)
+		toks := t.lookup(text)
+		if toks == nil {
 			buf = t.model.tokenize(text, buf[:0])
-			ends = t.store(text, buf)
+			toks = buf
+			if len(text) <= cachePieceBytes {
+				toks = t.store(text, buf)
+			}
 		}
-		for _, e := range ends {
-			// A prepended space is not in s: its bytes end at the piece's
-			// start.
-			e -= len(sp.prefix)
-			f(off + sp.start + max(e, 0))
+		for _, k := range toks {
+			f(tok{sp.offset(s, k.end), k.id})
 		}
 	}
 }
 
-func (t *Tokenizer) lookup(piece string) []int {
+func (t *Tokenizer) lookup(piece string) []tok {
+	if len(piece) > cachePieceBytes {
+		return nil
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.cache[piece]
 }
 
-func (t *Tokenizer) store(piece string, ends []int) []int {
-	c := append([]int(nil), ends...)
+func (t *Tokenizer) store(piece string, toks []tok) []tok {
+	c := append([]tok(nil), toks...)
 	if c == nil {
-		c = []int{}
+		c = []tok{}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

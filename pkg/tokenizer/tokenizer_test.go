@@ -68,7 +68,6 @@ func parse(t testing.TB, data []byte) *Tokenizer {
 // pieces returns s cut at its tokens' ends.
 func pieces(tk *Tokenizer, s string) []string {
 	var out []string
-	s = tk.Normalize(s)
 	prev := 0
 	for _, e := range tk.Ends(s) {
 		out = append(out, s[prev:e])
@@ -167,10 +166,10 @@ func TestWordPiece(t *testing.T) {
 		in   string
 		want []string
 	}{
-		{"Hello, World!", []string{"hello", ",", " world", "!"}},
+		{"Hello, World!", []string{"Hello", ",", " World", "!"}}, // cut in the text, not the lowercased one
 		{"unaffable", []string{"un", "aff", "able"}},
 		{"xyz the", []string{"xyz", " the"}}, // xyz: one [UNK]
-		{"Héllo", []string{"hello"}},         // accents stripped with lowercase
+		{"Héllo", []string{"Héllo"}},         // one token: accents stripped with lowercase
 	}
 	for _, c := range cases {
 		got := pieces(tk, c.in)
@@ -221,17 +220,23 @@ func TestLoadErrors(t *testing.T) {
 		os.WriteFile(p, data, 0o644)
 		return p
 	}
-	wp, _ := json.Marshal(map[string]any{"model": map[string]any{"type": "Unigram", "vocab": [][]any{{"a", -1.0}}}})
-	meta, _ := json.Marshal(map[string]any{"pre_tokenizer": map[string]any{"type": "Metaspace"}, "model": map[string]any{"type": "BPE", "vocab": map[string]int{"a": 0}, "merges": []string{}}})
-	spBPE, _ := json.Marshal(map[string]any{"model": map[string]any{"type": "BPE", "vocab": map[string]int{"a": 0}, "merges": []string{}}})
+	wl, _ := json.Marshal(map[string]any{"model": map[string]any{"type": "WordLevel", "vocab": map[string]int{"a": 0}}})
+	pre, _ := json.Marshal(map[string]any{"normalizer": map[string]any{"type": "Precompiled", "precompiled_charsmap": "AAAA"}, "model": map[string]any{"type": "Unigram", "unk_id": 0, "vocab": [][]any{{"a", -1.0}}}})
+	noUnk, _ := json.Marshal(map[string]any{"model": map[string]any{"type": "Unigram", "vocab": [][]any{{"a", -1.0}}}})
+	scheme, _ := json.Marshal(map[string]any{"pre_tokenizer": map[string]any{"type": "Metaspace", "prepend_scheme": "sometimes"}, "model": map[string]any{"type": "BPE", "vocab": map[string]int{"a": 0}, "merges": []string{}}})
+	badUnk, _ := json.Marshal(map[string]any{"model": map[string]any{"type": "BPE", "unk_token": "<unk>", "vocab": map[string]int{"a": 0}, "merges": []string{}}})
+	long, _ := json.Marshal(map[string]any{"model": map[string]any{"type": "Unigram", "unk_id": 0, "vocab": [][]any{{"<unk>", 0.0}, {strings.Repeat("a", 300), -1.0}}}})
 	cases := []struct {
 		path        string
 		unsupported bool
 		want        string
 	}{
-		{write("unigram.json", wp), true, `unsupported: model type "Unigram"`},
-		{write("meta.json", meta), true, `unsupported: pre-tokenizer "Metaspace"`},
-		{write("sp.json", spBPE), true, "unsupported: a BPE model without a ByteLevel pre-tokenizer"},
+		{write("wordlevel.json", wl), true, `unsupported: model type "WordLevel"`},
+		{write("precompiled.json", pre), true, `unsupported: normalizer "Precompiled"`},
+		{write("nounk.json", noUnk), true, "unsupported: a Unigram model without unk_id"},
+		{write("scheme.json", scheme), true, `unsupported: Metaspace prepend_scheme "sometimes"`},
+		{write("badunk.json", badUnk), false, `model: BPE unk_token "<unk>": not in the vocab`},
+		{write("long.json", long), false, "Unigram vocab[1]: a piece longer than 256 bytes"},
 		{write("bad.json", []byte("{")), false, "not a tokenizer.json"},
 		{write("empty.json", []byte("{}")), false, `no "model"`},
 		{filepath.Join(dir, "missing.json"), false, "no such file"},

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"unicode/utf8"
 )
 
@@ -11,6 +12,7 @@ import (
 // ("##"); a piece that cannot be cut is one unknown token.
 type wordPiece struct {
 	vocab    map[string]int
+	unk      int
 	prefix   string
 	maxChars int
 }
@@ -30,7 +32,13 @@ func parseWordPiece(raw json.RawMessage) (*wordPiece, error) {
 	if len(j.Vocab) == 0 {
 		return nil, errors.New("WordPiece: an empty vocab")
 	}
-	m := &wordPiece{vocab: j.Vocab, prefix: "##", maxChars: 100}
+	if len(j.Vocab) > maxVocab {
+		return nil, fmt.Errorf("WordPiece vocab: %d tokens, more than %d", len(j.Vocab), maxVocab)
+	}
+	m := &wordPiece{vocab: j.Vocab, prefix: "##", maxChars: 100, unk: -1}
+	if id, ok := j.Vocab[j.UnkToken]; ok {
+		m.unk = id
+	}
 	if j.ContinuingSubwordPrefix != nil {
 		m.prefix = *j.ContinuingSubwordPrefix
 	}
@@ -40,34 +48,40 @@ func parseWordPiece(raw json.RawMessage) (*wordPiece, error) {
 	return m, nil
 }
 
-func (m *wordPiece) tokenize(piece string, dst []int) []int {
+func (m *wordPiece) tokenize(piece string, dst []tok) []tok {
 	if piece == "" {
 		return dst
 	}
 	if utf8.RuneCountInString(piece) > m.maxChars {
-		return append(dst, len(piece))
+		return append(dst, tok{len(piece), m.unk})
 	}
 	n := len(dst)
 	for start := 0; start < len(piece); {
 		end := len(piece)
-		found := false
+		found, id := false, 0
 		for end > start {
 			sub := piece[start:end]
 			if start > 0 {
 				sub = m.prefix + sub
 			}
-			if _, ok := m.vocab[sub]; ok {
-				found = true
+			if id, found = m.vocab[sub]; found {
 				break
 			}
 			_, size := utf8.DecodeLastRuneInString(piece[start:end])
 			end -= size
 		}
 		if !found {
-			return append(dst[:n], len(piece)) // the whole piece is [UNK]
+			return append(dst[:n], tok{len(piece), m.unk}) // the whole piece is [UNK]
 		}
-		dst = append(dst, end)
+		dst = append(dst, tok{end, id})
 		start = end
 	}
 	return dst
 }
+
+func (m *wordPiece) id(token string) (int, bool) {
+	id, ok := m.vocab[token]
+	return id, ok
+}
+
+func (m *wordPiece) size() int { return len(m.vocab) }
