@@ -426,11 +426,11 @@ func planOutputs(o *options.Options, pf *planFlags, res *plan.Result, name strin
 	}
 	path := o.Observe.ReportHTML
 	if path != "" {
-		page := report.PlanPage{Workload: name, Command: o.Command}
+		page := plan.Page{Workload: name, Command: o.Command}
 		if v != nil {
 			page.Verify = v.Lines
 		}
-		outs = append(outs, report.Output{Name: "--report-html " + path, Path: path, Write: func(w io.Writer) error { return report.WritePlanHTML(w, res, page) }})
+		outs = append(outs, report.Output{Name: "--report-html " + path, Path: path, Write: func(w io.Writer) error { return plan.WriteHTML(w, res, page) }})
 	}
 	if err := report.WriteOutputs(io.Discard, outs...); err != nil {
 		return err

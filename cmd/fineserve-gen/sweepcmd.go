@@ -285,7 +285,7 @@ func workloadName(o *options.Options) string {
 
 // sweepOutputs prints the table and writes --sweep-json and --report-html.
 func sweepOutputs(o *options.Options, sf *sweepFlags, res *sweep.Result, stdout, stderr io.Writer) error {
-	if err := report.WriteOutputs(stdout, report.SweepOutputs(res, sf.json, o.Observe.ReportHTML)...); err != nil {
+	if err := report.WriteOutputs(stdout, sweep.Outputs(res, sf.json, o.Observe.ReportHTML)...); err != nil {
 		return err
 	}
 	if path := o.Observe.ReportHTML; path != "" {
@@ -316,7 +316,7 @@ func reportSweep(path, out string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fineserve-gen report: %v\n", err)
 		return exitFailure
 	}
-	if err := report.WriteOutputs(stdout, report.SweepOutputs(res, "", out)...); err != nil {
+	if err := report.WriteOutputs(stdout, sweep.Outputs(res, "", out)...); err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen report: %v\n", err)
 		return exitFailure
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
-	"github.com/fineserve-gen/fineserve-gen/pkg/sweep"
 )
 
 // Output is one of the outputs a run, a merge, a report or a sweep writes
@@ -60,19 +59,6 @@ func JSONOutput(name, path string, v any) Output {
 		_, err = w.Write(append(b, '\n'))
 		return err
 	}}
-}
-
-// SweepOutputs are a sweep's: its table, and with their paths its JSON
-// (--sweep-json) and its HTML report ("": none).
-func SweepOutputs(res *sweep.Result, jsonPath, htmlPath string) []Output {
-	outs := []Output{{Name: "the sweep's table (standard output)", Write: func(w io.Writer) error { return sweep.WriteTable(w, res) }}}
-	if jsonPath != "" {
-		outs = append(outs, JSONOutput("--sweep-json "+jsonPath, jsonPath, res))
-	}
-	if htmlPath != "" {
-		outs = append(outs, Output{Name: "--report-html " + htmlPath, Path: htmlPath, Write: func(w io.Writer) error { return WriteSweepHTML(w, res) }})
-	}
-	return outs
 }
 
 // LineOutput is the summary as one JSON line appended to path, as

@@ -1,4 +1,4 @@
-package report
+package plan
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"io"
 	"math"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/plan"
+	"github.com/fineserve-gen/fineserve-gen/pkg/report"
 )
 
 // Plot names of a plan's report.
@@ -16,29 +16,29 @@ const (
 	PlotPlanCurve    = "plan_curve"
 )
 
-// PlanPage is what a plan's report shows besides the plan.
-type PlanPage struct {
+// Page is what a plan's report shows besides the plan.
+type Page struct {
 	Workload, Command string
 	// Verify is the verification's lines (none without --verify).
 	Verify []string
 }
 
 type planPage struct {
-	PlanPage
-	R     *plan.Result
-	Plots []plotView
+	Page
+	R     *Result
+	Plots []report.PlotView
 }
 
-// WritePlanHTML writes a planned day's report: the offered rate against
+// WriteHTML writes a planned day's report: the offered rate against
 // the planned capacity, the replicas over the day against static peak
 // provisioning (and a reactive autoscaler's, with a scale-up delay), the
 // capacity curve, and the table of windows. One self-contained page.
-func WritePlanHTML(w io.Writer, r *plan.Result, page PlanPage) error {
+func WriteHTML(w io.Writer, r *Result, page Page) error {
 	if r == nil || len(r.Windows) == 0 {
-		return errors.New("report: no plan")
+		return errors.New("plan: no windows")
 	}
-	pg := planPage{PlanPage: page, R: r}
-	steps := func(y func(plan.Window) float64) ([]float64, []float64) {
+	pg := planPage{Page: page, R: r}
+	steps := func(y func(Window) float64) ([]float64, []float64) {
 		var xs, ys []float64
 		for _, w := range r.Windows {
 			xs = append(xs, w.StartS, w.EndS)
@@ -50,32 +50,32 @@ func WritePlanHTML(w io.Writer, r *plan.Result, page PlanPage) error {
 		if err != nil {
 			return err
 		}
-		pg.Plots = append(pg.Plots, plotView{Name: name, Title: title, SVG: svg})
+		pg.Plots = append(pg.Plots, report.PlotView{Name: name, Title: title, SVG: svg})
 		return nil
 	}
-	rx, ry := steps(func(w plan.Window) float64 { return w.OfferedRate })
-	cx, cy := steps(func(w plan.Window) float64 { return float64(w.Stabilized) * w.Capacity })
-	svg, err := plotTime(PlotPlanRate, "Offered rate and the planned replicas' capacity", "req/s", nil, []timeSeries{
+	rx, ry := steps(func(w Window) float64 { return w.OfferedRate })
+	cx, cy := steps(func(w Window) float64 { return float64(w.Stabilized) * w.Capacity })
+	svg, err := report.PlotTime(PlotPlanRate, "Offered rate and the planned replicas' capacity", "req/s", nil, []report.TimeSeries{
 		{Label: "offered rate", X: rx, Y: ry, Steps: true},
 		{Label: "planned capacity (replicas × capacity at the window's burstiness)", X: cx, Y: cy, Steps: true, Dashed: true},
-	}, yLinear)
+	}, report.YLinear)
 	if err := add(PlotPlanRate, "rate", svg, err); err != nil {
 		return err
 	}
-	sx, sy := steps(func(w plan.Window) float64 { return float64(w.Stabilized) })
-	series := []timeSeries{{Label: "planned replicas", X: sx, Y: sy, Steps: true}}
+	sx, sy := steps(func(w Window) float64 { return float64(w.Stabilized) })
+	series := []report.TimeSeries{{Label: "planned replicas", X: sx, Y: sy, Steps: true}}
 	if r.ScaleDownDelayS > 0 {
-		series[0].Label = "planned replicas (a scale-down held " + fmtSig(r.ScaleDownDelayS/60) + " min)"
-		nx, ny := steps(func(w plan.Window) float64 { return float64(w.Replicas) })
-		series = append(series, timeSeries{Label: "each window's own need", X: nx, Y: ny, Steps: true, Back: true})
+		series[0].Label = "planned replicas (a scale-down held " + report.FmtSig(r.ScaleDownDelayS/60) + " min)"
+		nx, ny := steps(func(w Window) float64 { return float64(w.Replicas) })
+		series = append(series, report.TimeSeries{Label: "each window's own need", X: nx, Y: ny, Steps: true, Back: true})
 	}
 	if r.ScaleUp != nil {
-		ax, ay := steps(func(w plan.Window) float64 { return float64(*w.Reactive) })
-		series = append(series, timeSeries{Label: "reactive autoscaler (at each window's start)", X: ax, Y: ay, Steps: true, Dashed: true})
+		ax, ay := steps(func(w Window) float64 { return float64(*w.Reactive) })
+		series = append(series, report.TimeSeries{Label: "reactive autoscaler (at each window's start)", X: ax, Y: ay, Steps: true, Dashed: true})
 	}
 	end := r.Windows[len(r.Windows)-1].EndS
-	series = append(series, timeSeries{Label: "static peak provisioning", X: []float64{0, end}, Y: []float64{float64(r.PeakReplicas), float64(r.PeakReplicas)}, Steps: true, Back: true})
-	svg, err = plotTime(PlotPlanReplicas, "Replicas over the day", "replicas", nil, series, yCount)
+	series = append(series, report.TimeSeries{Label: "static peak provisioning", X: []float64{0, end}, Y: []float64{float64(r.PeakReplicas), float64(r.PeakReplicas)}, Steps: true, Back: true})
+	svg, err = report.PlotTime(PlotPlanReplicas, "Replicas over the day", "replicas", nil, series, report.YCount)
 	if err := add(PlotPlanReplicas, "replicas", svg, err); err != nil {
 		return err
 	}
@@ -84,19 +84,19 @@ func WritePlanHTML(w io.Writer, r *plan.Result, page PlanPage) error {
 		xs = append(xs, p.CV)
 		ys = append(ys, p.Rate)
 	}
-	svg, err = plotLoad(PlotPlanCurve, "One replica's capacity against burstiness", "burstiness (CV of the gaps)", "req/s within the SLO", xs, []string{"capacity"}, [][]float64{ys}, math.NaN(), math.NaN(), false)
+	svg, err = report.PlotLoad(PlotPlanCurve, "One replica's capacity against burstiness", "burstiness (CV of the gaps)", "req/s within the SLO", xs, []string{"capacity"}, [][]float64{ys}, math.NaN(), math.NaN(), false)
 	if err := add(PlotPlanCurve, "curve", svg, err); err != nil {
 		return err
 	}
 	return planTemplate.Execute(w, &pg)
 }
 
-var planTemplate = template.Must(template.New("plan").Funcs(funcs).Funcs(template.FuncMap{
-	"hm":   plan.ClockTime,
+var planTemplate = template.Must(template.New("plan").Funcs(report.TemplateFuncs()).Funcs(template.FuncMap{
+	"hm":   ClockTime,
 	"reps": func(p *int) int { return *p },
-	"f0":   func(v float64) string { return fmtFloat(v, 0) },
-}).Parse(pageHead + `<title>fineserve-gen plan{{if .Workload}} — {{.Workload}}{{end}}</title>
-<style>` + styleSheet + `</style>
+	"f0":   func(v float64) string { return report.FmtFloat(v, 0) },
+}).Parse(report.PageHead + `<title>fineserve-gen plan{{if .Workload}} — {{.Workload}}{{end}}</title>
+<style>` + report.StyleSheet + `</style>
 </head>
 <body>
 <h1>Capacity plan{{if .Workload}} — {{.Workload}}{{end}}</h1>

@@ -1,4 +1,4 @@
-package report
+package sweep
 
 import (
 	"errors"
@@ -7,11 +7,7 @@ import (
 	"io"
 	"math"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-
-	"github.com/fineserve-gen/fineserve-gen/pkg/sweep"
+	"github.com/fineserve-gen/fineserve-gen/pkg/report"
 )
 
 // Plot names of a sweep's report (the data-plot attribute of each SVG).
@@ -23,10 +19,10 @@ const (
 
 // sweepPage is what the sweep template shows.
 type sweepPage struct {
-	R       *sweep.Result
+	R       *Result
 	Command string
 	Steps   []sweepRow
-	Plots   []plotView
+	Plots   []report.PlotView
 	// Columns shown only when a step has them: cancelled requests
 	// (--cancel-share), several endpoints (each one's counts, and whose
 	// server figures the step shows).
@@ -34,7 +30,7 @@ type sweepPage struct {
 }
 
 type sweepRow struct {
-	sweep.Step
+	Step
 	Value, Goodput, Running, Waiting, KV string
 	// PerEndpoint is one line per endpoint: "#N URL: completed, failed,
 	// cut".
@@ -42,7 +38,7 @@ type sweepRow struct {
 }
 
 // perEndpoint gives a step's counts by endpoint (none with one endpoint).
-func perEndpoint(st *sweep.Step) []string {
+func perEndpoint(st *Step) []string {
 	if st.Summary == nil || len(st.Summary.Endpoints) < 2 {
 		return nil
 	}
@@ -57,13 +53,13 @@ func perEndpoint(st *sweep.Step) []string {
 	return lines
 }
 
-// WriteSweepHTML writes a sweep's report: the answer and its diagnosis,
+// WriteHTML writes a sweep's report: the answer and its diagnosis,
 // latency percentiles, achieved against offered throughput and goodput
-// against load with the capacity marked, and the table of steps. Like
-// WriteHTML it is one self-contained page.
-func WriteSweepHTML(w io.Writer, r *sweep.Result) error {
+// against load with the capacity marked, and the table of steps. Like a
+// run's report it is one self-contained page.
+func WriteHTML(w io.Writer, r *Result) error {
 	if r == nil {
-		return errors.New("report: no sweep result")
+		return errors.New("sweep: no result")
 	}
 	steps := r.SortedSteps()
 	pg := sweepPage{R: r}
@@ -89,7 +85,7 @@ func WriteSweepHTML(w io.Writer, r *sweep.Result) error {
 		capX, capRate = r.Capacity.Value, r.Capacity.Rate
 	}
 	xLabel := string(r.Variable)
-	if r.Variable == sweep.Rate {
+	if r.Variable == Rate {
 		xLabel = "request rate (req/s)"
 	}
 	var xs []float64
@@ -110,10 +106,10 @@ func WriteSweepHTML(w io.Writer, r *sweep.Result) error {
 		if err != nil {
 			return err
 		}
-		pg.Plots = append(pg.Plots, plotView{Name: name, Title: title, SVG: svg})
+		pg.Plots = append(pg.Plots, report.PlotView{Name: name, Title: title, SVG: svg})
 		return nil
 	}
-	svg, err := plotLoad(PlotSweepLatency, "Latency percentiles against load", xLabel, "ms (log scale)", xs, names, series, capX, math.NaN(), true)
+	svg, err := report.PlotLoad(PlotSweepLatency, "Latency percentiles against load", xLabel, "ms (log scale)", xs, names, series, capX, math.NaN(), true)
 	if err := add(PlotSweepLatency, "latency", svg, err); err != nil {
 		return err
 	}
@@ -129,7 +125,7 @@ func WriteSweepHTML(w io.Writer, r *sweep.Result) error {
 			}
 		}
 	}
-	svg, err = plotThroughput(off, ach, capRate)
+	svg, err = report.PlotThroughput(PlotSweepThroughput, off, ach, capRate)
 	if err := add(PlotSweepThroughput, "throughput", svg, err); err != nil {
 		return err
 	}
@@ -142,7 +138,7 @@ func WriteSweepHTML(w io.Writer, r *sweep.Result) error {
 			}
 			good = append(good, v)
 		}
-		svg, err = plotLoad(PlotSweepGoodput, "Goodput against load", xLabel, "% of requests meeting every SLO", xs, []string{"goodput"}, [][]float64{good}, capX, 100*r.MinGoodput, false)
+		svg, err = report.PlotLoad(PlotSweepGoodput, "Goodput against load", xLabel, "% of requests meeting every SLO", xs, []string{"goodput"}, [][]float64{good}, capX, 100*r.MinGoodput, false)
 		if err := add(PlotSweepGoodput, "goodput", svg, err); err != nil {
 			return err
 		}
@@ -150,107 +146,8 @@ func WriteSweepHTML(w io.Writer, r *sweep.Result) error {
 	return sweepTemplate.Execute(w, &pg)
 }
 
-// plotLoad draws series against the sweep's load, with the capacity as a
-// dashed vertical line and, when hline is a number, a dotted target line.
-func plotLoad(name, title, xLabel, yLabel string, xs []float64, names []string, series [][]float64, capX, hline float64, logY bool) (template.HTML, error) {
-	p := newPlot(title, xLabel, yLabel)
-	if logY {
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	}
-	yMin, yMax := math.Inf(1), math.Inf(-1)
-	for i, s := range series {
-		pts := plotter.XYs{}
-		for j, y := range s {
-			if math.IsNaN(y) || math.IsInf(y, 0) || logY && y <= 0 {
-				continue
-			}
-			pts = append(pts, plotter.XY{X: xs[j], Y: y})
-			yMin, yMax = math.Min(yMin, y), math.Max(yMax, y)
-		}
-		if err := line(p, pts, names[i], i, i%2 == 1 && len(series) > 1); err != nil {
-			return "", err
-		}
-		if err := marks(p, pts, i, vg.Points(2)); err != nil {
-			return "", err
-		}
-	}
-	if math.IsInf(yMin, 0) {
-		yMin, yMax = 1, 10
-	}
-	if !math.IsNaN(hline) {
-		yMin, yMax = math.Min(yMin, hline), math.Max(yMax, hline)
-	}
-	if logY {
-		yMin, yMax = yMin/1.5, yMax*1.5
-	} else {
-		yMin, yMax = math.Min(0, yMin), yMax*1.05+1e-9
-	}
-	p.Y.Min, p.Y.Max = yMin, yMax
-	if !math.IsNaN(hline) && len(xs) > 0 {
-		lo, hi := xs[0], xs[len(xs)-1]
-		if err := guide(p, plotter.XYs{{X: lo, Y: hline}, {X: hi, Y: hline}}, "target", false); err != nil {
-			return "", err
-		}
-	}
-	if !math.IsNaN(capX) {
-		if err := guide(p, plotter.XYs{{X: capX, Y: yMin}, {X: capX, Y: yMax}}, "capacity", true); err != nil {
-			return "", err
-		}
-	}
-	return svgOf(p, name)
-}
-
-// plotThroughput draws achieved against offered request rate, with the
-// diagonal a server keeping up follows and the capacity marked.
-func plotThroughput(off, ach []float64, capRate float64) (template.HTML, error) {
-	p := newPlot("Achieved against offered throughput", "offered (req/s)", "achieved (req/s)")
-	pts := plotter.XYs{}
-	hi := 0.0
-	for i := range off {
-		pts = append(pts, plotter.XY{X: off[i], Y: ach[i]})
-		hi = math.Max(hi, math.Max(off[i], ach[i]))
-	}
-	// In load order, which is offered order for rate and time-scale.
-	if err := line(p, pts, "achieved", 0, false); err != nil {
-		return "", err
-	}
-	if err := marks(p, pts, 0, vg.Points(2)); err != nil {
-		return "", err
-	}
-	hi = math.Max(hi*1.05, 1e-9)
-	if err := guide(p, plotter.XYs{{X: 0, Y: 0}, {X: hi, Y: hi}}, "achieved = offered", false); err != nil {
-		return "", err
-	}
-	if !math.IsNaN(capRate) {
-		if err := guide(p, plotter.XYs{{X: capRate, Y: 0}, {X: capRate, Y: hi}}, "capacity", true); err != nil {
-			return "", err
-		}
-	}
-	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, hi, 0, hi
-	return svgOf(p, PlotSweepThroughput)
-}
-
-// guide draws a grey reference line (red for the capacity).
-func guide(p *chart, pts plotter.XYs, label string, capacity bool) error {
-	l, err := plotter.NewLine(pts)
-	if err != nil {
-		return err
-	}
-	l.Color = palette[5]
-	l.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
-	if capacity {
-		l.Color = palette[3]
-		l.Width = vg.Points(1.6)
-		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-	}
-	p.Add(l)
-	p.addKey(label, l)
-	return nil
-}
-
-var sweepTemplate = template.Must(template.New("sweep").Funcs(funcs).Parse(pageHead + `<title>fineserve-gen capacity sweep{{if .R.Workload}} — {{.R.Workload}}{{end}}</title>
-<style>` + styleSheet + `.pass{color:#1e8449}.fail{color:#c0392b}.client{color:#e67e22}</style>
+var sweepTemplate = template.Must(template.New("sweep").Funcs(report.TemplateFuncs()).Parse(report.PageHead + `<title>fineserve-gen capacity sweep{{if .R.Workload}} — {{.R.Workload}}{{end}}</title>
+<style>` + report.StyleSheet + `.pass{color:#1e8449}.fail{color:#c0392b}.client{color:#e67e22}</style>
 </head>
 <body>
 <h1>Capacity sweep{{if .R.Workload}} — {{.R.Workload}}{{end}}</h1>
@@ -274,3 +171,16 @@ var sweepTemplate = template.Must(template.New("sweep").Funcs(funcs).Parse(pageH
 </body>
 </html>
 `))
+
+// Outputs are a sweep's: its table, and with their paths its JSON
+// (--sweep-json) and its HTML report ("": none).
+func Outputs(res *Result, jsonPath, htmlPath string) []report.Output {
+	outs := []report.Output{{Name: "the sweep's table (standard output)", Write: func(w io.Writer) error { return WriteTable(w, res) }}}
+	if jsonPath != "" {
+		outs = append(outs, report.JSONOutput("--sweep-json "+jsonPath, jsonPath, res))
+	}
+	if htmlPath != "" {
+		outs = append(outs, report.Output{Name: "--report-html " + htmlPath, Path: htmlPath, Write: func(w io.Writer) error { return WriteHTML(w, res) }})
+	}
+	return outs
+}
