@@ -153,7 +153,7 @@ func TestRetriesEndToEnd(t *testing.T) {
 	}
 }
 
-// TestExitCodes runs the command for each exit code of the README's table
+// TestExitCodes runs the command for each exit code of the table in docs/EXIT_CODES.md
 // (4 is TestPanicExitsWithItsOwnCode's, in a process of its own).
 func TestExitCodes(t *testing.T) {
 	_, port := mocktest.Start(t, mockserver.Config{})
