@@ -197,10 +197,12 @@ func TestREADMEExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := readmeShellBlocks(t, string(testenv.ReadFile(t, "../../README.md")))
+	readme := string(testenv.ReadFile(t, "../../README.md"))
+	blocks := readmeShellBlocks(t, readme)
 	if len(blocks) < 8 {
 		t.Fatalf("README: %d ```sh blocks, want the quick start and the examples", len(blocks))
 	}
+	checkREADMEShape(t, readme, blocks[0])
 	t.Chdir(t.TempDir())
 	ports := map[string]int{}
 	ran := map[string]bool{}
@@ -274,6 +276,34 @@ func TestREADMEExamples(t *testing.T) {
 		"--turns", "--tools", "--response-format", "--reasoning-effort", "--burstiness", "--request-trace-csv", "--trace", "--shard"} {
 		if !ran[want] {
 			t.Errorf("README: no runnable example of %s", want)
+		}
+	}
+}
+
+// checkREADMEShape: the README stays a newcomer's page — at most 250
+// lines, the two make targets in its first block, and a link to every page
+// of docs/.
+func checkREADMEShape(t *testing.T, readme string, first readmeBlock) {
+	t.Helper()
+	if n := strings.Count(readme, "\n"); n > 250 {
+		t.Errorf("README: %d lines, want at most 250 (details go to docs/)", n)
+	}
+	var targets []string
+	for _, c := range first.cmds {
+		if c.args[0] == "make" && len(c.args) > 1 {
+			targets = append(targets, c.args[1])
+		}
+	}
+	if !slices.Equal(targets, []string{"demo", "test"}) {
+		t.Errorf("README's first block runs make %v, want make demo and make test", targets)
+	}
+	pages, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("docs/: %v", err)
+	}
+	for _, p := range pages {
+		if link := "](docs/" + filepath.Base(p) + ")"; !strings.Contains(readme, link) {
+			t.Errorf("README: no link to docs/%s in its table of the docs", filepath.Base(p))
 		}
 	}
 }
