@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
@@ -24,9 +25,10 @@ func ExampleClient_Do() {
 	}
 	defer stop()
 
+	vllm, _ := api.Lookup("vllm") // --backend vllm: /v1/completions
 	c, err := client.New(client.Config{
 		BaseURL: fmt.Sprintf("http://127.0.0.1:%d", port),
-		Backend: "vllm", Model: "mock-model", Stream: true, IgnoreEOS: true,
+		API:     vllm, Model: "mock-model", Stream: true, IgnoreEOS: true,
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -5,26 +5,30 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
-// Recording samples and assembling a summary, as a run does: every part
-// (NewParts) is fed each request's Sample, and Assemble turns them into the
+// Recording samples and assembling a summary, as a run does: each request's
+// record becomes a Sample (From), every part (NewParts) is fed it, and Assemble turns them into the
 // summary's figures over the run's length.
 func ExampleAssemble() {
 	parts := metrics.NewParts(metrics.PartsConfig{SLO: metrics.NoSLO})
 	const ms = time.Millisecond
 	for i := range 4 {
-		ttft := time.Duration(20+10*i) * ms
-		s := metrics.Sample{
-			Index: int64(i), OK: true, Kind: "text",
-			Scheduled: time.Duration(i) * 100 * ms, Sent: time.Duration(i) * 100 * ms,
-			HasLag: true, HasTTFT: true, TTFT: ttft, TTFTFromScheduled: ttft,
-			HasE2E: true, E2E: ttft + 99*5*ms, E2EFromScheduled: ttft + 99*5*ms,
-			HasTPOT: true, TPOT: 5 * ms,
-			InputLen: 128, OutputLen: 100, PromptTokens: 128, CompletionTokens: 100, OutputTokens: 100,
+		// One request's record, as the client fills it: sent on time,
+		// its first token after 20–50 ms, then 99 more 5 ms apart.
+		sent := time.Duration(i) * 100 * ms
+		r := record.Request{
+			Index: int64(i), Scheduled: sent, Sent: sent,
+			FirstToken: sent + time.Duration(20+10*i)*ms,
+			InputLen:   128, OutputLen: 100, PromptTokens: 128, CompletionTokens: 100, CachedTokens: -1,
 		}
-		s.FirstToken = s.Sent + s.TTFT
-		s.End = s.Sent + s.E2E
+		for k := range 100 {
+			r.TokenTimes = append(r.TokenTimes, r.FirstToken+time.Duration(k)*5*ms)
+		}
+		r.End = r.TokenTimes[99]
+		var s metrics.Sample
+		s.From(&r, metrics.NoSLO)
 		for _, p := range parts {
 			p.Add(&s)
 		}

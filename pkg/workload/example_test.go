@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
 
@@ -18,6 +19,7 @@ func (quiet) Warnf(string, ...any) {}
 // schedule of this copy's arrivals and what is known about the whole, in one
 // pass, with no clock and nothing sent.
 func ExampleBuild() {
+	vllm, _ := api.Lookup("vllm") // --backend vllm: completions
 	c := workload.Config{
 		Spec: workload.Spec{
 			Mode: workload.ModePoisson, RequestRate: 40, Burstiness: 1,
@@ -25,7 +27,7 @@ func ExampleBuild() {
 			RandomInputLen: 1024, RandomOutputLen: 128,
 			Replay: workload.DefaultReplayOptions(), Parametric: workload.DefaultParametricOptions(),
 		},
-		Seed: 42, Backend: "vllm",
+		Seed: 42, API: vllm,
 		ShardIndex: 0, ShardCount: 2, // every other arrival
 	}
 	w, err := workload.Build(c, quiet{})
