@@ -119,7 +119,7 @@ end:
 }
 
 // readmeOffline are the subcommands that send nothing: they get no port.
-var readmeOffline = []string{"fit", "analyze", "synthesize", "report", "merge"}
+var readmeOffline = []string{"fit", "analyze", "synthesize", "report", "merge", "config"}
 
 // readmeExampleArgs bounds a README command for the test: each path of
 // the repository becomes absolute (the commands run in a temporary
@@ -273,7 +273,7 @@ func TestREADMEExamples(t *testing.T) {
 	// One example per mode and per API family, as the README promises.
 	for _, want := range []string{"poisson", "replay", "parametric", "sweep", "plan", "analyze", "synthesize", "fit", "merge", "report",
 		"vllm", "openai", "openai-chat", "openai-responses", "openai-embeddings", "vllm-rerank", "vllm-score", "openai-images", "openai-transcriptions",
-		"--turns", "--tools", "--response-format", "--reasoning-effort", "--burstiness", "--request-trace-csv", "--trace", "--shard"} {
+		"--turns", "--tools", "--response-format", "--reasoning-effort", "--burstiness", "--request-trace-csv", "--trace", "--shard", "--config"} {
 		if !ran[want] {
 			t.Errorf("README: no runnable example of %s", want)
 		}
