@@ -153,7 +153,7 @@ func TestRetriesEndToEnd(t *testing.T) {
 	}
 }
 
-// TestExitCodes runs the command for each exit code of the README's table
+// TestExitCodes runs the command for each exit code of the table in docs/EXIT_CODES.md
 // (4 is TestPanicExitsWithItsOwnCode's, in a process of its own).
 func TestExitCodes(t *testing.T) {
 	_, port := mocktest.Start(t, mockserver.Config{})
@@ -221,13 +221,19 @@ func TestExitCodes(t *testing.T) {
 	})
 	t.Run("130: stopped while sending", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
-		srv, port := mocktest.Start(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
-			Faults: []mockserver.Fault{{Kind: mockserver.FaultStall, Rate: 1}}}})
+		// Stop the run once requests are in flight: the server says when
+		// its fifth has arrived.
+		var arrived atomic.Int64
+		inFlight := make(chan struct{})
+		_, port := mocktest.Start(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
+			Faults: []mockserver.Fault{{Kind: mockserver.FaultStall, Rate: 1}}},
+			OnRequest: func(string, []byte) {
+				if arrived.Add(1) == 5 {
+					close(inFlight)
+				}
+			}})
 		go func() {
-			// Stop the run once requests are in flight.
-			for srv.Stats().Requests < 5 {
-				time.Sleep(2 * time.Millisecond)
-			}
+			<-inFlight
 			cancel()
 		}()
 		args := append(baseArgs(port, 1000), "--request-rate", "200", "--drain-timeout", "50ms")

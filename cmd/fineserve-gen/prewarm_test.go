@@ -31,13 +31,18 @@ type acceptCounter struct {
 	atFirst int          // -1: no request yet
 	want    int          // connections expected before the first request
 	used    map[int]bool // connections that carried a generation request
+	// accepted is closed when the want-th connection is accepted.
+	accepted chan struct{}
 }
 
 type connKey struct{}
 
 func startCountedMock(t *testing.T, want int) *acceptCounter {
 	t.Helper()
-	a := &acceptCounter{atFirst: -1, used: map[int]bool{}, want: want}
+	a := &acceptCounter{atFirst: -1, used: map[int]bool{}, want: want, accepted: make(chan struct{})}
+	if want <= 0 {
+		close(a.accepted) // nothing to wait for
+	}
 	srv := mocktest.New(t, mockserver.Config{TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -49,6 +54,9 @@ func startCountedMock(t *testing.T, want int) *acceptCounter {
 			a.mu.Lock()
 			defer a.mu.Unlock()
 			a.n++
+			if a.n == a.want {
+				close(a.accepted)
+			}
 			return context.WithValue(ctx, connKey{}, a.n)
 		},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -59,12 +67,17 @@ func startCountedMock(t *testing.T, want int) *acceptCounter {
 					// accept queue if not accepted yet: the accept loop
 					// may lag behind a request on another one. Give it
 					// a moment to take them.
-					for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) && a.n < a.want; {
-						a.mu.Unlock()
-						time.Sleep(time.Millisecond)
-						a.mu.Lock()
+					a.mu.Unlock()
+					wait := time.NewTimer(time.Second)
+					select {
+					case <-a.accepted:
+					case <-wait.C:
 					}
-					a.atFirst = a.n
+					wait.Stop()
+					a.mu.Lock()
+					if a.atFirst < 0 {
+						a.atFirst = a.n
+					}
 				}
 				a.used[r.Context().Value(connKey{}).(int)] = true
 				a.mu.Unlock()

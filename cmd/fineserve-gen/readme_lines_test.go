@@ -213,16 +213,25 @@ type matrixRecord struct {
 	HTTPWait    *float64 `json:"http_wait_ms"`
 }
 
+// readmeBundled are the bundled files the README's FineServe block names in
+// place of FineServe's placeholders, so that the block runs as pasted.
+var readmeBundled = map[string]string{
+	`"/path/to/dataset.json"`: `"cmd/fineserve-gen/testdata/sharegpt.json"`,
+	`"/path/to/tokenizer"`:    `"cmd/fineserve-gen/testdata/tokenizer.json"`,
+}
+
 // TestREADMEFineServeSection: this repository's README says how to run
 // FineServe's first command line against the built-in server; its block
-// holds that line unchanged, and the server started as the block says
-// serves it: every request completes. Only the port (a free one), the
-// dataset (a fixture) and the number of prompts change.
+// holds that line unchanged but for the port (a second server's) and the
+// two placeholder paths, which name bundled files (so the block runs as
+// pasted), and the server started as the block says serves it: every
+// request completes. Only the port (a free one), the dataset (a fixture)
+// and the number of prompts change.
 func TestREADMEFineServeSection(t *testing.T) {
 	readme := string(testenv.ReadFile(t, "../../README.md"))
-	i := strings.Index(readme, "### FineServe's command lines")
+	i := strings.Index(readme, "**FineServe's command line**")
 	if i < 0 {
-		t.Fatal("README: no section \"FineServe's command lines\"")
+		t.Fatal("README: no paragraph \"FineServe's command line\"")
 	}
 	block := readme[i:]
 	block = block[strings.Index(block, "```sh\n")+len("```sh\n"):]
@@ -237,8 +246,12 @@ func TestREADMEFineServeSection(t *testing.T) {
 			runLine = strings.TrimPrefix(line, "bin/fineserve-gen ")
 		}
 	}
-	if runLine != fineServeREADMELines[0].line {
-		t.Fatalf("README's FineServe line\n%s\nis not FineServe's first line\n%s", runLine, fineServeREADMELines[0].line)
+	asFineServe := strings.Replace(runLine, "--port 8001", "--port 8000", 1)
+	for placeholder, bundled := range readmeBundled {
+		asFineServe = strings.Replace(asFineServe, bundled, placeholder, 1)
+	}
+	if asFineServe != fineServeREADMELines[0].line {
+		t.Fatalf("README's FineServe line\n%s\nis not FineServe's first line but for the port and the bundled files\n%s", runLine, fineServeREADMELines[0].line)
 	}
 	mockArgs := shellFields(t, mockLine)
 	for j := 0; j+1 < len(mockArgs); j++ {
@@ -246,11 +259,14 @@ func TestREADMEFineServeSection(t *testing.T) {
 		case "--port":
 			mockArgs[j+1] = "0"
 		case "--tokenizer":
-			mockArgs[j+1] = readmeFixtures[mockArgs[j+1]]
+			if "\""+mockArgs[j+1]+"\"" != readmeBundled[`"/path/to/tokenizer"`] {
+				t.Fatalf("the README's server counts in %s, its run in %s", mockArgs[j+1], readmeBundled[`"/path/to/tokenizer"`])
+			}
+			mockArgs[j+1] = readmeFixtures["/path/to/tokenizer"]
 		}
 	}
 	m := startMockCommand(t, mockArgs...)
-	args := substitute(t, shellFields(t, runLine), m.port, "testdata/sharegpt.json")
+	args := substitute(t, shellFields(t, fineServeREADMELines[0].line), m.port, "testdata/sharegpt.json")
 	s := mustRunTool(t, append(args, "--seed", "1", "--quiet")...).summary(t)
 	if s.Scheduled != 40 || s.Completed != s.Scheduled || s.Model != "/path/to/model" {
 		t.Errorf("scheduled %d completed %d model %q", s.Scheduled, s.Completed, s.Model)

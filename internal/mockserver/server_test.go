@@ -257,29 +257,37 @@ func TestModelsAndTokenize(t *testing.T) {
 
 // TestPacerReuse: one pacer waits for due times one after another on the
 // same timer, answers at once for a time past, and gives up when the
-// request's context ends, however far the due time.
+// request's context ends, however far the due time. On the fake clock:
+// each wait ends exactly at its due time, and the cancel comes while the
+// hour's wait is in progress.
 func TestPacerReuse(t *testing.T) {
-	var p pacer
-	defer p.stop()
-	ctx := context.Background()
-	start := time.Now()
-	for k := 1; k <= 3; k++ {
-		if !p.until(ctx, start.Add(time.Duration(k)*2*time.Millisecond)) {
-			t.Fatalf("wait %d: gave up with a live context", k)
+	synctest.Test(t, func(t *testing.T) {
+		var p pacer
+		defer p.stop()
+		ctx := context.Background()
+		start := time.Now()
+		for k := 1; k <= 3; k++ {
+			if !p.until(ctx, start.Add(time.Duration(k)*2*time.Millisecond)) {
+				t.Fatalf("wait %d: gave up with a live context", k)
+			}
+			if since := time.Since(start); since != time.Duration(k)*2*time.Millisecond {
+				t.Fatalf("wait %d returned after %v, not at its due time", k, since)
+			}
 		}
-		if since := time.Since(start); since < time.Duration(k)*2*time.Millisecond {
-			t.Fatalf("wait %d returned after %v, before its due time", k, since)
+		if !p.until(ctx, start) {
+			t.Fatal("a time past: gave up")
 		}
-	}
-	if !p.until(ctx, start) {
-		t.Fatal("a time past: gave up")
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	go func() { time.Sleep(time.Millisecond); cancel() }()
-	if p.until(cctx, time.Now().Add(time.Hour)) {
-		t.Fatal("a cancelled request's wait of an hour reported done")
-	}
-	if !p.until(ctx, time.Now().Add(time.Millisecond)) {
-		t.Fatal("the timer is not reusable after a cancelled wait")
-	}
+		cctx, cancel := context.WithCancel(ctx)
+		go func() { time.Sleep(time.Millisecond); cancel() }() // the bubble's clock
+		began := time.Now()
+		if p.until(cctx, time.Now().Add(time.Hour)) {
+			t.Fatal("a cancelled request's wait of an hour reported done")
+		}
+		if waited := time.Since(began); waited != time.Millisecond {
+			t.Fatalf("the cancelled wait ended after %v, want at the cancel (1ms)", waited)
+		}
+		if !p.until(ctx, time.Now().Add(time.Millisecond)) {
+			t.Fatal("the timer is not reusable after a cancelled wait")
+		}
+	})
 }

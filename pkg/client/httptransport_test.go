@@ -262,6 +262,7 @@ func TestCloseIdleConnections(t *testing.T) {
 	} {
 		t.Run(string(tc.mode)+"/"+tc.transport, func(t *testing.T) {
 			open := map[net.Conn]bool{}
+			allClosed := make(chan struct{}, 1) // the server saw its last open connection close
 			ts := startServer(t, tc.mode, nil)
 			mu := &ts.mu
 			mu.Lock()
@@ -271,6 +272,12 @@ func TestCloseIdleConnections(t *testing.T) {
 					open[c] = true
 				case http.StateClosed, http.StateHijacked:
 					delete(open, c)
+					if len(open) == 0 {
+						select {
+						case allClosed <- struct{}{}:
+						default:
+						}
+					}
 				}
 			}
 			mu.Unlock()
@@ -290,8 +297,13 @@ func TestCloseIdleConnections(t *testing.T) {
 			if n == 0 {
 				t.Fatal("no connection open after the requests")
 			}
+			select { // a close during the requests is not the one awaited
+			case <-allClosed:
+			default:
+			}
 			c.CloseIdleConnections()
-			deadline := time.Now().Add(10 * time.Second)
+			timeout := time.NewTimer(10 * time.Second)
+			defer timeout.Stop()
 			for {
 				mu.Lock()
 				n = len(open)
@@ -299,10 +311,11 @@ func TestCloseIdleConnections(t *testing.T) {
 				if n == 0 {
 					break
 				}
-				if time.Now().After(deadline) {
+				select {
+				case <-allClosed:
+				case <-timeout.C:
 					t.Fatalf("%d connections still open 10 s after CloseIdleConnections", n)
 				}
-				time.Sleep(5 * time.Millisecond)
 			}
 		})
 	}

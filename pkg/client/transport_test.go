@@ -160,7 +160,9 @@ func serveReplies(tb testing.TB, resp string) string {
 // TestLeanTransportRetriesStaleKeepAlive uses a server that closes every
 // connection after one response without saying so.
 func TestLeanTransportRetriesStaleKeepAlive(t *testing.T) {
+	closed := make(chan struct{}, 5) // the server has closed a connection
 	addr := serveConns(t, func(c net.Conn) {
+		defer func() { c.Close(); closed <- struct{}{} }()
 		req, err := http.ReadRequest(bufio.NewReader(c))
 		if err != nil {
 			return
@@ -174,7 +176,7 @@ func TestLeanTransportRetriesStaleKeepAlive(t *testing.T) {
 		if b, err := leanGet(t, tr, context.Background(), url); err != nil || b != "ok" {
 			t.Fatalf("request %d: %q %v", i, b, err)
 		}
-		time.Sleep(5 * time.Millisecond) // let the server's close arrive
+		<-closed // the server's close is on its way (on loopback: there)
 	}
 	if tr.dials < 5 {
 		t.Errorf("%d dials for 5 requests on a server that closes after each", tr.dials)
@@ -199,7 +201,7 @@ func TestLeanTransportCancelMidBody(t *testing.T) {
 	if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != "first" {
 		t.Fatalf("%q %v", buf, err)
 	}
-	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }() // a delay on purpose: the cancel lands while the read waits
 	_, err = resp.Body.Read(make([]byte, 10))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("read after cancel: %v, want context.Canceled", err)
@@ -233,7 +235,9 @@ func TestLeanTransportRejectsHeaderInjection(t *testing.T) {
 func TestLeanTransportNeverResendsADeliveredRequest(t *testing.T) {
 	var mu sync.Mutex
 	seen := 0
+	ended := make(chan struct{}, 4) // a connection's handler is done
 	addr := serveConns(t, func(c net.Conn) {
+		defer func() { ended <- struct{}{} }()
 		br := bufio.NewReader(c)
 		for n := 0; ; n++ {
 			req, err := http.ReadRequest(br)
@@ -261,7 +265,13 @@ func TestLeanTransportNeverResendsADeliveredRequest(t *testing.T) {
 	if !errors.Is(err, errNoResponse) {
 		t.Errorf("second request: %v, want the no-response error", err)
 	}
-	time.Sleep(20 * time.Millisecond)
+	// A resent request would have reached the server before the
+	// transport's answer: its handlers are done with every connection it
+	// was given once the transport is closed and they have all ended.
+	tr.CloseIdleConnections()
+	for range tr.dials {
+		<-ended
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if seen != 2 {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,26 +52,24 @@ func TestLiveOutputWindowsReportAndMetrics(t *testing.T) {
 		sum *metrics.Summary
 		err error
 	}
+	// The run announces its metrics address on stderr: the writer says
+	// when, so the test scrapes as soon as it is served.
+	urlRE := regexp.MustCompile(`metrics: serving (http://\S+/metrics)`)
+	announced := make(chan string, 1)
+	announce := &announceWriter{w: &errb, re: urlRE, found: announced}
 	res := make(chan ran, 1)
 	go func() {
-		sum, err := Run(context.Background(), o, runner.IO{Out: &out, Err: &errb})
+		sum, err := Run(context.Background(), o, runner.IO{Out: &out, Err: announce})
 		res <- ran{sum, err}
 	}()
 
 	// Scrape the generator's own metrics while the run goes on.
-	urlRE := regexp.MustCompile(`metrics: serving (http://\S+/metrics)`)
 	var url string
-	for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if m := urlRE.FindStringSubmatch(errb.String()); m != nil {
-			url = m[1]
-		}
-		select {
-		case r := <-res:
-			t.Fatalf("the run ended before its metrics were scraped: %v\n%s", r.err, errb.String())
-		default:
-		}
-	}
-	if url == "" {
+	select {
+	case url = <-announced:
+	case r := <-res:
+		t.Fatalf("the run ended before its metrics were scraped: %v\n%s", r.err, errb.String())
+	case <-time.After(10 * time.Second):
 		t.Fatalf("no metrics address announced:\n%s", errb.String())
 	}
 	var scraped map[string]float64
@@ -272,4 +271,27 @@ func TestTimingServerIdleFraction(t *testing.T) {
 			t.Errorf("window %d: server %+v, want idle 0.7 ± 0.2", w.Index, w.Server)
 		}
 	}
+}
+
+// announceWriter writes to w and sends re's first submatch on found the
+// first time what was written holds it.
+type announceWriter struct {
+	w     *testenv.SyncBuffer
+	re    *regexp.Regexp
+	found chan<- string
+	mu    sync.Mutex
+	done  bool
+}
+
+func (a *announceWriter) Write(p []byte) (int, error) {
+	n, err := a.w.Write(p)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.done {
+		if m := a.re.FindStringSubmatch(a.w.String()); m != nil {
+			a.done = true
+			a.found <- m[1]
+		}
+	}
+	return n, err
 }
