@@ -182,7 +182,7 @@ var volatileKey = regexp.MustCompile(`_ms$|^duration$|throughput$|^concurrency$|
 // clock (a window where the client fell behind, where a busy machine
 // delayed it, or a results file the disk kept waiting): they are left out, and so are a window's latencies (a zero
 // percentile is left out of it).
-var transientKey = regexp.MustCompile(`^client_saturat|^saturation_reasons$|^client_machine_busy|^machine_busy$|^client_behind_ms$|^records_backlog$`)
+var transientKey = regexp.MustCompile(`^client_saturat|^saturation_reasons$|^client_machine_busy|^machine_busy$|^client_behind_ms$|^records_backlog$|^send_rate_`)
 
 // stableKey names keys volatileKey matches that do not depend on the
 // clock (request_rate is the option; target_rate comes from the trace).
@@ -369,12 +369,17 @@ var (
 
 // normalizeTable blanks the volatile values of the console table: the
 // value of a volatile line, and in the breakdowns by kind or model every
-// column after a row's name, completed and failed counts.
+// column after a row's name, completed and failed counts; the lines of a
+// send rate that fell short go.
 func normalizeTable(data []byte) []byte {
 	var b bytes.Buffer
 	breakdown := false
 	for line := range strings.Lines(string(data)) {
 		switch label, value, ok := strings.Cut(line, ":"); {
+		case strings.HasPrefix(line, "Scheduled send rate") || strings.HasPrefix(line, "Achieved send rate"):
+			// There when the client fell short of its schedule: transient,
+			// as the summary's send_rate_* keys.
+			continue
 		case strings.HasPrefix(line, "kind ") || strings.HasPrefix(line, "model "):
 			breakdown = true
 		case strings.HasPrefix(line, "====="):

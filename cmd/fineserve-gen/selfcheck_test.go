@@ -34,6 +34,9 @@ func TestLightRunIsNotSaturated(t *testing.T) {
 	if strings.Contains(r.stderr, "SATURATED") || strings.Contains(r.stderr, "fell behind") {
 		t.Errorf("stderr flags the client:\n%s", r.stderr)
 	}
+	if s.Saturation.SendRate != nil || strings.Contains(r.stdout, "send rate") {
+		t.Errorf("the send rate is said to fall short: %+v\n%s", s.Saturation.SendRate, r.stdout)
+	}
 	for _, w := range s.Windows {
 		if w.Saturated || w.Behind >= float64(metrics.SaturationBehind)/1e6 {
 			t.Errorf("window %d: saturated %v %v, behind %v ms", w.Index, w.Saturated, w.Reasons, w.Behind)

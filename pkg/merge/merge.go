@@ -472,6 +472,23 @@ func (m *merger) setWindows(s *metrics.Summary) ([]metrics.WindowState, error) {
 		s.Saturation.Saturated = true
 		s.Saturation.Intervals = live[:min(len(live), metrics.MaxSaturatedIntervals)]
 	}
+	// A copy whose send rate fell short of its schedule's: each copy's
+	// rates are its own (those that kept up wrote none), so the merge
+	// keeps no send_rate_* keys but says which copy fell short, and how.
+	var short []string
+	for _, r := range m.rs {
+		if c := r.s.Saturation; c != nil && c.SendRate != nil {
+			short = append(short, r.name+": "+c.SendRate.Reason())
+		}
+	}
+	if len(short) > 0 {
+		if s.Saturation == nil {
+			s.Saturation = &metrics.Saturation{}
+		}
+		s.Saturation.Saturated = true
+		s.Saturation.Reason = strings.Join(append(short, s.Saturation.Reason), "; ")
+		s.Saturation.Reason = strings.TrimSuffix(s.Saturation.Reason, "; ")
+	}
 	return states, nil
 }
 

@@ -602,3 +602,24 @@ func TestMergeEndpointsAndTheirServers(t *testing.T) {
 		t.Errorf("endpoints %+v, warnings %q", res.Summary.Endpoints, res.Warnings)
 	}
 }
+
+// TestMergeKeepsASendRateShortfall: a copy whose send rate fell short of
+// its schedule's makes the merged summary's client saturated, its reason
+// naming the copy and the rates; a merge of copies that kept up is not.
+func TestMergeKeepsASendRateShortfall(t *testing.T) {
+	start := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	ins := shardSummaries(t, 2, start)
+	res, err := Summaries(ins)
+	must(t, err)
+	if c := res.Summary.Saturation; c != nil && c.Saturated {
+		t.Fatalf("copies that kept up merge saturated: %+v", c)
+	}
+	ins = shardSummaries(t, 2, start)
+	ins[1].Summary.Saturation = &metrics.Saturation{Saturated: true, SendRate: &metrics.SendRate{Scheduled: 30000, Achieved: 6000, Shortfall: 0.8, LastLate: 2}}
+	res, err = Summaries(ins)
+	must(t, err)
+	got := roundTrip(t, res.Summary)
+	if c := got.Saturation; c == nil || !c.Saturated || !strings.Contains(c.Reason, ins[1].Name+": the achieved send rate fell short of the schedule's: 6000.0 req/s of the 30000.0") {
+		t.Errorf("merged self-check %+v, want the copy's shortfall", c)
+	}
+}

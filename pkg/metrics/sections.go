@@ -49,8 +49,16 @@ const (
 	KeyRequestGoodput = "request_goodput"
 	// KeyScheduleHash is "sha256:" and the SHA-256 of the whole schedule
 	// (before sharding) as --schedule-out writes it, header included.
-	KeyScheduleHash  = "schedule_hash"
-	KeyServerMetrics = "server_metrics" // the server's figures over the run
+	KeyScheduleHash = "schedule_hash"
+	// KeySendRate* are the send rate that fell short of the schedule's
+	// (SendRate; absent when it did not): the rate achieved and the rate
+	// scheduled (req/s), how late the last request was sent (s) and the
+	// share the rate fell short by.
+	KeySendRateAchieved  = "send_rate_achieved"
+	KeySendRateLastLate  = "send_rate_last_late_s"
+	KeySendRateScheduled = "send_rate_scheduled"
+	KeySendRateShortfall = "send_rate_shortfall"
+	KeyServerMetrics     = "server_metrics" // the server's figures over the run
 	// KeyShard is the part of the schedule the summary covers (ShardInfo).
 	KeyShard = "shard"
 	// KeyStartAt is the --start-at every copy started its schedule at
@@ -79,6 +87,27 @@ type Saturation struct {
 	MachineBusy bool
 	BusyWindows []int
 	BusyNote    string
+	// SendRate is the send rate over the run when it fell short of the
+	// schedule's (Pace.Short; nil when it did not): the run is then
+	// Saturated too.
+	SendRate *SendRate
+}
+
+func (c *Saturation) sendRate() *SendRate {
+	if c.SendRate == nil {
+		c.SendRate = &SendRate{}
+	}
+	return c.SendRate
+}
+
+// rate adapts a send_rate_* key's getter.
+func rate(f func(*SendRate) float64) func(*Summary) (any, bool) {
+	return sat(func(c *Saturation) (any, bool) {
+		if c.SendRate == nil {
+			return nil, false
+		}
+		return f(c.SendRate), true
+	})
 }
 
 // GoodputSummary is goodput over a run: its keys are flat in the summary
@@ -229,6 +258,14 @@ var sectionFields = []section{
 		func(s *Summary) any { return &s.goodput().Rate }},
 	{KeyScheduleHash, func(s *Summary) (any, bool) { return s.ScheduleHash, s.ScheduleHash != "" },
 		func(s *Summary) any { return &s.ScheduleHash }},
+	{KeySendRateAchieved, rate(func(r *SendRate) float64 { return r.Achieved }),
+		func(s *Summary) any { return &s.saturation().sendRate().Achieved }},
+	{KeySendRateLastLate, rate(func(r *SendRate) float64 { return r.LastLate }),
+		func(s *Summary) any { return &s.saturation().sendRate().LastLate }},
+	{KeySendRateScheduled, rate(func(r *SendRate) float64 { return r.Scheduled }),
+		func(s *Summary) any { return &s.saturation().sendRate().Scheduled }},
+	{KeySendRateShortfall, rate(func(r *SendRate) float64 { return r.Shortfall }),
+		func(s *Summary) any { return &s.saturation().sendRate().Shortfall }},
 	{KeyServerMetrics, func(s *Summary) (any, bool) { return s.ServerMetrics, s.ServerMetrics != nil },
 		func(s *Summary) any { return &s.ServerMetrics }},
 	{KeySessions, func(s *Summary) (any, bool) { return s.Sessions, s.Sessions != nil },

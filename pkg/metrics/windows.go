@@ -65,11 +65,12 @@ type WindowStats struct {
 	// Reasons says how it showed.
 	Saturated bool     `json:"client_saturated"`
 	Reasons   []string `json:"saturation_reasons,omitempty"`
-	// Behind is the client's backlog at the window's end, in ms: how late
-	// the oldest arrival due and not yet handed to a sender was, the least
-	// over the window's last second (BacklogSpan), so that a moment's stall
-	// does not count. Absent when the client kept up (or it was not
-	// measured).
+	// Behind is the client's backlog at the window's end — or, when the
+	// schedule ran out within the window, at the last moment arrivals were
+	// still due — in ms: how late the oldest arrival due and not yet handed
+	// to a sender was, the least over the last second (BacklogSpan) up to
+	// then, so that a moment's stall does not count (see Backlog). Absent
+	// when the client kept up (or it was not measured).
 	Behind float64 `json:"client_behind_ms,omitempty"`
 	// MachineBusy tells the window's send lag was over SaturationLag while
 	// the client was not saturated: the machine's other processes delayed
@@ -262,6 +263,12 @@ const (
 	// judged on lag.
 	SaturationLag      = time.Millisecond
 	SaturationMinSends = 100
+	// MachineBusyShare is how large the send lag must also be against the
+	// window's latencies for it to be noted: a share of its TTFT p99 (its
+	// E2E p99 without tokens). Below it, the lag moves the latencies
+	// measured from the schedule by less than that share: milliseconds
+	// beside hundreds of milliseconds are not worth a note.
+	MachineBusyShare = 0.10
 )
 
 // SaturationCheck is the client's self-check of a window: whether the
@@ -274,9 +281,10 @@ const (
 // BacklogSpan) and further behind than it ended the previous window: a
 // backlog of due arrivals that grows. Send lag alone does not make it
 // saturated: a client with CPU to spare and no backlog whose requests
-// still leave late (p99, or p90 on few sends, over SaturationLag) was
-// woken late by the operating system — the machine is busy — and the
-// window is marked MachineBusy. Latencies measured from the scheduled
+// still leave late (p99, or p90 on few sends, over SaturationLag, and
+// over MachineBusyShare of the window's TTFT p99) was woken late by the
+// operating system — the machine is busy — and the window is marked
+// MachineBusy. Latencies measured from the scheduled
 // time include that lag; the server's own figures (TTFT, ITL, E2E from
 // the send) do not.
 type SaturationCheck struct {
@@ -309,9 +317,48 @@ func (c SaturationCheck) Check(w *WindowStats, prevBehind float64) {
 	if w.Saturated || c.AllAtOnce || (c.MaxConcurrency > 0 && w.InFlightMax >= int64(c.MaxConcurrency)) {
 		return
 	}
-	if _, lag := LagJudged(w); lag > float64(SaturationLag)/1e6 {
+	if _, lag := LagJudged(w); lag > float64(SaturationLag)/1e6 && lag > MachineBusyShare*LagScale(w) {
 		w.MachineBusy = true
 	}
+}
+
+// LagScale is the latency a window's send lag is weighed against, in ms:
+// its TTFT p99, or its E2E p99 when it has no token latency (0 when
+// nothing completed in it).
+func LagScale(w *WindowStats) float64 {
+	if w.TTFTP99 > 0 {
+		return w.TTFTP99
+	}
+	return w.E2EP99
+}
+
+// BacklogLook is one look at how far behind its schedule the client was
+// (the arrival due and not yet handed to a sender, how late), at an offset
+// of the run, taken while arrivals were still due.
+type BacklogLook struct {
+	At, Behind time.Duration
+}
+
+// Backlog returns the backlog a period starting at start is judged by, in
+// ms, from the looks taken while arrivals were still due (in time order):
+// the least of those over the BacklogSpan up to the last of them — so that
+// a moment's stall does not count — when that last look falls in the
+// period, else 0. While the schedule runs, the last look is the period's
+// end; when the schedule ran out earlier in the period, it is the last
+// moment arrivals were still due: a backlog the client worked off only
+// because no arrival was left to fall behind on still counts.
+func Backlog(looks []BacklogLook, start time.Duration) float64 {
+	if len(looks) == 0 || looks[len(looks)-1].At < start {
+		return 0
+	}
+	last := looks[len(looks)-1]
+	least := last.Behind
+	for _, l := range looks {
+		if l.At >= last.At-BacklogSpan {
+			least = min(least, l.Behind)
+		}
+	}
+	return float64(least) / 1e6
 }
 
 // LagJudged returns the send-lag quantile the self-check judges a window

@@ -112,7 +112,8 @@ type Monitor struct {
 
 	// Written by observe (and the scraper), read by the monitor: mu.
 	mu         sync.Mutex
-	win, live  *stream // live: nil without live lines
+	win, live  *stream      // live: nil without live lines
+	pace       metrics.Pace // the arrivals offered, and when (Offer)
 	timeline   *metrics.Timeline
 	lastServer *servermetrics.Sample
 
@@ -128,9 +129,10 @@ type Monitor struct {
 	liveSatN int
 	cpuOK    bool
 	// behind reads how far behind its schedule the dispatcher is (nil:
-	// not measured); backlog holds its recent looks (see lookBehind).
+	// not measured); backlog holds its recent looks while arrivals were
+	// due (see lookBehind).
 	behind     func(time.Time) time.Duration
-	backlog    []backlogLook
+	backlog    []metrics.BacklogLook
 	inFlightFn atomic.Pointer[func() int64]
 	dispatched atomic.Pointer[func() int64]
 	done       *atomic.Int64
@@ -170,14 +172,9 @@ func New(c Config) (*Monitor, error) {
 	}
 	if c.MetricsAddr != "" {
 		m.prom = promexport.New(promexport.Config{
-			Scheduled: c.Scheduled,
-			InFlight:  m.inFlightNow,
-			Dispatched: func() int64 {
-				if d := m.dispatched.Load(); d != nil {
-					return (*d)()
-				}
-				return 0
-			},
+			Scheduled:  c.Scheduled,
+			InFlight:   m.inFlightNow,
+			Dispatched: m.dispatchedNow,
 		})
 		srv, err := promexport.Serve(c.MetricsAddr, m.prom)
 		if err != nil {
@@ -249,7 +246,9 @@ func (l locked) Add(s *metrics.Sample) {
 // Offer counts an arrival the dispatcher offered in the periods its due
 // time falls in (on the dispatcher's goroutine).
 func (m *Monitor) Offer(a *arrival.Arrival) {
+	now := m.c.Now().Sub(m.start)
 	m.mu.Lock()
+	m.pace.Offer(a.At, now)
 	m.win.offer(a.At)
 	if m.live != nil {
 		m.live.offer(a.At)
@@ -359,7 +358,8 @@ func (m *Monitor) cutStream(s *stream, at time.Duration) {
 		// the kernel's ticks) is noise, not a figure to judge.
 		cpu = -1
 	}
-	behind := m.lookBehind()
+	m.lookBehind()
+	behind := metrics.Backlog(m.backlog, s.cur.start)
 	if s == m.win && m.scraper != nil {
 		// Not under m.mu: the scraper calls OnSample, which takes m.mu,
 		// holding its own lock.
@@ -371,35 +371,34 @@ func (m *Monitor) cutStream(s *stream, at time.Duration) {
 	m.mu.Unlock()
 }
 
-// backlogLook is one look at how far behind its schedule the dispatcher
-// was, at an offset of the run.
-type backlogLook struct {
-	at, behind time.Duration
-}
-
 // lookBehind looks at how far behind its schedule the dispatcher is now,
-// keeps the look with those of the last metrics.BacklogSpan, and returns the
-// least of them: the client's backlog, in ms (0 when not measured). A
-// backlog is what stays over a whole span; a moment's stall — the machine
-// busy, a collection — comes and goes between two looks.
-func (m *Monitor) lookBehind() float64 {
-	if m.behind == nil {
-		return 0
+// while arrivals are still due (not all handed out), and keeps the look
+// with those of the last metrics.BacklogSpan: a period's backlog is judged
+// from them (metrics.Backlog). A backlog is what stays over a whole span; a
+// moment's stall — the machine busy, a collection — comes and goes between
+// two looks. Once every arrival is handed out the looks are kept as they
+// were, so that a period in which the schedule ran out is judged by its
+// backlog while arrivals were due, not by the 0 that follows.
+func (m *Monitor) lookBehind() {
+	if m.behind == nil || (m.total > 0 && m.dispatchedNow() >= m.total) {
+		return
 	}
 	now := m.c.Now()
 	at := now.Sub(m.start)
 	keep := m.backlog[:0]
 	for _, l := range m.backlog {
-		if l.at >= at-metrics.BacklogSpan {
+		if l.At >= at-metrics.BacklogSpan {
 			keep = append(keep, l)
 		}
 	}
-	m.backlog = append(keep, backlogLook{at, m.behind(now)})
-	least := m.backlog[0].behind
-	for _, l := range m.backlog[1:] {
-		least = min(least, l.behind)
+	m.backlog = append(keep, metrics.BacklogLook{At: at, Behind: m.behind(now)})
+}
+
+func (m *Monitor) dispatchedNow() int64 {
+	if d := m.dispatched.Load(); d != nil {
+		return (*d)()
 	}
-	return float64(least) / 1e6
+	return 0
 }
 
 // minCPUSpan is the shortest period whose CPU share is kept (a shorter one
@@ -481,11 +480,12 @@ func (m *Monitor) Close() {
 func (m *Monitor) Annotate(sum *metrics.Summary, elapsed time.Duration) error {
 	sum.WindowSeconds, sum.Windows = m.c.Window.Seconds(), m.windows
 	sat := m.saturated()
-	sum.Saturation = &metrics.Saturation{Saturated: len(sat) > 0 || m.liveSatN > 0}
+	sum.Saturation = &metrics.Saturation{Saturated: len(sat) > 0 || m.liveSatN > 0, SendRate: m.sendRate()}
 	for _, w := range sat {
 		sum.Saturation.Windows = append(sum.Saturation.Windows, w.Index)
 	}
-	if len(sat) > 0 || m.liveSatN > 0 {
+	if len(sat) > 0 || m.liveSatN > 0 || sum.Saturation.SendRate != nil {
+		sum.Saturation.Saturated = true
 		sum.Saturation.Reason = m.saturationReason(sat)
 	}
 	if m.liveSatN > 0 {
@@ -510,6 +510,9 @@ func (m *Monitor) Annotate(sum *metrics.Summary, elapsed time.Duration) error {
 // windows sat and in the live intervals the live output flagged.
 func (m *Monitor) saturationReason(sat []metrics.WindowStats) string {
 	var parts []string
+	if r := m.sendRate(); r != nil {
+		parts = append(parts, r.Reason())
+	}
 	for i, w := range sat {
 		if i == 3 {
 			parts = append(parts, fmt.Sprintf("and %d more", len(sat)-3))
@@ -531,6 +534,18 @@ func (m *Monitor) saturationReason(sat []metrics.WindowStats) string {
 	return strings.Join(parts, "; ")
 }
 
+// sendRate returns the run's send rate when it fell short of the
+// schedule's (nil when it did not, or when every request was due at once:
+// then the burst's pace is the client's, by design).
+func (m *Monitor) sendRate() *metrics.SendRate {
+	if m.c.AllAtOnce {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pace.Short()
+}
+
 // liveOutside returns the flagged live intervals that are not one of the
 // flagged windows sat (a run shorter than both periods has one of each).
 func (m *Monitor) liveOutside(sat []metrics.WindowStats) []metrics.SaturatedInterval {
@@ -548,13 +563,18 @@ func (m *Monitor) liveOutside(sat []metrics.WindowStats) []metrics.SaturatedInte
 // releases the monitor.
 func (m *Monitor) Finish(sum *metrics.Summary) error {
 	defer m.Close()
-	if sat := m.saturated(); len(sat) > 0 || m.liveSatN > 0 {
+	if sat, rate := m.saturated(), m.sendRate(); len(sat) > 0 || m.liveSatN > 0 || rate != nil {
 		where := fmt.Sprintf("%d of %d windows", len(sat), len(m.windows))
 		if n := len(m.liveOutside(sat)); n > 0 {
 			where += fmt.Sprintf(" and %d live intervals", n)
 		}
-		fmt.Fprintf(m.c.Err, "warning: the client fell behind its schedule in %s (%s): latencies there include the client's delay, not only the server's; see client_saturated in the summary\n",
-			where, m.saturationReason(sat))
+		why := ""
+		if rate != nil {
+			where = "the whole run, " + where
+			why = ". Why: " + rate.Cause(sum.ClientCPU, m.cores)
+		}
+		fmt.Fprintf(m.c.Err, "warning: the client fell behind its schedule in %s (%s): latencies there include the client's delay, not only the server's; see client_saturated in the summary%s\n",
+			where, m.saturationReason(sat), why)
 	}
 	if c := sum.Saturation; c != nil && c.BusyNote != "" {
 		fmt.Fprintf(m.c.Err, "note: %s (%s in the summary)\n", c.BusyNote, metrics.KeyMachineBusy)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"strings"
 	"sync"
@@ -602,4 +603,71 @@ func TestLiveLineWithoutTokens(t *testing.T) {
 	if line := liveLine(w, 3, nil, 10, false); !strings.Contains(line, "| TTFT - | ITL -") {
 		t.Errorf("tokens: %q", line)
 	}
+}
+
+// TestOverloadInOneLongWindowIsSaturated: the run of
+// TestImpossibleRateIsSaturated — 1,000 req/s due over a second for a
+// client that writes 100 req/s — with the default one-minute window, which
+// covers the whole 10 s run: its schedule runs out long before the window
+// ends, when the client has nothing left to fall behind on. The window is
+// judged by the backlog while arrivals were due, the summary says the
+// achieved send rate fell short of the scheduled one and by how much, and
+// the warning says so.
+func TestOverloadInOneLongWindowIsSaturated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := testConfig()
+		c.CPU = func() (time.Duration, bool) { return 0, true }
+		sched := evenSchedule(1000, time.Millisecond)
+		var errb bytes.Buffer
+		c.Err, c.Log = &errb, &logger{w: &errb}
+		m, err := New(withStats(c, sched))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		var writing atomic.Int64
+		d := &arrival.Dispatcher{Start: start, OnOffer: m.Offer, MaxUnstarted: 1, Unwritten: writing.Load,
+			Sender: arrival.SenderFunc(func(context.Context, arrival.Arrival) {
+				writing.Add(1)
+				time.Sleep(10 * time.Millisecond)
+				writing.Add(-1)
+			}),
+			Sleep: func(ctx context.Context, t time.Time) error {
+				time.Sleep(time.Until(t))
+				return nil
+			}}
+		var done atomic.Int64
+		m.Begin(start, func() int64 { return 1 }, d.Dispatched, d.Behind, &done)
+		d.Run(context.Background(), context.Background(), sched)
+		time.Sleep(2 * time.Second) // the answers of the last requests
+		end := time.Since(start)
+		m.Stop(end)
+		sum := metrics.Summary{ClientCPU: new(float64)}
+		if err := m.Annotate(&sum, end); err != nil {
+			t.Fatal(err)
+		}
+		if len(sum.Windows) != 1 {
+			t.Fatalf("%d windows, want the one minute's", len(sum.Windows))
+		}
+		if w := sum.Windows[0]; !w.Saturated || w.Behind < 5000 {
+			t.Errorf("the window: saturated %v %v, behind %v ms; want the backlog of the schedule's last second (over 8 s)", w.Saturated, w.Reasons, w.Behind)
+		}
+		c2 := sum.Saturation
+		if c2 == nil || !c2.Saturated || c2.MachineBusy || c2.SendRate == nil {
+			t.Fatalf("self-check %+v, want saturated with the send rate short", c2)
+		}
+		// 1,000 due over 1 s, handed out over about 10 s: 90 % short.
+		if r := c2.SendRate; math.Abs(r.Scheduled-1000) > 1 || r.Achieved > 1000/5 || r.Shortfall < 0.8 || r.LastLate < 5 {
+			t.Errorf("send rate %+v, want 1,000 req/s scheduled, about 100 achieved", *r)
+		}
+		if !strings.Contains(c2.Reason, "the achieved send rate fell short") {
+			t.Errorf("reason %q", c2.Reason)
+		}
+		if err := m.Finish(&sum); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(errb.String(), "warning: the client fell behind its schedule in the whole run") {
+			t.Errorf("no warning:\n%s", errb.String())
+		}
+	})
 }

@@ -37,3 +37,29 @@ func TestTableLoadControl(t *testing.T) {
 		t.Errorf("a run without load control prints it:\n%s", plain.String())
 	}
 }
+
+// TestTableSendRateShortfall: a run whose send rate fell short of the
+// schedule's says so in the table's first lines — the rate scheduled, the
+// rate achieved and by how much it fell short — before any figure of the
+// lighter load it measured; a run that kept its schedule prints neither.
+func TestTableSendRateShortfall(t *testing.T) {
+	s := &metrics.Summary{Backend: "vllm", Mode: "poisson", RequestRate: metrics.Rate(60000), Saturation: &metrics.Saturation{}}
+	var plain bytes.Buffer
+	if err := WriteTable(&plain, s); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain.String(), "send rate") {
+		t.Errorf("a run that kept its schedule prints a send rate:\n%s", plain.String())
+	}
+	s.Saturation = &metrics.Saturation{Saturated: true, SendRate: &metrics.SendRate{Scheduled: 60408.54, Achieved: 11860.2, Shortfall: 0.8037, LastLate: 2.03}}
+	var b bytes.Buffer
+	if err := WriteTable(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	if len(lines) < 8 || !strings.HasPrefix(lines[5], "Scheduled send rate (req/s):") || !strings.Contains(lines[5], "60408.54") ||
+		!strings.HasPrefix(lines[6], "Achieved send rate (req/s):") ||
+		!strings.Contains(lines[6], "11860.20 (FELL SHORT by 80.4 %: the last request was sent 2.03 s late") {
+		t.Errorf("the first lines do not say the rate fell short:\n%s", strings.Join(lines[:min(len(lines), 9)], "\n"))
+	}
+}

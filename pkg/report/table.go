@@ -76,6 +76,14 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 	t.row("Backend:", s.Backend)
 	t.row("Request generation mode:", s.Mode)
 	t.row("Traffic request rate:", rateText(s.RequestRate))
+	if c := s.Saturation; c != nil && c.SendRate != nil {
+		// The client could not send as fast as the schedule asked: said
+		// first, as the figures below are of a lighter load than asked.
+		r := c.SendRate
+		t.row("Scheduled send rate (req/s):", r.Scheduled)
+		t.row("Achieved send rate (req/s):", fmt.Sprintf("%.2f (FELL SHORT by %.1f %%: the last request was sent %.2f s late; see client_saturated)",
+			r.Achieved, 100*r.Shortfall, r.LastLate))
+	}
 	if s.TargetRate != nil {
 		t.row("Target ("+s.TargetRate.Unit+"):", targetText(s.TargetRate))
 	}

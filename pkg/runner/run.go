@@ -633,8 +633,13 @@ func imagesAsked(a *arrival.Arrival) int {
 // or when it could not measure the client's CPU; else the operating
 // system ran it late (the machine was busy).
 func behindWhy(sum *metrics.Summary) string {
-	if sum.Saturation == nil || sum.Saturation.Saturated || sum.ClientCPU == nil {
+	switch {
+	case sum.Saturation == nil || sum.ClientCPU == nil || *sum.ClientCPU >= metrics.SaturationCPU:
 		return "it is short of CPU"
+	case sum.Saturation.Saturated:
+		// Its own work did not fill its cores, yet it fell behind: the
+		// self-check's warning, next, says what the evidence tells.
+		return "it is short of CPU: see the next warning"
 	}
 	return "its own CPU was not the limit: the machine was busy with other processes"
 }
