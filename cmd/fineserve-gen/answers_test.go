@@ -171,3 +171,27 @@ func TestNoAutoToolChoice(t *testing.T) {
 		t.Errorf("tool_choice required: completed %d, answers %+v", s.Completed, s.Answers)
 	}
 }
+
+// TestContentPartsAgainstMock: against a server that sends a chat
+// answer's content as content parts ([{"type":"text","text":…}]), in each
+// streamed delta or in a whole message, every request is read: each
+// streamed one has its TTFT and ITL (before content parts were read, every
+// request "succeeded" with TTFT and ITL n/a), and a whole one succeeds.
+func TestContentPartsAgainstMock(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{Models: []string{"mock-model"}, TTFT: 2 * time.Millisecond, ITL: time.Millisecond, ContentParts: true})
+	r := mustRunTool(t, append(baseArgs(port, 6), "--backend", "openai-chat", "--random-output-len", "5")...)
+	s := r.summary(t)
+	if s.Completed != 6 || s.Failed != 0 || s.TTFT.Empty() || s.ITL.Empty() {
+		t.Errorf("streamed: completed %d failed %d %v, TTFT empty %v, ITL empty %v; want 6 read and timed\n%s",
+			s.Completed, s.Failed, s.ErrorsByClass, s.TTFT.Empty(), s.ITL.Empty(), r.stderr)
+	}
+	for i, rec := range testenv.ReadJSONL[answerRecord](t, r.path("results.jsonl")) {
+		if rec.TTFT == nil {
+			t.Errorf("record %d has no TTFT", i)
+		}
+	}
+	r = mustRunTool(t, append(baseArgs(port, 4), "--backend", "openai-chat", "--disable-stream")...)
+	if s := r.summary(t); s.Completed != 4 || s.Failed != 0 {
+		t.Errorf("whole: completed %d failed %d %v\n%s", s.Completed, s.Failed, s.ErrorsByClass, r.stderr)
+	}
+}

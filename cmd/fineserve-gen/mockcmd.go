@@ -66,6 +66,7 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.BoolVar(&cfg.Tools.NoAutoToolChoice, "no-auto-tool-choice", false, "answer tool_choice auto (sent, or implied by tools) with vLLM's 400, as a server without --enable-auto-tool-choice")
 	fs.Float64Var(&cfg.Structured.InvalidShare, "schema-invalid-share", 0, "share of response_format json_schema/json_object answers the schema rejects (a required property left out) or that do not parse")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", mockserver.DefaultMaxBodyBytes, "largest request body read; a larger one (or one holding more JSON values than a prompt within --max-model-len can) gets a 400")
+	fs.BoolVar(&cfg.ContentParts, "content-parts", false, "send a chat answer's content as an array of content parts ([{\"type\":\"text\",\"text\":…}], in each streamed delta and in a whole message), as servers that answer in several modalities do, not as a string")
 	responsesStore := fs.Bool("responses-store", true, "keep /v1/responses answers (store true, the default) for previous_response_id, the least recently used of the last 10,000 (=false: none kept, an unknown id's 404, as vLLM without VLLM_ENABLE_RESPONSES_API_STORE)")
 	if err := parseFlags(fs, args); err != nil {
 		if err == pflag.ErrHelp {

@@ -477,6 +477,14 @@ func (g *generation) appendChunk(b []byte, k int) []byte {
 		b = append(b, `{"index":0,"function":{"arguments":`...)
 		b = appendJSONString(b, g.fragment(j))
 		b = append(b, "}}]}"...)
+	case g.s.cfg.ContentParts:
+		b = append(b, `"delta":{"content":[{"type":"text","text":`...)
+		if g.answer != nil {
+			b = appendJSONString(b, g.fragment(k-g.reasoning))
+		} else {
+			b = append(b, `"`+tokenText+`"`...)
+		}
+		b = append(b, "}]}"...)
 	case g.answer != nil:
 		b = append(b, `"delta":{"content":`...)
 		b = appendJSONString(b, g.fragment(k-g.reasoning))
@@ -651,7 +659,13 @@ func (g *generation) whole() []byte {
 	text := g.answerText()
 	if g.chat {
 		b = append(b, `"message":{"role":"assistant","content":`...)
-		b = strconv.AppendQuote(b, string(text))
+		if g.s.cfg.ContentParts {
+			b = append(b, `[{"type":"text","text":`...)
+			b = strconv.AppendQuote(b, string(text))
+			b = append(b, "}]"...)
+		} else {
+			b = strconv.AppendQuote(b, string(text))
+		}
 		b = append(b, '}')
 	} else {
 		b = append(b, `"text":`...)
@@ -673,6 +687,10 @@ func (g *generation) wholeFull() []byte {
 	switch {
 	case g.tool != nil, g.out == g.reasoning:
 		b = append(b, "null"...)
+	case g.s.cfg.ContentParts:
+		b = append(b, `[{"type":"text","text":`...)
+		b = appendJSONString(b, g.answerText())
+		b = append(b, "}]"...)
 	default:
 		b = appendJSONString(b, g.answerText())
 	}

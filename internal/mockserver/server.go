@@ -94,6 +94,11 @@ type Config struct {
 	// Pooling is the latency model and the answers of the pooling
 	// endpoints: embeddings, pooling, score, rerank (pooling.go).
 	Pooling PoolingConfig
+	// ContentParts sends a chat answer's content as an array of content
+	// parts ([{"type":"text","text":…}]), in each streamed delta and in a
+	// whole message, as servers that answer in several modalities do;
+	// false: a string, as vLLM.
+	ContentParts bool
 	// ResponseStore is how many responses of /v1/responses are kept for
 	// previous_response_id (least recently used evicted; responses.go);
 	// 0 keeps none, as vLLM without VLLM_ENABLE_RESPONSES_API_STORE.

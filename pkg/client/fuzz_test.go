@@ -114,6 +114,10 @@ func FuzzStream(f *testing.F) {
 		`{"error":{"message":"x","code":"400"}}`,
 		"data: [DONE]\n\ndata: {\n\n",
 		"data:" + strings.Repeat("x", 3000) + "\n\n",
+		"data: {\"choices\":[{\"delta\":{\"content\":[{\"type\":\"text\",\"text\":\"x\"},{\"type\":\"image_url\",\"image_url\":{}}]}}]}\n\n" +
+			"data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\ndata: [DONE]\n\n",
+		"data: {\"choices\":[{\"delta\":{\"content\":{\"t\":1}}}]}\n\ndata: {\"usage\":{\"completion_tokens\":9}}\n\ndata: [DONE]\n\n",
+		`{"choices":[{"message":{"content":[{"type":"text","text":"a"}]}}],"usage":{"completion_tokens":2}}`,
 	} {
 		f.Add([]byte(s), uint16(200), uint8(0), false, uint64(1))
 	}

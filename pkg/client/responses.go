@@ -216,24 +216,28 @@ func readResponses(c *Client, d *decoder, resp *http.Response, rd io.Reader, res
 	res.CompletionTokens = res.OutputLen
 	setResponseID(res, v)
 	items, _ := out.Array()
+	read := false
 	for i, it := range items {
 		switch string(it.GetStringBytes("type")) {
 		case "message":
-			for _, part := range it.GetArray("content") {
-				res.AppendText(part.GetStringBytes("text"))
-			}
+			read = readContent(it.Get("content"), res) || read
 		case "reasoning":
 			for _, part := range it.GetArray("content") {
-				res.AppendReasoning(part.GetStringBytes("text"))
+				t := part.GetStringBytes("text")
+				res.AppendReasoning(t)
+				read = read || len(t) > 0
 			}
 		case "function_call":
 			if call := res.ToolCallAt(i, it.GetStringBytes("call_id"), it.GetStringBytes("name")); call != nil {
 				call.AddArgs(it.GetStringBytes("arguments"), res.ToolArgsBytes())
 				res.FirstToolCall = now
+				read = true
 			}
 		}
 	}
-	responsesUsage(v, res)
+	if responsesUsage(v, res) && !read && res.CompletionTokens >= minUnreadTokens {
+		return unreadOutput(res.CompletionTokens, "the answer")
+	}
 	res.CountToolCalls()
 	return nil
 }

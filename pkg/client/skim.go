@@ -7,7 +7,7 @@ package client
 // (completions) or delta content (chat) is a non-empty string, else
 // reasoning when the delta's "reasoning" or "reasoning_content" is. It
 // reports ok false for anything else (usage, an error, tool calls,
-// duplicate-sensitive or escaped keys, invalid JSON, a choices value that
+// content parts, duplicate-sensitive or escaped keys, invalid JSON, a choices value that
 // is not an array, deep nesting), which the full decoder then reads:
 // whatever it accepts, the full decoder accepts and reads the same
 // (FuzzSkimChunk checks it).
@@ -331,8 +331,9 @@ func (s *skimmer) choice(chat bool) (kind tokenKind, ok bool) {
 // delta reads a chat delta: output when its content is a non-empty
 // string, else reasoning when its reasoning — vLLM's "reasoning" since
 // v0.11.1, "reasoning_content" before v0.16 — is (the first of each key
-// counts). Tool calls (a "tool_calls" value other than null) are left to
-// the full decoder.
+// counts). Tool calls (a "tool_calls" value other than null) and content
+// that is an array (content parts) or an object are left to the full
+// decoder.
 func (s *skimmer) delta() (kind tokenKind, ok bool) {
 	var content, reasoning, legacy, seenContent, seenReasoning, seenLegacy bool
 	var contentAt, thinkAt [2]int
@@ -348,6 +349,9 @@ func (s *skimmer) delta() (kind tokenKind, ok bool) {
 			seenReasoning, into, at = true, &reasoning, &thinkAt
 		case string(key) == "reasoning_content" && !seenLegacy:
 			seenLegacy, into, at = true, &legacy, &thinkAt
+		}
+		if into == &content && (s.peek() == '[' || s.peek() == '{') {
+			return false // content parts (or an odd form): the full decoder
 		}
 		if into == nil || s.peek() != '"' {
 			return s.value(3)

@@ -28,6 +28,8 @@ var skimSeeds = []string{
 	`{"choices":[{"text":"a"}],"choices":[]}`, `{"error":{"message":"boom","code":500}}`,
 	`{"usage":null,"usage":{"completion_tokens":1}}`, `{"ch\u006fices":[{"text":"a"}]}`,
 	` {"choices" : [ { "text" : "a" } ] } `, `{}`, `[]`, `"x"`, `{"a":01}`, `{"a":1.}`, `{"a":"\x"}`,
+	`{"choices":[{"delta":{"content":[{"type":"text","text":"Hi"}]}}]}`,
+	`{"choices":[{"delta":{"content":{"text":"Hi"}}}]}`,
 	`{"a":"` + "\x01" + `"}`, `{"a":1,}`, `{"choices":[{"text":"a"}]}x`, `{"a":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,
 }
 
@@ -94,6 +96,9 @@ func TestSkimChunk(t *testing.T) {
 		{`{"ch\u006fices":[{"text":"a"}]}`, false, none, false},
 		{`{"a":01}`, false, none, false},
 		{`{"choices":[{"text":"a"}]}x`, false, none, false},
+		// Content parts, or content of another form: the full decoder.
+		{`{"choices":[{"delta":{"content":[{"type":"text","text":"Hi"}]}}]}`, true, none, false},
+		{`{"choices":[{"delta":{"content":{"text":"Hi"}}}]}`, true, none, false},
 	} {
 		kind, ok := skimChunk([]byte(tc.data), tc.chat)
 		if kind != tc.kind || ok != tc.ok {

@@ -204,6 +204,11 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 	if !done {
 		return protocolError{"stream ended without " + c.wire.streamEnd}
 	}
+	if usage && chunks == 0 && res.CompletionTokens >= minUnreadTokens {
+		// Never a silent success: its TTFT and ITL would be missing from
+		// the figures with no word why.
+		return unreadOutput(res.CompletionTokens, "the stream")
+	}
 	return nil
 }
 
@@ -261,9 +266,8 @@ func (c *Client) parseChunk(d *decoder, data []byte, res *Result) (kind tokenKin
 // history carries the answer only, unless asked to carry the reasoning.
 func (c *Client) delta(delta *fastjson.Value, res *Result) tokenKind {
 	kind := tokNone
-	if t := delta.GetStringBytes("content"); len(t) > 0 {
+	if readContent(delta.Get("content"), res) {
 		kind = tokOutput
-		res.AppendText(t)
 	}
 	if calls := delta.GetArray("tool_calls"); len(calls) > 0 && toolDeltas(res, calls) {
 		kind = tokOutput
@@ -280,6 +284,71 @@ func (c *Client) delta(delta *fastjson.Value, res *Result) tokenKind {
 		return tokReasoning
 	}
 	return tokNone
+}
+
+// readContent reads a message's or a delta's content — a string, or an
+// array of content parts, as servers that answer in several modalities
+// send it — keeping its text; it reports whether the content carried
+// output. A part of type "text" (or "output_text", or of no type) carries
+// its text, a
+// "refusal" its refusal, both kept as the answer; a part of another type
+// (an image, audio) carries output when it holds anything besides its
+// type, but no text to keep; a part that is not an object, or that holds
+// nothing, carries none. Content of any other form (null, a number, an
+// object) carries none.
+func readContent(v *fastjson.Value, res *Result) bool {
+	if v == nil {
+		return false
+	}
+	switch v.Type() {
+	case fastjson.TypeString:
+		t := v.GetStringBytes()
+		res.AppendText(t)
+		return len(t) > 0
+	case fastjson.TypeArray:
+	default:
+		return false
+	}
+	parts, _ := v.Array()
+	out := false
+	for _, p := range parts {
+		o, err := p.Object()
+		if err != nil {
+			continue
+		}
+		switch typ := string(p.GetStringBytes("type")); typ {
+		case "text", "output_text", "refusal", "":
+			key := "text"
+			if typ == "refusal" {
+				key = "refusal"
+			}
+			if t := p.GetStringBytes(key); len(t) > 0 {
+				res.AppendText(t)
+				out = true
+			}
+		default:
+			o.Visit(func(k []byte, m *fastjson.Value) {
+				if string(k) != "type" && m.Type() != fastjson.TypeNull {
+					out = true
+				}
+			})
+		}
+	}
+	return out
+}
+
+// minUnreadTokens is the fewest output tokens a server may report for an
+// answer in which nothing was read before the answer counts as one whose
+// content came in a form the client does not read (a protocol failure):
+// an answer of one token with no text is what an answer that is only its
+// end-of-sequence token looks like (vLLM counts that token in
+// completion_tokens and sends no text for it).
+const minUnreadTokens = 2
+
+// unreadOutput is the protocol error of an answer whose server reported n
+// output tokens, none of which was read.
+func unreadOutput(n int, where string) error {
+	return protocolError{fmt.Sprintf("the server reported %d output tokens but %s carried none that could be read (content in a form this client does not read?)", n, where)}
 }
 
 // chunkError turns an error object inside a stream into a classified error.
@@ -397,22 +466,29 @@ func (c *Client) readWhole(d *decoder, body io.Reader, res *Result) error {
 	}
 	res.CompletionTokens = res.OutputLen
 	ch := v.Get("choices", "0")
+	read := false
 	if m := ch.Get("message"); m != nil {
-		res.AppendText(m.GetStringBytes("content"))
+		read = readContent(m.Get("content"), res)
 		r := m.GetStringBytes("reasoning")
 		if len(r) == 0 {
 			r = m.GetStringBytes("reasoning_content")
 		}
 		res.AppendReasoning(r)
+		read = read || len(r) > 0
 		if calls := m.GetArray("tool_calls"); len(calls) > 0 {
-			toolDeltas(res, calls)
+			read = toolDeltas(res, calls) || read
 			res.FirstToolCall = now
 		}
 	} else {
-		res.AppendText(ch.GetStringBytes("text"))
+		t := ch.GetStringBytes("text")
+		res.AppendText(t)
+		read = len(t) > 0
 	}
 	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
 		copyUsage(u, res)
+		if n := u.Get("completion_tokens"); !read && n != nil && n.GetInt() >= minUnreadTokens {
+			return unreadOutput(n.GetInt(), "the answer")
+		}
 	}
 	res.CountToolCalls()
 	return nil
