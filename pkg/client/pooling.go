@@ -149,6 +149,12 @@ func (c *Client) readBatch(d *decoder, rd io.Reader, res *Result, sc vectorScan)
 	if !sc.sawList {
 		return protocolError{fmt.Sprintf("answer has no %s list", sc.lists[1])}
 	}
+	switch {
+	case sc.nonFinite:
+		return protocolError{"the answer holds a value that is not a finite number (NaN or Infinity)"}
+	case sc.empty > 0:
+		return protocolError{fmt.Sprintf("the answer holds %d empty vector(s)", sc.empty)}
+	}
 	res.Returned, res.Dims = sc.entries, sc.dims
 	if len(sc.usage) > 0 {
 		if u, err := d.parse(sc.usage); err == nil && u.Type() == fastjson.TypeObject {
@@ -196,6 +202,17 @@ type vectorScan struct {
 	inVec    bool // in the first entry's vector array
 	vecDepth int  // its level
 	vecVals  int
+
+	// nonFinite: a NaN or Infinity literal (Python's json writes them; JSON
+	// has none) stood outside a string; empty counts the entries' vectors
+	// that held no element (an empty array or string). inEntryVec is an
+	// entry's vector array being read at level entryVecDepth, entryVecEmpty
+	// whether nothing has come in it yet.
+	nonFinite     bool
+	empty         int
+	inEntryVec    bool
+	entryVecDepth int
+	entryVecEmpty bool
 
 	capture *[]byte // usage or error being kept
 	capFrom int     // its level
@@ -248,7 +265,13 @@ func (s *vectorScan) name(b []byte) string {
 // vecKey reports whether the member being read at level depth (its
 // parent an entry of the list) is the first entry's vector.
 func (s *vectorScan) vecKey(depth int) bool {
-	return depth == 3 && s.entries == 1 && s.vec[0] != "" && s.stack[2] == '{' &&
+	return s.entries == 1 && s.entryVecKey(depth)
+}
+
+// entryVecKey reports whether the member being read at level depth is an
+// entry's vector.
+func (s *vectorScan) entryVecKey(depth int) bool {
+	return depth == 3 && s.vec[0] != "" && s.stack[2] == '{' &&
 		(s.keys[2] == s.vec[0] || s.keys[2] == s.vec[1]) && s.inList()
 }
 
@@ -260,11 +283,13 @@ func (s *vectorScan) inList() bool {
 // plainByte marks the bytes of literals and commas: neither structure
 // (strings, objects, arrays, keys) nor space. Outside the first vector a
 // run of them only ends a pending key's colon, so it is skipped at once.
+// 'N' and 'I' are not: outside a string they start NaN or Infinity, which
+// the scan notes.
 var plainByte = func() (t [256]bool) {
 	for i := range t {
 		t[i] = true
 	}
-	for _, c := range []byte("\"{}[]: \t\r\n") {
+	for _, c := range []byte("\"{}[]: \t\r\nNI") {
 		t[c] = false
 	}
 	return t
@@ -277,7 +302,7 @@ func (s *vectorScan) scan(p []byte) error {
 			for i+1 < len(p) && plainByte[p[i+1]] {
 				i++
 			}
-			s.colon = false
+			s.colon, s.entryVecEmpty = false, false
 			continue
 		}
 		if s.capture != nil {
@@ -297,6 +322,9 @@ func (s *vectorScan) scan(p []byte) error {
 				s.pending = s.name(s.str)
 				if s.isValue && s.vecKey(len(s.stack)) && s.dims == 0 {
 					s.dims = s.strLen * 3 / 4 / 4 // base64 of float32s
+				}
+				if s.isValue && s.strLen == 0 && s.entryVecKey(len(s.stack)) {
+					s.empty++ // an empty base64 vector
 				}
 				continue
 			}
@@ -322,6 +350,12 @@ func (s *vectorScan) scan(p []byte) error {
 		depth := len(s.stack)
 		if s.inVec && depth == s.vecDepth && s.vecVals == 0 && c != ']' {
 			s.vecVals = 1 // the vector's first element
+		}
+		if c != ']' {
+			s.entryVecEmpty = false
+		}
+		if c == 'N' || c == 'I' {
+			s.nonFinite = true // NaN, Infinity or -Infinity (or not JSON at all)
 		}
 		colon := s.colon
 		s.colon = false
@@ -360,6 +394,9 @@ func (s *vectorScan) scan(p []byte) error {
 			if c == '[' && s.vecKey(depth) {
 				s.inVec, s.vecDepth, s.vecVals = true, depth+1, 0
 			}
+			if c == '[' && s.entryVecKey(depth) {
+				s.inEntryVec, s.entryVecDepth, s.entryVecEmpty = true, depth+1, true
+			}
 			s.stack = append(s.stack, c)
 			s.keys = append(s.keys, "")
 		case '}', ']':
@@ -368,6 +405,12 @@ func (s *vectorScan) scan(p []byte) error {
 			}
 			if s.inVec && depth == s.vecDepth {
 				s.inVec, s.dims = false, s.vecVals
+			}
+			if s.inEntryVec && depth == s.entryVecDepth {
+				if s.entryVecEmpty {
+					s.empty++
+				}
+				s.inEntryVec = false
 			}
 			s.stack, s.keys = s.stack[:depth-1], s.keys[:depth-1]
 			if s.capture != nil && depth-1 == s.capFrom {

@@ -148,9 +148,9 @@ func want(got, want string) error {
 }
 
 // TestPoolingBadAnswers: an answer with a vector or a score too few or
-// too many, one that is not JSON or not whole, an error object, and one
-// larger than the bound are protocol errors (or the error's class) that
-// say so.
+// too many, one that is not JSON or not whole, an error object, one larger
+// than the bound, and one holding NaN, Infinity or an empty vector are
+// protocol errors (or the error's class) that say so.
 func TestPoolingBadAnswers(t *testing.T) {
 	two := `{"data":[{"embedding":[1]},{"embedding":[2]}]}`
 	for _, tc := range []struct {
@@ -166,6 +166,15 @@ func TestPoolingBadAnswers(t *testing.T) {
 		{"cut short", api.Embeddings, `{"data":[{"embedding":[1,2`, ErrProtocol, "not a complete JSON object", 0},
 		{"brackets", api.Embeddings, `{"data":[{"embedding":[1,2}]}`, ErrProtocol, "brackets do not match", 0},
 		{"error object", api.Embeddings, `{"error":{"message":"busy","type":"x","code":503}}`, ErrHTTP5xx, "busy", 0},
+		// Python's json writes NaN and Infinity (no JSON has them): such a
+		// vector, or score, is no result; nor is an empty vector.
+		{"NaN in a vector", api.Embeddings, `{"data":[{"embedding":[1]},{"embedding":[NaN, 2]},{"embedding":[3]}]}`, ErrProtocol, "not a finite number", 0},
+		{"Infinity in the first vector", api.Pooling, `{"data":[{"data":[-Infinity]},{"data":[2]},{"data":[3]}]}`, ErrProtocol, "not a finite number", 0},
+		{"Infinity score", api.Rerank, `{"results":[{"index":0,"relevance_score":Infinity},{"index":1,"relevance_score":0.5},{"index":2,"relevance_score":0.1}]}`, ErrProtocol, "not a finite number", 0},
+		{"NaN score", api.Score, `{"data":[{"score":0.5},{"score":NaN},{"score":0.1}]}`, ErrProtocol, "not a finite number", 0},
+		{"an empty vector", api.Embeddings, `{"data":[{"embedding":[1]},{"embedding":[ ]},{"embedding":[3]}]}`, ErrProtocol, "holds 1 empty vector", 0},
+		{"an empty first vector", api.Embeddings, `{"data":[{"embedding":[]},{"embedding":[2]},{"embedding":[3]}]}`, ErrProtocol, "holds 1 empty vector", 0},
+		{"an empty base64 vector", api.Embeddings, `{"data":[{"embedding":"AAAAPw=="},{"embedding":""},{"embedding":"AAAAPw=="}]}`, ErrProtocol, "holds 1 empty vector", 0},
 		{"oversized", api.Embeddings, `{"data":[{"embedding":[` + strings.Repeat("0.125,", 400) + `1]}]}`, ErrProtocol, "answer larger than", 1 << 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
