@@ -140,6 +140,9 @@ type Workload struct {
 	Breakdowns []string
 	// Images: every request generates images (openai-images).
 	Images bool
+	// Answers is what the backend's answers are measured by: a batching
+	// backend's (vectors, scores) carry no output tokens.
+	Answers api.Measure
 	// ImageOptions is how requests with input images are built; Audio the
 	// clip every request carries (--audio-seconds; none without).
 	ImageOptions prompt.ImageOptions
@@ -195,6 +198,9 @@ const (
 // error is a problem of the options or input.
 func Build(c Config, log Logger) (*Workload, error) {
 	w := &Workload{Images: c.images(), ImageOptions: c.Replay.imageOptions(), Audio: c.Media.Audio}
+	if c.API != nil {
+		w.Answers = c.API.Measure
+	}
 	w.ImageOptions.Format = c.Media.ImageFormat
 	ds, err := loadDataset(&c, log)
 	if err != nil {
@@ -507,6 +513,13 @@ func poissonSchedule(c *Config, ds *prompt.Dataset, log Logger) (arrival.Schedul
 	if err != nil {
 		return nil, err
 	}
+	if c.TimeScale != 1 {
+		// Not an error: FineServe's own command lines pass it with
+		// poisson (its Generator.py ignores it there too); but not
+		// silent either.
+		log.Warnf("--time-scale %g is ignored in --mode poisson: its arrivals come at --request-rate %g, with no trace gaps to scale; set the load with --request-rate (--time-scale speeds up --mode replay and parametric)",
+			c.TimeScale, c.RequestRate)
+	}
 	pc := arrival.PoissonConfig{
 		Rate: c.RequestRate, Burstiness: c.Burstiness, Seed: c.Seed, Lengths: lengths,
 		Duration: c.Duration, Profile: c.profile,
@@ -523,10 +536,15 @@ func poissonSchedule(c *Config, ds *prompt.Dataset, log Logger) (arrival.Schedul
 }
 
 // Line describes the schedule in one line; a rate only when it has one
-// (two arrivals or more, not all due at once).
+// (two arrivals or more, not all due at once), output tokens only when the
+// answers are tokens or images (a batching backend's are vectors or
+// scores: the arrivals' output lengths are not asked for).
 func (w *Workload) Line() string {
 	st := w.Stats
 	tokens := fmt.Sprintf("%d input and %d output tokens", st.Input, st.Output)
+	if w.Answers.Batches() {
+		tokens = fmt.Sprintf("%d input tokens (answered with %s, no output tokens)", st.Input, w.Answers)
+	}
 	switch {
 	case st.Count == 1:
 		return fmt.Sprintf("schedule: 1 request at %.3f s, %s", st.Last.Seconds(), tokens)

@@ -224,14 +224,18 @@ func TestBreakdownsAndReplayInfo(t *testing.T) {
 // TestLine: one request, or all due at once, has no rate.
 func TestLine(t *testing.T) {
 	for _, tc := range []struct {
-		st   arrival.Stats
-		want string
+		st      arrival.Stats
+		answers api.Measure
+		want    string
 	}{
-		{arrival.Stats{Count: 1, Last: 0, Input: 8, Output: 4}, "schedule: 1 request at 0.000 s, 8 input and 4 output tokens"},
-		{arrival.Stats{Count: 5, Last: 0, Input: 40, Output: 20}, "schedule: 5 requests, all due at the start, 40 input and 20 output tokens"},
-		{arrival.Stats{Count: 11, Last: 2 * time.Second, Input: 1, Output: 1}, "schedule: 11 requests over 2.000 s (mean 5.00 req/s), 1 input and 1 output tokens"},
+		{arrival.Stats{Count: 1, Last: 0, Input: 8, Output: 4}, api.MeasureTokens, "schedule: 1 request at 0.000 s, 8 input and 4 output tokens"},
+		{arrival.Stats{Count: 5, Last: 0, Input: 40, Output: 20}, api.MeasureTokens, "schedule: 5 requests, all due at the start, 40 input and 20 output tokens"},
+		{arrival.Stats{Count: 11, Last: 2 * time.Second, Input: 1, Output: 1}, api.MeasureTokens, "schedule: 11 requests over 2.000 s (mean 5.00 req/s), 1 input and 1 output tokens"},
+		// Embeddings and scores have no output tokens to schedule.
+		{arrival.Stats{Count: 40, Last: 2 * time.Second, Input: 10240, Output: 5120}, api.MeasureVectors, "schedule: 40 requests over 2.000 s (mean 19.50 req/s), 10240 input tokens (answered with vectors, no output tokens)"},
+		{arrival.Stats{Count: 2, Last: time.Second, Input: 64, Output: 32}, api.MeasureScores, "schedule: 2 requests over 1.000 s (mean 1.00 req/s), 64 input tokens (answered with scores, no output tokens)"},
 	} {
-		if got := (&Workload{Stats: tc.st}).Line(); got != tc.want {
+		if got := (&Workload{Stats: tc.st, Answers: tc.answers}).Line(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.st, got, tc.want)
 		}
 	}
@@ -342,5 +346,35 @@ func TestImplausibleTraceUnit(t *testing.T) {
 		if warned != tc.warn || !tc.warn && len(l.warnings) > 0 {
 			t.Errorf("times ×%g, unit %q: warnings %q, want a unit warning: %v", tc.scale, tc.unit, l.warnings, tc.warn)
 		}
+	}
+}
+
+// TestTimeScaleInPoissonWarns: --time-scale with --mode poisson, which has
+// no trace gaps to scale, is said to be ignored, naming what sets the load
+// (it was silently ignored; an error would refuse FineServe's own command
+// lines, which pass it); the default scale says nothing, and the schedule
+// is the same either way.
+func TestTimeScaleInPoissonWarns(t *testing.T) {
+	c := baseConfig()
+	var plain warnLog
+	w1, err := Build(c, &plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plain.warnings) != 0 {
+		t.Errorf("the default scale warns: %q", plain.warnings)
+	}
+	c.TimeScale = 100
+	var scaled warnLog
+	w2, err := Build(c, &scaled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scaled.warnings) != 1 || !strings.Contains(scaled.warnings[0], "--time-scale 100 is ignored in --mode poisson") ||
+		!strings.Contains(scaled.warnings[0], "set the load with --request-rate") {
+		t.Errorf("warnings %q, want one saying --time-scale is ignored", scaled.warnings)
+	}
+	if w1.Stats != w2.Stats {
+		t.Errorf("schedules differ: %+v vs %+v", w1.Stats, w2.Stats)
 	}
 }
