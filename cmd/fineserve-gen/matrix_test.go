@@ -111,8 +111,10 @@ var matrixDims = []dimension{
 	// results back); a response format (--response-format json_object,
 	// every answer checked); a Responses session chained by
 	// previous_response_id (--responses-chain; one endpoint, or several
-	// with --balance session: a response is kept where it was made).
-	dAnswer: {"answer", []string{"plain", "reasoning", "tools", "format", "chain"}},
+	// with --balance session: a response is kept where it was made); or
+	// nothing of a server that sends chat content as content parts
+	// (mock-server --content-parts: every answer must still be read).
+	dAnswer: {"answer", []string{"plain", "reasoning", "tools", "format", "chain", "parts"}},
 	// units: text prompts sized in words (the default), or in a
 	// tokenizer.json's tokens (--tokenizer; the built-in server counts in
 	// the same tokenizer).
@@ -474,8 +476,14 @@ func resent(c matrixCase, rec matrixRecord, d int) bool {
 func checkCaseAnswers(c matrixCase, sum *metrics.Summary, recs []matrixRecord, fail func(string, ...any)) {
 	var reasoning, calls, checked, valid int64
 	for _, rec := range recs {
+		if c.v(dAnswer) == "parts" && rec.ErrorClass == client.ErrProtocol {
+			fail("record %d: content parts not read: %s", rec.Index, rec.Error)
+		}
 		if rec.ErrorClass != "" || rec.Outcome != "" {
 			continue
+		}
+		if c.v(dAnswer) == "parts" && c.v(dStream) == "stream" && rec.CompletionTokens > 1 && rec.TTFT == nil {
+			fail("record %d: %d completion tokens and no TTFT: the content parts were not read", rec.Index, rec.CompletionTokens)
 		}
 		reasoning += int64(rec.ReasoningTokens)
 		calls += int64(rec.ToolCalls)
@@ -488,7 +496,7 @@ func checkCaseAnswers(c matrixCase, sum *metrics.Summary, recs []matrixRecord, f
 	}
 	a := sum.Answers
 	if a == nil {
-		if !is(c.row, dAnswer, "plain", "chain") && sum.Completed > 0 && (c.v(dAnswer) != "tools" || calls > 0) {
+		if !is(c.row, dAnswer, "plain", "chain", "parts") && sum.Completed > 0 && (c.v(dAnswer) != "tools" || calls > 0) {
 			fail("no answers figures with %s (%d completed)", c.v(dAnswer), sum.Completed)
 		}
 		if reasoning+calls+checked > 0 {
@@ -500,7 +508,7 @@ func checkCaseAnswers(c matrixCase, sum *metrics.Summary, recs []matrixRecord, f
 		fail("answers %+v; the records: reasoning %d, tool calls %d, checked %d", a, reasoning, calls, checked)
 	}
 	switch c.v(dAnswer) {
-	case "plain", "chain": // a chain asks nothing of the answer (its turns failing would fail the run)
+	case "plain", "chain", "parts": // a chain asks nothing of the answer (its turns failing would fail the run); parts are only the content's form
 		fail("answers %+v without an answer option", a)
 	case "reasoning":
 		if a.ReasoningRequests == 0 || sum.TTFO.Empty() && sum.Completed > a.ReasoningRequests {
@@ -856,6 +864,8 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		cfg.Tools = mockserver.ToolConfig{CallShare: 0.5}
 	case "chain":
 		cfg.ResponseStore = mockserver.DefaultResponseStore
+	case "parts":
+		cfg.ContentParts = true
 	}
 	if c.v(dRetries) == "retry-503" {
 		cfg.Faults = mockserver.FaultConfig{Seed: 5, Faults: []mockserver.Fault{{Kind: mockserver.FaultHTTP503, Rate: 0.25}}}
