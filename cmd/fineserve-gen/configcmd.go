@@ -42,12 +42,31 @@ func configCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 	o := options.Defaults()
 	var prof profiles
 	var help bytes.Buffer
-	cfs, errs, code, ok := parseRunFlags([]string{"--" + runfile.FlagName, path}, &o, &prof, extra, "", &help, stderr)
+	cfs, series, errs, code, ok := parseRunSeries([]string{"--" + runfile.FlagName, path}, &o, &prof, extra, "", &help, stderr)
 	if !ok {
 		return code
 	}
 	if err := o.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if series != nil && *forCmd != "run" {
+		errs = append(errs, fmt.Errorf("%s: line %d: a list of %s values is a series of runs, which fineserve-gen run makes", path, series.Line, series.Flag))
+	}
+	if series != nil && len(errs) == 0 {
+		// Each run of the series is the file with one value.
+		for _, v := range series.Values {
+			vo := options.Defaults()
+			_, verrs, code, ok := parseRunFlags([]string{"--" + runfile.FlagName, path, "--" + series.Flag, v}, &vo, &prof, extra, "", &help, stderr)
+			if !ok {
+				return code
+			}
+			if err := vo.Validate(); err != nil {
+				verrs = append(verrs, err)
+			}
+			for _, err := range verrs {
+				errs = append(errs, fmt.Errorf("the run of --%s %s: %w", series.Flag, v, err))
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return usageExit(stderr, errs...)
@@ -60,9 +79,14 @@ func configCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 				n++
 			}
 		})
-		fmt.Fprintf(stdout, "%s: valid for %s (%d settings; nothing was sent)\n", path, *forCmd, n)
+		runs := ""
+		if series != nil {
+			n++
+			runs = fmt.Sprintf("; a series of %d runs over --%s", len(series.Values), series.Flag)
+		}
+		fmt.Fprintf(stdout, "%s: valid for %s (%d settings%s; nothing was sent)\n", path, *forCmd, n, runs)
 	case "expand":
-		if err := runfile.Expand(stdout, cfs, nil); err != nil {
+		if err := runfile.Expand(stdout, cfs, nil, series); err != nil {
 			fmt.Fprintf(stderr, "fineserve-gen: config expand: %v\n", err)
 			return exitFailure
 		}

@@ -198,13 +198,16 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	// Every problem is reported at once: bad flag values, then what finish
 	// and Validate find.
 	args = joinGoodputArgs(args) // vLLM's --goodput ttft:500 tpot:50 (flags_observe.go)
-	fs, errs, code, ok := parseRunFlags(args, &o, &prof, nil, "Usage: fineserve-gen [run] [flags]\n\n", stdout, stderr)
+	fs, series, errs, code, ok := parseRunSeries(args, &o, &prof, nil, "Usage: fineserve-gen [run] [flags]\n\n", stdout, stderr)
 	if !ok {
 		return code
 	}
 	*secrets = *o.Secrets()
 	if len(errs) > 0 {
 		return usageExit(stderr, append(errs, o.Validate())...)
+	}
+	if series != nil {
+		return runSeries(ctx, args, &o, series, stdout, stderr)
 	}
 	if o.ApplyChatTemplate {
 		fmt.Fprintln(stderr, "warning: --apply-chat-template: no tokenizer is loaded; use --backend openai-chat to have the server apply the model's chat template")
@@ -228,10 +231,22 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 
 // parseRunFlags parses args into o with the run's flags and those extra
 // adds (nil: none), as run and sweep do. It returns the flag set and every
-// problem found (bad values, extra arguments, what finishing o finds), or
-// ok false and the exit code when the command ends here: --help (usage,
-// then the flags) or flags that cannot be parsed.
+// problem found (bad values, extra arguments, what finishing o finds, a run
+// file's series, which only run makes), or ok false and the exit code when
+// the command ends here: --help (usage, then the flags) or flags that
+// cannot be parsed.
 func parseRunFlags(args []string, o *options.Options, prof *profiles, extra func(*pflag.FlagSet), usage string, stdout, stderr io.Writer) (fs *pflag.FlagSet, errs []error, code int, ok bool) {
+	fs, series, errs, code, ok := parseRunSeries(args, o, prof, extra, usage, stdout, stderr)
+	if ok && series != nil {
+		errs = append(errs, fmt.Errorf("--%s: line %d: a list of %s values is a series of runs, which fineserve-gen run makes (a sweep's loads: --sweep-values)",
+			runfile.FlagName, series.Line, series.Flag))
+	}
+	return fs, errs, code, ok
+}
+
+// parseRunSeries is parseRunFlags that hands back a run file's series of
+// runs (nil: none) instead of refusing it.
+func parseRunSeries(args []string, o *options.Options, prof *profiles, extra func(*pflag.FlagSet), usage string, stdout, stderr io.Writer) (fs *pflag.FlagSet, series *runfile.Series, errs []error, code int, ok bool) {
 	fs, finish := runFlags(o, prof)
 	if extra != nil {
 		extra(fs)
@@ -240,14 +255,16 @@ func parseRunFlags(args []string, o *options.Options, prof *profiles, extra func
 	if err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprintf(stdout, "%s%s", usage, fs.FlagUsages())
-			return nil, nil, exitOK, false
+			return nil, nil, nil, exitOK, false
 		}
-		return nil, nil, usageExit(stderr, append(errs, err)...), false
+		return nil, nil, nil, usageExit(stderr, append(errs, err)...), false
 	}
 	if path := fs.Lookup(runfile.FlagName).Value.String(); path != "" {
-		if err := runfile.Apply(fs, path, func(name string) string { return nearestFlag(fs, name) }); err != nil {
+		s, err := runfile.Apply(fs, path, func(name string) string { return nearestFlag(fs, name) })
+		if err != nil {
 			errs = append(errs, err)
 		}
+		series = s
 	}
 	if fs.NArg() > 0 {
 		errs = append(errs, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
@@ -255,7 +272,7 @@ func parseRunFlags(args []string, o *options.Options, prof *profiles, extra func
 	if err := finish(); err != nil {
 		errs = append(errs, err)
 	}
-	return fs, errs, 0, true
+	return fs, series, errs, 0, true
 }
 
 // settingsOf is what a summary records of fs: the flags given, on the

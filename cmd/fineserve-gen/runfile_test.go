@@ -180,3 +180,54 @@ func TestExamples(t *testing.T) {
 		})
 	}
 }
+
+// TestRunFileSeries: a list under a flag that takes one value makes a
+// series of runs, one a value, each with its own outputs, then their
+// comparison (table and page); config validate checks every run of it;
+// sweep and plan refuse it.
+func TestRunFileSeries(t *testing.T) {
+	srv, port := mocktest.Start(t, mockserver.Config{})
+	dir := t.TempDir()
+	file := testenv.WriteFile(t, "series.yaml", "seed: 3\nwarmup-requests: 0\nnum-prompts: 10\nrandom-input-len: 16\nrandom-output-len: 4\n"+
+		"model: mock-model\nmax-concurrency: [1, 4]\n")
+	out, errb := mustRun(t, "run", "--config", file, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--disable-tqdm",
+		"--summary-json", filepath.Join(dir, "s.json"), "--report-html", filepath.Join(dir, "r.html"))
+	if !strings.Contains(errb, "series: run 1 of 2: --max-concurrency 1") || !strings.Contains(errb, "series: run 2 of 2: --max-concurrency 4") {
+		t.Errorf("stderr lacks the runs:\n%s", errb)
+	}
+	for _, v := range []string{"1", "4"} {
+		s := testenv.ReadJSON[metrics.Summary](t, filepath.Join(dir, "s.max-concurrency-"+v+".json"))
+		if s.Completed != 10 || s.MaxConcurrency == nil || strconv.Itoa(*s.MaxConcurrency) != v || s.Settings["max-concurrency"] != v {
+			t.Errorf("run of %s: %d completed, max concurrency %v, settings %v", v, s.Completed, s.MaxConcurrency, s.Settings)
+		}
+		testenv.ReadFile(t, filepath.Join(dir, "r.max-concurrency-"+v+".html"))
+	}
+	if !strings.Contains(out, "Series of 2 runs over --max-concurrency") || !strings.Contains(out, "max-concurrency=1") || !strings.Contains(out, "max-concurrency=4") {
+		t.Errorf("no comparison table:\n%s", out)
+	}
+	if page := string(testenv.ReadFile(t, filepath.Join(dir, "r.html"))); !strings.Contains(page, "max-concurrency=4") {
+		t.Error("the comparison page does not name the runs")
+	}
+	if got := srv.Stats().Completed; got != 20 {
+		t.Errorf("the server completed %d requests, want 2 × 10", got)
+	}
+	msg, _ := mustRun(t, "config", "validate", file)
+	if !strings.Contains(msg, "a series of 2 runs over --max-concurrency") {
+		t.Errorf("validate: %q", msg)
+	}
+	bad := testenv.WriteFile(t, "bad.yaml", "max-concurrency: [2, -1]\n")
+	wantUsage(t, []string{"config", "validate", bad}, "the run of --max-concurrency -1: --max-concurrency -1")
+	wantUsage(t, []string{"sweep", "--config", file}, "line 7: a list of max-concurrency values is a series of runs, which fineserve-gen run makes")
+}
+
+func TestSeriesPath(t *testing.T) {
+	for _, c := range []struct{ path, flag, value, want string }{
+		{"out/summary.json", "request-rate", "20", "out/summary.request-rate-20.json"},
+		{"records", "model", "org/m:7b", "records.model-org_m_7b"},
+		{"a.b/r.html", "base-url", "http://x:1", "a.b/r.base-url-http___x_1.html"},
+	} {
+		if got := seriesPath(c.path, c.flag, c.value); got != c.want {
+			t.Errorf("seriesPath(%q, %q, %q) = %q, want %q", c.path, c.flag, c.value, got, c.want)
+		}
+	}
+}

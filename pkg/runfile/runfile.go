@@ -46,40 +46,49 @@ type Error struct {
 func (e *Error) Error() string { return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err) }
 func (e *Error) Unwrap() error { return e.Err }
 
+// Series is a list of values under the key of a flag that takes one: the
+// run file describes a series of runs, one a value, the flag left unset.
+type Series struct {
+	Flag   string
+	Values []string
+	Line   int
+}
+
 // Apply reads the run file at path and sets every flag of fs it names that
 // the command line did not set (fs is parsed already). suggest names the
-// flag nearest an unknown key ("" for none). It returns every problem at
-// once, each with its line.
-func Apply(fs *pflag.FlagSet, path string, suggest func(string) string) error {
+// flag nearest an unknown key ("" for none). A list under a flag that takes
+// one value is returned as the file's Series (one at most). It returns
+// every problem at once, each with its line.
+func Apply(fs *pflag.FlagSet, path string, suggest func(string) string) (*Series, error) {
 	raw, err := bounded.ReadFile(path, MaxSize)
 	if err != nil {
-		return fmt.Errorf("--%s: %w", FlagName, err)
+		return nil, fmt.Errorf("--%s: %w", FlagName, err)
 	}
 	return ApplyBytes(fs, path, raw, suggest)
 }
 
 // ApplyBytes is Apply on a file's content, named path in messages.
-func ApplyBytes(fs *pflag.FlagSet, path string, raw []byte, suggest func(string) string) error {
+func ApplyBytes(fs *pflag.FlagSet, path string, raw []byte, suggest func(string) string) (*Series, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return fmt.Errorf("--%s %s: %w", FlagName, path, err)
+		return nil, fmt.Errorf("--%s %s: %w", FlagName, path, err)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return fmt.Errorf("--%s %s: empty: want a mapping of flag names to values", FlagName, path)
+		return nil, fmt.Errorf("--%s %s: empty: want a mapping of flag names to values", FlagName, path)
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return &Error{path, root.Line, errors.New("want a mapping of flag names to values at the top")}
+		return nil, &Error{path, root.Line, errors.New("want a mapping of flag names to values at the top")}
 	}
 	if s := lookup(root, SettingsKey); s != nil && fs.Lookup(SettingsKey) == nil {
 		if s.Kind != yaml.MappingNode {
-			return &Error{path, s.Line, fmt.Errorf("%s: want a mapping of flag names to values", SettingsKey)}
+			return nil, &Error{path, s.Line, fmt.Errorf("%s: want a mapping of flag names to values", SettingsKey)}
 		}
 		root = s // a summary: its settings are the run file
 	}
 	a := applier{fs: fs, path: path, suggest: suggest, seen: map[string]int{}}
 	a.mapping(root, "")
-	return errors.Join(a.errs...)
+	return a.series, errors.Join(a.errs...)
 }
 
 // lookup returns the value of key in mapping m, or nil.
@@ -97,6 +106,7 @@ type applier struct {
 	path    string
 	suggest func(string) string
 	seen    map[string]int // flag → the line it was first given at
+	series  *Series
 	errs    []error
 }
 
@@ -180,7 +190,14 @@ func (a *applier) flag(f *pflag.Flag, k, v *yaml.Node) {
 		}
 		sv, ok := f.Value.(pflag.SliceValue)
 		if !ok {
-			a.fail(v.Line, "%s takes one value, not a list (a list of loads is a sweep: fineserve-gen sweep --sweep-values)", f.Name)
+			switch {
+			case len(items) == 0:
+				a.fail(v.Line, "%s: an empty list", f.Name)
+			case a.series != nil:
+				a.fail(v.Line, "%s: a second list (the first: %s at line %d): a run file makes a series of one setting", f.Name, a.series.Flag, a.series.Line)
+			default:
+				a.series = &Series{Flag: f.Name, Values: items, Line: v.Line}
+			}
 			return
 		}
 		if len(items) > 0 {
@@ -263,9 +280,10 @@ func hidden(v any, hide func(string) string) any {
 
 // Expand writes every flag of fs (less FlagName, hidden flags and those
 // skip names) with its effective value — given or default — as a run
-// file, in the flags' name order: the settings a run of fs would have.
-// Read back with Apply, it gives the same settings.
-func Expand(w io.Writer, fs *pflag.FlagSet, skip func(name string) bool) error {
+// file, in the flags' name order: the settings a run of fs would have;
+// series' flag (nil: none) with its list. Read back with Apply, it gives
+// the same settings.
+func Expand(w io.Writer, fs *pflag.FlagSet, skip func(name string) bool, series *Series) error {
 	var flags []*pflag.Flag
 	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Name == FlagName || f.Hidden || f.Name == "help" || (skip != nil && skip(f.Name)) {
@@ -278,7 +296,11 @@ func Expand(w io.Writer, fs *pflag.FlagSet, skip func(name string) bool) error {
 	for _, f := range flags {
 		k := &yaml.Node{Kind: yaml.ScalarNode, Value: f.Name, HeadComment: firstLine(f.Usage)}
 		var v *yaml.Node
-		switch x := value(f).(type) {
+		val := value(f)
+		if series != nil && f.Name == series.Flag {
+			val = series.Values
+		}
+		switch x := val.(type) {
 		case []string:
 			v = &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
 			for _, s := range x {

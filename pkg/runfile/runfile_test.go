@@ -47,6 +47,7 @@ func newSet() (*pflag.FlagSet, *settings) {
 	fs.Float64Var(&s.rate, "request-rate", 1, "rate")
 	fs.Int64Var(&s.n, "num-prompts", 100, "count")
 	fs.BoolVar(&s.stream, "disable-stream", false, "switch")
+	fs.Float64("burstiness", 1, "shape")
 	fs.DurationVar(&s.timeout, "request-timeout", time.Hour, "timeout")
 	fs.StringArrayVar(&s.urls, "base-url", nil, "urls")
 	fs.Float64SliceVar(&s.values, "sweep-values", nil, "loads")
@@ -80,7 +81,7 @@ disable-stream: true
 request-timeout: 90s
 sweep-values: [10, 20.5]
 `
-	if err := ApplyBytes(fs, "exp.yaml", []byte(file), suggest); err != nil {
+	if _, err := ApplyBytes(fs, "exp.yaml", []byte(file), suggest); err != nil {
 		t.Fatal(err)
 	}
 	want := settings{backend: "openai-chat", body: `{"top_k":5}`, rate: 2.5, n: 7, stream: true, timeout: 90 * time.Second,
@@ -110,6 +111,7 @@ workload:
   reqest-rate: 2
   num-prompts: lots
 request-rate: [1, 2]
+burstiness: [3, 4]
 foo: 1
 workload2: {a: 1}
 disable-stream: maybe
@@ -120,17 +122,17 @@ base-url: [[a]]
 `, []string{
 			`exp:3: unknown key "reqest-rate" in section workload (did you mean request-rate?)`,
 			`exp:4: num-prompts "lots": want a value of type int64`,
-			`exp:5: request-rate takes one value, not a list`,
-			`exp:6: unknown key "foo" (keys are flag names; sections: target,`,
-			`exp:7: unknown key "workload2"`,
-			`exp:8: disable-stream "maybe": `,
-			`exp:9: backend given twice (first at line 1)`,
-			`exp:10: request-timeout: no value`,
-			`exp:11: config: a run file does not name another`,
-			`exp:12: base-url: a list of plain values`,
+			`exp:6: burstiness: a second list (the first: request-rate at line 5): a run file makes a series of one setting`,
+			`exp:7: unknown key "foo" (keys are flag names; sections: target,`,
+			`exp:8: unknown key "workload2"`,
+			`exp:9: disable-stream "maybe": `,
+			`exp:10: backend given twice (first at line 1)`,
+			`exp:11: request-timeout: no value`,
+			`exp:12: config: a run file does not name another`,
+			`exp:13: base-url: a list of plain values`,
 		}},
-		{"json", "{\n  \"backend\": \"openai-chat\",\n  \"num-prompts\": \"x\",\n  \"workload\": {\"burstiness\": 1}\n}",
-			[]string{`exp:3: num-prompts "x": want a value of type int64`, `exp:4: unknown key "burstiness" in section workload`}},
+		{"json", "{\n  \"backend\": \"openai-chat\",\n  \"num-prompts\": \"x\",\n  \"workload\": {\"burstyness\": 1}\n}",
+			[]string{`exp:3: num-prompts "x": want a value of type int64`, `exp:4: unknown key "burstyness" in section workload`}},
 		{"not a mapping", "- a\n- b\n", []string{"exp:1: want a mapping of flag names to values at the top"}},
 		{"empty", "", []string{"empty: want a mapping"}},
 		{"section not a mapping", "workload: 3\n", []string{"exp:1: section workload: want a mapping"}},
@@ -138,7 +140,7 @@ base-url: [[a]]
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs, _ := newSet()
-			err := ApplyBytes(fs, "exp", []byte(tc.file), suggest)
+			_, err := ApplyBytes(fs, "exp", []byte(tc.file), suggest)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -161,7 +163,7 @@ func TestSummarySettings(t *testing.T) {
 	fs, s := newSet()
 	sum := `{"backend": "ignored: not under settings", "completed": 40, "mean_ttft_ms": 12.5,
   "settings": {"backend": "openai-chat", "num-prompts": "40", "base-url": ["http://x:1"]}}`
-	if err := ApplyBytes(fs, "summary.json", []byte(sum), nil); err != nil {
+	if _, err := ApplyBytes(fs, "summary.json", []byte(sum), nil); err != nil {
 		t.Fatal(err)
 	}
 	if s.backend != "openai-chat" || s.n != 40 || !slices.Equal(s.urls, []string{"http://x:1"}) {
@@ -174,11 +176,11 @@ func TestSummarySettings(t *testing.T) {
 // flag cannot set back included.
 func TestExpandRoundTrip(t *testing.T) {
 	fs, s := newSet()
-	if err := ApplyBytes(fs, "exp", []byte("backend: openai-chat\nbase-url: [http://a:1]\nstrict: x\nextra-request-body: '{\"a\": \"# not a comment\"}'\n"), nil); err != nil {
+	if _, err := ApplyBytes(fs, "exp", []byte("backend: openai-chat\nbase-url: [http://a:1]\nstrict: x\nextra-request-body: '{\"a\": \"# not a comment\"}'\n"), nil); err != nil {
 		t.Fatal(err)
 	}
 	var one bytes.Buffer
-	if err := Expand(&one, fs, nil); err != nil {
+	if err := Expand(&one, fs, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"backend", "request-rate", "num-prompts", "disable-stream", "request-timeout", "base-url", "sweep-values", "strict"} {
@@ -190,14 +192,14 @@ func TestExpandRoundTrip(t *testing.T) {
 		t.Error("the expanded file names a run file")
 	}
 	fs2, s2 := newSet()
-	if err := ApplyBytes(fs2, "expanded", one.Bytes(), nil); err != nil {
+	if _, err := ApplyBytes(fs2, "expanded", one.Bytes(), nil); err != nil {
 		t.Fatalf("%v\n%s", err, one.String())
 	}
 	if fmt.Sprint(*s2) != fmt.Sprint(*s) {
 		t.Errorf("read back %+v\nwant      %+v", *s2, *s)
 	}
 	var two bytes.Buffer
-	if err := Expand(&two, fs2, nil); err != nil {
+	if err := Expand(&two, fs2, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if one.String() != two.String() {
@@ -205,10 +207,49 @@ func TestExpandRoundTrip(t *testing.T) {
 	}
 	// An empty strict value (its default) was not set: not given.
 	fs3, _ := newSet()
-	if err := ApplyBytes(fs3, "defaults", []byte("strict: \"\"\nnum-prompts: \"100\"\n"), nil); err != nil {
+	if _, err := ApplyBytes(fs3, "defaults", []byte("strict: \"\"\nnum-prompts: \"100\"\n"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(Settings(fs3, nil, nil)); n != 0 {
 		t.Errorf("defaults written out count as %d given settings", n)
+	}
+}
+
+// TestSeries: a list under a flag that takes one value is the file's
+// series of runs (the flag left as it was), read back by Expand; the
+// command line's value holds over a series too.
+func TestSeries(t *testing.T) {
+	fs, s := newSet()
+	series, err := ApplyBytes(fs, "exp", []byte("backend: openai-chat\nworkload:\n  request-rate: [5, 10, inf]\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if series == nil || series.Flag != "request-rate" || !slices.Equal(series.Values, []string{"5", "10", "inf"}) || series.Line != 3 {
+		t.Fatalf("series %+v", series)
+	}
+	if s.rate != 1 || fs.Changed("request-rate") {
+		t.Errorf("the series' flag was set: %v", s.rate)
+	}
+	var b bytes.Buffer
+	if err := Expand(&b, fs, nil, series); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\nrequest-rate: [\"5\", \"10\", \"inf\"]\n") {
+		t.Errorf("expanded without the series:\n%s", b.String())
+	}
+	fs2, _ := newSet()
+	again, err := ApplyBytes(fs2, "expanded", b.Bytes(), nil)
+	if err != nil || again == nil || !slices.Equal(again.Values, series.Values) {
+		t.Errorf("read back: %+v, %v", again, err)
+	}
+	fs3, s3 := newSet()
+	if err := fs3.Parse([]string{"--request-rate", "7"}); err != nil {
+		t.Fatal(err)
+	}
+	if series, err := ApplyBytes(fs3, "exp", []byte("request-rate: [5, 10]\n"), nil); err != nil || series != nil || s3.rate != 7 {
+		t.Errorf("the command line's --request-rate: series %+v, rate %v, %v", series, s3.rate, err)
+	}
+	if _, err := ApplyBytes(fs3, "exp", []byte("num-prompts: []\n"), nil); err == nil || !strings.Contains(err.Error(), "an empty list") {
+		t.Errorf("empty list: %v", err)
 	}
 }

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
+	"github.com/fineserve-gen/fineserve-gen/pkg/report"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runfile"
+)
+
+// runSeries makes a run file's series: one run a value of its flag, each
+// the command line (args) plus --FLAG VALUE, with its own output files
+// (seriesPath), in the order the file lists them; then the comparison of
+// their summaries, as fineserve-gen report makes it — its table, and at
+// --report-html's own path its page. The exit code is the first run's
+// that was not 0; a stopped run ends the series.
+func runSeries(ctx context.Context, args []string, o *options.Options, s *runfile.Series, stdout, stderr io.Writer) int {
+	scratch := ""
+	if o.SummaryJSON == "" { // the comparison reads every run's summary
+		dir, err := os.MkdirTemp("", "fineserve-gen-series-")
+		if err != nil {
+			fmt.Fprintf(stderr, "fineserve-gen: series: %v\n", err)
+			return exitFailure
+		}
+		defer os.RemoveAll(dir)
+		scratch = dir
+	}
+	code := exitOK
+	var runs []*report.Data
+	for i, v := range s.Values {
+		runArgs := append(slices.Clone(args), "--"+s.Flag, v)
+		sum := ""
+		for _, out := range []struct{ flag, path string }{
+			{"summary-json", o.SummaryJSON}, {"results-jsonl", o.ResultsJSONL}, {"results-csv", o.ResultsCSV},
+			{"schedule-out", o.ScheduleOut}, {"sessions-out", o.SessionsOut}, {"report-html", o.Observe.ReportHTML},
+		} {
+			if out.path == "" || out.path == "-" {
+				continue
+			}
+			p := seriesPath(out.path, s.Flag, v)
+			runArgs = append(runArgs, "--"+out.flag, p)
+			if out.flag == "summary-json" {
+				sum = p
+			}
+		}
+		if sum == "" {
+			sum = filepath.Join(scratch, fmt.Sprintf("summary-%d.json", i))
+			runArgs = append(runArgs, "--summary-json", sum)
+		}
+		fmt.Fprintf(stderr, "series: run %d of %d: --%s %s\n", i+1, len(s.Values), s.Flag, v)
+		c := runCommand(ctx, runArgs, stdout, stderr)
+		if c != exitOK && code == exitOK {
+			code = c
+		}
+		if ctx.Err() != nil || c == exitUsage || c == exitInterrupted {
+			return code
+		}
+		d, err := report.Load(sum, report.LoadOptions{})
+		if err != nil {
+			fmt.Fprintf(stderr, "fineserve-gen: series: run %d: %v\n", i+1, err)
+			continue
+		}
+		d.Label = s.Flag + "=" + v
+		runs = append(runs, d)
+	}
+	if len(runs) < 2 {
+		return code
+	}
+	outs := []report.Output{{Name: "the series' comparison (standard output)", Write: func(w io.Writer) error { return report.WriteCompareTable(w, runs) }}}
+	if p := o.Observe.ReportHTML; p != "" {
+		outs = append(outs, report.Output{Name: "--report-html " + p, Path: p, Write: func(w io.Writer) error { return report.WriteCompareHTML(w, runs) }})
+	}
+	fmt.Fprintf(stdout, "\nSeries of %d runs over --%s\n", len(runs), s.Flag)
+	if err := report.WriteOutputs(stdout, outs...); err != nil {
+		fmt.Fprintf(stderr, "fineserve-gen: series: %v\n", err)
+		if code == exitOK {
+			code = exitFailure
+		}
+	}
+	return code
+}
+
+// seriesPath is an output's path for the run of one value: the flag and
+// the value put before the extension ("out/summary.json", request-rate,
+// 20 → "out/summary.request-rate-20.json"), the value's characters other
+// than letters, digits, '.' and '-' written as '_'.
+func seriesPath(path, flag, value string) string {
+	ext := filepath.Ext(path)
+	safe := strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, value)
+	return strings.TrimSuffix(path, ext) + "." + flag + "-" + safe + ext
+}
