@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -213,7 +214,11 @@ func synthesizeCommand(_ context.Context, args []string, stdout, stderr io.Write
 	opt := prefix.Options{Format: pf, Strict: *strict}
 	// Pass 1: which blocks are shared, and the trace's own figures.
 	uses := prefix.NewAnalyzer(0, nil, *maxDistinct)
-	info, err := readPrefix(path, opt, stderr, uses.Add)
+	first, last := math.Inf(1), math.Inf(-1)
+	info, err := readPrefix(path, opt, stderr, func(q *prefix.Request) error {
+		first, last = min(first, q.T), max(last, q.T)
+		return uses.Add(q)
+	})
 	if err != nil {
 		var tooMany prefix.ErrTooManyBlocks
 		if errors.As(err, &tooMany) {
@@ -235,6 +240,11 @@ func synthesizeCommand(_ context.Context, args []string, stdout, stderr io.Write
 	if err := cfg.Validate(); err != nil {
 		return fail(fmt.Errorf("%s: %w", path, err))
 	}
+	if first <= last {
+		if err := cfg.CheckSpeedup(first, last); err != nil {
+			return fail(fmt.Errorf("%s: %w", path, err))
+		}
+	}
 	// Pass 2: rewrite.
 	var w io.Writer = stdout
 	var f *os.File
@@ -249,7 +259,6 @@ func synthesizeCommand(_ context.Context, args []string, stdout, stderr io.Write
 	syn := prefix.NewSynthesizer(cfg, uses)
 	after := prefix.NewAnalyzer(cfg.OutBlockSize, nil, 0)
 	var buf []byte
-	var first, last float64
 	n := 0
 	opt.Format = info.Format
 	_, err = readPrefix(path, opt, io.Discard, func(q *prefix.Request) error {
