@@ -78,7 +78,7 @@ func TestPerTurnBounded(t *testing.T) {
 	p := NewPerTurn()
 	const n = 300
 	for turn := 1; turn <= n; turn++ {
-		p.Add(&Sample{Turn: turn, OK: true, PromptTokens: turn, HasTTFT: true, TTFT: time.Duration(turn) * time.Millisecond})
+		p.Add(&Sample{Request: record.Request{Turn: turn, PromptTokens: turn}, OK: true, HasTTFT: true, TTFT: time.Duration(turn) * time.Millisecond})
 	}
 	// 32 single turns, then 33–64, 65–128, 129–256, 257–512.
 	if len(p.turns) != TurnsSingly+4 {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fineserve-gen/fineserve-gen/pkg/options"
+	"github.com/fineserve-gen/fineserve-gen/pkg/launch"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
@@ -23,7 +23,7 @@ func TestPrewarmCappedByFileLimit(t *testing.T) {
 	o.RequestRate, o.NumPrompts, o.NumPromptsSet = 100, 3, true
 	o.PrewarmConnections = "1000"
 	var out, errb bytes.Buffer
-	if _, err := options.Run(context.Background(), o, runner.IO{Out: &out, Err: &errb}); err != nil {
+	if _, err := launch.Run(context.Background(), o, runner.IO{Out: &out, Err: &errb}); err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
 	for _, want := range []string{
