@@ -10,7 +10,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/locality"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prefix"
@@ -23,7 +25,31 @@ import (
 // For a prefix trace (Mooncake, Bailian, WEKA hash ids) it reports the
 // prefix reuse instead: hit rates of an infinite cache and of LRU caches of
 // --cache-blocks blocks, lengths and the prefix tree (prefixcmd.go).
-func analyzeCommand(_ context.Context, args []string, stdout, stderr io.Writer) int {
+func analyzeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return untilSignal(ctx, stderr, "analyze", func() int { return analyze(ctx, args, stdout, stderr) })
+}
+
+// untilSignal returns f's exit code, or exitInterrupted once ctx is done
+// (the first SIGINT or SIGTERM): f is given a second to stop by itself
+// and say so, then left behind as the process exits.
+func untilSignal(ctx context.Context, stderr io.Writer, name string, f func() int) int {
+	code := make(chan int, 1)
+	safe.Go(func() { code <- f() })
+	select {
+	case c := <-code:
+		return c
+	case <-ctx.Done():
+	}
+	select {
+	case c := <-code:
+		return c
+	case <-time.After(time.Second):
+		fmt.Fprintf(stderr, "fineserve-gen %s: interrupted: nothing written\n", name)
+		return exitInterrupted
+	}
+}
+
+func analyze(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("analyze")
 	slotsArg := fs.String("adapter-cache", "8", "cache sizes to simulate, in adapters (slots): N or N,M,… (vLLM's --max-loras)")
 	policyArg := fs.String("policy", "lru,lfu", "eviction policies: lru, lfu, opt (Belady's optimum), comma-separated")
@@ -69,7 +95,7 @@ func analyzeCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 			return fail(errs...)
 		}
 		pf, _ := prefix.ParseFormat(tf.format)
-		return analyzePrefix(fs.Arg(0), prefix.Options{Format: pf, Strict: tf.ro.Strict}, cacheBlocks, *maxDistinct, *jsonOut, stdout, stderr)
+		return analyzePrefix(ctx, fs.Arg(0), prefix.Options{Format: pf, Strict: tf.ro.Strict}, cacheBlocks, *maxDistinct, *jsonOut, stdout, stderr)
 	}
 	if len(cacheBlocks) > 0 {
 		errs = append(errs, errors.New("--cache-blocks: for prefix traces (Mooncake, Bailian, WEKA hash ids); adapter caches take --adapter-cache"))

@@ -1,7 +1,15 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -193,5 +201,54 @@ func TestContentPartsAgainstMock(t *testing.T) {
 	r = mustRunTool(t, append(baseArgs(port, 4), "--backend", "openai-chat", "--disable-stream")...)
 	if s := r.summary(t); s.Completed != 4 || s.Failed != 0 {
 		t.Errorf("whole: completed %d failed %d %v\n%s", s.Completed, s.Failed, s.ErrorsByClass, r.stderr)
+	}
+}
+
+// TestSchemaCheckBounded: answers nested 9,000 deep checked against a
+// self-referring schema ({"properties":{"x":{"$ref":"#"}}}) are invalid
+// without being checked, with a warning saying why; the check took 718 MB
+// an answer (the validator's memory grows with size times depth). An
+// answer within the bounds is still checked.
+func TestSchemaCheckBounded(t *testing.T) {
+	schema := testenv.WriteFile(t, "self.json", `{"type":"object","properties":{"x":{"$ref":"#"}}}`)
+	// Invalid at the bottom: the validator's errors carry every level's
+	// path (656 MB for one such answer).
+	deep := strings.Repeat(`{"x":`, 9000) + "1" + strings.Repeat("}", 9000)
+	shallow := strings.Repeat(`{"x":`, 20) + "{}" + strings.Repeat("}", 20)
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"object":"list","data":[{"id":"m","max_model_len":4096}]}`)
+			return
+		}
+		io.Copy(io.Discard, r.Body)
+		text := deep
+		if n.Add(1) == 1 {
+			text = shallow
+		}
+		content, _ := json.Marshal(text)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%s}}]}\n\n", content)
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":4}}\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	r := runTool(t, "--base-url", srv.URL, "--backend", "openai-chat", "--prompt-format", "text", "--num-prompts", "5", "--request-rate", "100",
+		"--seed", "1", "--random-input-len", "8", "--random-output-len", "4", "--warmup-requests", "0", "--disable-tqdm",
+		"--max-concurrency", "1", "--response-format", "json_schema:"+schema, "--summary-json", filepath.Join(t.TempDir(), "s.json"))
+	runtime.ReadMemStats(&after)
+	s := r.summary(t)
+	a := s.Answers
+	if a == nil || a.StructuredChecked != 5 || a.StructuredValidShare == nil || *a.StructuredValidShare != 0.2 {
+		t.Fatalf("exit %d, answers %+v\n%s", r.code, a, r.stderr)
+	}
+	if want := "4 answer(s) counted invalid without being checked; first: an answer nested more than 128 deep"; !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+	}
+	if mb := (after.TotalAlloc - before.TotalAlloc) >> 20; mb > 300 {
+		t.Errorf("the run allocated %d MB for 5 answers of at most 54 KB", mb)
 	}
 }

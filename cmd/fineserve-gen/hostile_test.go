@@ -265,3 +265,27 @@ func TestOutsideTextCannotDriveTheTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestAgenticUnusableSaysWhy: an agentic trace whose every entry is
+// skipped is refused with the first skip's reason (run said only "no
+// usable conversation"), and a token count near the int64 limit is a
+// skip naming the limit: the expected block count overflowed and the
+// message printed "-144115188075855871".
+func TestAgenticUnusableSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, body, format, want string }{
+		{"weka.json", `{"id":"a","block_size":64,"requests":[{"t":0,"type":"n","in":9223372036854775807,"out":5,"hash_ids":[1,2]}]}`, "weka",
+			"no usable conversation: 2 unusable entr(ies) skipped; first: line 1: requests[0].in: 9223372036854775807: want 1 to 16777216"},
+		{"bailian.jsonl", `{"chat_id":1,"parent_chat_id":-1,"timestamp":0,"input_length":9223372036854775807,"output_length":5,"turn":1,"type":"text","hash_ids":[1]}`, "bailian",
+			"no usable conversation: 1 unusable entr(ies) skipped; first: line 1: input_length: 9223372036854775807: want at most 16777216"},
+	} {
+		path := filepath.Join(dir, tc.name)
+		if err := os.WriteFile(path, []byte(tc.body+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := runTool(t, "--dry-run", "--seed", "1", "--mode", "replay", "--trace", path, "--trace-format", tc.format)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "-1441") {
+			t.Errorf("%s: exit %d, stderr lacks %q:\n%s", tc.name, r.code, tc.want, r.stderr)
+		}
+	}
+}

@@ -209,9 +209,13 @@ func serveMock(ctx context.Context, cfg mockserver.Config, host string, port int
 		fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", err)
 		return exitUsage
 	}
-	defer stopProfiles()
-	if err := srv.Serve(ctx, ln); err != nil {
-		fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", err)
+	serr := srv.Serve(ctx, ln)
+	perr := stopProfiles()
+	if perr != nil {
+		fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", perr)
+	}
+	if serr != nil {
+		fmt.Fprintf(stderr, "fineserve-gen mock-server: %v\n", serr)
 		return exitFailure
 	}
 	st := srv.Stats()
@@ -225,6 +229,9 @@ func serveMock(ctx context.Context, cfg mockserver.Config, host string, port int
 	}
 	if pc := srv.PrefixCacheStats(); pc.Requests > 0 {
 		fmt.Fprintf(stderr, "mock-server: prefix cache: %d of %d prompt tokens cached (%d blocks held, %d evicted)\n", pc.CachedTokens, pc.PromptTokens, pc.Blocks, pc.Evicted)
+	}
+	if perr != nil {
+		return exitFailure
 	}
 	return exitOK
 }

@@ -288,6 +288,9 @@ func TestPlanBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"--plan-window", "0"}, "--plan-window"},
+		// More than plan.MaxWindows windows: refused before any is held
+		// (1µs windows took gigabytes), with the least window.
+		{[]string{"--plan-window", "1us", "--duration", "30s"}, "--plan-window 1µs: 30s of schedule would be 30000000 windows, more than the most a plan has (131072): want --plan-window ≥ 229µs"},
 		{[]string{"--scale-up-delay", "-1m"}, "--scale-up-delay"},
 		{[]string{"--scale-down-delay", "-1m"}, "--scale-down-delay"},
 		{[]string{"--min-replicas", "-1"}, "--min-replicas"},

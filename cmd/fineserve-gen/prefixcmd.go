@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -30,13 +31,20 @@ func parseCacheBlocks(s string) ([]int, error) {
 // readPrefix streams the prefix trace at path through fn, in time order
 // (prefix.Reorder's window), and writes the skipped records' warning to
 // stderr.
-func readPrefix(path string, opt prefix.Options, stderr io.Writer, fn func(*prefix.Request) error) (*prefix.Info, error) {
+func readPrefix(ctx context.Context, path string, opt prefix.Options, stderr io.Writer, fn func(*prefix.Request) error) (*prefix.Info, error) {
 	rc, err := prefix.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	ro := prefix.NewReorder(0, fn)
+	n := 0
+	ro := prefix.NewReorder(0, func(q *prefix.Request) error {
+		// A signal stops the reading (checked every 1024 requests).
+		if n++; n%1024 == 0 && ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return fn(q)
+	})
 	info, err := prefix.Read(rc, path, opt, ro.Add)
 	if err == nil {
 		err = ro.Flush()
@@ -67,13 +75,17 @@ type prefixAnalysis struct {
 }
 
 // analyzePrefix runs analyze on a prefix trace.
-func analyzePrefix(path string, opt prefix.Options, cacheBlocks []int, maxDistinct int, jsonOut string, stdout, stderr io.Writer) int {
+func analyzePrefix(ctx context.Context, path string, opt prefix.Options, cacheBlocks []int, maxDistinct int, jsonOut string, stdout, stderr io.Writer) int {
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "fineserve-gen analyze: %v\n", err)
 		return exitUsage
 	}
 	an := prefix.NewAnalyzer(0, cacheBlocks, maxDistinct)
-	info, err := readPrefix(path, opt, stderr, an.Add)
+	info, err := readPrefix(ctx, path, opt, stderr, an.Add)
+	if ctx.Err() != nil {
+		fmt.Fprintf(stderr, "fineserve-gen analyze: interrupted while reading %s: nothing written\n", path)
+		return exitInterrupted
+	}
 	var tooMany prefix.ErrTooManyBlocks
 	if errors.As(err, &tooMany) {
 		fmt.Fprintf(stderr, "fineserve-gen analyze: %s: %v\n", path, err)
@@ -149,7 +161,11 @@ func (a *prefixAnalysis) writeTable(w io.Writer) error {
 // copy of a prefix trace that keeps its prefix tree's shape (AIPerf's
 // synthesize-trace knobs), written as a Mooncake trace that --mode replay
 // reads.
-func synthesizeCommand(_ context.Context, args []string, stdout, stderr io.Writer) int {
+func synthesizeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return untilSignal(ctx, stderr, "synthesize", func() int { return synthesize(ctx, args, stdout, stderr) })
+}
+
+func synthesize(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("synthesize")
 	out := fs.StringP("output", "o", "", "the trace to write (- for standard output)")
 	cfg := prefix.SynthConfig{}
@@ -213,7 +229,15 @@ func synthesizeCommand(_ context.Context, args []string, stdout, stderr io.Write
 	opt := prefix.Options{Format: pf, Strict: *strict}
 	// Pass 1: which blocks are shared, and the trace's own figures.
 	uses := prefix.NewAnalyzer(0, nil, *maxDistinct)
-	info, err := readPrefix(path, opt, stderr, uses.Add)
+	first, last := math.Inf(1), math.Inf(-1)
+	info, err := readPrefix(ctx, path, opt, stderr, func(q *prefix.Request) error {
+		first, last = min(first, q.T), max(last, q.T)
+		return uses.Add(q)
+	})
+	if ctx.Err() != nil {
+		fmt.Fprintf(stderr, "fineserve-gen synthesize: interrupted while reading %s (first pass): nothing written\n", path)
+		return exitInterrupted
+	}
 	if err != nil {
 		var tooMany prefix.ErrTooManyBlocks
 		if errors.As(err, &tooMany) {
@@ -235,6 +259,11 @@ func synthesizeCommand(_ context.Context, args []string, stdout, stderr io.Write
 	if err := cfg.Validate(); err != nil {
 		return fail(fmt.Errorf("%s: %w", path, err))
 	}
+	if first <= last {
+		if err := cfg.CheckSpeedup(first, last); err != nil {
+			return fail(fmt.Errorf("%s: %w", path, err))
+		}
+	}
 	// Pass 2: rewrite.
 	var w io.Writer = stdout
 	var f *os.File
@@ -249,10 +278,9 @@ func synthesizeCommand(_ context.Context, args []string, stdout, stderr io.Write
 	syn := prefix.NewSynthesizer(cfg, uses)
 	after := prefix.NewAnalyzer(cfg.OutBlockSize, nil, 0)
 	var buf []byte
-	var first, last float64
 	n := 0
 	opt.Format = info.Format
-	_, err = readPrefix(path, opt, io.Discard, func(q *prefix.Request) error {
+	_, err = readPrefix(ctx, path, opt, io.Discard, func(q *prefix.Request) error {
 		o := syn.Rewrite(q)
 		if n == 0 {
 			first = o.T
@@ -269,6 +297,16 @@ func synthesizeCommand(_ context.Context, args []string, stdout, stderr io.Write
 		}
 		return after.Add(&prefix.Request{T: o.T, In: o.In, Out: o.Out, Blocks: o.Blocks})
 	})
+	if ctx.Err() != nil {
+		if f == nil {
+			fmt.Fprintln(stderr, "fineserve-gen synthesize: interrupted: the trace written is cut short")
+			return exitInterrupted
+		}
+		f.Close()
+		os.Remove(*out) // a part of the trace is not a trace
+		fmt.Fprintf(stderr, "fineserve-gen synthesize: interrupted while writing %s: removed\n", *out)
+		return exitInterrupted
+	}
 	if err == nil {
 		err = bw.Flush()
 	}

@@ -107,6 +107,8 @@ func TestSynthesizeErrors(t *testing.T) {
 	wantUsage(t, []string{"synthesize", bailianFixture}, "-o/--output")
 	wantUsage(t, []string{"synthesize", bailianFixture, "-o", out, "--speedup", "0", "--prefix-root-multiplier", "0"}, "--speedup 0: want a number > 0, at most 1000", "--prefix-root-multiplier 0")
 	wantUsage(t, []string{"synthesize", bailianFixture, "-o", out, "--block-size", "24"}, "must be a multiple")
+	// The limit is named, not "≥ 1" for a value above it.
+	wantUsage(t, []string{"synthesize", bailianFixture, "-o", out, "--prefix-root-multiplier", "1000000000"}, "--prefix-root-multiplier 1000000000: want an integer from 1 to 1048576")
 	wantUsage(t, []string{"synthesize", bailianFixture, "-o", out, "--strict"}, "line 5: parent_chat_id")
 	wantUsage(t, []string{"synthesize", bailianFixture, "-o", bailianFixture}, "the trace itself")
 }
@@ -177,4 +179,19 @@ func TestSynthesizeBailian(t *testing.T) {
 	wantUsage(t, []string{"synthesize", filepath.Join("..", "..", "pkg", "prefix", "testdata", "weka_trace_0026.json"), "-o", out, "--output-format", "bailian"},
 		"--output-format bailian", "is a weka trace")
 	wantUsage(t, []string{"synthesize", bailianFixture, "-o", out, "--output-format", "csv"}, "--output-format \"csv\"")
+}
+
+// TestSynthesizeSpeedupOverflow: a --speedup whose scaled timestamps run
+// past a replay's longest schedule is a usage error naming the flag, the
+// limit and the least speedup; 1e-300 wrote timestamps of
+// -9223372036854775808 and exited 0.
+func TestSynthesizeSpeedupOverflow(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "o.jsonl")
+	wantUsage(t, []string{"synthesize", bailianFixture, "-o", out, "--speedup", "1e-300"},
+		"--speedup 1e-300: the trace's span of 4.5 s would be 4.5e+300 s, past the longest a replay takes", "366 days): want --speedup ≥ 1.42e-07")
+	if b, err := os.ReadFile(out); err == nil && len(b) > 0 {
+		t.Errorf("wrote %d bytes: %.100s", len(b), b)
+	}
+	// Just above the least speedup, the trace is written.
+	mustRun(t, "synthesize", bailianFixture, "-o", out, "--speedup", "1.5e-7")
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -24,12 +26,15 @@ func startProfiles(p profiles) (func() error, error) {
 		return nil, err
 	}
 	var cpu *os.File
+	var cpuW *errWriter
 	if p.cpu != "" {
 		f, err := os.Create(p.cpu)
 		if err != nil {
 			return nil, fmt.Errorf("--cpu-profile: %w", err)
 		}
-		if err := pprof.StartCPUProfile(f); err != nil {
+		// pprof drops the profile's write error: the writer keeps it.
+		cpuW = &errWriter{w: f}
+		if err := pprof.StartCPUProfile(cpuW); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("--cpu-profile: %w", err)
 		}
@@ -39,26 +44,49 @@ func startProfiles(p profiles) (func() error, error) {
 	if p.mutex != "" {
 		mutexWas = runtime.SetMutexProfileFraction(1) // every contention event: a run's are few but long
 	}
+	// Every profile that fails is named, and the others are still written.
 	return func() error {
+		var errs []error
 		if cpu != nil {
 			pprof.StopCPUProfile()
-			if err := cpu.Close(); err != nil {
-				return err
+			err := cpuW.err
+			if cerr := cpu.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("--cpu-profile %s: %w", p.cpu, err))
 			}
 		}
 		if p.mutex != "" {
 			err := writeProfile("--mutex-profile", p.mutex, "mutex")
 			runtime.SetMutexProfileFraction(mutexWas)
 			if err != nil {
-				return err
+				errs = append(errs, err)
 			}
 		}
 		if p.mem != "" {
 			runtime.GC()
-			return writeProfile("--mem-profile", p.mem, "heap")
+			if err := writeProfile("--mem-profile", p.mem, "heap"); err != nil {
+				errs = append(errs, err)
+			}
 		}
-		return nil
+		return errors.Join(errs...)
 	}, nil
+}
+
+// errWriter passes writes to w and keeps the first error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(b []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(b)
+	e.err = err
+	return n, err
 }
 
 // writeProfile writes the runtime profile named name to path.
@@ -71,5 +99,8 @@ func writeProfile(flag, path, name string) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	return nil
 }

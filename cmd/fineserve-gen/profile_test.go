@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
@@ -35,5 +36,27 @@ func TestProfilesWritten(t *testing.T) {
 		if err != nil || !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
 			t.Errorf("%s: %d bytes, %v: want a gzip-compressed profile", f, len(b), err)
 		}
+	}
+}
+
+// TestProfileWriteErrors: a profile that cannot be written at the end (a
+// full disk) fails the run with exit code 1 and an error naming its flag;
+// --cpu-profile /dev/full exited 0 silently (pprof drops the write error)
+// and --mem-profile/--mutex-profile errors named no flag.
+func TestProfileWriteErrors(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	_, port := mocktest.Start(t, mockserver.Config{})
+	for _, flag := range []string{"--cpu-profile", "--mem-profile", "--mutex-profile"} {
+		t.Run(flag, func(t *testing.T) {
+			r := runTool(t, append(baseArgs(port, 5), flag, "/dev/full")...)
+			if r.code != exitFailure {
+				t.Errorf("exit %d, want %d", r.code, exitFailure)
+			}
+			if want := flag + " /dev/full: "; !strings.Contains(r.stderr, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+			}
+		})
 	}
 }

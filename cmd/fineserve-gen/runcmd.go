@@ -223,10 +223,15 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitCode(&options.UsageError{Err: err}, stderr)
 	}
 	sum, err := launch.Run(ctx, o, runner.IO{Out: stdout, Err: stderr, Terminal: terminal, Abort: abortFrom(ctx), Hurry: hurryFrom(ctx)})
-	if perr := stopProfiles(); perr != nil {
+	perr := stopProfiles()
+	if perr != nil {
 		fmt.Fprintf(stderr, "fineserve-gen: %v\n", perr)
 	}
-	return outcome(ctx, &o, sum, err, stderr)
+	rc := outcome(ctx, &o, sum, err, stderr)
+	if perr != nil && rc == exitOK {
+		rc = exitFailure // an output could not be written at the end
+	}
+	return rc
 }
 
 // parseRunFlags parses args into o with the run's flags and those extra

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -281,4 +282,76 @@ func clientInFlight(t *testing.T, url string) int64 {
 		t.Fatal(err)
 	}
 	return int64(v)
+}
+
+// TestAnalyzeAndSynthesizeStopOnFirstSignal: analyze and synthesize stop
+// on the first SIGINT with exit code 130, while a trace is being read (a
+// pipe fed without end: the reading sees the signal) or while the read
+// waits for input (a pipe with nothing more to read); both ran on and
+// exited 0.
+func TestAnalyzeAndSynthesizeStopOnFirstSignal(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args func(trace, dir string) []string
+		feed bool
+		want string
+	}{
+		{"analyze", func(tr, _ string) []string { return []string{"analyze", tr, "--trace-format", "bailian"} }, true, "analyze: interrupted while reading"},
+		{"analyze-waiting", func(tr, _ string) []string { return []string{"analyze", tr, "--trace-format", "bailian"} }, false, "analyze: interrupted: nothing written"},
+		{"synthesize", func(tr, dir string) []string {
+			return []string{"synthesize", tr, "--trace-format", "bailian", "-o", filepath.Join(dir, "out.jsonl")}
+		}, true, "synthesize: interrupted while reading"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			trace := filepath.Join(dir, "chain.jsonl")
+			if err := syscall.Mkfifo(trace, 0o600); err != nil {
+				t.Skip("no named pipes:", err)
+			}
+			c := startChild(t, tc.args(trace, dir)...)
+			w, err := os.OpenFile(trace, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			// A Bailian chain: each chat the parent of the next.
+			row := func(i int) []byte {
+				return fmt.Appendf(nil, `{"chat_id": %d, "parent_chat_id": %d, "timestamp": %d, "input_length": 16, "output_length": 4, "hash_ids": [%d]}`+"\n", i, i-1, i, i)
+			}
+			var buf []byte
+			for i := range 20000 {
+				buf = append(buf, row(i)...)
+			}
+			if _, err := w.Write(buf); err != nil {
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			defer close(stop)
+			if tc.feed {
+				go func() {
+					for i := 20000; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						if _, err := w.Write(row(i)); err != nil {
+							return
+						}
+					}
+				}()
+			}
+			time.Sleep(200 * time.Millisecond) // reading
+			c.cmd.Process.Signal(os.Interrupt)
+			if code := c.wait(t, 20*time.Second); code != exitInterrupted {
+				t.Errorf("exit %d, want %d\n%s", code, exitInterrupted, c.stderr.String())
+			}
+			if !strings.Contains(c.stderr.String(), tc.want) {
+				t.Errorf("stderr lacks %q:\n%s", tc.want, c.stderr.String())
+			}
+			if _, err := os.Stat(filepath.Join(dir, "out.jsonl")); err == nil {
+				t.Error("a part of the synthesized trace is left behind")
+			}
+		})
+	}
 }

@@ -93,7 +93,8 @@ func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return exitCode(&options.UsageError{Err: err}, stderr)
 	}
 	res, serr := sweepRun(ctx, &o, &sf, cfg, stepOpts, stderr)
-	if perr := stopProfiles(); perr != nil {
+	perr := stopProfiles()
+	if perr != nil {
 		fmt.Fprintf(stderr, "fineserve-gen: %v\n", perr)
 	}
 	var ue *options.UsageError
@@ -113,6 +114,8 @@ func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	case res.Capacity == nil:
 		fmt.Fprintln(stderr, "fineserve-gen: no step met the target")
 		return exitBudget
+	case perr != nil:
+		return exitFailure // a profile could not be written at the end
 	}
 	return exitOK
 }

@@ -51,8 +51,14 @@ func ReadBailian(r io.Reader) (*Trace, error) {
 		case b.In == nil || *b.In <= 0:
 			t.skip(line, "input_length", "missing or ≤ 0")
 			return
+		case *b.In > MaxRoundTokens:
+			t.skip(line, "input_length", fmt.Sprintf("%d: want at most %d", *b.In, MaxRoundTokens))
+			return
 		case b.Out == nil || *b.Out < 0:
 			t.skip(line, "output_length", "missing or negative")
+			return
+		case *b.Out > MaxRoundTokens:
+			t.skip(line, "output_length", fmt.Sprintf("%d: want at most %d", *b.Out, MaxRoundTokens))
 			return
 		case b.Hash == nil:
 			t.skip(line, "hash_ids", "missing")

@@ -2,6 +2,7 @@ package agentic
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 
@@ -59,6 +60,10 @@ func Load(path string, f Format) (*Trace, error) {
 		t, err = ReadBailian(r)
 	default:
 		return nil, fmt.Errorf("%s: not an agentic format", f)
+	}
+	if errors.Is(err, ErrEmpty) && t != nil && t.SkippedCount > 0 {
+		// Why: every entry was skipped.
+		return t, fmt.Errorf("%s: %w: %d unusable entr(ies) skipped; first: %v", path, err, t.SkippedCount, t.FirstSkip())
 	}
 	if err != nil {
 		return t, fmt.Errorf("%s: %w", path, err)

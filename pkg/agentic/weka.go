@@ -153,14 +153,14 @@ func (t *Trace) wekaBranch(line int, path string, block int, reqs []wekaRequest,
 		case q.In == nil:
 			t.skip(line, where+".in", "missing")
 			continue
-		case *q.In <= 0:
-			t.skip(line, where+".in", fmt.Sprintf("%d: want > 0", *q.In))
+		case *q.In <= 0 || *q.In > MaxRoundTokens:
+			t.skip(line, where+".in", fmt.Sprintf("%d: want 1 to %d", *q.In, MaxRoundTokens))
 			continue
 		case q.Out == nil:
 			t.skip(line, where+".out", "missing")
 			continue
-		case *q.Out < 0:
-			t.skip(line, where+".out", fmt.Sprintf("%d: want ≥ 0", *q.Out))
+		case *q.Out < 0 || *q.Out > MaxRoundTokens:
+			t.skip(line, where+".out", fmt.Sprintf("%d: want 0 to %d", *q.Out, MaxRoundTokens))
 			continue
 		case q.Hash == nil:
 			t.skip(line, where+".hash_ids", "missing")

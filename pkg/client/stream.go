@@ -398,33 +398,7 @@ var wholeInFlight atomic.Int64
 // always returns one). A larger body, or one past the shared bound, is a
 // protocol error that says so.
 func readWholeBody(body io.Reader) (raw []byte, release func(), err error) {
-	held := int64(0)
-	release = func() { wholeInFlight.Add(-held) }
-	var buf []byte
-	for {
-		if len(buf) == cap(buf) {
-			grow := min(max(cap(buf), 4<<10), maxWholeResponse+1-len(buf))
-			if grow <= 0 {
-				return nil, release, protocolError{fmt.Sprintf("response larger than %d MiB (non-streamed answers are read whole)", maxWholeResponse>>20)}
-			}
-			if wholeInFlight.Add(int64(grow)) > maxWholeInFlight {
-				wholeInFlight.Add(-int64(grow))
-				return nil, release, protocolError{fmt.Sprintf("the non-streamed answers being read hold more than %d MiB: this one was not read (stream, or lower --max-concurrency)", maxWholeInFlight>>20)}
-			}
-			held += int64(grow)
-			nb := make([]byte, len(buf), len(buf)+grow) // exactly what was reserved
-			copy(nb, buf)
-			buf = nb
-		}
-		n, rerr := body.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if rerr == io.EOF {
-			return buf, release, nil
-		}
-		if rerr != nil {
-			return buf, release, rerr
-		}
-	}
+	return readChunked(body) // wholebody.go
 }
 
 // readWholeAnswer reads a non-streamed answer (bounded: readWholeBody) and

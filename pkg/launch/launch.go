@@ -112,7 +112,11 @@ func Run(ctx context.Context, settings options.Options, stdio runner.IO) (*metri
 	if err != nil {
 		return nil, options.Usage(err)
 	}
+	o.Answer.TakeRefused() // this run's only
 	sum, err := runner.Run(ctx, cfg, wl, pool, stdio)
+	if n, why := o.Answer.TakeRefused(); n > 0 {
+		log.Warnf("--response-format %s: %d answer(s) counted invalid without being checked; first: %s", o.Answer.ResponseFormat, n, why)
+	}
 	if se := (*runner.StartAtError)(nil); errors.As(err, &se) {
 		err = options.Usage(err)
 	}

@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"time"
 )
 
@@ -64,9 +66,13 @@ func quantiles(h *Hist, div float64) Quantiles {
 	return Quantiles{Mean: d.Mean / div, P50: d.Median / div, P90: d.P90 / div, P99: d.P99 / div, Max: d.Max / div}
 }
 
-// TurnSummary is one turn number's figures over every session.
+// TurnSummary is one turn number's figures over every session, or past
+// the first TurnsSingly turns those of a range of turn numbers.
 type TurnSummary struct {
 	Turn int `json:"turn"`
+	// TurnLast is the last turn number of a range (Turn is its first);
+	// 0 for a single turn number.
+	TurnLast int `json:"turn_last,omitempty"`
 	// Count is the turns of this number that finished; Failed those that
 	// failed.
 	Count  int64 `json:"count"`
@@ -86,9 +92,39 @@ type TurnSummary struct {
 	E2EP99            float64  `json:"e2e_p99_ms"`
 }
 
+// TurnsSingly is how many turn numbers have figures of their own; past
+// them turns are counted in ranges that double: 33–64, 65–128, 129–256, …
+const TurnsSingly = 32
+
+// turnIndex is the accumulator of turn number t (≥ 1): t − 1 up to
+// TurnsSingly, then one a power-of-two range.
+func turnIndex(t int) int {
+	if t <= TurnsSingly {
+		return t - 1
+	}
+	return TurnsSingly + bits.Len(uint(t-1)) - 1 - singlyBits
+}
+
+// singlyBits is log2(TurnsSingly).
+var singlyBits = bits.Len(TurnsSingly) - 1
+
+// turnRange is the turn numbers of accumulator i: first and last (equal
+// for a single turn number).
+func turnRange(i int) (first, last int) {
+	if i < TurnsSingly {
+		return i + 1, i + 1
+	}
+	j := uint(i - TurnsSingly + singlyBits)
+	if j >= 62 {
+		return 1<<j + 1, math.MaxInt
+	}
+	return 1<<j + 1, 1 << (j + 1)
+}
+
 // PerTurn accumulates the per-turn figures and the lags of a run's
-// sessions from their turns' samples. Memory grows with the largest turn
-// number (at most the plan's cap), not with the requests.
+// sessions from their turns' samples. Memory grows with the logarithm of
+// the largest turn number (TurnsSingly turn numbers, then ranges), not
+// with the requests.
 type PerTurn struct {
 	turns             []*turnAcc
 	startLag, turnLag *Hist
@@ -110,10 +146,7 @@ func (p *PerTurn) Add(s *Sample) {
 	if s.Turn <= 0 {
 		return
 	}
-	for len(p.turns) < s.Turn {
-		p.turns = append(p.turns, &turnAcc{ttft: NewHist(), e2e: NewHist()})
-	}
-	t := p.turns[s.Turn-1]
+	t := p.acc(turnIndex(s.Turn))
 	if s.HasLag {
 		if s.Turn == 1 {
 			p.startLag.Record(s.Lag)
@@ -148,11 +181,23 @@ func (p *PerTurn) Add(s *Sample) {
 	}
 }
 
-// Turns returns the per-turn summary, by turn number.
+// acc returns accumulator i, adding those up to it.
+func (p *PerTurn) acc(i int) *turnAcc {
+	for len(p.turns) <= i {
+		p.turns = append(p.turns, &turnAcc{ttft: NewHist(), e2e: NewHist()})
+	}
+	return p.turns[i]
+}
+
+// Turns returns the per-turn summary, by turn number (ranges of them past
+// TurnsSingly).
 func (p *PerTurn) Turns() []TurnSummary {
 	out := make([]TurnSummary, 0, len(p.turns))
 	for i, t := range p.turns {
 		ts := TurnSummary{Turn: i + 1, Count: t.count, Failed: t.failed}
+		if first, last := turnRange(i); last != first {
+			ts.Turn, ts.TurnLast = first, last
+		}
 		if t.ok > 0 {
 			ts.PromptTokensMean = float64(t.prompt) / float64(t.ok)
 			ts.HistoryTokensMean = float64(t.history) / float64(t.ok)
@@ -226,17 +271,21 @@ type SessionsState struct {
 	Turns    []TurnState     `json:"turns"`
 }
 
-// TurnState is one turn number's accumulated figures.
+// TurnState is one turn number's accumulated figures, or a range's.
 type TurnState struct {
-	Count   int64     `json:"count"`
-	Failed  int64     `json:"failed"`
-	OK      int64     `json:"ok"`
-	Prompt  int64     `json:"prompt_tokens"`
-	History int64     `json:"history_tokens"`
-	Cached  int64     `json:"cached_tokens"`
-	CacheN  int64     `json:"cached_reported"`
-	TTFT    HistState `json:"ttft"`
-	E2E     HistState `json:"e2e"`
+	// LastTurn is the last turn number of a range of them (past
+	// TurnsSingly); without it, the state's place in the list is its
+	// turn number (as states written before the ranges have it).
+	LastTurn int       `json:"last_turn,omitempty"`
+	Count    int64     `json:"count"`
+	Failed   int64     `json:"failed"`
+	OK       int64     `json:"ok"`
+	Prompt   int64     `json:"prompt_tokens"`
+	History  int64     `json:"history_tokens"`
+	Cached   int64     `json:"cached_tokens"`
+	CacheN   int64     `json:"cached_reported"`
+	TTFT     HistState `json:"ttft"`
+	E2E      HistState `json:"e2e"`
 }
 
 // State encodes r.
@@ -252,8 +301,11 @@ func (r *SessionsRun) State() (*SessionsState, error) {
 			return nil, err
 		}
 	}
-	for _, t := range r.PerTurn.turns {
+	for i, t := range r.PerTurn.turns {
 		ts := TurnState{Count: t.count, Failed: t.failed, OK: t.ok, Prompt: t.prompt, History: t.history, Cached: t.cached, CacheN: t.cacheN}
+		if first, last := turnRange(i); last != first {
+			ts.LastTurn = last
+		}
 		if ts.TTFT, err = t.ttft.State(); err != nil {
 			return nil, err
 		}
@@ -288,9 +340,31 @@ func SessionsFromState(st *SessionsState) (*SessionsRun, error) {
 		if t.e2e, err = histFromState(ts.E2E, histSigFigs); err != nil {
 			return nil, fmt.Errorf("turn %d: e2e: %w", i+1, err)
 		}
-		r.PerTurn.turns = append(r.PerTurn.turns, t)
+		// A range's state, or a single turn's (written before the ranges:
+		// one a turn number, however many) goes where that turn counts.
+		turn := i + 1
+		if ts.LastTurn > 0 {
+			turn = ts.LastTurn
+		}
+		if turn < 1 {
+			return nil, fmt.Errorf("turn %d: last turn %d out of range", i+1, ts.LastTurn)
+		}
+		r.PerTurn.acc(turnIndex(turn)).add(t)
 	}
 	return r, nil
+}
+
+// add adds o's figures to t.
+func (t *turnAcc) add(o *turnAcc) {
+	t.count += o.count
+	t.failed += o.failed
+	t.ok += o.ok
+	t.prompt += o.prompt
+	t.history += o.history
+	t.cached += o.cached
+	t.cacheN += o.cacheN
+	t.ttft.Merge(o.ttft)
+	t.e2e.Merge(o.e2e)
 }
 
 // Merge adds o's sessions to r (shards of one run).
@@ -309,19 +383,7 @@ func (r *SessionsRun) Merge(o *SessionsRun) {
 	r.PerTurn.startLag.Merge(o.PerTurn.startLag)
 	r.PerTurn.turnLag.Merge(o.PerTurn.turnLag)
 	for i, t := range o.PerTurn.turns {
-		if i >= len(r.PerTurn.turns) {
-			r.PerTurn.turns = append(r.PerTurn.turns, &turnAcc{ttft: NewHist(), e2e: NewHist()})
-		}
-		u := r.PerTurn.turns[i]
-		u.count += t.count
-		u.failed += t.failed
-		u.ok += t.ok
-		u.prompt += t.prompt
-		u.history += t.history
-		u.cached += t.cached
-		u.cacheN += t.cacheN
-		u.ttft.Merge(t.ttft)
-		u.e2e.Merge(t.e2e)
+		r.PerTurn.acc(i).add(t)
 	}
 }
 

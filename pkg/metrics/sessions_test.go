@@ -66,3 +66,62 @@ func TestPerTurnAndItsMergeState(t *testing.T) {
 		t.Error("inconsistent turn counts read without an error")
 	}
 }
+
+// TestPerTurnBounded: a conversation of many turns keeps TurnsSingly turn
+// numbers of their own and then one accumulator per doubling range
+// (33–64, 65–128, …), so memory grows with the logarithm of the turn
+// count: a 200,000-step agentic replay held a histogram pair per turn
+// (≈ 480 KB a turn: 2.55 GB at turn 5,273). Each turn's samples land in
+// its range, and the ranges survive the merge state, as do the states of
+// single turns past TurnsSingly written before the ranges.
+func TestPerTurnBounded(t *testing.T) {
+	p := NewPerTurn()
+	const n = 300
+	for turn := 1; turn <= n; turn++ {
+		p.Add(&Sample{Request: record.Request{Turn: turn, PromptTokens: turn}, OK: true, HasTTFT: true, TTFT: time.Duration(turn) * time.Millisecond})
+	}
+	// 32 single turns, then 33–64, 65–128, 129–256, 257–512.
+	if len(p.turns) != TurnsSingly+4 {
+		t.Fatalf("%d accumulators for %d turns, want %d", len(p.turns), n, TurnsSingly+4)
+	}
+	turns := p.Turns()
+	for i, want := range []struct{ first, last int }{{32, 0}, {33, 64}, {65, 128}, {129, 256}, {257, 512}} {
+		ts := turns[TurnsSingly-1+i]
+		if ts.Turn != want.first || ts.TurnLast != want.last {
+			t.Errorf("row %d: turns %d–%d, want %d–%d", TurnsSingly+i, ts.Turn, ts.TurnLast, want.first, want.last)
+		}
+	}
+	// 65–128: 64 turns, prompts 65…128 (mean 96.5).
+	if r := turns[TurnsSingly+1]; r.Count != 64 || r.PromptTokensMean != 96.5 {
+		t.Errorf("65–128: %+v", r)
+	}
+	// 257–512 holds the turns up to 300 only.
+	if r := turns[TurnsSingly+3]; r.Count != n-256 {
+		t.Errorf("257–512: count %d, want %d", r.Count, n-256)
+	}
+	run := &SessionsRun{Clock: NewSessionClock(), PerTurn: p}
+	st, err := run.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := SessionsFromState(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.PerTurn.Turns(); !reflect.DeepEqual(got, turns) {
+		t.Errorf("read back %+v\nwant %+v", got[TurnsSingly:], turns[TurnsSingly:])
+	}
+	// A state of one entry a turn (as written before the ranges) goes into
+	// the ranges.
+	old := &SessionsState{Duration: st.Duration, Think: st.Think, StartLag: st.StartLag, TurnLag: st.TurnLag}
+	for range 100 {
+		old.Turns = append(old.Turns, st.Turns[0])
+	}
+	r, err := SessionsFromState(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.PerTurn.Turns(); len(got) != TurnsSingly+2 || got[TurnsSingly].Count != 32 || got[TurnsSingly+1].Count != 36 {
+		t.Errorf("an old state of 100 turns: %d rows, %+v", len(got), got[TurnsSingly:])
+	}
+}

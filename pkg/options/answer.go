@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -39,6 +40,8 @@ type AnswerOptions struct {
 
 	// loaded is what Validate read from the files, for ClientConfig.
 	loaded *api.AnswerOptions
+	// refused counts the answers past the bounds of a schema check.
+	refused *refusals
 }
 
 // Limits of the answer options' inputs.
@@ -113,7 +116,8 @@ func (a *AnswerOptions) validate(b *api.Kind) error {
 	}
 	if a.ResponseFormat != "" {
 		var err error
-		if out.ResponseFormat, out.Check, err = responseFormat(a.ResponseFormat); err != nil {
+		a.refused = &refusals{}
+		if out.ResponseFormat, out.Check, err = responseFormat(a.ResponseFormat, a.refused); err != nil {
 			errs = append(errs, fmt.Errorf("--response-format %s: %w", a.ResponseFormat, err))
 		}
 		unsupported("--response-format", api.ResponseFormat, "response format")
@@ -194,7 +198,7 @@ func readTools(path string) (json.RawMessage, []string, error) {
 // json_schema:FILE (a JSON Schema). It returns OpenAI's response_format
 // object and the check of an answer: a JSON object, or a JSON value valid
 // against the schema.
-func responseFormat(spec string) (json.RawMessage, func([]byte) bool, error) {
+func responseFormat(spec string, refused *refusals) (json.RawMessage, func([]byte) bool, error) {
 	if spec == "json_object" {
 		isObject := func(text []byte) bool { return jsonObject(text) == nil }
 		return json.RawMessage(`{"type":"json_object"}`), isObject, nil
@@ -217,10 +221,90 @@ func responseFormat(spec string) (json.RawMessage, func([]byte) bool, error) {
 	}
 	f, _ := json.Marshal(map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": name, "schema": json.RawMessage(compact(raw))}})
 	valid := func(text []byte) bool {
+		if why := beyondCheck(text); why != "" {
+			refused.note(why)
+			return false
+		}
 		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(text))
 		return err == nil && sch.Validate(v) == nil
 	}
 	return f, valid, nil
+}
+
+// Bounds of an answer checked against a schema: the validator's memory
+// grows with the answer's size times its depth (a self-referring schema
+// checked against an answer nested 9,000 deep took 718 MB), so an answer
+// past either is invalid without being checked.
+const (
+	MaxAnswerDepth = 128     // nesting of arrays and objects
+	MaxAnswerCheck = 1 << 20 // bytes
+)
+
+// beyondCheck returns why text is past the bounds of a schema check ("":
+// within them). It reads text once and holds nothing.
+func beyondCheck(text []byte) string {
+	if len(text) > MaxAnswerCheck {
+		return fmt.Sprintf("an answer of %d bytes, more than the %d checked against a schema", len(text), MaxAnswerCheck)
+	}
+	depth, inString, escaped := 0, false, false
+	for _, c := range text {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth > MaxAnswerDepth {
+				return fmt.Sprintf("an answer nested more than %d deep (arrays and objects), the most checked against a schema", MaxAnswerDepth)
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return ""
+}
+
+// refusals counts the answers past the bounds of a schema check, and keeps
+// the first reason, for the warning at the end of the run.
+type refusals struct {
+	mu    sync.Mutex
+	n     int64
+	first string
+}
+
+func (r *refusals) note(why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == 0 {
+		r.first = why
+	}
+	r.n++
+}
+
+// TakeRefused returns how many answers were counted invalid without a
+// schema check since the last call (past MaxAnswerDepth or
+// MaxAnswerCheck) and the first reason, for the warning at the end of a
+// run.
+func (a *AnswerOptions) TakeRefused() (int64, string) { return a.refused.take() }
+
+// take returns the count and first reason, and resets them (r may be
+// nil: none).
+func (r *refusals) take() (int64, string) {
+	if r == nil {
+		return 0, ""
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, first := r.n, r.first
+	r.n, r.first = 0, ""
+	return n, first
 }
 
 // schemaName keeps what OpenAI allows in a schema's name.

@@ -243,12 +243,49 @@ func (g *gapStats) cvLag(n int, def float64) float64 {
 // cv is the coefficient of variation of the window's gaps.
 func (g *gapStats) cv(def float64) float64 { return g.cvLag(1, def) }
 
+// MaxWindows is the most windows a plan has (each holds about 2 KB while
+// it is measured): 366 days of 5-minute windows fit.
+const MaxWindows = 1 << 17
+
+// windowsError is a window too short for the horizon: more than MaxWindows.
+func windowsError(window, horizon time.Duration) error {
+	least := (horizon + MaxWindows - 1) / MaxWindows
+	// Round up to a readable length.
+	for _, u := range []time.Duration{time.Second, time.Millisecond, time.Microsecond} {
+		if least >= u {
+			least = (least + u - 1) / u * u
+			break
+		}
+	}
+	return fmt.Errorf("--plan-window %v: %v of schedule would be %d windows, more than the most a plan has (%d): want --plan-window ≥ %v",
+		window, horizon, int64((horizon+window-1)/window), MaxWindows, least)
+}
+
 // Windows measures s per window: requests and burstiness (two passes are
 // not needed: gaps are taken within a window). It returns the windows'
-// statistics and the horizon.
-func measure(s arrival.Schedule, c *Config) ([]gapStats, time.Duration) {
-	var ws []gapStats
-	var last time.Duration
+// statistics and the horizon, or an error if there would be more than
+// MaxWindows.
+func measure(s arrival.Schedule, c *Config) ([]gapStats, time.Duration, error) {
+	h := c.Horizon
+	if h == 0 {
+		// A first walk finds the horizon, so that the windows are counted
+		// before any is held.
+		var last time.Duration
+		n := 0
+		for a := range s {
+			last = max(last, a.At)
+			n++
+		}
+		h = last
+		if h == 0 && n > 0 {
+			h = c.Window
+		}
+	}
+	n := h/c.Window + 1
+	if n > MaxWindows {
+		return nil, 0, windowsError(c.Window, h)
+	}
+	ws := make([]gapStats, 0, n)
 	for a := range s {
 		if c.Horizon > 0 && a.At >= c.Horizon {
 			continue
@@ -258,19 +295,11 @@ func measure(s arrival.Schedule, c *Config) ([]gapStats, time.Duration) {
 			ws = append(ws, gapStats{})
 		}
 		ws[w].add(a.At)
-		last = max(last, a.At)
-	}
-	h := c.Horizon
-	if h == 0 {
-		h = last
-		if h == 0 && len(ws) > 0 {
-			h = c.Window
-		}
 	}
 	for time.Duration(len(ws))*c.Window < h {
 		ws = append(ws, gapStats{})
 	}
-	return ws, h
+	return ws, h, nil
 }
 
 // Survey cuts s into c's windows and measures each one's requests, offered
@@ -292,7 +321,10 @@ func survey(s arrival.Schedule, c Config) ([]Window, []gapStats, time.Duration, 
 		return nil, nil, 0, err
 	}
 	c.Curve = curve
-	stats, horizon := measure(s, &c)
+	stats, horizon, err := measure(s, &c)
+	if err != nil {
+		return nil, nil, 0, err
+	}
 	if len(stats) == 0 {
 		return nil, nil, 0, errors.New("the schedule is empty: nothing to plan")
 	}

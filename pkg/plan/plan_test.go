@@ -460,3 +460,21 @@ func TestScaleDownAfterExactlyTheDelay(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowCountBounded: a window so short that the schedule would need
+// more than MaxWindows of them is an error giving the least window, found
+// before any window is held, with or without a horizon (1µs windows over a
+// day took gigabytes); at the least window it names, the plan is made.
+func TestWindowCountBounded(t *testing.T) {
+	s := day(1, seg{rate: 5, k: 1, d: 400 * time.Second})
+	for _, h := range []time.Duration{0, 400 * time.Second} {
+		_, _, err := Survey(s, Config{Window: time.Millisecond, Horizon: h})
+		if err == nil || !strings.Contains(err.Error(), "more than the most a plan has (131072): want --plan-window ≥ 4ms") {
+			t.Fatalf("horizon %v: %v", h, err)
+		}
+		ws, _, err := Survey(s, Config{Window: 4 * time.Millisecond, Horizon: h})
+		if err != nil || len(ws) > MaxWindows || len(ws) < 99000 {
+			t.Errorf("horizon %v, window 4ms: %d windows, %v", h, len(ws), err)
+		}
+	}
+}

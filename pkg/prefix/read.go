@@ -199,7 +199,7 @@ type reader struct {
 	info   *Info
 	fn     func(*Request) error
 	parser fastjson.Parser
-	chats  map[int64]int64 // Bailian: chat id → parent
+	chats  map[int64]int64 // Bailian: chat id read → a chat up its chain of parents (top)
 	seen   map[uint64]struct{}
 	lastT  float64
 	// WEKA: the offset of the next conversation and the id namespace.
@@ -419,16 +419,14 @@ func (rd *reader) bailian(line int, obj *fastjson.Value) error {
 	if _, dup := rd.chats[id]; dup {
 		return rd.skip(Skip{line, "chat_id", fmt.Sprintf("%d repeated", id)})
 	}
-	// A cycle: following the parents from this chat comes back to it.
-	for p, n := q.Parent, 0; p >= 0; n++ {
-		if p == id || n > len(rd.chats) {
+	// A cycle: following the parents from this chat comes back to it,
+	// that is the top of the parent's chain is this chat (a chat read
+	// before it named it as its parent).
+	top := id
+	if q.Parent >= 0 {
+		if top = rd.top(q.Parent); top == id {
 			return rd.skip(Skip{line, "parent_chat_id", fmt.Sprintf("a cycle in the parent links through chat %d", id)})
 		}
-		next, ok := rd.chats[p]
-		if !ok {
-			break
-		}
-		p = next
 	}
 	if sk := rd.lengthsAndBlocks(line, obj, q, "input_length", "output_length"); sk != nil {
 		return rd.skip(*sk)
@@ -436,8 +434,29 @@ func (rd *reader) bailian(line int, obj *fastjson.Value) error {
 	if q.Parent < 0 {
 		rd.info.Conversations++
 	}
-	rd.chats[id] = q.Parent
+	rd.chats[id] = top
 	return rd.emit(q)
+}
+
+// top returns the chat at the top of id's chain of parents as read so far:
+// the first one up the chain not read yet (or without a parent). The links
+// are shortened as they are followed (a union-find), so that a chain of n
+// chats costs O(n) in all, not O(n²).
+func (rd *reader) top(id int64) int64 {
+	t := id
+	for {
+		next, ok := rd.chats[t]
+		if !ok || next == t {
+			break
+		}
+		t = next
+	}
+	for id != t {
+		next := rd.chats[id]
+		rd.chats[id] = t
+		id = next
+	}
+	return t
 }
 
 func intField(v *fastjson.Value, key string) (int64, string) {

@@ -31,6 +31,32 @@ type SynthConfig struct {
 	InBlockSize, OutBlockSize int
 }
 
+// MaxRootMultiplier is the most copies of the prefix tree
+// (SynthConfig.PrefixRootMultiplier).
+const MaxRootMultiplier = 1 << 20
+
+// MaxSpan is the longest span a written trace may have (a replay's
+// longest schedule, 366 days).
+const MaxSpan = 366 * 24 * 3600.0
+
+// CheckSpeedup returns an error if c.Speedup would put the requests of a
+// trace whose timestamps run from first to last (s) more than MaxSpan
+// apart, or past what the written timestamps can hold exactly.
+func (c *SynthConfig) CheckSpeedup(first, last float64) error {
+	span := (last - first) / c.Speedup
+	if span > MaxSpan {
+		return fmt.Errorf("--speedup %g: the trace's span of %.6g s would be %.6g s, past the longest a replay takes (%g s, 366 days): want --speedup ≥ %.3g",
+			c.Speedup, last-first, span, MaxSpan, (last-first)/MaxSpan)
+	}
+	// Integer milliseconds exact in a float64.
+	const most = 1 << 53 / 1000.0
+	if t := max(math.Abs(first), math.Abs(last)) / c.Speedup; t > most {
+		return fmt.Errorf("--speedup %g: the trace's timestamp %.6g s would be %.6g s, past the largest written exactly (%.6g s): want --speedup ≥ %.3g",
+			c.Speedup, max(math.Abs(first), math.Abs(last)), t, most, max(math.Abs(first), math.Abs(last))/most)
+	}
+	return nil
+}
+
 // Validate returns every problem of c.
 func (c *SynthConfig) Validate() error {
 	var errs []error
@@ -43,8 +69,8 @@ func (c *SynthConfig) Validate() error {
 	pos("--prefix-len-multiplier", c.PrefixLenMultiplier)
 	pos("--prompt-len-multiplier", c.PromptLenMultiplier)
 	pos("--output-len-multiplier", c.OutputLenMultiplier)
-	if c.PrefixRootMultiplier < 1 || c.PrefixRootMultiplier > 1<<20 || c.PrefixRootMultiplier > math.MaxInt32 {
-		errs = append(errs, fmt.Errorf("--prefix-root-multiplier %d: want an integer ≥ 1", c.PrefixRootMultiplier))
+	if c.PrefixRootMultiplier < 1 || c.PrefixRootMultiplier > MaxRootMultiplier {
+		errs = append(errs, fmt.Errorf("--prefix-root-multiplier %d: want an integer from 1 to %d", c.PrefixRootMultiplier, MaxRootMultiplier))
 	}
 	if c.MaxISL < 0 || c.MaxOSL < 0 {
 		errs = append(errs, errors.New("--max-isl and --max-osl: want ≥ 0 (0: no cap)"))

@@ -166,3 +166,25 @@ func TestKeepReadsAGzipBombInPart(t *testing.T) {
 		t.Fatalf("%v: %d rows held, stopped at %d", err, tr.Len(), tr.Stopped)
 	}
 }
+
+// TestRowCapIsTheBound: reading up to the row cap allocates about the
+// columns' size at the cap (16 bytes a row), not three times it: the
+// columns grew by copies a quarter larger each time and every line was
+// copied once more (a row-count gzip bomb with --trace-duration reached
+// 1.57 GB before the 33.5 M-row cap refused it, whose columns take 512 MB).
+func TestRowCapIsTheBound(t *testing.T) {
+	const maxRows = 1 << 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := Read(&rowStream{n: maxRows + 10}, "bomb.csv", Options{MaxRows: maxRows, Keep: Keep{Before: time.Hour}})
+	runtime.ReadMemStats(&after)
+	var ce *RowCapError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "(16 bytes a row: 16 MB of memory)") {
+		t.Fatalf("error %v, want the row cap, saying what it costs", err)
+	}
+	columns := uint64(maxRows * 16)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 2*columns { // the test's own stream takes a few MB
+		t.Errorf("reading to the cap allocated %d MB, want about the columns' %d MB", got>>20, columns>>20)
+	}
+}

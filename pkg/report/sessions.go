@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
@@ -40,7 +41,11 @@ func WriteSessions(w io.Writer, s *metrics.Summary) error {
 			if pt.CacheHitShare != nil {
 				cached = fmt.Sprintf("%.1f%%", 100**pt.CacheHitShare)
 			}
-			t.line("%4d %7d %6d %10.1f %10.1f %10.2f %10.2f %10.2f %7s", pt.Turn, pt.Count, pt.Failed,
+			turn := strconv.Itoa(pt.Turn)
+			if pt.TurnLast > 0 { // a range of turns
+				turn = fmt.Sprintf("%d–%d", pt.Turn, pt.TurnLast)
+			}
+			t.line("%4s %7d %6d %10.1f %10.1f %10.2f %10.2f %10.2f %7s", turn, pt.Count, pt.Failed,
 				pt.PromptTokensMean, pt.HistoryTokensMean, pt.TTFTP50, pt.TTFTP99, pt.E2EP50, cached)
 		}
 	}

@@ -29,6 +29,14 @@ const (
 	prewarmMinLatency = time.Second
 )
 
+// fileLimit is openFileLimit (tests replace it).
+var fileLimit = openFileLimit
+
+// fileHeadroom is the open files prewarming leaves free under a limit of
+// limit: for the connections requests open beyond the prewarmed ones,
+// metrics scrapes and the outputs.
+func fileHeadroom(limit int) int { return max(64, limit/16) }
+
 // latencyProbe collects what the warm-up requests took, to predict a
 // request's latency in the run (expected).
 type latencyProbe struct {
@@ -117,6 +125,16 @@ func prewarm(ctx context.Context, cfg *Config, pool *client.Pool, schedule arriv
 	n := prewarmCount(cfg.Prewarm, cfg.MaxConcurrency, schedule, st.Count, probe.expected(meanOut))
 	if n <= 0 {
 		return
+	}
+	if limit, open, ok := fileLimit(); ok {
+		if room := max(limit-open-fileHeadroom(limit), 0); n > room {
+			log.Warnf("--prewarm-connections: %d connections would pass the limit of open files (%d, %d open now; ulimit -n): opening %d, leaving %d for the run's own connections, metrics scrapes and outputs",
+				n, limit, open, room, limit-open-room)
+			n = room
+		}
+		if n <= 0 {
+			return
+		}
 	}
 	live := 0
 	for i := range pool.Len() {
