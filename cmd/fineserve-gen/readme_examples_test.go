@@ -127,7 +127,9 @@ var readmeOffline = []string{"fit", "analyze", "synthesize", "report", "merge", 
 // of the server the block started (a command without one gets the
 // quick start's server), --num-prompts at most 20 and --step-duration at
 // most 2 s. Nothing else changes but the servers' --ttft-ms and --itl-ms
-// (1 ms each).
+// (1 ms each), and a sweep's or a plan's --sweep-max-lag (1 s): on a
+// machine busy with other tests the client's send lag would end the
+// search as the client's limit, which is not what the example shows.
 func readmeExampleArgs(root string, args []string, ports map[string]int) ([]string, error) {
 	out := slices.Clone(args)
 	for i, a := range out {
@@ -154,6 +156,9 @@ func readmeExampleArgs(root string, args []string, ports map[string]int) ([]stri
 				*v = "2s"
 			}
 		}
+	}
+	if len(out) > 0 && (out[0] == "sweep" || out[0] == "plan") && !slices.Contains(out, "--sweep-max-lag") {
+		out = append(out, "--sweep-max-lag", "1000")
 	}
 	if !hasTarget && (len(out) == 0 || !slices.Contains(readmeOffline, out[0])) {
 		p, ok := ports["8000"]
