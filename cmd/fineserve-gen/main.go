@@ -33,6 +33,8 @@ const (
 	exitBudget      = 3   // the run completed but missed a target: error budget or SLO
 	exitInternal    = 4   // a bug: a panic, or requests that failed with class internal
 	exitInterrupted = 130 // stopped by a signal
+	// exitThreshold (99, repeatcmd.go): a --threshold breached, or a
+	// regression found by compare.
 )
 
 // subcommands maps a subcommand name to its entry point.
@@ -47,6 +49,7 @@ var subcommands = map[string]func(ctx context.Context, args []string, stdout, st
 	"sweep":       sweepCommand,
 	"plan":        planCommand,
 	"config":      configCommand,
+	"compare":     compareCommand,
 }
 
 func main() {
@@ -118,6 +121,7 @@ Usage:
   fineserve-gen sweep [run flags] [sweep flags]  capacity: the highest load within the SLO, and its limit
   fineserve-gen plan [run flags] [plan flags]    replicas a whole day of this workload needs within the SLO, window by window
   fineserve-gen config validate|expand FILE      check a run file (--config), or print the settings it gives
+  fineserve-gen compare BASE.json NEW.json [--fail-on KEY:+PCT%]  the differences of two runs; exit 99 on a regression
 
 Run "fineserve-gen COMMAND --help" for a command's flags.
 `)

@@ -78,6 +78,9 @@ func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	errs = append(errs, planChecks(fs, &o, &sf, &pf)...)
 	errs = append(errs, verifyChecks(&o, &vf)...)
+	if err := experimentOnlyRun("plan", &o); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return usageExit(stderr, errs...)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
-	"github.com/fineserve-gen/fineserve-gen/pkg/launch"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runfile"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
@@ -91,6 +90,7 @@ func runFlags(o *options.Options, prof *profiles) (fs *pflag.FlagSet, finish fun
 	addLoadFlags(fs, o)
 	addSessionFlags(fs, o)
 	addAnswerFlags(fs, o)
+	addExperimentFlags(fs, o)
 
 	// Outputs.
 	fs.StringVar(&o.OutputFile, "output-file", o.OutputFile, "append the summary as one JSON line (FineServe; -: standard output)")
@@ -222,12 +222,11 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return exitCode(&options.UsageError{Err: err}, stderr)
 	}
-	sum, err := launch.Run(ctx, o, runner.IO{Out: stdout, Err: stderr, Terminal: terminal, Abort: abortFrom(ctx), Hurry: hurryFrom(ctx)})
+	rc := runExperiment(ctx, &o, runner.IO{Out: stdout, Err: stderr, Terminal: terminal, Abort: abortFrom(ctx), Hurry: hurryFrom(ctx)}, stderr)
 	perr := stopProfiles()
 	if perr != nil {
 		fmt.Fprintf(stderr, "fineserve-gen: %v\n", perr)
 	}
-	rc := outcome(ctx, &o, sum, err, stderr)
 	if perr != nil && rc == exitOK {
 		rc = exitFailure // an output could not be written at the end
 	}

@@ -176,6 +176,9 @@ func sweepSetup(changed func(name string) bool, o *options.Options, sf *sweepFla
 	if o.DryRun {
 		add("--dry-run: a sweep judges results; use run --dry-run to see a schedule")
 	}
+	if err := experimentOnlyRun("sweep", o); err != nil {
+		errs = append(errs, err)
+	}
 	if o.Load.Stages != "" || o.Load.RampStrategy != "" {
 		add("--stages and --ramp-up-strategy: a sweep sets each step's load itself (a staged run is a run of its own)")
 	}

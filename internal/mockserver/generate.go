@@ -191,7 +191,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	if s.cfg.Pace == PaceExact {
 		start = arrival
 	}
-	first := start.Add(s.cfg.TTFT + time.Duration(req.promptTokens-cached)*s.cfg.PrefillPerToken)
+	first := start.Add(s.ttft(g.id) + time.Duration(req.promptTokens-cached)*s.cfg.PrefillPerToken)
 
 	if faultWritesBody(fault, req.stream) {
 		s.faultBody(ctx, w, fault, &g, first)

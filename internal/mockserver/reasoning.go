@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Reasoning field names of a chat delta or message (--reasoning-field):
@@ -126,4 +127,18 @@ func mix(seed uint64, id int64, stream uint64) uint64 {
 	h = (h ^ h>>30) * 0xbf58476d1ce4e5b9
 	h = (h ^ h>>27) * 0x94d049bb133111eb
 	return h ^ h>>31
+}
+
+// streamTTFTJitter is the stream of the TTFT jitter's draws.
+const streamTTFTJitter = 0x77f7
+
+// ttft is request id's time to its first token before prefill: TTFT, plus
+// its draw of TTFTJitter.
+func (s *Server) ttft(id int64) time.Duration {
+	j := s.cfg.TTFTJitter
+	if j <= 0 {
+		return s.cfg.TTFT
+	}
+	d := s.cfg.TTFT + time.Duration((2*uniform(s.cfg.Seed, id, streamTTFTJitter)-1)*float64(j))
+	return max(d, 0)
 }

@@ -297,7 +297,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Pace == PaceExact {
 		start = arrival
 	}
-	first := start.Add(s.cfg.TTFT + time.Duration(req.promptTokens-cached)*s.cfg.PrefillPerToken)
+	first := start.Add(s.ttft(g.id) + time.Duration(req.promptTokens-cached)*s.cfg.PrefillPerToken)
 	rs := &respStream{g: &g, meta: &meta, id: "resp_" + hex32(s.cfg.Seed^0x5e5, id)}
 	if req.stream {
 		g.trace = s.cfg.Chunks.start(arrival, received(r), requestID(r))

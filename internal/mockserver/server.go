@@ -30,6 +30,11 @@ type Config struct {
 	// token, plus PrefillPerToken for every prompt token.
 	TTFT            time.Duration
 	PrefillPerToken time.Duration
+	// TTFTJitter, when > 0, adds to every generation's TTFT a draw uniform
+	// in [−TTFTJitter, +TTFTJitter] (the TTFT at least 0), a pure function
+	// of Seed and the request's number: a server whose latency varies
+	// from request to request, and so from run to run.
+	TTFTJitter time.Duration
 	// ITL is the time between successive tokens.
 	ITL time.Duration
 	// MaxNumSeqs bounds the requests generating at once; further requests

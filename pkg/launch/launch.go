@@ -217,6 +217,7 @@ func (o *job) runConfig(seed uint64, wl *workload.Workload, stdio runner.IO, log
 		StartAt:      o.StartAt,
 		DrainTimeout: o.DrainTimeout,
 		SLO:          o.Observe.Goodput,
+		Steady:       o.SteadyConfig(),
 		Monitor:      o.monitorConfig(wl.Stats, stdio, log),
 		Endpoints:    o.ShownURLs(),
 		ResultsJSONL: o.ResultsJSONL, SummaryJSON: o.SummaryJSON, OutputFile: o.OutputFile,

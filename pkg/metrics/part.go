@@ -54,6 +54,8 @@ type PartsConfig struct {
 	Breakdowns []string
 	Endpoints  []string
 	Sessions   bool
+	// Steady chooses the steady-state window (zero: none).
+	Steady SteadyConfig
 }
 
 // NewParts returns a fresh set of every Part a run keeps: the registry.
@@ -63,7 +65,7 @@ func NewParts(c PartsConfig) []Part {
 	// In this order: a merge's warnings come in it (sessions, goodput,
 	// endpoints).
 	parts := []Part{NewCollector(), NewAnswers(), NewAgents(), NewPooling(), NewHTTPPhases(), NewLengths(),
-		NewSessions(c.Sessions), NewGoodput(c.SLO), NewEndpoints(c.Endpoints)}
+		NewSessions(c.Sessions), NewGoodput(c.SLO), NewEndpoints(c.Endpoints), NewSteadyState(c.Steady)}
 	for _, k := range BreakdownKeys {
 		b := NewBreakdown(k)
 		if !slices.Contains(c.Breakdowns, k) {

@@ -252,6 +252,8 @@ var sectionFields = []section{
 		func(s *Summary) any { return &s.PerTurn }},
 	{KeyPooling, func(s *Summary) (any, bool) { return s.Pooling, s.Pooling != nil },
 		func(s *Summary) any { return &s.Pooling }},
+	{KeyRepeats, func(s *Summary) (any, bool) { return s.Repeats, s.Repeats != nil },
+		func(s *Summary) any { return &s.Repeats }},
 	{KeyReplay, func(s *Summary) (any, bool) { return s.Replay, s.Replay != nil },
 		func(s *Summary) any { return &s.Replay }},
 	{KeyRequestGoodput, good(func(g *GoodputSummary) any { return g.Rate }),
@@ -276,6 +278,8 @@ var sectionFields = []section{
 		func(s *Summary) any { return &s.SharedPrefix }},
 	{KeyStartAt, func(s *Summary) (any, bool) { return s.StartAt, s.StartAt != "" },
 		func(s *Summary) any { return &s.StartAt }},
+	{KeySteadyState, func(s *Summary) (any, bool) { return s.SteadyState, s.SteadyState != nil },
+		func(s *Summary) any { return &s.SteadyState }},
 	{KeyTargetRate, func(s *Summary) (any, bool) { return s.TargetRate, s.TargetRate != nil },
 		func(s *Summary) any { return &s.TargetRate }},
 	// The windows go with their length: a run that has windows writes

@@ -173,6 +173,12 @@ type Summary struct {
 	Sessions *SessionsSummary `json:"-"`
 	PerTurn  []TurnSummary    `json:"-"`
 
+	// SteadyState is the figures over the steady-state window
+	// (steady_state; steady.go, --steady-state); Repeats a repeated run's
+	// intervals (repeats; repeats.go, --repeat).
+	SteadyState *SteadyStateSummary `json:"-"`
+	Repeats     *RepeatsSummary     `json:"-"`
+
 	// Scale-out (docs/SCALE_OUT.md): the whole schedule's hash
 	// (schedule_hash), the shards covered (shard), --start-at (start_at,
 	// RFC 3339 UTC), what merging needs (merge_state), and what a merge

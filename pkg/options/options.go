@@ -123,6 +123,9 @@ type Options struct {
 	// Watching the run: live lines, windows, goodput, HTML report,
 	// Prometheus, server metrics (see observe.go).
 	Observe ObserveOptions
+	// Experiment is --repeat, --until-converged, --threshold and
+	// --steady-state (experiment.go).
+	Experiment ExperimentOptions
 	// What requests ask of the answer: reasoning knobs, tools, a response
 	// format (answer.go).
 	Answer AnswerOptions
@@ -200,6 +203,7 @@ func Defaults() Options {
 		DrainTimeout:   30 * time.Second,
 		Observe:        DefaultObserveOptions(),
 		ShardCount:     1,
+		Experiment:     ExperimentOptions{Repeat: 1, SteadyState: "off"},
 	}
 }
 
@@ -241,6 +245,9 @@ func (o *Options) Validate() error {
 	}
 	if o.BaseURL != "" && len(o.BaseURLs) == 0 && !strings.HasPrefix(o.BaseURL, "http://") && !strings.HasPrefix(o.BaseURL, "https://") {
 		add("--base-url %q: must start with http:// or https://", o.BaseURL)
+	}
+	if _, err := o.Experiment.Parse(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := o.validateEndpoints(); err != nil {
 		errs = append(errs, err)

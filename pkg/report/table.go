@@ -161,6 +161,8 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 	writeScheduleKeeping(t, s, true)
 	writeServer(t, s)
 	writeLoadControl(t, s)
+	writeSteadyState(t, s)
+	writeRepeats(t, s)
 	writeErrors(t, s)
 	return t.err
 }

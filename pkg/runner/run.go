@@ -88,6 +88,8 @@ type Config struct {
 	DrainTimeout time.Duration
 	// SLO is the --goodput targets each request is judged by.
 	SLO metrics.SLO
+	// Steady chooses the steady-state window (--steady-state).
+	Steady metrics.SteadyConfig
 	// Monitor is how the run is watched.
 	Monitor monitor.Config
 	// Endpoints are the endpoints' URLs as shown (credentials hidden) when
@@ -188,7 +190,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	// The fan-out: collect derives every finished request's Sample once
 	// and hands it to each of these, in this order: the parts (the
 	// collector first), the monitor's consumers and the records file.
-	parts := metrics.NewParts(metrics.PartsConfig{SLO: cfg.SLO, Breakdowns: wl.Breakdowns, Endpoints: cfg.Endpoints, Sessions: wl.Sessions != nil})
+	parts := metrics.NewParts(metrics.PartsConfig{SLO: cfg.SLO, Breakdowns: wl.Breakdowns, Endpoints: cfg.Endpoints, Sessions: wl.Sessions != nil, Steady: cfg.Steady})
 	var sinks []metrics.Sink
 	for _, p := range parts {
 		sinks = append(sinks, p)
