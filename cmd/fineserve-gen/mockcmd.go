@@ -29,7 +29,7 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	port := fs.Int("port", 8000, "port to listen on (0: any free port)")
 	models := fs.StringSlice("model", []string{"mock-model"}, "served model name(s); the first is the default")
 	fs.Var(millisValue(&cfg.TTFT), "ttft-ms", "time to first token, in ms")
-	fs.Var(millisValue(&cfg.TTFTJitter), "ttft-jitter-ms", "add to every request's time to first token a draw uniform in ±this many ms (from --seed and the request's number): a noisy server")
+	fs.Var(millisValue(&cfg.TTFTJitter), "jitter-ms", "add to every request's time to first token a draw uniform in ±this many ms (from --seed and the request's number): a noisy server")
 	fs.Var(millisValue(&cfg.ITL), "itl-ms", "inter-token latency, in ms")
 	fs.Var(microsValue(&cfg.PrefillPerToken), "prefill-us-per-token", "added to the time to first token per prompt token, in µs")
 	fs.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", 0, "requests generating at once; more wait in a queue (0: unbounded)")

@@ -47,6 +47,10 @@ func fullSummary() *Summary {
 		MergedFrom:    []MergedFrom{{File: "a.json", Shard: "1/2"}},
 		MergeWarnings: []string{"w"},
 		MergeNotes:    []string{"n"},
+		SteadyState:   &SteadyStateSummary{Rule: SteadyAuto, StartS: 1, EndS: 9, InFlightLevel: 4, Requests: 3, Figures: map[string]float64{"mean_ttft_ms": 12}},
+		Repeats: &RepeatsSummary{Runs: 2, Requested: 3, Confidence: 0.95, WideShare: 0.1,
+			Figures: map[string]RepeatFigure{"mean_ttft_ms": {Mean: 12, HalfWidth: 1, N: 2, Values: []float64{11, 13}}},
+			PerRun:  []RepeatRun{{Seed: 1, SummaryPath: "s-run01.json"}, {Seed: 2, SummaryPath: "s-run02.json"}}},
 	}
 }
 

@@ -1,0 +1,82 @@
+package metrics
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestSteadyWindowRule: requests sent every 100 ms (0 to 3.9 s), each
+// lasting 450 ms, run 5 in flight for the first 50 ms after each send and
+// 4 for the next 50 ms. The level over the second half of the sends,
+// 1.95–3.9 s, is (50 ms·4 + 19·(50 ms·5 + 50 ms·4)) / 1950 ms = 8750/1950;
+// 0.9 of it, 4.04, is first reached by the fifth send (0.4 s: five in
+// flight, none ended yet): the window runs from there to the last send.
+func TestSteadyWindowRule(t *testing.T) {
+	ms := time.Millisecond
+	var spans [][2]time.Duration
+	for i := range 40 {
+		s := time.Duration(i) * 100 * ms
+		spans = append(spans, [2]time.Duration{s, s + 450*ms})
+	}
+	start, end, level, ok := SteadyWindow(spans)
+	if !ok || start != 400*ms || end != 3900*ms || math.Abs(level-8750.0/1950) > 1e-9 {
+		t.Errorf("window %v–%v level %v ok %v, want 400ms–3.9s level %v", start, end, level, ok, 8750.0/1950)
+	}
+	if _, _, _, ok := SteadyWindow(spans[:1]); ok {
+		t.Error("one request: a window")
+	}
+	// Everything sent at once: no time between first and last send.
+	if _, _, _, ok := SteadyWindow([][2]time.Duration{{0, ms}, {0, 2 * ms}}); ok {
+		t.Error("every request at one instant: a window")
+	}
+}
+
+// TestSteadyStatePartFigures: the part's figures are those of the
+// requests sent within the window, and its throughput that of the
+// requests ending in it.
+func TestSteadyStatePartFigures(t *testing.T) {
+	p := NewSteadyState(SteadyConfig{Rule: "fixed", Start: time.Second, End: 3 * time.Second})
+	for i := range 5 { // sent at 0, 1, 2, 3, 4 s; TTFT (i+1)·10 ms; 1 s long
+		var s Sample
+		s.Sent = time.Duration(i) * time.Second
+		s.End = s.Sent + time.Second
+		s.HasLag, s.OK, s.HasE2E, s.HasTTFT = true, true, true, true
+		s.E2E, s.TTFT, s.OutputTokens = time.Second, time.Duration(i+1)*10*time.Millisecond, 10
+		p.Add(&s)
+	}
+	var sum Summary
+	p.Finish(&sum, 0)
+	ss := sum.SteadyState
+	if ss == nil || ss.Requests != 3 || ss.Figures["mean_ttft_ms"] != 30 || ss.Figures["request_throughput"] != 1 || ss.Figures["output_throughput"] != 10 {
+		t.Fatalf("steady state %+v, want requests 2–4 (sent at 1–3 s), mean TTFT 30 ms, 2 ending in the window over 2 s", ss)
+	}
+	b, err := json.Marshal(ss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back SteadyStateSummary
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(&back, ss) {
+		t.Errorf("round trip %s → %+v (%v), want %+v", b, back, err, ss)
+	}
+	off := NewSteadyState(SteadyConfig{Rule: SteadyOff})
+	off.Add(&Sample{})
+	var none Summary
+	off.Finish(&none, 0)
+	if none.SteadyState != nil {
+		t.Error("--steady-state off wrote a section")
+	}
+}
+
+func TestParseSteady(t *testing.T) {
+	if c, err := ParseSteady("10:50.5"); err != nil || c.Start != 10*time.Second || c.End != 50500*time.Millisecond {
+		t.Errorf("ParseSteady(10:50.5) = %+v, %v", c, err)
+	}
+	for _, bad := range []string{"on", "50:10", "-1:5", "a:b", "5"} {
+		if _, err := ParseSteady(bad); err == nil {
+			t.Errorf("ParseSteady(%q): no error", bad)
+		}
+	}
+}
