@@ -1,0 +1,293 @@
+package main
+
+import (
+	"encoding/csv"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
+	"github.com/fineserve-gen/fineserve-gen/pkg/experiment"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+// repeatArgs is a short run of n requests at once against the mock on
+// port, with --repeat runs.
+func repeatArgs(port, n, runs int, more ...string) []string {
+	return append(mockTarget(port, "--num-prompts", strconv.Itoa(n), "--request-rate", "inf", "--random-input-len", "8",
+		"--random-output-len", "2", "--warmup-requests", "0", "--quiet", "--repeat", strconv.Itoa(runs)), more...)
+}
+
+// TestRepeatSummaryAndOutputs: --repeat 3 makes three runs, each with its
+// own seed (the first --seed's) and summary file, and the repeated run's
+// summary holds each headline figure's mean (also at its top-level key),
+// half-width and the runs' values; the table and --repeats-csv show them.
+func TestRepeatSummaryAndOutputs(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: 20 * time.Millisecond, TTFTJitter: 15 * time.Millisecond, ITL: time.Millisecond, Seed: 3})
+	dir := t.TempDir()
+	csvPath := filepath.Join(dir, "rep.csv")
+	r := runTool(t, repeatArgs(port, 4, 3, "--seed", "11", "--repeats-csv", csvPath, "--report-html", filepath.Join(dir, "r.html"))...)
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	s := r.summary(t)
+	rep := s.Repeats
+	if rep == nil || rep.Runs != 3 || rep.Requested != 3 || len(rep.PerRun) != 3 || rep.Confidence != 0.95 {
+		t.Fatalf("repeats %+v, want 3 runs", rep)
+	}
+	if s.Seed != 11 || rep.PerRun[0].Seed != 11 || rep.PerRun[1].Seed != experiment.RunSeed(11, 1) || rep.PerRun[2].Seed == rep.PerRun[1].Seed {
+		t.Errorf("seeds %d %+v: want the base first, then RunSeed's", s.Seed, rep.PerRun)
+	}
+	f, ok := rep.Figures["mean_ttft_ms"]
+	if !ok || f.N != 3 || len(f.Values) != 3 {
+		t.Fatalf("mean_ttft_ms %+v", f)
+	}
+	var runMeans []float64
+	for i, pr := range rep.PerRun {
+		if pr.SummaryPath != runPath(r.path("summary.json"), i) {
+			t.Errorf("run %d: summary %q", i, pr.SummaryPath)
+		}
+		rs := testenv.ReadJSON[metrics.Summary](t, pr.SummaryPath)
+		if rs.Seed != pr.Seed || rs.Completed != 4 {
+			t.Errorf("run %d's summary: seed %d completed %d", i, rs.Seed, rs.Completed)
+		}
+		runMeans = append(runMeans, rs.TTFT.Mean)
+	}
+	m, h := experiment.Interval(runMeans)
+	if !slices.Equal(f.Values, runMeans) || math.Abs(f.Mean-m) > 1e-9 || math.Abs(f.HalfWidth-h) > 1e-9 || math.Abs(s.TTFT.Mean-m) > 1e-9 {
+		t.Errorf("mean_ttft_ms %+v (top level %v), want the runs' %v: %v ± %v", f, s.TTFT.Mean, runMeans, m, h)
+	}
+	if f.Wide != (h > 0.1*m) {
+		t.Errorf("wide %v for %v ± %v", f.Wide, m, h)
+	}
+	if !strings.Contains(r.stdout, "Repeated Runs (3 of 3)") || !strings.Contains(r.stdout, "mean_ttft_ms:") || !strings.Contains(r.stdout, "± ") {
+		t.Errorf("table without the intervals:\n%s", r.stdout)
+	}
+	if n := strings.Count(r.stderr, "run "); n < 3 || !strings.Contains(r.stderr, "run 3/3 (seed ") {
+		t.Errorf("want a line a run:\n%s", r.stderr)
+	}
+	rows := readCSV(t, csvPath)
+	if !slices.Equal(rows[0], []string{"figure", "mean", "half_width", "n", "wide", "run1", "run2", "run3"}) {
+		t.Errorf("CSV header %v", rows[0])
+	}
+	found := false
+	for _, row := range rows[1:] {
+		if row[0] == "mean_ttft_ms" {
+			found = true
+			if v, _ := strconv.ParseFloat(row[1], 64); v != f.Mean {
+				t.Errorf("CSV mean %s, want %v", row[1], f.Mean)
+			}
+		}
+	}
+	if !found {
+		t.Error("CSV without mean_ttft_ms")
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "r.html"))
+	if err != nil || !strings.Contains(string(html), "Repeated Runs") || !strings.Contains(string(html), "mean_ttft_ms") {
+		t.Errorf("HTML report without the intervals (%v)", err)
+	}
+}
+
+func readCSV(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("CSV: %v (%d rows)", err, len(rows))
+	}
+	return rows
+}
+
+// TestTimingRepeatIntervalsCoverTheMockTTFT: the experiment — --repeat 5
+// of 6 requests against a server whose TTFT is 100 ms ± up to 80 ms
+// (uniform, seeded) — repeated 20 times with 20 server seeds gives a 95 %
+// interval of the mean TTFT that holds 100 ms in at least 18 of them
+// (90 %; 19 expected). A repetition's draws are a function of its seed, so
+// its interval is the same from run to run of the test but for the
+// client's own overhead (about 1 ms, beside half-widths of 12–34 ms): with
+// these seeds all 20 hold it, the narrowest by 4 ms.
+func TestTimingRepeatIntervalsCoverTheMockTTFT(t *testing.T) {
+	testenv.SkipUnderRace(t)
+	if !testenv.Long() {
+		t.Skip("20 repeated experiments: the long suite's (FINESERVE_GEN_TEST_LONG=1)")
+	}
+	const ttft = 100.0
+	covered := 0
+	for rep := range 20 {
+		_, port := mocktest.Start(t, mockserver.Config{TTFT: time.Duration(ttft * float64(time.Millisecond)), TTFTJitter: 80 * time.Millisecond,
+			ITL: time.Millisecond, Seed: uint64(200 + rep)})
+		r := runTool(t, repeatArgs(port, 6, 5, "--seed", strconv.Itoa(rep+1))...)
+		if r.code != exitOK {
+			t.Fatalf("repetition %d: exit %d\n%s", rep, r.code, r.stderr)
+		}
+		f := r.summary(t).Repeats.Figures["mean_ttft_ms"]
+		in := math.Abs(f.Mean-ttft) <= f.HalfWidth
+		if in {
+			covered++
+		}
+		t.Logf("repetition %d: mean TTFT %.2f ± %.2f ms (holds %v ms: %v)", rep, f.Mean, f.HalfWidth, ttft, in)
+	}
+	if covered < 18 {
+		t.Errorf("the intervals held the server's TTFT in %d of 20 experiments, want at least 18", covered)
+	}
+}
+
+// TestUntilConverged: on a steady server (TTFT 100 ms, no jitter) the
+// runs stop at the third, the first judged; on a noisy one (p99 TTFT the
+// largest of 3 draws in 1–59 ms) every run is made and none converges.
+func TestUntilConverged(t *testing.T) {
+	_, steady := mocktest.Start(t, mockserver.Config{TTFT: 100 * time.Millisecond, ITL: time.Millisecond})
+	r := runTool(t, repeatArgs(steady, 4, 6, "--seed", "5", "--until-converged", "mean_ttft_ms:5%")...)
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	rep := r.summary(t).Repeats
+	if rep.Runs != experiment.MinRuns || rep.Converged == nil || !*rep.Converged || !strings.Contains(r.stderr, "converged: mean_ttft_ms") {
+		t.Errorf("steady server: %d runs, converged %v, want %d and converged\n%s", rep.Runs, rep.Converged, experiment.MinRuns, r.stderr)
+	}
+	_, noisy := mocktest.Start(t, mockserver.Config{TTFT: 30 * time.Millisecond, TTFTJitter: 29 * time.Millisecond, ITL: time.Millisecond, Seed: 9})
+	r = runTool(t, repeatArgs(noisy, 3, 4, "--seed", "5", "--until-converged", "p99_ttft_ms:5%")...)
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	rep = r.summary(t).Repeats
+	if rep.Runs != 4 || rep.Converged == nil || *rep.Converged {
+		t.Errorf("noisy server: %d runs, converged %v, want all 4 and not converged", rep.Runs, rep.Converged)
+	}
+	if f := rep.Figures["p99_ttft_ms"]; !f.Wide || !strings.Contains(r.stdout, "WIDE") {
+		t.Errorf("noisy p99 TTFT %+v: want its wide interval marked", f)
+	}
+	wantUsage(t, repeatArgs(noisy, 3, 2, "--until-converged", "p99_ttft_ms:5%"), "--repeat 3 or more")
+}
+
+// TestThresholdVerdicts: a breached threshold exits 99 with one verdict
+// line a threshold; thresholds that hold keep the run's code; a typo in a
+// key is a usage error naming the nearest key, before anything is sent.
+func TestThresholdVerdicts(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: 20 * time.Millisecond, ITL: time.Millisecond})
+	r := runTool(t, append(baseArgs(port, 4), "--threshold", "mean_ttft_ms<=1", "--threshold", "request_throughput>0", "--threshold", "completed>=4")...)
+	if r.code != exitThreshold {
+		t.Fatalf("exit %d, want %d\n%s", r.code, exitThreshold, r.stderr)
+	}
+	var verdicts []string
+	for _, l := range strings.Split(r.stderr, "\n") {
+		if strings.HasPrefix(l, "fineserve-gen: threshold ") {
+			verdicts = append(verdicts, l)
+		}
+	}
+	if len(verdicts) != 3 || !strings.Contains(verdicts[0], "mean_ttft_ms<=1: BREACHED (mean_ttft_ms 2") ||
+		!strings.Contains(verdicts[1], "request_throughput>0: ok") || !strings.Contains(verdicts[2], "completed>=4: ok (completed 4)") {
+		t.Errorf("verdicts %q", verdicts)
+	}
+	r = runTool(t, append(baseArgs(port, 4), "--threshold", "p99_ttft_ms<=5000")...)
+	if r.code != exitOK || !strings.Contains(r.stderr, "threshold p99_ttft_ms<=5000: ok") {
+		t.Errorf("a threshold that holds: exit %d\n%s", r.code, r.stderr)
+	}
+	// With --repeat, on the interval's bound.
+	r = runTool(t, repeatArgs(port, 3, 2, "--seed", "2", "--threshold", "mean_ttft_ms<=5000@upper", "--threshold", "mean_ttft_ms>=5000@lower")...)
+	if r.code != exitThreshold || !strings.Contains(r.stderr, "mean_ttft_ms<=5000@upper: ok (upper bound of mean_ttft_ms") ||
+		!strings.Contains(r.stderr, "mean_ttft_ms>=5000@lower: BREACHED (lower bound of mean_ttft_ms") {
+		t.Errorf("bounds: exit %d\n%s", r.code, r.stderr)
+	}
+	dead := closedPort(t)
+	wantUsage(t, append(baseArgs(dead, 4), "--threshold", "p99_ttf_ms<=300"), "did you mean p99_ttft_ms?")
+	wantUsage(t, append(baseArgs(dead, 4), "--threshold", "p99_ttft_ms<=300@upper"), "needs --repeat 2 or more")
+	wantUsage(t, append(baseArgs(dead, 4), "--repeat", "0"), "--repeat 0")
+	wantUsage(t, append([]string{"sweep"}, append(baseArgs(dead, 4), "--threshold", "p99_ttft_ms<=300")...), "go with fineserve-gen run")
+}
+
+// TestCompareGate: compare of two repeated runs of one server exits 0
+// (a change within the gates, or beyond them but not significant);
+// against a server with a slower TTFT (a regression injected) it exits 99
+// naming the figure, the difference significant by Welch's test.
+func TestCompareGate(t *testing.T) {
+	_, fast := mocktest.Start(t, mockserver.Config{TTFT: 30 * time.Millisecond, ITL: time.Millisecond})
+	_, slow := mocktest.Start(t, mockserver.Config{TTFT: 120 * time.Millisecond, ITL: time.Millisecond})
+	// Five runs a side: one run slowed by a busy machine leaves a
+	// fourfold TTFT significant.
+	base := runTool(t, repeatArgs(fast, 4, 5, "--seed", "1")...)
+	same := runTool(t, repeatArgs(fast, 4, 5, "--seed", "1")...)
+	worse := runTool(t, repeatArgs(slow, 4, 5, "--seed", "1")...)
+	for _, r := range []*toolRun{base, same, worse} {
+		if r.code != exitOK {
+			t.Fatalf("exit %d\n%s", r.code, r.stderr)
+		}
+	}
+	gates := []string{"--fail-on", "p99_ttft_ms:+10%", "--fail-on", "output_throughput:-50%"}
+	code, out, errb := runCmd(append([]string{"compare", base.path("summary.json"), same.path("summary.json")}, gates...)...)
+	if code != exitOK || !strings.Contains(out, "p99_ttft_ms") || !strings.Contains(out, "Welch p") {
+		t.Errorf("the same server: exit %d\n%s%s", code, out, errb)
+	}
+	code, out, errb = runCmd(append([]string{"compare", base.path("summary.json"), worse.path("summary.json")}, gates...)...)
+	if code != exitThreshold || !strings.Contains(errb, "REGRESSION: p99_ttft_ms p99_ttft_ms:+10%") || !strings.Contains(out, "REGRESSION") {
+		t.Errorf("a slower TTFT: exit %d, want %d\n%s%s", code, exitThreshold, out, errb)
+	}
+	// One run a side (the runs' own summaries): the difference alone.
+	code, _, errb = runCmd(append([]string{"compare", runPath(base.path("summary.json"), 0), runPath(worse.path("summary.json"), 0)}, gates...)...)
+	if code != exitThreshold || !strings.Contains(errb, "one run a side") {
+		t.Errorf("single runs, a slower TTFT: exit %d\n%s", code, errb)
+	}
+	code, _, errb = runCmd("compare", base.path("summary.json"), same.path("summary.json"), "--fail-on", "p99_ttf_ms:+10%")
+	if code != exitUsage || !strings.Contains(errb, "did you mean p99_ttft_ms?") {
+		t.Errorf("a typo: exit %d\n%s", code, errb)
+	}
+}
+
+// TestSteadyStateAutoOnMock: a seeded run held at 4 in flight
+// (--max-concurrency 4, offered above what the server serves) has its
+// steady-state window from its fourth send (4 in flight, 0.9 of a level
+// just under 4) to its last, as the rule applied to its records gives;
+// the table says the headline is the whole run's.
+func TestSteadyStateAutoOnMock(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: 20 * time.Millisecond, ITL: time.Millisecond})
+	r := mustRunTool(t, mockTarget(port, "--num-prompts", "40", "--request-rate", "400", "--max-concurrency", "4", "--random-input-len", "8",
+		"--random-output-len", "4", "--seed", "3", "--warmup-requests", "0", "--steady-state", "auto")...)
+	s := r.summary(t)
+	ss := s.SteadyState
+	if ss == nil || ss.Rule != "auto" || ss.Note != "" {
+		t.Fatalf("steady_state %+v", ss)
+	}
+	type rec struct {
+		Sent float64 `json:"sent_s"`
+		E2E  float64 `json:"e2e_ms"`
+	}
+	recs := testenv.ReadJSONL[rec](t, r.path("results.jsonl"))
+	var spans [][2]time.Duration
+	var sends []float64
+	for _, x := range recs {
+		sent := time.Duration(x.Sent * float64(time.Second))
+		spans = append(spans, [2]time.Duration{sent, sent + time.Duration(x.E2E*float64(time.Millisecond))})
+		sends = append(sends, x.Sent)
+	}
+	slices.Sort(sends)
+	start, end, level, ok := metrics.SteadyWindow(spans)
+	const tol = 0.002 // s: the records' times are rounded
+	if !ok || math.Abs(ss.StartS-start.Seconds()) > tol || math.Abs(ss.EndS-end.Seconds()) > tol || math.Abs(ss.InFlightLevel-level) > 0.05 {
+		t.Errorf("window %.4f–%.4f level %.3f, the rule on the records gives %.4f–%.4f level %.3f", ss.StartS, ss.EndS, ss.InFlightLevel, start.Seconds(), end.Seconds(), level)
+	}
+	if level <= 3.34 || level > 4 || math.Abs(ss.StartS-sends[3]) > tol || math.Abs(ss.EndS-sends[len(sends)-1]) > tol {
+		t.Errorf("level %.3f, window %.4f–%.4f: want a level in (3.34, 4] (0.9 of it above 3), the fourth send %.4f to the last %.4f", level, ss.StartS, ss.EndS, sends[3], sends[len(sends)-1])
+	}
+	if ss.Requests < 30 || ss.Figures["mean_ttft_ms"] < 20 {
+		t.Errorf("figures %+v over %d requests", ss.Figures, ss.Requests)
+	}
+	if !strings.Contains(r.stdout, "Headline figures above:") || !strings.Contains(r.stdout, "whole run") || !strings.Contains(r.stdout, "Steady State (auto)") {
+		t.Errorf("table:\n%s", r.stdout)
+	}
+	off := mustRunTool(t, baseArgs(port, 4)...)
+	if off.summary(t).SteadyState != nil {
+		t.Error("--steady-state off (the default) wrote a steady_state section")
+	}
+	wantUsage(t, append(baseArgs(closedPort(t), 4), "--steady-state", "50:10"), "--steady-state \"50:10\"")
+}
