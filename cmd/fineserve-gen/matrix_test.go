@@ -72,6 +72,7 @@ const (
 	dUnits
 	dMedia
 	dConns
+	dExperiment
 )
 
 var matrixDims = []dimension{
@@ -129,6 +130,11 @@ var matrixDims = []dimension{
 	// dials; auto), with the phases timed; "phases" and "prewarm-auto"
 	// send every request's X-Request-Id too (--request-id-prefix m-).
 	dConns: {"conns", []string{"dial", "phases", "prewarm", "prewarm-auto"}},
+	// experiment: one run; a threshold that holds (--threshold, its
+	// verdict line); a steady-state window (--steady-state auto); or the
+	// case run again with --repeat 2 (its outputs per run and the
+	// repeated run's: checkCaseRepeat).
+	dExperiment: {"experiment", []string{"once", "threshold", "steady", "repeat2"}},
 }
 
 // is reports whether row (a partial row: testenv.Free where unset) has
@@ -191,6 +197,9 @@ var (
 //     only sizes nothing) with text prompts; neither in sessions.
 func validCase(r []int) bool {
 	w, b, s := set(r, dWorkload), set(r, dBackend), set(r, dSource)
+	if set(r, dExperiment) && is(r, dExperiment, "repeat2") && ((set(r, dDryRun) && is(r, dDryRun, "dry-run")) || (set(r, dStartAt) && is(r, dStartAt, "start-at"))) {
+		return false // a repeated run sends (its runs are not one schedule), each run when it comes
+	}
 	if b && is(r, dBackend, append([]string{"openai-transcriptions"}, batchBackends...)...) && ((s && is(r, dSource, "images")) || (w && is(r, dWorkload, imageTraces...))) {
 		return false // no image inputs
 	}
@@ -697,6 +706,12 @@ func caseArgs(c matrixCase, ports []int, dir string) (args, dry []string) {
 	}
 	if c.v(dHTML) == "html" {
 		args = append(args, "--report-html", filepath.Join(dir, "report.html"))
+	}
+	switch c.v(dExperiment) {
+	case "threshold":
+		args = append(args, "--threshold", "completed>=0")
+	case "steady":
+		args = append(args, "--steady-state", "auto")
 	}
 	if c.v(dMetrics) == "metrics" {
 		args = append(args, "--metrics-addr", "127.0.0.1:0") // its URL is logged: no --quiet
@@ -1218,6 +1233,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		fail("length_mix without --lengths")
 	}
 	checkCaseShardMerge(t, c, args, r, sum, int64(bytes.Count(wholeCSV, []byte("\n"))-1), fail)
+	checkCaseExperiment(t, c, ports, r, sum, dryCSV, fail)
 }
 
 // checkCasePooling checks a pooling run's section against its records:

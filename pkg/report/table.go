@@ -292,6 +292,8 @@ func writeImageLatency(t *table, s *metrics.Summary) {
 	t.line("not applicable: %s no tokens (end-to-end only)", what)
 	writeScheduleKeeping(t, s, false)
 	writeServer(t, s)
+	writeSteadyState(t, s)
+	writeRepeats(t, s)
 	writeErrors(t, s)
 }
 
