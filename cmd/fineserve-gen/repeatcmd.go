@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -211,30 +210,20 @@ func runLine(s *metrics.Summary, x options.Experiment) string {
 func fmtFig(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
 // withMeans returns a copy of s whose figures under figs' keys are their
-// means (through the summary's JSON, where every figure has its key).
+// means over the runs.
 func withMeans(s *metrics.Summary, figs map[string]metrics.RepeatFigure) (*metrics.Summary, error) {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
+	out := *s
+	if s.Goodput != nil {
+		g := *s.Goodput
+		out.Goodput = &g
 	}
 	for k, f := range figs {
-		if _, ok := m[k]; ok {
-			m[k] = f.Mean
+		if _, ok := s.Figures()[k]; ok {
+			out.SetFigure(k, f.Mean)
 		}
 	}
-	if b, err = json.Marshal(m); err != nil {
-		return nil, err
-	}
-	out := &metrics.Summary{}
-	if err := json.Unmarshal(b, out); err != nil {
-		return nil, err
-	}
 	out.MergeState = nil // the runs' states do not add up to one run's
-	return out, nil
+	return &out, nil
 }
 
 // repeatOutputs prints the repeated run's table and writes its summary,

@@ -1,12 +1,10 @@
 package experiment
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
@@ -24,30 +22,9 @@ var Headline = func() []string {
 	return append(k, metrics.KeyRequestGoodput, metrics.KeyGoodputShare)
 }()
 
-var known = sync.OnceValue(func() []string {
-	s := metrics.Summary{Backend: "openai", Goodput: &metrics.GoodputSummary{}}
-	b, err := json.Marshal(s)
-	if err != nil {
-		panic(err) // the summary always marshals
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		panic(err)
-	}
-	var keys []string
-	for k, v := range m {
-		switch v.(type) {
-		case float64, nil:
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	return keys
-})
-
-// KnownKeys lists the summary's numeric top-level keys: those a threshold
-// or compare's --fail-on may name.
-func KnownKeys() []string { return known() }
+// KnownKeys lists the summary's numeric keys (metrics.FigureKeys): those
+// a threshold, --until-converged or compare's --fail-on may name.
+func KnownKeys() []string { return metrics.FigureKeys() }
 
 // CheckKey returns an error naming the nearest known key when key is not
 // one of KnownKeys.
@@ -57,7 +34,9 @@ func CheckKey(key string) error {
 		return nil
 	}
 	best, bd := "", math.MaxInt
-	for _, k := range keys {
+	// The headline figures first: a tie goes to the figure most asked for
+	// (p99_ttf_ms is p99_ttft_ms before p99_ttfo_ms).
+	for _, k := range append(slices.Clone(Headline), keys...) {
 		if d := editDistance(key, k); d < bd {
 			best, bd = k, d
 		}
@@ -68,26 +47,9 @@ func CheckKey(key string) error {
 	return fmt.Errorf("%q is not a numeric key of the summary (e.g. p99_ttft_ms, output_throughput, goodput_share; docs/EXPERIMENTS.md)", key)
 }
 
-// Values returns the summary's numeric top-level figures by key (a null
-// figure, one with no sample, is absent).
-func Values(s *metrics.Summary) (map[string]float64, error) {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	for k, raw := range m {
-		var v float64
-		if json.Unmarshal(raw, &v) == nil && string(raw) != "null" {
-			out[k] = v
-		}
-	}
-	return out, nil
-}
+// Values returns the summary's figures by key (metrics.Summary.Figures:
+// a figure with no sample is absent).
+func Values(s *metrics.Summary) (map[string]float64, error) { return s.Figures(), nil }
 
 // editDistance is the Levenshtein distance of a and b.
 func editDistance(a, b string) int {

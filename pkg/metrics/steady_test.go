@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -78,5 +79,55 @@ func TestParseSteady(t *testing.T) {
 		if _, err := ParseSteady(bad); err == nil {
 			t.Errorf("ParseSteady(%q): no error", bad)
 		}
+	}
+}
+
+// TestFiguresAreTheJSONNumbers: Figures holds exactly the numeric keys of
+// the summary's JSON form with their values, and SetFigure sets what the
+// JSON then writes.
+func TestFiguresAreTheJSONNumbers(t *testing.T) {
+	s := fullSummary()
+	s.RequestThroughput, s.Completed = 12.5, 7
+	s.TTFT = Dist{Count: 3, Mean: 10, Median: 9, P99: 30, Max: 31}
+	s.E2E = Dist{Count: 3, Mean: 20, Median: 19, P99: 50, Max: 51}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{}
+	for k, v := range m {
+		if f, ok := v.(float64); ok {
+			want[k] = f
+		}
+	}
+	if got := s.Figures(); !reflect.DeepEqual(got, want) {
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: Figures %v, JSON %v", k, got[k], v)
+			}
+		}
+		for k, v := range got {
+			if _, ok := want[k]; !ok {
+				t.Errorf("%s: Figures %v, not a JSON number", k, v)
+			}
+		}
+	}
+	keys := FigureKeys()
+	for k := range want {
+		if _, ok := slices.BinarySearch(keys, k); !ok {
+			t.Errorf("%s: not in FigureKeys", k)
+		}
+	}
+	for k, v := range map[string]float64{"p99_ttft_ms": 42, "request_throughput": 3.5, "completed": 9, "goodput_share": 0.5, "mean_e2el_ms": 17} {
+		if !s.SetFigure(k, v) || s.Figures()[k] != v {
+			t.Errorf("SetFigure(%s, %v): Figures says %v", k, v, s.Figures()[k])
+		}
+	}
+	if s.SetFigure("backend", 1) {
+		t.Error("SetFigure of a string key")
 	}
 }
