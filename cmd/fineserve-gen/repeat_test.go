@@ -204,6 +204,7 @@ func TestThresholdVerdicts(t *testing.T) {
 	wantUsage(t, append(baseArgs(dead, 4), "--threshold", "p99_ttf_ms<=300"), "did you mean p99_ttft_ms?")
 	wantUsage(t, append(baseArgs(dead, 4), "--threshold", "p99_ttft_ms<=300@upper"), "needs --repeat 2 or more")
 	wantUsage(t, append(baseArgs(dead, 4), "--repeat", "0"), "--repeat 0")
+	wantUsage(t, append(baseArgs(dead, 4), "--repeat", "2", "--shard", "0/2"), "--repeat with --shard")
 	wantUsage(t, append([]string{"sweep"}, append(baseArgs(dead, 4), "--threshold", "p99_ttft_ms<=300")...), "go with fineserve-gen run")
 }
 
@@ -290,4 +291,18 @@ func TestSteadyStateAutoOnMock(t *testing.T) {
 		t.Error("--steady-state off (the default) wrote a steady_state section")
 	}
 	wantUsage(t, append(baseArgs(closedPort(t), 4), "--steady-state", "50:10"), "--steady-state \"50:10\"")
+}
+
+// TestRepeatStopped: a repeated run stopped during its runs exits 130
+// (within a run, or in the pause between two).
+func TestRepeatStopped(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: 50 * time.Millisecond, ITL: time.Millisecond})
+	began := time.Now()
+	r := runToolFor(t, 300*time.Millisecond, repeatArgs(port, 2, 50, "--seed", "1")...)
+	if r.code != exitInterrupted {
+		t.Errorf("exit %d, want %d\n%s", r.code, exitInterrupted, r.stderr)
+	}
+	if took := time.Since(began); took > 30*time.Second {
+		t.Errorf("the stopped series took %v", took)
+	}
 }

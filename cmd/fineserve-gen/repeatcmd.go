@@ -146,6 +146,9 @@ func runRepeats(ctx context.Context, o *options.Options, stdio runner.IO) (*metr
 		return nil, err
 	}
 	agg.Seed = base
+	// A signal between runs ends the series: what it has is written,
+	// marked interrupted.
+	agg.Interrupted = agg.Interrupted || ctx.Err() != nil
 	agg.Repeats = &metrics.RepeatsSummary{Runs: len(runs), Requested: n, Confidence: experiment.Confidence, WideShare: experiment.WideShare,
 		UntilConverged: o.Experiment.UntilConverged, Figures: figs, PerRun: per}
 	if x.Converge != nil {

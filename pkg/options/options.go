@@ -249,6 +249,9 @@ func (o *Options) Validate() error {
 	if _, err := o.Experiment.Parse(); err != nil {
 		errs = append(errs, err)
 	}
+	if o.Experiment.Repeat > 1 && (o.ShardCount > 1 || !o.StartAt.IsZero()) {
+		add("--repeat with --shard or --start-at: a repeated run's runs start one after another, from one machine")
+	}
 	if err := o.validateEndpoints(); err != nil {
 		errs = append(errs, err)
 	}
