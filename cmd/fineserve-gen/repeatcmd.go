@@ -216,9 +216,23 @@ func fmtFig(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 // means over the runs.
 func withMeans(s *metrics.Summary, figs map[string]metrics.RepeatFigure) (*metrics.Summary, error) {
 	out := *s
+	// The sections a figure may be set in are copied: the last run's
+	// summary keeps its own.
 	if s.Goodput != nil {
 		g := *s.Goodput
 		out.Goodput = &g
+	}
+	if s.ClientCPU != nil {
+		c := *s.ClientCPU
+		out.ClientCPU = &c
+	}
+	if s.Saturation != nil {
+		sat := *s.Saturation
+		if sat.SendRate != nil {
+			r := *sat.SendRate
+			sat.SendRate = &r
+		}
+		out.Saturation = &sat
 	}
 	for k, f := range figs {
 		if _, ok := s.Figures()[k]; ok {

@@ -40,21 +40,40 @@ var plainFigures = sync.OnceValue(func() []figureField {
 	return out
 })
 
-// sectionFigures are the numeric keys of the sections.
-var sectionFigures = []struct {
-	key string
-	get func(*Summary) (*float64, *int64)
-}{
-	{KeyRequestGoodput, func(s *Summary) (*float64, *int64) { return &s.goodput().Rate, nil }},
-	{KeyGoodputShare, func(s *Summary) (*float64, *int64) { return &s.goodput().Share, nil }},
-	{KeyGoodputCount, func(s *Summary) (*float64, *int64) { return nil, &s.goodput().Requests }},
-	{KeyWindowSeconds, func(s *Summary) (*float64, *int64) { return &s.WindowSeconds, nil }},
-	{KeyClientCPU, func(s *Summary) (*float64, *int64) {
-		if s.ClientCPU == nil {
-			s.ClientCPU = new(float64)
+// numeric returns the number v holds (through pointers), if it is one.
+func numeric(v reflect.Value) (float64, bool) {
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return 0, false
 		}
-		return s.ClientCPU, nil
-	}},
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.Float64, reflect.Float32:
+		return v.Float(), true
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return float64(v.Int()), true
+	case reflect.Uint64, reflect.Uint32, reflect.Uint:
+		return float64(v.Uint()), true
+	}
+	return 0, false
+}
+
+// numericType reports whether t is a number, or a pointer to one.
+func numericType(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Float64, reflect.Float32, reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint64, reflect.Uint32, reflect.Uint:
+		return true
+	}
+	return false
+}
+
+// numericSection reports whether section f holds a number.
+func numericSection(f section) bool {
+	return numericType(reflect.TypeOf(f.into(&Summary{})).Elem())
 }
 
 // FigureKeys lists every key a summary may hold a figure under, sorted.
@@ -76,8 +95,10 @@ var figureKeys = sync.OnceValue(func() []string {
 	for _, a := range (&Summary{}).vllmAliases() {
 		keys = append(keys, a.theirs)
 	}
-	for _, f := range sectionFigures {
-		keys = append(keys, f.key)
+	for _, f := range sectionFields {
+		if numericSection(f) {
+			keys = append(keys, f.key)
+		}
 	}
 	slices.Sort(keys)
 	return slices.Compact(keys)
@@ -126,14 +147,12 @@ func (s *Summary) Figures() map[string]float64 {
 			out[a.theirs] = x
 		}
 	}
-	if s.Goodput != nil {
-		out[KeyRequestGoodput], out[KeyGoodputShare], out[KeyGoodputCount] = s.Goodput.Rate, s.Goodput.Share, float64(s.Goodput.Requests)
-	}
-	if s.ClientCPU != nil {
-		out[KeyClientCPU] = *s.ClientCPU
-	}
-	if s.WindowSeconds > 0 {
-		out[KeyWindowSeconds] = s.WindowSeconds
+	for _, f := range sectionFields {
+		if v, ok := f.get(s); ok {
+			if x, ok := numeric(reflect.ValueOf(v)); ok {
+				out[f.key] = finite(x)
+			}
+		}
 	}
 	return out
 }
@@ -168,16 +187,26 @@ func (s *Summary) SetFigure(key string, v float64) bool {
 			return s.SetFigure(a.ours, v)
 		}
 	}
-	for _, f := range sectionFigures {
-		if f.key == key {
-			fl, n := f.get(s)
-			if fl != nil {
-				*fl = v
-			} else {
-				*n = int64(math.Round(v))
-			}
-			return true
+	for _, f := range sectionFields {
+		if f.key != key || !numericSection(f) {
+			continue
 		}
+		x := reflect.ValueOf(f.into(s)).Elem()
+		for x.Kind() == reflect.Pointer {
+			if x.IsNil() {
+				x.Set(reflect.New(x.Type().Elem()))
+			}
+			x = x.Elem()
+		}
+		switch x.Kind() {
+		case reflect.Float64, reflect.Float32:
+			x.SetFloat(v)
+		case reflect.Uint64, reflect.Uint32, reflect.Uint:
+			x.SetUint(uint64(math.Round(max(v, 0))))
+		default:
+			x.SetInt(int64(math.Round(v)))
+		}
+		return true
 	}
 	return false
 }
