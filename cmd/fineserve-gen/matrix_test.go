@@ -72,6 +72,7 @@ const (
 	dUnits
 	dMedia
 	dConns
+	dExport
 )
 
 var matrixDims = []dimension{
@@ -129,6 +130,10 @@ var matrixDims = []dimension{
 	// dials; auto), with the phases timed; "phases" and "prewarm-auto"
 	// send every request's X-Request-Id too (--request-id-prefix m-).
 	dConns: {"conns", []string{"dial", "phases", "prewarm", "prewarm-auto"}},
+	// export: the outputs other tools read — none; the records as Parquet
+	// (--results-parquet); the llm-d Benchmark Report as YAML; both, the
+	// report as JSON (matrix_exports_test.go checks them).
+	dExport: {"export", []string{"no-export", "parquet", "benchmark-report", "both-json"}},
 }
 
 // is reports whether row (a partial row: testenv.Free where unset) has
@@ -698,6 +703,7 @@ func caseArgs(c matrixCase, ports []int, dir string) (args, dry []string) {
 	if c.v(dHTML) == "html" {
 		args = append(args, "--report-html", filepath.Join(dir, "report.html"))
 	}
+	args = append(args, exportArgs(c, dir)...)
 	if c.v(dMetrics) == "metrics" {
 		args = append(args, "--metrics-addr", "127.0.0.1:0") // its URL is logged: no --quiet
 	} else {
@@ -938,7 +944,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		if n := ep.requests(); n != 0 {
 			fail("a dry run sent %d requests", n)
 		}
-		for _, f := range []string{"results.jsonl", "summary.json", "summary.jsonl", "report.html"} {
+		for _, f := range []string{"results.jsonl", "summary.json", "summary.jsonl", "report.html", "results.parquet", "benchmark-report.yaml", "benchmark-report.json"} {
 			if _, err := os.Stat(r.path(f)); err == nil {
 				fail("a dry run wrote %s", f)
 			}
@@ -1180,6 +1186,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 			}
 		}
 	}
+	checkCaseExports(t, c, r, sum, fail)
 	if c.v(dMetrics) == "metrics" && (!strings.Contains(r.scraped, "fineserve_gen_requests_in_flight") || !strings.Contains(r.scraped, "fineserve_gen_requests_cancelled_total")) {
 		fail("--metrics-addr: no metrics page read during the run: %.200q", r.scraped)
 	}
