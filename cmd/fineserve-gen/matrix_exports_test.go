@@ -60,28 +60,10 @@ func checkCaseExports(t testing.TB, c matrixCase, r *caseRun, sum *metrics.Summa
 	if brPath == "" {
 		return
 	}
-	b, err := os.ReadFile(brPath)
-	if err != nil {
-		fail("--benchmark-report: %v", err)
+	j, msg := benchmarkReportJSON(t, brPath)
+	if msg != "" {
+		fail("--benchmark-report: %s", msg)
 		return
-	}
-	if strings.HasSuffix(brPath, ".json") && !json.Valid(b) {
-		fail("--benchmark-report %s is not JSON", brPath)
-		return
-	}
-	var doc any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		fail("--benchmark-report: %v", err)
-		return
-	}
-	j, _ := json.Marshal(doc)
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
-	if err != nil {
-		fail("--benchmark-report: %v", err)
-		return
-	}
-	if err := benchmarkReportSchema(t).Validate(inst); err != nil {
-		fail("--benchmark-report is not a valid llm-d Benchmark Report: %v", err)
 	}
 	var br struct {
 		Results struct {
@@ -243,3 +225,43 @@ func compareRow(names []string, row parquet.Row, line string) string {
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func strconvFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// benchmarkReportJSON reads a benchmark report (YAML, or JSON when path
+// ends in .json), validates it against the llm-d schema and returns it as
+// JSON, or what is wrong.
+func benchmarkReportJSON(t testing.TB, path string) ([]byte, string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if strings.HasSuffix(path, ".json") && !json.Valid(b) {
+		return nil, path + " is not JSON"
+	}
+	var doc any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, err.Error()
+	}
+	j, _ := json.Marshal(doc)
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
+	if err != nil {
+		return nil, err.Error()
+	}
+	if err := benchmarkReportSchema(t).Validate(inst); err != nil {
+		return nil, "not a valid llm-d Benchmark Report: " + err.Error()
+	}
+	return j, ""
+}
+
+// readBenchmarkReport reads a valid benchmark report.
+func readBenchmarkReport(t testing.TB, path string) map[string]any {
+	t.Helper()
+	j, msg := benchmarkReportJSON(t, path)
+	if msg != "" {
+		t.Fatalf("%s: %s", path, msg)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(j, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

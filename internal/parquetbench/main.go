@@ -38,14 +38,14 @@ const rowGroup = 65536
 
 // row is one synthetic request record.
 type row struct {
-	index                                         int64
-	scheduled, sent, ttft, e2e                    float64
-	hasTTFT                                       bool
-	itl                                           []float64
-	inputLen, outputLen, prompt, completion       int64
-	cached, images, status, retries               int64
-	hasCached                                     bool
-	model, errorClass, errText                    string
+	index                                   int64
+	scheduled, sent, ttft, e2e              float64
+	hasTTFT                                 bool
+	itl                                     []float64
+	inputLen, outputLen, prompt, completion int64
+	cached, images, status, retries         int64
+	hasCached                               bool
+	model, errorClass, errText              string
 }
 
 // columns are the file's columns, in order, with their kinds.

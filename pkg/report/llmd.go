@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"net"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -225,7 +226,7 @@ func msToS(ms float64) float64 { return math.Round(ms*1e6) / 1e9 }
 // distStats are a latency's statistics, from milliseconds to seconds (nil
 // when the run has none).
 func distStats(d metrics.Dist, units string) *brStats {
-	if d.Empty() || math.IsNaN(d.Mean) {
+	if d.Max <= 0 || math.IsNaN(d.Mean) { // no sample (a summary read back has no count)
 		return nil
 	}
 	s := func(ms float64) *float64 { return num(msToS(ms)) }
@@ -285,6 +286,37 @@ func seqLen(b *metrics.LengthBins, total, n int64) *brSeqLen {
 	return sl
 }
 
+// settingsURLs are the endpoints' URLs as the settings given name them
+// (a summary read back): --base-url (one or several), else --host and
+// --port with their defaults.
+func settingsURLs(settings map[string]any) []string {
+	var urls []string
+	switch u := settings["base-url"].(type) {
+	case string:
+		urls = []string{u}
+	case []any:
+		for _, x := range u {
+			urls = append(urls, fmt.Sprint(x))
+		}
+	case []string:
+		urls = u
+	}
+	for i := range urls {
+		urls[i] = strings.TrimRight(urls[i], "/")
+	}
+	if len(urls) > 0 {
+		return urls
+	}
+	host, port := "127.0.0.1", "8000"
+	if h, ok := settings["host"]; ok {
+		host = fmt.Sprint(h)
+	}
+	if p, ok := settings["port"]; ok {
+		port = fmt.Sprint(p)
+	}
+	return []string{"http://" + net.JoinHostPort(strings.Trim(host, "[]"), port)}
+}
+
 // shortID is a stable 32-hex-digit id of parts.
 func shortID(parts ...string) string {
 	h := sha256.New()
@@ -332,9 +364,7 @@ func BenchmarkReport(sum *metrics.Summary, target BenchmarkTarget) (any, error) 
 	// scenario.stack: the server, as a generic component.
 	urls := target.URLs
 	if len(urls) == 0 {
-		if u, ok := sum.Settings["base-url"]; ok {
-			urls = []string{fmt.Sprint(u)}
-		}
+		urls = settingsURLs(sum.Settings)
 	}
 	label := "target"
 	if len(urls) == 1 {
@@ -504,7 +534,7 @@ func summaryFields(sum *metrics.Summary) (map[string]any, error) {
 // fields, or that are the plots' data.
 func reportedElsewhere(k string) bool {
 	switch k {
-	case "settings", "command", "latency_cdfs", "length_histograms", "windows":
+	case "settings", "command", "latency_cdfs", "length_histograms", "windows", "merge_state":
 		return true
 	}
 	for _, stat := range []string{"mean_", "median_", "std_", "p90_", "p95_", "p99_", "p999_", "max_"} {
