@@ -226,7 +226,9 @@ func msToS(ms float64) float64 { return math.Round(ms*1e6) / 1e9 }
 // distStats are a latency's statistics, from milliseconds to seconds (nil
 // when the run has none).
 func distStats(d metrics.Dist, units string) *brStats {
-	if d.Max <= 0 || math.IsNaN(d.Mean) { // no sample (a summary read back has no count)
+	// No sample, or none above 0 (a summary read back has no count: its
+	// zeros are read as no sample, and so are the run's own).
+	if max(d.Mean, d.Median, d.P99, d.Max) <= 0 || math.IsNaN(d.Mean) {
 		return nil
 	}
 	s := func(ms float64) *float64 { return num(msToS(ms)) }
