@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -402,4 +403,26 @@ func typedRow(t *testing.T, raw map[string]any) map[string]any {
 		m[k] = v
 	}
 	return m
+}
+
+// BenchmarkParquetRecords: a record through --results-parquet's writer —
+// encoded as its JSON line, parsed back and written as a row — per
+// operation (a streamed answer of 4 tokens), the last row group and the
+// footer included.
+func BenchmarkParquetRecords(b *testing.B) {
+	w := NewRecordWriterParquet(io.Discard, nil)
+	r := csvResults()[0]
+	var s metrics.Sample
+	s.From(r, metrics.NoSLO)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		s.Index = int64(i)
+		w.Add(&s)
+	}
+	err := w.Close() // the rows still waiting, timed too
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
 }
