@@ -320,7 +320,7 @@ func TestSweepMatrix(t *testing.T) {
 				}
 				// Each step's Parquet records and benchmark report: its
 				// records', and a valid report of its own load.
-				uids := map[string]bool{}
+				uids, eids := map[string]bool{}, map[string]bool{}
 				for n := 1; n <= 2; n++ {
 					step := fmt.Sprintf("-step%02d", n)
 					if msg := compareParquetJSONL(filepath.Join(dir, "rec"+step+".parquet"), filepath.Join(dir, "rec"+step+".jsonl")); msg != "" {
@@ -328,10 +328,11 @@ func TestSweepMatrix(t *testing.T) {
 					}
 					br := readBenchmarkReport(t, filepath.Join(dir, "br"+step+".yaml"))
 					uid, _ := br["run"].(map[string]any)["uid"].(string)
-					uids[uid] = true
+					eid, _ := br["run"].(map[string]any)["eid"].(string)
+					uids[uid], eids[eid] = true, true
 				}
-				if len(uids) != 2 {
-					t.Errorf("the steps' benchmark reports have run uids %v, want one each", uids)
+				if len(uids) != 2 || len(eids) != 1 || eids[""] {
+					t.Errorf("the steps' benchmark reports have run uids %v, want one each, and experiment ids %v, want one", uids, eids)
 				}
 			}
 		})

@@ -355,9 +355,9 @@ func BenchmarkReport(sum *metrics.Summary, target BenchmarkTarget) (any, error) 
 		Keywords:    []string{"fineserve-gen", sum.Backend, sum.Mode},
 		Time:        &brTime{Duration: isoDuration(sum.Duration)},
 	}
-	if sum.ScheduleHash != "" {
-		run.EID = shortID("schedule", sum.ScheduleHash)
-	}
+	// One experiment: a command line, its seed and its target (a sweep's
+	// steps share all: their summaries record no command line).
+	run.EID = shortID("experiment", sum.Command, strconv.FormatUint(sum.Seed, 10), sum.Backend, sum.Mode, sum.Model)
 	if start, err := time.Parse(time.RFC3339Nano, sum.StartedAt); err == nil {
 		run.Time.Start = start.UTC().Format(time.RFC3339Nano)
 		run.Time.End = start.Add(time.Duration(sum.Duration * float64(time.Second))).UTC().Format(time.RFC3339Nano)

@@ -159,13 +159,14 @@ func NewRecordWriterParquet(w io.Writer, now func() time.Time) *RecordWriter {
 // parquetRecords turns JSON records written to it (whole lines) into rows
 // of a Parquet file. It is written by one goroutine at a time.
 type parquetRecords struct {
-	pw      *parquet.Writer
-	parser  fastjson.Parser
-	partial []byte // a line not yet ended (never, from RecordWriter)
-	rows    []parquet.Row
-	arena   []byte // the batch's strings (a parsed value's bytes are the parser's)
-	pending int    // bytes of records since the last row group
-	err     error
+	pw        *parquet.Writer
+	parser    fastjson.Parser
+	partial   []byte // a line not yet ended (never, from RecordWriter)
+	rows      []parquet.Row
+	arena     []byte // the batch's strings (a parsed value's bytes are the parser's)
+	pending   int    // bytes of records since the last row group
+	groupRows int    // rows since the last row group
+	err       error
 }
 
 const parquetBatch = 256 // rows handed to the Parquet writer at once
@@ -173,7 +174,6 @@ const parquetBatch = 256 // rows handed to the Parquet writer at once
 func newParquetRecords(w io.Writer) *parquetRecords {
 	pw := parquet.NewWriter(w, parquetSchema,
 		parquet.Compression(&snappy.Codec{}),
-		parquet.MaxRowsPerRowGroup(ParquetRowGroupRows),
 		parquet.CreatedBy("fineserve-gen", "", ""))
 	return &parquetRecords{pw: pw, rows: make([]parquet.Row, 0, parquetBatch)}
 }
@@ -199,19 +199,31 @@ func (p *parquetRecords) Write(b []byte) (int, error) {
 			return 0, err
 		}
 		b = b[i+1:]
+		if p.pending >= ParquetRowGroupBytes || p.groupRows >= ParquetRowGroupRows { // a row group's worth, however large the chunk
+			if err := p.flush(); err != nil {
+				return 0, err
+			}
+		}
 	}
 	if err := p.writeBatch(); err != nil {
 		p.err = err
 		return 0, err
 	}
-	if p.pending >= ParquetRowGroupBytes {
-		p.pending = 0
-		if err := p.pw.Flush(); err != nil {
-			p.err = err
-			return 0, err
-		}
-	}
 	return n, nil
+}
+
+// flush writes the rows so far as a row group.
+func (p *parquetRecords) flush() error {
+	p.pending, p.groupRows = 0, 0
+	if err := p.writeBatch(); err != nil {
+		p.err = err
+		return err
+	}
+	if err := p.pw.Flush(); err != nil {
+		p.err = err
+		return err
+	}
+	return nil
 }
 
 // add parses one record and adds its row to the batch.
@@ -221,6 +233,7 @@ func (p *parquetRecords) add(line []byte) error {
 		return fmt.Errorf("parquet: a record does not parse: %w", err)
 	}
 	p.pending += len(line) + 1
+	p.groupRows++
 	k := len(p.rows)
 	p.rows = p.rows[:k+1]
 	row := p.rows[k][:0]

@@ -426,3 +426,38 @@ func BenchmarkParquetRecords(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// TestParquetRowGroupBytes: long answers make row groups of fewer rows —
+// a group is written once its records reach ParquetRowGroupBytes — so a
+// row group's memory is bounded by bytes too, not rows alone.
+func TestParquetRowGroupBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 60 MB of records")
+	}
+	r := parquetResults()[0]
+	r.TokenTimes = r.TokenTimes[:0]
+	for i := range 2000 { // 2,000 tokens: about 14 KB a record
+		r.TokenTimes = append(r.TokenTimes, r.FirstToken+time.Duration(i)*time.Millisecond+time.Duration(i%7)*time.Microsecond)
+	}
+	r.End = r.TokenTimes[len(r.TokenTimes)-1]
+	var s metrics.Sample
+	s.From(r, metrics.NoSLO)
+	line := len(AppendRecord(nil, &s))
+	n := 2*ParquetRowGroupBytes/line + 100
+	var file bytes.Buffer
+	w := NewRecordWriterParquet(&file, nil)
+	for i := range n {
+		s.Index = int64(i)
+		w.Add(&s)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, rows, groups := readParquetGo(t, file.Bytes())
+	if len(rows) != n || groups != 3 {
+		t.Errorf("%d rows of %d bytes in %d row groups, want %d in 3 (a group every %d bytes of records)", len(rows), line, groups, n, ParquetRowGroupBytes)
+	}
+	if gaps := rows[n-1]["itl_ms"].([]float64); len(gaps) != 1999 {
+		t.Errorf("the last row has %d gaps, want 1999", len(gaps))
+	}
+}
