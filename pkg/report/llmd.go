@@ -158,7 +158,20 @@ type brMultiTurn struct {
 }
 
 type brResults struct {
-	RequestPerformance brRequestPerf `json:"request_performance" yaml:"request_performance"`
+	RequestPerformance brRequestPerf    `json:"request_performance" yaml:"request_performance"`
+	Observability      *brObservability `json:"observability,omitempty" yaml:"observability,omitempty"`
+}
+
+// brObservability is what the server's /metrics said
+// (--scrape-server-metrics), as the format's component observability.
+type brObservability struct {
+	Components []brComponentObs `json:"components" yaml:"components"`
+}
+
+type brComponentObs struct {
+	Label      string               `json:"component_label" yaml:"component_label"`
+	Aggregate  map[string]*brStats  `json:"aggregate" yaml:"aggregate"`
+	TimeSeries map[string]*brSeries `json:"time_series,omitempty" yaml:"time_series,omitempty"`
 }
 
 type brRequestPerf struct {
@@ -207,8 +220,10 @@ type brSeries struct {
 type brPoint struct {
 	TS    string   `json:"ts" yaml:"ts"`
 	Value *float64 `json:"value,omitempty" yaml:"value,omitempty"`
+	Mean  *float64 `json:"mean,omitempty" yaml:"mean,omitempty"`
 	P50   *float64 `json:"p50,omitempty" yaml:"p50,omitempty"`
 	P99   *float64 `json:"p99,omitempty" yaml:"p99,omitempty"`
+	Max   *float64 `json:"max,omitempty" yaml:"max,omitempty"`
 }
 
 // num is a finite figure (nil: absent).
@@ -459,7 +474,7 @@ func BenchmarkReport(sum *metrics.Summary, target BenchmarkTarget) (any, error) 
 		Version:  BenchmarkReportVersion,
 		Run:      run,
 		Scenario: brScenario{Stack: []brComponent{server}, Load: load},
-		Results:  brResults{RequestPerformance: brRequestPerf{Aggregate: agg, TimeSeries: brTimeSeriesOf(sum)}},
+		Results:  brResults{RequestPerformance: brRequestPerf{Aggregate: agg, TimeSeries: brTimeSeriesOf(sum)}, Observability: brObservabilityOf(sum, label)},
 	}
 	return br, nil
 }
@@ -550,4 +565,46 @@ func reportedElsewhere(k string) bool {
 		}
 	}
 	return false
+}
+
+// brObservabilityOf is the server's metrics over the run and per window
+// (KV-cache usage in percent, requests running and waiting), as the
+// component label's observability (nil when no scrape succeeded).
+func brObservabilityOf(sum *metrics.Summary, label string) *brObservability {
+	sm := sum.ServerMetrics
+	if sm == nil || !sm.Available || sm.ServerStats == nil || sm.Samples == 0 {
+		return nil
+	}
+	stat := func(units string, mean, peak float64) *brStats {
+		return &brStats{Units: units, Mean: mean, Max: num(peak)}
+	}
+	c := brComponentObs{Label: label, Aggregate: map[string]*brStats{
+		"kv_cache_usage":   stat("percent", 100*sm.KVCacheMean, 100*sm.KVCacheMax),
+		"running_requests": stat("count", sm.RunningMean, sm.RunningMax),
+		"waiting_requests": stat("count", sm.WaitingMean, sm.WaitingMax),
+	}}
+	if start, err := time.Parse(time.RFC3339Nano, sum.StartedAt); err == nil {
+		series := map[string]*brSeries{
+			"kv_cache_usage":       {Units: "percent"},
+			"num_requests_running": {Units: "count"},
+			"num_requests_waiting": {Units: "count"},
+		}
+		for _, w := range sum.Windows {
+			ws := w.Server
+			if ws == nil || ws.Samples == 0 {
+				continue
+			}
+			at := start.Add(time.Duration(w.Start * float64(time.Second))).UTC().Format(time.RFC3339Nano)
+			add := func(k string, mean, peak float64) {
+				series[k].Series = append(series[k].Series, brPoint{TS: at, Mean: num(mean), Max: num(peak)})
+			}
+			add("kv_cache_usage", 100*ws.KVCacheMean, 100*ws.KVCacheMax)
+			add("num_requests_running", ws.RunningMean, ws.RunningMax)
+			add("num_requests_waiting", ws.WaitingMean, ws.WaitingMax)
+		}
+		if len(series["kv_cache_usage"].Series) > 0 {
+			c.TimeSeries = series
+		}
+	}
+	return &brObservability{Components: []brComponentObs{c}}
 }

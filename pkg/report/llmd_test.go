@@ -81,6 +81,9 @@ func reportSummary() *metrics.Summary {
 		{Index: 1, Start: 2, End: 4.25, Completed: 108, Failed: 2, AchievedRate: 48, OutputRate: 1536, TTFTP50: 51, TTFTP99: 53, E2EP50: 361, E2EP99: 363},
 	}
 	sum.Sessions = &metrics.SessionsSummary{Turns: "3", Started: 10}
+	sum.ServerMetrics = &metrics.ServerSummary{URL: "http://127.0.0.1:8000/metrics", Interval: 2, Available: true,
+		ServerStats: &metrics.ServerStats{Samples: 3, RunningMean: 18.5, RunningMax: 29, WaitingMean: 0.5, WaitingMax: 2, KVCacheMean: 0.0413, KVCacheMax: 0.0671}}
+	sum.Windows[1].Server = &metrics.ServerStats{Samples: 2, RunningMean: 20, RunningMax: 29, KVCacheMean: 0.05, KVCacheMax: 0.0671}
 	return sum
 }
 
@@ -218,4 +221,26 @@ func TestBenchmarkReportFigures(t *testing.T) {
 	}
 	ttft := get(m, "results", "request_performance", "time_series", "latency", "time_to_first_token", "series").([]any)
 	near("ttft series p99", get(ttft[0], "p99"), 0.052)
+	// The server's metrics: the stack's component, KV-cache usage in percent.
+	comps, _ := get(m, "results", "observability", "components").([]any)
+	if len(comps) != 1 || get(comps[0], "component_label") != "127.0.0.1:8000" {
+		t.Fatalf("observability components %v", comps)
+	}
+	near("kv cache mean %", get(comps[0], "aggregate", "kv_cache_usage", "mean"), 4.13)
+	near("kv cache max %", get(comps[0], "aggregate", "kv_cache_usage", "max"), 6.71)
+	near("running mean", get(comps[0], "aggregate", "running_requests", "mean"), 18.5)
+	near("waiting max", get(comps[0], "aggregate", "waiting_requests", "max"), 2)
+	kv, _ := get(comps[0], "time_series", "kv_cache_usage", "series").([]any)
+	if len(kv) != 1 || get(kv[0], "ts") != "2026-11-29T03:00:02.5Z" {
+		t.Errorf("kv cache series %v: want the one window with scrapes", kv)
+	}
+	near("kv cache window mean %", get(kv[0], "mean"), 5)
+	sampleOnly := sampleSummary()
+	buf.Reset()
+	if err := WriteBenchmarkReport(&buf, sampleOnly, BenchmarkTarget{}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, m := instanceOf(t, buf.Bytes()); get(m, "results", "observability") != nil {
+		t.Error("observability without server metrics")
+	}
 }
