@@ -26,7 +26,8 @@ import (
 // its analysis tools read (schema v0.2.1, llm-d/llm-d-benchmark): run (an
 // id, the times), scenario (the target as the stack's one component, the
 // workload and its load as scenario.load) and results.request_performance
-// (the aggregate figures, and per window of the run a time series). Times
+// (the aggregate figures, and per window of the run a time series), and
+// with the server's scraped metrics results.observability. Times
 // are in seconds (s, s/token), as the format's own harnesses write them;
 // lengths in tokens (count), rates in queries/s and tokens/s. What the
 // format has no field for — the send lag, the error classes, goodput, the
@@ -77,7 +78,7 @@ func WriteBenchmarkReport(w io.Writer, sum *metrics.Summary, target BenchmarkTar
 	return enc.Close()
 }
 
-// Report is the format's document (the parts a run fills).
+// brReport is the format's document (the parts a run fills).
 type brReport struct {
 	Version  string     `json:"version" yaml:"version"`
 	Run      brRun      `json:"run" yaml:"run"`
