@@ -180,6 +180,9 @@ func TestOutputsCheckedBeforeSending(t *testing.T) {
 		{"--report-html", missing, "does not exist", nil},
 		{"--output-file", missing, "does not exist", nil},
 		{"--results-jsonl", missing, "does not exist", nil},
+		{"--results-parquet", missing, "does not exist", nil},
+		{"--benchmark-report", missing, "does not exist", nil},
+		{"--benchmark-report", file, "--results-parquet names the same file", []string{"--results-parquet", file}},
 		{"--schedule-out", missing, "does not exist", nil},
 		{"--sessions-out", missing, "does not exist", []string{"--turns", "2"}},
 		{"--mem-profile", missing, "does not exist", nil},
@@ -217,12 +220,14 @@ func TestFullDiskNamesEveryOutput(t *testing.T) {
 		return p
 	}
 	args := append(baseArgs(port, 3), "--summary-json", full("s.json"), "--output-file", full("o.jsonl"),
-		"--report-html", full("r.html"), "--results-jsonl", full("r.jsonl"), "--disable-tqdm")
+		"--report-html", full("r.html"), "--results-jsonl", full("r.jsonl"), "--disable-tqdm",
+		"--results-parquet", full("r.parquet"), "--benchmark-report", full("br.yaml"))
 	code, _, stderr := runCmd(args...)
 	if code != exitFailure {
 		t.Errorf("exit %d, want %d", code, exitFailure)
 	}
-	for _, want := range []string{"summary " + dir + "/s.json", "output file " + dir + "/o.jsonl", "--report-html " + dir + "/r.html", "results: " + dir + "/r.jsonl", "no space left on device"} {
+	for _, want := range []string{"summary " + dir + "/s.json", "output file " + dir + "/o.jsonl", "--report-html " + dir + "/r.html", "results: " + dir + "/r.jsonl", "no space left on device",
+		dir + "/r.parquet", "--benchmark-report " + dir + "/br.yaml"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr does not name %q:\n%s", want, stderr)
 		}

@@ -73,6 +73,7 @@ const (
 	dMedia
 	dConns
 	dExperiment
+	dExport
 )
 
 var matrixDims = []dimension{
@@ -135,6 +136,10 @@ var matrixDims = []dimension{
 	// case run again with --repeat 2 (its outputs per run and the
 	// repeated run's: checkCaseRepeat).
 	dExperiment: {"experiment", []string{"once", "threshold", "steady", "repeat2"}},
+	// export: the outputs other tools read — none; the records as Parquet
+	// (--results-parquet); the llm-d Benchmark Report as YAML; both, the
+	// report as JSON (matrix_exports_test.go checks them).
+	dExport: {"export", []string{"no-export", "parquet", "benchmark-report", "both-json"}},
 }
 
 // is reports whether row (a partial row: testenv.Free where unset) has
@@ -713,6 +718,7 @@ func caseArgs(c matrixCase, ports []int, dir string) (args, dry []string) {
 	case "steady":
 		args = append(args, "--steady-state", "auto")
 	}
+	args = append(args, exportArgs(c, dir)...)
 	if c.v(dMetrics) == "metrics" {
 		args = append(args, "--metrics-addr", "127.0.0.1:0") // its URL is logged: no --quiet
 	} else {
@@ -953,7 +959,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		if n := ep.requests(); n != 0 {
 			fail("a dry run sent %d requests", n)
 		}
-		for _, f := range []string{"results.jsonl", "summary.json", "summary.jsonl", "report.html"} {
+		for _, f := range []string{"results.jsonl", "summary.json", "summary.jsonl", "report.html", "results.parquet", "benchmark-report.yaml", "benchmark-report.json"} {
 			if _, err := os.Stat(r.path(f)); err == nil {
 				fail("a dry run wrote %s", f)
 			}
@@ -1195,6 +1201,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 			}
 		}
 	}
+	checkCaseExports(t, c, r, sum, fail)
 	if c.v(dMetrics) == "metrics" && (!strings.Contains(r.scraped, "fineserve_gen_requests_in_flight") || !strings.Contains(r.scraped, "fineserve_gen_requests_cancelled_total")) {
 		fail("--metrics-addr: no metrics page read during the run: %.200q", r.scraped)
 	}

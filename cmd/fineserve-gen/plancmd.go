@@ -226,8 +226,8 @@ func planChecks(fs *pflag.FlagSet, o *options.Options, sf *sweepFlags, pf *planF
 	if st, err := balance.Parse(o.Balance); err == nil && st != balance.RoundRobin {
 		add("--balance %s: a plan models round-robin (each of n replicas sees every n-th arrival of its window) and --verify replays that way; %s is not modelled", st, st)
 	}
-	if o.OutputFile != "" || o.SummaryJSON != "" || o.ResultsJSONL != "" || o.ResultsCSV != "" {
-		add("--output-file, --summary-json, --results-jsonl, --results-csv: a plan writes --plan-json (its measurements: --save-sweeps)")
+	if o.OutputFile != "" || o.SummaryJSON != "" || o.ResultsJSONL != "" || o.ResultsCSV != "" || o.ResultsParquet != "" || o.BenchmarkReport != "" {
+		add("--output-file, --summary-json, --results-jsonl, --results-csv, --results-parquet, --benchmark-report: a plan writes --plan-json (its measurements: --save-sweeps)")
 	}
 	if fs.Changed("sweep-values") && (fs.Changed("sweep-min") || fs.Changed("sweep-max")) {
 		add("--sweep-values replaces --sweep-min/--sweep-max: give one or the other")

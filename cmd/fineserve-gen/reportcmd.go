@@ -14,7 +14,7 @@ import (
 )
 
 const reportUsage = `Usage:
-  fineserve-gen report RESULTS.jsonl|SUMMARY.json [-o REPORT.html] [--summary SUMMARY.json]
+  fineserve-gen report RESULTS.jsonl|SUMMARY.json [-o REPORT.html] [--summary SUMMARY.json] [--benchmark-report FILE]
   fineserve-gen report A.json B.json [C.json…] [-o COMPARE.html]
   fineserve-gen report SWEEP.json [-o SWEEP.html]
 
@@ -23,9 +23,13 @@ report: from per-request records (--results-jsonl) every plot is drawn; from
 a summary (--summary-json) the windows and distributions it holds. With
 several files, compares the runs side by side (figures, differences to the
 first, overlaid CDFs). A sweep's --sweep-json prints its table of steps and
-answer and, with -o, writes its report.
+answer and, with -o, writes its report. --benchmark-report writes one run as
+an llm-d Benchmark Report v0.2.1 (YAML; JSON when FILE ends in .json).
 
 `
+
+// The benchmark report names the tool's version.
+func init() { report.ToolVersion = version }
 
 // reportCommand builds an HTML report (or a comparison) offline from the
 // files a run wrote.
@@ -34,6 +38,7 @@ func reportCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 	out := fs.StringP("output", "o", "", "write the HTML report (or comparison) to this file")
 	summary := fs.String("summary", "", "the run's summary JSON, to go with a results JSONL (windows, server metrics, command line, seed)")
 	labels := fs.StringArray("label", nil, "name of each run in a comparison, in file order (repeatable; default: file names)")
+	benchReport := fs.String("benchmark-report", "", "write the run as an llm-d Benchmark Report v0.2.1 (YAML; JSON when the name ends in .json)")
 	slo := metrics.NoSLO
 	fs.Var(&sloValue{slo: &slo}, "goodput", "compute goodput from per-request records: ttft:MS tpot:MS e2el:MS")
 	if err := parseFlags(fs, joinGoodputArgs(args)); err != nil {
@@ -51,6 +56,9 @@ func reportCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 		return exitUsage
 	case len(files) > 1 && *summary != "":
 		fmt.Fprintln(stderr, "fineserve-gen report: --summary goes with a single results file")
+		return exitUsage
+	case *benchReport != "" && (len(files) > 1 || isSweepJSON(files[0])):
+		fmt.Fprintln(stderr, "fineserve-gen report: --benchmark-report writes one run: give its summary (or records); a sweep's steps each have theirs (run sweep with --benchmark-report)")
 		return exitUsage
 	}
 	if len(files) == 1 && *summary == "" && isSweepJSON(files[0]) {
@@ -88,6 +96,9 @@ func reportCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 		outs = append(outs, report.TableOutput(runs[0].Summary))
 		if *out != "" {
 			outs = append(outs, report.HTMLOutput(*out, runs[0]))
+		}
+		if *benchReport != "" {
+			outs = append(outs, report.BenchmarkReportOutput(*benchReport, runs[0].Summary, report.BenchmarkTarget{}))
 		}
 	} else {
 		outs = append(outs, report.Output{Name: "the comparison (standard output)", Write: func(w io.Writer) error { return report.WriteCompareTable(w, runs) }})

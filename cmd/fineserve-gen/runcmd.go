@@ -97,6 +97,8 @@ func runFlags(o *options.Options, prof *profiles) (fs *pflag.FlagSet, finish fun
 	fs.StringVar(&o.SummaryJSON, "summary-json", o.SummaryJSON, "write the summary as JSON")
 	fs.StringVar(&o.ResultsJSONL, "results-jsonl", o.ResultsJSONL, "stream one JSON record per finished request")
 	fs.StringVar(&o.ResultsCSV, "results-csv", o.ResultsCSV, "write one CSV row per finished request (the record's fields; ITL as count, mean and max), with a header row")
+	fs.StringVar(&o.ResultsParquet, "results-parquet", o.ResultsParquet, "write one Parquet row per finished request (the record's fields, typed; ITL as a list), in row groups as they fill")
+	fs.StringVar(&o.BenchmarkReport, "benchmark-report", o.BenchmarkReport, "write the run as an llm-d Benchmark Report v0.2.1 (YAML; JSON when the name ends in .json)")
 	fs.StringVar(&o.ScheduleOut, "schedule-out", o.ScheduleOut, "write the schedule as CSV (index,time_s,input_len,output_len,model,num_images,burst)")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "build (and with --schedule-out write) the schedule; send nothing")
 	fs.BoolVar(&o.DisableProgress, "disable-tqdm", o.DisableProgress, "no progress bar (live lines stay: --report-interval 0 stops them)")

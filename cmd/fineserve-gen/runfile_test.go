@@ -191,7 +191,8 @@ func TestRunFileSeries(t *testing.T) {
 	file := testenv.WriteFile(t, "series.yaml", "seed: 3\nwarmup-requests: 0\nnum-prompts: 10\nrandom-input-len: 16\nrandom-output-len: 4\n"+
 		"model: mock-model\nmax-concurrency: [1, 4]\n")
 	out, errb := mustRun(t, "run", "--config", file, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--disable-tqdm",
-		"--summary-json", filepath.Join(dir, "s.json"), "--report-html", filepath.Join(dir, "r.html"))
+		"--summary-json", filepath.Join(dir, "s.json"), "--report-html", filepath.Join(dir, "r.html"),
+		"--results-parquet", filepath.Join(dir, "p.parquet"), "--benchmark-report", filepath.Join(dir, "br.yaml"))
 	if !strings.Contains(errb, "series: run 1 of 2: --max-concurrency 1") || !strings.Contains(errb, "series: run 2 of 2: --max-concurrency 4") {
 		t.Errorf("stderr lacks the runs:\n%s", errb)
 	}
@@ -201,6 +202,11 @@ func TestRunFileSeries(t *testing.T) {
 			t.Errorf("run of %s: %d completed, max concurrency %v, settings %v", v, s.Completed, s.MaxConcurrency, s.Settings)
 		}
 		testenv.ReadFile(t, filepath.Join(dir, "r.max-concurrency-"+v+".html"))
+		testenv.ReadFile(t, filepath.Join(dir, "p.max-concurrency-"+v+".parquet"))
+		br := readBenchmarkReport(t, filepath.Join(dir, "br.max-concurrency-"+v+".yaml"))
+		if c := br["scenario"].(map[string]any)["load"].(map[string]any)["standardized"].(map[string]any)["concurrency"]; strconv.FormatFloat(c.(float64), 'f', -1, 64) != v {
+			t.Errorf("run of %s: the benchmark report's concurrency is %v", v, c)
+		}
 	}
 	if !strings.Contains(out, "Series of 2 runs over --max-concurrency") || !strings.Contains(out, "max-concurrency=1") || !strings.Contains(out, "max-concurrency=4") {
 		t.Errorf("no comparison table:\n%s", out)

@@ -39,6 +39,7 @@ func runSeries(ctx context.Context, args []string, o *options.Options, s *runfil
 		for _, out := range []struct{ flag, path string }{
 			{"summary-json", o.SummaryJSON}, {"results-jsonl", o.ResultsJSONL}, {"results-csv", o.ResultsCSV},
 			{"schedule-out", o.ScheduleOut}, {"sessions-out", o.SessionsOut}, {"report-html", o.Observe.ReportHTML},
+			{"results-parquet", o.ResultsParquet}, {"benchmark-report", o.BenchmarkReport},
 		} {
 			if out.path == "" || out.path == "-" {
 				continue

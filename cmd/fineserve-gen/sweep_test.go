@@ -290,7 +290,8 @@ func TestSweepMatrix(t *testing.T) {
 			case "html":
 				args = append(args, "--report-html", filepath.Join(dir, "sweep.html"))
 			case "summary":
-				args = append(args, "--summary-json", filepath.Join(dir, "step.json"), "--results-jsonl", filepath.Join(dir, "rec.jsonl"))
+				args = append(args, "--summary-json", filepath.Join(dir, "step.json"), "--results-jsonl", filepath.Join(dir, "rec.jsonl"),
+					"--results-parquet", filepath.Join(dir, "rec.parquet"), "--benchmark-report", filepath.Join(dir, "br.yaml"))
 			}
 			res, out := runSweep(t, args, exitOK)
 			if !strings.Contains(out, "capacity: ") || !strings.Contains(out, "verdict") {
@@ -316,6 +317,22 @@ func TestSweepMatrix(t *testing.T) {
 					if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 						t.Errorf("per-step output: %v", err)
 					}
+				}
+				// Each step's Parquet records and benchmark report: its
+				// records', and a valid report of its own load.
+				uids, eids := map[string]bool{}, map[string]bool{}
+				for n := 1; n <= 2; n++ {
+					step := fmt.Sprintf("-step%02d", n)
+					if msg := compareParquetJSONL(filepath.Join(dir, "rec"+step+".parquet"), filepath.Join(dir, "rec"+step+".jsonl")); msg != "" {
+						t.Errorf("step %d's --results-parquet: %s", n, msg)
+					}
+					br := readBenchmarkReport(t, filepath.Join(dir, "br"+step+".yaml"))
+					uid, _ := br["run"].(map[string]any)["uid"].(string)
+					eid, _ := br["run"].(map[string]any)["eid"].(string)
+					uids[uid], eids[eid] = true, true
+				}
+				if len(uids) != 2 || len(eids) != 1 || eids[""] {
+					t.Errorf("the steps' benchmark reports have run uids %v, want one each, and experiment ids %v, want one", uids, eids)
 				}
 			}
 		})

@@ -258,6 +258,8 @@ func sweepSetup(changed func(name string) bool, o *options.Options, sf *sweepFla
 		so.SummaryJSON = stepPath(so.SummaryJSON, n)
 		so.ResultsJSONL = stepPath(so.ResultsJSONL, n)
 		so.ResultsCSV = stepPath(so.ResultsCSV, n)
+		so.ResultsParquet = stepPath(so.ResultsParquet, n)
+		so.BenchmarkReport = stepPath(so.BenchmarkReport, n)
 		so.ScheduleOut = stepPath(so.ScheduleOut, n)
 		return so
 	}

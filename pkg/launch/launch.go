@@ -222,6 +222,7 @@ func (o *job) runConfig(seed uint64, wl *workload.Workload, stdio runner.IO, log
 		Endpoints:    o.ShownURLs(),
 		ResultsJSONL: o.ResultsJSONL, SummaryJSON: o.SummaryJSON, OutputFile: o.OutputFile,
 		ResultsCSV: o.ResultsCSV, ReportHTML: o.Observe.ReportHTML,
+		ResultsParquet: o.ResultsParquet, BenchmarkReport: o.BenchmarkReport, BenchmarkURLs: shownURLs(o),
 		Quiet: o.Quiet,
 	}, nil
 }
@@ -441,4 +442,13 @@ func (o *job) setServerLimit(models []client.ModelInfo, log note.Logger) {
 	}
 	n, how := o.tokenLimit()
 	log.Infof("token limit: %d tokens a request (input + output; %s)", n, how)
+}
+
+// shownURLs are the endpoints' URLs with their credentials hidden.
+func shownURLs(o *job) []string {
+	urls := o.EndpointURLs()
+	for i, u := range urls {
+		urls[i] = secret.URL(u)
+	}
+	return urls
 }

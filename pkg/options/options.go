@@ -152,6 +152,8 @@ type Options struct {
 	SummaryJSON     string
 	ResultsJSONL    string
 	ResultsCSV      string // the records as a CSV table (report.AppendRecordCSV)
+	ResultsParquet  string // the records as a Parquet file (report.CreateRecordsParquet)
+	BenchmarkReport string // the llm-d Benchmark Report (report.BenchmarkReport)
 	ScheduleOut     string
 	DryRun          bool
 	DisableProgress bool

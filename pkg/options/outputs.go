@@ -18,6 +18,8 @@ func (o *Options) Outputs() []Output {
 		{"--schedule-out", o.ScheduleOut},
 		{"--sessions-out", o.SessionsOut},
 		{"--results-jsonl", o.ResultsJSONL},
+		{"--results-parquet", o.ResultsParquet},
+		{"--benchmark-report", o.BenchmarkReport},
 		{"--summary-json", o.SummaryJSON},
 		{"--output-file", o.OutputFile},
 		{"--report-html", o.Observe.ReportHTML},

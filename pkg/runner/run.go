@@ -100,6 +100,13 @@ type Config struct {
 	// records as a CSV table.
 	ResultsJSONL, SummaryJSON, OutputFile string
 	ResultsCSV                            string
+	// ResultsParquet is the records as a Parquet file; BenchmarkReport
+	// the llm-d Benchmark Report written at the end (YAML, or JSON by
+	// its extension). "": none.
+	ResultsParquet, BenchmarkReport string
+	// BenchmarkURLs are the endpoints' URLs as the benchmark report
+	// shows them (credentials hidden).
+	BenchmarkURLs []string
 	// ReportHTML is the HTML report written at the end ("": none).
 	ReportHTML string
 	// Quiet prints warnings only.
@@ -166,7 +173,7 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	for _, out := range []struct {
 		path   string
 		create func(string, func() time.Time) (*report.RecordWriter, error)
-	}{{cfg.ResultsJSONL, report.CreateRecords}, {cfg.ResultsCSV, report.CreateRecordsCSV}} {
+	}{{cfg.ResultsJSONL, report.CreateRecords}, {cfg.ResultsCSV, report.CreateRecordsCSV}, {cfg.ResultsParquet, report.CreateRecordsParquet}} {
 		if out.path == "" {
 			continue
 		}
@@ -596,6 +603,9 @@ func writeOutputs(cfg *Config, sum *metrics.Summary, mon *monitor.Monitor, stdio
 	}
 	if cfg.OutputFile != "" {
 		outs = append(outs, report.LineOutput(cfg.OutputFile, sum))
+	}
+	if cfg.BenchmarkReport != "" {
+		outs = append(outs, report.BenchmarkReportOutput(cfg.BenchmarkReport, sum, report.BenchmarkTarget{URLs: cfg.BenchmarkURLs}))
 	}
 	if cfg.ReportHTML != "" {
 		pts, note, scrapes := mon.Series()
