@@ -22,6 +22,7 @@ const (
 	KeyGoodputCount       = "goodput_requests"            // requests meeting every SLO
 	KeyGoodputShare       = "goodput_share"               // their share of the finished requests
 	KeyGoodputSLO         = "goodput_slo_ms"              // the targets, by metric
+	KeyGPU                = "gpu"                         // the GPU telemetry over the run (GPUSummary)
 	// KeyHTTPPhases holds the requests' HTTP phases (HTTPPhasesSummary).
 	KeyHTTPPhases = "http_phases"
 	// KeyCDFs holds latency CDFs: {"ttft": [[ms, q], …], "tpot", "itl",
@@ -230,6 +231,8 @@ var sectionFields = []section{
 		func(s *Summary) any { return &s.goodput().Share }},
 	{KeyGoodputSLO, good(func(g *GoodputSummary) any { return g.SLO }),
 		func(s *Summary) any { return &s.goodput().SLO }},
+	{KeyGPU, func(s *Summary) (any, bool) { return s.GPU, s.GPU != nil },
+		func(s *Summary) any { return &s.GPU }},
 	{KeyHTTPPhases, func(s *Summary) (any, bool) { return s.HTTPPhases, s.HTTPPhases != nil },
 		func(s *Summary) any { return &s.HTTPPhases }},
 	{KeyCDFs, func(s *Summary) (any, bool) { return s.LatencyCDFs, s.LatencyCDFs != nil },
