@@ -67,3 +67,20 @@ type GPUSummary struct {
 	*GPUStats
 	Devices []GPUDevice `json:"devices,omitempty"`
 }
+
+// OTLPSummary is the summary's otlp section: how the export to an
+// OpenTelemetry collector went (--otlp-endpoint).
+type OTLPSummary struct {
+	Endpoint string `json:"endpoint"`
+	Traces   bool   `json:"traces"`
+	// Sample is the share of requests whose span is exported; Spans
+	// counts the spans handed to the exporter, SampledOut those the share
+	// left out, Dropped those its full queue dropped.
+	Sample     float64 `json:"sample"`
+	Spans      int64   `json:"spans"`
+	SampledOut int64   `json:"sampled_out"`
+	Dropped    int64   `json:"dropped"`
+	// FailedExports counts the exports the collector did not take.
+	FailedExports int64  `json:"failed_exports"`
+	LastError     string `json:"last_error,omitempty"`
+}

@@ -42,6 +42,7 @@ const (
 	// KeyMergedFrom lists the summaries a merged summary was made of
 	// ([]MergedFrom).
 	KeyMergedFrom = "merged_from"
+	KeyOTLP       = "otlp"      // the export to an OpenTelemetry collector (OTLPSummary)
 	KeyPerKind    = "per_kind"  // breakdown by request kind (image, text)
 	KeyPerModel   = "per_model" // breakdown by served model
 	KeyReplay     = "replay"    // the replayed trace (ReplayInfo)
@@ -247,6 +248,8 @@ var sectionFields = []section{
 		func(s *Summary) any { return &s.MergeWarnings }},
 	{KeyMergedFrom, func(s *Summary) (any, bool) { return s.MergedFrom, len(s.MergedFrom) > 0 },
 		func(s *Summary) any { return &s.MergedFrom }},
+	{KeyOTLP, func(s *Summary) (any, bool) { return s.OTLP, s.OTLP != nil },
+		func(s *Summary) any { return &s.OTLP }},
 	{KeyPerKind, func(s *Summary) (any, bool) { return s.PerKind, s.PerKind != nil },
 		func(s *Summary) any { return &s.PerKind }},
 	{KeyPerModel, func(s *Summary) (any, bool) { return s.PerModel, s.PerModel != nil },

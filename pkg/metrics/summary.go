@@ -156,6 +156,8 @@ type Summary struct {
 	ServerMetrics *ServerSummary `json:"-"`
 	// GPU is what the GPU telemetry said over the run (gpu).
 	GPU *GPUSummary `json:"-"`
+	// OTLP says how the export to a collector went (otlp).
+	OTLP *OTLPSummary `json:"-"`
 	// PerModel and PerKind are the breakdowns by served model and by
 	// request kind (per_model, per_kind).
 	PerModel map[string]GroupSummary `json:"-"`

@@ -118,9 +118,10 @@ type Monitor struct {
 	endpoints   []*servermetrics.Scraper
 	endpointRes []*servermetrics.Result
 	// gpu polls the GPU telemetry; gpuRes is its result once stopped.
-	otlp   *otlpexport.Exporter
-	gpu    *gputelemetry.Scraper
-	gpuRes *metrics.GPUSummary
+	otlp    *otlpexport.Exporter
+	otlpRes *metrics.OTLPSummary
+	gpu     *gputelemetry.Scraper
+	gpuRes  *metrics.GPUSummary
 
 	// Written by observe (and the scraper), read by the monitor: mu.
 	mu         sync.Mutex
@@ -461,6 +462,7 @@ func (m *Monitor) Stop(end time.Duration) {
 	m.stopEndpoints()
 	m.stopGPU()
 	m.runDue(end)
+	m.closeOTLP() // every result is in: the last spans and metrics go now
 	for _, s := range m.streams() {
 		if s.prev != nil {
 			s.release(s.takePrev())
@@ -532,7 +534,7 @@ func (m *Monitor) Annotate(sum *metrics.Summary, elapsed time.Duration) error {
 		sum.ClientCPU = &share
 	}
 	sum.ServerMetrics = m.server
-	sum.GPU = m.gpuRes
+	sum.GPU, sum.OTLP = m.gpuRes, m.otlpRes
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/otlpexport"
 )
 
@@ -33,22 +34,31 @@ func (m *Monitor) newOTLP() error {
 	return nil
 }
 
-// closeOTLP sends what is left and says how the export went: spans
-// exported, dropped (the builder's queue full) and failed exports.
+// closeOTLP sends what is left, once every result is in, and says how
+// the export went: spans exported, dropped (the builder's queue full) and
+// failed exports. Safe to call again.
 func (m *Monitor) closeOTLP() {
-	if m.otlp == nil {
+	if m.otlp == nil || m.otlpRes != nil {
 		return
 	}
 	st, err := m.otlp.Close(otlpCloseTimeout)
-	if m.c.OTLP.Traces {
+	c := m.c.OTLP
+	m.otlpRes = &metrics.OTLPSummary{Endpoint: m.otlp.Endpoint(), Traces: c.Traces, Sample: c.Sample,
+		Spans: st.Spans, SampledOut: st.SampledOut, Dropped: st.Dropped, FailedExports: st.Errors, LastError: st.LastError}
+	if !c.Traces {
+		m.otlpRes.Sample = 0
+	}
+	if c.Traces {
 		m.c.Log.Infof("otlp: %d span(s) exported to %s, %d left out by --otlp-sample, %d dropped", st.Spans, m.otlp.Endpoint(), st.SampledOut, st.Dropped)
 	}
 	if st.Dropped > 0 {
 		m.c.Log.Warnf("otlp: %d span(s) dropped: the exporter's queue (%d) was full; the run's own figures are complete", st.Dropped, otlpexport.DefaultQueue)
 	}
-	if st.Errors > 0 {
+	switch {
+	case st.Errors > 0:
 		m.c.Log.Warnf("otlp: %d failed export(s) to %s; last: %s", st.Errors, m.otlp.Endpoint(), st.LastError)
-	} else if err != nil {
+	case err != nil:
+		m.otlpRes.LastError = err.Error()
 		m.c.Log.Warnf("otlp: %v", err)
 	}
 }

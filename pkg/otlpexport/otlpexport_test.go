@@ -1,95 +1,16 @@
 package otlpexport
 
 import (
-	"compress/gzip"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	collmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	colltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/otlprecv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
-
-// receiver is a small OTLP/HTTP collector: it decodes the protobuf bodies
-// posted to /v1/traces and /v1/metrics and keeps them.
-type receiver struct {
-	mu      sync.Mutex
-	spans   []*tracepb.Span
-	metrics map[string]bool
-	headers []http.Header
-}
-
-func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	var body io.Reader = req.Body
-	if req.Header.Get("Content-Encoding") == "gzip" {
-		z, err := gzip.NewReader(req.Body)
-		if err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		body = z
-	}
-	b, err := io.ReadAll(io.LimitReader(body, 64<<20))
-	if err != nil || req.Header.Get("Content-Type") != "application/x-protobuf" {
-		http.Error(w, "bad body", 400)
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.headers = append(r.headers, req.Header.Clone())
-	switch req.URL.Path {
-	case "/otlp/v1/traces":
-		var m colltrace.ExportTraceServiceRequest
-		if err := proto.Unmarshal(b, &m); err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		for _, rs := range m.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				r.spans = append(r.spans, ss.Spans...)
-			}
-		}
-		out, _ := proto.Marshal(&colltrace.ExportTraceServiceResponse{})
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		w.Write(out)
-	case "/otlp/v1/metrics":
-		var m collmetrics.ExportMetricsServiceRequest
-		if err := proto.Unmarshal(b, &m); err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		for _, rm := range m.ResourceMetrics {
-			for _, sm := range rm.ScopeMetrics {
-				for _, mt := range sm.Metrics {
-					r.metrics[mt.Name] = true
-				}
-			}
-		}
-		out, _ := proto.Marshal(&collmetrics.ExportMetricsServiceResponse{})
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		w.Write(out)
-	default:
-		http.NotFound(w, req)
-	}
-}
-
-func attrs(kv []*commonpb.KeyValue) map[string]*commonpb.AnyValue {
-	m := map[string]*commonpb.AnyValue{}
-	for _, a := range kv {
-		m[a.Key] = a.Value
-	}
-	return m
-}
 
 func sample(i int64) *metrics.Sample {
 	s := &metrics.Sample{Request: record.Request{Index: i, Model: "m", Sent: time.Duration(i) * time.Millisecond,
@@ -109,11 +30,10 @@ func sample(i int64) *metrics.Sample {
 // and the metrics arrive under the Prometheus endpoint's names; the
 // headers given go with every export.
 func TestExportToReceiver(t *testing.T) {
-	rcv := &receiver{metrics: map[string]bool{}}
-	srv := httptest.NewServer(rcv)
-	defer srv.Close()
+	rcv := otlprecv.Start()
+	defer rcv.Close()
 	const n, share = 200, 0.25
-	e, err := New(Config{Endpoint: srv.URL + "/otlp/", Traces: true, Sample: share, Operation: "chat",
+	e, err := New(Config{Endpoint: rcv.URL() + "/otlp/", Traces: true, Sample: share, Operation: "chat",
 		ServerURL: "http://10.0.0.7:8000/v1", Headers: map[string]string{"Authorization": "Bearer tok"},
 		Scheduled: n, InFlight: func() int64 { return 0 }, Dispatched: func() int64 { return n }})
 	if err != nil {
@@ -135,13 +55,12 @@ func TestExportToReceiver(t *testing.T) {
 	if len(want) < n*share*0.6 || len(want) > n*share*1.4 {
 		t.Fatalf("Keep chose %d of %d at %g", len(want), n, share)
 	}
-	rcv.mu.Lock()
-	defer rcv.mu.Unlock()
-	if len(rcv.spans) != len(want) || st.Spans != int64(len(want)) || st.SampledOut != int64(n-len(want)) || st.Dropped != 0 {
-		t.Fatalf("%d spans arrived, stats %+v; want %d", len(rcv.spans), st, len(want))
+	spans := rcv.Spans()
+	if len(spans) != len(want) || st.Spans != int64(len(want)) || st.SampledOut != int64(n-len(want)) || st.Dropped != 0 {
+		t.Fatalf("%d spans arrived, stats %+v; want %d", len(spans), st, len(want))
 	}
-	for _, sp := range rcv.spans {
-		a := attrs(sp.Attributes)
+	for _, sp := range spans {
+		a := otlprecv.Attrs(sp)
 		i := a[AttrIndex].GetIntValue()
 		if !want[i] {
 			t.Errorf("span of request %d, not sampled", i)
@@ -173,11 +92,14 @@ func TestExportToReceiver(t *testing.T) {
 	}
 	for _, name := range []string{"fineserve_gen_requests", "fineserve_gen_ttft_seconds", "fineserve_gen_e2e_latency_seconds", "fineserve_gen_send_lag_seconds",
 		"fineserve_gen_output_tokens", "fineserve_gen_request_errors", "fineserve_gen_requests_in_flight", "fineserve_gen_requests_dispatched", "fineserve_gen_requests_scheduled"} {
-		if !rcv.metrics[name] {
-			t.Errorf("metric %s did not arrive (got %v)", name, rcv.metrics)
+		if !rcv.Metrics()[name] {
+			t.Errorf("metric %s did not arrive (got %v)", name, rcv.Metrics())
 		}
 	}
-	for _, h := range rcv.headers {
+	if bad := rcv.Refused(); len(bad) > 0 {
+		t.Errorf("the receiver refused exports: %q", bad)
+	}
+	for _, h := range rcv.Headers() {
 		if h.Get("Authorization") != "Bearer tok" {
 			t.Errorf("an export without the header: %v", h)
 		}
@@ -187,10 +109,9 @@ func TestExportToReceiver(t *testing.T) {
 // TestFullQueueDrops: when the span builder cannot keep up, Add drops
 // spans and counts them instead of waiting.
 func TestFullQueueDrops(t *testing.T) {
-	rcv := &receiver{metrics: map[string]bool{}}
-	srv := httptest.NewServer(rcv)
-	defer srv.Close()
-	e, err := New(Config{Endpoint: srv.URL + "/otlp", Traces: true, Sample: 1, Queue: 4, Operation: "text_completion"})
+	rcv := otlprecv.Start()
+	defer rcv.Close()
+	e, err := New(Config{Endpoint: rcv.URL() + "/otlp", Traces: true, Sample: 1, Queue: 4, Operation: "text_completion"})
 	if err != nil {
 		t.Fatal(err)
 	}
