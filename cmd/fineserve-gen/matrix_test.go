@@ -72,6 +72,7 @@ const (
 	dUnits
 	dMedia
 	dConns
+	dTelemetry
 )
 
 var matrixDims = []dimension{
@@ -129,6 +130,12 @@ var matrixDims = []dimension{
 	// dials; auto), with the phases timed; "phases" and "prewarm-auto"
 	// send every request's X-Request-Id too (--request-id-prefix m-).
 	dConns: {"conns", []string{"dial", "phases", "prewarm", "prewarm-auto"}},
+	// telemetry: none; an OpenTelemetry collector (--otlp-endpoint
+	// --otlp-traces --otlp-sample 0.5); or GPU telemetry and speculative
+	// decoding (the servers' DCGM-like endpoint and draft model,
+	// --gpu-metrics-url and the server's spec-decode counters) —
+	// matrix_telemetry_test.go.
+	dTelemetry: {"telemetry", []string{"no-telemetry", "otlp", "gpu-spec"}},
 }
 
 // is reports whether row (a partial row: testenv.Free where unset) has
@@ -870,6 +877,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	if c.v(dRetries) == "retry-503" {
 		cfg.Faults = mockserver.FaultConfig{Seed: 5, Faults: []mockserver.Fault{{Kind: mockserver.FaultHTTP503, Rate: 0.25}}}
 	}
+	telemetryServer(c, &cfg)
 	var stderr testenv.SyncBuffer
 	r := &caseRun{dir: tt.TempDir()}
 	var scrapeOnce sync.Mutex
@@ -914,6 +922,8 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	if c.v(dStartAt) == "start-at" {
 		args, _ = caseArgs(c, ports, r.dir) // --start-at counts from now, not from before the dry runs
 	}
+	tel := startCaseTelemetry(tt, c, ports)
+	args = append(args, tel.args...)
 	var stdout bytes.Buffer
 	r.code = dispatch(context.Background(), args, &stdout, &stderr)
 	r.stdout, r.stderr = stdout.String(), stderr.String()
@@ -943,6 +953,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 				fail("a dry run wrote %s", f)
 			}
 		}
+		tel.checkDry(fail)
 		return
 	}
 
@@ -1012,6 +1023,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 
 	// Records: one per finished request, each as scheduled.
 	recs := testenv.ReadJSONL[matrixRecord](t, r.path("results.jsonl"))
+	tel.check(c, sum, recs, fail)
 	if int64(len(recs)) != sum.Completed+sum.Failed+sum.Cancelled {
 		fail("%d records, %d completed + %d failed + %d cancelled", len(recs), sum.Completed, sum.Failed, sum.Cancelled)
 	}

@@ -56,6 +56,7 @@ const (
 	AttrErrorType   = "error.type"
 	AttrRequestID   = "http.request.header.x-request-id"
 	AttrIndex       = "fineserve_gen.request.index"
+	AttrTurn        = "fineserve_gen.session.turn" // a session's turn (1, 2, …; absent outside sessions)
 	AttrSendLag     = "fineserve_gen.send_lag_s"
 	AttrCancelled   = "fineserve_gen.cancelled"
 	EventFirstToken = "gen_ai.first_token"
@@ -96,6 +97,7 @@ type Config struct {
 // collecting goroutine, so the sample is not kept.
 type spanData struct {
 	index                  int64
+	turn                   int
 	model, requestID, err  string
 	errClass               string
 	sent, firstToken, end  time.Duration
@@ -341,7 +343,7 @@ func (e *Exporter) Add(s *metrics.Sample) {
 		return
 	}
 	d := spanData{
-		index: s.Index, model: s.Model, requestID: s.RequestID, errClass: s.ErrorClass, err: s.Error,
+		index: s.Index, turn: s.Turn, model: s.Model, requestID: s.RequestID, errClass: s.ErrorClass, err: s.Error,
 		sent: s.Sent, firstToken: s.FirstToken, end: s.End, hasTTFT: s.HasTTFT, ttft: s.TTFT, lag: s.Lag,
 		inTokens: s.InputLen, outTokens: s.OutputTokens, status: s.Status, ok: s.OK, cancelled: s.Cancelled, hasSent: s.HasLag,
 	}
@@ -375,6 +377,9 @@ func (e *Exporter) build() {
 			attribute.Int(AttrInputTokens, d.inTokens),
 			attribute.Int(AttrOutputTokens, d.outTokens),
 		)
+		if d.turn > 0 {
+			attrs = append(attrs, attribute.Int(AttrTurn, d.turn))
+		}
 		if d.status > 0 {
 			attrs = append(attrs, attribute.Int(AttrStatusCode, d.status))
 		}
