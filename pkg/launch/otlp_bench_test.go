@@ -20,8 +20,8 @@ import (
 // (round=1, 2, …: the machine's own noise shows as the spread between
 // rounds). The collector is a receiver in this process that reads and
 // discards what it is sent. It reports the p50 and p99 send lag, the
-// client's CPU per request and the bytes the collector received per
-// request. docs/PERFORMANCE.md has the figures:
+// client's CPU and allocations per request, its garbage collections, and
+// the bytes the collector received per request. docs/PERFORMANCE.md has the figures:
 //
 //	go test -run '^$' -bench OTLPSendLag -benchtime 20000x ./pkg/launch
 func BenchmarkOTLPSendLag(b *testing.B) {
@@ -36,7 +36,7 @@ func BenchmarkOTLPSendLag(b *testing.B) {
 		w.Header().Set("Content-Type", "application/x-protobuf")
 	}))
 	b.Cleanup(coll.Close)
-	for round := 1; round <= 3; round++ {
+	for round := 1; round <= 6; round++ {
 		for _, on := range []bool{false, true} {
 			b.Run(fmt.Sprintf("round=%d,otlp=%v", round, on), func(b *testing.B) {
 				o := testOptions(m.port)
@@ -46,11 +46,14 @@ func BenchmarkOTLPSendLag(b *testing.B) {
 				if on {
 					o.Observe.OTLP.Endpoint, o.Observe.OTLP.Traces, o.Observe.OTLP.Sample = coll.URL, true, 1
 				}
+				var before, after runtime.MemStats
 				runtime.GC()
+				runtime.ReadMemStats(&before)
 				got0, cpu0 := received.Load(), selfCPU()
 				b.ResetTimer()
 				sum, err := Run(context.Background(), o, runner.IO{Out: io.Discard, Err: io.Discard})
 				b.StopTimer()
+				runtime.ReadMemStats(&after)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -62,6 +65,8 @@ func BenchmarkOTLPSendLag(b *testing.B) {
 				b.ReportMetric(sum.SendLag.P99, "lag-p99-ms")
 				b.ReportMetric(float64((selfCPU()-cpu0).Microseconds())/n, "cpu-µs/req")
 				b.ReportMetric(float64(received.Load()-got0)/n, "otlp-B/req")
+				b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/req")
+				b.ReportMetric(float64(after.NumGC-before.NumGC), "GCs")
 			})
 		}
 	}

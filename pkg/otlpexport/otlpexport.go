@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,6 +65,15 @@ const (
 
 // DefaultQueue is the most spans waiting to be built.
 const DefaultQueue = 16384
+
+// exportBatch is the most spans one export sends, and yieldEvery how many
+// spans the builder makes before it lets other goroutines run: the
+// export's work comes in short bursts, so the dispatcher, woken on time,
+// does not wait behind it for a processor.
+const (
+	exportBatch = 256
+	yieldEvery  = 32
+)
 
 // Config configures an Exporter.
 type Config struct {
@@ -185,7 +195,7 @@ func New(cfg Config) (*Exporter, error) {
 		}
 		// The builder waits for room in the processor's queue: the
 		// exporter's own queue, in front, is where spans are dropped.
-		bsp := sdktrace.NewBatchSpanProcessor(texp, sdktrace.WithBlocking(), sdktrace.WithMaxQueueSize(4096), sdktrace.WithMaxExportBatchSize(1024))
+		bsp := sdktrace.NewBatchSpanProcessor(texp, sdktrace.WithBlocking(), sdktrace.WithMaxQueueSize(4096), sdktrace.WithMaxExportBatchSize(exportBatch))
 		e.tp = sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSpanProcessor(bsp), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 		e.tracer = e.tp.Tracer("github.com/fineserve-gen/fineserve-gen")
 		e.server = serverAttrs(cfg.ServerURL)
@@ -368,7 +378,11 @@ func (e *Exporter) build() {
 	defer close(e.done)
 	epoch := time.Unix(0, e.epoch.Load())
 	attrs := make([]attribute.KeyValue, 0, 16)
+	n := 0
 	for d := range e.queue {
+		if n++; n%yieldEvery == 0 {
+			runtime.Gosched()
+		}
 		attrs = append(attrs[:0], e.server...)
 		attrs = append(attrs,
 			attribute.String(AttrOperation, e.cfg.Operation),
