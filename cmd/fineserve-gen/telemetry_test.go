@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -154,5 +155,25 @@ func TestTelemetryUsageErrors(t *testing.T) {
 		if _, _, errb := runCmd(append([]string{"--port", "1", "--dry-run"}, tc.args...)...); strings.Contains(errb, "pw1234") {
 			t.Errorf("%v: a password printed: %s", tc.args, errb)
 		}
+	}
+}
+
+// TestOTLPCollectorDown: a collector that does not answer is a warning
+// and counted failed exports, never a failure of the run; the endpoint's
+// credentials are printed nowhere.
+func TestOTLPCollectorDown(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{Models: []string{"mock-model"}})
+	dead := "http://user:pw-otlp-9@127.0.0.1:" + strconv.Itoa(closedPort(t))
+	r := mustRunTool(t, append(baseArgs(port, 20), "--otlp-endpoint", dead, "--otlp-traces")...)
+	o := r.summary(t).OTLP
+	if o == nil || o.FailedExports == 0 || o.LastError == "" || o.Spans != 20 {
+		t.Errorf("otlp section %+v: want failed exports counted", o)
+	}
+	if !strings.Contains(r.stderr, "failed export") {
+		t.Errorf("no warning:\n%s", r.stderr)
+	}
+	sum, _ := os.ReadFile(r.path("summary.json"))
+	if strings.Contains(r.stderr+r.stdout+string(sum), "pw-otlp-9") {
+		t.Error("the endpoint's password was printed or written")
 	}
 }

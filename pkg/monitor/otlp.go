@@ -49,7 +49,7 @@ func (m *Monitor) closeOTLP() {
 		m.otlpRes.Sample = 0
 	}
 	if c.Traces {
-		m.c.Log.Infof("otlp: %d span(s) exported to %s, %d left out by --otlp-sample, %d dropped", st.Spans, m.otlp.Endpoint(), st.SampledOut, st.Dropped)
+		m.c.Log.Infof("otlp: %d span(s) queued for export to %s, %d left out by --otlp-sample, %d dropped", st.Spans, m.otlp.Endpoint(), st.SampledOut, st.Dropped)
 	}
 	if st.Dropped > 0 {
 		m.c.Log.Warnf("otlp: %d span(s) dropped: the exporter's queue (%d) was full; the run's own figures are complete", st.Dropped, otlpexport.DefaultQueue)

@@ -38,7 +38,6 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
-	"github.com/fineserve-gen/fineserve-gen/pkg/promexport"
 )
 
 // The span attributes (OpenTelemetry's GenAI and HTTP semantic
@@ -62,6 +61,10 @@ const (
 	AttrCancelled   = "fineserve_gen.cancelled"
 	EventFirstToken = "gen_ai.first_token"
 )
+
+// Namespace prefixes every metric name: the Prometheus endpoint's
+// (promexport.Namespace, not imported: the layers stay flat).
+const Namespace = "fineserve_gen"
 
 // DefaultQueue is the most spans waiting to be built.
 const DefaultQueue = 16384
@@ -238,7 +241,7 @@ func serverAttrs(raw string) []attribute.KeyValue {
 
 func (e *Exporter) register() error {
 	m := e.mp.Meter("github.com/fineserve-gen/fineserve-gen")
-	name := func(n string) string { return promexport.Namespace + "_" + n }
+	name := func(n string) string { return Namespace + "_" + n }
 	var errs []error
 	counter := func(n, unit, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name(n), metric.WithUnit(unit), metric.WithDescription(desc))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/otlprecv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/promexport"
 	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
@@ -183,5 +184,11 @@ func BenchmarkAdd(b *testing.B) {
 	b.StopTimer()
 	if st.Dropped > 0 {
 		b.Logf("%d dropped", st.Dropped)
+	}
+}
+
+func TestNamespaceIsPrometheus(t *testing.T) {
+	if Namespace != promexport.Namespace {
+		t.Errorf("metric names under %q, the Prometheus endpoint's under %q", Namespace, promexport.Namespace)
 	}
 }
