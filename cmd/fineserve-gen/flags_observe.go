@@ -30,6 +30,11 @@ func addObserveFlags(fs *pflag.FlagSet, o *options.Options) {
 	f.NoOptDefVal = "true"
 	fs.Var(durationValue{&v.ServerMetricsInterval}, "server-metrics-interval", "time between two polls of the target's /metrics")
 	fs.StringVar(&v.ServerMetricsURL, "server-metrics-url", v.ServerMetricsURL, "address of the target's metrics (default: the base URL + /metrics)")
+	fs.StringArrayVar(&v.GPUMetricsURLs, "gpu-metrics-url", v.GPUMetricsURLs, "poll NVIDIA's DCGM exporter at this URL (repeatable) on the server metrics' interval: GPU utilisation, memory, power, energy per output token")
+	fs.StringVar(&v.OTLP.Endpoint, "otlp-endpoint", v.OTLP.Endpoint, "export the run's metrics to this OpenTelemetry collector over OTLP/HTTP, e.g. http://127.0.0.1:4318")
+	fs.BoolVar(&v.OTLP.Traces, "otlp-traces", v.OTLP.Traces, "with --otlp-endpoint, also export one span per request (GenAI semantic conventions)")
+	fs.Float64Var(&v.OTLP.Sample, "otlp-sample", v.OTLP.Sample, "share of requests whose span is exported, 0 to 1 (which ones: a function of the request's index)")
+	fs.StringArrayVar(&v.OTLP.Headers, "otlp-header", v.OTLP.Headers, "send this KEY=VALUE header with every OTLP export (repeatable)")
 }
 
 // secondsValue is a pflag.Value of a duration given in (fractional) seconds.

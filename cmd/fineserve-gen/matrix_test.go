@@ -74,6 +74,7 @@ const (
 	dConns
 	dExperiment
 	dExport
+	dTelemetry
 )
 
 var matrixDims = []dimension{
@@ -140,6 +141,12 @@ var matrixDims = []dimension{
 	// (--results-parquet); the llm-d Benchmark Report as YAML; both, the
 	// report as JSON (matrix_exports_test.go checks them).
 	dExport: {"export", []string{"no-export", "parquet", "benchmark-report", "both-json"}},
+	// telemetry: none; an OpenTelemetry collector (--otlp-endpoint
+	// --otlp-traces --otlp-sample 0.5); or GPU telemetry and speculative
+	// decoding (the servers' DCGM-like endpoint and draft model,
+	// --gpu-metrics-url and the server's spec-decode counters) —
+	// matrix_telemetry_test.go.
+	dTelemetry: {"telemetry", []string{"no-telemetry", "otlp", "gpu-spec"}},
 }
 
 // is reports whether row (a partial row: testenv.Free where unset) has
@@ -202,8 +209,9 @@ var (
 //     only sizes nothing) with text prompts; neither in sessions.
 func validCase(r []int) bool {
 	w, b, s := set(r, dWorkload), set(r, dBackend), set(r, dSource)
-	if set(r, dExperiment) && is(r, dExperiment, "repeat2") && ((set(r, dDryRun) && is(r, dDryRun, "dry-run")) || (set(r, dStartAt) && is(r, dStartAt, "start-at"))) {
-		return false // a repeated run sends (its runs are not one schedule), each run when it comes
+	if set(r, dExperiment) && is(r, dExperiment, "repeat2") && ((set(r, dDryRun) && is(r, dDryRun, "dry-run")) ||
+		(set(r, dStartAt) && is(r, dStartAt, "start-at")) || (set(r, dShard) && is(r, dShard, "shard1of2"))) {
+		return false // a repeated run sends (its runs are not one schedule), each run when it comes, from one machine
 	}
 	if b && is(r, dBackend, append([]string{"openai-transcriptions"}, batchBackends...)...) && ((s && is(r, dSource, "images")) || (w && is(r, dWorkload, imageTraces...))) {
 		return false // no image inputs
@@ -891,6 +899,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	if c.v(dRetries) == "retry-503" {
 		cfg.Faults = mockserver.FaultConfig{Seed: 5, Faults: []mockserver.Fault{{Kind: mockserver.FaultHTTP503, Rate: 0.25}}}
 	}
+	telemetryServer(c, &cfg)
 	var stderr testenv.SyncBuffer
 	r := &caseRun{dir: tt.TempDir()}
 	var scrapeOnce sync.Mutex
@@ -935,6 +944,8 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	if c.v(dStartAt) == "start-at" {
 		args, _ = caseArgs(c, ports, r.dir) // --start-at counts from now, not from before the dry runs
 	}
+	tel := startCaseTelemetry(tt, c, ports)
+	args = append(args, tel.args...)
 	var stdout bytes.Buffer
 	r.code = dispatch(context.Background(), args, &stdout, &stderr)
 	r.stdout, r.stderr = stdout.String(), stderr.String()
@@ -964,6 +975,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 				fail("a dry run wrote %s", f)
 			}
 		}
+		tel.checkDry(fail)
 		return
 	}
 
@@ -1033,6 +1045,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 
 	// Records: one per finished request, each as scheduled.
 	recs := testenv.ReadJSONL[matrixRecord](t, r.path("results.jsonl"))
+	tel.check(c, sum, recs, fail)
 	if int64(len(recs)) != sum.Completed+sum.Failed+sum.Cancelled {
 		fail("%d records, %d completed + %d failed + %d cancelled", len(recs), sum.Completed, sum.Failed, sum.Cancelled)
 	}

@@ -216,6 +216,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	s.completed.Add(1)
 	s.promptTokens.Add(int64(req.promptTokens))
 	s.genTokens.Add(int64(out))
+	s.countSpec(id, out)
 	s.model.count(&g)
 }
 

@@ -71,7 +71,10 @@ func (k *kvCache) preempted() float64 {
 //   - vllm:num_preemptions_total, vllm:prompt_tokens_total,
 //     vllm:generation_tokens_total, vllm:request_success_total (counters);
 //   - fineserve_mock_requests_aborted_total (counter, the mock's own):
-//     requests whose client went away while they waited or generated.
+//     requests whose client went away while they waited or generated;
+//   - with Config.SpecDecode, vLLM's vllm:spec_decode_num_drafts_total,
+//     …_num_draft_tokens_total, …_num_accepted_tokens_total and
+//     …_num_accepted_tokens_per_pos_total{position} (specdecode.go).
 //
 // Every series carries vLLM's model_name and engine labels.
 func (s *Server) metricsHandler() http.Handler {
@@ -91,6 +94,7 @@ func (s *Server) metricsHandler() http.Handler {
 	counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", func() float64 { return float64(s.promptTokens.Load()) })
 	counter("vllm:generation_tokens_total", "Number of generation tokens processed.", func() float64 { return float64(s.genTokens.Load()) })
 	counter("vllm:request_success_total", "Count of successfully processed requests.", func() float64 { return float64(s.completed.Load()) })
+	s.registerSpec(reg, labels)
 	counter("fineserve_mock_requests_aborted_total", "Requests whose client went away while they waited for a slot or generated (a generation's slot is freed at once).", func() float64 { return float64(s.aborted.Load()) })
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }

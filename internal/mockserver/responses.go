@@ -319,6 +319,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	s.completed.Add(1)
 	s.promptTokens.Add(int64(req.promptTokens))
 	s.genTokens.Add(int64(g.out))
+	s.countSpec(id, g.out)
 	s.model.count(&g)
 }
 

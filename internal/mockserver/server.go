@@ -108,11 +108,23 @@ type Config struct {
 	// previous_response_id (least recently used evicted; responses.go);
 	// 0 keeps none, as vLLM without VLLM_ENABLE_RESPONSES_API_STORE.
 	ResponseStore int
+	// GPUs is the number of GPUs whose DCGM-like telemetry the mock serves
+	// at GPUMetricsPath (0: none; gpu.go).
+	GPUs int
+	// SpecDecode emulates speculative decoding's counters (specdecode.go).
+	SpecDecode SpecDecodeConfig
 }
 
 // validate returns every problem of the model options at once.
 func (c Config) validate() error {
-	return errors.Join(c.Reasoning.Validate(), validShare("tool call share", c.Tools.CallShare),
+	var sd error
+	if c.SpecDecode.K < 0 || c.SpecDecode.K > MaxSpecTokens {
+		sd = fmt.Errorf("spec decode tokens %d: want 0 to %d", c.SpecDecode.K, MaxSpecTokens)
+	}
+	if c.GPUs < 0 || c.GPUs > MaxGPUs {
+		sd = errors.Join(sd, fmt.Errorf("gpus %d: want 0 to %d", c.GPUs, MaxGPUs))
+	}
+	return errors.Join(sd, validShare("spec decode acceptance", c.SpecDecode.Accept), c.Reasoning.Validate(), validShare("tool call share", c.Tools.CallShare),
 		validShare("tool call invalid share", c.Tools.InvalidShare), validShare("schema invalid share", c.Structured.InvalidShare))
 }
 
@@ -131,6 +143,7 @@ type Server struct {
 	prefix  *prefixCache   // nil: no prefix cache
 	store   *responseStore // nil: responses are not stored
 	kv      kvCache        // /metrics' KV-cache model (metrics.go)
+	spec    specCounters   // speculative decoding (specdecode.go)
 
 	running, waiting        atomic.Int64
 	requests, completed     atomic.Int64
@@ -189,6 +202,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /tokenize", s.handleTokenize)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {})
 	mux.Handle("GET /metrics", s.metricsHandler())
+	if s.cfg.GPUs > 0 {
+		mux.Handle("GET "+GPUMetricsPath, s.gpuHandler())
+	}
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"version":"fineserve-gen-mock"}`)

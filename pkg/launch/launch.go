@@ -22,6 +22,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/monitor"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
+	"github.com/fineserve-gen/fineserve-gen/pkg/otlpexport"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
 	"github.com/fineserve-gen/fineserve-gen/pkg/replay"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
@@ -313,6 +314,11 @@ func (o *job) monitorConfig(st arrival.Stats, stdio runner.IO, log monitor.Logge
 	}
 	if url, ok := o.ServerMetricsTarget(); ok {
 		c.ServerMetricsURL = url
+	}
+	c.GPUMetricsURLs = o.Observe.GPUMetricsURLs
+	if ot := o.Observe.OTLP; ot.On() {
+		c.OTLP = otlpexport.Config{Endpoint: ot.Endpoint, Headers: ot.HeaderMap(), Traces: ot.Traces, Sample: ot.Sample,
+			Operation: otlpexport.Operation(o.Kind(), o.Endpoint), ServerURL: o.Root()}
 	}
 	if o.Several() && o.ScrapeServer() {
 		for _, u := range o.EndpointURLs() {

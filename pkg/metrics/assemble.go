@@ -37,6 +37,9 @@ func Assemble(f Facts) (*Summary, error) {
 	s := new(Summary)
 	*s = f.Summary
 	FinishParts(f.Parts, s, f.Elapsed)
+	if s.GPU != nil {
+		s.GPU.SetOutputTokens(s.TotalOutputTokens) // the run's energy per output token
+	}
 	for i, r := range f.EndpointServers {
 		if i < len(s.Endpoints) && r != nil {
 			s.Endpoints[i].ServerMetrics = r

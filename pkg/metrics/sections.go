@@ -22,6 +22,7 @@ const (
 	KeyGoodputCount       = "goodput_requests"            // requests meeting every SLO
 	KeyGoodputShare       = "goodput_share"               // their share of the finished requests
 	KeyGoodputSLO         = "goodput_slo_ms"              // the targets, by metric
+	KeyGPU                = "gpu"                         // the GPU telemetry over the run (GPUSummary)
 	// KeyHTTPPhases holds the requests' HTTP phases (HTTPPhasesSummary).
 	KeyHTTPPhases = "http_phases"
 	// KeyCDFs holds latency CDFs: {"ttft": [[ms, q], …], "tpot", "itl",
@@ -41,6 +42,7 @@ const (
 	// KeyMergedFrom lists the summaries a merged summary was made of
 	// ([]MergedFrom).
 	KeyMergedFrom = "merged_from"
+	KeyOTLP       = "otlp"      // the export to an OpenTelemetry collector (OTLPSummary)
 	KeyPerKind    = "per_kind"  // breakdown by request kind (image, text)
 	KeyPerModel   = "per_model" // breakdown by served model
 	KeyReplay     = "replay"    // the replayed trace (ReplayInfo)
@@ -230,6 +232,8 @@ var sectionFields = []section{
 		func(s *Summary) any { return &s.goodput().Share }},
 	{KeyGoodputSLO, good(func(g *GoodputSummary) any { return g.SLO }),
 		func(s *Summary) any { return &s.goodput().SLO }},
+	{KeyGPU, func(s *Summary) (any, bool) { return s.GPU, s.GPU != nil },
+		func(s *Summary) any { return &s.GPU }},
 	{KeyHTTPPhases, func(s *Summary) (any, bool) { return s.HTTPPhases, s.HTTPPhases != nil },
 		func(s *Summary) any { return &s.HTTPPhases }},
 	{KeyCDFs, func(s *Summary) (any, bool) { return s.LatencyCDFs, s.LatencyCDFs != nil },
@@ -244,6 +248,8 @@ var sectionFields = []section{
 		func(s *Summary) any { return &s.MergeWarnings }},
 	{KeyMergedFrom, func(s *Summary) (any, bool) { return s.MergedFrom, len(s.MergedFrom) > 0 },
 		func(s *Summary) any { return &s.MergedFrom }},
+	{KeyOTLP, func(s *Summary) (any, bool) { return s.OTLP, s.OTLP != nil },
+		func(s *Summary) any { return &s.OTLP }},
 	{KeyPerKind, func(s *Summary) (any, bool) { return s.PerKind, s.PerKind != nil },
 		func(s *Summary) any { return &s.PerKind }},
 	{KeyPerModel, func(s *Summary) (any, bool) { return s.PerModel, s.PerModel != nil },

@@ -29,6 +29,8 @@ func fullSummary() *Summary {
 		HTTPPhases:       &HTTPPhasesSummary{Requests: 2, NewConnections: 1, Reused: 1, WaitMS: &PhaseStats{Count: 2, Mean: 1}},
 		LengthHistograms: map[string]*LengthBins{"input": {Edges: []float64{1, 2}, Counts: []int64{4}, Total: 4}},
 		ServerMetrics:    &ServerSummary{URL: "http://127.0.0.1:1/metrics", Available: true, ServerStats: &ServerStats{Samples: 2}},
+		OTLP:             &OTLPSummary{Endpoint: "http://127.0.0.1:4318", Traces: true, Sample: 1, Spans: 2},
+		GPU:              &GPUSummary{URLs: []string{"http://127.0.0.1:1/metrics-gpu"}, Available: true, GPUStats: &GPUStats{Samples: 2, GPUs: 1}},
 		PerModel:         map[string]GroupSummary{"a": {Completed: 1}},
 		Endpoints: []EndpointSummary{{Index: 0, URL: "http://127.0.0.1:1", Requests: 2, Completed: 1, Failed: 1,
 			ErrorsByClass: map[string]int64{"connect": 1}}},

@@ -154,6 +154,10 @@ type Summary struct {
 	// ServerMetrics is what the target's /metrics said over the run
 	// (server_metrics).
 	ServerMetrics *ServerSummary `json:"-"`
+	// GPU is what the GPU telemetry said over the run (gpu).
+	GPU *GPUSummary `json:"-"`
+	// OTLP says how the export to a collector went (otlp).
+	OTLP *OTLPSummary `json:"-"`
 	// PerModel and PerKind are the breakdowns by served model and by
 	// request kind (per_model, per_kind).
 	PerModel map[string]GroupSummary `json:"-"`

@@ -79,6 +79,9 @@ type WindowStats struct {
 
 	// Server is what the target's /metrics reported during the window.
 	Server *ServerStats `json:"server,omitempty"`
+	// GPU is what the GPU telemetry reported during the window
+	// (--gpu-metrics-url).
+	GPU *GPUStats `json:"gpu,omitempty"`
 }
 
 // SaturatedInterval is a live report interval where the client fell behind
@@ -111,6 +114,9 @@ type ServerStats struct {
 	// IdleFraction: it rests on fewer than MinIdleScrapes scrapes ("":
 	// shown). IdleFraction keeps its value for the readers of the JSON.
 	IdleWithheld string `json:"idle_fraction_withheld,omitempty"`
+	// SpecDecode holds the speculative-decoding figures (absent when the
+	// server exports no spec-decode counters).
+	SpecDecode *SpecDecodeStats `json:"spec_decode,omitempty"`
 }
 
 // MinIdleScrapes is the fewest scrapes an idle fraction is shown from. The

@@ -18,7 +18,9 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/note"
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/gputelemetry"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/otlpexport"
 	"github.com/fineserve-gen/fineserve-gen/pkg/promexport"
 	"github.com/fineserve-gen/fineserve-gen/pkg/servermetrics"
 )
@@ -53,6 +55,12 @@ type Config struct {
 	// endpoints, polled as ServerMetricsURL is (nil: one endpoint, or not
 	// polled); an entry equal to ServerMetricsURL shares its poller.
 	EndpointMetricsURLs []string
+	// OTLP exports the run to an OpenTelemetry collector (Endpoint "":
+	// none); the monitor fills in the live counters.
+	OTLP otlpexport.Config
+	// GPUMetricsURLs are GPU telemetry exporters (DCGM), polled every
+	// ServerMetricsInterval (nil: none).
+	GPUMetricsURLs []string
 	// NoTokens: the backend's responses carry no tokens to time (images,
 	// pooling): an interval without a completed request shows "E2E -",
 	// not "TTFT - | ITL -".
@@ -109,6 +117,11 @@ type Monitor struct {
 	// results once stopped.
 	endpoints   []*servermetrics.Scraper
 	endpointRes []*servermetrics.Result
+	// gpu polls the GPU telemetry; gpuRes is its result once stopped.
+	otlp    *otlpexport.Exporter
+	otlpRes *metrics.OTLPSummary
+	gpu     *gputelemetry.Scraper
+	gpuRes  *metrics.GPUSummary
 
 	// Written by observe (and the scraper), read by the monitor: mu.
 	mu         sync.Mutex
@@ -183,6 +196,10 @@ func New(c Config) (*Monitor, error) {
 		m.promSrv = srv
 		c.Log.Infof("metrics: serving %s", srv.URL)
 	}
+	if err := m.newOTLP(); err != nil {
+		m.Close()
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -227,6 +244,9 @@ func (m *Monitor) Sinks() []metrics.Sink {
 	out := []metrics.Sink{locked{&m.mu, watched}}
 	if m.prom != nil {
 		out = append(out, m.prom)
+	}
+	if m.otlp != nil {
+		out = append(out, m.otlp)
 	}
 	return out
 }
@@ -285,6 +305,10 @@ func (m *Monitor) Begin(start time.Time, inFlight, dispatched func() int64, behi
 		})
 	}
 	m.startEndpoints()
+	m.startGPU()
+	if m.otlp != nil {
+		m.otlp.Begin(start)
+	}
 	m.started = true
 	safe.Go(m.loop)
 }
@@ -365,6 +389,9 @@ func (m *Monitor) cutStream(s *stream, at time.Duration) {
 		// holding its own lock.
 		s.cur.server = m.scraper.Window(at)
 	}
+	if s == m.win && m.gpu != nil {
+		s.cur.gpu = m.gpu.Window(at)
+	}
 	m.mu.Lock()
 	s.cur.end = at
 	s.cut(cpu, behind)
@@ -433,7 +460,9 @@ func (m *Monitor) Stop(end time.Duration) {
 		m.server = &res
 	}
 	m.stopEndpoints()
+	m.stopGPU()
 	m.runDue(end)
+	m.closeOTLP() // every result is in: the last spans and metrics go now
 	for _, s := range m.streams() {
 		if s.prev != nil {
 			s.release(s.takePrev())
@@ -467,6 +496,8 @@ func (m *Monitor) Close() {
 			m.server = &res
 		}
 		m.stopEndpoints()
+		m.stopGPU()
+		m.closeOTLP()
 		if m.promSrv != nil {
 			if err := m.promSrv.Close(); err != nil {
 				m.c.Log.Warnf("metrics endpoint: %v", err)
@@ -503,6 +534,7 @@ func (m *Monitor) Annotate(sum *metrics.Summary, elapsed time.Duration) error {
 		sum.ClientCPU = &share
 	}
 	sum.ServerMetrics = m.server
+	sum.GPU, sum.OTLP = m.gpuRes, m.otlpRes
 	return nil
 }
 

@@ -17,6 +17,8 @@ type period struct {
 	// server is what the server's metrics said during the period (windows
 	// only; taken when the period is cut).
 	server *metrics.ServerStats
+	// gpu is what the GPU telemetry said during the period (windows only).
+	gpu *metrics.GPUStats
 }
 
 // flightSample accumulates samples of the requests in flight.
@@ -158,6 +160,8 @@ func (m *Monitor) closeWindow(p *period) {
 	w := m.stats(p)
 	w.Index = len(m.windows)
 	w.Server = p.server
+	w.GPU = p.gpu
+	w.GPU.SetOutputTokens(w.OutputTokens)
 	m.check.Check(&w, m.win.lastBehind)
 	m.win.lastBehind = w.Behind
 	m.windows = append(m.windows, w)

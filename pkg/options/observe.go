@@ -36,6 +36,11 @@ type ObserveOptions struct {
 	// ServerMetricsURL overrides the scraped address (default: the base URL
 	// + /metrics).
 	ServerMetricsURL string
+	// GPUMetricsURLs are GPU telemetry exporters (NVIDIA's DCGM exporter),
+	// polled every ServerMetricsInterval (nil: none).
+	GPUMetricsURLs []string
+	// OTLP exports the run to an OpenTelemetry collector (otlp.go).
+	OTLP OTLPOptions
 }
 
 // DefaultObserveOptions returns the defaults: a live line every 10 s,
@@ -44,6 +49,7 @@ func DefaultObserveOptions() ObserveOptions {
 	return ObserveOptions{
 		ReportInterval: 10 * time.Second, Window: time.Minute,
 		Goodput: metrics.NoSLO, ScrapeServer: "auto", ServerMetricsInterval: 2 * time.Second,
+		OTLP: OTLPOptions{Sample: 1},
 	}
 }
 
@@ -70,6 +76,12 @@ func (v *ObserveOptions) validate() error {
 	if v.ServerMetricsInterval < 10*time.Millisecond {
 		errs = append(errs, fmt.Errorf("--server-metrics-interval %v: want ≥ 10ms", v.ServerMetricsInterval))
 	}
+	for _, u := range v.GPUMetricsURLs {
+		if err := checkHTTPURL(u); err != nil {
+			errs = append(errs, fmt.Errorf("--gpu-metrics-url: %w", err))
+		}
+	}
+	errs = append(errs, v.OTLP.validate())
 	return errors.Join(errs...)
 }
 

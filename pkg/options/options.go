@@ -423,6 +423,12 @@ func (o *Options) Secrets() *secret.Redactor {
 		r.AddURL(u)
 	}
 	r.AddURL(o.Observe.ServerMetricsURL)
+	for _, u := range append([]string{o.Observe.OTLP.Endpoint}, o.Observe.GPUMetricsURLs...) {
+		r.AddURL(u)
+	}
+	for _, v := range o.Observe.OTLP.HeaderMap() {
+		r.Add(v)
+	}
 	r.AddProxyEnv()
 	return r
 }

@@ -849,7 +849,7 @@ var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(pageH
 </table>{{end}}
 {{end}}
 
-{{if .Table}}<h2 id="terminal-table">Every figure of the console table</h2>
+{{template "gpu-spec" .}}{{if .Table}}<h2 id="terminal-table">Every figure of the console table</h2>
 <p class="meta">The sections the run printed (or <code>fineserve-gen report</code> prints) for this summary, figure for figure.</p>
 <div class="grid tt">
 {{range .Table}}<table class="tt">{{with .Title}}<caption>{{.}}</caption>{{end}}

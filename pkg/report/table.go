@@ -160,6 +160,7 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 	writeHTTPPhases(t, s)
 	writeScheduleKeeping(t, s, true)
 	writeServer(t, s)
+	writeGPU(t, s)
 	writeLoadControl(t, s)
 	writeSteadyState(t, s)
 	writeRepeats(t, s)
@@ -222,6 +223,7 @@ func writeServer(t *table, s *metrics.Summary) {
 	t.row("Server idle fraction:", st.IdleText())
 	t.row("Server preemptions:", fmt.Sprintf("%.0f", st.Preemptions))
 	t.row("Server scrapes (time covered):", fmt.Sprintf("%d (%.1f s)", st.Samples, st.Observed))
+	writeSpecDecode(t, st.SpecDecode)
 }
 
 // targetText writes a target profile as --stages would take it.

@@ -11,6 +11,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -32,7 +34,19 @@ const (
 	MetricKVCacheV0      = "vllm:gpu_cache_usage_perc"
 	MetricPreemptions    = "vllm:num_preemptions_total"
 	MetricPreemptionsAlt = "vllm:num_preemptions"
+	// Speculative decoding's counters (vLLM's SpecDecodingProm, only when
+	// the server has a speculative config), read with or without the
+	// exposition's _total suffix; the per-position counter has a position
+	// label ("0" … "k-1").
+	MetricSpecDrafts      = "vllm:spec_decode_num_drafts"
+	MetricSpecDraftTokens = "vllm:spec_decode_num_draft_tokens"
+	MetricSpecAccepted    = "vllm:spec_decode_num_accepted_tokens"
+	MetricSpecPerPos      = "vllm:spec_decode_num_accepted_tokens_per_pos"
 )
+
+// maxSpecPositions bounds the per-position counters read (a server's
+// labels are not trusted to be small).
+const maxSpecPositions = 64
 
 // Sample is one scrape. Gauges a server did not report are NaN. Values of
 // several series of a metric (engines, models) are added up, except KV-cache
@@ -41,6 +55,11 @@ type Sample struct {
 	Running, Waiting, KVCache float64
 	// Preemptions is the counter's value (NaN if absent).
 	Preemptions float64
+	// SpecDrafts, SpecDraftTokens and SpecAccepted are the speculative-
+	// decoding counters (NaN if absent), SpecPerPos the accepted tokens
+	// by position (nil if absent).
+	SpecDrafts, SpecDraftTokens, SpecAccepted float64
+	SpecPerPos                                []float64
 }
 
 // Parse reads a Prometheus text exposition and returns the vLLM figures
@@ -62,7 +81,44 @@ func Parse(r io.Reader) (Sample, error) {
 	if math.IsNaN(s.Preemptions) {
 		s.Preemptions = sum(fams[MetricPreemptionsAlt])
 	}
+	counter := func(name string) *dto.MetricFamily {
+		if f := fams[name+"_total"]; f != nil {
+			return f
+		}
+		return fams[name]
+	}
+	s.SpecDrafts, s.SpecDraftTokens, s.SpecAccepted = sum(counter(MetricSpecDrafts)), sum(counter(MetricSpecDraftTokens)), sum(counter(MetricSpecAccepted))
+	s.SpecPerPos = perPosition(counter(MetricSpecPerPos))
 	return s, nil
+}
+
+// perPosition adds the family's values by their position label (nil
+// without one; positions past maxSpecPositions are left out).
+func perPosition(f *dto.MetricFamily) []float64 {
+	if f == nil {
+		return nil
+	}
+	var out []float64
+	for _, m := range f.Metric {
+		v, ok := value(m)
+		if !ok || math.IsNaN(v) {
+			continue
+		}
+		for _, l := range m.Label {
+			if l.GetName() != "position" {
+				continue
+			}
+			p, err := strconv.Atoi(l.GetValue())
+			if err != nil || p < 0 || p >= maxSpecPositions {
+				continue
+			}
+			for len(out) <= p {
+				out = append(out, 0)
+			}
+			out[p] += v
+		}
+	}
+	return out
 }
 
 // value is the numeric value of a gauge, counter or untyped sample.
@@ -129,6 +185,67 @@ type totals struct {
 	started                  bool
 	lastCounter              float64
 	haveCounter              bool
+	spec                     specTotals
+}
+
+// growth adds up a counter's increases between samples; a value below the
+// last one is a restarted server, whose counter began again.
+type growth struct {
+	Total, last float64
+	seen        bool
+}
+
+func (g *growth) add(v float64) {
+	if math.IsNaN(v) {
+		return
+	}
+	if g.seen {
+		if d := v - g.last; d >= 0 {
+			g.Total += d
+		} else {
+			g.Total += v
+		}
+	}
+	g.last, g.seen = v, true
+}
+
+// specTotals are the speculative-decoding counters' increases.
+type specTotals struct {
+	drafts, draftTokens, accepted growth
+	perPos                        []growth
+}
+
+func (t *specTotals) add(s Sample) {
+	t.drafts.add(s.SpecDrafts)
+	t.draftTokens.add(s.SpecDraftTokens)
+	t.accepted.add(s.SpecAccepted)
+	for len(t.perPos) < len(s.SpecPerPos) {
+		t.perPos = append(t.perPos, growth{})
+	}
+	for i, v := range s.SpecPerPos {
+		t.perPos[i].add(v)
+	}
+}
+
+// stats returns the figures of the increases since o (nil: the server
+// exports no spec-decode counters).
+func (t *specTotals) stats(o *specTotals) *metrics.SpecDecodeStats {
+	if !t.drafts.seen || !t.draftTokens.seen || !t.accepted.seen {
+		return nil
+	}
+	var perPos []float64
+	for i, g := range t.perPos {
+		d := g.Total
+		if o != nil && i < len(o.perPos) {
+			d -= o.perPos[i].Total
+		}
+		perPos = append(perPos, d)
+	}
+	var od, odt, oa float64
+	if o != nil {
+		od, odt, oa = o.drafts.Total, o.draftTokens.Total, o.accepted.Total
+	}
+	return metrics.NewSpecDecodeStats(t.drafts.Total-od, t.draftTokens.Total-odt, t.accepted.Total-oa, perPos)
 }
 
 // peaks are the largest gauges of the samples seen (0 when none reported
@@ -152,6 +269,7 @@ func (t *totals) add(at time.Duration, s Sample) {
 	t.extend(at)
 	t.Samples++
 	t.peak.add(s)
+	t.spec.add(s)
 	if !math.IsNaN(s.Preemptions) {
 		if t.haveCounter {
 			if d := s.Preemptions - t.lastCounter; d >= 0 {
@@ -216,6 +334,7 @@ func (t *totals) Stats() metrics.ServerStats {
 		}
 	}
 	st.IdleWithheld = metrics.IdleWithheldReason(st.Samples)
+	st.SpecDecode = t.spec.stats(nil)
 	return st
 }
 
@@ -234,7 +353,9 @@ func (t *totals) sub(o *totals) metrics.ServerStats {
 		WaitingWeight: t.WaitingWeight - o.WaitingWeight, KVArea: t.KVArea - o.KVArea, KVWeight: t.KVWeight - o.KVWeight,
 		Preemptions: t.Preemptions - o.Preemptions, last: t.last,
 	}
-	return d.Stats()
+	st := d.Stats()
+	st.SpecDecode = t.spec.stats(&o.spec)
+	return st
 }
 
 // Config configures a Scraper.
@@ -396,6 +517,7 @@ func (s *Scraper) Window(at time.Duration) *metrics.ServerStats {
 	s.total.extend(at)
 	defer func() {
 		s.mark = s.total
+		s.mark.spec.perPos = slices.Clone(s.total.spec.perPos) // not shared: add changes it in place
 		s.winPeak = peaks{}
 		if s.total.started {
 			s.winPeak.add(s.total.last) // held into the next window

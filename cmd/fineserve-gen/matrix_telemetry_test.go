@@ -1,0 +1,138 @@
+package main
+
+// The combination matrix's telemetry dimension (dTelemetry): what the
+// servers serve, the flags, and what the run must have exported and
+// summarised.
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/otlprecv"
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/otlpexport"
+)
+
+// matrixOTLPSample is the share of requests whose span a case exports.
+const matrixOTLPSample = 0.5
+
+// matrixSpecK and matrixSpecAccept are the servers' draft model.
+const (
+	matrixSpecK      = 2
+	matrixSpecAccept = 0.6
+	matrixGPUs       = 2
+)
+
+// telemetryServer gives the case's servers GPU telemetry and a draft
+// model (gpu-spec).
+func telemetryServer(c matrixCase, cfg *mockserver.Config) {
+	if c.v(dTelemetry) == "gpu-spec" {
+		cfg.GPUs = matrixGPUs
+		cfg.SpecDecode = mockserver.SpecDecodeConfig{K: matrixSpecK, Accept: matrixSpecAccept}
+	}
+}
+
+// caseTelemetry is a case's collector (otlp) and the flags that use it or
+// the servers' telemetry.
+type caseTelemetry struct {
+	rcv  *otlprecv.Receiver
+	args []string
+	// gpuURLs counts the exporters given, live the live ones.
+	gpuURLs, live int
+}
+
+func startCaseTelemetry(t *testing.T, c matrixCase, ports []int) *caseTelemetry {
+	tel := &caseTelemetry{}
+	switch c.v(dTelemetry) {
+	case "otlp":
+		tel.rcv = otlprecv.Start()
+		t.Cleanup(tel.rcv.Close)
+		tel.args = []string{"--otlp-endpoint", tel.rcv.URL(), "--otlp-traces", "--otlp-sample", strconv.FormatFloat(matrixOTLPSample, 'g', -1, 64)}
+	case "gpu-spec":
+		for i, p := range ports {
+			tel.args = append(tel.args, "--gpu-metrics-url", urlOf(p)+mockserver.GPUMetricsPath)
+			tel.gpuURLs++
+			if !(i == 1 && c.v(dEndpoints) == "two-dead") {
+				tel.live++
+			}
+		}
+		tel.args = append(tel.args, "--scrape-server-metrics", "--server-metrics-interval", "50ms")
+	}
+	return tel
+}
+
+// checkDry: a dry run exports nothing.
+func (tel *caseTelemetry) checkDry(fail func(string, ...any)) {
+	if tel.rcv != nil && (len(tel.rcv.Spans()) > 0 || len(tel.rcv.Headers()) > 0) {
+		fail("a dry run exported %d span(s) and %d request(s) to the collector", len(tel.rcv.Spans()), len(tel.rcv.Headers()))
+	}
+}
+
+// check: with otlp, the collector received the spans of the records the
+// sample chooses (each with its model and request id) and the run's
+// metrics, and the summary's otlp section counts them; with gpu-spec, the
+// summary has each live server's GPUs and the spec-decode figures; with
+// neither, none of these sections.
+func (tel *caseTelemetry) check(c matrixCase, sum *metrics.Summary, recs []matrixRecord, fail func(string, ...any)) {
+	specOf := func() *metrics.SpecDecodeStats {
+		if sum.ServerMetrics == nil || sum.ServerMetrics.ServerStats == nil {
+			return nil
+		}
+		return sum.ServerMetrics.SpecDecode
+	}
+	switch c.v(dTelemetry) {
+	case "no-telemetry":
+		if sum.OTLP != nil || sum.GPU != nil || specOf() != nil {
+			fail("telemetry sections without the options: otlp %+v, gpu %+v, spec decode %+v", sum.OTLP, sum.GPU, specOf())
+		}
+	case "otlp":
+		// A session's turns share its index: sampled together.
+		want, n := map[[2]int64]matrixRecord{}, 0
+		for _, rec := range recs {
+			if otlpexport.Keep(rec.Index, matrixOTLPSample) {
+				want[[2]int64{rec.Index, int64(rec.Turn)}] = rec
+				n++
+			}
+		}
+		spans := tel.rcv.Spans()
+		if len(spans) != n || sum.OTLP == nil || sum.OTLP.Spans != int64(n) || sum.OTLP.Dropped != 0 || sum.OTLP.FailedExports != 0 {
+			fail("otlp: %d span(s) arrived, the summary's otlp %+v; want the %d of %d records sampled", len(spans), sum.OTLP, n, len(recs))
+			return
+		}
+		for _, sp := range spans {
+			a := otlprecv.Attrs(sp)
+			rec, ok := want[[2]int64{a[otlpexport.AttrIndex].GetIntValue(), a[otlpexport.AttrTurn].GetIntValue()}]
+			if !ok || a[otlpexport.AttrRequestModel].GetStringValue() != rec.Model {
+				fail("otlp: span %v: not a sampled record's, or not its model (%+v)", a, rec)
+				return
+			}
+			if ids := a[otlpexport.AttrRequestID].GetArrayValue().GetValues(); rec.RequestID != "" && (len(ids) != 1 || ids[0].GetStringValue() != rec.RequestID) {
+				fail("otlp: span of request %d: request id %v, want %q", rec.Index, ids, rec.RequestID)
+			}
+		}
+		if m := tel.rcv.Metrics(); !m["fineserve_gen_requests_scheduled"] || !m["fineserve_gen_send_lag_seconds"] {
+			fail("otlp: the run's metrics did not arrive: %v", m)
+		}
+		if bad := tel.rcv.Refused(); len(bad) > 0 {
+			fail("otlp: the collector refused exports: %q", bad)
+		}
+	case "gpu-spec":
+		g := sum.GPU
+		if g == nil || !g.Available || g.GPUStats == nil || g.GPUs != matrixGPUs*tel.live || len(g.URLs) != tel.gpuURLs || g.Power == nil || g.Power.EnergyJ < 0 {
+			fail("gpu: section %+v, want %d GPUs of %d live exporters with power", g, matrixGPUs*tel.live, tel.live)
+			return
+		}
+		if (tel.live < tel.gpuURLs) != (g.Failures > 0) {
+			fail("gpu: %d failed scrapes with %d of %d exporters live", g.Failures, tel.live, tel.gpuURLs)
+		}
+		sd := specOf()
+		if sd == nil {
+			fail("no spec-decode figures from servers with a draft model: %+v", sum.ServerMetrics)
+			return
+		}
+		if sd.DraftTokens != matrixSpecK*sd.Drafts || sd.Drafts > 0 && (sd.MeanAcceptanceLength < 1 || sd.MeanAcceptanceLength > 1+matrixSpecK || len(sd.PerPosition) != matrixSpecK) {
+			fail("spec decode %+v with %d draft tokens a step", sd, matrixSpecK)
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"sync/atomic"
+	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
+)
+
+// BenchmarkOTLPSendLag measures what exporting to an OpenTelemetry
+// collector (--otlp-endpoint with --otlp-traces, every request's span) does
+// to the client's time keeping: the same run at 2,000 req/s against the
+// built-in server in a child process, with the export off and on, in turns
+// (round=1, 2, …: the machine's own noise shows as the spread between
+// rounds). The collector is a receiver in this process that reads and
+// discards what it is sent. It reports the p50 and p99 send lag, the
+// client's CPU and allocations per request, its garbage collections, and
+// the bytes the collector received per request. docs/PERFORMANCE.md has the figures:
+//
+//	go test -run '^$' -bench OTLPSendLag -benchtime 20000x ./pkg/launch
+func BenchmarkOTLPSendLag(b *testing.B) {
+	if runtime.GOOS != "linux" {
+		b.Skip("reads the server's CPU from /proc")
+	}
+	m := startMockProcess(b)
+	var received atomic.Int64
+	coll := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		received.Add(n)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	b.Cleanup(coll.Close)
+	for round := 1; round <= 6; round++ {
+		for _, on := range []bool{false, true} {
+			b.Run(fmt.Sprintf("round=%d,otlp=%v", round, on), func(b *testing.B) {
+				o := testOptions(m.port)
+				o.RequestRate, o.Burstiness = 2000, 1e15
+				o.NumPrompts, o.NumPromptsSet = int64(b.N), true
+				o.RandomInputLen, o.RandomOutputLen = 256, 16
+				if on {
+					o.Observe.OTLP.Endpoint, o.Observe.OTLP.Traces, o.Observe.OTLP.Sample = coll.URL, true, 1
+				}
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				got0, cpu0 := received.Load(), selfCPU()
+				b.ResetTimer()
+				sum, err := Run(context.Background(), o, runner.IO{Out: io.Discard, Err: io.Discard})
+				b.StopTimer()
+				runtime.ReadMemStats(&after)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if sum.Completed != int64(b.N) {
+					b.Fatalf("%d of %d requests completed", sum.Completed, b.N)
+				}
+				n := float64(b.N)
+				b.ReportMetric(sum.SendLag.Median, "lag-p50-ms")
+				b.ReportMetric(sum.SendLag.P99, "lag-p99-ms")
+				b.ReportMetric(float64((selfCPU()-cpu0).Microseconds())/n, "cpu-µs/req")
+				b.ReportMetric(float64(received.Load()-got0)/n, "otlp-B/req")
+				b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/req")
+				b.ReportMetric(float64(after.NumGC-before.NumGC), "GCs")
+			})
+		}
+	}
+}
