@@ -49,10 +49,10 @@ var textWire = &wire{appendBody: appendTextBody, read: readText, chunk: textChun
 
 // wires maps each API kind to its wire format.
 var wires = map[*api.Kind]*wire{
-	api.VLLM:       textWire,
-	api.OpenAI:     textWire,
-	api.Chat:       textWire,
-	api.Responses:  {appendBody: appendResponsesBody, read: readResponses, chunk: responsesChunk, streamEnd: responsesEnd, prepare: prepareResponses},
+	api.VLLM:      textWire,
+	api.OpenAI:    textWire,
+	api.Chat:      textWire,
+	api.Responses: {appendBody: appendResponsesBody, read: readResponses, chunk: responsesChunk, streamEnd: responsesEnd, prepare: prepareResponses},
 	api.Anthropic: {appendBody: appendAnthropicBody, read: readAnthropic, chunk: anthropicChunk, streamEnd: anthropicEnd, prepare: prepareAnthropic,
 		keyHeader: "X-Api-Key", header: map[string]string{"Anthropic-Version": anthropicVersion}},
 	api.SGLang:     {appendBody: appendSGLangBody, read: readSGLang, chunk: sglangChunk, streamEnd: doneEvent},

@@ -119,9 +119,9 @@ type Client struct {
 	// is filled in (api.ExpandPath): url is both, for the default model.
 	base, path string
 	secrets    *secret.Redactor
-	kind    *api.Kind
-	wire    *wire
-	chat    bool // kind.Has(api.Messages)
+	kind       *api.Kind
+	wire       *wire
+	chat       bool // kind.Has(api.Messages)
 	// responses holds the answer options in the Responses API's forms
 	// (responses.go).
 	responses responsesAnswer
