@@ -159,8 +159,8 @@ var (
 	// batchBackends send --batch-size inputs a request (the pooling
 	// APIs); idsBackends take token-id prompts; noTalk have no
 	// conversation (sessions).
-	batchBackends  = []string{"openai-embeddings", "vllm-pooling", "vllm-rerank", "vllm-score"}
-	idsBackends    = []string{"vllm", "openai", "openai-embeddings", "vllm-pooling", "sglang-generate"}
+	batchBackends = []string{"openai-embeddings", "vllm-pooling", "vllm-rerank", "vllm-score"}
+	idsBackends   = []string{"vllm", "openai", "openai-embeddings", "vllm-pooling", "sglang-generate"}
 	// nativeBackends speak another API than OpenAI's: no image inputs.
 	nativeBackends = []string{"anthropic-messages", "sglang-generate", "kserve-generate"}
 	noTalk         = append([]string{"openai-images", "openai-transcriptions"}, batchBackends...)
