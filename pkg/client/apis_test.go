@@ -240,6 +240,10 @@ func TestKServeGenerate(t *testing.T) {
 	if res := do(newTestClient(t, srv3, Config{API: api.KServe}), `"x"`, 3); !res.OK() || res.CompletionTokens != 3 || whole.paths[0] != "/v2/models/m/generate" {
 		t.Errorf("whole: %s %s, completion %d (want the 3 words), path %v", res.ErrorClass, res.Error, res.CompletionTokens, whole.paths)
 	}
+	byTokenizer := newTestClient(t, srv3, Config{API: api.KServe, CountTokens: func(b []byte) int { return len(b) }})
+	if res := do(byTokenizer, `"x"`, 3); res.CompletionTokens != len(" one two  three") {
+		t.Errorf("whole, counted by the tokenizer: %d completion tokens", res.CompletionTokens)
+	}
 	bad := httptest.NewServer(&capture{respond: sse(`{"text_output":" a"}`, `{"error":"model failed"}`)})
 	defer bad.Close()
 	if res := do(newTestClient(t, bad, Config{API: api.KServe, Stream: true}), `"x"`, 3); res.ErrorClass != ErrProtocol || !strings.Contains(res.Error, "model failed") {

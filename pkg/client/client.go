@@ -102,6 +102,10 @@ type Config struct {
 	// response's id name the request as the client's record does.
 	// Retries send the same id.
 	RequestIDPrefix string
+	// CountTokens counts an answer's tokens when the server reports no
+	// count and the answer is not a stream of tokens (a kserve-generate
+	// whole answer): --tokenizer's count; nil counts its words.
+	CountTokens func(text []byte) int
 	// Secrets hides credentials in the messages of failed requests (nil:
 	// the API key and the user and password of BaseURL). URL credentials
 	// are always hidden.

@@ -21,7 +21,8 @@ import (
 // end event: the stream ends with the body. Token counts are read where
 // the server gives them (num_input_tokens, num_output_tokens: Triton's
 // vLLM backend's optional outputs, per response); else a streamed answer's
-// tokens are its chunks counted and a whole answer's its words.
+// tokens are its chunks counted and a whole answer's its text's tokens
+// (Config.CountTokens: --tokenizer's) or words.
 
 // appendKServeBody appends a generate request body.
 func appendKServeBody(c *Client, b []byte, req *Request) []byte {
@@ -86,7 +87,11 @@ func readKServe(c *Client, d *decoder, resp *http.Response, rd io.Reader, res *R
 		return protocolError{"response has no text_output"}
 	}
 	res.AppendText(t.GetStringBytes())
-	res.CompletionTokens = countWords(t.GetStringBytes())
+	if count := c.cfg.CountTokens; count != nil {
+		res.CompletionTokens = count(t.GetStringBytes())
+	} else {
+		res.CompletionTokens = countWords(t.GetStringBytes())
+	}
 	if n := v.Get("num_output_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
 		res.CompletionTokens = n.GetInt()
 	}
