@@ -225,6 +225,10 @@ func TestKServeGenerate(t *testing.T) {
 	if b := cap.bodies[0]; b["text_input"] != "hi there" || fmt.Sprint(b["parameters"]) != "map[max_tokens:3 stream:true temperature:0]" {
 		t.Errorf("body %v", b)
 	}
+	named := newTestClient(t, srv, Config{API: api.KServe, Stream: true, Endpoint: "/gw/v2/models/{model}/versions/2/generate_stream"})
+	if named.URL() != srv.URL+"/gw/v2/models/m/versions/2/generate_stream" {
+		t.Errorf("--endpoint naming the streaming path: %s", named.URL())
+	}
 	counted := &capture{respond: sse(`{"text_output":" a","num_input_tokens":5,"num_output_tokens":1}`, `{"text_output":" b c","num_output_tokens":2}`)}
 	srv2 := httptest.NewServer(counted)
 	defer srv2.Close()

@@ -200,7 +200,7 @@ func New(cfg Config) (*Client, error) {
 	if path == "" {
 		path = b.Path
 	}
-	if cfg.Stream {
+	if cfg.Stream && !strings.HasSuffix(path, w.streamSuffix) { // --endpoint may name the streaming path itself
 		path += w.streamSuffix
 	}
 	c.base, c.path = base, path
