@@ -82,7 +82,8 @@ var matrixDims = []dimension{
 		"replay-fineserve", "replay-azure2023", "replay-azure-lmm", "replay-mooncake", "replay-burstgpt",
 		"replay-alibaba-lora", "replay-generic", "parametric-class-nb", "parametric-gamma", "parametric-servegen", "replay-agentic"}},
 	dBackend: {"backend", []string{"vllm", "openai", "openai-chat", "openai-responses", "openai-images",
-		"openai-embeddings", "vllm-pooling", "vllm-rerank", "vllm-score", "openai-transcriptions"}},
+		"openai-embeddings", "vllm-pooling", "vllm-rerank", "vllm-score", "openai-transcriptions",
+		"anthropic-messages", "sglang-generate", "kserve-generate"}},
 	dSource:      {"source", []string{"random-ids", "trace-ids", "text", "sharegpt", "sharegpt_pre", "hash-ids", "images"}},
 	dWarmup:      {"warmup", []string{"0", "1", "3"}},
 	dConcurrency: {"concurrency", []string{"open", "max2", "max2-ramp"}},
@@ -165,8 +166,10 @@ var (
 	// batchBackends send --batch-size inputs a request (the pooling
 	// APIs); idsBackends take token-id prompts; noTalk have no
 	// conversation (sessions).
-	batchBackends  = []string{"openai-embeddings", "vllm-pooling", "vllm-rerank", "vllm-score"}
-	idsBackends    = []string{"vllm", "openai", "openai-embeddings", "vllm-pooling"}
+	batchBackends = []string{"openai-embeddings", "vllm-pooling", "vllm-rerank", "vllm-score"}
+	idsBackends   = []string{"vllm", "openai", "openai-embeddings", "vllm-pooling", "sglang-generate"}
+	// nativeBackends speak another API than OpenAI's: no image inputs.
+	nativeBackends = []string{"anthropic-messages", "sglang-generate", "kserve-generate"}
 	noTalk         = append([]string{"openai-images", "openai-transcriptions"}, batchBackends...)
 	imageTraces    = []string{"replay-azure-lmm", "replay-alibaba-lora"}
 	textTraces     = []string{"replay-fineserve", "replay-azure2023", "replay-burstgpt", "replay-generic"}
@@ -213,6 +216,10 @@ func validCase(r []int) bool {
 		(set(r, dStartAt) && is(r, dStartAt, "start-at")) || (set(r, dShard) && is(r, dShard, "shard1of2"))) {
 		return false // a repeated run sends (its runs are not one schedule), each run when it comes, from one machine
 	}
+	if b && is(r, dBackend, nativeBackends...) && ((s && is(r, dSource, "images")) || (w && is(r, dWorkload, imageTraces...)) ||
+		(is(r, dBackend, "anthropic-messages") && set(r, dAnswer) && is(r, dAnswer, "format"))) {
+		return false // no image inputs; Anthropic's Messages have no response format
+	}
 	if b && is(r, dBackend, append([]string{"openai-transcriptions"}, batchBackends...)...) && ((s && is(r, dSource, "images")) || (w && is(r, dWorkload, imageTraces...))) {
 		return false // no image inputs
 	}
@@ -237,7 +244,7 @@ func validCase(r []int) bool {
 			return false // chat content parts
 		}
 	}
-	if set(r, dAnswer) && !is(r, dAnswer, "plain") && b && !is(r, dBackend, "openai-chat", "openai-responses") {
+	if set(r, dAnswer) && !is(r, dAnswer, "plain") && b && !is(r, dBackend, "openai-chat", "openai-responses", "anthropic-messages") {
 		return false
 	}
 	if set(r, dAnswer) && is(r, dAnswer, "chain") && ((b && !is(r, dBackend, "openai-responses")) || (set(r, dTurns) && is(r, dTurns, "1")) ||
@@ -613,6 +620,8 @@ func caseArgs(c matrixCase, ports []int, dir string) (args, dry []string) {
 		sched = append(sched, "--batch-size", strconv.Itoa(matrixBatch))
 	case c.v(dBackend) == "openai-transcriptions":
 		sched = append(sched, "--audio-seconds", strconv.FormatFloat(matrixAudioSeconds, 'f', -1, 64))
+	case c.v(dBackend) == "kserve-generate": // Triton's counts, asked for
+		sched = append(sched, "--extra-request-body", `{"return_num_input_tokens":true,"return_num_output_tokens":true}`)
 	}
 	if c.v(dShard) == "shard1of2" {
 		sched = append(sched, "--shard", "1/2")

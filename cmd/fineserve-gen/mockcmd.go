@@ -52,7 +52,7 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	portFile := fs.String("port-file", "", "write the port listened on to this file once ready")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the server until it stops")
 	arrivalLog := fs.String("arrival-log", "", "write the instant each generation request arrives to this CSV file (seq,arrival_unix_ns), for measuring a client's send lag from the server's side")
-	pace := fs.String("pace", "default", "how streamed chunks (completions, chat, the Responses API) are timed: default (chunk i at the slot's start + TTFT + i·ITL) or exact (chunk i at the request's arrival + TTFT + i·ITL, absolute, each written and flushed on its own: the truth a client is measured against)")
+	pace := fs.String("pace", "default", "how streamed chunks (completions, chat, the Responses API, Messages, /generate, generate_stream) are timed: default (chunk i at the slot's start + TTFT + i·ITL) or exact (chunk i at the request's arrival + TTFT + i·ITL, absolute, each written and flushed on its own: the truth a client is measured against)")
 	chunkLog := fs.String("chunk-log", "", "write each streamed request's arrival (and, on Linux, when the kernel received it), first and last token write and its inter-write gaps to this JSONL file (the server's truth of TTFT and ITL)")
 	faults := fs.StringArray("fault", nil, "inject a failure into a share of generation requests: KIND[:RATE], repeatable; kinds: "+
 		strings.Join(mockserver.FaultKinds, ", ")+" (RATE: share of requests, default 1)")

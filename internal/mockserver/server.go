@@ -194,6 +194,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, false) })
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, true) })
 	mux.HandleFunc("POST /v1/responses", s.handleResponses)
+	mux.HandleFunc("POST /v1/messages", s.handleMessages)
+	mux.HandleFunc("POST /generate", s.handleSGLang)
+	mux.HandleFunc("POST /v2/models/{model}/generate", s.handleKServe(false))
+	mux.HandleFunc("POST /v2/models/{model}/generate_stream", s.handleKServe(true))
 	mux.HandleFunc("POST /v1/images/generations", s.handleImages)
 	for path, kind := range poolingPaths {
 		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) { s.handlePooling(w, r, kind) })

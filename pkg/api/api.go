@@ -6,7 +6,10 @@
 // and how its answer is read) is pkg/client's.
 package api
 
-import "strings"
+import (
+	"net/url"
+	"strings"
+)
 
 // Measure is what a kind's answers are measured by.
 type Measure uint8
@@ -104,6 +107,11 @@ const (
 	// Audio: a request sends a synthetic audio file of --audio-seconds
 	// instead of a prompt.
 	Audio
+	// ContentBlocks: a session's answers go back in Anthropic's content
+	// blocks (an assistant message's text and tool_use blocks, the tool
+	// results as tool_result blocks of a user message), and input images
+	// are not sent (chat's content parts are not the API's image blocks).
+	ContentBlocks
 )
 
 // Kind is one API kind: a row of the table.
@@ -125,7 +133,23 @@ func (k *Kind) Has(c Caps) bool { return k != nil && k.Caps&c == c }
 
 // InputImages reports whether the kind's requests can carry input images
 // (chat content parts, its own or its chat twin's).
-func (k *Kind) InputImages() bool { return k.Has(Messages) || k.Has(ChatTwin) }
+func (k *Kind) InputImages() bool {
+	return (k.Has(Messages) && !k.Has(ContentBlocks)) || k.Has(ChatTwin)
+}
+
+// ModelInPath is the placeholder of a row's path (or --endpoint) that the
+// client replaces with the model's name: the KServe v2 protocol names the
+// model in the URL (/v2/models/{model}/generate).
+const ModelInPath = "{model}"
+
+// ExpandPath returns path with ModelInPath replaced by model, escaped as a
+// path segment.
+func ExpandPath(path, model string) string {
+	if !strings.Contains(path, ModelInPath) {
+		return path
+	}
+	return strings.ReplaceAll(path, ModelInPath, url.PathEscape(model))
+}
 
 // String is the kind's name.
 func (k *Kind) String() string {
@@ -164,13 +188,26 @@ var (
 	// Score is vLLM's scores of a query against its documents.
 	Score = &Kind{Name: "vllm-score", Path: "/score", Help: "vLLM's scores of a query against --batch-size documents (/score)", Measure: MeasureScores,
 		Caps: Batch | TextPrompts | VLLMServer}
+	// Anthropic is Anthropic's Messages API, as Anthropic, vLLM and SGLang
+	// serve it: content blocks, thinking with a budget, tool use.
+	Anthropic = &Kind{Name: "anthropic-messages", Path: "/v1/messages", Help: "Anthropic's Messages API (/v1/messages)", Measure: MeasureTokens,
+		Caps: Messages | Sessions | Reasoning | Tools | ContentBlocks}
+	// SGLang is SGLang's native generation endpoint: text or token ids in,
+	// cumulative text out.
+	SGLang = &Kind{Name: "sglang-generate", Path: "/generate", Help: "SGLang's native generation (/generate)", Measure: MeasureTokens,
+		Caps: Sessions}
+	// KServe is the KServe/Triton v2 protocol's generate extension: a
+	// text prompt, the model named in the path.
+	KServe = &Kind{Name: "kserve-generate", Path: "/v2/models/" + ModelInPath + "/generate",
+		Help: "the KServe/Triton v2 generate extension (/v2/models/{model}/generate; generate_stream when streaming)", Measure: MeasureTokens,
+		Caps: Sessions | TextPrompts}
 	// Transcriptions is speech to text of a synthetic audio file.
 	Transcriptions = &Kind{Name: "openai-transcriptions", Path: "/v1/audio/transcriptions", Help: "speech to text of a synthetic WAV of --audio-seconds (/v1/audio/transcriptions)", Measure: MeasureTokens,
 		Caps: Audio}
 )
 
 // kinds is the table, in --backend's help order.
-var kinds = []*Kind{VLLM, OpenAI, Chat, Responses, Images, Embeddings, Pooling, Rerank, Score, Transcriptions}
+var kinds = []*Kind{VLLM, OpenAI, Chat, Responses, Anthropic, SGLang, KServe, Images, Embeddings, Pooling, Rerank, Score, Transcriptions}
 
 // All returns the table's rows in order (callers must not modify them).
 func All() []*Kind { return kinds }

@@ -40,11 +40,17 @@ func TestTable(t *testing.T) {
 	if got := WithCaps(Chains); got != "openai-responses" {
 		t.Errorf("WithCaps(Chains) = %q", got)
 	}
-	if got := WithCaps(Messages | Tools); got != "openai-chat or openai-responses" {
+	if got := WithCaps(Messages | Tools); got != "openai-chat or openai-responses or anthropic-messages" {
 		t.Errorf("WithCaps(Messages|Tools) = %q", got)
 	}
 	if !Chat.InputImages() || !VLLM.InputImages() || Embeddings.InputImages() {
 		t.Error("InputImages: chat and completions (its chat twin) carry images, embeddings do not")
+	}
+	if Anthropic.InputImages() || !Anthropic.Has(Messages|Sessions|Reasoning|Tools) || Anthropic.Has(HistoryItems) {
+		t.Error("anthropic-messages: messages, sessions, thinking and tools in content blocks; no chat image parts, no input items")
+	}
+	if SGLang.Has(TextPrompts) || !SGLang.Has(Sessions) || !KServe.Has(TextPrompts|Sessions) {
+		t.Error("sglang-generate takes token ids, kserve-generate text only; both hold a conversation as completions do")
 	}
 	var none *Kind
 	if none.Has(Messages) || none.String() != "" {
@@ -63,5 +69,20 @@ func TestHelpJoinsRows(t *testing.T) {
 	}
 	if got, want := Names(), "vllm, openai, "; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, " or openai-transcriptions") {
 		t.Errorf("names %q", got)
+	}
+}
+
+// TestExpandPath: the model's name replaces the path's placeholder as one
+// escaped segment; a path without the placeholder is left as it is.
+func TestExpandPath(t *testing.T) {
+	for _, c := range []struct{ path, model, want string }{
+		{KServe.Path, "llama", "/v2/models/llama/generate"},
+		{KServe.Path, "org/model x", "/v2/models/org%2Fmodel%20x/generate"},
+		{"/gw/v2/models/{model}/versions/1/generate", "m", "/gw/v2/models/m/versions/1/generate"},
+		{Chat.Path, "llama", Chat.Path},
+	} {
+		if got := ExpandPath(c.path, c.model); got != c.want {
+			t.Errorf("ExpandPath(%q, %q) = %q, want %q", c.path, c.model, got, c.want)
+		}
 	}
 }

@@ -13,5 +13,5 @@ func ExampleLookup() {
 	fmt.Println("tools:", api.WithCaps(api.Tools))
 	// Output:
 	// true /v1/responses tokens true false
-	// tools: openai-chat or openai-responses
+	// tools: openai-chat or openai-responses or anthropic-messages
 }

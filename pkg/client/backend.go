@@ -22,8 +22,18 @@ type wire struct {
 	// and whether it ends the stream; streamEnd names what a complete
 	// stream ends with, for the error when it does not (data: [DONE] ends
 	// any stream).
-	chunk     func(c *Client, d *decoder, data []byte, res *Result) (kind tokenKind, usage, done bool, err error)
+	chunk func(c *Client, d *decoder, data []byte, res *Result) (kind tokenKind, usage, done bool, err error)
+	// streamEnd is "" when a stream ends with the body (the KServe
+	// generate_stream's answer has no end event).
 	streamEnd string
+	// streamSuffix is appended to the path when streaming
+	// (generate_stream beside generate).
+	streamSuffix string
+	// keyHeader is the header the API key is sent in as it is ("":
+	// Authorization: Bearer), and header the headers every request
+	// carries (an API version).
+	keyHeader string
+	header    map[string]string
 	// prepare, when set, readies a new client of the kind (New).
 	prepare func(c *Client) error
 	// contentType is the request body's type when it is not JSON
@@ -39,10 +49,14 @@ var textWire = &wire{appendBody: appendTextBody, read: readText, chunk: textChun
 
 // wires maps each API kind to its wire format.
 var wires = map[*api.Kind]*wire{
-	api.VLLM:       textWire,
-	api.OpenAI:     textWire,
-	api.Chat:       textWire,
-	api.Responses:  {appendBody: appendResponsesBody, read: readResponses, chunk: responsesChunk, streamEnd: responsesEnd, prepare: prepareResponses},
+	api.VLLM:      textWire,
+	api.OpenAI:    textWire,
+	api.Chat:      textWire,
+	api.Responses: {appendBody: appendResponsesBody, read: readResponses, chunk: responsesChunk, streamEnd: responsesEnd, prepare: prepareResponses},
+	api.Anthropic: {appendBody: appendAnthropicBody, read: readAnthropic, chunk: anthropicChunk, streamEnd: anthropicEnd, prepare: prepareAnthropic,
+		keyHeader: "X-Api-Key", header: map[string]string{"Anthropic-Version": anthropicVersion}},
+	api.SGLang:     {appendBody: appendSGLangBody, read: readSGLang, chunk: sglangChunk, streamEnd: doneEvent},
+	api.KServe:     {appendBody: appendKServeBody, read: readKServe, chunk: kserveChunk, streamSuffix: "_stream"},
 	api.Images:     {appendBody: (*Client).appendImageBody, read: readImages},
 	api.Embeddings: {appendBody: appendEmbeddingsBody, read: readVectors},
 	api.Pooling:    {appendBody: appendEmbeddingsBody, read: readVectors},

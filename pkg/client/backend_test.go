@@ -34,8 +34,12 @@ func TestBackendTable(t *testing.T) {
 				cap.bodies[0] = map[string]any{}
 			}
 		}
-		if res.Status != http.StatusTeapot || len(cap.paths) != 1 || cap.paths[0] != b.Path || cap.bodies[0] == nil {
-			t.Errorf("backend %q: status %d, paths %v, body %v: want one valid JSON body posted to %s", b.Name, res.Status, cap.paths, cap.bodies, b.Path)
+		path := api.ExpandPath(b.Path, c.cfg.Model) + w.streamSuffix
+		if res.Status != http.StatusTeapot || len(cap.paths) != 1 || cap.paths[0] != path || cap.bodies[0] == nil {
+			t.Errorf("backend %q: status %d, paths %v, body %v: want one valid JSON body posted to %s", b.Name, res.Status, cap.paths, cap.bodies, path)
+		}
+		if w.chunk != nil && c.URL() != srv.URL+path {
+			t.Errorf("backend %q: URL %s, want %s", b.Name, c.URL(), srv.URL+path)
 		}
 		if c.Kind() != b || c.Chat() != b.Has(api.Messages) || res.Measure != b.Measure {
 			t.Errorf("backend %q: the client's kind is %v (chat %v), the result measures %v", b.Name, c.Kind(), c.Chat(), res.Measure)

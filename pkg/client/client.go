@@ -102,6 +102,10 @@ type Config struct {
 	// response's id name the request as the client's record does.
 	// Retries send the same id.
 	RequestIDPrefix string
+	// CountTokens counts an answer's tokens when the server reports no
+	// count and the answer is not a stream of tokens (a kserve-generate
+	// whole answer): --tokenizer's count; nil counts its words.
+	CountTokens func(text []byte) int
 	// Secrets hides credentials in the messages of failed requests (nil:
 	// the API key and the user and password of BaseURL). URL credentials
 	// are always hidden.
@@ -115,13 +119,18 @@ type Client struct {
 	// of them (watchParent).
 	parents atomic.Pointer[parentWatch]
 	url     string
-	secrets *secret.Redactor
-	kind    *api.Kind
-	wire    *wire
-	chat    bool // kind.Has(api.Messages)
+	// base is the server root, path the endpoint's path before its model
+	// is filled in (api.ExpandPath): url is both, for the default model.
+	base, path string
+	secrets    *secret.Redactor
+	kind       *api.Kind
+	wire       *wire
+	chat       bool // kind.Has(api.Messages)
 	// responses holds the answer options in the Responses API's forms
 	// (responses.go).
 	responses responsesAnswer
+	// anthropic holds them in the Messages API's (anthropic.go).
+	anthropic anthropicAnswer
 	http      *http.Client
 	rewind    bool // set GetBody: net/http re-sends requests a server refused unprocessed
 	header    http.Header
@@ -191,7 +200,11 @@ func New(cfg Config) (*Client, error) {
 	if path == "" {
 		path = b.Path
 	}
-	c.url = base + path
+	if cfg.Stream && !strings.HasSuffix(path, w.streamSuffix) { // --endpoint may name the streaming path itself
+		path += w.streamSuffix
+	}
+	c.base, c.path = base, path
+	c.url = base + api.ExpandPath(path, cfg.Model)
 	extra, omit, err := api.ParseExtraBody(cfg.ExtraBody)
 	if err != nil {
 		return nil, fmt.Errorf("client: extra request body: %w", err)
@@ -216,8 +229,15 @@ func New(cfg Config) (*Client, error) {
 		contentType = w.contentType
 	}
 	c.header = http.Header{"Content-Type": {contentType}, "User-Agent": {"fineserve-gen"}}
-	if cfg.APIKey != "" {
+	switch {
+	case cfg.APIKey == "":
+	case w.keyHeader != "":
+		c.header.Set(w.keyHeader, cfg.APIKey)
+	default:
 		c.header.Set("Authorization", "Bearer "+cfg.APIKey)
+	}
+	for k, v := range w.header {
+		c.header.Set(k, v)
 	}
 	if lean != nil && strings.HasPrefix(c.url, "http://") {
 		if c.post, err = http.NewRequest(http.MethodPost, c.url, nil); err == nil {
@@ -270,6 +290,14 @@ func chatPath(completions string) string {
 // the client is used concurrently.
 func (c *Client) SetModel(m string) {
 	c.cfg.Model = m
+	if u := c.base + api.ExpandPath(c.path, m); u != c.url {
+		c.url = u // the path names the model
+		if c.post != nil {
+			if pu, err := url.Parse(u); err == nil {
+				c.post.URL = pu
+			}
+		}
+	}
 	if c.chatTwin != nil {
 		c.chatTwin.SetModel(m)
 	}

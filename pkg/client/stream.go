@@ -61,6 +61,9 @@ type decoder struct {
 	data      []byte
 	// shape is the last chunk skimmed whole (chunkShape).
 	shape chunkShape
+	// seen is how much of a cumulative stream's text has arrived
+	// (sglang-generate: each chunk holds the whole text so far).
+	seen int
 	// parser is taken from parsers for a parse and handed back when its
 	// values are no longer read (release): a stream holds none while it
 	// waits for its next chunk, so 10,000 open streams do not hold 10,000
@@ -100,6 +103,7 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 		d.lines.reset(body, d.buf)
 	}
 	defer func() { d.buf = d.lines.buf }()
+	d.seen = 0
 
 	data := d.data[:0]
 	defer func() { d.data = data[:0] }()
@@ -201,7 +205,7 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 		res.ReasoningTokens = res.ReasoningChunks // no usage details: the chunks counted
 	}
 	res.CountToolCalls()
-	if !done {
+	if !done && c.wire.streamEnd != "" {
 		return protocolError{"stream ended without " + c.wire.streamEnd}
 	}
 	if usage && chunks == 0 && res.CompletionTokens >= minUnreadTokens {
@@ -361,10 +365,22 @@ func chunkError(e *fastjson.Value) error {
 	if code == 0 {
 		code = e.GetInt("status")
 	}
+	if code == 0 {
+		code = errorTypeStatus[string(e.GetStringBytes("type"))]
+	}
 	if code >= 400 && code < 600 {
 		return streamError{statusClass(code), fmt.Sprintf("error in stream (code %d): %s", code, msg)}
 	}
 	return streamError{ErrProtocol, "error in stream: " + msg}
+}
+
+// errorTypeStatus is the HTTP status of an error that names its type and
+// no code: Anthropic's error types (its stream's error event), classified
+// as the same error answered with its status would be — overloaded_error
+// is Anthropic's 529, a server error (http_5xx) retried like a 503.
+var errorTypeStatus = map[string]int{
+	"invalid_request_error": 400, "authentication_error": 401, "permission_error": 403, "not_found_error": 404,
+	"request_too_large": 413, "rate_limit_error": 429, "api_error": 500, "overloaded_error": 529,
 }
 
 func copyUsage(u *fastjson.Value, res *Result) {

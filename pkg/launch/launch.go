@@ -396,7 +396,18 @@ func (o *job) clientConfig() client.Config {
 		ImageSize:       fmt.Sprintf("%dx%d", o.Replay.ImageWidth, o.Replay.ImageHeight),
 		Answer:          o.Answer.Loaded(),
 		BatchSize:       o.BatchSize, AudioSeconds: o.Media.Audio.Seconds, AudioSeed: uint64(max(o.Seed, 0)),
+		CountTokens: o.countTokens(),
 	}
+}
+
+// countTokens counts an answer's text in --tokenizer's tokens, for an API
+// whose answers may carry no count (nil without a tokenizer: words).
+func (o *job) countTokens() func([]byte) int {
+	if o.tok == nil {
+		return nil
+	}
+	tk := o.tok
+	return func(b []byte) int { return tk.Count(string(b)) }
 }
 
 // TokenLimit is the most tokens (input plus output) one request may have,

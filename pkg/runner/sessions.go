@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,7 +42,10 @@ type sessionSender struct {
 	// items: tool calls and results go back as input items (the
 	// Responses API); turns: what the history carries besides messages.
 	items bool
-	turns TurnOptions
+	// blocks: answers and tool results go back as Anthropic's content
+	// blocks.
+	blocks bool
+	turns  TurnOptions
 	// conv gives later turns' user messages with --multi-turn (nil:
 	// synthetic text).
 	conv *prompt.Conversations
@@ -65,6 +69,7 @@ func newSessionSender(base *sender, wl *workload.Workload, cfg *Config, start ti
 		base: base, plan: wl.Sessions.Config, start: start, stop: stop,
 		continueOnError: cfg.ContinueOnError, chat: base.endpoints.First().Chat(), clock: metrics.NewSessionClock(),
 		conv: wl.Conversations, limit: cfg.TokenLimit, items: base.endpoints.First().Kind().Has(api.HistoryItems), turns: cfg.Turns,
+		blocks: base.endpoints.First().Kind().Has(api.ContentBlocks),
 	}
 	if cfg.MaxConcurrency > 0 {
 		s.slots = make(chan struct{}, cfg.MaxConcurrency)
@@ -297,7 +302,7 @@ func (s *sessionSender) do(ctx context.Context, a *arrival.Arrival, user *messag
 	}
 	media := s.base.prompts.Multimodal(a)
 	req := client.Request{Model: a.Model, MaxTokens: max(t.Output, 1), Chat: media, CancelAfter: t.CancelAfter}
-	w := userWriter{p: s.base.prompts, conv: s.conv, session: a.Index, items: s.items, results: s.turns.ToolResultLen > 0}
+	w := userWriter{p: s.base.prompts, conv: s.conv, session: a.Index, items: s.items, blocks: s.blocks, results: s.turns.ToolResultLen > 0}
 	if s.chat || media {
 		from := 0
 		if s.turns.Chain && h.responseID != "" {
@@ -324,6 +329,9 @@ type userWriter struct {
 	conv    *prompt.Conversations
 	session int64
 	items   bool
+	// blocks: answers as Anthropic's assistant content blocks (text,
+	// tool_use), tool results as tool_result blocks of a user message.
+	blocks bool
 	// results: tool results have text (--tool-result-len > 0).
 	results bool
 }
@@ -374,6 +382,9 @@ func appendMessages(w *userWriter, dst []byte, h *history, from int, user *messa
 // text, its reasoning when kept and its tool calls — or, as input items,
 // the message and a function_call item per call.
 func (w *userWriter) answer(dst []byte, m *message) []byte {
+	if w.blocks {
+		return w.answerBlocks(dst, m)
+	}
 	if len(m.answer) > 0 || len(m.calls) == 0 || !w.items {
 		dst = append(dst, `{"role":"assistant","content":"`...)
 		dst = prompt.AppendEscaped(dst, m.answer)
@@ -419,6 +430,9 @@ func (w *userWriter) answer(dst []byte, m *message) []byte {
 // answering each of an answer's tool calls: text of --tool-result-len
 // tokens, each call's its own.
 func (w *userWriter) toolResults(dst []byte, m *message) []byte {
+	if w.blocks {
+		return w.resultBlocks(dst, m)
+	}
 	for i, c := range m.calls {
 		if w.items {
 			dst = append(dst, `{"type":"function_call_output","call_id":`...)
@@ -437,6 +451,64 @@ func (w *userWriter) toolResults(dst []byte, m *message) []byte {
 		dst = append(dst, `"},`...)
 	}
 	return dst
+}
+
+// answerBlocks appends an answer as Anthropic's assistant message: a text
+// block (when it has text) and a tool_use block per call, whose input is
+// the call's arguments when they are a JSON object, else {} (the API takes
+// an object). The reasoning is left out, as chat leaves it out.
+func (w *userWriter) answerBlocks(dst []byte, m *message) []byte {
+	dst = append(dst, `{"role":"assistant","content":`...)
+	if len(m.answer) == 0 && len(m.calls) == 0 {
+		return append(dst, `""},`...)
+	}
+	dst = append(dst, '[')
+	if len(m.answer) > 0 {
+		dst = append(dst, `{"type":"text","text":"`...)
+		dst = prompt.AppendEscaped(dst, m.answer)
+		dst = append(dst, `"}`...)
+	}
+	for i, c := range m.calls {
+		if i > 0 || len(m.answer) > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"type":"tool_use","id":`...)
+		dst = appendJSONString(dst, c.id)
+		dst = append(dst, `,"name":`...)
+		dst = appendJSONString(dst, c.name)
+		dst = append(dst, `,"input":`...)
+		if args := bytes.TrimSpace(c.args); len(args) > 0 && args[0] == '{' && json.Valid(args) {
+			dst = append(dst, args...)
+		} else {
+			dst = append(dst, "{}"...)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, "]},"...)
+}
+
+// resultBlocks appends the user message of tool_result blocks answering
+// an answer's tool calls (none: nothing).
+func (w *userWriter) resultBlocks(dst []byte, m *message) []byte {
+	if len(m.calls) == 0 {
+		return dst
+	}
+	dst = append(dst, `{"role":"user","content":[`...)
+	for i, c := range m.calls {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"type":"tool_result","tool_use_id":`...)
+		dst = appendJSONString(dst, c.id)
+		dst = append(dst, `,"content":"`...)
+		if w.results {
+			r := m.result
+			r.Index ^= int64(i) << 40
+			dst = w.p.AppendText(dst, &r)
+		}
+		dst = append(dst, `"}`...)
+	}
+	return append(dst, "]},"...)
 }
 
 // appendJSONString appends s as a JSON string.

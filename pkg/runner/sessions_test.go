@@ -2,6 +2,7 @@ package runner
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -148,5 +149,65 @@ func TestHistoryWithToolsAndReasoning(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHistoryInContentBlocks: for Anthropic's Messages (ContentBlocks),
+// an answer goes back as an assistant message of a text block and a
+// tool_use block per call (its input the arguments' object; arguments that
+// are not one go as {}), the tool results as tool_result blocks of one
+// user message of --tool-result-len words, the reasoning never (even when
+// kept: a thinking block needs its signature); an empty answer is an
+// empty assistant message.
+func TestHistoryInContentBlocks(t *testing.T) {
+	a := arrival.Arrival{Index: 3, InputTokens: 5, OutputTokens: 4}
+	res := &client.Result{}
+	res.Reset()
+	res.KeepText = true
+	res.Text, res.Reasoning = []byte("ok"), []byte("think")
+	res.CompletionTokens, res.ReasoningTokens = 10, 4
+	res.Calls = []client.ToolCall{{Index: 0, ID: "toolu_a", Name: "get_weather", Args: []byte(`{"city":"Paris"}`)},
+		{Index: 1, ID: "toolu_b", Name: "f", Args: []byte(`{"cut`)}}
+	h := history{msgs: []message{{user: a}}}
+	h.reply(res, TurnOptions{ToolResultLen: 6, KeepReasoning: true}, arrival.Arrival{Index: 99, InputTokens: 6})
+	h.msgs = append(h.msgs, message{user: userArrival(&a, 2, session.Turn{Input: 3})}, message{reply: true})
+	u3 := message{user: userArrival(&a, 3, session.Turn{Input: 2})}
+	w := userWriter{p: prompt.New(prompt.Options{Chat: true, Salt: 9}), blocks: true, results: true}
+	b := appendMessages(&w, nil, &h, 0, &u3)
+	var msgs []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(b, &msgs); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	var roles []string
+	for _, m := range msgs {
+		roles = append(roles, m.Role)
+	}
+	if got := strings.Join(roles, " "); got != "user assistant user user assistant user" {
+		t.Fatalf("roles %s: %s", got, b)
+	}
+	var answer []map[string]any
+	if err := json.Unmarshal(msgs[1].Content, &answer); err != nil || len(answer) != 3 {
+		t.Fatalf("answer %s (%v)", msgs[1].Content, err)
+	}
+	if answer[0]["type"] != "text" || answer[0]["text"] != "ok" || answer[1]["type"] != "tool_use" || answer[1]["id"] != "toolu_a" ||
+		answer[1]["name"] != "get_weather" || fmt.Sprint(answer[1]["input"]) != "map[city:Paris]" || fmt.Sprint(answer[2]["input"]) != "map[]" {
+		t.Errorf("answer blocks %v", answer)
+	}
+	var results []struct {
+		Type, ToolUseID, Content string
+	}
+	if err := json.Unmarshal(msgs[2].Content, &results); err != nil || len(results) != 2 {
+		t.Fatalf("results %s (%v)", msgs[2].Content, err)
+	}
+	for i, r := range results {
+		if r.Type != "tool_result" || len(strings.Fields(r.Content)) != 6 {
+			t.Errorf("result %d: %+v", i, r)
+		}
+	}
+	if strings.Contains(string(b), "think") || string(msgs[4].Content) != `""` {
+		t.Errorf("reasoning sent, or the empty answer %s: %s", msgs[4].Content, b)
 	}
 }

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
+)
+
+// apiRecord is what TestOtherAPIsPacing reads of a record.
+type apiRecord struct {
+	Index            int64     `json:"index"`
+	Turn             int       `json:"turn"`
+	RequestID        string    `json:"request_id"`
+	ErrorClass       string    `json:"error_class"`
+	Error            string    `json:"error"`
+	TTFT             *float64  `json:"ttft_ms"`
+	TTFO             *float64  `json:"ttfo_ms"`
+	ITL              []float64 `json:"itl_ms"`
+	PromptTokens     *int      `json:"prompt_tokens"`
+	CompletionTokens int       `json:"completion_tokens"`
+	CachedTokens     *int      `json:"cached_tokens"`
+	ReasoningTokens  int       `json:"reasoning_tokens"`
+	ToolCalls        int       `json:"tool_calls"`
+}
+
+// TestOtherAPIsPacing runs anthropic-messages, sglang-generate and
+// kserve-generate in every mode — Poisson, replay, parametric, each
+// without and with sessions, and an agentic trace's replay — against the
+// built-in server paced exactly (--pace exact: the first token due TTFT
+// after the request arrives, each next one ITL later) with its chunk log,
+// the server's truth of when each token went out: the median TTFT, TTFO
+// (after the thinking tokens) and ITL of the records are within 1 ms of
+// the truth's, and the usage the records hold is the server's: its
+// prompt, completion, reasoning and tool-call counts summed over the run.
+// (An agentic trace's replay idles through its think times: those run
+// side by side.)
+func TestOtherAPIsPacing(t *testing.T) {
+	const ttft, itl = 20 * time.Millisecond, 4 * time.Millisecond // the chunk log times what the server did
+	modes := []string{"poisson", "replay-fineserve", "parametric-class-nb"}
+	for _, backend := range []string{"anthropic-messages", "sglang-generate", "kserve-generate"} {
+		for _, mode := range append(slices.Clone(modes), "replay-agentic") {
+			for _, turns := range []string{"1", "3"} {
+				if mode == "replay-agentic" && turns != "1" {
+					continue // the trace's conversations are the sessions
+				}
+				t.Run(fmt.Sprintf("%s/%s/turns%s", backend, mode, turns), func(t *testing.T) {
+					if mode == "replay-agentic" {
+						t.Parallel()
+					}
+					var chunks bytes.Buffer
+					log := mockserver.NewChunkLog(&chunks, time.Hour)
+					cfg := mockserver.Config{Models: []string{"mock-model"}, TTFT: ttft, ITL: itl, Pace: mockserver.PaceExact, Seed: 9, Chunks: log}
+					args := append(slices.Clone(workloadArgs[mode]), "--backend", backend, "--seed", "3", "--warmup-requests", "0", "--quiet",
+						"--request-id-prefix", "r-")
+					if mode != "replay-agentic" {
+						args = append(args, "--turns", turns)
+					}
+					if mode == "poisson" || mode == "parametric-class-nb" {
+						args = append(args, "--random-input-len", "24", "--random-output-len", "6")
+					}
+					switch backend {
+					case "anthropic-messages":
+						cfg.Reasoning = mockserver.ReasoningConfig{Tokens: mockserver.LengthDist{Min: 2, Max: 2}}
+						cfg.Tools = mockserver.ToolConfig{CallShare: 0.5}
+						args = append(args, "--tools", "testdata/tools.json", "--tool-result-len", "4", "--reasoning-effort", "low")
+					case "kserve-generate":
+						args = append(args, "--extra-request-body", `{"return_num_input_tokens":true,"return_num_output_tokens":true}`)
+					}
+					srv, err := mockserver.New(cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					port, stop, err := srv.ServeLoopback()
+					if err != nil {
+						t.Fatal(err)
+					}
+					r := mustRunTool(t, mockTarget(port, args...)...)
+					stop()
+					if err := log.Close(); err != nil {
+						t.Fatal(err)
+					}
+					truth, err := mockserver.ReadChunkLog(&chunks)
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkAPIPacing(t, srv.Stats(), truth, testenv.ReadJSONL[apiRecord](t, r.path("results.jsonl")), backend)
+				})
+			}
+		}
+	}
+}
+
+// checkAPIPacing checks a run's records against the server's chunk log
+// and counts.
+func checkAPIPacing(t *testing.T, st mockserver.Stats, truth []mockserver.ChunkRecord, recs []apiRecord, backend string) {
+	t.Helper()
+	byID := map[string]mockserver.ChunkRecord{}
+	for _, c := range truth {
+		byID[c.RequestID] = c
+	}
+	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+	var ttfts, ttfos, itls []float64
+	var prompt, completion, reasoning, calls int64
+	for _, r := range recs {
+		if r.ErrorClass != "" {
+			t.Fatalf("record %d turn %d: %s %s", r.Index, r.Turn, r.ErrorClass, r.Error)
+		}
+		c, ok := byID[r.RequestID]
+		if r.TTFT == nil || r.PromptTokens == nil || !ok || len(r.ITL) != len(c.GapsNS) {
+			t.Fatalf("record %d turn %d (%q): ttft %v, prompt tokens %v, %d gaps; the server's log %v: %+v", r.Index, r.Turn, r.RequestID, r.TTFT, r.PromptTokens, len(r.ITL), ok, c)
+		}
+		ttfts = append(ttfts, math.Abs(*r.TTFT-ms(c.TTFTNS())))
+		if r.TTFO != nil {
+			at := c.TTFTNS()
+			for _, g := range c.GapsNS[:r.ReasoningTokens] {
+				at += g
+			}
+			ttfos = append(ttfos, math.Abs(*r.TTFO-ms(at)))
+		}
+		for i, g := range r.ITL {
+			itls = append(itls, math.Abs(g-ms(c.GapsNS[i])))
+		}
+		prompt += int64(*r.PromptTokens)
+		completion += int64(r.CompletionTokens)
+		reasoning += int64(r.ReasoningTokens)
+		calls += int64(r.ToolCalls)
+	}
+	if int64(len(recs)) != st.Completed || len(recs) == 0 {
+		t.Fatalf("%d records, the server completed %d", len(recs), st.Completed)
+	}
+	median := func(xs []float64) float64 {
+		if len(xs) == 0 {
+			return math.NaN()
+		}
+		xs = slices.Clone(xs)
+		slices.Sort(xs)
+		return xs[len(xs)/2]
+	}
+	for _, c := range []struct {
+		name string
+		off  []float64
+	}{{"TTFT", ttfts}, {"ITL", itls}, {"TTFO", ttfos}} {
+		if c.name == "TTFO" && backend != "anthropic-messages" {
+			continue
+		}
+		if m := median(c.off); !(m <= 1) {
+			t.Errorf("%s: median %.3f ms off the server's chunk log (%d samples), want within 1 ms", c.name, m, len(c.off))
+		}
+	}
+	if prompt != st.PromptTokens || completion != st.GenerationTokens {
+		t.Errorf("records: prompt %d completion %d tokens; the server: %d, %d", prompt, completion, st.PromptTokens, st.GenerationTokens)
+	}
+	if reasoning != st.Model.ReasoningTokens || calls != st.Model.ToolCalls {
+		t.Errorf("records: %d reasoning tokens, %d tool calls; the server: %d, %d", reasoning, calls, st.Model.ReasoningTokens, st.Model.ToolCalls)
+	}
+	if backend == "anthropic-messages" && (reasoning == 0 || calls == 0) {
+		t.Errorf("anthropic-messages: %d reasoning tokens, %d tool calls: want both", reasoning, calls)
+	}
+	t.Logf("%d records: median |off| TTFT %.3f ms, TTFO %.3f ms, ITL %.3f ms; %d prompt, %d completion, %d reasoning tokens, %d tool calls",
+		len(recs), median(ttfts), median(ttfos), median(itls), prompt, completion, reasoning, calls)
+}

@@ -1,0 +1,270 @@
+package mockserver
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fastjson"
+)
+
+// SGLang's native POST /generate and the KServe/Triton v2 generate
+// extension (POST /v2/models/{model}/generate and generate_stream), as
+// docs/WIRE_FORMATS.md describes them: completions' answers (no reasoning,
+// tools or format) in their own shapes. /generate streams "data: {…}"
+// chunks whose text is the WHOLE text so far, with a meta_info of counts,
+// and ends with data: [DONE]; generate_stream streams one event per token
+// whose text_output is the token's text, and ends with the body.
+// Faults that answer before a response apply; those that break a body
+// are not injected into these answers (they are served whole).
+
+// nativeAPI is which of the two a request speaks.
+type nativeAPI uint8
+
+const (
+	nativeSGLang nativeAPI = iota
+	nativeKServe
+)
+
+// parseNative reads a /generate or generate request.
+func (s *Server) parseNative(body []byte, api nativeAPI, model string) (request, nativeOpts, error) {
+	p := s.parsers.Get()
+	defer s.parsers.Put(p)
+	var o nativeOpts
+	v, err := parseObject(p, body)
+	if err != nil {
+		return request{}, o, badRequest(err.Error())
+	}
+	req := request{model: model, maxTokens: 16}
+	var hb *blockHasher
+	if s.prefix != nil {
+		hb = new(blockHasher)
+		hb.reset(req.model, s.prefix.blockTokens)
+		req.prefix = hb
+	}
+	params := v.Get("parameters")
+	maxName, minName := "max_tokens", "min_tokens"
+	if api == nativeSGLang {
+		req.model = s.cfg.Models[0]
+		params = v.Get("sampling_params")
+		maxName, minName = "max_new_tokens", "min_new_tokens"
+		if ids := v.Get("input_ids"); ids != nil {
+			items, err := ids.Array()
+			if err != nil {
+				return req, o, badRequest("input_ids: a list of token ids is required")
+			}
+			for _, it := range items {
+				n, err := it.Uint64()
+				if err != nil {
+					return req, o, badRequest("input_ids: a list of token ids is required")
+				}
+				if hb != nil {
+					hb.token(n)
+				}
+			}
+			req.promptTokens = len(items)
+		} else if t := v.Get("text"); t != nil && t.Type() == fastjson.TypeString {
+			req.promptTokens = s.countText(t.GetStringBytes())
+			if hb != nil {
+				hb.words(t.GetStringBytes())
+			}
+		} else {
+			return req, o, badRequest("text or input_ids: required")
+		}
+		req.stream = v.GetBool("stream")
+	} else {
+		t := v.Get("text_input")
+		if t == nil || t.Type() != fastjson.TypeString {
+			return req, o, badRequest("text_input: a string is required")
+		}
+		req.promptTokens = s.countText(t.GetStringBytes())
+		if hb != nil {
+			hb.words(t.GetStringBytes())
+		}
+		o.inputCounts = v.GetBool("return_num_input_tokens")
+		o.outputCounts = v.GetBool("return_num_output_tokens")
+	}
+	if params != nil && params.Type() == fastjson.TypeObject {
+		if err := intField(params, maxName, &req.maxTokens); err != nil {
+			return req, o, badRequest(err.Error())
+		}
+		if err := intField(params, minName, &req.minTokens); err != nil {
+			return req, o, badRequest(err.Error())
+		}
+		req.ignoreEOS = params.GetBool("ignore_eos")
+	} else if params != nil && params.Type() != fastjson.TypeNull {
+		return req, o, badRequest("parameters: an object is required")
+	}
+	if req.maxTokens < 1 {
+		return req, o, badRequest(maxName + " must be at least 1, got " + strconv.Itoa(req.maxTokens))
+	}
+	if req.minTokens < 0 || req.minTokens > req.maxTokens {
+		return req, o, badRequest(minName + " must be between 0 and " + maxName)
+	}
+	return req, o, nil
+}
+
+// nativeOpts is what a KServe request asks beyond a generation: the
+// counts Triton's vLLM backend returns when asked (return_num_input_tokens,
+// return_num_output_tokens).
+type nativeOpts struct {
+	inputCounts, outputCounts bool
+}
+
+func (s *Server) handleSGLang(w http.ResponseWriter, r *http.Request) {
+	s.handleNative(w, r, nativeSGLang, false)
+}
+
+func (s *Server) handleKServe(stream bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.handleNative(w, r, nativeKServe, stream) }
+}
+
+func (s *Server) handleNative(w http.ResponseWriter, r *http.Request, api nativeAPI, stream bool) {
+	arrival := time.Now()
+	bp := bodyPool.Get().(*[]byte)
+	defer putBody(bp)
+	body, _, ok := s.receive(w, r, bp)
+	if !ok {
+		return
+	}
+	req, opts, err := s.parseNative(body, api, r.PathValue("model"))
+	if api == nativeKServe {
+		req.stream = stream
+	}
+	if !s.accepted(w, req.model, err) || !s.withinContext(w, req) {
+		return
+	}
+	ctx := r.Context()
+	g, done, ok := s.admit(ctx, req, false, false)
+	if !ok {
+		return
+	}
+	defer done()
+	g.reqID = requestID(r)
+	start := time.Now()
+	if s.cfg.Pace == PaceExact {
+		start = arrival
+	}
+	first := start.Add(s.cfg.TTFT + time.Duration(req.promptTokens-g.cached)*s.cfg.PrefillPerToken)
+	ns := &nativeStream{g: &g, api: api, opts: opts}
+	if req.stream {
+		g.trace = s.cfg.Chunks.start(arrival, received(r), g.reqID)
+		defer func() { s.cfg.Chunks.finish(g.trace, g.id) }()
+		if !ns.stream(ctx, w, first) {
+			s.aborted.Add(1)
+			return
+		}
+	} else {
+		if !sleepUntil(ctx, first.Add(time.Duration(max(g.out-1, 0))*s.cfg.ITL)) {
+			s.aborted.Add(1)
+			return
+		}
+		writeJSON(w, ns.appendObject(nil, g.out, g.out))
+	}
+	s.completed.Add(1)
+	s.promptTokens.Add(int64(req.promptTokens))
+	s.genTokens.Add(int64(g.out))
+}
+
+// nativeStream writes a /generate or generate answer.
+type nativeStream struct {
+	g    *generation
+	api  nativeAPI
+	opts nativeOpts
+}
+
+// appendObject appends the answer object after n tokens: SGLang's whole
+// text so far and meta_info, or KServe's text_output of the tokens since
+// the last (new of them: all of a whole answer, one of a stream's event).
+func (ns *nativeStream) appendObject(b []byte, n, new int) []byte {
+	g := ns.g
+	if ns.api == nativeKServe {
+		b = append(b, `{"model_name":`...)
+		b = appendJSONString(b, []byte(g.req.model))
+		b = append(b, `,"model_version":"1","text_output":"`...)
+		for range new {
+			b = append(b, tokenText...)
+		}
+		b = append(b, '"')
+		if ns.opts.inputCounts {
+			b = append(b, `,"num_input_tokens":`...)
+			b = strconv.AppendInt(b, int64(g.req.promptTokens), 10)
+		}
+		if ns.opts.outputCounts {
+			b = append(b, `,"num_output_tokens":`...)
+			b = strconv.AppendInt(b, int64(new), 10)
+		}
+		return append(b, '}')
+	}
+	b = append(b, `{"text":"`...)
+	for range n {
+		b = append(b, tokenText...)
+	}
+	b = append(b, `","meta_info":{"id":"`...)
+	if g.reqID != "" {
+		b = append(b, g.reqID...)
+	} else {
+		b = strconv.AppendInt(b, g.id, 10)
+	}
+	b = append(b, `","finish_reason":`...)
+	switch {
+	case n < g.out:
+		b = append(b, "null"...)
+	case g.out < g.req.maxTokens:
+		b = append(b, `{"type":"stop","matched":2}`...)
+	default:
+		b = append(b, `{"type":"length","length":`...)
+		b = strconv.AppendInt(b, int64(g.out), 10)
+		b = append(b, '}')
+	}
+	b = append(b, `,"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(g.req.promptTokens), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, `,"cached_tokens":`...)
+	b = strconv.AppendInt(b, int64(g.cached), 10)
+	return append(b, `}}`...)
+}
+
+// stream writes the event stream, token k at first + k·ITL; it reports
+// false if the client left.
+func (ns *nativeStream) stream(ctx context.Context, w http.ResponseWriter, first time.Time) bool {
+	g := ns.g
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	rc := http.NewResponseController(w)
+	w.WriteHeader(http.StatusOK)
+	rc.Flush()
+	var pace pacer
+	defer pace.stop()
+	if !pace.until(ctx, first) {
+		return false
+	}
+	var b []byte
+	for k := range g.out {
+		if k > 0 && g.s.cfg.ITL > 0 {
+			if _, err := w.Write(b); err != nil || rc.Flush() != nil {
+				return false
+			}
+			b = b[:0]
+			g.trace.wrote()
+			if !pace.until(ctx, first.Add(time.Duration(k)*g.s.cfg.ITL)) {
+				return false
+			}
+		}
+		b = append(b, "data: "...)
+		b = ns.appendObject(b, k+1, 1)
+		b = append(b, "\n\n"...)
+	}
+	if ns.api == nativeSGLang {
+		b = append(b, "data: [DONE]\n\n"...)
+	}
+	_, err := w.Write(b)
+	if err == nil && (g.trace != nil || g.s.cfg.Pace == PaceExact) {
+		err = rc.Flush()
+		g.trace.wrote()
+	}
+	return err == nil
+}

@@ -1,0 +1,318 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
+)
+
+// events writes server-sent events with event: lines (Anthropic's form).
+func events(evs ...[2]string) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, e := range evs {
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e[0], e[1])
+			w.(http.Flusher).Flush()
+		}
+	}
+}
+
+// anthropicStream is a Messages stream with two thinking deltas, a text
+// delta and a tool call in two input_json_delta fragments.
+var anthropicStream = [][2]string{
+	{"message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"usage":{"input_tokens":7,"cache_read_input_tokens":4,"cache_creation_input_tokens":1,"output_tokens":1}}}`},
+	{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}`},
+	{"ping", `{"type":"ping"}`},
+	{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}`},
+	{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":" ok"}}`},
+	{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"abc"}}`},
+	{"content_block_stop", `{"type":"content_block_stop","index":0}`},
+	{"content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`},
+	{"content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Hi"}}`},
+	{"content_block_stop", `{"type":"content_block_stop","index":1}`},
+	{"content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{}}}`},
+	{"content_block_delta", `{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":""}}`},
+	{"content_block_delta", `{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"city\":"}}`},
+	{"content_block_delta", `{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"\"Paris\"}"}}`},
+	{"content_block_stop", `{"type":"content_block_stop","index":2}`},
+	{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":9}}`},
+	{"message_stop", `{"type":"message_stop"}`},
+}
+
+// TestAnthropicStream: a Messages stream's deltas are its tokens — thinking
+// as reasoning, text and tool input as output (TTFO) — the usage is the
+// input and cache counts of message_start and the output of message_delta,
+// the tool call is kept whole, and the request carries the API key in
+// x-api-key with the API version, the tools in Anthropic's form and the
+// thinking budget of the reasoning effort.
+func TestAnthropicStream(t *testing.T) {
+	cap := &capture{respond: events(anthropicStream...)}
+	srv := httptest.NewServer(cap)
+	defer srv.Close()
+	tools := `[{"type":"function","function":{"name":"get_weather","description":"d","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`
+	c := newTestClient(t, srv, Config{API: api.Anthropic, Stream: true, APIKey: "sk-secret", IgnoreEOS: true,
+		Answer: AnswerOptions{Tools: []byte(tools), ToolChoice: "required", ReasoningEffort: "low"}})
+	res := &Result{}
+	res.Reset()
+	res.KeepText = true
+	c.Do(context.Background(), &Request{MaxTokens: 100, Prompt: []byte(`"hi"`)}, res)
+	if !res.OK() {
+		t.Fatalf("%s: %s", res.ErrorClass, res.Error)
+	}
+	if res.PromptTokens != 12 || res.CachedTokens != 4 || res.CompletionTokens != 9 {
+		t.Errorf("prompt %d cached %d completion %d, want 12 (7 + 4 read + 1 written), 4, 9", res.PromptTokens, res.CachedTokens, res.CompletionTokens)
+	}
+	if len(res.TokenTimes) != 5 || res.ReasoningChunks != 2 || res.ReasoningTokens != 2 {
+		t.Errorf("%d tokens, %d reasoning chunks, %d reasoning tokens: want 5 (2 thinking, 1 text, 2 tool input), 2, 2", len(res.TokenTimes), res.ReasoningChunks, res.ReasoningTokens)
+	}
+	if res.FirstOutput != res.TokenTimes[2] || res.FirstToken != res.TokenTimes[0] {
+		t.Errorf("first token %v, first output %v, tokens %v", res.FirstToken, res.FirstOutput, res.TokenTimes)
+	}
+	if string(res.Text) != "Hi" || string(res.Reasoning) != "hm ok" {
+		t.Errorf("text %q reasoning %q", res.Text, res.Reasoning)
+	}
+	if res.ToolCalls != 1 || res.ToolArgsInvalid != 0 || res.Calls[0].Name != "get_weather" || res.Calls[0].ID != "toolu_1" || string(res.Calls[0].Args) != `{"city":"Paris"}` {
+		t.Errorf("tool calls %d (invalid %d): %+v", res.ToolCalls, res.ToolArgsInvalid, res.Calls)
+	}
+	h := cap.headers[0]
+	if h.Get("X-Api-Key") != "sk-secret" || h.Get("Authorization") != "" || h.Get("Anthropic-Version") != "2023-06-01" {
+		t.Errorf("headers %v", h)
+	}
+	b := cap.bodies[0]
+	wantTools := []any{map[string]any{"name": "get_weather", "description": "d", "input_schema": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}}
+	if fmt.Sprint(b["tools"]) != fmt.Sprint(wantTools) || fmt.Sprint(b["tool_choice"]) != "map[type:any]" {
+		t.Errorf("tools %v, tool choice %v", b["tools"], b["tool_choice"])
+	}
+	if fmt.Sprint(b["thinking"]) != "map[budget_tokens:99 type:enabled]" || b["temperature"] != nil || b["max_tokens"] != 100.0 || b["ignore_eos"] != true {
+		t.Errorf("thinking %v (a low effort's 2048 held under max_tokens 100), temperature %v, max_tokens %v, ignore_eos %v", b["thinking"], b["temperature"], b["max_tokens"], b["ignore_eos"])
+	}
+	if fmt.Sprint(b["messages"]) != "[map[content:hi role:user]]" {
+		t.Errorf("messages %v", b["messages"])
+	}
+}
+
+// TestAnthropicErrors: an error event in a stream, an error object in a
+// 200 answer and Anthropic's 529 are classified as the HTTP status of
+// their type would be; a stream cut before message_stop is a protocol
+// error.
+func TestAnthropicErrors(t *testing.T) {
+	overloaded := `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`
+	for _, c := range []struct {
+		name    string
+		respond func(http.ResponseWriter, *http.Request)
+		stream  bool
+		class   string
+	}{
+		{"error event", events(anthropicStream[0], anthropicStream[7], anthropicStream[8], [2]string{"error", overloaded}), true, ErrHTTP5xx},
+		{"rate limit event", events(anthropicStream[0], [2]string{"error", `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`}), true, ErrHTTP429},
+		{"529", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(529)
+			fmt.Fprint(w, overloaded)
+		}, true, ErrHTTP5xx},
+		{"error answer", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}`)
+		}, false, ErrHTTP4xx},
+		{"no message_stop", events(anthropicStream[:10]...), true, ErrProtocol},
+	} {
+		srv := httptest.NewServer(&capture{respond: c.respond})
+		cl := newTestClient(t, srv, Config{API: api.Anthropic, Stream: c.stream})
+		res := do(cl, `"hi"`, 4)
+		srv.Close()
+		if res.ErrorClass != c.class {
+			t.Errorf("%s: class %q (%s), want %q", c.name, res.ErrorClass, res.Error, c.class)
+		}
+	}
+}
+
+// TestAnthropicWhole: a non-streamed message's blocks are read — its text,
+// thinking and tool_use input (kept as the call's arguments) — with its
+// usage.
+func TestAnthropicWhole(t *testing.T) {
+	srv := httptest.NewServer(&capture{respond: func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"Hi"},{"type":"tool_use","id":"toolu_1","name":"f","input":{"a":1}}],"stop_reason":"tool_use","usage":{"input_tokens":5,"output_tokens":6}}`)
+	}})
+	defer srv.Close()
+	c := newTestClient(t, srv, Config{API: api.Anthropic})
+	res := &Result{}
+	res.Reset()
+	res.KeepText = true
+	c.Do(context.Background(), &Request{MaxTokens: 4, Prompt: []byte(`"hi"`)}, res)
+	if !res.OK() || res.PromptTokens != 5 || res.CompletionTokens != 6 || string(res.Text) != "Hi" || string(res.Reasoning) != "hm" {
+		t.Fatalf("%s %s: prompt %d completion %d text %q reasoning %q", res.ErrorClass, res.Error, res.PromptTokens, res.CompletionTokens, res.Text, res.Reasoning)
+	}
+	if res.ToolCalls != 1 || string(res.Calls[0].Args) != `{"a":1}` || res.FirstToolCall == 0 {
+		t.Errorf("calls %+v", res.Calls)
+	}
+}
+
+// TestSGLangCumulative: a /generate stream's text is cumulative: a chunk
+// whose text grew is a token carrying the growth, one that did not is
+// none; the counts are meta_info's. A token-id prompt is sent as
+// input_ids, a text one as text.
+func TestSGLangCumulative(t *testing.T) {
+	meta := func(n int, fin string) string {
+		return fmt.Sprintf(`"meta_info":{"id":"x","finish_reason":%s,"prompt_tokens":3,"completion_tokens":%d,"cached_tokens":2}`, fin, n)
+	}
+	cap := &capture{respond: sse(
+		`{"text":"","output_ids":[],`+meta(0, "null")+`}`,
+		`{"text":" a","output_ids":[1],`+meta(1, "null")+`}`,
+		`{"text":" a","output_ids":[1],`+meta(1, "null")+`}`,
+		`{"text":" a b c","output_ids":[1,2,3],`+meta(3, "null")+`}`,
+		`{"text":" a b c d","output_ids":[1,2,3,4],`+meta(4, `{"type":"length","length":4}`)+`}`,
+		"[DONE]")}
+	srv := httptest.NewServer(cap)
+	defer srv.Close()
+	c := newTestClient(t, srv, Config{API: api.SGLang, Stream: true, IgnoreEOS: true})
+	res := &Result{}
+	res.Reset()
+	res.KeepText = true
+	c.Do(context.Background(), &Request{MaxTokens: 4, Prompt: []byte(`[5,6,7]`)}, res)
+	if !res.OK() {
+		t.Fatalf("%s: %s", res.ErrorClass, res.Error)
+	}
+	if len(res.TokenTimes) != 3 || string(res.Text) != " a b c d" {
+		t.Errorf("%d token chunks, text %q: want 3 (the chunks whose text grew), the whole text once", len(res.TokenTimes), res.Text)
+	}
+	if res.PromptTokens != 3 || res.CompletionTokens != 4 || res.CachedTokens != 2 {
+		t.Errorf("prompt %d completion %d cached %d", res.PromptTokens, res.CompletionTokens, res.CachedTokens)
+	}
+	b := cap.bodies[0]
+	if fmt.Sprint(b["input_ids"]) != "[5 6 7]" || b["text"] != nil || b["model"] != nil ||
+		fmt.Sprint(b["sampling_params"]) != "map[ignore_eos:true max_new_tokens:4 min_new_tokens:4 temperature:0]" || b["stream"] != true {
+		t.Errorf("body %v", b)
+	}
+	do(c, `"one two"`, 2)
+	if b := cap.bodies[1]; b["text"] != "one two" || b["input_ids"] != nil {
+		t.Errorf("a text prompt: body %v", b)
+	}
+	srv2 := httptest.NewServer(&capture{respond: sse(`{"text":" a b","meta_info":{"completion_tokens":2}}`, `{"text":" a","meta_info":{}}`, "[DONE]")})
+	defer srv2.Close()
+	if res := do(newTestClient(t, srv2, Config{API: api.SGLang, Stream: true}), `"x"`, 2); res.ErrorClass != ErrProtocol {
+		t.Errorf("a cumulative text that shrank: class %q (%s)", res.ErrorClass, res.Error)
+	}
+}
+
+// TestKServeGenerate: the model is named in the path (generate_stream
+// when streaming, the model set later too); each event's text_output is a
+// token; the counts are the server's when it gives them, else the chunks
+// counted (streamed) or the words (whole); the stream ends with the body.
+func TestKServeGenerate(t *testing.T) {
+	cap := &capture{respond: sse(
+		`{"model_name":"m","model_version":"1","text_output":" a"}`,
+		`{"model_name":"m","model_version":"1","text_output":" b"}`,
+		`{"model_name":"m","model_version":"1","text_output":" c"}`)}
+	srv := httptest.NewServer(cap)
+	defer srv.Close()
+	c := newTestClient(t, srv, Config{API: api.KServe, Stream: true, Model: "first"})
+	c.SetModel("llama 3")
+	res := do(c, `"hi there"`, 3)
+	if !res.OK() || len(res.TokenTimes) != 3 || res.CompletionTokens != 3 || res.PromptTokens != -1 {
+		t.Fatalf("%s %s: %d tokens, completion %d, prompt %d", res.ErrorClass, res.Error, len(res.TokenTimes), res.CompletionTokens, res.PromptTokens)
+	}
+	if cap.paths[0] != "/v2/models/llama 3/generate_stream" {
+		t.Errorf("path %q", cap.paths[0])
+	}
+	if b := cap.bodies[0]; b["text_input"] != "hi there" || fmt.Sprint(b["parameters"]) != "map[max_tokens:3 stream:true temperature:0]" {
+		t.Errorf("body %v", b)
+	}
+	named := newTestClient(t, srv, Config{API: api.KServe, Stream: true, Endpoint: "/gw/v2/models/{model}/versions/2/generate_stream"})
+	if named.URL() != srv.URL+"/gw/v2/models/m/versions/2/generate_stream" {
+		t.Errorf("--endpoint naming the streaming path: %s", named.URL())
+	}
+	counted := &capture{respond: sse(`{"text_output":" a","num_input_tokens":5,"num_output_tokens":1}`, `{"text_output":" b c","num_output_tokens":2}`)}
+	srv2 := httptest.NewServer(counted)
+	defer srv2.Close()
+	if res := do(newTestClient(t, srv2, Config{API: api.KServe, Stream: true}), `"x"`, 3); res.PromptTokens != 5 || res.CompletionTokens != 3 {
+		t.Errorf("the server's counts: prompt %d completion %d, want 5, 3 (1 + 2)", res.PromptTokens, res.CompletionTokens)
+	}
+	whole := &capture{respond: func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"model_name":"m","model_version":"1","text_output":" one two  three"}`)
+	}}
+	srv3 := httptest.NewServer(whole)
+	defer srv3.Close()
+	if res := do(newTestClient(t, srv3, Config{API: api.KServe}), `"x"`, 3); !res.OK() || res.CompletionTokens != 3 || whole.paths[0] != "/v2/models/m/generate" {
+		t.Errorf("whole: %s %s, completion %d (want the 3 words), path %v", res.ErrorClass, res.Error, res.CompletionTokens, whole.paths)
+	}
+	byTokenizer := newTestClient(t, srv3, Config{API: api.KServe, CountTokens: func(b []byte) int { return len(b) }})
+	if res := do(byTokenizer, `"x"`, 3); res.CompletionTokens != len(" one two  three") {
+		t.Errorf("whole, counted by the tokenizer: %d completion tokens", res.CompletionTokens)
+	}
+	bad := httptest.NewServer(&capture{respond: sse(`{"text_output":" a"}`, `{"error":"model failed"}`)})
+	defer bad.Close()
+	if res := do(newTestClient(t, bad, Config{API: api.KServe, Stream: true}), `"x"`, 3); res.ErrorClass != ErrProtocol || !strings.Contains(res.Error, "model failed") {
+		t.Errorf("an error event: %q %s", res.ErrorClass, res.Error)
+	}
+}
+
+// fuzzWire feeds arbitrary bodies to a kind's reader through Do: never a
+// panic, every failure classified with a message, token times in order.
+func fuzzWire(f *testing.F, kind *api.Kind, seeds []string) {
+	for _, s := range seeds {
+		f.Add([]byte(s), uint8(0), uint64(1))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, ctype uint8, split uint64) {
+		bt := &bodyTransport{status: 200, ctype: []string{"text/event-stream", "application/json", ""}[ctype%3], body: body, split: split}
+		c, err := New(Config{BaseURL: "http://x", API: kind, Model: "m", Stream: ctype%4 != 3, Transport: bt, Epoch: time.Now(),
+			Answer: AnswerOptions{ReasoningEffort: "low"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := &Result{}
+		res.Reset()
+		res.KeepText = ctype&8 != 0
+		c.Do(context.Background(), &Request{MaxTokens: 4, Prompt: []byte(`"x"`)}, res)
+		if res.ErrorClass != "" && (!slices.Contains(ErrorClasses, res.ErrorClass) || res.Error == "") {
+			t.Fatalf("class %q message %q", res.ErrorClass, res.Error)
+		}
+		if res.End < res.Sent || len(res.Error) > 600 || res.ToolArgsInvalid > res.ToolCalls {
+			t.Fatalf("sent %v end %v, error of %d bytes, %d invalid of %d calls", res.Sent, res.End, len(res.Error), res.ToolArgsInvalid, res.ToolCalls)
+		}
+		for i := 1; i < len(res.TokenTimes); i++ {
+			if res.TokenTimes[i] < res.TokenTimes[i-1] {
+				t.Fatalf("token times go back: %v", res.TokenTimes)
+			}
+		}
+	})
+}
+
+// FuzzAnthropicStream: the Messages stream reader.
+func FuzzAnthropicStream(f *testing.F) {
+	var whole strings.Builder
+	for _, e := range anthropicStream {
+		fmt.Fprintf(&whole, "event: %s\ndata: %s\n\n", e[0], e[1])
+	}
+	fuzzWire(f, api.Anthropic, []string{whole.String(),
+		"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"x\"}}\n\n",
+		"data: {\"type\":\"content_block_delta\",\"index\":-1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\"}}\n\ndata: {\"type\":\"message_stop\"}\n\n",
+		`{"content":[{"type":"tool_use","id":"t","name":"f","input":{"a":[1]}}],"usage":{"input_tokens":1,"output_tokens":2}}`,
+		"data: {\"type\":\"content_block_delta\"}\n\n"})
+}
+
+// FuzzSGLangStream: the /generate stream reader (cumulative text).
+func FuzzSGLangStream(f *testing.F) {
+	fuzzWire(f, api.SGLang, []string{
+		"data: {\"text\":\" a\",\"meta_info\":{\"completion_tokens\":1}}\n\ndata: {\"text\":\" a b\",\"meta_info\":{\"prompt_tokens\":2,\"completion_tokens\":2,\"cached_tokens\":0}}\n\ndata: [DONE]\n\n",
+		"data: {\"text\":\" a b\"}\n\ndata: {\"text\":\" a\"}\n\n",
+		`{"text":"x","meta_info":{"completion_tokens":1}}`,
+		"data: {\"error\":{\"message\":\"x\"}}\n\n"})
+}
+
+// FuzzKServeStream: the generate_stream reader (no end event).
+func FuzzKServeStream(f *testing.F) {
+	fuzzWire(f, api.KServe, []string{
+		"data: {\"text_output\":\" a\",\"num_output_tokens\":1}\n\ndata: {\"text_output\":\" b\"}\n\n",
+		"data: {\"error\":\"boom\"}\n\n",
+		`{"text_output":"a b","num_input_tokens":3}`,
+		"data: {\"text_output\":7}\n\n"})
+}

@@ -1,0 +1,116 @@
+package client
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/valyala/fastjson"
+)
+
+// The kserve-generate backend posts the KServe/Triton v2 protocol's
+// generate extension request to /v2/models/{model}/generate, or
+// generate_stream when streaming (docs/WIRE_FORMATS.md):
+//
+//	{"text_input": "…", "parameters": {"max_tokens": N, "stream": true,
+//	 "temperature": 0, "ignore_eos": true}}
+//
+// An answer is {"model_name", "model_version", "text_output", …}; a stream
+// is "data: {…}" events of that object, each text_output the text new since
+// the last (as Triton's vLLM and TensorRT-LLM backends stream it), with no
+// end event: the stream ends with the body. Token counts are read where
+// the server gives them (num_input_tokens, num_output_tokens: Triton's
+// vLLM backend's optional outputs, per response); else a streamed answer's
+// tokens are its chunks counted and a whole answer's its text's tokens
+// (Config.CountTokens: --tokenizer's) or words.
+
+// appendKServeBody appends a generate request body.
+func appendKServeBody(c *Client, b []byte, req *Request) []byte {
+	o := c.openBody(b)
+	if o.member("text_input") {
+		o.b = req.appendPrompt(o.b)
+	}
+	if o.member("parameters") {
+		o.b = append(o.b, `{"max_tokens":`...)
+		o.b = appendInt(o.b, req.MaxTokens)
+		o.b = append(o.b, `,"stream":`...)
+		o.b = appendBool(o.b, c.cfg.Stream)
+		o.b = append(o.b, `,"temperature":0`...)
+		if c.cfg.IgnoreEOS {
+			o.b = append(o.b, `,"ignore_eos":true,"min_tokens":`...)
+			o.b = appendInt(o.b, req.MaxTokens)
+		}
+		o.b = append(o.b, '}')
+	}
+	return c.closeBody(&o)
+}
+
+// kserveChunk reads one event of a generate_stream answer: its
+// text_output is a token; the output tokens it reports are added up
+// (d.seen).
+func kserveChunk(c *Client, d *decoder, data []byte, res *Result) (kind tokenKind, usage, done bool, err error) {
+	v, err := d.parse(data)
+	if err != nil {
+		return tokNone, false, false, protocolError{fmt.Sprintf("invalid JSON in stream: %v: %q", err, truncate(string(data), 200))}
+	}
+	if v.Type() != fastjson.TypeObject {
+		return tokNone, false, false, protocolError{fmt.Sprintf("stream event is not a JSON object: %q", truncate(string(data), 200))}
+	}
+	if e := v.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
+		return tokNone, false, false, chunkError(e)
+	}
+	if t := v.GetStringBytes("text_output"); len(t) > 0 {
+		res.AppendText(t)
+		kind = tokOutput
+	}
+	if n := v.Get("num_input_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
+		res.PromptTokens = n.GetInt()
+	}
+	if n := v.Get("num_output_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
+		d.seen += n.GetInt()
+		res.CompletionTokens, usage = d.seen, true
+	}
+	return kind, usage, false, nil
+}
+
+// readKServe reads a generate answer: a stream, or the whole object.
+func readKServe(c *Client, d *decoder, resp *http.Response, rd io.Reader, res *Result) error {
+	if c.cfg.Stream && !isJSON(resp) {
+		return c.readStream(d, resp.Body, res)
+	}
+	v, err := c.readWholeAnswer(d, rd, res)
+	if err != nil {
+		return err
+	}
+	t := v.Get("text_output")
+	if t == nil || t.Type() != fastjson.TypeString {
+		return protocolError{"response has no text_output"}
+	}
+	res.AppendText(t.GetStringBytes())
+	if count := c.cfg.CountTokens; count != nil {
+		res.CompletionTokens = count(t.GetStringBytes())
+	} else {
+		res.CompletionTokens = countWords(t.GetStringBytes())
+	}
+	if n := v.Get("num_output_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
+		res.CompletionTokens = n.GetInt()
+	}
+	if n := v.Get("num_input_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
+		res.PromptTokens = n.GetInt()
+	}
+	return nil
+}
+
+// countWords counts a text's whitespace-separated words: an answer's
+// tokens when the server gives no count.
+func countWords(b []byte) int {
+	n, in := 0, false
+	for _, c := range b {
+		sp := c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
+		if !sp && !in {
+			n++
+		}
+		in = !sp
+	}
+	return n
+}
