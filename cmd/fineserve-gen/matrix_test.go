@@ -75,6 +75,7 @@ const (
 	dExperiment
 	dExport
 	dTelemetry
+	dSettings
 )
 
 var matrixDims = []dimension{
@@ -148,6 +149,9 @@ var matrixDims = []dimension{
 	// --gpu-metrics-url and the server's spec-decode counters) —
 	// matrix_telemetry_test.go.
 	dTelemetry: {"telemetry", []string{"no-telemetry", "otlp", "gpu-spec"}},
+	// settings: the case's flags on the command line, or every one of them
+	// written into a run file read with --config (matrix_runfile_test.go).
+	dSettings: {"settings", []string{"flags", "run-file"}},
 }
 
 // is reports whether row (a partial row: testenv.Free where unset) has
@@ -955,8 +959,12 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	}
 	tel := startCaseTelemetry(tt, c, ports)
 	args = append(args, tel.args...)
+	runArgs := args // the checks below that run again (another shard) take the flags
+	if c.v(dSettings) == "run-file" {
+		runArgs = runFileArgs(t, args, r.path("run.yaml"))
+	}
 	var stdout bytes.Buffer
-	r.code = dispatch(context.Background(), args, &stdout, &stderr)
+	r.code = dispatch(context.Background(), runArgs, &stdout, &stderr)
 	r.stdout, r.stderr = stdout.String(), stderr.String()
 	fail := func(format string, a ...any) {
 		t.Errorf("%s\nargs: %q\nstderr:\n%s", fmt.Sprintf(format, a...), args, r.stderr)
