@@ -3,9 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 	"io"
 	"strings"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/editdist"
+	"github.com/fineserve-gen/fineserve-gen/internal/termsafe"
 
 	"github.com/spf13/pflag"
 )
@@ -82,7 +84,7 @@ func nearestFlag(fs *pflag.FlagSet, name string) string {
 		if f.Hidden {
 			return
 		}
-		if d := editDistance(name, f.Name); d < bestD || d == bestD && best != "" && f.Name < best {
+		if d := editdist.Distance(name, f.Name); d < bestD || d == bestD && best != "" && f.Name < best {
 			best, bestD = f.Name, d
 		}
 		if len(name) >= 3 && strings.HasPrefix(f.Name, name) {
@@ -93,25 +95,4 @@ func nearestFlag(fs *pflag.FlagSet, name string) string {
 		return prefixed[0]
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b (bytes).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

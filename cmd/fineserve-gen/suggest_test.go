@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/editdist"
 )
 
 // TestUnknownFlagSuggestsTheNearest: every command names its own flag
@@ -45,11 +47,11 @@ func TestEditDistance(t *testing.T) {
 		{"", "", 0}, {"abc", "", 3}, {"", "ab", 2}, {"seed", "seed", 0},
 		{"request-rat", "request-rate", 1}, {"sed", "seed", 1}, {"kitten", "sitting", 3}, {"polcy", "policy", 1},
 	} {
-		if got := editDistance(tc.a, tc.b); got != tc.d {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.d)
+		if got := editdist.Distance(tc.a, tc.b); got != tc.d {
+			t.Errorf("editdist.Distance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.d)
 		}
-		if got := editDistance(tc.b, tc.a); got != tc.d {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.b, tc.a, got, tc.d)
+		if got := editdist.Distance(tc.b, tc.a); got != tc.d {
+			t.Errorf("editdist.Distance(%q, %q) = %d, want %d", tc.b, tc.a, got, tc.d)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/editdist"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -37,7 +38,7 @@ func CheckKey(key string) error {
 	// The headline figures first: a tie goes to the figure most asked for
 	// (p99_ttf_ms is p99_ttft_ms before p99_ttfo_ms).
 	for _, k := range append(slices.Clone(Headline), keys...) {
-		if d := editDistance(key, k); d < bd {
+		if d := editdist.Distance(strings.ToLower(key), strings.ToLower(k)); d < bd {
 			best, bd = k, d
 		}
 	}
@@ -50,25 +51,3 @@ func CheckKey(key string) error {
 // Values returns the summary's figures by key (metrics.Summary.Figures:
 // a figure with no sample is absent).
 func Values(s *metrics.Summary) (map[string]float64, error) { return s.Figures(), nil }
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	a, b = strings.ToLower(a), strings.ToLower(b)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
+	"github.com/fineserve-gen/fineserve-gen/internal/wait"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -290,32 +291,7 @@ func Start(cfg Config) *Scraper {
 
 func (s *Scraper) loop() {
 	defer close(s.done)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-s.quit:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	next := s.cfg.Now()
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.quit:
-			return
-		case <-t.C:
-		}
-		s.scrapeOnce(ctx)
-		next = next.Add(s.cfg.Interval)
-		now := s.cfg.Now()
-		if next.Before(now) {
-			next = now
-		}
-		t.Reset(next.Sub(now))
-	}
+	wait.Every(s.quit, s.cfg.Interval, s.cfg.Now, s.scrapeOnce)
 }
 
 // scrapeOnce reads every exporter and folds in what answered; an exporter
