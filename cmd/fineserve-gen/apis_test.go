@@ -12,7 +12,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
-// apiRecord is what TestOtherAPIsPacing reads of a record.
+// apiRecord is what TestTimingOtherAPIsPacing reads of a record.
 type apiRecord struct {
 	Index            int64     `json:"index"`
 	Turn             int       `json:"turn"`
@@ -29,7 +29,7 @@ type apiRecord struct {
 	ToolCalls        int       `json:"tool_calls"`
 }
 
-// TestOtherAPIsPacing runs anthropic-messages, sglang-generate and
+// TestTimingOtherAPIsPacing runs anthropic-messages, sglang-generate and
 // kserve-generate in every mode — Poisson, replay, parametric, each
 // without and with sessions, and an agentic trace's replay — against the
 // built-in server paced exactly (--pace exact: the first token due TTFT
@@ -40,7 +40,8 @@ type apiRecord struct {
 // prompt, completion, reasoning and tool-call counts summed over the run.
 // (An agentic trace's replay idles through its think times: those run
 // side by side.)
-func TestOtherAPIsPacing(t *testing.T) {
+func TestTimingOtherAPIsPacing(t *testing.T) {
+	testenv.SkipUnderRace(t) // within 1 ms of the server: the long suite runs it without the race detector
 	const ttft, itl = 20 * time.Millisecond, 4 * time.Millisecond // the chunk log times what the server did
 	modes := []string{"poisson", "replay-fineserve", "parametric-class-nb"}
 	for _, backend := range []string{"anthropic-messages", "sglang-generate", "kserve-generate"} {

@@ -140,9 +140,10 @@ func planArgs(port int, dir string, extra ...string) []string {
 
 // measureArgs are the flags of a plan's measuring sweeps in tests: steps
 // of 2 s (a bursty one of 1 s is a handful of bursts), a coarse search, a
-// lag limit loose enough for a busy machine.
+// lag limit loose enough for a busy machine, a first step low enough that
+// a bursty point passes it on one.
 var measureArgs = []string{"--step-duration", "2s", "--sweep-quiet", "0", "--sweep-max-lag", "1000", "--report-interval", "0",
-	"--sweep-min", "5", "--sweep-max", "80", "--sweep-tolerance", "0.2", "--warmup-requests", "0"}
+	"--sweep-min", "2.5", "--sweep-max", "80", "--sweep-tolerance", "0.2", "--warmup-requests", "0"}
 
 // planJSON is what the tests read of --plan-json.
 type planJSON struct {
