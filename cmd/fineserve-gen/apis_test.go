@@ -41,7 +41,9 @@ type apiRecord struct {
 // (An agentic trace's replay idles through its think times: those run
 // side by side.)
 func TestTimingOtherAPIsPacing(t *testing.T) {
-	testenv.SkipUnderRace(t)                                      // within 1 ms of the server: the long suite runs it without the race detector
+	// Within 1 ms of the server: the long suite runs it without the race
+	// detector.
+	testenv.SkipUnderRace(t)
 	const ttft, itl = 20 * time.Millisecond, 4 * time.Millisecond // the chunk log times what the server did
 	modes := []string{"poisson", "replay-fineserve", "parametric-class-nb"}
 	for _, backend := range []string{"anthropic-messages", "sglang-generate", "kserve-generate"} {
