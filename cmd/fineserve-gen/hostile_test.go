@@ -181,6 +181,8 @@ func TestOutputsCheckedBeforeSending(t *testing.T) {
 		{"--output-file", missing, "does not exist", nil},
 		{"--results-jsonl", missing, "does not exist", nil},
 		{"--results-parquet", missing, "does not exist", nil},
+		{"--results-csv", missing, "does not exist", nil},
+		{"--repeats-csv", missing, "does not exist", []string{"--repeat", "2"}},
 		{"--benchmark-report", missing, "does not exist", nil},
 		{"--benchmark-report", file, "--results-parquet names the same file", []string{"--results-parquet", file}},
 		{"--schedule-out", missing, "does not exist", nil},

@@ -33,7 +33,9 @@ func TestRepeatSummaryAndOutputs(t *testing.T) {
 	_, port := mocktest.Start(t, mockserver.Config{TTFT: 20 * time.Millisecond, TTFTJitter: 15 * time.Millisecond, ITL: time.Millisecond, Seed: 3})
 	dir := t.TempDir()
 	csvPath := filepath.Join(dir, "rep.csv")
-	r := runTool(t, repeatArgs(port, 4, 3, "--seed", "11", "--repeats-csv", csvPath, "--report-html", filepath.Join(dir, "r.html"))...)
+	parquet := filepath.Join(dir, "rec.parquet")
+	r := runTool(t, repeatArgs(port, 4, 3, "--seed", "11", "--repeats-csv", csvPath, "--report-html", filepath.Join(dir, "r.html"),
+		"--results-parquet", parquet)...)
 	if r.code != exitOK {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -59,6 +61,12 @@ func TestRepeatSummaryAndOutputs(t *testing.T) {
 			t.Errorf("run %d's summary: seed %d completed %d", i, rs.Seed, rs.Completed)
 		}
 		runMeans = append(runMeans, rs.TTFT.Mean)
+		if _, err := os.Stat(runPath(parquet, i)); err != nil {
+			t.Errorf("run %d has no records of its own as Parquet: %v", i, err)
+		}
+	}
+	if _, err := os.Stat(parquet); err == nil {
+		t.Error("the runs' records went to the one --results-parquet file")
 	}
 	m, h := experiment.Interval(runMeans)
 	if !slices.Equal(f.Values, runMeans) || math.Abs(f.Mean-m) > 1e-9 || math.Abs(f.HalfWidth-h) > 1e-9 || math.Abs(s.TTFT.Mean-m) > 1e-9 {

@@ -80,6 +80,11 @@ func runRepeats(ctx context.Context, o *options.Options, stdio runner.IO) (*metr
 	if err != nil {
 		return nil, options.Usage(err)
 	}
+	// The repeated run's own outputs (its summary, report, intervals) are
+	// checked before the first run sends anything, as a run's are.
+	if err := options.CheckOutputs(o.Outputs()); err != nil {
+		return nil, options.Usage(err)
+	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stdio.Err, format+"\n", a...) }
 	base := uint64(o.Seed)
 	if o.Seed == -1 {
@@ -162,19 +167,22 @@ func runRepeats(ctx context.Context, o *options.Options, stdio runner.IO) (*metr
 
 // runOptions are the options of run i (from 0) of a repeated run of
 // base seed: its seed (experiment.RunSeed), its own files beside the
-// repeated run's (sum.json → sum-run01.json), no table, report or line of
+// repeated run's (sum.json → sum-run01.json: every per-request output, its
+// summary and benchmark report), no table, report, line or intervals of
 // its own (the repeated run writes them).
 func runOptions(o *options.Options, base uint64, i int) options.Options {
 	ro := *o
 	ro.Seed = int64(experiment.RunSeed(base, i))
 	ro.Quiet = true
 	ro.DisableProgress = true
-	ro.Observe.ReportHTML = ""
-	ro.OutputFile = ""
-	ro.SummaryJSON = runPath(o.SummaryJSON, i)
-	ro.ResultsJSONL = runPath(o.ResultsJSONL, i)
-	ro.ResultsCSV = runPath(o.ResultsCSV, i)
-	ro.ScheduleOut = runPath(o.ScheduleOut, i)
+	ro.EachOutput(func(flag string, kind options.OutputKind, path *string) {
+		switch {
+		case kind == options.PerRequest, flag == "--summary-json", flag == "--benchmark-report":
+			*path = runPath(*path, i) // every run's own
+		default:
+			*path = "" // the repeated run's: its table, line, report and intervals
+		}
+	})
 	if i > 0 {
 		ro.WarmupRequests = 0 // the server is warm
 	}

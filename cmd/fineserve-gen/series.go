@@ -36,20 +36,16 @@ func runSeries(ctx context.Context, args []string, o *options.Options, s *runfil
 	for i, v := range s.Values {
 		runArgs := append(slices.Clone(args), "--"+s.Flag, v)
 		sum := ""
-		for _, out := range []struct{ flag, path string }{
-			{"summary-json", o.SummaryJSON}, {"results-jsonl", o.ResultsJSONL}, {"results-csv", o.ResultsCSV},
-			{"schedule-out", o.ScheduleOut}, {"sessions-out", o.SessionsOut}, {"report-html", o.Observe.ReportHTML},
-			{"results-parquet", o.ResultsParquet}, {"benchmark-report", o.BenchmarkReport},
-		} {
-			if out.path == "" || out.path == "-" {
-				continue
+		o.EachOutput(func(flag string, _ options.OutputKind, path *string) {
+			if *path == "" || *path == "-" {
+				return
 			}
-			p := seriesPath(out.path, s.Flag, v)
-			runArgs = append(runArgs, "--"+out.flag, p)
-			if out.flag == "summary-json" {
+			p := seriesPath(*path, s.Flag, v)
+			runArgs = append(runArgs, flag, p)
+			if flag == "--summary-json" {
 				sum = p
 			}
-		}
+		})
 		if sum == "" {
 			sum = filepath.Join(scratch, fmt.Sprintf("summary-%d.json", i))
 			runArgs = append(runArgs, "--summary-json", sum)

@@ -10,24 +10,56 @@ import (
 // Output is one file a run writes and the flag that names it.
 type Output struct{ Flag, Path string }
 
+// OutputKind is when an output is written: as the run goes (a record or
+// an arrival at a time) or at its end, from its summary.
+type OutputKind int
+
+const (
+	// PerRequest outputs stream as the run goes: the schedule, the
+	// sessions' plan, the records (JSONL, CSV, Parquet).
+	PerRequest OutputKind = iota
+	// AtTheEnd outputs are written from the summary when the run ends.
+	AtTheEnd
+)
+
+// outputFields is the one table of the files a run writes: each output's
+// flag, when it is written and its path's field. Outputs, and everything
+// that renames a run's outputs (a series' runs, a repeated run's runs),
+// read it.
+var outputFields = []struct {
+	flag string
+	kind OutputKind
+	path func(*Options) *string
+}{
+	{"--schedule-out", PerRequest, func(o *Options) *string { return &o.ScheduleOut }},
+	{"--sessions-out", PerRequest, func(o *Options) *string { return &o.SessionsOut }},
+	{"--results-jsonl", PerRequest, func(o *Options) *string { return &o.ResultsJSONL }},
+	{"--results-csv", PerRequest, func(o *Options) *string { return &o.ResultsCSV }},
+	{"--results-parquet", PerRequest, func(o *Options) *string { return &o.ResultsParquet }},
+	{"--benchmark-report", AtTheEnd, func(o *Options) *string { return &o.BenchmarkReport }},
+	{"--summary-json", AtTheEnd, func(o *Options) *string { return &o.SummaryJSON }},
+	{"--output-file", AtTheEnd, func(o *Options) *string { return &o.OutputFile }},
+	{"--report-html", AtTheEnd, func(o *Options) *string { return &o.Observe.ReportHTML }},
+	{"--repeats-csv", AtTheEnd, func(o *Options) *string { return &o.Experiment.RepeatsCSV }},
+}
+
+// EachOutput calls f with every output's flag, kind and path field (set or
+// not), in the table's order; f may change the path.
+func (o *Options) EachOutput(f func(flag string, kind OutputKind, path *string)) {
+	for _, of := range outputFields {
+		f(of.flag, of.kind, of.path(o))
+	}
+}
+
 // Outputs lists the files a run writes (--output-file "-" is stdout, not
 // a file).
 func (o *Options) Outputs() []Output {
 	var out []Output
-	for _, f := range []Output{
-		{"--schedule-out", o.ScheduleOut},
-		{"--sessions-out", o.SessionsOut},
-		{"--results-jsonl", o.ResultsJSONL},
-		{"--results-parquet", o.ResultsParquet},
-		{"--benchmark-report", o.BenchmarkReport},
-		{"--summary-json", o.SummaryJSON},
-		{"--output-file", o.OutputFile},
-		{"--report-html", o.Observe.ReportHTML},
-	} {
-		if f.Path != "" && f.Path != "-" {
-			out = append(out, f)
+	o.EachOutput(func(flag string, _ OutputKind, path *string) {
+		if *path != "" && *path != "-" {
+			out = append(out, Output{flag, *path})
 		}
-	}
+	})
 	return out
 }
 
