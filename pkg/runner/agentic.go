@@ -187,20 +187,12 @@ func (s *agenticSender) step(ctx context.Context, c *conversation, st *agentic.S
 	if p := s.base.plan; p != nil {
 		a.Endpoint = p.Turn(c.a.Endpoint, turn)
 	}
-	if s.slots != nil {
-		s.slots <- struct{}{}
-	}
-	n := s.inFlight.Add(1)
-	for m := s.maxIn.Load(); n > m && !s.maxIn.CompareAndSwap(m, n); m = s.maxIn.Load() {
-	}
+	s.enter()
 	res := resultPool.Get().(*client.Result)
 	res.Reset()
 	res.RequestID = s.base.endpoints.RequestID(c.a.Index, turn) // a's index is the step's, not the record's
 	s.base.do(ctx, a, res)
-	s.inFlight.Add(-1)
-	if s.slots != nil {
-		<-s.slots
-	}
+	s.leave()
 	res.Index, res.Session, res.Turn = c.a.Index, c.a.Index, turn
 	if waited >= 0 {
 		// As observed: the planned wait and this send's own lag (without

@@ -191,20 +191,12 @@ func (s *sessionSender) Send(ctx context.Context, a arrival.Arrival) {
 			}
 			s.offered(due)
 		}
-		if s.slots != nil {
-			s.slots <- struct{}{}
-		}
-		n := s.inFlight.Add(1)
-		for m := s.maxIn.Load(); n > m && !s.maxIn.CompareAndSwap(m, n); m = s.maxIn.Load() {
-		}
+		s.enter()
 		res := resultPool.Get().(*client.Result)
 		res.Reset()
 		res.KeepText = true
 		s.do(ctx, &a, &user, &h, t, due, k+1, res)
-		s.inFlight.Add(-1)
-		if s.slots != nil {
-			<-s.slots
-		}
+		s.leave()
 		sent++
 		if k == 0 {
 			firstSent = res.Sent
@@ -260,6 +252,24 @@ func (s *sessionSender) Send(ctx context.Context, a arrival.Arrival) {
 
 // InFlight returns the number of requests being sent now.
 func (s *sessionSender) InFlight() int64 { return s.inFlight.Load() }
+
+// enter takes a slot for a request (waiting for one under
+// --max-concurrency) and counts it in flight; leave gives both back.
+func (s *sessionSender) enter() {
+	if s.slots != nil {
+		s.slots <- struct{}{}
+	}
+	n := s.inFlight.Add(1)
+	for m := s.maxIn.Load(); n > m && !s.maxIn.CompareAndSwap(m, n); m = s.maxIn.Load() {
+	}
+}
+
+func (s *sessionSender) leave() {
+	s.inFlight.Add(-1)
+	if s.slots != nil {
+		<-s.slots
+	}
+}
 
 // offered tells the monitor of a later turn due at offset due, as the
 // dispatcher tells it of each session's first: the offered rate then counts
