@@ -207,7 +207,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 			return
 		}
 	} else {
-		if !sleepUntil(ctx, first.Add(time.Duration(max(out-1, 0))*s.cfg.ITL)) {
+		if !sleepUntil(ctx, s.tokenDue(first, id, out-1)) {
 			s.aborted.Add(1)
 			return
 		}
@@ -561,7 +561,8 @@ func (g *generation) appendUsageChunk(b []byte) []byte {
 const streamBuffer = 64 << 10
 
 // stream writes the event stream; it reports false if the client left.
-// Output token k is due at first + k·ITL, whether it is sent or not.
+// Output token k is due at first + k·ITL (each gap spread by ITLJitter:
+// jitter.go), whether it is sent or not.
 func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first time.Time) bool {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -590,6 +591,7 @@ func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first ti
 			return false
 		}
 	}
+	due := first // token k's due time: first + its gaps (jitter.go)
 	for k := range g.out {
 		if itl <= 0 && len(b) >= streamBuffer {
 			// Back to back: written out in pieces, so the buffer stays
@@ -610,7 +612,8 @@ func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first ti
 				}
 				g.trace.wrote()
 			}
-			if !pace.until(ctx, first.Add(time.Duration(k)*itl)) {
+			due = due.Add(g.s.gap(g.id, k))
+			if !pace.until(ctx, due) {
 				return false
 			}
 		}

@@ -37,6 +37,11 @@ type Config struct {
 	TTFTJitter time.Duration
 	// ITL is the time between successive tokens.
 	ITL time.Duration
+	// ITLJitter spreads every inter-token gap (jitter.go): ITL × a factor
+	// drawn uniformly from [1 − ITLJitter, 1 + ITLJitter] for each token of
+	// each request, a pure function of Seed, the request's number and the
+	// token's (the mean is kept). 0: none; at most 1.
+	ITLJitter float64
 	// MaxNumSeqs bounds the requests generating at once; further requests
 	// wait in FIFO order, as in an overloaded vLLM. 0 means unbounded.
 	MaxNumSeqs int
@@ -124,7 +129,7 @@ func (c Config) validate() error {
 	if c.GPUs < 0 || c.GPUs > MaxGPUs {
 		sd = errors.Join(sd, fmt.Errorf("gpus %d: want 0 to %d", c.GPUs, MaxGPUs))
 	}
-	return errors.Join(sd, validShare("spec decode acceptance", c.SpecDecode.Accept), c.Reasoning.Validate(), validShare("tool call share", c.Tools.CallShare),
+	return errors.Join(sd, validJitter("ITL jitter", c.ITLJitter), validShare("spec decode acceptance", c.SpecDecode.Accept), c.Reasoning.Validate(), validShare("tool call share", c.Tools.CallShare),
 		validShare("tool call invalid share", c.Tools.InvalidShare), validShare("schema invalid share", c.Structured.InvalidShare))
 }
 
