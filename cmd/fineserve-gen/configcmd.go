@@ -113,7 +113,7 @@ var commandFlags = map[string]func(*pflag.FlagSet){
 // The defaults of the sweep's, the plan's and plan --verify's own flags
 // that are not their flags' (the commands and config share them).
 func defaultSweepFlags() sweepFlags {
-	return sweepFlags{idleQuiet: time.Second, idleTimeout: 2 * time.Minute}
+	return sweepFlags{idleQuiet: time.Second, idleTimeout: 2 * time.Minute, probe: true}
 }
 func defaultPlanFlags() planFlags {
 	return planFlags{window: 5 * time.Minute, downDelay: 5 * time.Minute}

@@ -34,6 +34,7 @@ type sweepFlags struct {
 	json                   string
 	maxSteps               int
 	maxLag                 float64
+	probe                  bool
 }
 
 const sweepUsage = `Usage: fineserve-gen sweep [run flags] [sweep flags]
@@ -65,6 +66,7 @@ func addSearchFlags(fs *pflag.FlagSet, f *sweepFlags) {
 	fs.Var(durationValue{&f.idleTimeout}, "sweep-idle-timeout", "wait at most this long between steps for the server to be idle")
 	fs.Float64Var(&f.maxLag, "sweep-max-lag", sweep.DefaultMaxLag, "a step whose send-lag p90 exceeds this many ms is the client's limit: the sweep stops there")
 	fs.IntVar(&f.maxSteps, "sweep-max-steps", sweep.DefaultMaxSteps, "run at most this many steps")
+	fs.BoolVar(&f.probe, "sweep-probe", true, "before a rate search, probe the server (a few requests one at a time, then a burst) for its service time and slots and start the search from Little's law's capacity, slots / service time; =false, or nothing read: double from --sweep-min")
 }
 
 func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -138,6 +140,9 @@ func sweepRun(ctx context.Context, o *options.Options, sf *sweepFlags, cfg sweep
 		}
 		idle := &servermetrics.Idle{URL: url, Quiet: sf.idleQuiet, Timeout: sf.idleTimeout, Warnf: func(f string, a ...any) { logf("warning: "+f, a...) }}
 		cfg.Idle = idle.Wait
+	}
+	if sf.probe && cfg.Variable == sweep.Rate && len(cfg.Values) == 0 {
+		cfg.Probe = func(ctx context.Context) (sweep.Probe, error) { return probeServer(ctx, stepOpts(0, 1), stderr) }
 	}
 	cfg.Run = func(ctx context.Context, step int, v float64) (*metrics.Summary, error) {
 		so := stepOpts(step, v)
@@ -332,4 +337,71 @@ func reportSweep(path, out string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "report: %s\n", out)
 	}
 	return exitOK
+}
+
+// The probe before a rate search (sweep.Probe): probeAlone requests one at
+// a time give the service time, then a burst of probeBurst at once fills
+// the server's slots.
+const (
+	probeAlone = 8
+	probeBurst = 64
+)
+
+// probeServer measures the service time of the server so and its slots:
+// the E2E median of requests sent one at a time, then the most requests
+// the server's metrics showed running while others waited during a burst
+// (with several endpoints, summed), bounded by --max-concurrency.
+func probeServer(ctx context.Context, so options.Options, stderr io.Writer) (sweep.Probe, error) {
+	begin := time.Now()
+	var p sweep.Probe
+	so.SummaryJSON, so.ResultsJSONL, so.ResultsCSV, so.ScheduleOut, so.OutputFile = "", "", "", "", ""
+	so.RequestRate, so.Duration, so.NumPromptsSet = math.Inf(1), 0, true
+	so.Observe.ServerMetricsInterval = 50 * time.Millisecond
+	userMax := so.MaxConcurrency
+	run := func(n, conc int) (*metrics.Summary, error) {
+		o := so
+		o.NumPrompts, o.MaxConcurrency = int64(n), conc
+		sum, err := launch.Run(ctx, o, runner.IO{Out: io.Discard, Err: stderr})
+		if err == nil && (sum == nil || sum.Completed == 0) {
+			err = errors.New("no request completed")
+		}
+		return sum, err
+	}
+	alone, err := run(probeAlone, 1)
+	if err != nil {
+		return p, err
+	}
+	p.ServiceTime = alone.E2E.Median / 1e3
+	burst, err := run(probeBurst, userMax)
+	if err != nil {
+		return p, err
+	}
+	var stats []*metrics.ServerStats
+	if m := burst.ServerMetrics; m != nil && m.Available && m.ServerStats != nil {
+		stats = append(stats, m.ServerStats)
+	}
+	if len(burst.Endpoints) > 1 {
+		stats = stats[:0]
+		for _, e := range burst.Endpoints {
+			if m := e.ServerMetrics; m != nil && m.Available && m.ServerStats != nil {
+				stats = append(stats, m.ServerStats)
+			}
+		}
+	}
+	waited := len(stats) > 0
+	for _, st := range stats {
+		p.Slots += int(st.RunningMax)
+		waited = waited && st.WaitingMax > 0
+	}
+	if p.Slots > 0 {
+		p.SlotsFrom, p.AtLeast = "the server's running count while requests waited", !waited
+		if !waited {
+			p.SlotsFrom = fmt.Sprintf("the server's running count in a burst of %d; none waited", probeBurst)
+		}
+	}
+	if userMax > 0 && (p.Slots == 0 || userMax < p.Slots) {
+		p.Slots, p.SlotsFrom, p.AtLeast = userMax, "--max-concurrency", false
+	}
+	p.Seconds = time.Since(begin).Seconds()
+	return p, nil
 }

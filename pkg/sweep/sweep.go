@@ -68,6 +68,11 @@ type Config struct {
 	// Workload names the workload in the answer (e.g. Dense_10to30B).
 	Workload string
 
+	// Probe, when set, measures the server's service time and slots
+	// before a rate search, which then starts from Little's law's
+	// estimate instead of Min (start.go); nil or a probe that finds
+	// nothing: the search doubles from Min.
+	Probe func(ctx context.Context) (Probe, error)
 	// Run performs one whole run at load value and returns its summary
 	// (step counts from 1).
 	Run func(ctx context.Context, step int, value float64) (*metrics.Summary, error)
@@ -129,7 +134,9 @@ type Result struct {
 	// StopReason explains Stopped in one line.
 	StopReason string `json:"stop_reason,omitempty"`
 	Line       string `json:"line"`
-	Steps      []Step `json:"steps"`
+	// Start is where the search started and why (nil for --sweep-values).
+	Start *Start `json:"start,omitempty"`
+	Steps []Step `json:"steps"`
 }
 
 // Validate returns every problem of c.
@@ -313,31 +320,29 @@ func (s *search) list(ctx context.Context) error {
 	return nil
 }
 
-// bisect brackets the capacity by growing the load geometrically from Min
-// until a step fails (or Max passes), then bisects to the tolerance.
+// bisect brackets the capacity, then bisects to the tolerance. The
+// bracket starts from Little's law's estimate when the probe gives one
+// (bracketFrom), else at Min, growing geometrically until a step fails
+// (or Max passes: doubling).
 func (s *search) bisect(ctx context.Context) error {
 	c := s.c
-	lo, hi := 0.0, 0.0 // highest passing, lowest failing (0: none yet)
-	for v := c.Min; ; {
-		verdict, err := s.step(ctx, v)
-		if err != nil {
-			return ignoreStop(err)
-		}
-		if verdict == Fail {
-			hi = v
-			break
-		}
-		lo = v
-		if v >= c.Max {
-			return nil // no failure up to the bound
-		}
-		v = s.round(math.Min(v*c.Growth, c.Max))
-		if v <= lo {
-			return nil
-		}
+	st := s.start(ctx)
+	s.res.Start = st
+	if c.Logf != nil {
+		c.Logf("sweep: starting at %s %s: %s", c.Variable, fmtValue(c.Variable, st.Value), st.Why)
 	}
-	if lo == 0 {
-		return nil // even the lowest load fails
+	var lo, hi float64 // highest passing, lowest failing (0: none yet)
+	var err error
+	if st.Estimate > 0 {
+		lo, hi, err = s.bracketFrom(ctx, st)
+	} else {
+		lo, hi, err = s.doubling(ctx, st.Value)
+	}
+	if err != nil {
+		return ignoreStop(err)
+	}
+	if lo == 0 || hi == 0 {
+		return nil // even the lowest load fails, or none up to the bound
 	}
 	for {
 		mid := s.round((lo + hi) / 2)
@@ -352,6 +357,29 @@ func (s *search) bisect(ctx context.Context) error {
 			lo = mid
 		} else {
 			hi = mid
+		}
+	}
+}
+
+// doubling brackets the capacity by growing the load geometrically from
+// v until a step fails (or Max passes).
+func (s *search) doubling(ctx context.Context, v float64) (lo, hi float64, err error) {
+	c := s.c
+	for {
+		verdict, err := s.step(ctx, v)
+		if err != nil {
+			return lo, hi, err
+		}
+		if verdict == Fail {
+			return lo, v, nil
+		}
+		lo = v
+		if v >= c.Max {
+			return lo, 0, nil // no failure up to the bound
+		}
+		v = s.round(math.Min(v*c.Growth, c.Max))
+		if v <= lo {
+			return lo, 0, nil
 		}
 	}
 }

@@ -1,0 +1,105 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+)
+
+func TestLittleCapacity(t *testing.T) {
+	// The built-in server of docs/CAPACITY.md: 8 slots, 20 + 15·5 = 95 ms.
+	if c, ok := LittleCapacity(8, 0.095); !ok || math.Abs(c-84.21) > 0.01 {
+		t.Errorf("8 slots / 95 ms = %g (%v), want 84.21", c, ok)
+	}
+	for _, bad := range []struct {
+		slots int
+		s     float64
+	}{{0, 0.1}, {8, 0}, {8, math.NaN()}, {8, math.Inf(1)}, {-1, 0.1}} {
+		if _, ok := LittleCapacity(bad.slots, bad.s); ok {
+			t.Errorf("LittleCapacity(%d, %g) ok", bad.slots, bad.s)
+		}
+	}
+}
+
+// A probe that finds the slots and the service time starts the search at
+// 90 % of Little's law's estimate: the search brackets the capacity in two
+// steps and reaches the tolerance in far fewer steps than doubling from 1.
+func TestSweepStartsFromLittlesLaw(t *testing.T) {
+	probe := func(context.Context) (Probe, error) {
+		return Probe{ServiceTime: 0.095, Slots: 8, SlotsFrom: "the server's running count while requests waited"}, nil
+	}
+	q := &queue{capacity: 84.2, span: 60, ttft: 20, slots: 8}
+	res, err := Sweep(context.Background(), Config{Variable: Rate, Min: 1, Tolerance: 0.05, SLO: metrics.NoSLO, Run: q.run, Probe: probe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Start == nil || res.Start.Estimate < 84 || res.Start.Estimate > 84.3 || q.calls[0] != 75.79 {
+		t.Fatalf("start %+v, first step %g; want the estimate 84.2 and the first step at 75.79", res.Start, q.calls[0])
+	}
+	if !strings.Contains(res.Start.Why, "Little's law: 8 slots") {
+		t.Errorf("why %q", res.Start.Why)
+	}
+	// 75.79 passes, ×1.15 = 87.16 fails (its achieved rate, 84.2 served
+	// over a schedule that took longer, is 93 % of offered): bracketed.
+	if len(q.calls) < 3 || q.calls[1] != 87.16 || q.calls[2] <= 75.79 || q.calls[2] >= 87.16 {
+		t.Errorf("steps %v, want 75.79, 87.16, then one between", q.calls)
+	}
+	old := &queue{capacity: 84.2, span: 60, ttft: 20, slots: 8}
+	if _, err := Sweep(context.Background(), Config{Variable: Rate, Min: 1, Tolerance: 0.05, SLO: metrics.NoSLO, Run: old.run}); err != nil {
+		t.Fatal(err)
+	}
+	if len(q.calls) >= len(old.calls)-3 {
+		t.Errorf("%d steps from the estimate, %d doubling from 1: want at least 3 fewer", len(q.calls), len(old.calls))
+	}
+	limit := q.capacity / ThroughputShare
+	if c := res.Capacity; c == nil || c.Value > limit || c.Value < limit/1.05/1.05 || (res.FailedAt-c.Value)/c.Value > 0.05 {
+		t.Errorf("capacity %+v failed at %g, want within 5 %% below %g", c, res.FailedAt, limit)
+	}
+}
+
+// An estimate too high: the first step fails and the search goes down.
+func TestSweepStartBelowWhenTheFirstStepFails(t *testing.T) {
+	probe := func(context.Context) (Probe, error) {
+		return Probe{ServiceTime: 0.05, Slots: 8, SlotsFrom: "test"}, nil
+	} // 160 req/s
+	q := &queue{capacity: 84.2, span: 60, ttft: 20, slots: 8}
+	res, err := Sweep(context.Background(), Config{Variable: Rate, Min: 1, Tolerance: 0.05, SLO: metrics.NoSLO, Run: q.run, Probe: probe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.calls[0] != 144 || q.calls[1] >= q.calls[0] {
+		t.Fatalf("steps %v, want 144 then lower", q.calls)
+	}
+	limit := q.capacity / ThroughputShare
+	if c := res.Capacity; c == nil || c.Value > limit || c.Value < limit/1.05/1.05 {
+		t.Errorf("capacity %+v, want within 5 %% below %g", c, limit)
+	}
+}
+
+// A probe that finds nothing, a failed probe and a time-scale sweep fall
+// back to doubling from --sweep-min, and say why.
+func TestSweepStartFallsBack(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		v     Variable
+		probe func(context.Context) (Probe, error)
+		why   string
+	}{
+		{"no slots", Rate, func(context.Context) (Probe, error) { return Probe{ServiceTime: 0.1}, nil }, "running count was not read"},
+		{"error", Rate, func(context.Context) (Probe, error) { return Probe{}, errors.New("refused") }, "the probe failed: refused"},
+		{"time-scale", TimeScale, func(context.Context) (Probe, error) { t.Error("probed a time-scale sweep"); return Probe{}, nil }, "doubles from --sweep-min"},
+	} {
+		q := &queue{capacity: 84.2, span: 60, ttft: 20, slots: 8}
+		res, err := Sweep(context.Background(), Config{Variable: c.v, Min: 10, Tolerance: 0.05, SLO: metrics.NoSLO, Run: q.run, Probe: c.probe})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.calls[0] != 10 || q.calls[1] != 20 || !strings.Contains(res.Start.Why, c.why) {
+			t.Errorf("%s: steps %v, why %q; want 10, 20… and %q", c.name, q.calls, res.Start.Why, c.why)
+		}
+	}
+}
