@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ type sweepFlags struct {
 	min, max, tolerance    float64
 	values                 []float64
 	stepDuration, maxDur   time.Duration
+	stepMin, stepMax       time.Duration
 	idleQuiet, idleTimeout time.Duration
 	json                   string
 	maxSteps               int
@@ -59,8 +61,10 @@ func addSearchFlags(fs *pflag.FlagSet, f *sweepFlags) {
 	fs.Float64Var(&f.min, "sweep-min", 1, "the first step's load; the search grows it geometrically (×2) until a step fails")
 	fs.Float64Var(&f.max, "sweep-max", 0, "the highest load tried (default: 1024 × --sweep-min)")
 	fs.Float64SliceVar(&f.values, "sweep-values", nil, "run exactly these loads, in increasing order (e.g. 10,20,40), instead of a search")
-	fs.Float64Var(&f.tolerance, "sweep-tolerance", sweep.DefaultTolerance, "relative resolution of the answer: bisection stops once the failing load is within this share of the passing one")
+	fs.Float64Var(&f.tolerance, "sweep-tolerance", sweep.DefaultTolerance, "relative resolution of the answer: bisection stops once the failing load is within this share of the passing one (default 0.05 with fixed steps, 0.03 with steps that end when settled)")
 	fs.Var(durationValue{&f.stepDuration}, "step-duration", "length of each step's schedule (default 60s; with --num-prompts, whichever ends first)")
+	fs.Var(durationValue{&f.stepMin}, "step-min", "a step ends once its verdict is settled (docs/CAPACITY.md), but not before this (default 2s)")
+	fs.Var(durationValue{&f.stepMax}, "step-max", "a step ends once its verdict is settled, at the latest after this (default 20s; --step-duration alone: fixed steps of that length)")
 	fs.Var(durationValue{&f.maxDur}, "max-duration", "stop the whole sweep after this long and answer from the finished steps (0: no limit)")
 	fs.Var(durationValue{&f.idleQuiet}, "sweep-quiet", "pause between steps when the server's metrics cannot say it is idle")
 	fs.Var(durationValue{&f.idleTimeout}, "sweep-idle-timeout", "wait at most this long between steps for the server to be idle")
@@ -146,7 +150,11 @@ func sweepRun(ctx context.Context, o *options.Options, sf *sweepFlags, cfg sweep
 	}
 	cfg.Run = func(ctx context.Context, step int, v float64) (*metrics.Summary, error) {
 		so := stepOpts(step, v)
-		return launch.Run(ctx, so, runner.IO{Out: io.Discard, Err: stderr, Abort: abortFrom(ctx)})
+		stdio := runner.IO{Out: io.Discard, Err: stderr, Abort: abortFrom(ctx)}
+		if sink, stop, ok := sweep.Watching(ctx); ok {
+			stdio.Observe, stdio.Stop = sink, stop
+		}
+		return launch.Run(ctx, so, stdio)
 	}
 	return sweep.Sweep(sctx, cfg)
 }
@@ -211,7 +219,28 @@ func sweepSetup(changed func(name string) bool, o *options.Options, sf *sweepFla
 	if sf.maxSteps < 1 {
 		add("--sweep-max-steps %d: want ≥ 1", sf.maxSteps)
 	}
+	if sf.stepMin < 0 || sf.stepMax < 0 {
+		add("--step-min and --step-max must be ≥ 0")
+	}
+	if changed("step-max") && changed("step-duration") {
+		add("--step-max and --step-duration: give one (--step-duration alone runs fixed steps; with --step-min it is the longest step)")
+	}
+	// Steps end once settled unless --step-duration alone asks for fixed
+	// steps (or --num-prompts sizes them).
+	adaptive := (!changed("step-duration") || changed("step-min")) && !o.NumPromptsSet
+	var stepMin, stepMax time.Duration
+	if adaptive {
+		stepMin, stepMax = cmp.Or(sf.stepMin, defaultStepMin), cmp.Or(sf.stepMax, sf.stepDuration, defaultStepMax)
+		if stepMin > stepMax {
+			add("--step-min %v is longer than the longest step %v", stepMin, stepMax)
+		}
+	} else if changed("step-min") || changed("step-max") {
+		add("--step-min and --step-max size steps that end when settled: leave out --num-prompts")
+	}
 	step := sf.stepDuration
+	if adaptive {
+		step = stepMax
+	}
 	if step == 0 && !o.NumPromptsSet {
 		step = time.Minute
 	}
@@ -220,15 +249,20 @@ func sweepSetup(changed func(name string) bool, o *options.Options, sf *sweepFla
 		add("--request-rate inf sends every request at once: give --num-prompts, not --step-duration")
 	}
 	if allAtOnce {
-		step = 0
+		step, adaptive, stepMin, stepMax = 0, false, 0, 0
 	}
 	minGood := o.Observe.MinGoodput
 	if o.Observe.Goodput.Set() && !changed("min-goodput") {
 		minGood = sweep.DefaultMinGoodput
 	}
+	tolerance := sf.tolerance
+	if adaptive && !changed("sweep-tolerance") {
+		tolerance = sweep.SettledTolerance // steps far from the knee are short: a finer answer costs little
+	}
 	cfg := sweep.Config{
-		Variable: v, Min: sf.min, Max: sf.max, Values: sf.values, Tolerance: sf.tolerance,
+		Variable: v, Min: sf.min, Max: sf.max, Values: sf.values, Tolerance: tolerance,
 		MaxSteps: sf.maxSteps, MaxLag: sf.maxLag, SLO: o.Observe.Goodput, MinGoodput: minGood, MaxErrorRate: o.MaxErrorRate,
+		StepMin: stepMin, StepMax: stepMax,
 		Workload: workloadName(o), Run: func(context.Context, int, float64) (*metrics.Summary, error) { return nil, nil },
 	}
 	if err := cfg.Validate(); err != nil {
@@ -245,6 +279,9 @@ func sweepSetup(changed func(name string) bool, o *options.Options, sf *sweepFla
 		}
 		if !changed("server-metrics-interval") {
 			base.Observe.ServerMetricsInterval = min(max(step/20, 50*time.Millisecond), 2*time.Second)
+			if adaptive {
+				base.Observe.ServerMetricsInterval = min(max(stepMin/10, 50*time.Millisecond), 2*time.Second)
+			}
 		}
 	}
 	if base.Seed == -1 { // one schedule for every step: only the load changes
@@ -338,6 +375,12 @@ func reportSweep(path, out string, stdout, stderr io.Writer) int {
 	}
 	return exitOK
 }
+
+// The default shortest and longest step that ends when settled.
+const (
+	defaultStepMin = 2 * time.Second
+	defaultStepMax = 20 * time.Second
+)
 
 // The probe before a rate search (sweep.Probe): probeAlone requests one at
 // a time give the service time, then a burst of probeBurst at once fills

@@ -62,12 +62,17 @@ type Summary struct {
 	MaxOutputTokensPerS float64 `json:"max_output_tokens_per_s"`
 
 	// Schedule keeping.
-	Scheduled     int64            `json:"scheduled"`
-	NotSent       int64            `json:"not_sent"`
-	Queued        int64            `json:"queued_for_concurrency"`
-	MaxInFlight   int64            `json:"max_in_flight"`
-	ScheduleSpan  float64          `json:"schedule_span_s"`
-	Interrupted   bool             `json:"interrupted"`
+	Scheduled    int64   `json:"scheduled"`
+	NotSent      int64   `json:"not_sent"`
+	Queued       int64   `json:"queued_for_concurrency"`
+	MaxInFlight  int64   `json:"max_in_flight"`
+	ScheduleSpan float64 `json:"schedule_span_s"`
+	Interrupted  bool    `json:"interrupted"`
+	// EndedEarly is when (s after the start) a run ended before its
+	// schedule as planned — a sweep's step whose verdict was settled
+	// (runner.IO.Stop): its schedule was sent up to then, those in flight
+	// completed. 0: it ran its schedule.
+	EndedEarly    float64          `json:"ended_early_s,omitempty"`
 	ErrorRate     float64          `json:"error_rate"`
 	ErrorsByClass map[string]int64 `json:"errors_by_class"`
 	ErrorSamples  []ErrorSample    `json:"error_samples,omitempty"`

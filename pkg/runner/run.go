@@ -46,6 +46,15 @@ type IO struct {
 	// (a second signal): the requests in flight are canceled at once, and
 	// the run records them and writes its outputs as after a drain.
 	Hurry <-chan struct{}
+	// Observe, when set, receives every finished request's sample after
+	// the run's own sinks, on the collector's goroutine: it must return
+	// at once and not keep the sample (a sweep's step watches its
+	// verdict settle).
+	Observe metrics.Sink
+	// Stop, when set, is closed to end the run early as planned: no new
+	// request is sent, those in flight complete, and the summary is not
+	// interrupted but says when it ended (EndedEarly).
+	Stop <-chan struct{}
 }
 
 // Config is what the execution of a run reads: the parts of the command
@@ -206,6 +215,9 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	if len(records) > 0 {
 		sinks = append(sinks, records)
 	}
+	if stdio.Observe != nil {
+		sinks = append(sinks, stdio.Observe)
+	}
 	results := make(chan *client.Result, 4096)
 	var done atomic.Int64
 	collected := make(chan error, 1)
@@ -238,7 +250,9 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 		inFlight = sessions.InFlight
 	}
 	mon.Begin(start, inFlight, d.Dispatched, d.Behind, &done)
-	ds := d.Run(ctx, reqCtx, wl.Schedule)
+	dispatchCtx, endedEarly, release := stopEarly(ctx, stdio.Stop, start)
+	ds := d.Run(dispatchCtx, reqCtx, wl.Schedule)
+	release()
 	stopDrain()
 	close(results)
 	werr := <-collected
@@ -261,6 +275,9 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	}
 	facts.ScheduleSpan = st.Last.Seconds()
 	facts.Interrupted = ctx.Err() != nil
+	if at := endedEarly(); at > 0 && !facts.Interrupted && ds.Dispatched < st.Count {
+		facts.EndedEarly = at.Seconds()
+	}
 	var backlog report.Backlog
 	if len(records) > 0 {
 		if backlog = records.MaxBacklog(); backlog.Records > 0 {
@@ -300,6 +317,26 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 			n, &safe.Panic{Value: "recording a result panicked"})
 	}
 	return sum, nil
+}
+
+// stopEarly returns the context that dispatches: ctx, also done once stop
+// is closed (nil: never); ended returns how long after start stop was
+// closed (0: it was not); release ends the watch once dispatching is over.
+func stopEarly(ctx context.Context, stop <-chan struct{}, start time.Time) (dispatch context.Context, ended func() time.Duration, release func()) {
+	if stop == nil {
+		return ctx, func() time.Duration { return 0 }, func() {}
+	}
+	dctx, cancel := context.WithCancel(ctx)
+	var at atomic.Int64
+	safe.Go(func() {
+		select {
+		case <-stop:
+			at.Store(int64(max(time.Since(start), 1)))
+			cancel()
+		case <-dctx.Done():
+		}
+	})
+	return dctx, func() time.Duration { return time.Duration(at.Load()) }, cancel
 }
 
 // drainOnStop cancels the requests in flight once ctx is done (the run was

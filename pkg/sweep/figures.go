@@ -64,6 +64,10 @@ type Figures struct {
 	Server         *metrics.ServerStats `json:"server,omitempty"`
 	ServerEndpoint string               `json:"server_endpoint,omitempty"`
 
+	// Growth is the slope of the wait over the step with its interval
+	// (steps that end when settled: watch.go); the growth check uses it
+	// instead of Windows when set.
+	Growth *Slope `json:"growth,omitempty"`
 	// Windows are the step's windows, for the latency-growth check.
 	Windows []Window `json:"windows,omitempty"`
 }
@@ -110,6 +114,10 @@ func stepFigures(s *metrics.Summary) (Figures, error) {
 	f.ConcurrencyBound = s.MaxConcurrency != nil && s.MaxInFlight >= int64(*s.MaxConcurrency)
 	if s.ScheduleSpan > 0 {
 		f.Offered = float64(s.Scheduled) / s.ScheduleSpan
+	}
+	if s.EndedEarly > 0 {
+		// Ended once settled: the schedule was sent up to then.
+		f.Offered = float64(s.Scheduled-s.NotSent) / s.EndedEarly
 	}
 	if e2e := s.LatencyCDFs["e2e"]; len(e2e) > 0 {
 		f.E2EMin = e2e[0][0]

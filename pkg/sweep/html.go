@@ -155,7 +155,8 @@ var sweepTemplate = template.Must(template.New("sweep").Funcs(report.TemplateFun
 {{if .Command}}<pre class="cmd" id="command">{{.Command}}</pre>{{end}}
 <p class="warn" id="answer"><b>{{.R.Line}}</b></p>
 {{with .R.Limit}}<p id="limit">Limit: <b>{{.Kind}}</b>{{if .Step}} (read at step {{.Step}}){{end}}: {{.Detail}}.</p>{{end}}
-{{if .R.StopReason}}<p class="warn" id="stopped">Stopped early ({{.R.Stopped}}): {{.R.StopReason}}</p>{{end}}
+{{range .R.Notes}}<p class="meta">{{.}}</p>
+{{end}}{{if .R.StopReason}}<p class="warn" id="stopped">Stopped early ({{.R.Stopped}}): {{.R.StopReason}}</p>{{end}}
 
 <h2>Against load</h2>
 <div class="grid">
@@ -164,8 +165,8 @@ var sweepTemplate = template.Must(template.New("sweep").Funcs(report.TemplateFun
 
 <h2>Steps</h2>
 <table id="steps">
-<tr><th>Step</th><th>{{.R.Variable}}</th><th>Offered/s</th><th>Achieved/s</th><th>Failed</th>{{if .Cancelled}}<th>Cut</th>{{end}}<th>Goodput</th><th>TTFT p50</th><th>TTFT p99</th><th>TPOT p50</th><th>TPOT p99</th><th>E2E p50</th><th>E2E p99</th><th>Running max</th><th>Waiting max</th><th>KV max</th>{{if .Endpoints}}<th>Server figures of</th><th>Per endpoint</th>{{end}}<th>Lag p99</th><th>Verdict</th></tr>
-{{$p := .}}{{range .Steps}}<tr><td>{{.Index}}</td><td>{{.Value}}</td><td>{{f2 .Figures.Offered}}</td><td>{{f2 .Figures.Achieved}}</td><td>{{.Figures.Failed}}</td>{{if $p.Cancelled}}<td>{{.Figures.Cancelled}}</td>{{end}}<td>{{.Goodput}}</td><td>{{ms .Figures.TTFT.P50}}</td><td>{{ms .Figures.TTFT.P99}}</td><td>{{ms .Figures.TPOT.P50}}</td><td>{{ms .Figures.TPOT.P99}}</td><td>{{ms .Figures.E2E.P50}}</td><td>{{ms .Figures.E2E.P99}}</td><td>{{.Running}}</td><td>{{.Waiting}}</td><td>{{.KV}}</td>{{if $p.Endpoints}}<td>{{or .Figures.ServerEndpoint "–"}}</td><td class="endpoints">{{range $i, $l := .PerEndpoint}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td>{{end}}<td>{{ms .Figures.LagP99}}</td><td class="{{.Verdict}}" title="{{join .Reasons "; "}}">{{.Verdict}}</td></tr>
+<tr><th>Step</th><th>{{.R.Variable}}</th><th>Offered/s</th><th>Achieved/s</th><th>Failed</th>{{if .Cancelled}}<th>Cut</th>{{end}}<th>Goodput</th><th>TTFT p50</th><th>TTFT p99</th><th>TPOT p50</th><th>TPOT p99</th><th>E2E p50</th><th>E2E p99</th><th>Running max</th><th>Waiting max</th><th>KV max</th>{{if .Endpoints}}<th>Server figures of</th><th>Per endpoint</th>{{end}}<th>Lag p99</th><th>Verdict</th><th>Time</th><th>Ended</th></tr>
+{{$p := .}}{{range .Steps}}<tr><td>{{.Index}}</td><td>{{.Value}}</td><td>{{f2 .Figures.Offered}}</td><td>{{f2 .Figures.Achieved}}</td><td>{{.Figures.Failed}}</td>{{if $p.Cancelled}}<td>{{.Figures.Cancelled}}</td>{{end}}<td>{{.Goodput}}</td><td>{{ms .Figures.TTFT.P50}}</td><td>{{ms .Figures.TTFT.P99}}</td><td>{{ms .Figures.TPOT.P50}}</td><td>{{ms .Figures.TPOT.P99}}</td><td>{{ms .Figures.E2E.P50}}</td><td>{{ms .Figures.E2E.P99}}</td><td>{{.Running}}</td><td>{{.Waiting}}</td><td>{{.KV}}</td>{{if $p.Endpoints}}<td>{{or .Figures.ServerEndpoint "–"}}</td><td class="endpoints">{{range $i, $l := .PerEndpoint}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td>{{end}}<td>{{ms .Figures.LagP99}}</td><td class="{{.Verdict}}" title="{{join .Reasons "; "}}">{{.Verdict}}</td><td>{{if .Seconds}}{{printf "%.1f s" .Seconds}}{{else}}–{{end}}</td><td title="{{.Settled}}">{{or .Ended "–"}}</td></tr>
 {{end}}</table>
 <p class="meta">Latencies in ms, measured as in a run; running, waiting and KV: the server's own maxima over the step{{if .Endpoints}}, read at the busiest endpoint ("server figures of"){{end}}.{{if .Cancelled}} Cut: requests the client cancelled on purpose (--cancel-share), neither completed nor failed; the throughput verdict allows for them.{{end}} Each step is a whole run; its full summary is in the sweep's JSON.</p>
 </body>

@@ -81,7 +81,16 @@ func judge(c *Config, f *Figures) (Verdict, []string) {
 		}
 		reasons = append(reasons, why)
 	}
-	if !c.SLO.Set() {
+	switch {
+	case f.Growth != nil && (!c.SLO.Set() || f.Growth.Lo > GrowthSlope):
+		// The trend over the step (watch.go): growing when its estimate
+		// is above GrowthSlope and its interval above 0 (with an SLO,
+		// above GrowthSlope). Near the knee a stable queue wanders: a
+		// step is failed on growth only when it surely grew.
+		if g := f.Growth; g.Slope > GrowthSlope && g.Lo > 0 {
+			reasons = append(reasons, fmt.Sprintf("latency growing: wait slope %.3f [%.3f, %.3f] > %g", g.Slope, g.Lo, g.Hi, GrowthSlope))
+		}
+	case !c.SLO.Set():
 		if g, ok := growth(f.Windows); ok {
 			reasons = append(reasons, g)
 		}

@@ -36,10 +36,10 @@ type Start struct {
 const (
 	// StartShare is where the first step lies under the estimate: a little
 	// below, so that it passes and the second step brackets.
-	StartShare = 0.9
+	StartShare = 0.95
 	// StartGrowth is the first factor the bracket grows (or shrinks) by
 	// from the start; it squares at every further step the same way.
-	StartGrowth = 1.15
+	StartGrowth = 1.1
 )
 
 // LittleCapacity is the capacity Little's law gives a server that runs
@@ -103,9 +103,9 @@ func (s *search) bracketFrom(ctx context.Context, st *Start) (lo, hi float64, er
 			return lo, hi, err
 		}
 		if verdict == Pass {
-			lo = v
+			lo = s.load(v)
 		} else {
-			hi = v
+			hi = s.load(v)
 		}
 		switch {
 		case lo > 0 && hi > 0:
@@ -121,10 +121,11 @@ func (s *search) bracketFrom(ctx context.Context, st *Start) (lo, hi float64, er
 			g = math.Min(g*g, c.Growth)
 		}
 		dir = d
-		next := v * g
+		next := s.load(v) * g
 		if d < 0 {
-			next = v / g
+			next = s.load(v) / g
 		}
+		next = s.nominal(next)
 		next = s.round(math.Min(math.Max(next, c.Min), c.Max))
 		if next == v {
 			return lo, hi, nil

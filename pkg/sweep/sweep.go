@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
@@ -29,7 +30,9 @@ var Variables = []Variable{Rate, TimeScale, MaxConcurrency}
 
 // Defaults of a Config.
 const (
-	DefaultTolerance  = 0.05
+	DefaultTolerance = 0.05
+	// SettledTolerance is the default with steps that end when settled.
+	SettledTolerance  = 0.03
 	DefaultGrowth     = 2
 	DefaultMaxSteps   = 40
 	DefaultMinGoodput = 0.9
@@ -68,6 +71,11 @@ type Config struct {
 	// Workload names the workload in the answer (e.g. Dense_10to30B).
 	Workload string
 
+	// StepMin and StepMax, when StepMax > 0, make a step end once its
+	// verdict is settled (watch.go), no sooner than StepMin and no later
+	// than StepMax (Run's schedule is StepMax long); 0: every step runs
+	// its whole schedule.
+	StepMin, StepMax time.Duration
 	// Probe, when set, measures the server's service time and slots
 	// before a rate search, which then starts from Little's law's
 	// estimate instead of Min (start.go); nil or a probe that finds
@@ -100,6 +108,14 @@ type Step struct {
 	Verdict Verdict  `json:"verdict"`
 	Reasons []string `json:"reasons,omitempty"`
 	Figures Figures  `json:"figures"`
+	// Ended says why the step ended: settled (its verdict was clear
+	// before its maximum length; Settled says how), max length, the
+	// schedule's end (a step shorter than its maximum) or fixed length.
+	Ended   string `json:"ended,omitempty"`
+	Settled string `json:"settled,omitempty"`
+	// Seconds is the step's wall time, the wait for an idle server
+	// included.
+	Seconds float64 `json:"seconds"`
 	// Summary is the step's whole summary.
 	Summary *metrics.Summary `json:"summary"`
 }
@@ -136,7 +152,9 @@ type Result struct {
 	Line       string `json:"line"`
 	// Start is where the search started and why (nil for --sweep-values).
 	Start *Start `json:"start,omitempty"`
-	Steps []Step `json:"steps"`
+	// Seconds is the sweep's wall time, the probe included.
+	Seconds float64 `json:"seconds"`
+	Steps   []Step  `json:"steps"`
 }
 
 // Validate returns every problem of c.
@@ -202,7 +220,9 @@ func Sweep(ctx context.Context, c Config) (*Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	begin := time.Now()
 	s := &search{c: &c, res: &Result{Variable: c.Variable, Workload: c.Workload, Tolerance: c.Tolerance}}
+	defer func() { s.res.Seconds = time.Since(begin).Seconds() }()
 	if c.SLO.Set() {
 		s.res.SLO, s.res.MinGoodput = c.SLO.Targets(), c.MinGoodput
 	}
@@ -238,6 +258,7 @@ func (s *search) step(ctx context.Context, v float64) (Verdict, error) {
 		s.interrupted(ctx)
 		return "", errStop
 	}
+	began := time.Now()
 	if s.c.Idle != nil {
 		if err := s.c.Idle(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -248,7 +269,14 @@ func (s *search) step(ctx context.Context, v float64) (Verdict, error) {
 		}
 	}
 	n := len(s.res.Steps) + 1
-	sum, err := s.c.Run(ctx, n, v)
+	runCtx := ctx
+	var ws *watchStop
+	if s.c.StepMax > 0 {
+		ws = &watchStop{ch: make(chan struct{})}
+		ws.w = newWatch(s.c, v, func() { ws.once.Do(func() { close(ws.ch) }) })
+		runCtx = context.WithValue(ctx, watchKey{}, ws)
+	}
+	sum, err := s.c.Run(runCtx, n, v)
 	if err != nil && (sum == nil || ctx.Err() == nil) {
 		if ctx.Err() != nil {
 			s.interrupted(ctx)
@@ -256,13 +284,31 @@ func (s *search) step(ctx context.Context, v float64) (Verdict, error) {
 		}
 		return "", fmt.Errorf("step %d (%s %s): %w", n, s.c.Variable, fmtValue(s.c.Variable, v), err)
 	}
-	st := Step{Index: n, Value: v, Summary: sum}
+	st := Step{Index: n, Value: v, Summary: sum, Ended: EndedFixed}
 	f, ferr := stepFigures(sum)
+	var settled bool
+	var sv Verdict
+	var why string
+	if ws != nil {
+		settled, sv, why, f.Growth = ws.w.outcome()
+		switch {
+		case settled && sum.EndedEarly > 0:
+			st.Ended, st.Settled = EndedSettled, why
+		case sum.ScheduleSpan >= 0.99*s.c.StepMax.Seconds():
+			st.Ended, settled = EndedMax, false
+		default:
+			st.Ended, settled = EndedSchedule, false
+		}
+	}
 	st.Figures = f
 	st.Verdict, st.Reasons = judge(s.c, &f)
+	if settled && sv == Fail && st.Verdict == Pass {
+		st.Verdict, st.Reasons = Fail, []string{why}
+	}
 	if ferr != nil {
 		st.Reasons = append(st.Reasons, "summary: "+ferr.Error())
 	}
+	st.Seconds = time.Since(began).Seconds()
 	s.res.Steps = append(s.res.Steps, st)
 	s.logStep(&st)
 	switch st.Verdict {
@@ -344,25 +390,81 @@ func (s *search) bisect(ctx context.Context) error {
 	if lo == 0 || hi == 0 {
 		return nil // even the lowest load fails, or none up to the bound
 	}
-	for {
-		mid := s.round((lo + hi) / 2)
-		if (hi-lo)/lo <= c.Tolerance || mid <= lo || mid >= hi {
+	// A budget of bisection steps: the realized loads of steps that end
+	// when settled wander around their nominal ones, so the bracket may
+	// shrink slower than by half at each step.
+	budget := 2 + int(math.Ceil(math.Log2(math.Log(hi/lo)/math.Log1p(c.Tolerance))))
+	for ; budget > 0; budget-- {
+		mid := s.nominal((lo + hi) / 2)
+		if (hi-lo)/lo <= c.Tolerance || s.ran(mid) {
 			return nil
 		}
 		verdict, err := s.step(ctx, mid)
 		if err != nil {
 			return ignoreStop(err)
 		}
-		if verdict == Pass {
-			lo = mid
+		if l := s.load(mid); verdict == Pass {
+			lo = max(lo, l)
 		} else {
-			hi = mid
+			hi = min(hi, l)
+		}
+		if lo >= hi { // a step's realized load crossed the bracket: no finer answer
+			return nil
 		}
 	}
+	return nil
+}
+
+// load is the load a step at v put on the server: for a rate, the rate
+// its schedule offered up to its end (a step that ended when settled sent
+// the first seconds of its schedule, whose realized rate is off its
+// nominal one by counting noise), else v.
+func (s *search) load(v float64) float64 {
+	if s.c.Variable != Rate {
+		return v
+	}
+	for i := len(s.res.Steps) - 1; i >= 0; i-- {
+		if st := &s.res.Steps[i]; st.Value == v && st.Figures.Offered > 0 {
+			return st.Figures.Offered
+		}
+	}
+	return v
+}
+
+// nominal is the value to run for a load l: l scaled by the steps' mean
+// ratio of nominal to realized load (1 for other variables), rounded.
+func (s *search) nominal(l float64) float64 {
+	if s.c.Variable != Rate {
+		return s.round(l)
+	}
+	var sum float64
+	n := 0
+	for i := range s.res.Steps {
+		st := &s.res.Steps[i]
+		if r := st.Value / st.Figures.Offered; st.Figures.Offered > 0 && r > 0.5 && r < 2 {
+			sum += r
+			n++
+		}
+	}
+	if n > 0 {
+		l *= sum / float64(n)
+	}
+	return s.round(l)
+}
+
+// ran reports whether a step already ran at v.
+func (s *search) ran(v float64) bool {
+	for i := range s.res.Steps {
+		if s.res.Steps[i].Value == v {
+			return true
+		}
+	}
+	return false
 }
 
 // doubling brackets the capacity by growing the load geometrically from
-// v until a step fails (or Max passes).
+// v until a step fails (or Max passes); it returns the loads (load) of
+// the highest passing and the failing step.
 func (s *search) doubling(ctx context.Context, v float64) (lo, hi float64, err error) {
 	c := s.c
 	for {
@@ -371,16 +473,17 @@ func (s *search) doubling(ctx context.Context, v float64) (lo, hi float64, err e
 			return lo, hi, err
 		}
 		if verdict == Fail {
-			return lo, v, nil
+			return lo, s.load(v), nil
 		}
-		lo = v
+		lo = s.load(v)
 		if v >= c.Max {
 			return lo, 0, nil // no failure up to the bound
 		}
-		v = s.round(math.Min(v*c.Growth, c.Max))
-		if v <= lo {
+		next := s.round(math.Min(v*c.Growth, c.Max))
+		if next <= v {
 			return lo, 0, nil
 		}
+		v = next
 	}
 }
 
