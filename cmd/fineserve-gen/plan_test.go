@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -197,6 +198,10 @@ func TestPlanAgainstMock(t *testing.T) {
 		return nil
 	}
 	smooth, poisson, bursty := at(0.5), at(1), at(2)
+	if !regexp.MustCompile(`plan: the curve's measurement took [0-9.]+ s \([0-9]+ sweep\(s\)\)`).MatchString(errb) ||
+		!regexp.MustCompile(`plan: CV [0-9.]+: capacity: .* \([0-9]+ steps, [0-9.]+ s\)`).MatchString(errb) {
+		t.Errorf("the plan does not say how long its measurement took:\n%s", errb)
+	}
 	if r := poisson.Rate / analyticCapacity; r < 0.5 || r > 1.05 {
 		t.Errorf("capacity at CV 1: %.1f req/s, %.2f of the ceiling %.1f: want 0.5–1.05", poisson.Rate, r, analyticCapacity)
 	}

@@ -308,6 +308,10 @@ func measureCurve(ctx context.Context, fs *pflag.FlagSet, o *options.Options, sf
 	// The day's --duration is its horizon, not a step's length; its report
 	// is the plan's.
 	changed := func(name string) bool { return name != "duration" && fs.Changed(name) }
+	began := time.Now()
+	defer func() {
+		fmt.Fprintf(stderr, "plan: the curve's measurement took %.1f s (%d sweep(s))\n", time.Since(began).Seconds(), len(cvs))
+	}()
 	for i, cv := range cvs {
 		so := measureOptions(o, cv, mix)
 		cfg, stepOpts, err := sweepSetup(changed, &so, sf)
@@ -329,7 +333,7 @@ func measureCurve(ctx context.Context, fs *pflag.FlagSet, o *options.Options, sf
 		if res.Stopped != "" {
 			return nil, fmt.Errorf("measuring at CV %.2f: the sweep stopped early (%s): %s", cv, res.Stopped, res.StopReason)
 		}
-		fmt.Fprintf(stderr, "plan: CV %.2f: %s\n", cv, res.Line)
+		fmt.Fprintf(stderr, "plan: CV %.2f: %s (%d steps, %.1f s)\n", cv, res.Line, len(res.Steps), res.Seconds)
 		p, t1, t2, err := pointFromSweep(res, fmt.Sprintf("sweep at --burstiness %.4g: %d steps", so.Burstiness, len(res.Steps)))
 		if err != nil {
 			return nil, fmt.Errorf("measuring at CV %.2f: %w (lower --sweep-min)", cv, err)
