@@ -103,3 +103,37 @@ func TestSweepStartFallsBack(t *testing.T) {
 		}
 	}
 }
+
+// A step that fails on growth alone below a passing one is measured again,
+// and the answer believes the second measurement; a step that failed for
+// another reason is believed.
+func TestSweepRemeasuresAContradictedStep(t *testing.T) {
+	q := &queue{capacity: 84.2, span: 60, ttft: 20, slots: 8}
+	c := &Config{Variable: Rate, Min: 10, Max: 160, Tolerance: 0.05, SLO: metrics.NoSLO, Run: q.run, MaxSteps: DefaultMaxSteps, MaxLag: DefaultMaxLag}
+	pass := func(i int, v float64) Step {
+		return Step{Index: i, Value: v, Verdict: Pass, Figures: Figures{Offered: v, Achieved: v}}
+	}
+	fail := func(i int, v float64, why string) Step {
+		return Step{Index: i, Value: v, Verdict: Fail, Reasons: []string{why}, Figures: Figures{Offered: v, Achieved: v}}
+	}
+	s := &search{c: c, res: &Result{Variable: Rate, Steps: []Step{pass(1, 30), pass(2, 45), fail(3, 40, "latency growing: wait slope 0.030 [0.001, 0.060] > 0.02"), fail(4, 90, "achieved 84 req/s < 95 % of offered 90")}}}
+	if err := s.remeasure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(q.calls) != 1 || q.calls[0] != 40 {
+		t.Fatalf("re-measured %v, want 40 once", q.calls)
+	}
+	if st := s.res.Steps; len(st) != 5 || st[2].RemeasuredBy != 5 || st[4].Verdict != Pass || st[3].RemeasuredBy != 0 {
+		t.Fatalf("steps %+v", st)
+	}
+	s.answer()
+	if s.res.Capacity == nil || s.res.Capacity.Value != 45 || s.res.FailedAt != 90 {
+		t.Errorf("capacity %+v failed at %g: want 45 and 90, the contradicted fail at 40 not believed", s.res.Capacity, s.res.FailedAt)
+	}
+	// Nothing contradicted: nothing run.
+	q.calls = nil
+	s = &search{c: c, res: &Result{Variable: Rate, Steps: []Step{pass(1, 30), fail(2, 40, "latency growing: …"), fail(3, 45, "goodput 50 % < 90 %")}}}
+	if err := s.remeasure(context.Background()); err != nil || len(q.calls) != 0 {
+		t.Errorf("re-measured %v (%v) without a contradiction", q.calls, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
@@ -116,6 +117,10 @@ type Step struct {
 	// Seconds is the step's wall time, the wait for an idle server
 	// included.
 	Seconds float64 `json:"seconds"`
+	// RemeasuredBy is the step that measured this one's load again
+	// because this one failed on growth alone below a passing step: the
+	// answer believes the later one (0: none).
+	RemeasuredBy int `json:"remeasured_by,omitempty"`
 	// Summary is the step's whole summary.
 	Summary *metrics.Summary `json:"summary"`
 }
@@ -390,6 +395,64 @@ func (s *search) bisect(ctx context.Context) error {
 	if lo == 0 || hi == 0 {
 		return nil // even the lowest load fails, or none up to the bound
 	}
+	if err := s.bisectBetween(ctx, lo, hi); err != nil {
+		return err
+	}
+	return s.remeasure(ctx)
+}
+
+// MaxRemeasured is how many contradicted steps a search measures again.
+const MaxRemeasured = 2
+
+// remeasure runs again, once each, the steps that failed on growth alone
+// below a passing step (a verdict its neighbours above contradict: near
+// the knee a stable queue wanders), lowest first, at most MaxRemeasured.
+func (s *search) remeasure(ctx context.Context) error {
+	for range MaxRemeasured {
+		var bad *Step
+		for i := range s.res.Steps {
+			st := &s.res.Steps[i]
+			if st.Verdict != Fail || st.RemeasuredBy > 0 || !growthOnly(st.Reasons) || (bad != nil && bad.Value <= st.Value) {
+				continue
+			}
+			for j := range s.res.Steps {
+				if o := &s.res.Steps[j]; o.Verdict == Pass && o.Value > st.Value && o.RemeasuredBy == 0 {
+					bad = st
+					break
+				}
+			}
+		}
+		if bad == nil {
+			return nil
+		}
+		idx, v := bad.Index, bad.Value
+		if s.c.Logf != nil {
+			s.c.Logf("sweep: step %d failed on growth alone below a passing step: measuring %s %s again", idx, s.c.Variable, fmtValue(s.c.Variable, v))
+		}
+		if _, err := s.step(ctx, v); err != nil {
+			return ignoreStop(err)
+		}
+		s.res.Steps[idx-1].RemeasuredBy = len(s.res.Steps)
+	}
+	return nil
+}
+
+// growthOnly reports whether a step failed on latency growth alone.
+func growthOnly(reasons []string) bool {
+	for _, r := range reasons {
+		if !strings.HasPrefix(r, "latency growing") {
+			return false
+		}
+	}
+	return len(reasons) > 0
+}
+
+// bisectBetween bisects between the loads lo (passing) and hi (failing).
+func (s *search) bisectBetween(ctx context.Context, lo, hi float64) error {
+	c := s.c
+	if !(lo > 0 && hi > lo) {
+		return nil
+	}
 	// A budget of bisection steps: the realized loads of steps that end
 	// when settled wander around their nominal ones, so the bracket may
 	// shrink slower than by half at each step.
@@ -513,14 +576,14 @@ func (s *search) answer() {
 	r := s.res
 	failed := math.Inf(1)
 	for _, st := range r.Steps {
-		if st.Verdict == Fail && st.Value < failed {
+		if st.Verdict == Fail && st.RemeasuredBy == 0 && st.Value < failed {
 			failed = st.Value
 		}
 	}
 	var best *Step
 	for i := range r.Steps {
 		st := &r.Steps[i]
-		if st.Verdict == Pass && st.Value < failed && (best == nil || st.Value > best.Value) {
+		if st.Verdict == Pass && st.RemeasuredBy == 0 && st.Value < failed && (best == nil || st.Value > best.Value) {
 			best = st
 		}
 	}

@@ -115,7 +115,9 @@ func WriteTable(w io.Writer, r *Result) error {
 	}
 	fmt.Fprintln(w, "(latencies in ms; running, waiting and KV: the server's maxima over the step; time: the step's wall time in s)")
 	for _, st := range sortedSteps(r.Steps) {
-		if len(st.Reasons) > 0 {
+		if st.RemeasuredBy > 0 {
+			fmt.Fprintf(w, "step %d: %s: %s; measured again at step %d (it failed on growth alone below a passing step)\n", st.Index, st.Verdict, joinReasons(st.Reasons), st.RemeasuredBy)
+		} else if len(st.Reasons) > 0 {
 			fmt.Fprintf(w, "step %d: %s: %s\n", st.Index, st.Verdict, joinReasons(st.Reasons))
 		} else if st.Settled != "" {
 			fmt.Fprintf(w, "step %d: %s: settled: %s\n", st.Index, st.Verdict, st.Settled)
