@@ -125,8 +125,8 @@ var readmeOffline = []string{"fit", "analyze", "synthesize", "report", "merge", 
 // the repository becomes absolute (the commands run in a temporary
 // directory, where their outputs land), each port of the README the port
 // of the server the block started (a command without one gets the
-// quick start's server), --num-prompts at most 20 and --step-duration at
-// most 2 s. Nothing else changes but the servers' --ttft-ms and --itl-ms
+// quick start's server), --num-prompts at most 20 and --step-duration (or
+// --step-max, which a sweep or a plan without either gets) at most 2 s. Nothing else changes but the servers' --ttft-ms and --itl-ms
 // (1 ms each), and a sweep's or a plan's --sweep-max-lag (1 s): on a
 // machine busy with other tests the client's send lag would end the
 // search as the client's limit, which is not what the example shows.
@@ -151,7 +151,7 @@ func readmeExampleArgs(root string, args []string, ports map[string]int) ([]stri
 			if n, err := strconv.Atoi(*v); err != nil || n > 20 {
 				*v = "20"
 			}
-		case "--step-duration":
+		case "--step-duration", "--step-max":
 			if d, err := time.ParseDuration(*v); err != nil || d > 2*time.Second {
 				*v = "2s"
 			}
@@ -159,6 +159,9 @@ func readmeExampleArgs(root string, args []string, ports map[string]int) ([]stri
 	}
 	if len(out) > 0 && (out[0] == "sweep" || out[0] == "plan") && !slices.Contains(out, "--sweep-max-lag") {
 		out = append(out, "--sweep-max-lag", "1000")
+	}
+	if len(out) > 0 && (out[0] == "sweep" || out[0] == "plan") && !slices.Contains(out, "--step-duration") && !slices.Contains(out, "--step-max") {
+		out = append(out, "--step-max", "2s") // steps that end when settled, at most 2 s
 	}
 	if !hasTarget && (len(out) == 0 || !slices.Contains(readmeOffline, out[0])) {
 		p, ok := ports["8000"]
