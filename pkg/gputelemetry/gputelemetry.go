@@ -5,7 +5,6 @@ package gputelemetry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -21,6 +20,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
+	"github.com/fineserve-gen/fineserve-gen/internal/scrape"
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/internal/wait"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
@@ -263,17 +263,13 @@ type Scraper struct {
 	done     chan struct{}
 }
 
-func scrapeTimeout(interval time.Duration) time.Duration {
-	return min(max(interval, time.Second), 10*time.Second)
-}
-
 // Start begins polling at once and every Interval after.
 func Start(cfg Config) *Scraper {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 2 * time.Second
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: scrapeTimeout(cfg.Interval)}
+		cfg.Client = &http.Client{Timeout: scrape.Timeout(cfg.Interval)}
 	}
 	if cfg.Warnf == nil {
 		cfg.Warnf = func(string, ...any) {}
@@ -379,25 +375,12 @@ func (s *Scraper) aggregate() [nFigures]float64 {
 }
 
 func (s *Scraper) fetch(ctx context.Context, i int) ([]Reading, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.URLs[i], nil)
-	if err != nil {
-		return nil, errors.New(secret.URLs(err.Error()))
-	}
-	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
-	resp, err := s.cfg.Client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %s", s.shown[i], secret.URLs(err.Error()))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return nil, fmt.Errorf("GET %s: %s", s.shown[i], resp.Status)
-	}
-	rd, err := Parse(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", s.shown[i], err)
-	}
-	return rd, nil
+	var rd []Reading
+	err := scrape.Fetch(ctx, s.cfg.Client, s.cfg.URLs[i], s.shown[i], func(r io.Reader) (err error) {
+		rd, err = Parse(r)
+		return err
+	})
+	return rd, err
 }
 
 // Window returns the GPUs' figures since the previous call (or the start),
@@ -427,7 +410,7 @@ func (s *Scraper) Window(at time.Duration) *metrics.GPUStats {
 func (s *Scraper) Stop() metrics.GPUSummary {
 	close(s.quit)
 	<-s.done
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout(s.cfg.Interval))
+	ctx, cancel := context.WithTimeout(context.Background(), scrape.Timeout(s.cfg.Interval))
 	s.scrapeOnce(ctx)
 	cancel()
 	s.mu.Lock()

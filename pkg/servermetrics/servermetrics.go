@@ -6,7 +6,6 @@ package servermetrics
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -21,6 +20,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
+	"github.com/fineserve-gen/fineserve-gen/internal/scrape"
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
 	"github.com/fineserve-gen/fineserve-gen/internal/wait"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
@@ -398,18 +398,13 @@ type Scraper struct {
 	done     chan struct{}
 }
 
-// scrapeTimeout bounds one scrape: the interval, between 1 s and 10 s.
-func scrapeTimeout(interval time.Duration) time.Duration {
-	return min(max(interval, time.Second), 10*time.Second)
-}
-
 // Start begins polling at once and every Interval after.
 func Start(cfg Config) *Scraper {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 2 * time.Second
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: scrapeTimeout(cfg.Interval)}
+		cfg.Client = &http.Client{Timeout: scrape.Timeout(cfg.Interval)}
 	}
 	if cfg.Warnf == nil {
 		cfg.Warnf = func(string, ...any) {}
@@ -456,23 +451,13 @@ func (s *Scraper) scrapeOnce(ctx context.Context) {
 }
 
 func (s *Scraper) fetch(ctx context.Context) (Sample, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.URL, nil)
+	var smp Sample
+	err := scrape.Fetch(ctx, s.cfg.Client, s.cfg.URL, s.shown, func(r io.Reader) (err error) {
+		smp, err = Parse(r)
+		return err
+	})
 	if err != nil {
-		return Sample{}, errors.New(secret.URLs(err.Error()))
-	}
-	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
-	resp, err := s.cfg.Client.Do(req)
-	if err != nil {
-		return Sample{}, fmt.Errorf("GET %s: %s", s.shown, secret.URLs(err.Error()))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return Sample{}, fmt.Errorf("GET %s: %s", s.shown, resp.Status)
-	}
-	smp, err := Parse(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return Sample{}, fmt.Errorf("GET %s: %w", s.shown, err)
+		return Sample{}, err
 	}
 	if math.IsNaN(smp.Running) && math.IsNaN(smp.Waiting) && math.IsNaN(smp.KVCache) {
 		return Sample{}, fmt.Errorf("GET %s: no vLLM metric (%s, %s, %s) in the answer", s.shown, MetricRunning, MetricWaiting, MetricKVCache)
@@ -515,7 +500,7 @@ type Result = metrics.ServerSummary
 func (s *Scraper) Stop() Result {
 	close(s.quit)
 	<-s.done
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout(s.cfg.Interval))
+	ctx, cancel := context.WithTimeout(context.Background(), scrape.Timeout(s.cfg.Interval))
 	s.scrapeOnce(ctx)
 	cancel()
 	s.mu.Lock()

@@ -1,0 +1,46 @@
+// Package scrape is what the scrapers of Prometheus text endpoints share
+// (the server's /metrics, the GPUs' DCGM exporter): one bounded GET and
+// the timeout of one scrape.
+package scrape
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/secret"
+)
+
+// Timeout bounds one scrape: the interval, between 1 s and 10 s.
+func Timeout(interval time.Duration) time.Duration {
+	return min(max(interval, time.Second), 10*time.Second)
+}
+
+// Fetch GETs a Prometheus text endpoint (url, shown without its
+// credentials in errors) and hands its body, at most 64 MiB, to parse;
+// a status other than 200 is an error naming it.
+func Fetch(ctx context.Context, client *http.Client, url, shown string, parse func(io.Reader) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return errors.New(secret.URLs(err.Error()))
+	}
+	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET %s: %s", shown, secret.URLs(err.Error()))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return fmt.Errorf("GET %s: %s", shown, resp.Status)
+	}
+	if err := parse(io.LimitReader(resp.Body, 64<<20)); err != nil {
+		return fmt.Errorf("GET %s: %w", shown, err)
+	}
+	return nil
+}
