@@ -18,7 +18,8 @@ func FuzzSchemaInstance(f *testing.F) {
 	}
 	for _, s := range []string{`true`, `{}`, `{"$ref":"#"}`, `{"type":"object","properties":{"a":{"$ref":"#"},"b":{"$ref":"#"}},"required":["a","b"]}`,
 		`{"type":"array","items":{"type":"array","items":{"$ref":"#"},"minItems":64},"minItems":64}`, `{"enum":[]}`, `{"type":["null"]}`,
-		`{"type":"integer","minimum":1e300}`, `{"type":"string","minLength":1e9}`, `{"properties":{"\u0000\"":{"const":"\n"}},"required":["\u0000\""]}`} {
+		`{"type":"integer","minimum":1e300}`, `{"type":"string","minLength":1e9}`, `{"properties":{"\u0000\"":{"const":"\n"}},"required":["\u0000\""]}`,
+		`{"properties":{"a":{"const":00},"b":{"enum":[1.,"x"]},"c":{"const":{"d":-01}}}}`} {
 		f.Add(s, 7)
 	}
 	f.Fuzz(func(t *testing.T, schema string, n int) {

@@ -1,6 +1,7 @@
 package mockserver
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -53,6 +54,17 @@ type schemaGen struct {
 	omit, omitted bool
 }
 
+// literal writes a const or enum value as the schema gave it; the
+// schema's parser takes numbers JSON does not (00, 1.), so a value that
+// would not read back as JSON is written as null instead.
+func (g *schemaGen) literal(v *fastjson.Value) {
+	start := len(g.out.b)
+	g.out.b = v.MarshalTo(g.out.b)
+	if !json.Valid(g.out.b[start:]) {
+		g.out.b = append(g.out.b[:start], "null"...)
+	}
+}
+
 func (g *schemaGen) value(s *fastjson.Value, depth int) {
 	if depth > maxSchemaDepth || len(g.out.b) > maxInstanceBytes {
 		g.out.b = append(g.out.b, "null"...)
@@ -67,11 +79,11 @@ func (g *schemaGen) value(s *fastjson.Value, depth int) {
 		return
 	}
 	if c := s.Get("const"); c != nil {
-		g.out.b = c.MarshalTo(g.out.b)
+		g.literal(c)
 		return
 	}
 	if e := s.GetArray("enum"); len(e) > 0 {
-		g.out.b = e[0].MarshalTo(g.out.b)
+		g.literal(e[0])
 		return
 	}
 	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
