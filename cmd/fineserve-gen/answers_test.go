@@ -156,6 +156,8 @@ func TestAnswerOptionsRefused(t *testing.T) {
 		{[]string{"--backend", "openai-chat", "--tool-choice", "auto"}, []string{"--tool-choice auto needs --tools FILE"}},
 		{[]string{"--backend", "openai-chat", "--reasoning-effort", "extreme"}, []string{`--reasoning-effort "extreme": want one of none`}},
 		{[]string{"--backend", "openai-chat", "--chat-template-kwargs", "[1]"}, []string{"--chat-template-kwargs: want a JSON object"}},
+		{[]string{"--backend", "anthropic-messages", "--chat-template-kwargs", "{}"}, []string{"--chat-template-kwargs: --backend anthropic-messages sends no chat template arguments (use --backend openai-chat"}},
+		{[]string{"--backend", "openai-responses", "--chat-template-kwargs", "{}"}, []string{"--chat-template-kwargs: --backend openai-responses sends no chat template arguments"}},
 		{[]string{"--backend", "openai-images", "--response-format", "json_object"}, []string{"--response-format: --backend openai-images has no response format"}},
 	} {
 		wantUsage(t, append(append([]string{}, base...), tc.args...), tc.want...)

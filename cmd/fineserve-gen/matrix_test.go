@@ -681,7 +681,10 @@ func caseArgs(c matrixCase, ports []int, dir string) (args, dry []string) {
 	args = append(args, "--warmup-requests", c.v(dWarmup))
 	switch c.v(dAnswer) {
 	case "reasoning":
-		args = append(args, "--reasoning-effort", "low", "--keep-reasoning-in-history", "--chat-template-kwargs", `{"enable_thinking": true}`)
+		args = append(args, "--reasoning-effort", "low", "--keep-reasoning-in-history")
+		if c.v(dBackend) == "openai-chat" {
+			args = append(args, "--chat-template-kwargs", `{"enable_thinking": true}`)
+		}
 	case "chain":
 		args = append(args, "--responses-chain")
 	case "tools":

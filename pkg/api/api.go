@@ -112,6 +112,10 @@ const (
 	// results as tool_result blocks of a user message), and input images
 	// are not sent (chat's content parts are not the API's image blocks).
 	ContentBlocks
+	// ChatTemplate: a request carries --chat-template-kwargs as
+	// chat_template_kwargs (vLLM's chat completions; the Responses and
+	// Messages APIs have no such member).
+	ChatTemplate
 )
 
 // Kind is one API kind: a row of the table.
@@ -169,7 +173,7 @@ var (
 		Caps: Sessions | ChatTwin | ResponseFormat}
 	// Chat is chat completions.
 	Chat = &Kind{Name: "openai-chat", Path: "/v1/chat/completions", Help: "chat completions (/v1/chat/completions)", Measure: MeasureTokens,
-		Caps: Messages | Sessions | Reasoning | Tools | ResponseFormat}
+		Caps: Messages | Sessions | Reasoning | Tools | ResponseFormat | ChatTemplate}
 	// Responses is OpenAI's Responses API.
 	Responses = &Kind{Name: "openai-responses", Path: "/v1/responses", Help: "the Responses API (/v1/responses)", Measure: MeasureTokens,
 		Caps: Messages | Sessions | Reasoning | Tools | ResponseFormat | HistoryItems | Chains}

@@ -86,7 +86,9 @@ func (a *AnswerOptions) validate(b *api.Kind) error {
 		} else {
 			out.ChatTemplateKwargs = compact([]byte(a.ChatTemplateKwargs))
 		}
-		unsupported("--chat-template-kwargs", api.Messages, "chat template")
+		if b != nil && !b.Has(api.ChatTemplate) {
+			add("--chat-template-kwargs: %s sends no chat template arguments (use --backend %s, or --extra-request-body where the server takes them)", name, api.WithCaps(api.ChatTemplate))
+		}
 	}
 	if a.KeepReasoning {
 		unsupported("--keep-reasoning-in-history", reasoning, "reasoning")
