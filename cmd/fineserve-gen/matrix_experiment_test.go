@@ -12,7 +12,7 @@ import (
 )
 
 // checkCaseExperiment checks the experiment dimension: a threshold's
-// verdict line; the steady_state section; and, for repeat2, the case run
+// verdict line and its record in the summary; the steady_state section; and, for repeat2, the case run
 // again with --repeat 2 (checkCaseRepeat).
 func checkCaseExperiment(t testing.TB, c matrixCase, ports []int, r *caseRun, sum *metrics.Summary, dryCSV []byte, fail func(string, ...any)) {
 	switch c.v(dExperiment) {
@@ -20,13 +20,16 @@ func checkCaseExperiment(t testing.TB, c matrixCase, ports []int, r *caseRun, su
 		if !strings.Contains(r.stderr, "fineserve-gen: threshold completed>=0: ok (completed ") {
 			fail("--threshold: no verdict line")
 		}
+		if th := sum.Thresholds; len(th) != 1 || !th[0].Pass || th[0].Value == nil || *th[0].Value != float64(sum.Completed) {
+			fail("--threshold: the summary's thresholds %+v (completed %d)", th, sum.Completed)
+		}
 	case "steady":
 		ss := sum.SteadyState
 		if ss == nil || ss.Rule != metrics.SteadyAuto || (ss.Note == "" && (ss.StartS > ss.EndS || ss.EndS > sum.Duration || ss.Requests < 1)) {
 			fail("--steady-state auto: steady_state %+v over a run of %v s", ss, sum.Duration)
 		}
 	default:
-		if sum.SteadyState != nil || strings.Contains(r.stderr, "threshold") {
+		if sum.SteadyState != nil || sum.Thresholds != nil || strings.Contains(r.stderr, "threshold") {
 			fail("a steady_state section or a threshold verdict without their options")
 		}
 	}

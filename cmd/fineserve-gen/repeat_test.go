@@ -184,9 +184,22 @@ func TestUntilConverged(t *testing.T) {
 // key is a usage error naming the nearest key, before anything is sent.
 func TestThresholdVerdicts(t *testing.T) {
 	_, port := mocktest.Start(t, mockserver.Config{TTFT: 20 * time.Millisecond, ITL: time.Millisecond})
-	r := runTool(t, append(baseArgs(port, 4), "--threshold", "mean_ttft_ms<=1", "--threshold", "request_throughput>0", "--threshold", "completed>=4")...)
+	html := filepath.Join(t.TempDir(), "r.html")
+	r := runTool(t, append(baseArgs(port, 4), "--threshold", "mean_ttft_ms<=1", "--threshold", "request_throughput>0", "--threshold", "completed>=4", "--report-html", html)...)
 	if r.code != exitThreshold {
 		t.Fatalf("exit %d, want %d\n%s", r.code, exitThreshold, r.stderr)
+	}
+	// The verdicts are in the summary, the table and the report too.
+	if th := r.summary(t).Thresholds; len(th) != 3 || th[0].Pass || th[0].Value == nil || *th[0].Value < 1 || th[0].Key != "mean_ttft_ms" ||
+		!th[1].Pass || !th[2].Pass || th[2].Value == nil || *th[2].Value != 4 || th[2].Threshold != "completed>=4" {
+		t.Errorf("summary thresholds %+v", th)
+	}
+	if !strings.Contains(r.stdout, "Thresholds") || !strings.Contains(r.stdout, "BREACHED (mean_ttft_ms ") {
+		t.Errorf("no Thresholds section in the table:\n%s", r.stdout)
+	}
+	if page := string(testenv.ReadFile(t, html)); !strings.Contains(page, `id="thresholds"`) || !strings.Contains(page, "Thresholds: BREACHED") ||
+		!strings.Contains(page, "completed&gt;=4: ok (completed 4)") {
+		t.Errorf("the report shows no verdicts")
 	}
 	var verdicts []string
 	for _, l := range strings.Split(r.stderr, "\n") {
@@ -207,6 +220,12 @@ func TestThresholdVerdicts(t *testing.T) {
 	if r.code != exitThreshold || !strings.Contains(r.stderr, "mean_ttft_ms<=5000@upper: ok (upper bound of mean_ttft_ms") ||
 		!strings.Contains(r.stderr, "mean_ttft_ms>=5000@lower: BREACHED (lower bound of mean_ttft_ms") {
 		t.Errorf("bounds: exit %d\n%s", r.code, r.stderr)
+	}
+	if th := r.summary(t).Thresholds; len(th) != 2 || !th[0].Pass || th[0].On != "upper" || th[1].Pass || th[1].On != "lower" {
+		t.Errorf("repeated run's thresholds %+v", th)
+	}
+	if run := testenv.ReadJSON[metrics.Summary](t, r.path("summary-run01.json")); run.Thresholds != nil {
+		t.Errorf("a run of the series has verdicts of its own: %+v", run.Thresholds)
 	}
 	dead := closedPort(t)
 	wantUsage(t, append(baseArgs(dead, 4), "--threshold", "p99_ttf_ms<=300"), "did you mean p99_ttft_ms?")

@@ -159,6 +159,13 @@ func runRepeats(ctx context.Context, o *options.Options, stdio runner.IO) (*metr
 	if x.Converge != nil {
 		agg.Repeats.Converged = &converged
 	}
+	if len(x.Thresholds) > 0 {
+		vs, err := experiment.Judge(x.Thresholds, agg)
+		if err != nil {
+			return nil, err
+		}
+		agg.Thresholds = experiment.Verdicts(vs)
+	}
 	if err := repeatOutputs(o, agg, stdio.Out); err != nil {
 		return agg, err
 	}
@@ -173,6 +180,7 @@ func runRepeats(ctx context.Context, o *options.Options, stdio runner.IO) (*metr
 func runOptions(o *options.Options, base uint64, i int) options.Options {
 	ro := *o
 	ro.Seed = int64(experiment.RunSeed(base, i))
+	ro.Experiment.Thresholds = nil // judged on the repeated run, not on each
 	ro.Quiet = true
 	ro.DisableProgress = true
 	ro.EachOutput(func(flag string, kind options.OutputKind, path *string) {

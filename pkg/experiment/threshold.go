@@ -89,6 +89,19 @@ func (v Verdict) Text() string {
 	return fmt.Sprintf("threshold %s: BREACHED (%s %s)", v.Threshold.Text, what, fmtG(v.Got))
 }
 
+// Verdicts are vs as the summary's thresholds section records them.
+func Verdicts(vs []Verdict) []metrics.ThresholdVerdict {
+	out := make([]metrics.ThresholdVerdict, len(vs))
+	for i, v := range vs {
+		out[i] = metrics.ThresholdVerdict{Threshold: v.Threshold.Text, Key: v.Key, On: v.On, Pass: v.Pass}
+		if !v.Missing {
+			got := v.Got
+			out[i].Value = &got
+		}
+	}
+	return out
+}
+
 func fmtG(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 
 // Judge judges every threshold on s: on its top-level value, or with a

@@ -19,6 +19,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/balance"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/experiment"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/monitor"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
@@ -199,6 +200,10 @@ func (o *job) runConfig(seed uint64, wl *workload.Workload, stdio runner.IO, log
 		format = prompt.Text // an image prompt, a rerank's documents are text; a session's completion prompt is its conversation's text
 	}
 	limit, _ := o.tokenLimit()
+	judge, err := o.judge()
+	if err != nil {
+		return runner.Config{}, err
+	}
 	prewarm, auto, err := options.ParsePrewarm(o.PrewarmConnections)
 	if err != nil {
 		return runner.Config{}, err
@@ -224,7 +229,26 @@ func (o *job) runConfig(seed uint64, wl *workload.Workload, stdio runner.IO, log
 		ResultsJSONL: o.ResultsJSONL, SummaryJSON: o.SummaryJSON, OutputFile: o.OutputFile,
 		ResultsCSV: o.ResultsCSV, ReportHTML: o.Observe.ReportHTML,
 		ResultsParquet: o.ResultsParquet, BenchmarkReport: o.BenchmarkReport, BenchmarkURLs: shownURLs(o),
+		Judge: judge,
 		Quiet: o.Quiet,
+	}, nil
+}
+
+// judge records the --threshold verdicts in the summary before it is
+// written (nil: no thresholds). The command judges the same thresholds
+// again for its exit code.
+func (o *job) judge() (func(*metrics.Summary), error) {
+	if len(o.Experiment.Thresholds) == 0 {
+		return nil, nil
+	}
+	x, err := o.Experiment.Parse()
+	if err != nil {
+		return nil, err
+	}
+	return func(s *metrics.Summary) {
+		if vs, err := experiment.Judge(x.Thresholds, s); err == nil {
+			s.Thresholds = experiment.Verdicts(vs)
+		}
 	}, nil
 }
 

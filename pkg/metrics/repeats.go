@@ -39,3 +39,21 @@ type RepeatRun struct {
 	SummaryPath string   `json:"summary,omitempty"`
 	Summary     *Summary `json:"summary_json,omitempty"`
 }
+
+// KeyThresholds holds the --threshold verdicts ([]ThresholdVerdict).
+const KeyThresholds = "thresholds"
+
+// ThresholdVerdict is one --threshold judged on the run (docs/EXPERIMENTS.md):
+// the summary's thresholds section, so that a pipeline reading the summary
+// sees what the exit code said and why.
+type ThresholdVerdict struct {
+	// Threshold is the option as given (p99_ttft_ms<=300@upper); Key the
+	// figure judged and On its bound with --repeat (mean, upper, lower).
+	Threshold string `json:"threshold"`
+	Key       string `json:"key"`
+	On        string `json:"on"`
+	// Value is the figure judged, null when the run has no such figure
+	// (a breach: it cannot be shown to hold).
+	Value *float64 `json:"value"`
+	Pass  bool     `json:"pass"`
+}

@@ -288,6 +288,8 @@ var sectionFields = []section{
 		func(s *Summary) any { return &s.SteadyState }},
 	{KeyTargetRate, func(s *Summary) (any, bool) { return s.TargetRate, s.TargetRate != nil },
 		func(s *Summary) any { return &s.TargetRate }},
+	{KeyThresholds, func(s *Summary) (any, bool) { return s.Thresholds, len(s.Thresholds) > 0 },
+		func(s *Summary) any { return &s.Thresholds }},
 	// The windows go with their length: a run that has windows writes
 	// both, "windows": null when none closed.
 	{KeyWindowSeconds, func(s *Summary) (any, bool) { return s.WindowSeconds, s.WindowSeconds > 0 },

@@ -53,6 +53,7 @@ func fullSummary() *Summary {
 		Repeats: &RepeatsSummary{Runs: 2, Requested: 3, Confidence: 0.95, WideShare: 0.1,
 			Figures: map[string]RepeatFigure{"mean_ttft_ms": {Mean: 12, HalfWidth: 1, N: 2, Values: []float64{11, 13}}},
 			PerRun:  []RepeatRun{{Seed: 1, SummaryPath: "s-run01.json"}, {Seed: 2, SummaryPath: "s-run02.json"}}},
+		Thresholds: []ThresholdVerdict{{Threshold: "p99_ttft_ms<=300", Key: "p99_ttft_ms", On: "mean", Value: &cpu, Pass: true}},
 	}
 }
 

@@ -187,6 +187,9 @@ type Summary struct {
 	// intervals (repeats; repeats.go, --repeat).
 	SteadyState *SteadyStateSummary `json:"-"`
 	Repeats     *RepeatsSummary     `json:"-"`
+	// Thresholds are the --threshold verdicts on the run (thresholds;
+	// repeats.go), judged before the summary is written.
+	Thresholds []ThresholdVerdict `json:"-"`
 
 	// Scale-out (docs/SCALE_OUT.md): the whole schedule's hash
 	// (schedule_hash), the shards covered (shard), --start-at (start_at,

@@ -71,6 +71,36 @@ func writeRepeats(t *table, s *metrics.Summary) {
 	}
 }
 
+// writeThresholds prints the --threshold verdicts, a row each: ok or
+// BREACHED, with the figure judged.
+func writeThresholds(t *table, s *metrics.Summary) {
+	if len(s.Thresholds) == 0 {
+		return
+	}
+	t.line("%s", center("Thresholds", '-', 50))
+	for _, v := range s.Thresholds {
+		t.row(v.Threshold+":", ThresholdText(v))
+	}
+}
+
+// ThresholdText is a verdict as the table shows it: "ok (p99_ttft_ms
+// 212.4)", "BREACHED (upper bound of p99_ttft_ms 412)", "BREACHED: the
+// run has no p99_ttft_ms".
+func ThresholdText(v metrics.ThresholdVerdict) string {
+	if v.Value == nil {
+		return "BREACHED: the run has no " + v.Key
+	}
+	what := v.Key
+	if v.On != "" && v.On != "mean" {
+		what = v.On + " bound of " + v.Key
+	}
+	verdict := "ok"
+	if !v.Pass {
+		verdict = "BREACHED"
+	}
+	return fmt.Sprintf("%s (%s %s)", verdict, what, strconv.FormatFloat(*v.Value, 'g', 6, 64))
+}
+
 // IntervalText is a figure's interval as the table shows it:
 // "212.40 ± 8.10 (3.8 %)", "WIDE" appended when it is wide.
 func IntervalText(f metrics.RepeatFigure) string {

@@ -257,6 +257,10 @@ type page struct {
 	Server      *metrics.ServerSummary
 	// Table is every section of the console table (tableSections).
 	Table []tableSection
+	// Thresholds are the --threshold verdicts as lines; Breached: one
+	// did not hold.
+	Thresholds []string
+	Breached   bool
 }
 
 type errorRow struct {
@@ -287,6 +291,10 @@ func WriteHTML(w io.Writer, d *Data) error {
 	}
 	if s.Model != "" {
 		pg.Title += " — " + s.Model
+	}
+	for _, v := range s.Thresholds {
+		pg.Thresholds = append(pg.Thresholds, v.Threshold+": "+ThresholdText(v))
+		pg.Breached = pg.Breached || !v.Pass
 	}
 	if s.MaxConcurrency != nil {
 		pg.MaxConc = fmt.Sprint(*s.MaxConcurrency)
@@ -776,6 +784,7 @@ var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(pageH
 {{if .X.Saturated}}<p class="warn" id="client-saturated"><span class="sat">The client fell behind its schedule</span>{{if .X.SatWindows}} in window(s) {{range $i, $w := .X.SatWindows}}{{if $i}}, {{end}}{{$w}}{{end}}{{end}}: {{.X.SatReason}}. Latencies there include the client's own delay; do not read them as the server's.</p>{{end}}
 {{if .X.BusyNote}}<p class="note" id="machine-busy">The machine was busy, not the client: {{.X.BusyNote}}.</p>{{end}}
 {{if .S.Interrupted}}<p class="warn">The run was interrupted: {{.S.NotSent}} scheduled request(s) were not sent.</p>{{end}}
+{{if .Thresholds}}<div class="{{if .Breached}}warn{{else}}note{{end}}" id="thresholds"><b>Thresholds: {{if .Breached}}BREACHED{{else}}all held{{end}}</b><ul>{{range .Thresholds}}<li>{{.}}</li>{{end}}</ul></div>{{end}}
 
 <h2>Summary</h2>
 <table id="summary">

@@ -164,6 +164,7 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 	writeLoadControl(t, s)
 	writeSteadyState(t, s)
 	writeRepeats(t, s)
+	writeThresholds(t, s)
 	writeErrors(t, s)
 	return t.err
 }
@@ -296,6 +297,7 @@ func writeImageLatency(t *table, s *metrics.Summary) {
 	writeServer(t, s)
 	writeSteadyState(t, s)
 	writeRepeats(t, s)
+	writeThresholds(t, s)
 	writeErrors(t, s)
 }
 

@@ -118,6 +118,9 @@ type Config struct {
 	BenchmarkURLs []string
 	// ReportHTML is the HTML report written at the end ("": none).
 	ReportHTML string
+	// Judge, when set, judges the assembled summary (the --threshold
+	// verdicts) before it is written, so that every output carries them.
+	Judge func(*metrics.Summary)
 	// Quiet prints warnings only.
 	Quiet bool
 }
@@ -292,6 +295,9 @@ func execute(ctx context.Context, cfg *Config, wl *workload.Workload, pool *clie
 	}
 	if err != nil {
 		log.Warnf("%v", err)
+	}
+	if cfg.Judge != nil {
+		cfg.Judge(sum)
 	}
 	if ds.Waits > 0 || ds.MaxBehind >= time.Second {
 		log.Warnf("the client fell behind its schedule: up to %v late handing out an arrival, %d wait(s) for the requests it had handed out to start and be written (%s; the send lag of those requests includes the delay)",
