@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/sweep"
 )
 
@@ -487,5 +489,21 @@ func TestSweepClientLimitStops(t *testing.T) {
 	}
 	if !strings.Contains(out, "--shard") || !strings.Contains(out, "not the server's") {
 		t.Errorf("answer does not say the client is the limit:\n%s", out)
+	}
+}
+
+// A rate sweep of --burstiness k tells the sweep its CV, 1/√k, so that a
+// bursty step needs more requests to settle; a trace's or a parametric
+// day's sweep leaves it unknown.
+func TestSweepArrivalCV(t *testing.T) {
+	for _, c := range []struct {
+		mode  string
+		k, cv float64
+	}{{"poisson", 0.25, 2}, {"poisson", 1, 1}, {"replay", 0.25, 0}, {"parametric", 1, 0}} {
+		o := options.Defaults()
+		o.Mode, o.Burstiness = c.mode, c.k
+		if got := arrivalCV(&o); math.Abs(got-c.cv) > 1e-12 {
+			t.Errorf("%s, burstiness %g: CV %g, want %g", c.mode, c.k, got, c.cv)
+		}
 	}
 }

@@ -162,6 +162,16 @@ func sweepRun(ctx context.Context, o *options.Options, sf *sweepFlags, cfg sweep
 // sweepSetup checks the sweep's flags against the run's and returns the
 // sweep's configuration and the options of each step. changed tells
 // whether a flag was given (pflag.FlagSet.Changed).
+// arrivalCV is the CV of a sweep's gaps: 1/√k of --burstiness k in
+// Poisson mode (Gamma gaps), 0 (unknown) for a trace's or parametric
+// day's shape.
+func arrivalCV(o *options.Options) float64 {
+	if o.Mode != workload.ModePoisson || !(o.Burstiness > 0) {
+		return 0
+	}
+	return 1 / math.Sqrt(o.Burstiness)
+}
+
 func sweepSetup(changed func(name string) bool, o *options.Options, sf *sweepFlags) (sweep.Config, func(step int, v float64) options.Options, error) {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
@@ -262,7 +272,7 @@ func sweepSetup(changed func(name string) bool, o *options.Options, sf *sweepFla
 	cfg := sweep.Config{
 		Variable: v, Min: sf.min, Max: sf.max, Values: sf.values, Tolerance: tolerance,
 		MaxSteps: sf.maxSteps, MaxLag: sf.maxLag, SLO: o.Observe.Goodput, MinGoodput: minGood, MaxErrorRate: o.MaxErrorRate,
-		StepMin: stepMin, StepMax: stepMax,
+		StepMin: stepMin, StepMax: stepMax, ArrivalCV: arrivalCV(o),
 		Workload: workloadName(o), Run: func(context.Context, int, float64) (*metrics.Summary, error) { return nil, nil },
 	}
 	if err := cfg.Validate(); err != nil {

@@ -13,8 +13,15 @@ import (
 // passed) and beta (a passing step failed) — both Alpha here. A share
 // within delta of m is the test's indifference zone: it may run to the
 // step's maximum length there.
+//
+// Wald's test takes the requests as independent. Under a bursty schedule
+// they are not: a burst makes many requests in a row miss the SLO
+// together. The index of dispersion of a renewal process's counts is the
+// squared CV of its gaps, so a request of a schedule of CV c carries about
+// 1/c² of a Poisson request's evidence; weight scales each request's
+// log-likelihood ratio by it (1: Poisson).
 type ShareTest struct {
-	good, bad float64 // the log-likelihood ratio of a success, a failure
+	good, bad float64 // the log-likelihood ratio of a success, a failure (weighted)
 	upper     float64 // log((1−β)/α): accept H1 (pass)
 	lower     float64 // log(β/(1−α)): accept H0 (fail)
 	llr       float64
@@ -22,15 +29,15 @@ type ShareTest struct {
 }
 
 // NewShareTest returns the test of threshold m with indifference delta
-// and error rates alpha.
-func NewShareTest(m, delta, alpha float64) *ShareTest {
+// and error rates alpha, each request weighing weight (Evidence).
+func NewShareTest(m, delta, alpha, weight float64) *ShareTest {
 	p1 := math.Min(m+delta, 1-1e-3)
 	p0 := math.Max(m-delta, 1e-3)
 	if p0 >= p1 { // m at an end: keep the hypotheses apart
 		p0, p1 = math.Max(p1-2*delta, 1e-3), math.Min(p0+2*delta, 1-1e-3)
 	}
 	return &ShareTest{
-		good: math.Log(p1 / p0), bad: math.Log((1 - p1) / (1 - p0)),
+		good: weight * math.Log(p1/p0), bad: weight * math.Log((1-p1)/(1-p0)),
 		upper: math.Log((1 - alpha) / alpha), lower: math.Log(alpha / (1 - alpha)),
 	}
 }
@@ -64,6 +71,16 @@ func (t *ShareTest) Share() float64 {
 		return 0
 	}
 	return float64(t.Good) / float64(t.N)
+}
+
+// Evidence is the weight of a request of a schedule whose gaps have
+// coefficient of variation cv (ShareTest): 1/cv², and 1 for a schedule
+// no burstier than Poisson (cv ≤ 1, or unknown: 0).
+func Evidence(cv float64) float64 {
+	if !(cv > 1) || math.IsInf(cv, 0) {
+		return 1
+	}
+	return 1 / (cv * cv)
 }
 
 // Slope is a least-squares slope with its two-sided confidence interval.

@@ -3,8 +3,12 @@ package sweep
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
@@ -15,7 +19,7 @@ import (
 func TestShareTestSPRT(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	run := func(p float64, limit int) (decision, n int) {
-		st := NewShareTest(0.9, ShareDelta, ShareAlpha)
+		st := NewShareTest(0.9, ShareDelta, ShareAlpha, 1)
 		for st.Decision() == 0 && st.N < limit {
 			st.Add(rng.Float64() < p)
 		}
@@ -105,8 +109,9 @@ func sample(sched, end, wait time.Duration, good bool) *metrics.Sample {
 // neither before the step's minimum length (seeded Poisson arrivals).
 func TestWatchSettles(t *testing.T) {
 	const rate, capacity = 100.0, 80.0
+	cv := 0.0
 	feed := func(v float64, min time.Duration, slo bool, goodShare float64) (w *watch, stoppedAt time.Duration) {
-		c := &Config{Variable: Rate, StepMin: min, Tolerance: 0.03, MinGoodput: 0.9, SLO: metrics.NoSLO}
+		c := &Config{Variable: Rate, StepMin: min, Tolerance: 0.03, MinGoodput: 0.9, SLO: metrics.NoSLO, ArrivalCV: cv}
 		if slo {
 			c.SLO, _ = metrics.ParseSLO([]string{"ttft:500"})
 		}
@@ -143,5 +148,77 @@ func TestWatchSettles(t *testing.T) {
 	w, at = feed(50, 30*time.Second, false, 1)
 	if settled, _, _, _ = w.outcome(); settled {
 		t.Errorf("settled at %v before the minimum of 30 s", at)
+	}
+	// A schedule of CV 2: each request weighs a quarter, and the step
+	// says so.
+	cv = 2
+	w, _ = feed(50, 2*time.Second, true, 0.5)
+	if settled, v, why, _ = w.outcome(); !settled || v != Fail || !strings.Contains(why, "each 1/4 of one (CV 2.00)") || w.share.N < 60 {
+		t.Errorf("goodput 50 %% at CV 2: settled %v %s (%s) after %d requests, want a fail weighing each request a quarter", settled, v, why, w.share.N)
+	}
+}
+
+// burstyGoodput simulates a step of n requests against a server of 8
+// slots, each request holding one for 175 ms, under Gamma gaps of the
+// given CV at rate lam: whether each request's E2E met 500 ms.
+func burstyGoodput(rng *rand.Rand, lam, cv float64, n int) []bool {
+	k := 1 / (cv * cv)
+	gaps := distuv.Gamma{Alpha: k, Beta: lam * k, Src: rng}
+	free := make([]float64, 8)
+	t := 0.0
+	out := make([]bool, n)
+	for i := range out {
+		t += gaps.Rand()
+		slot := slices.Index(free, slices.Min(free))
+		start := math.Max(t, free[slot])
+		free[slot] = start + 0.175
+		out[i] = free[slot]-t <= 0.5
+	}
+	return out
+}
+
+// TestShareTestBursty: under a bursty schedule (CV 3.4) the requests of a
+// step miss or meet the SLO in runs, and Wald's test taken as if they were
+// independent settles wrongly: a step whose long-run goodput is below the
+// target passes on the quiet start of the step. Weighted by Evidence it
+// keeps its error rate (seeded; 400 steps of 20 s each; the long-run
+// shares, from 400,000 requests, are stated beside).
+func TestShareTestBursty(t *testing.T) {
+	const cv = 3.4
+	rng := rand.New(rand.NewPCG(3, 4))
+	decide := func(lam, weight float64) (pass, fail int) {
+		for range 400 {
+			st := NewShareTest(0.9, ShareDelta, ShareAlpha, weight)
+			for i, good := range burstyGoodput(rng, lam, cv, int(20*lam)) {
+				st.Add(good)
+				// As the watch looks: past the 2 s minimum, every 8 requests.
+				if i < int(2*lam) || i%8 != 0 {
+					continue
+				}
+				if d := st.Decision(); d != 0 {
+					if d > 0 {
+						pass++
+					} else {
+						fail++
+					}
+					break
+				}
+			}
+		}
+		return pass, fail
+	}
+	// Goodput 0.87 at 22 req/s: below the target.
+	if pass, _ := decide(22, 1); pass < 200 {
+		t.Errorf("unweighted at 22 req/s: %d of 400 passed; the premise (most pass wrongly) does not hold", pass)
+	}
+	if pass, _ := decide(22, Evidence(cv)); pass > 20 {
+		t.Errorf("weighted at 22 req/s: %d of 400 passed, want ≤ 20 (5 %%)", pass)
+	}
+	// Goodput 0.97 at 12 req/s: above it.
+	if _, fail := decide(12, Evidence(cv)); fail > 20 {
+		t.Errorf("weighted at 12 req/s: %d of 400 failed, want ≤ 20 (5 %%)", fail)
+	}
+	if Evidence(1) != 1 || Evidence(0) != 1 || Evidence(0.5) != 1 || math.Abs(Evidence(2)-0.25) > 1e-12 {
+		t.Errorf("Evidence: %g %g %g %g", Evidence(1), Evidence(0), Evidence(0.5), Evidence(2))
 	}
 }

@@ -71,6 +71,10 @@ type Config struct {
 
 	// Workload names the workload in the answer (e.g. Dense_10to30B).
 	Workload string
+	// ArrivalCV is the coefficient of variation of the steps' gaps (1:
+	// Poisson; --burstiness k: 1/√k; 0: unknown, taken as 1). A step of a
+	// burstier schedule needs more requests to settle (Evidence).
+	ArrivalCV float64
 
 	// StepMin and StepMax, when StepMax > 0, make a step end once its
 	// verdict is settled (watch.go), no sooner than StepMin and no later

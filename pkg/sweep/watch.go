@@ -80,7 +80,7 @@ func newWatch(c *Config, v float64, stop func()) *watch {
 		w.rate = v
 	}
 	if c.SLO.Set() {
-		w.share = NewShareTest(c.MinGoodput, ShareDelta, ShareAlpha)
+		w.share = NewShareTest(c.MinGoodput, ShareDelta, ShareAlpha, Evidence(c.ArrivalCV))
 	}
 	return w
 }
@@ -134,7 +134,7 @@ func (w *watch) Add(s *metrics.Sample) {
 
 // behind reports whether the server completes fewer requests than the
 // step's nominal rate beyond doubt (95 %, one-sided; the completions
-// counted as Poisson) while it is saturated (the bins from the first
+// counted as Poisson, their variance times the schedule's squared CV) while it is saturated (the bins from the first
 // whose mean wait is more than twice the lowest's plus 5 ms, to the last
 // finished): the growth is
 // the server's, not a burst of the schedule's first seconds denser than
@@ -165,7 +165,9 @@ func (w *watch) behind() bool {
 		n += w.ends[i]
 	}
 	span := float64(last-from+1) * w.bin.Seconds()
-	served, sd := float64(n)/span, math.Sqrt(float64(n))/span
+	// Completions of a bursty schedule spread c² times a Poisson count's
+	// variance (Evidence).
+	served, sd := float64(n)/span, math.Sqrt(float64(n)/Evidence(w.c.ArrivalCV))/span
 	return served+1.64*sd < w.rate
 }
 
@@ -202,18 +204,27 @@ func (w *watch) decide() (Verdict, string, bool) {
 	if w.share != nil {
 		shareDecision = w.share.Decision()
 		if shareDecision < 0 {
-			return Fail, fmt.Sprintf("goodput %.1f %% below %.0f %% (sequential test, %d requests, error rates %.0f %%)",
-				100*w.share.Share(), 100*w.c.MinGoodput, w.share.N, 100*ShareAlpha), true
+			return Fail, fmt.Sprintf("goodput %.1f %% below %.0f %% (sequential test, %d requests%s, error rates %.0f %%)",
+				100*w.share.Share(), 100*w.c.MinGoodput, w.share.N, w.weighing(), 100*ShareAlpha), true
 		}
 	}
 	if ok && tr.Hi < GrowthSlope && shareDecision > 0 {
 		why := fmt.Sprintf("no growth: wait slope %.3f [%.3f, %.3f] < %g at %.0f %%", tr.Slope, tr.Lo, tr.Hi, GrowthSlope, 100*SettleConfidence)
 		if w.share != nil {
-			why += fmt.Sprintf(", goodput %.1f %% above %.0f %% (sequential test, %d requests)", 100*w.share.Share(), 100*w.c.MinGoodput, w.share.N)
+			why += fmt.Sprintf(", goodput %.1f %% above %.0f %% (sequential test, %d requests%s)", 100*w.share.Share(), 100*w.c.MinGoodput, w.share.N, w.weighing())
 		}
 		return Pass, why, true
 	}
 	return "", "", false
+}
+
+// weighing says how much a request weighed in the goodput test when the
+// schedule is burstier than Poisson: ", each 1/11.6 of one (CV 3.40)".
+func (w *watch) weighing() string {
+	if e := Evidence(w.c.ArrivalCV); e < 1 {
+		return fmt.Sprintf(", each 1/%.3g of one (CV %.2f)", 1/e, w.c.ArrivalCV)
+	}
+	return ""
 }
 
 // outcome returns the settled verdict (settled false: not settled) and
