@@ -403,7 +403,13 @@ func (m *merger) facts(start time.Time, dur time.Duration) (s metrics.Summary, w
 		if r.s.ServerMetrics != nil && s.ServerMetrics == nil {
 			s.ServerMetrics, copied[metrics.KeyServerMetrics] = r.s.ServerMetrics, r.name
 		}
+		// The GPUs are the server's: every copy that watched them saw the
+		// same devices, as with its metrics.
+		if r.s.GPU != nil && s.GPU == nil {
+			s.GPU, copied[metrics.KeyGPU] = r.s.GPU, r.name
+		}
 	}
+	s.OTLP = m.otlp()
 
 	// Identity.
 	if m.all(func(r *input) string { return r.hash }) && first.hash != "" {
@@ -421,6 +427,39 @@ func (m *merger) facts(start time.Time, dur time.Duration) (s metrics.Summary, w
 		})
 	}
 	return s, windows, copied, nil
+}
+
+// otlp adds up the copies' exports to an OpenTelemetry collector: each
+// copy exported its own requests' spans (nil: none exported).
+func (m *merger) otlp() *metrics.OTLPSummary {
+	var out *metrics.OTLPSummary
+	n := 0
+	for _, r := range m.rs {
+		o := r.s.OTLP
+		if o == nil {
+			continue
+		}
+		n++
+		if out == nil {
+			c := *o
+			out = &c
+			continue
+		}
+		if out.Endpoint != o.Endpoint || out.Sample != o.Sample || out.Traces != o.Traces {
+			m.warnf("%s: %s: exported to %s (traces %v, sample %g), the first copy to %s (traces %v, sample %g): the counts are added", r.name, metrics.KeyOTLP, o.Endpoint, o.Traces, o.Sample, out.Endpoint, out.Traces, out.Sample)
+		}
+		out.Spans += o.Spans
+		out.SampledOut += o.SampledOut
+		out.Dropped += o.Dropped
+		out.FailedExports += o.FailedExports
+		if o.LastError != "" {
+			out.LastError = o.LastError
+		}
+	}
+	if n > 1 {
+		m.notef("%s: the spans, sampled-out, dropped and failed exports are the sums of %d copies'", metrics.KeyOTLP, n)
+	}
+	return out
 }
 
 // setWindows merges the inputs' windows into s, with the client's

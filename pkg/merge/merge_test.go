@@ -623,3 +623,33 @@ func TestMergeKeepsASendRateShortfall(t *testing.T) {
 		t.Errorf("merged self-check %+v, want the copy's shortfall", c)
 	}
 }
+
+// TestMergeGPUAndOTLP: the GPU telemetry is the server's, taken from the
+// first copy that watched it (with a note); the copies' OpenTelemetry
+// exports add up, and a copy that exported elsewhere is a warning.
+func TestMergeGPUAndOTLP(t *testing.T) {
+	start := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	ins := shardSummaries(t, 2, start)
+	gpu := &metrics.GPUSummary{URLs: []string{"http://dcgm:9400/metrics"}, Interval: 1, Available: true, Devices: []metrics.GPUDevice{{}}}
+	ins[1].Summary.GPU = gpu
+	ins[0].Summary.OTLP = &metrics.OTLPSummary{Endpoint: "http://c:4318", Traces: true, Sample: 1, Spans: 100, Dropped: 1}
+	ins[1].Summary.OTLP = &metrics.OTLPSummary{Endpoint: "http://c:4318", Traces: true, Sample: 1, Spans: 150, SampledOut: 2, FailedExports: 1, LastError: "503"}
+	res, err := Summaries(ins)
+	must(t, err)
+	got := roundTrip(t, res.Summary)
+	if !reflect.DeepEqual(got.GPU, gpu) || !strings.Contains(strings.Join(got.MergeNotes, "\n"), metrics.KeyGPU+" is shard1.json's") {
+		t.Errorf("gpu %+v, notes %q", got.GPU, got.MergeNotes)
+	}
+	if o := got.OTLP; o == nil || o.Spans != 250 || o.SampledOut != 2 || o.Dropped != 1 || o.FailedExports != 1 || o.LastError != "503" || o.Endpoint != "http://c:4318" {
+		t.Errorf("otlp %+v, want the counts added", o)
+	}
+	if len(res.Warnings) != 0 {
+		t.Errorf("warnings %q", res.Warnings)
+	}
+	ins[1].Summary.OTLP.Endpoint = "http://other:4318"
+	res, err = Summaries(ins)
+	must(t, err)
+	if !strings.Contains(strings.Join(res.Warnings, "\n"), "exported to http://other:4318") {
+		t.Errorf("no warning for another collector: %q", res.Warnings)
+	}
+}
