@@ -202,6 +202,10 @@ func TestPlanAgainstMock(t *testing.T) {
 		!regexp.MustCompile(`plan: CV [0-9.]+: capacity: .* \([0-9]+ steps, [0-9.]+ s\)`).MatchString(errb) {
 		t.Errorf("the plan does not say how long its measurement took:\n%s", errb)
 	}
+	// The burstier points start under the rate where a smoother one failed.
+	if !regexp.MustCompile(`sweep: starting at rate [0-9.]+: the first failing rate at CV [0-9.]+ \(a burstier schedule is served no faster\): [0-9.]+ req/s at most`).MatchString(errb) {
+		t.Errorf("no point started from the smoother one's bound:\n%s", errb)
+	}
 	if r := poisson.Rate / analyticCapacity; r < 0.5 || r > 1.05 {
 		t.Errorf("capacity at CV 1: %.1f req/s, %.2f of the ceiling %.1f: want 0.5–1.05", poisson.Rate, r, analyticCapacity)
 	}

@@ -312,11 +312,19 @@ func measureCurve(ctx context.Context, fs *pflag.FlagSet, o *options.Options, sf
 	defer func() {
 		fmt.Fprintf(stderr, "plan: the curve's measurement took %.1f s (%d sweep(s))\n", time.Since(began).Seconds(), len(cvs))
 	}()
+	// Smoothest first: a burstier schedule is served no faster, so the
+	// rate where a smoother one failed bounds the next search from above
+	// and it starts under it (sweep.Config.Below) instead of probing.
+	cvs = slices.Sorted(slices.Values(cvs))
+	bound, boundCV := 0.0, 0.0
 	for i, cv := range cvs {
 		so := measureOptions(o, cv, mix)
 		cfg, stepOpts, err := sweepSetup(changed, &so, sf)
 		if err != nil {
 			return nil, options.Usage(err)
+		}
+		if sf.probe && bound > 0 && len(cfg.Values) == 0 {
+			cfg.Below, cfg.BelowWhy = bound, fmt.Sprintf("the first failing rate at CV %.2f (a burstier schedule is served no faster)", boundCV)
 		}
 		cfg.Workload = fmt.Sprintf("the day's length mix, CV %.2f (--burstiness %.4g)", cv, so.Burstiness)
 		fmt.Fprintf(stderr, "plan: measuring one replica at CV %.2f (%d of %d)\n", cv, i+1, len(cvs))
@@ -334,6 +342,9 @@ func measureCurve(ctx context.Context, fs *pflag.FlagSet, o *options.Options, sf
 			return nil, fmt.Errorf("measuring at CV %.2f: the sweep stopped early (%s): %s", cv, res.Stopped, res.StopReason)
 		}
 		fmt.Fprintf(stderr, "plan: CV %.2f: %s (%d steps, %.1f s)\n", cv, res.Line, len(res.Steps), res.Seconds)
+		if res.FailedAt > 0 {
+			bound, boundCV = res.FailedAt, cv
+		}
 		p, t1, t2, err := pointFromSweep(res, fmt.Sprintf("sweep at --burstiness %.4g: %d steps", so.Burstiness, len(res.Steps)))
 		if err != nil {
 			return nil, fmt.Errorf("measuring at CV %.2f: %w (lower --sweep-min)", cv, err)

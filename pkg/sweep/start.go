@@ -52,11 +52,15 @@ func LittleCapacity(slots int, service float64) (float64, bool) {
 	return float64(slots) / service, true
 }
 
-// start decides where the search begins: from the probe's estimate when
-// the variable is the rate and the probe found the server's slots, else
-// at Min (the doubling search).
+// start decides where the search begins: under Below when it is known,
+// from the probe's estimate when the variable is the rate and the probe
+// found the server's slots, else at Min (the doubling search).
 func (s *search) start(ctx context.Context) *Start {
 	c := s.c
+	if c.Below > 0 && c.Variable == Rate {
+		v := s.round(math.Min(math.Max(StartShare*c.Below, c.Min), c.Max))
+		return &Start{Value: v, Estimate: c.Below, Why: fmt.Sprintf("%s: %.1f req/s at most; starting at %.0f %% of it", c.BelowWhy, c.Below, 100*StartShare)}
+	}
 	if c.Probe == nil {
 		return &Start{Value: c.Min, Why: "--sweep-min"}
 	}

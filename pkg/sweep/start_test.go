@@ -137,3 +137,29 @@ func TestSweepRemeasuresAContradictedStep(t *testing.T) {
 		t.Errorf("re-measured %v (%v) without a contradiction", q.calls, err)
 	}
 }
+
+// A known upper bound (Below: a smoother schedule's capacity) starts the
+// search under it without probing, and the search still brackets and
+// bisects there.
+func TestSweepStartsBelowAKnownBound(t *testing.T) {
+	probed := false
+	probe := func(context.Context) (Probe, error) { probed = true; return Probe{}, nil }
+	q := &queue{capacity: 42, span: 60, ttft: 20, slots: 8}
+	res, err := Sweep(context.Background(), Config{Variable: Rate, Min: 1, Tolerance: 0.05, SLO: metrics.NoSLO, Run: q.run, Probe: probe,
+		Below: 50, BelowWhy: "the curve's point at CV 1.00"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probed || res.Start == nil || q.calls[0] != 47.5 || !strings.Contains(res.Start.Why, "the curve's point at CV 1.00: 50.0 req/s at most") {
+		t.Fatalf("probed %v, start %+v, steps %v: want no probe and a first step at 47.5", probed, res.Start, q.calls)
+	}
+	limit := q.capacity / ThroughputShare
+	if c := res.Capacity; c == nil || c.Value > limit || c.Value < limit/1.05/1.05 || len(q.calls) > 6 {
+		t.Errorf("capacity %+v in %d steps %v, want within 5 %% below %g in at most 6", c, len(q.calls), q.calls, limit)
+	}
+	// A time-scale sweep has no rate bound: it starts at Min.
+	q2 := &queue{capacity: 42, span: 60, ttft: 20, slots: 8}
+	if res, _ := Sweep(context.Background(), Config{Variable: TimeScale, Min: 1, Tolerance: 0.05, SLO: metrics.NoSLO, Run: q2.run, Below: 50}); res.Start == nil || res.Start.Value != 1 {
+		t.Errorf("time-scale start %+v, want Min", res.Start)
+	}
+}

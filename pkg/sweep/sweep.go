@@ -81,6 +81,12 @@ type Config struct {
 	// than StepMax (Run's schedule is StepMax long); 0: every step runs
 	// its whole schedule.
 	StepMin, StepMax time.Duration
+	// Below, when set, is a load known to be at or above the capacity —
+	// a plan's capacity at a smoother schedule, which a burstier one
+	// cannot exceed — and BelowWhy says where it comes from: a rate
+	// search starts under it (start.go) instead of probing.
+	Below    float64
+	BelowWhy string
 	// Probe, when set, measures the server's service time and slots
 	// before a rate search, which then starts from Little's law's
 	// estimate instead of Min (start.go); nil or a probe that finds
