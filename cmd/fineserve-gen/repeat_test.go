@@ -332,4 +332,41 @@ func TestRepeatStopped(t *testing.T) {
 	if took := time.Since(began); took > 30*time.Second {
 		t.Errorf("the stopped series took %v", took)
 	}
+	// Once a run has finished, the stop (within the next run or in the
+	// pause) still writes the repeated run's summary: the finished runs,
+	// marked interrupted.
+	if !strings.Contains(r.stderr, "run 1/50 (seed") {
+		t.Skipf("stopped before the first run finished (a busy machine):\n%s", r.stderr)
+	}
+	s := r.summary(t)
+	if !s.Interrupted || s.Repeats == nil || s.Repeats.Runs < 1 || s.Repeats.Runs != strings.Count(r.stderr, "/50 (seed") || s.Repeats.Requested != 50 {
+		t.Errorf("stopped series' summary: interrupted %v, repeats %+v\n%s", s.Interrupted, s.Repeats, r.stderr)
+	}
+}
+
+// TestRepeatStoppedWithinARun: a stop within the second run writes the
+// repeated run's summary of the first (runs of 20 requests at 10 req/s,
+// 2 s each, and the 1 s pause between runs: the stop at 4 s falls in the
+// middle of the second; a busy machine that moves it elsewhere skips).
+func TestRepeatStoppedWithinARun(t *testing.T) {
+	_, port := mocktest.Start(t, mockserver.Config{TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
+	args := mockTarget(port, "--num-prompts", "20", "--request-rate", "10", "--random-input-len", "8", "--random-output-len", "2",
+		"--warmup-requests", "0", "--quiet", "--repeat", "3", "--seed", "1")
+	r := runToolFor(t, 4*time.Second, args...)
+	if r.code != exitInterrupted {
+		t.Fatalf("exit %d, want %d\n%s", r.code, exitInterrupted, r.stderr)
+	}
+	// Stopped within the second run: the first finished, the second wrote
+	// its own (interrupted) summary.
+	if _, err := os.Stat(r.path("summary-run02.json")); err != nil || !strings.Contains(r.stderr, "run 1/3 (seed") || strings.Contains(r.stderr, "run 2/3 (seed") {
+		t.Skipf("not stopped within the second run (a busy machine):\n%s", r.stderr)
+	}
+	if run2 := testenv.ReadJSON[metrics.Summary](t, r.path("summary-run02.json")); !run2.Interrupted {
+		t.Errorf("the stopped run's own summary is not marked interrupted")
+	}
+	s := r.summary(t)
+	if !s.Interrupted || s.Repeats == nil || s.Repeats.Runs != 1 || s.Completed != 20 ||
+		!strings.Contains(r.stderr, "stopped during run 2/3: the repeated run's summary combines the 1 finished run(s)") {
+		t.Errorf("summary: interrupted %v, completed %d, repeats %+v\n%s", s.Interrupted, s.Completed, s.Repeats, r.stderr)
+	}
 }

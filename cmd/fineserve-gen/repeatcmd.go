@@ -73,8 +73,9 @@ func judgeThresholds(o *options.Options, sum *metrics.Summary, code int, stderr 
 // sweep does between its steps, and returns the repeated run's summary:
 // the last run's, its headline figures replaced by their means over the
 // runs, with the repeats section; it prints its table and writes its
-// outputs. A run that fails or is interrupted ends the series: its error
-// (and the summary so far, marked interrupted) is returned.
+// outputs. A run that fails ends the series with its error; a signal
+// during a run or between two ends it too, and the finished runs are
+// combined and written, marked interrupted.
 func runRepeats(ctx context.Context, o *options.Options, stdio runner.IO) (*metrics.Summary, error) {
 	x, err := o.Experiment.Parse()
 	if err != nil {
@@ -118,7 +119,14 @@ func runRepeats(ctx context.Context, o *options.Options, stdio runner.IO) (*metr
 		ro := runOptions(o, base, i)
 		sum, err := launch.Run(ctx, ro, runner.IO{Out: io.Discard, Err: stdio.Err, Abort: stdio.Abort, Hurry: stdio.Hurry})
 		if err != nil || sum == nil || sum.Interrupted {
-			return sum, err
+			if len(runs) == 0 || ctx.Err() == nil {
+				return sum, err // nothing finished to combine, or a run that failed
+			}
+			// Stopped during a run: the finished runs are combined and
+			// written, marked interrupted; the stopped run keeps its own
+			// files.
+			logf("stopped during run %d/%d: the repeated run's summary combines the %d finished run(s)", i+1, n, len(runs))
+			break
 		}
 		runs = append(runs, sum)
 		rr := metrics.RepeatRun{Seed: sum.Seed, SummaryPath: ro.SummaryJSON}
