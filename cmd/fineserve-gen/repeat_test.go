@@ -152,11 +152,13 @@ func TestTimingRepeatIntervalsCoverTheMockTTFT(t *testing.T) {
 }
 
 // TestUntilConverged: on a steady server (TTFT 100 ms, no jitter) the
-// runs stop at the third, the first judged; on a noisy one (p99 TTFT the
-// largest of 3 draws in 1–59 ms) every run is made and none converges.
+// runs stop at the third, the first judged (within 20 %: three runs on a
+// loaded machine differ by a few ms, and Student's t with 2 degrees of
+// freedom is 4.3); on a noisy one (p99 TTFT the largest of 3 draws in
+// 1–59 ms) every run is made and none converges within 5 %.
 func TestUntilConverged(t *testing.T) {
 	_, steady := mocktest.Start(t, mockserver.Config{TTFT: 100 * time.Millisecond, ITL: time.Millisecond})
-	r := runTool(t, repeatArgs(steady, 4, 6, "--seed", "5", "--until-converged", "mean_ttft_ms:5%")...)
+	r := runTool(t, repeatArgs(steady, 4, 6, "--seed", "5", "--until-converged", "mean_ttft_ms:20%")...)
 	if r.code != exitOK {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
