@@ -78,7 +78,7 @@ func compareRows(runs []*Data) ([]compareRow, []extras, error) {
 				}
 				continue
 			}
-			row.Values = append(row.Values, f.Text())
+			row.Values = append(row.Values, intervalText(runs[i].Summary, f))
 			if i == 0 {
 				continue
 			}
@@ -86,7 +86,16 @@ func compareRows(runs []*Data) ([]compareRow, []extras, error) {
 				row.Deltas = append(row.Deltas, delta{Text: "–"})
 				continue
 			}
-			row.Deltas = append(row.Deltas, diff(base, f))
+			d := diff(base, f)
+			// Two repeated runs: a difference their intervals could
+			// both hold is not coloured as a change.
+			if hb, _, ok1 := interval(runs[0].Summary, base); ok1 && d.Text != "–" {
+				if hf, _, ok2 := interval(runs[i].Summary, f); ok2 && math.Abs(f.Value-base.Value) <= hb+hf {
+					d.Text += " within the intervals"
+					d.Class = ""
+				}
+			}
+			row.Deltas = append(row.Deltas, d)
 		}
 		rows = append(rows, row)
 	}

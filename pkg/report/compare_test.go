@@ -169,3 +169,50 @@ func TestCompareAchievedRatePlot(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareShowsIntervals: repeated runs' figures show their interval
+// (mean ± half-width), on the comparison page and table and on a run's own
+// report; a difference both intervals could hold is not coloured as a
+// change, one beyond them is.
+func TestCompareShowsIntervals(t *testing.T) {
+	runs := compareRuns()
+	for i, hw := range []float64{2, 3} {
+		s := runs[i].Summary
+		s.Saturation.Saturated = false
+		s.Repeats = &metrics.RepeatsSummary{Runs: 3, Requested: 3, Confidence: 0.95, WideShare: 0.1, Figures: map[string]metrics.RepeatFigure{
+			"mean_ttft_ms":       {Mean: s.TTFT.Mean, HalfWidth: hw, N: 3},
+			"request_throughput": {Mean: s.RequestThroughput, HalfWidth: 0.5, N: 3},
+		}}
+	}
+	runs[1].Summary.TTFT.Mean = 18         // 3 ms apart, intervals of 2 and 3: within
+	runs[1].Summary.RequestThroughput = 90 // 10 apart, intervals of 0.5: a change
+	runs[1].Summary.Repeats.Figures["request_throughput"] = metrics.RepeatFigure{Mean: 90, HalfWidth: 0.5, N: 3}
+	var b bytes.Buffer
+	if err := WriteCompareHTML(&b, runs); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{"15.00 ± 2.00 ms", "18.00 ± 3.00 ms", "3.00 (&#43;20.0 %) within the intervals", "100.00 ± 0.50 req/s"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("comparison page: no %q", want)
+		}
+	}
+	if !strings.Contains(page, `<td class="worse">-10.00 (-10.0 %)</td>`) {
+		t.Errorf("a throughput change beyond the intervals is not coloured")
+	}
+	if i := strings.Index(page, "<td>Mean TTFT</td>"); i < 0 || strings.Contains(page[i:i+strings.Index(page[i:], "</tr>")], `class="worse"`) {
+		t.Errorf("a TTFT difference within the intervals is coloured")
+	}
+	b.Reset()
+	if err := WriteHTML(&b, runs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "<td>Mean TTFT</td><td>15.00 ± 2.00 ms</td>") {
+		t.Errorf("a repeated run's report shows no interval")
+	}
+	b.Reset()
+	runs[0].Summary.Repeats = nil
+	if err := WriteHTML(&b, runs[0]); err != nil || !strings.Contains(b.String(), "<td>Mean TTFT</td><td>15.00 ms</td>") {
+		t.Errorf("a single run's report: %v", err)
+	}
+}

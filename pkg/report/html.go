@@ -113,6 +113,63 @@ func (f figure) Text() string {
 	return s
 }
 
+// figureKey is the summary key of a main figure and the factor from the
+// key's value to the figure's ("" when it has none a repeated run gives
+// an interval for).
+func figureKey(label string) (key string, scale float64) {
+	switch label {
+	case "Request throughput":
+		return "request_throughput", 1
+	case "Output token throughput":
+		return "output_throughput", 1
+	case "Total token throughput":
+		return "total_throughput", 1
+	case "Request goodput":
+		return metrics.KeyRequestGoodput, 1
+	case "Share meeting every SLO":
+		return metrics.KeyGoodputShare, 100
+	}
+	for _, d := range []struct{ name, key string }{{"TTFT", "ttft"}, {"TPOT", "tpot"}, {"ITL", "itl"}, {"E2E latency", "e2e_latency"}} {
+		for _, st := range []struct{ name, key string }{{"Mean ", "mean"}, {"Median ", "median"}, {"P99 ", "p99"}} {
+			if label == st.name+d.name {
+				return st.key + "_" + d.key + "_ms", 1
+			}
+		}
+	}
+	return "", 0
+}
+
+// interval is f's confidence interval's half-width in a repeated run's
+// summary (ok false: none) and whether it is wide.
+func interval(s *metrics.Summary, f figure) (hw float64, wide, ok bool) {
+	key, scale := figureKey(f.Label)
+	if s.Repeats == nil || key == "" {
+		return 0, false, false
+	}
+	r, ok := s.Repeats.Figures[key]
+	if !ok || r.N < 2 {
+		return 0, false, false
+	}
+	return scale * r.HalfWidth, r.Wide, true
+}
+
+// intervalText is f as a repeated run shows it, "212.40 ± 8.10 ms", else
+// f.Text().
+func intervalText(s *metrics.Summary, f figure) string {
+	hw, wide, ok := interval(s, f)
+	if !ok || math.IsNaN(f.Value) {
+		return f.Text()
+	}
+	t := fmtFloat(f.Value, f.Prec) + " ± " + fmtFloat(hw, f.Prec)
+	if f.Unit != "" {
+		t += " " + f.Unit
+	}
+	if wide {
+		t += " WIDE"
+	}
+	return t
+}
+
 // stat is a figure of d, NaN (shown "n/a") when d has no sample.
 func stat(d metrics.Dist, v float64) float64 {
 	if d.Empty() {
@@ -238,11 +295,14 @@ type plotView struct {
 
 // page is the template's data.
 type page struct {
-	Title       string
-	Source      string
-	S           *metrics.Summary
-	X           extras
-	Figures     []figure
+	Title   string
+	Source  string
+	S       *metrics.Summary
+	X       extras
+	Figures []figure
+	// FigureTexts are the figures as shown: with their interval in a
+	// repeated run's report (intervalText).
+	FigureTexts []string
 	Rate        string
 	MaxConc     string
 	Latency     []plotView
@@ -288,6 +348,9 @@ func WriteHTML(w io.Writer, d *Data) error {
 		Title: "fineserve-gen report", Source: d.Source, S: s, X: x, Figures: figures(s, &x),
 		Rate: rateText(s.RequestRate), MaxConc: "not set", Windows: x.Windows, OpenWindows: len(x.Windows) <= 60,
 		Server: x.Server, Notes: append([]string(nil), d.Notes...), Table: tableSections(s),
+	}
+	for _, f := range pg.Figures {
+		pg.FigureTexts = append(pg.FigureTexts, intervalText(s, f))
 	}
 	if s.Model != "" {
 		pg.Title += " — " + s.Model
@@ -789,7 +852,7 @@ var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(pageH
 <h2>Summary</h2>
 <table id="summary">
 <tr><th>Figure</th><th>Value</th></tr>
-{{range .Figures}}<tr><td>{{.Label}}</td><td>{{.Text}}</td></tr>
+{{range $i, $f := .Figures}}<tr><td>{{$f.Label}}</td><td>{{index $.FigureTexts $i}}</td></tr>
 {{end}}{{if .SLO}}<tr><td>Goodput SLOs</td><td>{{.SLO}}</td></tr>{{end}}
 <tr><td>Scheduled / not sent</td><td>{{.S.Scheduled}} / {{.S.NotSent}}</td></tr>
 <tr><td>Client saturated</td><td>{{if .X.Saturated}}<span class="sat">yes</span>{{else}}no{{end}}</td></tr>
