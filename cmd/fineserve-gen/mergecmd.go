@@ -92,11 +92,7 @@ func mergeCommand(_ context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	sum := res.Summary
 	sum.Command = commandLine(append([]string{"merge"}, args...))
-	outs := []report.Output{report.TableOutput(sum)}
-	if *out != "" {
-		outs = append(outs, report.SummaryOutput(*out, sum))
-	}
-	if err := report.WriteOutputs(stdout, outs...); err != nil {
+	if err := report.WriteOutputs(stdout, report.SummaryOutputs(sum, report.SummaryPaths{SummaryJSON: *out})...); err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen merge: %v\n", err)
 		return exitFailure
 	}

@@ -270,16 +270,8 @@ func withMeans(s *metrics.Summary, figs map[string]metrics.RepeatFigure) (*metri
 // repeatOutputs prints the repeated run's table and writes its summary,
 // line, report and --repeats-csv.
 func repeatOutputs(o *options.Options, agg *metrics.Summary, stdout io.Writer) error {
-	outs := []report.Output{report.TableOutput(agg)}
-	if o.SummaryJSON != "" {
-		outs = append(outs, report.SummaryOutput(o.SummaryJSON, agg))
-	}
-	if o.OutputFile != "" {
-		outs = append(outs, report.LineOutput(o.OutputFile, agg))
-	}
-	if o.Observe.ReportHTML != "" {
-		outs = append(outs, report.HTMLOutput(o.Observe.ReportHTML, &report.Data{Summary: agg, Source: "repeated run"}))
-	}
+	outs := report.SummaryOutputs(agg, report.SummaryPaths{SummaryJSON: o.SummaryJSON, OutputFile: o.OutputFile,
+		ReportHTML: o.Observe.ReportHTML, HTML: func() *report.Data { return &report.Data{Summary: agg, Source: "repeated run"} }})
 	if err := report.WriteOutputs(stdout, outs...); err != nil {
 		return err
 	}

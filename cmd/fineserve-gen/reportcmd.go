@@ -93,13 +93,8 @@ func reportCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 	// comparison's.
 	var outs []report.Output
 	if len(runs) == 1 {
-		outs = append(outs, report.TableOutput(runs[0].Summary))
-		if *out != "" {
-			outs = append(outs, report.HTMLOutput(*out, runs[0]))
-		}
-		if *benchReport != "" {
-			outs = append(outs, report.BenchmarkReportOutput(*benchReport, runs[0].Summary, report.BenchmarkTarget{}))
-		}
+		run := runs[0]
+		outs = report.SummaryOutputs(run.Summary, report.SummaryPaths{BenchmarkReport: *benchReport, ReportHTML: *out, HTML: func() *report.Data { return run }})
 	} else {
 		outs = append(outs, report.Output{Name: "the comparison (standard output)", Write: func(w io.Writer) error { return report.WriteCompareTable(w, runs) }})
 		if *out != "" {

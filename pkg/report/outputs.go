@@ -43,6 +43,58 @@ func TableOutput(sum *metrics.Summary) Output {
 	}}
 }
 
+// SummaryPaths are where a finished summary goes ("": not written): the
+// files a run, a repeated run, a merge and a report write from one
+// summary (SummaryOutputs).
+type SummaryPaths struct {
+	// SummaryJSON is --summary-json (merge's --output); OutputFile the
+	// file the summary is appended to as a line (--output-file, "-":
+	// standard output).
+	SummaryJSON, OutputFile string
+	// BenchmarkReport is the llm-d Benchmark Report (--benchmark-report),
+	// Target its endpoints.
+	BenchmarkReport string
+	Target          BenchmarkTarget
+	// ReportHTML is the HTML report (--report-html), HTML its data (the
+	// summary alone when nil).
+	ReportHTML string
+	HTML       func() *Data
+}
+
+// summaryOutputs is the table of a summary's outputs, in the order they
+// are written: each row's path and how it is made.
+var summaryOutputs = []struct {
+	path func(*SummaryPaths) string
+	make func(p *SummaryPaths, sum *metrics.Summary) Output
+}{
+	{func(*SummaryPaths) string { return "-" }, func(_ *SummaryPaths, sum *metrics.Summary) Output { return TableOutput(sum) }},
+	{func(p *SummaryPaths) string { return p.SummaryJSON }, func(p *SummaryPaths, sum *metrics.Summary) Output { return SummaryOutput(p.SummaryJSON, sum) }},
+	{func(p *SummaryPaths) string { return p.OutputFile }, func(p *SummaryPaths, sum *metrics.Summary) Output { return LineOutput(p.OutputFile, sum) }},
+	{func(p *SummaryPaths) string { return p.BenchmarkReport }, func(p *SummaryPaths, sum *metrics.Summary) Output {
+		return BenchmarkReportOutput(p.BenchmarkReport, sum, p.Target)
+	}},
+	{func(p *SummaryPaths) string { return p.ReportHTML }, func(p *SummaryPaths, sum *metrics.Summary) Output {
+		o := HTMLOutput(p.ReportHTML, &Data{Summary: sum})
+		if p.HTML != nil { // its data are gathered when it is written
+			o.Write = func(w io.Writer) error { return HTMLOutput(p.ReportHTML, p.HTML()).Write(w) }
+		}
+		return o
+	}},
+}
+
+// SummaryOutputs are the outputs of sum at the end of a run, a repeated
+// run, a merge or a report: the table, then each file of p that is set,
+// in the table's order.
+func SummaryOutputs(sum *metrics.Summary, p SummaryPaths) []Output {
+	var outs []Output
+	for _, o := range summaryOutputs {
+		if o.path(&p) != "" {
+			outs = append(outs, o.make(&p, sum))
+		}
+	}
+	return outs
+}
+
 // SummaryOutput is the summary as an indented JSON file (--summary-json,
 // merge's --output).
 func SummaryOutput(path string, sum *metrics.Summary) Output {

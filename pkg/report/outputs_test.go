@@ -1,10 +1,12 @@
 package report
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -79,5 +81,35 @@ func TestWriteOutputsAppendsTheLine(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	if n := strings.Count(string(b), "\n"); n != 2 || strings.Count(stdout.String(), "\n") != 2 || !strings.Contains(string(b), `"completed":3`) {
 		t.Errorf("file %q, stdout %q: want two lines each", b, stdout.String())
+	}
+}
+
+// SummaryOutputs: the table, then each file that is set, in one order
+// whoever asks (a run, a repeated run, a merge, a report), and the HTML
+// report's data from its caller.
+func TestSummaryOutputs(t *testing.T) {
+	sum := &metrics.Summary{Backend: "vllm"}
+	names := func(outs []Output) (n []string) {
+		for _, o := range outs {
+			n = append(n, o.Name)
+		}
+		return n
+	}
+	if got := names(SummaryOutputs(sum, SummaryPaths{})); !slices.Equal(got, []string{"the table (standard output)"}) {
+		t.Errorf("no paths: %q", got)
+	}
+	called := false
+	outs := SummaryOutputs(sum, SummaryPaths{SummaryJSON: "s.json", OutputFile: "-", BenchmarkReport: "b.yaml", ReportHTML: "r.html",
+		HTML: func() *Data { called = true; return &Data{Summary: sum, Source: "x"} }})
+	want := []string{"the table (standard output)", "summary s.json", "output file -", BenchmarkReportOutput("b.yaml", sum, BenchmarkTarget{}).Name, HTMLOutput("r.html", nil).Name}
+	if got := names(outs); !slices.Equal(got, want) || outs[3].Path != "b.yaml" || outs[4].Path != "r.html" {
+		t.Errorf("every path: %q, want %q", got, want)
+	}
+	if called {
+		t.Error("the HTML report's data was built before it was written")
+	}
+	var b bytes.Buffer
+	if err := outs[4].Write(&b); err != nil || !called {
+		t.Errorf("writing the report: %v, data asked for %v", err, called)
 	}
 }

@@ -640,22 +640,14 @@ type warmupFailure struct {
 // writeOutputs prints the table and writes the summary files and the HTML
 // report (the outputs table: report.WriteOutputs).
 func writeOutputs(cfg *Config, sum *metrics.Summary, mon *monitor.Monitor, stdio IO) error {
-	outs := []report.Output{report.TableOutput(sum)}
-	if cfg.SummaryJSON != "" {
-		outs = append(outs, report.SummaryOutput(cfg.SummaryJSON, sum))
-	}
-	if cfg.OutputFile != "" {
-		outs = append(outs, report.LineOutput(cfg.OutputFile, sum))
-	}
-	if cfg.BenchmarkReport != "" {
-		outs = append(outs, report.BenchmarkReportOutput(cfg.BenchmarkReport, sum, report.BenchmarkTarget{URLs: cfg.BenchmarkURLs}))
-	}
-	if cfg.ReportHTML != "" {
-		pts, note, scrapes := mon.Series()
-		d := &report.Data{Summary: sum, Series: pts, SeriesNote: note, Server: scrapes, Source: "live run"}
-		outs = append(outs, report.HTMLOutput(cfg.ReportHTML, d))
-	}
-	return report.WriteOutputs(stdio.Out, outs...)
+	return report.WriteOutputs(stdio.Out, report.SummaryOutputs(sum, report.SummaryPaths{
+		SummaryJSON: cfg.SummaryJSON, OutputFile: cfg.OutputFile,
+		BenchmarkReport: cfg.BenchmarkReport, Target: report.BenchmarkTarget{URLs: cfg.BenchmarkURLs},
+		ReportHTML: cfg.ReportHTML, HTML: func() *report.Data {
+			pts, note, scrapes := mon.Series()
+			return &report.Data{Summary: sum, Series: pts, SeriesNote: note, Server: scrapes, Source: "live run"}
+		},
+	})...)
 }
 
 // batchInputs makes req a batch of a's prompts (api.Batch):
