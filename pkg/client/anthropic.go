@@ -3,8 +3,6 @@ package client
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 
 	"github.com/valyala/fastjson"
 )
@@ -133,17 +131,11 @@ func appendAnthropicBody(c *Client, b []byte, req *Request) []byte {
 	return c.closeBody(&o)
 }
 
-// anthropicChunk reads one event of a Messages stream. Every delta is a
+// anthropicEvent reads one event of a Messages stream. Every delta is a
 // token (TTFT is the first of any kind); a thinking_delta is reasoning, a
-// text_delta or a tool's input_json_delta output (TTFO).
-func anthropicChunk(c *Client, d *decoder, data []byte, res *Result) (kind tokenKind, usage, done bool, err error) {
-	v, err := d.parse(data)
-	if err != nil {
-		return tokNone, false, false, protocolError{fmt.Sprintf("invalid JSON in stream: %v: %q", err, truncate(string(data), 200))}
-	}
-	if v.Type() != fastjson.TypeObject {
-		return tokNone, false, false, protocolError{fmt.Sprintf("stream event is not a JSON object: %q", truncate(string(data), 200))}
-	}
+// text_delta or a tool's input_json_delta output (TTFO). An error event
+// carries its error object, which jsonChunk reports.
+func anthropicEvent(_ *decoder, v *fastjson.Value, res *Result) (kind tokenKind, usage, done bool, err error) {
 	switch string(v.GetStringBytes("type")) {
 	case "message_start":
 		anthropicUsage(v.Get("message", "usage"), res)
@@ -154,7 +146,7 @@ func anthropicChunk(c *Client, d *decoder, data []byte, res *Result) (kind token
 	case "content_block_delta":
 		delta := v.Get("delta")
 		if delta == nil {
-			return tokNone, false, false, protocolError{fmt.Sprintf("content_block_delta without a delta: %q", truncate(string(data), 200))}
+			return tokNone, false, false, protocolError{fmt.Sprintf("content_block_delta without a delta: %q", truncate(v.String(), 200))}
 		}
 		switch string(delta.GetStringBytes("type")) {
 		case "text_delta":
@@ -180,11 +172,7 @@ func anthropicChunk(c *Client, d *decoder, data []byte, res *Result) (kind token
 	case "message_stop":
 		return tokNone, false, true, nil
 	case "error":
-		e := v.Get("error")
-		if e == nil || e.Type() != fastjson.TypeObject {
-			return tokNone, false, false, streamError{ErrProtocol, "error event: " + truncate(string(data), 200)}
-		}
-		return tokNone, false, false, chunkError(e)
+		return tokNone, false, false, streamError{ErrProtocol, "error event: " + truncate(v.String(), 200)}
 	}
 	return tokNone, false, false, nil
 }
@@ -198,36 +186,20 @@ func anthropicUsage(u *fastjson.Value, res *Result) bool {
 	if u == nil || u.Type() != fastjson.TypeObject {
 		return false
 	}
-	if n := u.Get("input_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-		p := n.GetInt()
-		read := u.Get("cache_read_input_tokens")
-		if read != nil && read.Type() == fastjson.TypeNumber {
-			res.CachedTokens = read.GetInt()
+	var p int
+	if setInt(&p, u, "input_tokens") {
+		if setInt(&res.CachedTokens, u, "cache_read_input_tokens") {
 			p += res.CachedTokens
 		}
-		if w := u.Get("cache_creation_input_tokens"); w != nil && w.Type() == fastjson.TypeNumber {
-			p += w.GetInt()
-		}
-		res.PromptTokens = p
+		var written int
+		setInt(&written, u, "cache_creation_input_tokens")
+		res.PromptTokens = p + written
 	}
-	n := u.Get("output_tokens")
-	if n == nil || n.Type() != fastjson.TypeNumber {
-		return false
-	}
-	res.CompletionTokens = n.GetInt()
-	return true
+	return setInt(&res.CompletionTokens, u, "output_tokens")
 }
 
-// readAnthropic reads a Messages answer: a stream, or the whole message
-// when streaming is off (or the server answers with JSON).
-func readAnthropic(c *Client, d *decoder, resp *http.Response, rd io.Reader, res *Result) error {
-	if c.cfg.Stream && !isJSON(resp) {
-		return c.readStream(d, resp.Body, res)
-	}
-	v, err := c.readWholeAnswer(d, rd, res)
-	if err != nil {
-		return err
-	}
+// wholeAnthropic reads a whole Messages answer: the message object.
+func wholeAnthropic(_ *Client, v *fastjson.Value, res *Result) error {
 	now := res.End
 	content := v.Get("content")
 	if content == nil || content.Type() != fastjson.TypeArray {

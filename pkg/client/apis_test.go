@@ -316,3 +316,18 @@ func FuzzKServeStream(f *testing.F) {
 		`{"text_output":"a b","num_input_tokens":3}`,
 		"data: {\"text_output\":7}\n\n"})
 }
+
+// TestStreamErrorMember: an event of any JSON stream that carries an error
+// object ends the request with that error, classified by its code,
+// whatever the kind's events are otherwise (a Responses or Messages event
+// with no type included).
+func TestStreamErrorMember(t *testing.T) {
+	for _, kind := range []*api.Kind{api.Responses, api.Anthropic, api.SGLang, api.KServe, api.Transcriptions} {
+		srv := httptest.NewServer(&capture{respond: sse(`{"error":{"message":"model failed","code":503}}`)})
+		res := do(newTestClient(t, srv, Config{API: kind, Stream: true}), `"x"`, 3)
+		srv.Close()
+		if res.ErrorClass != ErrHTTP5xx || !strings.Contains(res.Error, "model failed") {
+			t.Errorf("%s: %q %s, want the event's error", kind.Name, res.ErrorClass, res.Error)
+		}
+	}
+}

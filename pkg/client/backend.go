@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
@@ -21,8 +23,14 @@ type wire struct {
 	// the token it carries, whether it carried usage (copied into res)
 	// and whether it ends the stream; streamEnd names what a complete
 	// stream ends with, for the error when it does not (data: [DONE] ends
-	// any stream).
+	// any stream). The kinds whose events are JSON objects read them
+	// with jsonChunk, which parses an event and hands it to event.
 	chunk func(c *Client, d *decoder, data []byte, res *Result) (kind tokenKind, usage, done bool, err error)
+	event func(d *decoder, v *fastjson.Value, res *Result) (kind tokenKind, usage, done bool, err error)
+	// whole reads a whole JSON answer, parsed by readWholeAnswer, into res:
+	// the generation kinds' read is readGeneration, which reads a stream
+	// with chunk and a whole answer with whole.
+	whole func(c *Client, v *fastjson.Value, res *Result) error
 	// streamEnd is "" when a stream ends with the body (the KServe
 	// generate_stream's answer has no end event).
 	streamEnd string
@@ -45,35 +53,28 @@ type wire struct {
 const doneEvent = "data: [DONE]"
 
 // textWire is completions' and chat completions' wire format.
-var textWire = &wire{appendBody: appendTextBody, read: readText, chunk: textChunk, streamEnd: doneEvent}
+var textWire = &wire{appendBody: appendTextBody, read: readGeneration, chunk: textChunk, whole: wholeText, streamEnd: doneEvent}
 
 // wires maps each API kind to its wire format.
 var wires = map[*api.Kind]*wire{
-	api.VLLM:      textWire,
-	api.OpenAI:    textWire,
-	api.Chat:      textWire,
-	api.Responses: {appendBody: appendResponsesBody, read: readResponses, chunk: responsesChunk, streamEnd: responsesEnd, prepare: prepareResponses},
-	api.Anthropic: {appendBody: appendAnthropicBody, read: readAnthropic, chunk: anthropicChunk, streamEnd: anthropicEnd, prepare: prepareAnthropic,
-		keyHeader: "X-Api-Key", header: map[string]string{"Anthropic-Version": anthropicVersion}},
-	api.SGLang:     {appendBody: appendSGLangBody, read: readSGLang, chunk: sglangChunk, streamEnd: doneEvent},
-	api.KServe:     {appendBody: appendKServeBody, read: readKServe, chunk: kserveChunk, streamSuffix: "_stream"},
+	api.VLLM:   textWire,
+	api.OpenAI: textWire,
+	api.Chat:   textWire,
+	api.Responses: {appendBody: appendResponsesBody, read: readGeneration, chunk: jsonChunk, event: responsesEvent, whole: wholeResponses,
+		streamEnd: responsesEnd, prepare: prepareResponses},
+	api.Anthropic: {appendBody: appendAnthropicBody, read: readGeneration, chunk: jsonChunk, event: anthropicEvent, whole: wholeAnthropic,
+		streamEnd: anthropicEnd, prepare: prepareAnthropic, keyHeader: "X-Api-Key", header: map[string]string{"Anthropic-Version": anthropicVersion}},
+	api.SGLang: {appendBody: appendSGLangBody, read: readGeneration, chunk: jsonChunk, event: sglangEvent, whole: wholeSGLang,
+		streamEnd: doneEvent},
+	api.KServe: {appendBody: appendKServeBody, read: readGeneration, chunk: jsonChunk, event: kserveEvent, whole: wholeKServe,
+		streamSuffix: "_stream"},
 	api.Images:     {appendBody: (*Client).appendImageBody, read: readImages},
 	api.Embeddings: {appendBody: appendEmbeddingsBody, read: readVectors},
 	api.Pooling:    {appendBody: appendEmbeddingsBody, read: readVectors},
 	api.Rerank:     {appendBody: appendRerankBody, read: readScores},
 	api.Score:      {appendBody: appendScoreBody, read: readScores},
-	api.Transcriptions: {contentType: "multipart/form-data; boundary=" + formBoundary, appendBody: appendTranscriptionBody, read: readTranscription,
-		chunk: transcriptionChunk, streamEnd: doneEvent, prepare: prepareTranscription},
-}
-
-// readText reads a text generation's answer: a server-sent event stream,
-// or a whole JSON response when streaming is off or the server answers
-// with JSON anyway.
-func readText(c *Client, d *decoder, resp *http.Response, rd io.Reader, res *Result) error {
-	if c.cfg.Stream && !isJSON(resp) {
-		return c.readStream(d, resp.Body, res)
-	}
-	return c.readWhole(d, rd, res)
+	api.Transcriptions: {appendBody: appendTranscriptionBody, read: readGeneration, chunk: jsonChunk, event: transcriptionEvent, whole: wholeTranscription,
+		streamEnd: doneEvent, prepare: prepareTranscription, contentType: "multipart/form-data; boundary=" + formBoundary},
 }
 
 // readImages reads an image generation's answer (images.go).

@@ -1,10 +1,6 @@
 package client
 
 import (
-	"fmt"
-	"io"
-	"net/http"
-
 	"github.com/valyala/fastjson"
 )
 
@@ -45,59 +41,37 @@ func appendKServeBody(c *Client, b []byte, req *Request) []byte {
 	return c.closeBody(&o)
 }
 
-// kserveChunk reads one event of a generate_stream answer: its
+// kserveEvent reads one event of a generate_stream answer: its
 // text_output is a token; the output tokens it reports are added up
 // (d.seen).
-func kserveChunk(c *Client, d *decoder, data []byte, res *Result) (kind tokenKind, usage, done bool, err error) {
-	v, err := d.parse(data)
-	if err != nil {
-		return tokNone, false, false, protocolError{fmt.Sprintf("invalid JSON in stream: %v: %q", err, truncate(string(data), 200))}
-	}
-	if v.Type() != fastjson.TypeObject {
-		return tokNone, false, false, protocolError{fmt.Sprintf("stream event is not a JSON object: %q", truncate(string(data), 200))}
-	}
-	if e := v.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
-		return tokNone, false, false, chunkError(e)
-	}
+func kserveEvent(d *decoder, v *fastjson.Value, res *Result) (kind tokenKind, usage, done bool, err error) {
 	if t := v.GetStringBytes("text_output"); len(t) > 0 {
 		res.AppendText(t)
 		kind = tokOutput
 	}
-	if n := v.Get("num_input_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-		res.PromptTokens = n.GetInt()
-	}
-	if n := v.Get("num_output_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-		d.seen += n.GetInt()
+	setInt(&res.PromptTokens, v, "num_input_tokens")
+	var n int
+	if setInt(&n, v, "num_output_tokens") {
+		d.seen += n
 		res.CompletionTokens, usage = d.seen, true
 	}
 	return kind, usage, false, nil
 }
 
-// readKServe reads a generate answer: a stream, or the whole object.
-func readKServe(c *Client, d *decoder, resp *http.Response, rd io.Reader, res *Result) error {
-	if c.cfg.Stream && !isJSON(resp) {
-		return c.readStream(d, resp.Body, res)
-	}
-	v, err := c.readWholeAnswer(d, rd, res)
+// wholeKServe reads a whole generate answer.
+func wholeKServe(c *Client, v *fastjson.Value, res *Result) error {
+	t, err := stringMember(v, "text_output", "response")
 	if err != nil {
 		return err
 	}
-	t := v.Get("text_output")
-	if t == nil || t.Type() != fastjson.TypeString {
-		return protocolError{"response has no text_output"}
-	}
-	res.AppendText(t.GetStringBytes())
+	res.AppendText(t)
 	if count := c.cfg.CountTokens; count != nil {
-		res.CompletionTokens = count(t.GetStringBytes())
+		res.CompletionTokens = count(t)
 	} else {
-		res.CompletionTokens = countWords(t.GetStringBytes())
+		res.CompletionTokens = countWords(t)
 	}
-	if n := v.Get("num_output_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-		res.CompletionTokens = n.GetInt()
-	}
-	if n := v.Get("num_input_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-		res.PromptTokens = n.GetInt()
-	}
+	setInt(&res.CompletionTokens, v, "num_output_tokens")
+	setInt(&res.PromptTokens, v, "num_input_tokens")
 	return nil
 }
 

@@ -3,8 +3,6 @@ package client
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 
 	"github.com/valyala/fastjson"
 )
@@ -114,15 +112,8 @@ func appendResponsesBody(c *Client, b []byte, req *Request) []byte {
 	return c.closeBody(&o)
 }
 
-// responsesChunk reads one event of a Responses stream.
-func responsesChunk(c *Client, d *decoder, data []byte, res *Result) (kind tokenKind, usage, done bool, err error) {
-	v, err := d.parse(data)
-	if err != nil {
-		return tokNone, false, false, protocolError{fmt.Sprintf("invalid JSON in stream: %v: %q", err, truncate(string(data), 200))}
-	}
-	if v.Type() != fastjson.TypeObject {
-		return tokNone, false, false, protocolError{fmt.Sprintf("stream event is not a JSON object: %q", truncate(string(data), 200))}
-	}
+// responsesEvent reads one event of a Responses stream.
+func responsesEvent(_ *decoder, v *fastjson.Value, res *Result) (kind tokenKind, usage, done bool, err error) {
 	switch string(v.GetStringBytes("type")) {
 	case "response.output_text.delta":
 		if t := v.GetStringBytes("delta"); len(t) > 0 {
@@ -181,33 +172,14 @@ func responsesUsage(resp *fastjson.Value, res *Result) bool {
 	if u == nil || u.Type() != fastjson.TypeObject {
 		return false
 	}
-	if n := u.Get("input_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-		res.PromptTokens = n.GetInt()
-	}
-	if n := u.Get("input_tokens_details", "cached_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-		res.CachedTokens = n.GetInt()
-	}
-	if n := u.Get("output_tokens_details", "reasoning_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-		res.ReasoningTokens = n.GetInt()
-	}
-	n := u.Get("output_tokens")
-	if n == nil || n.Type() != fastjson.TypeNumber {
-		return false
-	}
-	res.CompletionTokens = n.GetInt()
-	return true
+	setInt(&res.PromptTokens, u, "input_tokens")
+	setInt(&res.CachedTokens, u, "input_tokens_details", "cached_tokens")
+	setInt(&res.ReasoningTokens, u, "output_tokens_details", "reasoning_tokens")
+	return setInt(&res.CompletionTokens, u, "output_tokens")
 }
 
-// readResponses reads a Responses answer: a stream, or the whole response
-// object when streaming is off (or the server answers with JSON).
-func readResponses(c *Client, d *decoder, resp *http.Response, rd io.Reader, res *Result) error {
-	if c.cfg.Stream && !isJSON(resp) {
-		return c.readStream(d, resp.Body, res)
-	}
-	v, err := c.readWholeAnswer(d, rd, res)
-	if err != nil {
-		return err
-	}
+// wholeResponses reads a whole Responses answer: the response object.
+func wholeResponses(_ *Client, v *fastjson.Value, res *Result) error {
 	now := res.End
 	out := v.Get("output")
 	if out == nil || out.Type() != fastjson.TypeArray {

@@ -2,8 +2,6 @@ package client
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 
 	"github.com/valyala/fastjson"
 )
@@ -61,20 +59,10 @@ func appendSGLangBody(c *Client, b []byte, req *Request) []byte {
 	return c.closeBody(&o)
 }
 
-// sglangChunk reads one chunk of a /generate stream: its text is the whole
+// sglangEvent reads one chunk of a /generate stream: its text is the whole
 // text so far, so a token is a chunk whose text grew (d.seen is what had
 // arrived); its meta_info is the usage so far.
-func sglangChunk(c *Client, d *decoder, data []byte, res *Result) (kind tokenKind, usage, done bool, err error) {
-	v, err := d.parse(data)
-	if err != nil {
-		return tokNone, false, false, protocolError{fmt.Sprintf("invalid JSON in stream: %v: %q", err, truncate(string(data), 200))}
-	}
-	if v.Type() != fastjson.TypeObject {
-		return tokNone, false, false, protocolError{fmt.Sprintf("stream chunk is not a JSON object: %q", truncate(string(data), 200))}
-	}
-	if e := v.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
-		return tokNone, false, false, chunkError(e)
-	}
+func sglangEvent(d *decoder, v *fastjson.Value, res *Result) (kind tokenKind, usage, done bool, err error) {
 	t := v.GetStringBytes("text")
 	if len(t) < d.seen {
 		return tokNone, false, false, protocolError{fmt.Sprintf("cumulative text shrank from %d to %d bytes", d.seen, len(t))}
@@ -93,35 +81,19 @@ func sglangUsage(m *fastjson.Value, res *Result) bool {
 	if m == nil || m.Type() != fastjson.TypeObject {
 		return false
 	}
-	if n := m.Get("prompt_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-		res.PromptTokens = n.GetInt()
-	}
-	if n := m.Get("cached_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-		res.CachedTokens = n.GetInt()
-	}
-	n := m.Get("completion_tokens")
-	if n == nil || n.Type() != fastjson.TypeNumber {
-		return false
-	}
-	res.CompletionTokens = n.GetInt()
-	return true
+	setInt(&res.PromptTokens, m, "prompt_tokens")
+	setInt(&res.CachedTokens, m, "cached_tokens")
+	return setInt(&res.CompletionTokens, m, "completion_tokens")
 }
 
-// readSGLang reads a /generate answer: a stream, or the whole object.
-func readSGLang(c *Client, d *decoder, resp *http.Response, rd io.Reader, res *Result) error {
-	if c.cfg.Stream && !isJSON(resp) {
-		return c.readStream(d, resp.Body, res)
-	}
-	v, err := c.readWholeAnswer(d, rd, res)
+// wholeSGLang reads a whole /generate answer: one object of a stream's form.
+func wholeSGLang(_ *Client, v *fastjson.Value, res *Result) error {
+	t, err := stringMember(v, "text", "response")
 	if err != nil {
 		return err
 	}
-	t := v.Get("text")
-	if t == nil || t.Type() != fastjson.TypeString {
-		return protocolError{"response has no text"}
-	}
 	res.CompletionTokens = res.OutputLen
-	res.AppendText(t.GetStringBytes())
+	res.AppendText(t)
 	sglangUsage(v.Get("meta_info"), res)
 	return nil
 }

@@ -216,6 +216,80 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 	return nil
 }
 
+// parseObject parses one event of a stream, which must be a JSON object;
+// what names the event in the error.
+func (d *decoder) parseObject(data []byte, what string) (*fastjson.Value, error) {
+	v, err := d.parse(data)
+	if err != nil {
+		return nil, protocolError{fmt.Sprintf("invalid JSON in stream: %v: %q", err, truncate(string(data), 200))}
+	}
+	if v.Type() != fastjson.TypeObject {
+		return nil, protocolError{fmt.Sprintf("%s is not a JSON object: %q", what, truncate(string(data), 200))}
+	}
+	return v, nil
+}
+
+// errorMember is the failure a JSON answer or stream event reports in its
+// "error" member, or nil when it has none (or a null one).
+func errorMember(v *fastjson.Value) error {
+	if e := v.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
+		return chunkError(e)
+	}
+	return nil
+}
+
+// jsonChunk is the chunk reader of the kinds whose stream events are JSON
+// objects (every kind but completions and chat completions, whose
+// textChunk skims): it parses an event, fails with the error the event
+// reports in its "error" member, and hands the rest to the kind's event
+// reader.
+func jsonChunk(c *Client, d *decoder, data []byte, res *Result) (kind tokenKind, usage, done bool, err error) {
+	v, err := d.parseObject(data, "stream event")
+	if err == nil {
+		err = errorMember(v)
+	}
+	if err != nil {
+		return tokNone, false, false, err
+	}
+	return c.wire.event(d, v, res)
+}
+
+// readGeneration reads a generation's answer: a server-sent event stream
+// (readStream, with the kind's chunk reader), or a whole JSON answer (the
+// kind's whole reader) when streaming is off or the server answers with
+// JSON anyway.
+func readGeneration(c *Client, d *decoder, resp *http.Response, rd io.Reader, res *Result) error {
+	if c.cfg.Stream && !isJSON(resp) {
+		return c.readStream(d, resp.Body, res)
+	}
+	v, err := c.readWholeAnswer(d, rd, res)
+	if err != nil {
+		return err
+	}
+	return c.wire.whole(c, v, res)
+}
+
+// stringMember is a whole answer's text: its member key, which must be a
+// JSON string (what names the answer in the error).
+func stringMember(v *fastjson.Value, key, what string) ([]byte, error) {
+	t := v.Get(key)
+	if t == nil || t.Type() != fastjson.TypeString {
+		return nil, protocolError{what + " has no " + key}
+	}
+	return t.GetStringBytes(), nil
+}
+
+// setInt sets *dst to v's member at keys when that member is a JSON
+// number; it reports whether it was.
+func setInt(dst *int, v *fastjson.Value, keys ...string) bool {
+	n := v.Get(keys...)
+	if n == nil || n.Type() != fastjson.TypeNumber {
+		return false
+	}
+	*dst = n.GetInt()
+	return true
+}
+
 // textChunk is the chunk reader of completions and chat completions: their
 // streams end with data: [DONE], which readStream reads.
 func textChunk(c *Client, d *decoder, data []byte, res *Result) (kind tokenKind, usage, done bool, err error) {
@@ -237,12 +311,9 @@ func (c *Client) chunk(d *decoder, data []byte, res *Result) (kind tokenKind, us
 // parseChunk decodes a chunk with the full JSON parser: what skimChunk
 // leaves, and the reference it is checked against.
 func (c *Client) parseChunk(d *decoder, data []byte, res *Result) (kind tokenKind, usage bool, err error) {
-	v, err := d.parse(data)
+	v, err := d.parseObject(data, "stream chunk")
 	if err != nil {
-		return tokNone, false, protocolError{fmt.Sprintf("invalid JSON in stream: %v: %q", err, truncate(string(data), 200))}
-	}
-	if v.Type() != fastjson.TypeObject {
-		return tokNone, false, protocolError{fmt.Sprintf("stream chunk is not a JSON object: %q", truncate(string(data), 200))}
+		return tokNone, false, err
 	}
 	if e := v.Get("error"); e != nil {
 		return tokNone, false, chunkError(e)
@@ -393,9 +464,7 @@ func copyUsage(u *fastjson.Value, res *Result) {
 	if n := u.Get("prompt_tokens_details", "cached_tokens"); n != nil {
 		res.CachedTokens = n.GetInt()
 	}
-	if n := u.Get("completion_tokens_details", "reasoning_tokens"); n != nil && n.Type() == fastjson.TypeNumber {
-		res.ReasoningTokens = n.GetInt()
-	}
+	setInt(&res.ReasoningTokens, u, "completion_tokens_details", "reasoning_tokens")
 }
 
 // Bounds of non-streamed answers: one body, and all those being read and
@@ -433,8 +502,8 @@ func (c *Client) readWholeAnswer(d *decoder, body io.Reader, res *Result) (*fast
 	if err != nil || v.Type() != fastjson.TypeObject {
 		return nil, protocolError{fmt.Sprintf("invalid JSON response: %q", truncate(string(raw), 200))}
 	}
-	if e := v.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
-		return nil, chunkError(e)
+	if err := errorMember(v); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
@@ -444,12 +513,8 @@ func isJSON(resp *http.Response) bool {
 	return strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json")
 }
 
-// readWhole consumes a non-streamed JSON response.
-func (c *Client) readWhole(d *decoder, body io.Reader, res *Result) error {
-	v, err := c.readWholeAnswer(d, body, res)
-	if err != nil {
-		return err
-	}
+// wholeText reads a whole completion or chat completion.
+func wholeText(c *Client, v *fastjson.Value, res *Result) error {
 	now := res.End
 	if v.Get("choices", "0") == nil {
 		return protocolError{"response has no choices"}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"sort"
 
 	"github.com/valyala/fastjson"
@@ -121,15 +119,8 @@ func appendTranscriptionBody(c *Client, b []byte, req *Request) []byte {
 	return append(b, "--"+formBoundary+"--\r\n"...)
 }
 
-// transcriptionChunk reads one transcription.chunk of a stream.
-func transcriptionChunk(c *Client, d *decoder, data []byte, res *Result) (kind tokenKind, usage, done bool, err error) {
-	v, err := d.parse(data)
-	if err != nil || v.Type() != fastjson.TypeObject {
-		return tokNone, false, false, protocolError{fmt.Sprintf("invalid JSON in stream: %q", truncate(string(data), 200))}
-	}
-	if e := v.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
-		return tokNone, false, false, chunkError(e)
-	}
+// transcriptionEvent reads one transcription.chunk of a stream.
+func transcriptionEvent(_ *decoder, v *fastjson.Value, res *Result) (kind tokenKind, usage, done bool, err error) {
 	if t := v.GetStringBytes("choices", "0", "delta", "content"); len(t) > 0 {
 		kind = tokOutput
 		res.AppendText(t)
@@ -141,20 +132,13 @@ func transcriptionChunk(c *Client, d *decoder, data []byte, res *Result) (kind t
 	return kind, usage, false, nil
 }
 
-// readTranscription reads a transcription: a stream, or a whole answer.
-func readTranscription(c *Client, d *decoder, resp *http.Response, rd io.Reader, res *Result) error {
-	if c.cfg.Stream && !isJSON(resp) {
-		return c.readStream(d, resp.Body, res)
-	}
-	v, err := c.readWholeAnswer(d, rd, res)
+// wholeTranscription reads a whole transcription: its output tokens are
+// its text's words, unless its usage counts them.
+func wholeTranscription(_ *Client, v *fastjson.Value, res *Result) error {
+	text, err := stringMember(v, "text", "transcription")
 	if err != nil {
 		return err
 	}
-	t := v.Get("text")
-	if t == nil || t.Type() != fastjson.TypeString {
-		return protocolError{"transcription has no text"}
-	}
-	text := t.GetStringBytes()
 	res.AppendText(text)
 	res.CompletionTokens = len(bytes.Fields(text))
 	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
