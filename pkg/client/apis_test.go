@@ -59,10 +59,7 @@ func TestAnthropicStream(t *testing.T) {
 	tools := `[{"type":"function","function":{"name":"get_weather","description":"d","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`
 	c := newTestClient(t, srv, Config{API: api.Anthropic, Stream: true, APIKey: "sk-secret", IgnoreEOS: true,
 		Answer: AnswerOptions{Tools: []byte(tools), ToolChoice: "required", ReasoningEffort: "low"}})
-	res := &Result{}
-	res.Reset()
-	res.KeepText = true
-	c.Do(context.Background(), &Request{MaxTokens: 100, Prompt: []byte(`"hi"`)}, res)
+	res := doKeep(c, `"hi"`, 100, true)
 	if !res.OK() {
 		t.Fatalf("%s: %s", res.ErrorClass, res.Error)
 	}
@@ -143,10 +140,7 @@ func TestAnthropicWhole(t *testing.T) {
 	}})
 	defer srv.Close()
 	c := newTestClient(t, srv, Config{API: api.Anthropic})
-	res := &Result{}
-	res.Reset()
-	res.KeepText = true
-	c.Do(context.Background(), &Request{MaxTokens: 4, Prompt: []byte(`"hi"`)}, res)
+	res := doKeep(c, `"hi"`, 4, true)
 	if !res.OK() || res.PromptTokens != 5 || res.CompletionTokens != 6 || string(res.Text) != "Hi" || string(res.Reasoning) != "hm" {
 		t.Fatalf("%s %s: prompt %d completion %d text %q reasoning %q", res.ErrorClass, res.Error, res.PromptTokens, res.CompletionTokens, res.Text, res.Reasoning)
 	}
@@ -173,10 +167,7 @@ func TestSGLangCumulative(t *testing.T) {
 	srv := httptest.NewServer(cap)
 	defer srv.Close()
 	c := newTestClient(t, srv, Config{API: api.SGLang, Stream: true, IgnoreEOS: true})
-	res := &Result{}
-	res.Reset()
-	res.KeepText = true
-	c.Do(context.Background(), &Request{MaxTokens: 4, Prompt: []byte(`[5,6,7]`)}, res)
+	res := doKeep(c, `[5,6,7]`, 4, true)
 	if !res.OK() {
 		t.Fatalf("%s: %s", res.ErrorClass, res.Error)
 	}

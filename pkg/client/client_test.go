@@ -70,10 +70,17 @@ func newTestClient(t *testing.T, srv *httptest.Server, cfg Config) *Client {
 	return c
 }
 
-func do(c *Client, prompt string, maxTokens int) *Result {
+// do sends one request for prompt (JSON) of maxTokens output tokens and
+// returns its record.
+func do(c *Client, prompt string, maxTokens int) *Result { return doKeep(c, prompt, maxTokens, false) }
+
+// doKeep is do, keeping the answer's text (Result.KeepText) when keep is
+// set.
+func doKeep(c *Client, prompt string, maxTokens int, keep bool) *Result {
 	res := &Result{}
 	res.Reset()
 	res.OutputLen = maxTokens
+	res.KeepText = keep
 	c.Do(context.Background(), &Request{MaxTokens: maxTokens, Prompt: []byte(prompt)}, res)
 	return res
 }

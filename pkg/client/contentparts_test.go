@@ -1,7 +1,6 @@
 package client
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -34,10 +33,7 @@ func TestContentPartsAreRead(t *testing.T) {
 	srv := httptest.NewServer(&capture{respond: sse(events...)})
 	defer srv.Close()
 	c := newTestClient(t, srv, Config{API: api.Chat, Stream: true})
-	res := &Result{}
-	res.Reset()
-	res.KeepText = true
-	c.Do(context.Background(), &Request{MaxTokens: 4, Prompt: []byte(`"q"`)}, res)
+	res := doKeep(c, `"q"`, 4, true)
 	if !res.OK() {
 		t.Fatalf("%s: %s", res.ErrorClass, res.Error)
 	}
@@ -114,10 +110,7 @@ func TestNothingReadIsAProtocolFailure(t *testing.T) {
 			srv := httptest.NewServer(&capture{respond: whole(tc.content, tc.n)})
 			defer srv.Close()
 			c := newTestClient(t, srv, Config{API: api.Chat, Stream: false})
-			res := &Result{}
-			res.Reset()
-			res.KeepText = true
-			c.Do(context.Background(), &Request{MaxTokens: 8, Prompt: []byte(`"q"`)}, res)
+			res := doKeep(c, `"q"`, 8, true)
 			switch {
 			case tc.fail && (res.OK() || res.ErrorClass != ErrProtocol || !strings.Contains(res.Error, "output tokens but the answer carried none")):
 				t.Errorf("%v %s: %s, want a protocol failure", res.OK(), res.ErrorClass, res.Error)

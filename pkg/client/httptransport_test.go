@@ -30,54 +30,51 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
-func TestCheckTransport(t *testing.T) {
-	for _, tc := range []struct {
-		name, url string
-		ok        bool
-	}{
-		{"", "https://gw.example.com", true},
-		{TransportAuto, "http://127.0.0.1:8000", true},
-		{TransportLean, "http://127.0.0.1:8000", true},
-		{TransportLean, "https://gw.example.com", false},
-		{TransportLean, "HTTPS://gw.example.com", false},
-		{TransportNetHTTP, "https://gw.example.com", true},
-		{"std", "http://127.0.0.1:8000", true},
-		{TransportH2, "http://127.0.0.1:8000", true},
-		{TransportHTTP1, "https://gw.example.com", true},
-		{"http2", "https://gw.example.com", false},
-	} {
-		if err := api.CheckTransport(tc.name, tc.url); (err == nil) != tc.ok {
-			t.Errorf("CheckTransport(%q, %q) = %v, want ok %v", tc.name, tc.url, err, tc.ok)
-		}
-	}
-	if _, err := New(Config{BaseURL: "https://x", API: api.VLLM, HTTPTransport: TransportLean}); err == nil || !strings.Contains(err.Error(), "plain HTTP only") {
-		t.Errorf("New with lean for https: %v", err)
-	}
-}
-
-// TestTransportSelection: which transport each name builds for each scheme.
+// TestTransportSelection: which transport names are accepted for which
+// scheme, and which transport an accepted name builds: lean (no GetBody
+// rewinding needed) or net/http.
 func TestTransportSelection(t *testing.T) {
 	t.Setenv("HTTP_PROXY", "")
 	t.Setenv("HTTPS_PROXY", "")
 	t.Setenv("NO_PROXY", "")
 	for _, tc := range []struct {
 		name, url string
-		lean      bool
+		ok, lean  bool
 	}{
-		{"", "http://127.0.0.1:8000", true},
-		{TransportAuto, "http://127.0.0.1:8000", true},
-		{TransportAuto, "https://127.0.0.1:8000", false},
-		{TransportLean, "http://127.0.0.1:8000", true},
-		{TransportNetHTTP, "http://127.0.0.1:8000", false},
-		{TransportHTTP1, "http://127.0.0.1:8000", false},
+		{"", "http://127.0.0.1:8000", true, true},
+		{"", "https://gw.example.com", true, false},
+		{TransportAuto, "http://127.0.0.1:8000", true, true},
+		{TransportAuto, "https://127.0.0.1:8000", true, false},
+		{TransportLean, "http://127.0.0.1:8000", true, true},
+		{TransportLean, "https://gw.example.com", false, false},
+		{TransportLean, "HTTPS://gw.example.com", false, false},
+		{TransportNetHTTP, "http://127.0.0.1:8000", true, false},
+		{TransportNetHTTP, "https://gw.example.com", true, false},
+		{"std", "http://127.0.0.1:8000", true, false},
+		{TransportH2, "http://127.0.0.1:8000", true, false},
+		{TransportHTTP1, "http://127.0.0.1:8000", true, false},
+		{TransportHTTP1, "https://gw.example.com", true, false},
+		{"http2", "https://gw.example.com", false, false},
 	} {
+		if err := api.CheckTransport(tc.name, tc.url); (err == nil) != tc.ok {
+			t.Errorf("CheckTransport(%q, %q) = %v, want ok %v", tc.name, tc.url, err, tc.ok)
+		}
 		c, err := New(Config{BaseURL: tc.url, API: api.VLLM, HTTPTransport: tc.name})
+		if !tc.ok {
+			if err == nil {
+				t.Errorf("New with %q for %s: no error", tc.name, tc.url)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, lean := c.http.Transport.(*leanTransport); lean != tc.lean || c.rewind == lean {
 			t.Errorf("%q for %s: lean %v (GetBody set %v), want lean %v", tc.name, tc.url, lean, c.rewind, tc.lean)
 		}
+	}
+	if _, err := New(Config{BaseURL: "https://x", API: api.VLLM, HTTPTransport: TransportLean}); err == nil || !strings.Contains(err.Error(), "plain HTTP only") {
+		t.Errorf("New with lean for https: %v", err)
 	}
 }
 
