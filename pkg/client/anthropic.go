@@ -200,13 +200,10 @@ func anthropicUsage(u *fastjson.Value, res *Result) bool {
 
 // wholeAnthropic reads a whole Messages answer: the message object.
 func wholeAnthropic(_ *Client, v *fastjson.Value, res *Result) error {
-	now := res.End
-	content := v.Get("content")
-	if content == nil || content.Type() != fastjson.TypeArray {
-		return protocolError{"message has no content list"}
+	blocks, err := arrayMember(v, "content", "message")
+	if err != nil {
+		return err
 	}
-	res.CompletionTokens = res.OutputLen
-	blocks, _ := content.Array()
 	for i, cb := range blocks {
 		switch string(cb.GetStringBytes("type")) {
 		case "text":
@@ -220,11 +217,13 @@ func wholeAnthropic(_ *Client, v *fastjson.Value, res *Result) error {
 					in = x.MarshalTo(nil)
 				}
 				call.AddArgs(in, res.ToolArgsBytes())
-				res.FirstToolCall = now
+				res.FirstToolCall = res.End
 			}
 		}
 	}
-	anthropicUsage(v.Get("usage"), res)
+	if !anthropicUsage(v.Get("usage"), res) {
+		res.CompletionTokens = res.OutputLen
+	}
 	res.CountToolCalls()
 	return nil
 }

@@ -49,16 +49,7 @@ func benchStreamSetup(b *testing.B) (*Client, []byte, *decoder, *Result) {
 // JSON decoding of every chunk.
 func BenchmarkReadStream(b *testing.B) {
 	c, stream, d, res := benchStreamSetup(b)
-	r := bytes.NewReader(stream)
-	b.SetBytes(int64(len(stream)))
-	b.ReportAllocs()
-	for b.Loop() {
-		r.Reset(stream)
-		res.Reset()
-		if err := c.readStream(d, r, res); err != nil || res.CompletionTokens != 16 {
-			b.Fatal(err, res.CompletionTokens)
-		}
-	}
+	benchRead(b, stream, res, func(r io.Reader, res *Result) error { return c.readStream(d, r, res) }, 16, -1)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/16, "ns/token")
 }
 
@@ -117,10 +108,10 @@ func BenchmarkWholeResponse(b *testing.B) {
 		c, _ := New(Config{BaseURL: "http://x", API: api.VLLM})
 		d := new(decoder)
 		resp := &http.Response{Header: http.Header{"Content-Type": {"application/json"}}}
-		benchWholeRead(b, func(r io.Reader, res *Result) error { return c.wire.read(c, d, resp, r, res) })
+		benchRead(b, []byte(benchWhole), &Result{}, func(r io.Reader, res *Result) error { return c.wire.read(c, d, resp, r, res) }, 128, 512)
 	})
 	b.Run("go-openai", func(b *testing.B) {
-		benchWholeRead(b, func(r io.Reader, res *Result) error {
+		benchRead(b, []byte(benchWhole), &Result{}, func(r io.Reader, res *Result) error {
 			raw, err := io.ReadAll(r)
 			var v openai.CompletionResponse
 			if err == nil {
@@ -134,23 +125,21 @@ func BenchmarkWholeResponse(b *testing.B) {
 				res.CachedTokens = v.Usage.PromptTokensDetails.CachedTokens
 			}
 			return nil
-		})
+		}, 128, 512)
 	})
 }
 
-// benchWholeRead measures read on benchWhole, read afresh into a reset
-// Result each time, which must then hold its 128 output tokens and 512
-// cached ones.
-func benchWholeRead(b *testing.B, read func(io.Reader, *Result) error) {
-	body := []byte(benchWhole)
-	res := &Result{}
+// benchRead measures read on body, read afresh into res, reset, each
+// time; res must then hold completion output tokens and cached cached ones
+// (-1: not reported).
+func benchRead(b *testing.B, body []byte, res *Result, read func(io.Reader, *Result) error, completion, cached int) {
 	r := bytes.NewReader(body)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Reset(body)
 		res.Reset()
-		if err := read(r, res); err != nil || res.CompletionTokens != 128 || res.CachedTokens != 512 {
+		if err := read(r, res); err != nil || res.CompletionTokens != completion || res.CachedTokens != cached {
 			b.Fatal(err, res.CompletionTokens, res.CachedTokens)
 		}
 	}

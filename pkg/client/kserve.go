@@ -60,11 +60,10 @@ func kserveEvent(d *decoder, v *fastjson.Value, res *Result) (kind tokenKind, us
 
 // wholeKServe reads a whole generate answer.
 func wholeKServe(c *Client, v *fastjson.Value, res *Result) error {
-	t, err := stringMember(v, "text_output", "response")
+	t, err := readAnswerText(v, "text_output", "response", res)
 	if err != nil {
 		return err
 	}
-	res.AppendText(t)
 	if count := c.cfg.CountTokens; count != nil {
 		res.CompletionTokens = count(t)
 	} else {

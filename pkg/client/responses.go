@@ -180,14 +180,11 @@ func responsesUsage(resp *fastjson.Value, res *Result) bool {
 
 // wholeResponses reads a whole Responses answer: the response object.
 func wholeResponses(_ *Client, v *fastjson.Value, res *Result) error {
-	now := res.End
-	out := v.Get("output")
-	if out == nil || out.Type() != fastjson.TypeArray {
-		return protocolError{"response has no output list"}
+	items, err := arrayMember(v, "output", "response")
+	if err != nil {
+		return err
 	}
-	res.CompletionTokens = res.OutputLen
 	setResponseID(res, v)
-	items, _ := out.Array()
 	read := false
 	for i, it := range items {
 		switch string(it.GetStringBytes("type")) {
@@ -202,12 +199,14 @@ func wholeResponses(_ *Client, v *fastjson.Value, res *Result) error {
 		case "function_call":
 			if call := res.ToolCallAt(i, it.GetStringBytes("call_id"), it.GetStringBytes("name")); call != nil {
 				call.AddArgs(it.GetStringBytes("arguments"), res.ToolArgsBytes())
-				res.FirstToolCall = now
+				res.FirstToolCall = res.End
 				read = true
 			}
 		}
 	}
-	if responsesUsage(v, res) && !read && res.CompletionTokens >= minUnreadTokens {
+	if !responsesUsage(v, res) {
+		res.CompletionTokens = res.OutputLen
+	} else if !read && res.CompletionTokens >= minUnreadTokens {
 		return unreadOutput(res.CompletionTokens, "the answer")
 	}
 	res.CountToolCalls()

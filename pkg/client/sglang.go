@@ -88,12 +88,11 @@ func sglangUsage(m *fastjson.Value, res *Result) bool {
 
 // wholeSGLang reads a whole /generate answer: one object of a stream's form.
 func wholeSGLang(_ *Client, v *fastjson.Value, res *Result) error {
-	t, err := stringMember(v, "text", "response")
-	if err != nil {
+	if _, err := readAnswerText(v, "text", "response", res); err != nil {
 		return err
 	}
-	res.CompletionTokens = res.OutputLen
-	res.AppendText(t)
-	sglangUsage(v.Get("meta_info"), res)
+	if !sglangUsage(v.Get("meta_info"), res) {
+		res.CompletionTokens = res.OutputLen
+	}
 	return nil
 }

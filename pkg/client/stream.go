@@ -269,14 +269,27 @@ func readGeneration(c *Client, d *decoder, resp *http.Response, rd io.Reader, re
 	return c.wire.whole(c, v, res)
 }
 
-// stringMember is a whole answer's text: its member key, which must be a
-// JSON string (what names the answer in the error).
-func stringMember(v *fastjson.Value, key, what string) ([]byte, error) {
+// readAnswerText reads a whole answer's text into res and returns it: its
+// member key, which must be a JSON string (what names the answer in the
+// error).
+func readAnswerText(v *fastjson.Value, key, what string, res *Result) ([]byte, error) {
 	t := v.Get(key)
 	if t == nil || t.Type() != fastjson.TypeString {
 		return nil, protocolError{what + " has no " + key}
 	}
-	return t.GetStringBytes(), nil
+	text := t.GetStringBytes()
+	res.AppendText(text)
+	return text, nil
+}
+
+// arrayMember is a whole answer's list: its member key, which must be a
+// JSON array (what names the answer in the error).
+func arrayMember(v *fastjson.Value, key, what string) ([]*fastjson.Value, error) {
+	a := v.Get(key)
+	if a == nil || a.Type() != fastjson.TypeArray {
+		return nil, protocolError{what + " has no " + key + " list"}
+	}
+	return a.GetArray(), nil
 }
 
 // setInt sets *dst to v's member at keys when that member is a JSON

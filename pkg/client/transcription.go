@@ -135,11 +135,10 @@ func transcriptionEvent(_ *decoder, v *fastjson.Value, res *Result) (kind tokenK
 // wholeTranscription reads a whole transcription: its output tokens are
 // its text's words, unless its usage counts them.
 func wholeTranscription(_ *Client, v *fastjson.Value, res *Result) error {
-	text, err := stringMember(v, "text", "transcription")
+	text, err := readAnswerText(v, "text", "transcription", res)
 	if err != nil {
 		return err
 	}
-	res.AppendText(text)
 	res.CompletionTokens = len(bytes.Fields(text))
 	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
 		copyUsage(u, res)
