@@ -55,7 +55,8 @@ func TestContentPartsAreRead(t *testing.T) {
 // token read while the server reported output tokens is a protocol
 // failure that says so, never a silent success with no TTFT; an answer the
 // server reports as one token (an end-of-sequence token alone) or none is
-// a genuine empty answer. Chat, completions, and a chat answer read whole.
+// a genuine empty answer. Chat, completions, a Responses stream whose
+// response.completed comes before any delta, and a chat answer read whole.
 func TestNothingReadIsAProtocolFailure(t *testing.T) {
 	role := `{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`
 	odd := `{"choices":[{"index":0,"delta":{"content":{"text":"hi"}}}]}`
@@ -63,6 +64,11 @@ func TestNothingReadIsAProtocolFailure(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"choices": []any{}, "usage": map[string]any{"prompt_tokens": 3, "completion_tokens": n}})
 		return string(b)
 	}
+	completed := func(n int) string {
+		return `{"type":"response.completed","response":{"id":"resp_1","usage":{"input_tokens":3,"output_tokens":` + string(rune('0'+n)) + `}}}`
+	}
+	created := `{"type":"response.created","response":{"id":"resp_1"}}`
+	delta := `{"type":"response.output_text.delta","content_index":0,"delta":"hi"}`
 	for _, tc := range []struct {
 		name   string
 		api    *api.Kind
@@ -76,6 +82,9 @@ func TestNothingReadIsAProtocolFailure(t *testing.T) {
 		{"chat, no usage", api.Chat, []string{role, "[DONE]"}, false},
 		{"completions, empty texts", api.VLLM, []string{`{"choices":[{"text":""}]}`, usage(8), "[DONE]"}, true},
 		{"completions, text read", api.VLLM, []string{tok, usage(8), "[DONE]"}, false},
+		{"responses, completed first, 5 tokens reported", api.Responses, []string{created, completed(5)}, true},
+		{"responses, completed first, none reported", api.Responses, []string{created, completed(0)}, false},
+		{"responses, a delta, then completed", api.Responses, []string{created, delta, completed(5)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(&capture{respond: sse(tc.events...)})
@@ -116,40 +125,6 @@ func TestNothingReadIsAProtocolFailure(t *testing.T) {
 				t.Errorf("%v %s: %s, want a protocol failure", res.OK(), res.ErrorClass, res.Error)
 			case !tc.fail && (!res.OK() || string(res.Text) != tc.text):
 				t.Errorf("%s %s: text %q, want a success with %q", res.ErrorClass, res.Error, res.Text, tc.text)
-			}
-		})
-	}
-}
-
-// TestResponsesCompletedBeforeAnyDelta: a Responses stream whose
-// response.completed comes before any delta is a protocol failure when its
-// usage reports output tokens, and a genuine empty answer when it reports
-// none (or one), as chat's.
-func TestResponsesCompletedBeforeAnyDelta(t *testing.T) {
-	completed := func(n int) string {
-		return `{"type":"response.completed","response":{"id":"resp_1","usage":{"input_tokens":3,"output_tokens":` + string(rune('0'+n)) + `}}}`
-	}
-	created := `{"type":"response.created","response":{"id":"resp_1"}}`
-	delta := `{"type":"response.output_text.delta","content_index":0,"delta":"hi"}`
-	for _, tc := range []struct {
-		name   string
-		events []string
-		fail   bool
-	}{
-		{"completed first, 5 tokens reported", []string{created, completed(5)}, true},
-		{"completed first, none reported", []string{created, completed(0)}, false},
-		{"a delta, then completed", []string{created, delta, completed(5)}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(&capture{respond: sse(tc.events...)})
-			defer srv.Close()
-			c := newTestClient(t, srv, Config{API: api.Responses, Stream: true})
-			res := do(c, `"q"`, 8)
-			switch {
-			case tc.fail && (res.OK() || res.ErrorClass != ErrProtocol):
-				t.Errorf("%v %s: %s, want a protocol failure", res.OK(), res.ErrorClass, res.Error)
-			case !tc.fail && !res.OK():
-				t.Errorf("%s: %s, want a success", res.ErrorClass, res.Error)
 			}
 		})
 	}
