@@ -246,16 +246,61 @@ func TestKServeGenerate(t *testing.T) {
 	}
 }
 
-// fuzzWire feeds arbitrary bodies to a kind's reader through Do: never a
-// panic, every failure classified with a message, token times in order.
-func fuzzWire(f *testing.F, kind *api.Kind, seeds []string) {
-	for _, s := range seeds {
-		f.Add([]byte(s), uint8(0), uint64(1))
+// wireSeeds are the fuzz seeds of the API kinds whose streams and whole
+// answers have a form of their own: Anthropic Messages, SGLang's
+// cumulative text, KServe's generate_stream (no end event), Responses and
+// transcriptions.
+var wireSeeds = []struct {
+	kind  *api.Kind
+	seeds []string
+}{
+	{api.Anthropic, []string{anthropicEvents(anthropicStream),
+		"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"x\"}}\n\n",
+		"data: {\"type\":\"content_block_delta\",\"index\":-1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\"}}\n\ndata: {\"type\":\"message_stop\"}\n\n",
+		`{"content":[{"type":"tool_use","id":"t","name":"f","input":{"a":[1]}}],"usage":{"input_tokens":1,"output_tokens":2}}`,
+		"data: {\"type\":\"content_block_delta\"}\n\n"}},
+	{api.SGLang, []string{
+		"data: {\"text\":\" a\",\"meta_info\":{\"completion_tokens\":1}}\n\ndata: {\"text\":\" a b\",\"meta_info\":{\"prompt_tokens\":2,\"completion_tokens\":2,\"cached_tokens\":0}}\n\ndata: [DONE]\n\n",
+		"data: {\"text\":\" a b\"}\n\ndata: {\"text\":\" a\"}\n\n",
+		`{"text":"x","meta_info":{"completion_tokens":1}}`,
+		"data: {\"error\":{\"message\":\"x\"}}\n\n"}},
+	{api.KServe, []string{
+		"data: {\"text_output\":\" a\",\"num_output_tokens\":1}\n\ndata: {\"text_output\":\" b\"}\n\n",
+		"data: {\"error\":\"boom\"}\n\n",
+		`{"text_output":"a b","num_input_tokens":3}`,
+		"data: {\"text_output\":7}\n\n"}},
+	{api.Responses, []string{
+		"data: {\"type\":\"response.created\",\"response\":{\"id\":\"r\"}}\n\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n" +
+			"data: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n",
+		"data: {\"type\":\"response.failed\",\"response\":{\"error\":{\"code\":\"server_error\",\"message\":\"x\"}}}\n\n",
+		`{"output":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}],"usage":{"output_tokens":2}}`}},
+	{api.Transcriptions, []string{
+		"data: {\"choices\":[{\"delta\":{\"content\":\" The\"}}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n",
+		`{"text":"one two","usage":{"type":"duration","seconds":1}}`}},
+}
+
+// anthropicEvents is a Messages stream's body.
+func anthropicEvents(evs [][2]string) string {
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", e[0], e[1])
 	}
-	f.Fuzz(func(t *testing.T, body []byte, ctype uint8, split uint64) {
+	return b.String()
+}
+
+// FuzzWireStreams feeds arbitrary bodies to the readers of wireSeeds'
+// kinds through Do: never a panic, every failure classified with a
+// message, token times in order.
+func FuzzWireStreams(f *testing.F) {
+	for i, w := range wireSeeds {
+		for _, s := range w.seeds {
+			f.Add([]byte(s), uint8(0), uint64(1), uint8(i))
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte, ctype uint8, split uint64, kind uint8) {
 		bt := &bodyTransport{status: 200, ctype: []string{"text/event-stream", "application/json", ""}[ctype%3], body: body, split: split}
-		c, err := New(Config{BaseURL: "http://x", API: kind, Model: "m", Stream: ctype%4 != 3, Transport: bt, Epoch: time.Now(),
-			Answer: AnswerOptions{ReasoningEffort: "low"}})
+		c, err := New(Config{BaseURL: "http://x", API: wireSeeds[int(kind)%len(wireSeeds)].kind, Model: "m", Stream: ctype%4 != 3, Transport: bt,
+			Epoch: time.Now(), AudioSeconds: 0.1, Answer: AnswerOptions{ReasoningEffort: "low"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,37 +320,6 @@ func fuzzWire(f *testing.F, kind *api.Kind, seeds []string) {
 			}
 		}
 	})
-}
-
-// FuzzAnthropicStream: the Messages stream reader.
-func FuzzAnthropicStream(f *testing.F) {
-	var whole strings.Builder
-	for _, e := range anthropicStream {
-		fmt.Fprintf(&whole, "event: %s\ndata: %s\n\n", e[0], e[1])
-	}
-	fuzzWire(f, api.Anthropic, []string{whole.String(),
-		"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"x\"}}\n\n",
-		"data: {\"type\":\"content_block_delta\",\"index\":-1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\"}}\n\ndata: {\"type\":\"message_stop\"}\n\n",
-		`{"content":[{"type":"tool_use","id":"t","name":"f","input":{"a":[1]}}],"usage":{"input_tokens":1,"output_tokens":2}}`,
-		"data: {\"type\":\"content_block_delta\"}\n\n"})
-}
-
-// FuzzSGLangStream: the /generate stream reader (cumulative text).
-func FuzzSGLangStream(f *testing.F) {
-	fuzzWire(f, api.SGLang, []string{
-		"data: {\"text\":\" a\",\"meta_info\":{\"completion_tokens\":1}}\n\ndata: {\"text\":\" a b\",\"meta_info\":{\"prompt_tokens\":2,\"completion_tokens\":2,\"cached_tokens\":0}}\n\ndata: [DONE]\n\n",
-		"data: {\"text\":\" a b\"}\n\ndata: {\"text\":\" a\"}\n\n",
-		`{"text":"x","meta_info":{"completion_tokens":1}}`,
-		"data: {\"error\":{\"message\":\"x\"}}\n\n"})
-}
-
-// FuzzKServeStream: the generate_stream reader (no end event).
-func FuzzKServeStream(f *testing.F) {
-	fuzzWire(f, api.KServe, []string{
-		"data: {\"text_output\":\" a\",\"num_output_tokens\":1}\n\ndata: {\"text_output\":\" b\"}\n\n",
-		"data: {\"error\":\"boom\"}\n\n",
-		`{"text_output":"a b","num_input_tokens":3}`,
-		"data: {\"text_output\":7}\n\n"})
 }
 
 // TestStreamErrorMember: an event of any JSON stream that carries an error
