@@ -5,8 +5,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -36,5 +38,52 @@ func TestFetch(t *testing.T) {
 	}
 	if Timeout(100*time.Millisecond) != time.Second || Timeout(time.Minute) != 10*time.Second || Timeout(3*time.Second) != 3*time.Second {
 		t.Error("the timeout is the interval between 1 s and 10 s")
+	}
+}
+
+// TestPoller: a poll at once and one every interval on the bubble's clock,
+// none after Stop but the last one Stop makes, whose context has the
+// scrape's timeout.
+func TestPoller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var at []time.Duration
+		var lastDeadline time.Duration
+		p := Poll(time.Second, time.Now, func(ctx context.Context) {
+			at = append(at, time.Since(start))
+			if d, ok := ctx.Deadline(); ok {
+				lastDeadline = d.Sub(start)
+			}
+		})
+		time.Sleep(2500 * time.Millisecond)
+		synctest.Wait()
+		p.Stop()
+		time.Sleep(5 * time.Second)
+		want := []time.Duration{0, time.Second, 2 * time.Second, 2500 * time.Millisecond}
+		if !slices.Equal(at, want) {
+			t.Errorf("polls at %v, want %v", at, want)
+		}
+		if lastDeadline != 2500*time.Millisecond+Timeout(time.Second) {
+			t.Errorf("last poll's deadline %v", lastDeadline)
+		}
+	})
+}
+
+// TestDefaults: the settings left zero are filled in, the ones given kept.
+func TestDefaults(t *testing.T) {
+	var interval time.Duration
+	var client *http.Client
+	var warnf func(string, ...any)
+	var now func() time.Time
+	Defaults(&interval, &client, &warnf, &now)
+	if interval != 2*time.Second || client == nil || client.Timeout != 2*time.Second || warnf == nil || now == nil {
+		t.Fatalf("defaults: %v %+v %v %v", interval, client, warnf == nil, now == nil)
+	}
+	warnf("said to no one")
+	given := &http.Client{}
+	interval, client = 30*time.Second, given
+	Defaults(&interval, &client, &warnf, &now)
+	if interval != 30*time.Second || client != given {
+		t.Errorf("given settings changed: %v %p", interval, client)
 	}
 }

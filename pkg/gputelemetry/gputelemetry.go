@@ -19,10 +19,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/internal/scrape"
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
-	"github.com/fineserve-gen/fineserve-gen/internal/wait"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -259,35 +257,18 @@ type Scraper struct {
 	winPeak  step // the current window's maxima
 	failures int64
 	lastErr  error
-	quit     chan struct{}
-	done     chan struct{}
+	poller   *scrape.Poller
 }
 
 // Start begins polling at once and every Interval after.
 func Start(cfg Config) *Scraper {
-	if cfg.Interval <= 0 {
-		cfg.Interval = 2 * time.Second
-	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: scrape.Timeout(cfg.Interval)}
-	}
-	if cfg.Warnf == nil {
-		cfg.Warnf = func(string, ...any) {}
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	s := &Scraper{cfg: cfg, devices: map[string]*device{}, quit: make(chan struct{}), done: make(chan struct{})}
+	scrape.Defaults(&cfg.Interval, &cfg.Client, &cfg.Warnf, &cfg.Now)
+	s := &Scraper{cfg: cfg, devices: map[string]*device{}}
 	for _, u := range cfg.URLs {
 		s.shown = append(s.shown, secret.URL(u))
 	}
-	safe.Go(s.loop)
+	s.poller = scrape.Poll(cfg.Interval, cfg.Now, s.scrapeOnce)
 	return s
-}
-
-func (s *Scraper) loop() {
-	defer close(s.done)
-	wait.Every(s.quit, s.cfg.Interval, s.cfg.Now, s.scrapeOnce)
 }
 
 // scrapeOnce reads every exporter and folds in what answered; an exporter
@@ -408,11 +389,7 @@ func (s *Scraper) Window(at time.Duration) *metrics.GPUStats {
 // Stop ends polling, takes a last sample so the period covered reaches the
 // end of the run, and returns the run's figures.
 func (s *Scraper) Stop() metrics.GPUSummary {
-	close(s.quit)
-	<-s.done
-	ctx, cancel := context.WithTimeout(context.Background(), scrape.Timeout(s.cfg.Interval))
-	s.scrapeOnce(ctx)
-	cancel()
+	s.poller.Stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	res := metrics.GPUSummary{URLs: slices.Clone(s.shown), Interval: s.cfg.Interval.Seconds(), Failures: s.failures, Available: s.total.samples > 0}

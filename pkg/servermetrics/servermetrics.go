@@ -19,10 +19,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/internal/scrape"
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
-	"github.com/fineserve-gen/fineserve-gen/internal/wait"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -394,32 +392,15 @@ type Scraper struct {
 	winPeak  peaks
 	failures int64
 	lastErr  error
-	quit     chan struct{}
-	done     chan struct{}
+	poller   *scrape.Poller
 }
 
 // Start begins polling at once and every Interval after.
 func Start(cfg Config) *Scraper {
-	if cfg.Interval <= 0 {
-		cfg.Interval = 2 * time.Second
-	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: scrape.Timeout(cfg.Interval)}
-	}
-	if cfg.Warnf == nil {
-		cfg.Warnf = func(string, ...any) {}
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	s := &Scraper{cfg: cfg, shown: secret.URL(cfg.URL), quit: make(chan struct{}), done: make(chan struct{})}
-	safe.Go(s.loop)
+	scrape.Defaults(&cfg.Interval, &cfg.Client, &cfg.Warnf, &cfg.Now)
+	s := &Scraper{cfg: cfg, shown: secret.URL(cfg.URL)}
+	s.poller = scrape.Poll(cfg.Interval, cfg.Now, s.scrapeOnce)
 	return s
-}
-
-func (s *Scraper) loop() {
-	defer close(s.done)
-	wait.Every(s.quit, s.cfg.Interval, s.cfg.Now, s.scrapeOnce)
 }
 
 // scrapeOnce fetches and folds in one sample.
@@ -498,11 +479,7 @@ type Result = metrics.ServerSummary
 // Stop ends polling, takes a last sample so the period covered reaches the
 // end of the run, and returns the run's figures.
 func (s *Scraper) Stop() Result {
-	close(s.quit)
-	<-s.done
-	ctx, cancel := context.WithTimeout(context.Background(), scrape.Timeout(s.cfg.Interval))
-	s.scrapeOnce(ctx)
-	cancel()
+	s.poller.Stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	res := Result{URL: s.shown, Interval: s.cfg.Interval.Seconds(), Failures: s.failures, Available: s.total.Samples > 0}
