@@ -65,17 +65,11 @@ func TestCSVRowsEqualRecords(t *testing.T) {
 		t.Fatalf("not CSV: %v\n%s", err, table.String())
 	}
 	header, rows := rows[0], rows[1:]
-	lines := strings.Split(strings.TrimSpace(jsonl.String()), "\n")
-	if len(rows) != len(lines) {
-		t.Fatalf("%d rows, %d records", len(rows), len(lines))
+	recs := jsonlRecords(t, jsonl.Bytes())
+	if len(rows) != len(recs) {
+		t.Fatalf("%d rows, %d records", len(rows), len(recs))
 	}
-	for i, line := range lines {
-		dec := json.NewDecoder(strings.NewReader(line))
-		dec.UseNumber()
-		var rec map[string]any
-		if err := dec.Decode(&rec); err != nil {
-			t.Fatal(err)
-		}
+	for i, rec := range recs {
 		cells := map[string]string{}
 		for j, col := range header {
 			cells[col] = rows[i][j]

@@ -124,23 +124,34 @@ func readParquetGo(t *testing.T, b []byte) (names []string, rows []map[string]an
 	return names, rows, groups
 }
 
+// jsonlRecords decodes the records of JSON Lines output, one a line, as
+// maps whose numbers keep their digits (json.Number).
+func jsonlRecords(t *testing.T, jsonl []byte) []map[string]any {
+	t.Helper()
+	var recs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(jsonl)), "\n") {
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.UseNumber()
+		var rec map[string]any
+		if err := dec.Decode(&rec); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		recs = append(recs, rec)
+	}
+	return recs
+}
+
 // compareWithJSONL checks that rows hold the records of jsonl: the same
 // number, and each field the record has is its row's value under the same
 // name, of the column's type, to the digit (a null or absent field: null;
 // itl_ms: the same gaps), and no row has a value the record lacks.
 func compareWithJSONL(t *testing.T, jsonl []byte, rows []map[string]any) {
 	t.Helper()
-	lines := strings.Split(strings.TrimSpace(string(jsonl)), "\n")
-	if len(rows) != len(lines) {
-		t.Fatalf("%d rows, %d records", len(rows), len(lines))
+	recs := jsonlRecords(t, jsonl)
+	if len(rows) != len(recs) {
+		t.Fatalf("%d rows, %d records", len(rows), len(recs))
 	}
-	for i, line := range lines {
-		dec := json.NewDecoder(strings.NewReader(line))
-		dec.UseNumber()
-		var rec map[string]any
-		if err := dec.Decode(&rec); err != nil {
-			t.Fatal(err)
-		}
+	for i, rec := range recs {
 		row := rows[i]
 		for _, key := range ParquetColumns() {
 			want, got := rec[key], row[key]
@@ -209,13 +220,7 @@ func TestParquetRoundTrip(t *testing.T) {
 func TestParquetKinds(t *testing.T) {
 	jsonl, _ := parquetFixture(t)
 	seen := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(string(jsonl)), "\n") {
-		dec := json.NewDecoder(strings.NewReader(line))
-		dec.UseNumber()
-		var rec map[string]any
-		if err := dec.Decode(&rec); err != nil {
-			t.Fatal(err)
-		}
+	for _, rec := range jsonlRecords(t, jsonl) {
 		for k, v := range rec {
 			if v == nil {
 				continue

@@ -292,3 +292,17 @@ func TestTablePromptErrorOfRerank(t *testing.T) {
 		}
 	}
 }
+
+// parseBack reads a JSON Lines record back with ParseRecord.
+func parseBack(t *testing.T, line []byte) record.Request {
+	t.Helper()
+	var back record.Request
+	v, err := fastjson.ParseBytes(line)
+	if err == nil {
+		err = ParseRecord(v, &back)
+	}
+	if err != nil {
+		t.Fatalf("record %s: %v", line, err)
+	}
+	return back
+}

@@ -10,8 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/valyala/fastjson"
-
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
@@ -63,15 +61,7 @@ func (d *disk) state(t *testing.T) ([]diskWrite, []int64) {
 		if len(line) == 0 {
 			continue
 		}
-		v, err := fastjson.ParseBytes(line)
-		var r record.Request
-		if err == nil {
-			err = ParseRecord(v, &r)
-		}
-		if err != nil {
-			t.Fatalf("record %q: %v", line, err)
-		}
-		idx = append(idx, r.Index)
+		idx = append(idx, parseBack(t, line).Index)
 	}
 	return append([]diskWrite(nil), d.writes...), idx
 }
