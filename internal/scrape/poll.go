@@ -57,3 +57,39 @@ func (p *Poller) Stop() {
 	defer cancel()
 	p.poll(ctx)
 }
+
+// Health is a scraper's failures: how many, and the last one's error while
+// they last (nil from the next answer on). A missing or failing endpoint
+// is a warning, never an error of the run.
+type Health struct {
+	Failures int64
+	LastErr  error
+}
+
+// Failed counts a failed scrape, and warns of the first of a run of
+// failures with what the scraper reads ("server metrics").
+func (h *Health) Failed(err error, warnf func(string, ...any), what string) {
+	h.Failures++
+	if h.LastErr == nil {
+		warnf("%s: %v (the run goes on without them)", what, err)
+	}
+	h.LastErr = err
+}
+
+// Answered ends a run of failures, warning again when there was one after
+// a sample (sampled) was taken.
+func (h *Health) Answered(warnf func(string, ...any), sampled bool, again string) {
+	if h.LastErr != nil && sampled {
+		warnf("%s", again)
+	}
+	h.LastErr = nil
+}
+
+// LastError is the last failure's message while failures last ("" once
+// the endpoint answers).
+func (h *Health) LastError() string {
+	if h.LastErr == nil {
+		return ""
+	}
+	return h.LastErr.Error()
+}

@@ -2,6 +2,8 @@ package scrape
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -85,5 +87,27 @@ func TestDefaults(t *testing.T) {
 	Defaults(&interval, &client, &warnf, &now)
 	if interval != 30*time.Second || client != given {
 		t.Errorf("given settings changed: %v %p", interval, client)
+	}
+}
+
+// TestHealth: a run of failures is counted whole and warned about once; an
+// answer after it is warned about only when a sample came before, and
+// clears the last error.
+func TestHealth(t *testing.T) {
+	var warned []string
+	warnf := func(format string, a ...any) { warned = append(warned, fmt.Sprintf(format, a...)) }
+	var h Health
+	h.Answered(warnf, false, "back")
+	h.Failed(errors.New("refused"), warnf, "GPU metrics")
+	h.Failed(errors.New("timeout"), warnf, "GPU metrics")
+	if h.Failures != 2 || h.LastError() != "timeout" {
+		t.Errorf("after two failures: %d, %q", h.Failures, h.LastError())
+	}
+	h.Answered(warnf, false, "back") // nothing sampled yet: no recovery to tell
+	h.Failed(errors.New("reset"), warnf, "GPU metrics")
+	h.Answered(warnf, true, "back")
+	want := []string{"GPU metrics: refused (the run goes on without them)", "GPU metrics: reset (the run goes on without them)", "back"}
+	if !slices.Equal(warned, want) || h.Failures != 3 || h.LastError() != "" {
+		t.Errorf("warnings %q, failures %d, last %q; want %q, 3, none", warned, h.Failures, h.LastError(), want)
 	}
 }

@@ -249,15 +249,14 @@ type Scraper struct {
 	cfg   Config
 	shown []string
 
-	mu       sync.Mutex
-	devices  map[string]*device // by id
-	order    []string
-	total    step // the aggregate over the GPUs
-	mark     step // total at the start of the current window
-	winPeak  step // the current window's maxima
-	failures int64
-	lastErr  error
-	poller   *scrape.Poller
+	mu      sync.Mutex
+	devices map[string]*device // by id
+	order   []string
+	total   step // the aggregate over the GPUs
+	mark    step // total at the start of the current window
+	winPeak step // the current window's maxima
+	health  scrape.Health
+	poller  *scrape.Poller
 }
 
 // Start begins polling at once and every Interval after.
@@ -291,11 +290,7 @@ func (s *Scraper) scrapeOnce(ctx context.Context) {
 	ok := false
 	for i, a := range answers {
 		if a.err != nil {
-			s.failures++
-			if s.lastErr == nil {
-				s.cfg.Warnf("GPU metrics: %v (the run goes on without them)", a.err)
-			}
-			s.lastErr = a.err
+			s.health.Failed(a.err, s.cfg.Warnf, "GPU metrics")
 			continue
 		}
 		ok = true
@@ -320,10 +315,7 @@ func (s *Scraper) scrapeOnce(ctx context.Context) {
 	if !ok {
 		return
 	}
-	if s.lastErr != nil && s.total.samples > 0 {
-		s.cfg.Warnf("GPU metrics answer again")
-	}
-	s.lastErr = nil
+	s.health.Answered(s.cfg.Warnf, s.total.samples > 0, "GPU metrics answer again")
 	agg := s.aggregate()
 	s.total.add(at, agg)
 	s.winPeak.hold(agg)
@@ -392,10 +384,7 @@ func (s *Scraper) Stop() metrics.GPUSummary {
 	s.poller.Stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	res := metrics.GPUSummary{URLs: slices.Clone(s.shown), Interval: s.cfg.Interval.Seconds(), Failures: s.failures, Available: s.total.samples > 0}
-	if s.lastErr != nil {
-		res.LastError = s.lastErr.Error()
-	}
+	res := metrics.GPUSummary{URLs: slices.Clone(s.shown), Interval: s.cfg.Interval.Seconds(), Failures: s.health.Failures, Available: s.total.samples > 0, LastError: s.health.LastError()}
 	if !res.Available {
 		return res
 	}

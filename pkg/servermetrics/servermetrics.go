@@ -386,13 +386,12 @@ type Scraper struct {
 	// shown is the URL as printed and recorded: without credentials.
 	shown string
 
-	mu       sync.Mutex
-	total    totals
-	mark     totals // totals at the start of the current window
-	winPeak  peaks
-	failures int64
-	lastErr  error
-	poller   *scrape.Poller
+	mu      sync.Mutex
+	total   totals
+	mark    totals // totals at the start of the current window
+	winPeak peaks
+	health  scrape.Health
+	poller  *scrape.Poller
 }
 
 // Start begins polling at once and every Interval after.
@@ -413,17 +412,10 @@ func (s *Scraper) scrapeOnce(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.failures++
-		if s.lastErr == nil {
-			s.cfg.Warnf("server metrics: %v (the run goes on without them)", err)
-		}
-		s.lastErr = err
+		s.health.Failed(err, s.cfg.Warnf, "server metrics")
 		return
 	}
-	if s.lastErr != nil && s.total.Samples > 0 {
-		s.cfg.Warnf("server metrics: %s answers again", s.shown)
-	}
-	s.lastErr = nil
+	s.health.Answered(s.cfg.Warnf, s.total.Samples > 0, "server metrics: "+s.shown+" answers again")
 	s.total.add(at, sample)
 	s.winPeak.add(sample)
 	if s.cfg.OnSample != nil {
@@ -482,10 +474,7 @@ func (s *Scraper) Stop() Result {
 	s.poller.Stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	res := Result{URL: s.shown, Interval: s.cfg.Interval.Seconds(), Failures: s.failures, Available: s.total.Samples > 0}
-	if s.lastErr != nil {
-		res.LastError = s.lastErr.Error()
-	}
+	res := Result{URL: s.shown, Interval: s.cfg.Interval.Seconds(), Failures: s.health.Failures, Available: s.total.Samples > 0, LastError: s.health.LastError()}
 	if res.Available {
 		st := s.total.Stats()
 		res.ServerStats = &st

@@ -308,7 +308,7 @@ func TestScraperFailingEndpointWarnsOnce(t *testing.T) {
 func (s *Scraper) failuresNow() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.failures
+	return s.health.Failures
 }
 
 // TestWindowHeldValue: scrapes every 2 s and windows cut between them —
