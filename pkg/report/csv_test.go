@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -137,25 +136,15 @@ func TestCSVRowsEqualRecords(t *testing.T) {
 // TestCreateRecordsCSV: the file has its header even when no request
 // finished, and the rows after it.
 func TestCreateRecordsCSV(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "r.csv")
-	w, err := CreateRecordsCSV(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, path := createIn(t, CreateRecordsCSV, "r.csv")
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(path); !bytes.Equal(b, CSVHeader()) {
 		t.Errorf("empty run's CSV:\n%s", b)
 	}
-	ws := RecordWriters{}
-	for _, p := range []string{filepath.Join(t.TempDir(), "r.csv")} {
-		w, err := CreateRecordsCSV(p, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws = append(ws, w)
-	}
+	w, _ = createIn(t, CreateRecordsCSV, "r.csv")
+	ws := RecordWriters{w}
 	for _, r := range csvResults() {
 		var s metrics.Sample
 		s.From(r, metrics.NoSLO)

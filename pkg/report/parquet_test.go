@@ -262,11 +262,7 @@ func TestParquetStreams(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 140,000 records")
 	}
-	path := filepath.Join(t.TempDir(), "r.parquet")
-	w, err := CreateRecordsParquet(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, path := createIn(t, CreateRecordsParquet, "r.parquet")
 	r := parquetResults()[0]
 	var s metrics.Sample
 	const n = 2*ParquetRowGroupRows + 8000
@@ -302,11 +298,7 @@ func TestParquetStreams(t *testing.T) {
 // TestParquetEmpty: a run where no request finished writes a valid file
 // with the columns and no row.
 func TestParquetEmpty(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "r.parquet")
-	w, err := CreateRecordsParquet(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, path := createIn(t, CreateRecordsParquet, "r.parquet")
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -300,11 +300,7 @@ func TestRecordWriterReportsWriteError(t *testing.T) {
 // TestCreateRecordsOnDisk: records created with CreateRecords are in the
 // file once Sync returns, and Close closes it.
 func TestCreateRecordsOnDisk(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "r.jsonl")
-	w, err := CreateRecords(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, path := createIn(t, CreateRecords, "r.jsonl")
 	for i := range int64(3) {
 		w.Add(indexed(i))
 	}
@@ -321,4 +317,16 @@ func TestCreateRecordsOnDisk(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
+}
+
+// createIn creates a records file of create's format, named name, in a
+// temporary directory.
+func createIn(t *testing.T, create func(string, func() time.Time) (*RecordWriter, error), name string) (*RecordWriter, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	w, err := create(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, path
 }
