@@ -25,16 +25,14 @@ func TestFetch(t *testing.T) {
 		io.WriteString(w, "up 1\n")
 	}))
 	defer srv.Close()
-	var got string
-	err := Fetch(context.Background(), srv.Client(), srv.URL+"/metrics", "shown", func(r io.Reader) error {
+	got, err := Fetch(context.Background(), srv.Client(), srv.URL+"/metrics", "shown", func(r io.Reader) (string, error) {
 		b, err := io.ReadAll(r)
-		got = string(b)
-		return err
+		return string(b), err
 	})
 	if err != nil || got != "up 1\n" {
 		t.Fatalf("body %q, %v", got, err)
 	}
-	err = Fetch(context.Background(), srv.Client(), strings.Replace(srv.URL, "http://", "http://u:secret@", 1)+"/bad", "http://127.0.0.1/bad", func(io.Reader) error { return nil })
+	_, err = Fetch(context.Background(), srv.Client(), strings.Replace(srv.URL, "http://", "http://u:secret@", 1)+"/bad", "http://127.0.0.1/bad", func(io.Reader) (string, error) { return "", nil })
 	if err == nil || !strings.Contains(err.Error(), "GET http://127.0.0.1/bad: 503") || strings.Contains(err.Error(), "secret") {
 		t.Errorf("error %v", err)
 	}

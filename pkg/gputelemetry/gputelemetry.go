@@ -348,12 +348,7 @@ func (s *Scraper) aggregate() [nFigures]float64 {
 }
 
 func (s *Scraper) fetch(ctx context.Context, i int) ([]Reading, error) {
-	var rd []Reading
-	err := scrape.Fetch(ctx, s.cfg.Client, s.cfg.URLs[i], s.shown[i], func(r io.Reader) (err error) {
-		rd, err = Parse(r)
-		return err
-	})
-	return rd, err
+	return scrape.Fetch(ctx, s.cfg.Client, s.cfg.URLs[i], s.shown[i], Parse)
 }
 
 // Window returns the GPUs' figures since the previous call (or the start),

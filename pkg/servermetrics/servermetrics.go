@@ -424,11 +424,7 @@ func (s *Scraper) scrapeOnce(ctx context.Context) {
 }
 
 func (s *Scraper) fetch(ctx context.Context) (Sample, error) {
-	var smp Sample
-	err := scrape.Fetch(ctx, s.cfg.Client, s.cfg.URL, s.shown, func(r io.Reader) (err error) {
-		smp, err = Parse(r)
-		return err
-	})
+	smp, err := scrape.Fetch(ctx, s.cfg.Client, s.cfg.URL, s.shown, Parse)
 	if err != nil {
 		return Sample{}, err
 	}
