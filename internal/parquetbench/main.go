@@ -238,22 +238,8 @@ func writeArrow(w io.Writer, rows int64) error {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var r row
-	i64 := func(col int, x int64, ok bool) {
-		fb := b.Field(col).(*array.Int64Builder)
-		if ok {
-			fb.Append(x)
-		} else {
-			fb.AppendNull()
-		}
-	}
-	f64 := func(col int, x float64, ok bool) {
-		fb := b.Field(col).(*array.Float64Builder)
-		if ok {
-			fb.Append(x)
-		} else {
-			fb.AppendNull()
-		}
-	}
+	i64 := func(col int, x int64, ok bool) { appendOpt(b.Field(col).(*array.Int64Builder), x, ok) }
+	f64 := func(col int, x float64, ok bool) { appendOpt(b.Field(col).(*array.Float64Builder), x, ok) }
 	str := func(col int, x string) { b.Field(col).(*array.StringBuilder).Append(x) }
 	n := 0
 	for i := range rows {
@@ -290,4 +276,16 @@ func writeArrow(w io.Writer, rows int64) error {
 		}
 	}
 	return fw.Close()
+}
+
+// appendOpt appends x to a column's builder, or a null when !ok.
+func appendOpt[T any](fb interface {
+	Append(T)
+	AppendNull()
+}, x T, ok bool) {
+	if ok {
+		fb.Append(x)
+	} else {
+		fb.AppendNull()
+	}
 }

@@ -22,25 +22,27 @@ func Timeout(interval time.Duration) time.Duration {
 }
 
 // Fetch GETs a Prometheus text endpoint (url, shown without its
-// credentials in errors) and hands its body, at most 64 MiB, to parse;
-// a status other than 200 is an error naming it.
-func Fetch(ctx context.Context, client *http.Client, url, shown string, parse func(io.Reader) error) error {
+// credentials in errors) and returns what parse makes of its body, at
+// most 64 MiB; a status other than 200 is an error naming it.
+func Fetch[T any](ctx context.Context, client *http.Client, url, shown string, parse func(io.Reader) (T, error)) (T, error) {
+	var zero T
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return errors.New(secret.URLs(err.Error()))
+		return zero, errors.New(secret.URLs(err.Error()))
 	}
 	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("GET %s: %s", shown, secret.URLs(err.Error()))
+		return zero, fmt.Errorf("GET %s: %s", shown, secret.URLs(err.Error()))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return fmt.Errorf("GET %s: %s", shown, resp.Status)
+		return zero, fmt.Errorf("GET %s: %s", shown, resp.Status)
 	}
-	if err := parse(io.LimitReader(resp.Body, 64<<20)); err != nil {
-		return fmt.Errorf("GET %s: %w", shown, err)
+	v, err := parse(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return zero, fmt.Errorf("GET %s: %w", shown, err)
 	}
-	return nil
+	return v, nil
 }

@@ -19,10 +19,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/internal/scrape"
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
-	"github.com/fineserve-gen/fineserve-gen/internal/wait"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -251,43 +249,25 @@ type Scraper struct {
 	cfg   Config
 	shown []string
 
-	mu       sync.Mutex
-	devices  map[string]*device // by id
-	order    []string
-	total    step // the aggregate over the GPUs
-	mark     step // total at the start of the current window
-	winPeak  step // the current window's maxima
-	failures int64
-	lastErr  error
-	quit     chan struct{}
-	done     chan struct{}
+	mu      sync.Mutex
+	devices map[string]*device // by id
+	order   []string
+	total   step // the aggregate over the GPUs
+	mark    step // total at the start of the current window
+	winPeak step // the current window's maxima
+	health  scrape.Health
+	poller  *scrape.Poller
 }
 
 // Start begins polling at once and every Interval after.
 func Start(cfg Config) *Scraper {
-	if cfg.Interval <= 0 {
-		cfg.Interval = 2 * time.Second
-	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: scrape.Timeout(cfg.Interval)}
-	}
-	if cfg.Warnf == nil {
-		cfg.Warnf = func(string, ...any) {}
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	s := &Scraper{cfg: cfg, devices: map[string]*device{}, quit: make(chan struct{}), done: make(chan struct{})}
+	scrape.Defaults(&cfg.Interval, &cfg.Client, &cfg.Warnf, &cfg.Now)
+	s := &Scraper{cfg: cfg, devices: map[string]*device{}}
 	for _, u := range cfg.URLs {
 		s.shown = append(s.shown, secret.URL(u))
 	}
-	safe.Go(s.loop)
+	s.poller = scrape.Poll(cfg.Interval, cfg.Now, s.scrapeOnce)
 	return s
-}
-
-func (s *Scraper) loop() {
-	defer close(s.done)
-	wait.Every(s.quit, s.cfg.Interval, s.cfg.Now, s.scrapeOnce)
 }
 
 // scrapeOnce reads every exporter and folds in what answered; an exporter
@@ -310,11 +290,7 @@ func (s *Scraper) scrapeOnce(ctx context.Context) {
 	ok := false
 	for i, a := range answers {
 		if a.err != nil {
-			s.failures++
-			if s.lastErr == nil {
-				s.cfg.Warnf("GPU metrics: %v (the run goes on without them)", a.err)
-			}
-			s.lastErr = a.err
+			s.health.Failed(a.err, s.cfg.Warnf, "GPU metrics")
 			continue
 		}
 		ok = true
@@ -339,10 +315,7 @@ func (s *Scraper) scrapeOnce(ctx context.Context) {
 	if !ok {
 		return
 	}
-	if s.lastErr != nil && s.total.samples > 0 {
-		s.cfg.Warnf("GPU metrics answer again")
-	}
-	s.lastErr = nil
+	s.health.Answered(s.cfg.Warnf, s.total.samples > 0, "GPU metrics answer again")
 	agg := s.aggregate()
 	s.total.add(at, agg)
 	s.winPeak.hold(agg)
@@ -375,12 +348,7 @@ func (s *Scraper) aggregate() [nFigures]float64 {
 }
 
 func (s *Scraper) fetch(ctx context.Context, i int) ([]Reading, error) {
-	var rd []Reading
-	err := scrape.Fetch(ctx, s.cfg.Client, s.cfg.URLs[i], s.shown[i], func(r io.Reader) (err error) {
-		rd, err = Parse(r)
-		return err
-	})
-	return rd, err
+	return scrape.Fetch(ctx, s.cfg.Client, s.cfg.URLs[i], s.shown[i], Parse)
 }
 
 // Window returns the GPUs' figures since the previous call (or the start),
@@ -408,17 +376,10 @@ func (s *Scraper) Window(at time.Duration) *metrics.GPUStats {
 // Stop ends polling, takes a last sample so the period covered reaches the
 // end of the run, and returns the run's figures.
 func (s *Scraper) Stop() metrics.GPUSummary {
-	close(s.quit)
-	<-s.done
-	ctx, cancel := context.WithTimeout(context.Background(), scrape.Timeout(s.cfg.Interval))
-	s.scrapeOnce(ctx)
-	cancel()
+	s.poller.Stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	res := metrics.GPUSummary{URLs: slices.Clone(s.shown), Interval: s.cfg.Interval.Seconds(), Failures: s.failures, Available: s.total.samples > 0}
-	if s.lastErr != nil {
-		res.LastError = s.lastErr.Error()
-	}
+	res := metrics.GPUSummary{URLs: slices.Clone(s.shown), Interval: s.cfg.Interval.Seconds(), Failures: s.health.Failures, Available: s.total.samples > 0, LastError: s.health.LastError()}
 	if !res.Available {
 		return res
 	}

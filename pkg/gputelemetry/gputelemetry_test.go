@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 // dcgmAnswer is what NVIDIA's dcgm-exporter writes for two GPUs (its
@@ -52,34 +54,10 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// fakeDCGM serves two GPUs whose figures the test sets.
-type fakeDCGM struct {
-	mu sync.Mutex
-	v  [4]float64
-}
-
-func (f *fakeDCGM) set(v ...float64) {
-	f.mu.Lock()
-	copy(f.v[:], v)
-	f.mu.Unlock()
-}
-
-func (f *fakeDCGM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	v := f.v
-	f.mu.Unlock()
-	fmt.Fprint(w, dcgmAnswer(v[0], v[1], v[2], v[3]))
-}
-
-type inProcess struct{ h http.Handler }
-
-func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
-	if err := r.Context().Err(); err != nil {
-		return nil, err
-	}
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, r)
-	return rec.Result(), nil
+// fakeDCGM serves two GPUs whose figures (utilisation and power of each)
+// the test sets.
+func fakeDCGM() *testenv.Figures {
+	return testenv.NewFigures(4, func(v []float64) string { return dcgmAnswer(v[0], v[1], v[2], v[3]) })
 }
 
 // TestScraperEnergy: on a fake clock with scrapes every second, power held
@@ -88,12 +66,12 @@ func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
 // energy per output token divides by the tokens given.
 func TestScraperEnergy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &fakeDCGM{}
-		f.set(0, 0, 100, 100) // idle: 200 W together
+		f := fakeDCGM()
+		f.Set(0, 0, 100, 100) // idle: 200 W together
 		s := Start(Config{URLs: []string{"http://node:9400/metrics"}, Interval: time.Second, Epoch: time.Now(),
-			Client: &http.Client{Transport: inProcess{f}}})
+			Client: testenv.InProcessClient(f)})
 		time.Sleep(1500 * time.Millisecond) // scrapes at 0 and 1 s
-		f.set(100, 50, 700, 400)            // busy: 1100 W from the scrape at 2 s
+		f.Set(100, 50, 700, 400)            // busy: 1100 W from the scrape at 2 s
 		time.Sleep(time.Second)
 		w := s.Window(2 * time.Second)
 		// 0–2 s at 200 W: 400 J.

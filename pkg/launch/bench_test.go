@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
+	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
@@ -140,28 +141,38 @@ func BenchmarkRunCPU(b *testing.B) {
 			o.HTTPPhases = tc.phases
 			o.NumPrompts, o.NumPromptsSet = int64(b.N), true
 			o.RandomInputLen, o.RandomOutputLen = 256, 16
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			cpu0, mock0 := selfCPU(), m.cpu()
-			b.ResetTimer()
-			sum, err := Run(context.Background(), o, runner.IO{Out: io.Discard, Err: io.Discard})
-			b.StopTimer()
-			cpu, mock := selfCPU()-cpu0, m.cpu()-mock0
-			runtime.ReadMemStats(&after)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if sum.Completed != int64(b.N) {
-				b.Fatalf("%d of %d requests completed", sum.Completed, b.N)
-			}
-			n := float64(b.N)
-			b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-µs/req")
-			b.ReportMetric(float64(mock.Microseconds())/n, "mock-cpu-µs/req")
-			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/req")
-			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n, "B/req")
-			b.ReportMetric(sum.SendLag.Median, "lag-p50-ms")
-			b.ReportMetric(sum.SendLag.P99, "lag-p99-ms")
+			benchRun(b, o, func() float64 { return float64(m.cpu().Microseconds()) }, "mock-cpu-µs/req")
 		})
 	}
+}
+
+// benchRun runs o's b.N requests, the benchmark's timer on for the run
+// alone, and reports per request the client's CPU (rusage), allocations
+// and bytes allocated, with the run's garbage collections, its p50 and p99
+// send lag, and what count grew by over the run per request, as unit.
+func benchRun(b *testing.B, o options.Options, count func() float64, unit string) {
+	b.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	cpu0, count0 := selfCPU(), count()
+	b.ResetTimer()
+	sum, err := Run(context.Background(), o, runner.IO{Out: io.Discard, Err: io.Discard})
+	b.StopTimer()
+	cpu, counted := selfCPU()-cpu0, count()-count0
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if sum.Completed != int64(b.N) {
+		b.Fatalf("%d of %d requests completed", sum.Completed, b.N)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-µs/req")
+	b.ReportMetric(counted/n, unit)
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/req")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n, "B/req")
+	b.ReportMetric(float64(after.NumGC-before.NumGC), "GCs")
+	b.ReportMetric(sum.SendLag.Median, "lag-p50-ms")
+	b.ReportMetric(sum.SendLag.P99, "lag-p99-ms")
 }

@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,8 +8,6 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
-
-	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
 // BenchmarkOTLPSendLag measures what exporting to an OpenTelemetry
@@ -46,27 +43,7 @@ func BenchmarkOTLPSendLag(b *testing.B) {
 				if on {
 					o.Observe.OTLP.Endpoint, o.Observe.OTLP.Traces, o.Observe.OTLP.Sample = coll.URL, true, 1
 				}
-				var before, after runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				got0, cpu0 := received.Load(), selfCPU()
-				b.ResetTimer()
-				sum, err := Run(context.Background(), o, runner.IO{Out: io.Discard, Err: io.Discard})
-				b.StopTimer()
-				runtime.ReadMemStats(&after)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if sum.Completed != int64(b.N) {
-					b.Fatalf("%d of %d requests completed", sum.Completed, b.N)
-				}
-				n := float64(b.N)
-				b.ReportMetric(sum.SendLag.Median, "lag-p50-ms")
-				b.ReportMetric(sum.SendLag.P99, "lag-p99-ms")
-				b.ReportMetric(float64((selfCPU()-cpu0).Microseconds())/n, "cpu-µs/req")
-				b.ReportMetric(float64(received.Load()-got0)/n, "otlp-B/req")
-				b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/req")
-				b.ReportMetric(float64(after.NumGC-before.NumGC), "GCs")
+				benchRun(b, o, func() float64 { return float64(received.Load()) }, "otlp-B/req")
 			})
 		}
 	}

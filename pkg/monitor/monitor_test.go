@@ -491,6 +491,41 @@ func TestMonitorReadsItsClock(t *testing.T) {
 	}
 }
 
+// runSlowClient runs 1,000 arrivals due 1 ms apart (a second of 1,000
+// req/s) through a dispatcher whose one worker writes a request in 10 ms
+// (100 req/s), monitored with c (its Err and Log the buffer returned),
+// waits settle after the last is handed out, and stops the monitor there:
+// the run's end.
+func runSlowClient(t *testing.T, c Config, settle time.Duration) (*Monitor, time.Duration, *bytes.Buffer) {
+	t.Helper()
+	sched := evenSchedule(1000, time.Millisecond)
+	errb := &bytes.Buffer{}
+	c.Err, c.Log = errb, &logger{w: errb}
+	m, err := New(withStats(c, sched))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var writing atomic.Int64
+	d := &arrival.Dispatcher{Start: start, OnOffer: m.Offer, MaxUnstarted: 1, Unwritten: writing.Load,
+		Sender: arrival.SenderFunc(func(context.Context, arrival.Arrival) {
+			writing.Add(1)
+			time.Sleep(10 * time.Millisecond)
+			writing.Add(-1)
+		}),
+		Sleep: func(ctx context.Context, t time.Time) error {
+			time.Sleep(time.Until(t))
+			return nil
+		}}
+	var done atomic.Int64
+	m.Begin(start, func() int64 { return 1 }, d.Dispatched, d.Behind, &done)
+	d.Run(context.Background(), context.Background(), sched)
+	time.Sleep(settle)
+	end := time.Since(start)
+	m.Stop(end)
+	return m, end, errb
+}
+
 // TestImpossibleRateIsSaturated: a schedule of 1,000 req/s for a client
 // that can write one request at a time, each taking 10 ms (100 req/s): the
 // dispatcher waits for its workers (MaxUnstarted), falls further behind
@@ -502,30 +537,7 @@ func TestImpossibleRateIsSaturated(t *testing.T) {
 		c := testConfig()
 		c.ReportInterval, c.Window = time.Second, time.Second
 		c.CPU = func() (time.Duration, bool) { return 0, true }
-		sched := evenSchedule(1000, time.Millisecond)
-		var errb bytes.Buffer
-		c.Err, c.Log = &errb, &logger{w: &errb}
-		m, err := New(withStats(c, sched))
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		var writing atomic.Int64
-		d := &arrival.Dispatcher{Start: start, OnOffer: m.Offer, MaxUnstarted: 1, Unwritten: writing.Load,
-			Sender: arrival.SenderFunc(func(context.Context, arrival.Arrival) {
-				writing.Add(1)
-				time.Sleep(10 * time.Millisecond)
-				writing.Add(-1)
-			}),
-			Sleep: func(ctx context.Context, t time.Time) error {
-				time.Sleep(time.Until(t))
-				return nil
-			}}
-		var done atomic.Int64
-		m.Begin(start, func() int64 { return 1 }, d.Dispatched, d.Behind, &done)
-		d.Run(context.Background(), context.Background(), sched)
-		end := time.Since(start)
-		m.Stop(end)
+		m, end, errb := runSlowClient(t, c, 0)
 		var sum metrics.Summary
 		if err := m.Annotate(&sum, end); err != nil {
 			t.Fatal(err)
@@ -617,31 +629,7 @@ func TestOverloadInOneLongWindowIsSaturated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := testConfig()
 		c.CPU = func() (time.Duration, bool) { return 0, true }
-		sched := evenSchedule(1000, time.Millisecond)
-		var errb bytes.Buffer
-		c.Err, c.Log = &errb, &logger{w: &errb}
-		m, err := New(withStats(c, sched))
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		var writing atomic.Int64
-		d := &arrival.Dispatcher{Start: start, OnOffer: m.Offer, MaxUnstarted: 1, Unwritten: writing.Load,
-			Sender: arrival.SenderFunc(func(context.Context, arrival.Arrival) {
-				writing.Add(1)
-				time.Sleep(10 * time.Millisecond)
-				writing.Add(-1)
-			}),
-			Sleep: func(ctx context.Context, t time.Time) error {
-				time.Sleep(time.Until(t))
-				return nil
-			}}
-		var done atomic.Int64
-		m.Begin(start, func() int64 { return 1 }, d.Dispatched, d.Behind, &done)
-		d.Run(context.Background(), context.Background(), sched)
-		time.Sleep(2 * time.Second) // the answers of the last requests
-		end := time.Since(start)
-		m.Stop(end)
+		m, end, errb := runSlowClient(t, c, 2*time.Second) // the answers of the last requests
 		sum := metrics.Summary{ClientCPU: new(float64)}
 		if err := m.Annotate(&sum, end); err != nil {
 			t.Fatal(err)

@@ -83,16 +83,20 @@ type Request struct {
 	// leading run is a shared prefix. WEKA's local ids are made distinct
 	// between conversations.
 	Blocks []uint64
-	// Bailian's chat ids, turn and type (0 elsewhere; Parent -1 for a
-	// root).
-	ChatID, Parent int64
-	Turn           int
-	Type           string
+	Chat
 	// Conv is the WEKA conversation (0-based) the request belongs to.
 	Conv int
 	// BlockSize is the tokens a hash id names (the format's, or the WEKA
 	// file's block_size).
 	BlockSize int
+}
+
+// Chat is a Bailian request's chat ids, turn and type (0 elsewhere;
+// Parent -1 for a root), kept from the read request to the written one.
+type Chat struct {
+	ChatID, Parent int64
+	Turn           int
+	Type           string
 }
 
 // Skip is one unusable record.
@@ -340,7 +344,7 @@ func hashIDs(v *fastjson.Value, key string) ([]uint64, string) {
 }
 
 func (rd *reader) mooncake(line int, obj *fastjson.Value) error {
-	q := &Request{Line: line, Parent: -1}
+	q := &Request{Line: line, Chat: Chat{Parent: -1}}
 	ts, p := num(obj, "timestamp")
 	if p != "" {
 		return rd.skip(Skip{line, "timestamp", p})
@@ -390,7 +394,7 @@ func (rd *reader) repeated(line int, field string, ids []uint64) *Skip {
 }
 
 func (rd *reader) bailian(line int, obj *fastjson.Value) error {
-	q := &Request{Line: line, Parent: -1, Turn: 1}
+	q := &Request{Line: line, Chat: Chat{Parent: -1, Turn: 1}}
 	ts, p := num(obj, "timestamp")
 	if p != "" {
 		return rd.skip(Skip{line, "timestamp", p})
@@ -532,7 +536,7 @@ func (rd *reader) weka(line int, obj map[string]json.RawMessage) error {
 				}
 				continue
 			}
-			q := &Request{Line: line, T: base + *w.T, Parent: -1, Conv: rd.info.Conversations}
+			q := &Request{Line: line, T: base + *w.T, Chat: Chat{Parent: -1}, Conv: rd.info.Conversations}
 			for _, f := range []struct {
 				n   *json.Number
 				dst *int

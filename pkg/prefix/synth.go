@@ -108,17 +108,14 @@ type Out struct {
 	T       float64
 	In, Out int
 	Blocks  []uint64
-	// Bailian's fields, kept from the request.
-	ChatID, Parent int64
-	Turn           int
-	Type           string
+	Chat    // kept from the request
 }
 
 // Rewrite returns q scaled.
 func (s *Synthesizer) Rewrite(q *Request) Out {
 	c := &s.cfg
 	B := c.InBlockSize
-	o := Out{T: q.T / c.Speedup, ChatID: q.ChatID, Parent: q.Parent, Turn: q.Turn, Type: q.Type}
+	o := Out{T: q.T / c.Speedup, Chat: q.Chat}
 	copyN := int32(0)
 	if c.PrefixRootMultiplier > 1 {
 		copyN = int32(s.rng.IntN(c.PrefixRootMultiplier))

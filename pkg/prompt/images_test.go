@@ -82,16 +82,7 @@ func TestMultimodalContent(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			a := arrival.Arrival{Index: 9, InputTokens: c.input, OutputTokens: 5, Images: c.images}
 			raw := b.Append(nil, &a)
-			var parts []struct {
-				Type     string `json:"type"`
-				Text     string `json:"text"`
-				ImageURL struct {
-					URL string `json:"url"`
-				} `json:"image_url"`
-			}
-			if err := json.Unmarshal(raw, &parts); err != nil {
-				t.Fatalf("content is not JSON: %v", err)
-			}
+			parts := decode[[]part](t, raw)
 			if len(parts) != 1+c.images || parts[0].Type != "text" {
 				t.Fatalf("got %d parts (first %q), want text + %d images", len(parts), parts[0].Type, c.images)
 			}

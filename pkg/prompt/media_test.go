@@ -3,7 +3,6 @@ package prompt
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"image"
 	"image/jpeg"
 	"strings"
@@ -78,6 +77,7 @@ func wavOf(t *testing.T, b64 string) (rate, byteRate int, samples []int16) {
 	return int(binary.LittleEndian.Uint32(raw[24:])), int(binary.LittleEndian.Uint32(raw[28:])), samples
 }
 
+// part is a part of a message's content (text, an image or audio).
 type part struct {
 	Type     string `json:"type"`
 	Text     string `json:"text"`
@@ -88,15 +88,6 @@ type part struct {
 		Data   string `json:"data"`
 		Format string `json:"format"`
 	} `json:"input_audio"`
-}
-
-func parts(t *testing.T, raw []byte) []part {
-	t.Helper()
-	var ps []part
-	if err := json.Unmarshal(raw, &ps); err != nil {
-		t.Fatalf("content is not JSON parts: %v: %.200s", err, raw)
-	}
-	return ps
 }
 
 // Every request gets one WAV clip of the asked length, its samples its
@@ -112,7 +103,7 @@ func TestAudioClip(t *testing.T) {
 				t.Fatal("an audio run's request is not multimodal")
 			}
 			raw := b.Append(nil, &a)
-			ps := parts(t, raw)
+			ps := decode[[]part](t, raw)
 			if len(ps) != 2+a.Images || ps[0].Type != "text" || ps[len(ps)-1].Type != "input_audio" || ps[len(ps)-1].InputAudio.Format != "wav" {
 				t.Fatalf("%g s: parts %d: want text, %d images, input_audio", secs, len(ps), a.Images)
 			}

@@ -13,21 +13,14 @@ func units(t *testing.T, b *Builder, a arrival.Arrival) []string {
 	t.Helper()
 	raw := b.Append(nil, &a)
 	if b.Format() == TokenIDs {
-		var ids []json.Number
-		if err := json.Unmarshal(raw, &ids); err != nil {
-			t.Fatal(err)
-		}
+		ids := decode[[]json.Number](t, raw)
 		out := make([]string, len(ids))
 		for i, id := range ids {
 			out[i] = id.String()
 		}
 		return out
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		t.Fatal(err)
-	}
-	return strings.Fields(s)
+	return strings.Fields(decode[string](t, raw))
 }
 
 func common(a, b []string) int {

@@ -8,29 +8,22 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
-func ids(t *testing.T, b []byte) []int {
+// decode reads raw, JSON, as a T: a prompt's ids ([]int) or text
+// (string), a content's parts.
+func decode[T any](t testing.TB, raw []byte) T {
 	t.Helper()
-	var v []int
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("prompt %.80s… is not a JSON list of ids: %v", b, err)
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("%.200s… is not JSON of a %T: %v", raw, v, err)
 	}
 	return v
-}
-
-func text(t *testing.T, b []byte) string {
-	t.Helper()
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatalf("prompt %.80s… is not a JSON string: %v", b, err)
-	}
-	return s
 }
 
 func TestTokenIDPromptsHaveExactLength(t *testing.T) {
 	b := New(Options{Format: TokenIDs, Salt: 1})
 	for _, n := range []int{1, 2, 3, 4, 17, 1024, poolUnits - 1, poolUnits, poolUnits + 5, 70000} {
 		a := arrival.Arrival{Index: int64(n), InputTokens: n}
-		v := ids(t, b.Append(nil, &a))
+		v := decode[[]int](t, b.Append(nil, &a))
 		if len(v) != n {
 			t.Errorf("target %d tokens: got %d", n, len(v))
 		}
@@ -41,7 +34,7 @@ func TestTokenIDPromptsHaveExactLength(t *testing.T) {
 		}
 	}
 	zero := arrival.Arrival{InputTokens: 0}
-	if v := ids(t, b.Append(nil, &zero)); len(v) != 1 {
+	if v := decode[[]int](t, b.Append(nil, &zero)); len(v) != 1 {
 		t.Errorf("a zero-length target gave %d tokens, want 1", len(v))
 	}
 }
@@ -59,7 +52,7 @@ func TestPromptsDifferFromTheFirstToken(t *testing.T) {
 			if f == TokenIDs {
 				head = strings.Join(strings.Split(strings.Trim(string(p), "[]"), ",")[:16], ",")
 			} else {
-				head = strings.Join(strings.Fields(text(t, p))[:16], " ")
+				head = strings.Join(strings.Fields(decode[string](t, p))[:16], " ")
 			}
 			if j, dup := seen[head]; dup {
 				t.Fatalf("format %d: requests %d and %d start alike (%s)", f, j, i, head)
@@ -87,7 +80,7 @@ func TestPrefixBlocksAreSharedByID(t *testing.T) {
 			if f == TokenIDs {
 				return strings.Split(strings.Trim(string(p), "[]"), ",")
 			}
-			return strings.Fields(text(t, p))
+			return strings.Fields(decode[string](t, p))
 		}
 		x := units(arrival.Arrival{Index: 1, InputTokens: 3*BlockTokens + 100, PrefixBlocks: []uint64{10, 11, 12, 13}})
 		y := units(arrival.Arrival{Index: 2, InputTokens: 2*BlockTokens + 7, PrefixBlocks: []uint64{10, 11, 99}})
@@ -110,7 +103,7 @@ func TestTextPromptsHaveExactWordCount(t *testing.T) {
 	b := New(Options{Chat: true, Salt: 1, Suffix: `Answer "now"`})
 	for _, n := range []int{1, 5, 500, 40000} {
 		a := arrival.Arrival{Index: 9, InputTokens: n}
-		s := text(t, b.Append(nil, &a))
+		s := decode[string](t, b.Append(nil, &a))
 		if got := CountWords(s); got != n+2 {
 			t.Errorf("target %d words + 2-word suffix: got %d", n, got)
 		}
@@ -150,7 +143,7 @@ func TestDatasetPromptsAreTrimmedOrRepeated(t *testing.T) {
 		{2, 3, "one two three"}, // index 2 cycles to prompt 0
 	} {
 		a := arrival.Arrival{Index: tc.index, InputTokens: tc.n}
-		if got := text(t, b.Append(nil, &a)); got != tc.want {
+		if got := decode[string](t, b.Append(nil, &a)); got != tc.want {
 			t.Errorf("prompt %d × %d words = %q, want %q", tc.index, tc.n, got, tc.want)
 		}
 	}

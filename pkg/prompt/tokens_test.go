@@ -1,7 +1,6 @@
 package prompt
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -21,16 +20,6 @@ func testTokenizer(t testing.TB) *tokenizer.Tokenizer {
 		t.Fatal(err)
 	}
 	return tk
-}
-
-// unquote decodes a JSON string value.
-func unquote(t testing.TB, b []byte) string {
-	t.Helper()
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	return s
 }
 
 const tokDataset = `[
@@ -92,7 +81,7 @@ func TestBuilderExactTokens(t *testing.T) {
 		for _, n := range []int{1, 2, 7, d.Inputs[0], d.Inputs[1], 40, 333} {
 			for idx := range int64(3) {
 				a := arrival.Arrival{Index: idx, InputTokens: n}
-				s := unquote(t, b.Append(nil, &a))
+				s := decode[string](t, b.Append(nil, &a))
 				if got := tk.Count(s); got != n {
 					t.Errorf("%s: index %d, %d tokens: the prompt %q has %d", name, idx, n, s, got)
 				}
@@ -102,7 +91,7 @@ func TestBuilderExactTokens(t *testing.T) {
 	// Mooncake's prefix blocks, cut in tokens too.
 	b := New(Options{Format: Text, Tokens: tk})
 	a := arrival.Arrival{Index: 3, InputTokens: 700, PrefixBlocks: []uint64{1, 2}}
-	if got := tk.Count(unquote(t, b.Append(nil, &a))); got != 700 {
+	if got := tk.Count(decode[string](t, b.Append(nil, &a))); got != 700 {
 		t.Errorf("prefix blocks: %d tokens, want 700", got)
 	}
 }
@@ -113,7 +102,7 @@ func TestDatasetOwnLength(t *testing.T) {
 	d, _ := ReadDatasetSized(strings.NewReader(tokDataset), "sharegpt", 0, Sizing{Tokens: tk})
 	b := New(Options{Dataset: d, Tokens: tk})
 	a := arrival.Arrival{Index: 0, InputTokens: d.Inputs[0]}
-	if s := unquote(t, b.Append(nil, &a)); s != d.Prompts[0] {
+	if s := decode[string](t, b.Append(nil, &a)); s != d.Prompts[0] {
 		t.Errorf("prompt at its own length: %q, want %q", s, d.Prompts[0])
 	}
 }
@@ -130,7 +119,7 @@ func TestConversationsSizedInTokens(t *testing.T) {
 		t.Fatalf("exchanges %+v", ex)
 	}
 	for _, n := range []int{1, 3, ex[0].UserLen, 50} {
-		s := unquote(t, append(append([]byte{'"'}, c.AppendConversationText(nil, 0, 0, n)...), '"'))
+		s := decode[string](t, append(append([]byte{'"'}, c.AppendConversationText(nil, 0, 0, n)...), '"'))
 		if got := tk.Count(s); got != n {
 			t.Errorf("message of %d tokens: %q has %d", n, s, got)
 		}
@@ -162,7 +151,7 @@ func TestDatasetRepeatsExactly(t *testing.T) {
 		for i := range int64(d.Len()) {
 			for _, n := range []int{1024, 5232} {
 				a := arrival.Arrival{Index: i, InputTokens: n}
-				if got := tk.Count(unquote(t, b.Append(nil, &a))); got != n {
+				if got := tk.Count(decode[string](t, b.Append(nil, &a))); got != n {
 					t.Errorf("%s prompt %d (%d tokens) to %d: %d tokens", kind, i, d.Inputs[i], n, got)
 				}
 			}

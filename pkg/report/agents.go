@@ -18,8 +18,7 @@ func WriteAgents(w io.Writer, s *metrics.Summary) error {
 		return nil
 	}
 	t := &table{w: w}
-	t.line("")
-	t.line("%s", center(" Agentic conversations ", '=', 50))
+	t.title("Agentic conversations")
 	t.row("Conversations:", ag.Conversations)
 	t.row("Requests (failed):", fmt.Sprintf("%d (%d)", ag.Requests, ag.Failed))
 	t.row("Subagents:", ag.Subagents)

@@ -33,8 +33,7 @@ func WriteBreakdowns(w io.Writer, s *metrics.Summary) error {
 			width = max(width, min(len(k), 40))
 		}
 		sort.Strings(names)
-		t.line("")
-		t.line("%s", center(" "+b.Title+" ", '=', 50))
+		t.title(b.Title)
 		if s.Measure().Images() { // image generation: images/s, no TTFT
 			t.line("%-*s %9s %6s %9s %9s %10s %10s %10s", width, b.Column,
 				"completed", "failed", "req/s", "images", "images/s", "mean E2E", "P99 E2E")

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,17 +64,11 @@ func TestCSVRowsEqualRecords(t *testing.T) {
 		t.Fatalf("not CSV: %v\n%s", err, table.String())
 	}
 	header, rows := rows[0], rows[1:]
-	lines := strings.Split(strings.TrimSpace(jsonl.String()), "\n")
-	if len(rows) != len(lines) {
-		t.Fatalf("%d rows, %d records", len(rows), len(lines))
+	recs := jsonlRecords(t, jsonl.Bytes())
+	if len(rows) != len(recs) {
+		t.Fatalf("%d rows, %d records", len(rows), len(recs))
 	}
-	for i, line := range lines {
-		dec := json.NewDecoder(strings.NewReader(line))
-		dec.UseNumber()
-		var rec map[string]any
-		if err := dec.Decode(&rec); err != nil {
-			t.Fatal(err)
-		}
+	for i, rec := range recs {
 		cells := map[string]string{}
 		for j, col := range header {
 			cells[col] = rows[i][j]
@@ -143,25 +136,15 @@ func TestCSVRowsEqualRecords(t *testing.T) {
 // TestCreateRecordsCSV: the file has its header even when no request
 // finished, and the rows after it.
 func TestCreateRecordsCSV(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "r.csv")
-	w, err := CreateRecordsCSV(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, path := createIn(t, CreateRecordsCSV, "r.csv")
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(path); !bytes.Equal(b, CSVHeader()) {
 		t.Errorf("empty run's CSV:\n%s", b)
 	}
-	ws := RecordWriters{}
-	for _, p := range []string{filepath.Join(t.TempDir(), "r.csv")} {
-		w, err := CreateRecordsCSV(p, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws = append(ws, w)
-	}
+	w, _ = createIn(t, CreateRecordsCSV, "r.csv")
+	ws := RecordWriters{w}
 	for _, r := range csvResults() {
 		var s metrics.Sample
 		s.From(r, metrics.NoSLO)

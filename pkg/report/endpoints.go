@@ -36,8 +36,7 @@ func WriteEndpoints(w io.Writer, s *metrics.Summary) error {
 		t.line("%s", b.String())
 	}
 	f2 := func(v float64) string { return fmt.Sprintf("%.2f", v) }
-	t.line("")
-	t.line("%s", center(" Requests by Endpoint ", '=', 50))
+	t.title("Requests by Endpoint")
 	row("endpoint", func(e *metrics.EndpointSummary) string { return heads[e.Index] })
 	row("requests", func(e *metrics.EndpointSummary) string { return fmt.Sprint(e.Requests) })
 	row("completed", func(e *metrics.EndpointSummary) string { return fmt.Sprint(e.Completed) })

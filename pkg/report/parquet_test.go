@@ -124,23 +124,34 @@ func readParquetGo(t *testing.T, b []byte) (names []string, rows []map[string]an
 	return names, rows, groups
 }
 
+// jsonlRecords decodes the records of JSON Lines output, one a line, as
+// maps whose numbers keep their digits (json.Number).
+func jsonlRecords(t *testing.T, jsonl []byte) []map[string]any {
+	t.Helper()
+	var recs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(jsonl)), "\n") {
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.UseNumber()
+		var rec map[string]any
+		if err := dec.Decode(&rec); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		recs = append(recs, rec)
+	}
+	return recs
+}
+
 // compareWithJSONL checks that rows hold the records of jsonl: the same
 // number, and each field the record has is its row's value under the same
 // name, of the column's type, to the digit (a null or absent field: null;
 // itl_ms: the same gaps), and no row has a value the record lacks.
 func compareWithJSONL(t *testing.T, jsonl []byte, rows []map[string]any) {
 	t.Helper()
-	lines := strings.Split(strings.TrimSpace(string(jsonl)), "\n")
-	if len(rows) != len(lines) {
-		t.Fatalf("%d rows, %d records", len(rows), len(lines))
+	recs := jsonlRecords(t, jsonl)
+	if len(rows) != len(recs) {
+		t.Fatalf("%d rows, %d records", len(rows), len(recs))
 	}
-	for i, line := range lines {
-		dec := json.NewDecoder(strings.NewReader(line))
-		dec.UseNumber()
-		var rec map[string]any
-		if err := dec.Decode(&rec); err != nil {
-			t.Fatal(err)
-		}
+	for i, rec := range recs {
 		row := rows[i]
 		for _, key := range ParquetColumns() {
 			want, got := rec[key], row[key]
@@ -209,13 +220,7 @@ func TestParquetRoundTrip(t *testing.T) {
 func TestParquetKinds(t *testing.T) {
 	jsonl, _ := parquetFixture(t)
 	seen := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(string(jsonl)), "\n") {
-		dec := json.NewDecoder(strings.NewReader(line))
-		dec.UseNumber()
-		var rec map[string]any
-		if err := dec.Decode(&rec); err != nil {
-			t.Fatal(err)
-		}
+	for _, rec := range jsonlRecords(t, jsonl) {
 		for k, v := range rec {
 			if v == nil {
 				continue
@@ -257,11 +262,7 @@ func TestParquetStreams(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 140,000 records")
 	}
-	path := filepath.Join(t.TempDir(), "r.parquet")
-	w, err := CreateRecordsParquet(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, path := createIn(t, CreateRecordsParquet, "r.parquet")
 	r := parquetResults()[0]
 	var s metrics.Sample
 	const n = 2*ParquetRowGroupRows + 8000
@@ -297,11 +298,7 @@ func TestParquetStreams(t *testing.T) {
 // TestParquetEmpty: a run where no request finished writes a valid file
 // with the columns and no row.
 func TestParquetEmpty(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "r.parquet")
-	w, err := CreateRecordsParquet(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, path := createIn(t, CreateRecordsParquet, "r.parquet")
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

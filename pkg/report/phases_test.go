@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valyala/fastjson"
-
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
@@ -42,14 +40,7 @@ func TestHTTPPhasesRecords(t *testing.T) {
 				t.Errorf("%+v: %s in the record %v, want %v: %s", ph, k, got, want, line)
 			}
 		}
-		v, err := fastjson.Parse(line)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var back record.Request
-		if err := ParseRecord(v, &back); err != nil {
-			t.Fatal(err)
-		}
+		back := parseBack(t, []byte(line))
 		if back.HTTP != ph {
 			t.Errorf("read back %+v, want %+v", back.HTTP, ph)
 		}

@@ -149,7 +149,8 @@ func TestNoSampleIsNotApplicable(t *testing.T) {
 	}
 }
 
-// TestRecordRoundTrip: a record read back (ParseRecord) and written again
+// TestRecordRoundTrip: a record of any shape (csvResults, and a request id,
+// images and a failure needing escapes) read back (ParseRecord) and written again
 // gives the same bytes: the writer and the reader share one definition.
 func TestRecordRoundTrip(t *testing.T) {
 	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
@@ -160,15 +161,12 @@ func TestRecordRoundTrip(t *testing.T) {
 	text.InputLen, text.OutputLen, text.PromptTokens, text.CompletionTokens, text.CachedTokens = 64, 3, 61, 3, 16
 	text.Model, text.Status, text.Retries, text.Images = "m\"<x>", 200, 1, 2
 	text.RequestID = "run7-4"
-	gen := &record.Request{}
-	gen.Reset()
-	gen.Index, gen.Sent, gen.End, gen.Generate, gen.Generated, gen.Status = 5, ms(1), ms(90), 2, 1, 200
 	failed := &record.Request{}
 	failed.Reset()
 	failed.Index, failed.Scheduled, failed.ErrorClass, failed.Error = 6, ms(3), record.ErrCanceled, "refused\n\"x\" <b> é"
 	var p fastjson.Parser
 	var back record.Request
-	for _, r := range []*record.Request{text, gen, failed} {
+	for _, r := range append([]*record.Request{text, failed}, csvResults()...) { // an image generation among them
 		var s metrics.Sample
 		s.From(r, metrics.NoSLO)
 		line := AppendRecord(nil, &s)
@@ -291,4 +289,18 @@ func TestTablePromptErrorOfRerank(t *testing.T) {
 			t.Errorf("%s: table lacks %q:\n%s", backend, want, b.String())
 		}
 	}
+}
+
+// parseBack reads a JSON Lines record back with ParseRecord.
+func parseBack(t *testing.T, line []byte) record.Request {
+	t.Helper()
+	var back record.Request
+	v, err := fastjson.ParseBytes(line)
+	if err == nil {
+		err = ParseRecord(v, &back)
+	}
+	if err != nil {
+		t.Fatalf("record %s: %v", line, err)
+	}
+	return back
 }

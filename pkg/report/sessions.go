@@ -18,8 +18,7 @@ func WriteSessions(w io.Writer, s *metrics.Summary) error {
 		return nil
 	}
 	t := &table{w: w}
-	t.line("")
-	t.line("%s", center(" Sessions ", '=', 50))
+	t.title("Sessions")
 	t.row("Sessions started:", ss.Started)
 	t.row("Completed:", ss.Completed)
 	t.row("Ended by a failed turn:", ss.EndedError)

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/valyala/fastjson"
-
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
@@ -22,14 +20,7 @@ func TestRecordSessionFields(t *testing.T) {
 	if !bytes.HasSuffix(b, []byte(`,"session":4,"turn":3,"history_tokens":310}`+"\n")) {
 		t.Errorf("record %s", b)
 	}
-	v, err := fastjson.ParseBytes(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back record.Request
-	if err := ParseRecord(v, &back); err != nil {
-		t.Fatal(err)
-	}
+	back := parseBack(t, b)
 	if back.Session != 4 || back.Turn != 3 || back.HistoryTokens != 310 || back.CachedTokens != 304 {
 		t.Errorf("read back %+v", back)
 	}

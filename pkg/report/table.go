@@ -43,6 +43,13 @@ func (t *table) line(format string, a ...any) {
 	}
 }
 
+// title begins a section: a blank line, then its name centred in a rule
+// of '='.
+func (t *table) title(name string) {
+	t.line("")
+	t.line("%s", center(" "+name+" ", '=', 50))
+}
+
 // stat prints one figure of d, "n/a" when d has no sample.
 func (t *table) stat(label string, d metrics.Dist, v float64) {
 	if d.Empty() {
@@ -71,8 +78,7 @@ func (t *table) row(label string, v any) {
 // was kept and the errors by class.
 func WriteTable(w io.Writer, s *metrics.Summary) error {
 	t := &table{w: w}
-	t.line("")
-	t.line("%s", center(" Serving Benchmark Result ", '=', 50))
+	t.title("Serving Benchmark Result")
 	t.row("Backend:", s.Backend)
 	t.row("Request generation mode:", s.Mode)
 	t.row("Traffic request rate:", rateText(s.RequestRate))

@@ -10,8 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/valyala/fastjson"
-
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
@@ -63,15 +61,7 @@ func (d *disk) state(t *testing.T) ([]diskWrite, []int64) {
 		if len(line) == 0 {
 			continue
 		}
-		v, err := fastjson.ParseBytes(line)
-		var r record.Request
-		if err == nil {
-			err = ParseRecord(v, &r)
-		}
-		if err != nil {
-			t.Fatalf("record %q: %v", line, err)
-		}
-		idx = append(idx, r.Index)
+		idx = append(idx, parseBack(t, line).Index)
 	}
 	return append([]diskWrite(nil), d.writes...), idx
 }
@@ -310,11 +300,7 @@ func TestRecordWriterReportsWriteError(t *testing.T) {
 // TestCreateRecordsOnDisk: records created with CreateRecords are in the
 // file once Sync returns, and Close closes it.
 func TestCreateRecordsOnDisk(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "r.jsonl")
-	w, err := CreateRecords(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, path := createIn(t, CreateRecords, "r.jsonl")
 	for i := range int64(3) {
 		w.Add(indexed(i))
 	}
@@ -331,4 +317,16 @@ func TestCreateRecordsOnDisk(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
+}
+
+// createIn creates a records file of create's format, named name, in a
+// temporary directory.
+func createIn(t *testing.T, create func(string, func() time.Time) (*RecordWriter, error), name string) (*RecordWriter, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	w, err := create(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, path
 }

@@ -443,24 +443,31 @@ func (w *userWriter) toolResults(dst []byte, m *message) []byte {
 	if w.blocks {
 		return w.resultBlocks(dst, m)
 	}
-	for i, c := range m.calls {
+	for i := range m.calls {
 		if w.items {
 			dst = append(dst, `{"type":"function_call_output","call_id":`...)
-			dst = appendJSONString(dst, c.id)
-			dst = append(dst, `,"output":"`...)
+			dst = w.result(dst, m, i, `,"output":"`)
 		} else {
 			dst = append(dst, `{"role":"tool","tool_call_id":`...)
-			dst = appendJSONString(dst, c.id)
-			dst = append(dst, `,"content":"`...)
+			dst = w.result(dst, m, i, `,"content":"`)
 		}
-		if w.results {
-			r := m.result
-			r.Index ^= int64(i) << 40
-			dst = w.p.AppendText(dst, &r)
-		}
-		dst = append(dst, `"},`...)
+		dst = append(dst, ',')
 	}
 	return dst
+}
+
+// result appends the rest of the result of an answer's call i after its
+// opening: the call's id, key (the text's field) and the text of
+// --tool-result-len tokens, each call's its own, ending the object.
+func (w *userWriter) result(dst []byte, m *message, i int, key string) []byte {
+	dst = appendJSONString(dst, m.calls[i].id)
+	dst = append(dst, key...)
+	if w.results {
+		r := m.result
+		r.Index ^= int64(i) << 40
+		dst = w.p.AppendText(dst, &r)
+	}
+	return append(dst, `"}`...)
 }
 
 // answerBlocks appends an answer as Anthropic's assistant message: a text
@@ -504,19 +511,12 @@ func (w *userWriter) resultBlocks(dst []byte, m *message) []byte {
 		return dst
 	}
 	dst = append(dst, `{"role":"user","content":[`...)
-	for i, c := range m.calls {
+	for i := range m.calls {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"type":"tool_result","tool_use_id":`...)
-		dst = appendJSONString(dst, c.id)
-		dst = append(dst, `,"content":"`...)
-		if w.results {
-			r := m.result
-			r.Index ^= int64(i) << 40
-			dst = w.p.AppendText(dst, &r)
-		}
-		dst = append(dst, `"}`...)
+		dst = w.result(dst, m, i, `,"content":"`)
 	}
 	return append(dst, "]},"...)
 }

@@ -65,6 +65,18 @@ func TestConversationBodies(t *testing.T) {
 	}
 }
 
+// toolAnswer is a kept answer "ok" of 10 tokens, with reasoning "think"
+// (4 tokens) and calls.
+func toolAnswer(calls ...client.ToolCall) *client.Result {
+	res := &client.Result{}
+	res.Reset()
+	res.KeepText = true
+	res.Text, res.Reasoning = []byte("ok"), []byte("think")
+	res.CompletionTokens, res.ReasoningTokens = 10, 4
+	res.Calls = calls
+	return res
+}
+
 // TestHistoryWithToolsAndReasoning: an answer's tool calls go back as an
 // assistant message with tool_calls and a tool message per call (chat), or
 // as function_call and function_call_output items (Responses), the tool
@@ -73,12 +85,7 @@ func TestConversationBodies(t *testing.T) {
 // last answer's tool results and the new message only.
 func TestHistoryWithToolsAndReasoning(t *testing.T) {
 	a := arrival.Arrival{Index: 3, InputTokens: 5, OutputTokens: 4}
-	res := &client.Result{}
-	res.Reset()
-	res.KeepText = true
-	res.Text, res.Reasoning = []byte("ok"), []byte("think")
-	res.CompletionTokens, res.ReasoningTokens = 10, 4
-	res.Calls = []client.ToolCall{{Index: 0, ID: "call_a", Name: "get_weather", Args: []byte(`{"city":"Paris"}`)}}
+	res := toolAnswer(client.ToolCall{Index: 0, ID: "call_a", Name: "get_weather", Args: []byte(`{"city":"Paris"}`)})
 	res.ResponseID = "resp_1"
 	result := arrival.Arrival{Index: 99, InputTokens: 6}
 	u2 := message{user: userArrival(&a, 2, session.Turn{Input: 3})}
@@ -161,13 +168,8 @@ func TestHistoryWithToolsAndReasoning(t *testing.T) {
 // empty assistant message.
 func TestHistoryInContentBlocks(t *testing.T) {
 	a := arrival.Arrival{Index: 3, InputTokens: 5, OutputTokens: 4}
-	res := &client.Result{}
-	res.Reset()
-	res.KeepText = true
-	res.Text, res.Reasoning = []byte("ok"), []byte("think")
-	res.CompletionTokens, res.ReasoningTokens = 10, 4
-	res.Calls = []client.ToolCall{{Index: 0, ID: "toolu_a", Name: "get_weather", Args: []byte(`{"city":"Paris"}`)},
-		{Index: 1, ID: "toolu_b", Name: "f", Args: []byte(`{"cut`)}}
+	res := toolAnswer(client.ToolCall{Index: 0, ID: "toolu_a", Name: "get_weather", Args: []byte(`{"city":"Paris"}`)},
+		client.ToolCall{Index: 1, ID: "toolu_b", Name: "f", Args: []byte(`{"cut`)})
 	h := history{msgs: []message{{user: a}}}
 	h.reply(res, TurnOptions{ToolResultLen: 6, KeepReasoning: true}, arrival.Arrival{Index: 99, InputTokens: 6})
 	h.msgs = append(h.msgs, message{user: userArrival(&a, 2, session.Turn{Input: 3})}, message{reply: true})

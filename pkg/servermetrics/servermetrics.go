@@ -19,10 +19,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/internal/scrape"
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
-	"github.com/fineserve-gen/fineserve-gen/internal/wait"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
@@ -388,38 +386,20 @@ type Scraper struct {
 	// shown is the URL as printed and recorded: without credentials.
 	shown string
 
-	mu       sync.Mutex
-	total    totals
-	mark     totals // totals at the start of the current window
-	winPeak  peaks
-	failures int64
-	lastErr  error
-	quit     chan struct{}
-	done     chan struct{}
+	mu      sync.Mutex
+	total   totals
+	mark    totals // totals at the start of the current window
+	winPeak peaks
+	health  scrape.Health
+	poller  *scrape.Poller
 }
 
 // Start begins polling at once and every Interval after.
 func Start(cfg Config) *Scraper {
-	if cfg.Interval <= 0 {
-		cfg.Interval = 2 * time.Second
-	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: scrape.Timeout(cfg.Interval)}
-	}
-	if cfg.Warnf == nil {
-		cfg.Warnf = func(string, ...any) {}
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	s := &Scraper{cfg: cfg, shown: secret.URL(cfg.URL), quit: make(chan struct{}), done: make(chan struct{})}
-	safe.Go(s.loop)
+	scrape.Defaults(&cfg.Interval, &cfg.Client, &cfg.Warnf, &cfg.Now)
+	s := &Scraper{cfg: cfg, shown: secret.URL(cfg.URL)}
+	s.poller = scrape.Poll(cfg.Interval, cfg.Now, s.scrapeOnce)
 	return s
-}
-
-func (s *Scraper) loop() {
-	defer close(s.done)
-	wait.Every(s.quit, s.cfg.Interval, s.cfg.Now, s.scrapeOnce)
 }
 
 // scrapeOnce fetches and folds in one sample.
@@ -432,17 +412,10 @@ func (s *Scraper) scrapeOnce(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.failures++
-		if s.lastErr == nil {
-			s.cfg.Warnf("server metrics: %v (the run goes on without them)", err)
-		}
-		s.lastErr = err
+		s.health.Failed(err, s.cfg.Warnf, "server metrics")
 		return
 	}
-	if s.lastErr != nil && s.total.Samples > 0 {
-		s.cfg.Warnf("server metrics: %s answers again", s.shown)
-	}
-	s.lastErr = nil
+	s.health.Answered(s.cfg.Warnf, s.total.Samples > 0, "server metrics: "+s.shown+" answers again")
 	s.total.add(at, sample)
 	s.winPeak.add(sample)
 	if s.cfg.OnSample != nil {
@@ -451,11 +424,7 @@ func (s *Scraper) scrapeOnce(ctx context.Context) {
 }
 
 func (s *Scraper) fetch(ctx context.Context) (Sample, error) {
-	var smp Sample
-	err := scrape.Fetch(ctx, s.cfg.Client, s.cfg.URL, s.shown, func(r io.Reader) (err error) {
-		smp, err = Parse(r)
-		return err
-	})
+	smp, err := scrape.Fetch(ctx, s.cfg.Client, s.cfg.URL, s.shown, Parse)
 	if err != nil {
 		return Sample{}, err
 	}
@@ -498,17 +467,10 @@ type Result = metrics.ServerSummary
 // Stop ends polling, takes a last sample so the period covered reaches the
 // end of the run, and returns the run's figures.
 func (s *Scraper) Stop() Result {
-	close(s.quit)
-	<-s.done
-	ctx, cancel := context.WithTimeout(context.Background(), scrape.Timeout(s.cfg.Interval))
-	s.scrapeOnce(ctx)
-	cancel()
+	s.poller.Stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	res := Result{URL: s.shown, Interval: s.cfg.Interval.Seconds(), Failures: s.failures, Available: s.total.Samples > 0}
-	if s.lastErr != nil {
-		res.LastError = s.lastErr.Error()
-	}
+	res := Result{URL: s.shown, Interval: s.cfg.Interval.Seconds(), Failures: s.health.Failures, Available: s.total.Samples > 0, LastError: s.health.LastError()}
 	if res.Available {
 		st := s.total.Stats()
 		res.ServerStats = &st

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 // v1Exposition is what a vLLM V1 server's /metrics looks like (two
@@ -120,20 +121,6 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running %d\n", f.running.Load())
 }
 
-// inProcess is a transport that serves requests with a handler on the
-// caller's goroutine: no socket, so a testing/synctest bubble holds the
-// whole exchange and its fake clock decides every time.
-type inProcess struct{ h http.Handler }
-
-func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
-	if err := r.Context().Err(); err != nil {
-		return nil, err
-	}
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, r)
-	return rec.Result(), nil
-}
-
 // offsets records the sample offsets OnSample reports.
 type offsets struct {
 	mu sync.Mutex
@@ -170,7 +157,7 @@ func TestScraperWindowsAndStop(t *testing.T) {
 		f := &fakeServer{}
 		var seen offsets
 		s := Start(Config{URL: "http://vllm/metrics", Interval: time.Second, Epoch: time.Now(),
-			Client: &http.Client{Transport: inProcess{f}}, OnSample: seen.add})
+			Client: testenv.InProcessClient(f), OnSample: seen.add})
 		time.Sleep(4500 * time.Millisecond)
 		w := s.Window(4500 * time.Millisecond)
 		if w == nil || w.Samples != 5 || w.Observed != 4.5 || w.IdleFraction != 1 || w.RunningMax != 0 {
@@ -216,7 +203,7 @@ func TestScraperKeepsAbsoluteDueTimes(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var seen offsets
 				s := Start(Config{URL: "http://vllm/metrics", Interval: time.Second, Epoch: time.Now(),
-					Client: &http.Client{Transport: inProcess{&fakeServer{delay: tc.delay}}}, OnSample: seen.add})
+					Client: testenv.InProcessClient(&fakeServer{delay: tc.delay}), OnSample: seen.add})
 				time.Sleep(4600 * time.Millisecond)
 				got := seen.get()
 				s.Stop()
@@ -243,7 +230,7 @@ func TestScraperInjectedClock(t *testing.T) {
 	var seen offsets
 	first := make(chan struct{}, 2)
 	s := Start(Config{URL: "http://vllm/metrics", Interval: time.Hour, Epoch: epoch, Now: now,
-		Client:   &http.Client{Transport: inProcess{&fakeServer{}}},
+		Client:   testenv.InProcessClient(&fakeServer{}),
 		OnSample: func(at time.Duration, smp Sample) { seen.add(at, smp); first <- struct{}{} }})
 	<-first // the scrape at the start; Stop takes the second
 	res := s.Stop()
@@ -271,7 +258,7 @@ func TestScraperFailingEndpointWarnsOnce(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var warnings atomic.Int64
 				s := Start(Config{URL: "http://vllm/metrics", Interval: time.Second, Epoch: time.Now(),
-					Client: &http.Client{Transport: inProcess{tc.handler}}, Warnf: func(string, ...any) { warnings.Add(1) }})
+					Client: testenv.InProcessClient(tc.handler), Warnf: func(string, ...any) { warnings.Add(1) }})
 				time.Sleep(4500 * time.Millisecond)
 				res := s.Stop()
 				if res.Available || res.LastError == "" || res.ServerStats != nil || res.Failures != 6 {
@@ -289,7 +276,7 @@ func TestScraperFailingEndpointWarnsOnce(t *testing.T) {
 			var mu sync.Mutex
 			var warnings []string
 			s := Start(Config{URL: "http://vllm/metrics", Interval: time.Second, Epoch: time.Now(),
-				Client: &http.Client{Transport: inProcess{f}},
+				Client: testenv.InProcessClient(f),
 				Warnf: func(format string, a ...any) {
 					mu.Lock()
 					warnings = append(warnings, fmt.Sprintf(format, a...))
@@ -321,7 +308,7 @@ func TestScraperFailingEndpointWarnsOnce(t *testing.T) {
 func (s *Scraper) failuresNow() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.failures
+	return s.health.Failures
 }
 
 // TestWindowHeldValue: scrapes every 2 s and windows cut between them —
@@ -332,7 +319,7 @@ func TestWindowHeldValue(t *testing.T) {
 		f := &fakeServer{}
 		f.running.Store(5)
 		s := Start(Config{URL: "http://vllm/metrics", Interval: 2 * time.Second, Epoch: time.Now(),
-			Client: &http.Client{Transport: inProcess{f}}})
+			Client: testenv.InProcessClient(f)})
 		time.Sleep(time.Second)
 		w := s.Window(time.Second)
 		if w == nil || w.Observed != 1 || w.RunningMean != 5 || w.RunningMax != 5 {

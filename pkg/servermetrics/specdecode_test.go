@@ -3,12 +3,12 @@ package servermetrics
 import (
 	"fmt"
 	"math"
-	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 // specExposition is a vLLM server with speculative decoding (k = 2): its
@@ -61,22 +61,8 @@ func TestParseSpecDecode(t *testing.T) {
 }
 
 // specServer serves spec-decode counters the test sets.
-type specServer struct {
-	mu sync.Mutex
-	c  [5]float64
-}
-
-func (f *specServer) set(c ...float64) {
-	f.mu.Lock()
-	copy(f.c[:], c)
-	f.mu.Unlock()
-}
-
-func (f *specServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	c := f.c
-	f.mu.Unlock()
-	fmt.Fprint(w, specExposition(c[0], c[1], c[2], c[3], c[4]))
+func specServer() *testenv.Figures {
+	return testenv.NewFigures(5, func(c []float64) string { return specExposition(c[0], c[1], c[2], c[3], c[4]) })
 }
 
 // TestScraperSpecDecodeWindows: each window's acceptance rate and length
@@ -85,12 +71,12 @@ func (f *specServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // restarted server's counters count from 0.
 func TestScraperSpecDecodeWindows(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &specServer{}
-		f.set(100, 200, 150, 90, 60) // before the run: not counted
+		f := specServer()
+		f.Set(100, 200, 150, 90, 60) // before the run: not counted
 		s := Start(Config{URL: "http://vllm/metrics", Interval: time.Second, Epoch: time.Now(),
-			Client: &http.Client{Transport: inProcess{f}}})
+			Client: testenv.InProcessClient(f)})
 		time.Sleep(500 * time.Millisecond)
-		f.set(110, 220, 160, 9+90, 1+60) // +10 drafts, +20 draft tokens, +10 accepted
+		f.Set(110, 220, 160, 9+90, 1+60) // +10 drafts, +20 draft tokens, +10 accepted
 		time.Sleep(time.Second)
 		w := s.Window(1500 * time.Millisecond)
 		if w == nil || w.SpecDecode == nil {
@@ -99,7 +85,7 @@ func TestScraperSpecDecodeWindows(t *testing.T) {
 		if sd := w.SpecDecode; sd.Drafts != 10 || sd.AcceptanceRate != 0.5 || sd.MeanAcceptanceLength != 2 || len(sd.PerPosition) != 2 || sd.PerPosition[0] != 0.9 || sd.PerPosition[1] != 0.1 {
 			t.Errorf("first window %+v: want 10 drafts, rate 0.5, length 2, per position [0.9 0.1]", sd)
 		}
-		f.set(10, 20, 20, 10, 10) // a restart: 10 drafts, all accepted
+		f.Set(10, 20, 20, 10, 10) // a restart: 10 drafts, all accepted
 		time.Sleep(time.Second)
 		w = s.Window(2500 * time.Millisecond)
 		if sd := w.SpecDecode; sd == nil || sd.Drafts != 10 || sd.AcceptanceRate != 1 || sd.MeanAcceptanceLength != 3 || sd.PerPosition[0] != 1 || sd.PerPosition[1] != 1 {

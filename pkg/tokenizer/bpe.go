@@ -15,7 +15,7 @@ import (
 // becoming its bytes' <0xNN> tokens (byte_fallback) or the unknown token
 // (consecutive ones one token with fuse_unk).
 type bpe struct {
-	vocab        map[string]int
+	vocab
 	merges       map[[2]int]merge
 	byteLevel    bool
 	byteID       [256]int // the vocabulary id of each byte's character (-1: none)
@@ -69,11 +69,8 @@ func parseBPE(raw json.RawMessage, byteLevel bool) (*bpe, error) {
 	if err := json.Unmarshal(raw, &j); err != nil {
 		return nil, err
 	}
-	if len(j.Vocab) == 0 {
-		return nil, errors.New("BPE: an empty vocab")
-	}
-	if len(j.Vocab) > maxVocab {
-		return nil, fmt.Errorf("BPE vocab: %d tokens, more than %d", len(j.Vocab), maxVocab)
+	if err := checkVocab("BPE", "tokens", len(j.Vocab)); err != nil {
+		return nil, err
 	}
 	merges, err := parseMerges(j.Merges)
 	if err != nil {
@@ -363,10 +360,3 @@ func (h *pairHeap) pop() pair {
 	*h = q
 	return top
 }
-
-func (m *bpe) id(token string) (int, bool) {
-	id, ok := m.vocab[token]
-	return id, ok
-}
-
-func (m *bpe) size() int { return len(m.vocab) }

@@ -17,11 +17,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
 	"os"
 	"path/filepath"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
 )
 
 // Tokenizer counts and cuts text. It is safe for concurrent use.
@@ -48,6 +49,29 @@ type model interface {
 	tokenize(piece string, dst []tok) []tok
 	id(token string) (int, bool) // a token's id in the vocab
 	size() int                   // the vocab's size
+}
+
+// vocab is a model's tokens by id, one id each (BPE's and WordPiece's):
+// the model's id and size.
+type vocab map[string]int
+
+func (v vocab) id(token string) (int, bool) {
+	id, ok := v[token]
+	return id, ok
+}
+
+func (v vocab) size() int { return len(v) }
+
+// checkVocab bounds a model's vocabulary of n entries (unit names them),
+// which must have one; model names the model in the error.
+func checkVocab(model, unit string, n int) error {
+	if n == 0 {
+		return fmt.Errorf("%s: an empty vocab", model)
+	}
+	if n > maxVocab {
+		return fmt.Errorf("%s vocab: %d %s, more than %d", model, n, unit, maxVocab)
+	}
+	return nil
 }
 
 // MaxFileBytes bounds a tokenizer.json (the largest common ones, Gemma 2's

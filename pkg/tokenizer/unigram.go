@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"unicode/utf8"
@@ -47,11 +46,8 @@ func parseUnigram(raw json.RawMessage) (*unigram, error) {
 	if err := json.Unmarshal(raw, &j); err != nil {
 		return nil, err
 	}
-	if len(j.Vocab) == 0 {
-		return nil, errors.New("Unigram: an empty vocab")
-	}
-	if len(j.Vocab) > maxVocab {
-		return nil, fmt.Errorf("Unigram vocab: %d entries, more than %d", len(j.Vocab), maxVocab)
+	if err := checkVocab("Unigram", "entries", len(j.Vocab)); err != nil {
+		return nil, err
 	}
 	if j.UnkID == nil {
 		return nil, unsupportedPart{"a Unigram model without unk_id"}

@@ -2,8 +2,6 @@ package tokenizer
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"unicode/utf8"
 )
 
@@ -11,7 +9,7 @@ import (
 // vocabulary entries, those after the first with the continuing prefix
 // ("##"); a piece that cannot be cut is one unknown token.
 type wordPiece struct {
-	vocab    map[string]int
+	vocab
 	unk      int
 	prefix   string
 	maxChars int
@@ -29,11 +27,8 @@ func parseWordPiece(raw json.RawMessage) (*wordPiece, error) {
 	if err := json.Unmarshal(raw, &j); err != nil {
 		return nil, err
 	}
-	if len(j.Vocab) == 0 {
-		return nil, errors.New("WordPiece: an empty vocab")
-	}
-	if len(j.Vocab) > maxVocab {
-		return nil, fmt.Errorf("WordPiece vocab: %d tokens, more than %d", len(j.Vocab), maxVocab)
+	if err := checkVocab("WordPiece", "tokens", len(j.Vocab)); err != nil {
+		return nil, err
 	}
 	m := &wordPiece{vocab: j.Vocab, prefix: "##", maxChars: 100, unk: -1}
 	if id, ok := j.Vocab[j.UnkToken]; ok {
@@ -78,10 +73,3 @@ func (m *wordPiece) tokenize(piece string, dst []tok) []tok {
 	}
 	return dst
 }
-
-func (m *wordPiece) id(token string) (int, bool) {
-	id, ok := m.vocab[token]
-	return id, ok
-}
-
-func (m *wordPiece) size() int { return len(m.vocab) }
