@@ -3,7 +3,6 @@ package metrics
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sort"
 	"time"
 )
@@ -210,6 +209,12 @@ type agentsState struct {
 	List                                        []AgentConversation
 }
 
+// hists pairs a's distributions with their places in st.
+func (a *Agents) hists(st *agentsState) []histSlot {
+	return []histSlot{{"completion", a.Completion, &st.Completion}, {"steps", a.Steps, &st.Steps}, {"tool", a.Tool, &st.Tool},
+		{"step_ttft", a.StepTTFT, &st.StepTTFT}, {"step_wait", a.StepWait, &st.StepWait}}
+}
+
 // State returns the part's state (merge_state.parts): nil when a saw no agentic step.
 func (a *Agents) State() (json.RawMessage, error) {
 	a.fold()
@@ -218,14 +223,8 @@ func (a *Agents) State() (json.RawMessage, error) {
 	}
 	st := agentsState{Conversations: a.Conversations, Subagents: a.Subagents, Requests: a.Requests, Failed: a.Failed,
 		PromptTokens: a.PromptTokens, CachedTokens: a.CachedTokens, Expected: a.Expected, Input: a.Input, List: a.list}
-	for _, p := range []struct {
-		h   *Hist
-		dst *HistState
-	}{{a.Completion, &st.Completion}, {a.Steps, &st.Steps}, {a.Tool, &st.Tool}, {a.StepTTFT, &st.StepTTFT}, {a.StepWait, &st.StepWait}} {
-		var err error
-		if *p.dst, err = p.h.State(); err != nil {
-			return nil, err
-		}
+	if err := saveHists(a.hists(&st)...); err != nil {
+		return nil, err
 	}
 	return json.Marshal(st)
 }
@@ -245,17 +244,8 @@ func (a *Agents) MergeState(raw json.RawMessage) error {
 		return errors.New("counts that contradict each other")
 	}
 	a.fold()
-	for _, p := range []struct {
-		name string
-		h    *Hist
-		src  HistState
-	}{{"completion", a.Completion, st.Completion}, {"steps", a.Steps, st.Steps}, {"tool", a.Tool, st.Tool},
-		{"step_ttft", a.StepTTFT, st.StepTTFT}, {"step_wait", a.StepWait, st.StepWait}} {
-		h, err := histFromState(p.src, histSigFigs)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		p.h.Merge(h)
+	if err := mergeHists(a.hists(&st)...); err != nil {
+		return err
 	}
 	a.Conversations += st.Conversations
 	a.Subagents += st.Subagents

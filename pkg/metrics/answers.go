@@ -3,7 +3,6 @@ package metrics
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -133,6 +132,11 @@ type answersState struct {
 	StructuredChecked, StructuredInvalid     int64
 }
 
+// hists pairs a's distributions with their places in st.
+func (a *Answers) hists(st *answersState) []histSlot {
+	return []histSlot{{"ttfo", a.TTFO, &st.TTFO}, {"tool_call_ttft", a.ToolTTFT, &st.ToolTTFT}}
+}
+
 // State returns the part's state (merge_state.parts): nil when a saw nothing of its own.
 func (a *Answers) State() (json.RawMessage, error) {
 	if !a.seen() {
@@ -142,11 +146,7 @@ func (a *Answers) State() (json.RawMessage, error) {
 		ReasoningRequests: a.ReasoningRequests, ReasoningTokens: a.ReasoningTokens,
 		ToolRequests: a.ToolRequests, ToolCalls: a.ToolCalls, ToolArgsInvalid: a.ToolArgsInvalid,
 		StructuredChecked: a.StructuredChecked, StructuredInvalid: a.StructuredInvalid}
-	var err error
-	if st.TTFO, err = a.TTFO.State(); err != nil {
-		return nil, err
-	}
-	if st.ToolTTFT, err = a.ToolTTFT.State(); err != nil {
+	if err := saveHists(a.hists(&st)...); err != nil {
 		return nil, err
 	}
 	return json.Marshal(st)
@@ -167,16 +167,9 @@ func (a *Answers) MergeState(raw json.RawMessage) error {
 	if st.ToolArgsInvalid > st.ToolCalls || st.StructuredInvalid > st.StructuredChecked || st.ReasoningRequests > st.Completed || st.ToolRequests > st.Completed {
 		return errors.New("counts that contradict each other")
 	}
-	ttfo, err := histFromState(st.TTFO, histSigFigs)
-	if err != nil {
-		return fmt.Errorf("ttfo: %w", err)
+	if err := mergeHists(a.hists(&st)...); err != nil {
+		return err
 	}
-	tool, err := histFromState(st.ToolTTFT, histSigFigs)
-	if err != nil {
-		return fmt.Errorf("tool_call_ttft: %w", err)
-	}
-	a.TTFO.Merge(ttfo)
-	a.ToolTTFT.Merge(tool)
 	a.Completed += st.Completed
 	a.OutputTokens += st.OutputTokens
 	a.ReasoningRequests += st.ReasoningRequests

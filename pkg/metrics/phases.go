@@ -3,7 +3,6 @@ package metrics
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -98,20 +97,19 @@ type httpPhasesState struct {
 	Connect, TLS, Write, Wait HistState
 }
 
+// hists pairs p's distributions with their places in st.
+func (p *HTTPPhases) hists(st *httpPhasesState) []histSlot {
+	return []histSlot{{"connect", p.Connect, &st.Connect}, {"tls", p.TLS, &st.TLS}, {"write", p.Write, &st.Write}, {"wait", p.Wait, &st.Wait}}
+}
+
 // State returns the part's state (merge_state.parts): nil when no phase was timed.
 func (p *HTTPPhases) State() (json.RawMessage, error) {
 	if p.Requests == 0 {
 		return nil, nil
 	}
 	st := httpPhasesState{Requests: p.Requests, Reused: p.Reused}
-	for _, h := range []struct {
-		from *Hist
-		to   *HistState
-	}{{p.Connect, &st.Connect}, {p.TLS, &st.TLS}, {p.Write, &st.Write}, {p.Wait, &st.Wait}} {
-		var err error
-		if *h.to, err = h.from.State(); err != nil {
-			return nil, err
-		}
+	if err := saveHists(p.hists(&st)...); err != nil {
+		return nil, err
 	}
 	return json.Marshal(st)
 }
@@ -125,13 +123,8 @@ func (p *HTTPPhases) MergeState(raw json.RawMessage) error {
 	if st.Requests < 0 || st.Reused < 0 || st.Reused > st.Requests {
 		return errors.New("counts that contradict each other")
 	}
-	hs := []*Hist{p.Connect, p.TLS, p.Write, p.Wait}
-	for i, h := range []HistState{st.Connect, st.TLS, st.Write, st.Wait} {
-		o, err := histFromState(h, histSigFigs)
-		if err != nil {
-			return fmt.Errorf("%s: %w", []string{"connect", "tls", "write", "wait"}[i], err)
-		}
-		hs[i].Merge(o)
+	if err := mergeHists(p.hists(&st)...); err != nil {
+		return err
 	}
 	p.Requests += st.Requests
 	p.Reused += st.Reused

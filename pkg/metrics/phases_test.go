@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,5 +62,30 @@ func TestHTTPPhasesPart(t *testing.T) {
 	}
 	if err := empty.MergeState(json.RawMessage(`{"Requests":1,"Reused":2}`)); err == nil {
 		t.Error("a state with more reused than requests merged")
+	}
+}
+
+// TestMergeStateAllOrNothing: a state whose last distribution does not
+// decode is refused by that distribution's name, and adds none of the
+// others: the part is as it was.
+func TestMergeStateAllOrNothing(t *testing.T) {
+	ms := time.Millisecond
+	src := NewHTTPPhases()
+	src.Add(&Sample{Request: record.Request{HTTP: record.Phases{Measured: true, Connect: 2 * ms, TLS: 3 * ms, Write: ms, Wait: 40 * ms}}})
+	raw, err := src.State()
+	must(t, err)
+	var st httpPhasesState
+	must(t, json.Unmarshal(raw, &st))
+	st.Wait.Count++ // the buckets hold one value less than the count says
+	bad, _ := json.Marshal(st)
+	p := NewHTTPPhases()
+	err = p.MergeState(bad)
+	if err == nil || !strings.HasPrefix(err.Error(), "wait: ") {
+		t.Fatalf("merging a state with a bad wait distribution: %v, want a wait: error", err)
+	}
+	for name, h := range map[string]*Hist{"connect": p.Connect, "tls": p.TLS, "write": p.Write, "wait": p.Wait} {
+		if h.Count() != 0 {
+			t.Errorf("%s holds %d values after a refused state, want 0", name, h.Count())
+		}
 	}
 }

@@ -292,24 +292,16 @@ type TurnState struct {
 func (r *SessionsRun) State() (*SessionsState, error) {
 	st := &SessionsState{Summary: r.Summary}
 	st.Summary.DurationS, st.Summary.StartLagMS, st.Summary.TurnLagMS, st.Summary.ThinkMS = Quantiles{}, Quantiles{}, Quantiles{}, Quantiles{}
-	var err error
-	for _, h := range []struct {
-		dst *HistState
-		h   *Hist
-	}{{&st.Duration, r.Clock.Duration}, {&st.Think, r.Clock.Think}, {&st.StartLag, r.PerTurn.startLag}, {&st.TurnLag, r.PerTurn.turnLag}} {
-		if *h.dst, err = h.h.State(); err != nil {
-			return nil, err
-		}
+	if err := saveHists(histSlot{"duration", r.Clock.Duration, &st.Duration}, histSlot{"think", r.Clock.Think, &st.Think},
+		histSlot{"start_lag", r.PerTurn.startLag, &st.StartLag}, histSlot{"turn_lag", r.PerTurn.turnLag, &st.TurnLag}); err != nil {
+		return nil, err
 	}
 	for i, t := range r.PerTurn.turns {
 		ts := TurnState{Count: t.count, Failed: t.failed, OK: t.ok, Prompt: t.prompt, History: t.history, Cached: t.cached, CacheN: t.cacheN}
 		if first, last := turnRange(i); last != first {
 			ts.LastTurn = last
 		}
-		if ts.TTFT, err = t.ttft.State(); err != nil {
-			return nil, err
-		}
-		if ts.E2E, err = t.e2e.State(); err != nil {
+		if err := saveHists(histSlot{"ttft", t.ttft, &ts.TTFT}, histSlot{"e2e", t.e2e, &ts.E2E}); err != nil {
 			return nil, err
 		}
 		st.Turns = append(st.Turns, ts)

@@ -98,6 +98,41 @@ func histFromState(s HistState, sigFigs int) (*Hist, error) {
 	return h, nil
 }
 
+// histSlot is one of a part's distributions and its place in the part's
+// mergeable state; name labels a state that does not decode.
+type histSlot struct {
+	name  string
+	h     *Hist
+	state *HistState
+}
+
+// saveHists writes each slot's distribution into its state.
+func saveHists(slots ...histSlot) error {
+	for _, s := range slots {
+		var err error
+		if *s.state, err = s.h.State(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mergeHists adds each slot's state to its distribution. The states are
+// all decoded first, so a state with one bad distribution adds nothing.
+func mergeHists(slots ...histSlot) error {
+	hs := make([]*Hist, len(slots))
+	for i, s := range slots {
+		var err error
+		if hs[i], err = histFromState(*s.state, histSigFigs); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	for i, s := range slots {
+		s.h.Merge(hs[i])
+	}
+	return nil
+}
+
 func finiteNonNeg(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
 
 // decodeHDR decodes an encoded histogram that must have like's range and
