@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"encoding/json"
 	"math"
 	"reflect"
 	"testing"
@@ -29,12 +28,7 @@ func TestEndpointsMergeIsExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := json.Marshal(st)
-		var back []EndpointState
-		if err := json.Unmarshal(b, &back); err != nil {
-			t.Fatal(err)
-		}
-		e, err := EndpointsFromState(back)
+		e, err := EndpointsFromState(throughJSON[[]EndpointState](t, st))
 		if err != nil {
 			t.Fatal(err)
 		}

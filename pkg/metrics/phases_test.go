@@ -38,13 +38,7 @@ func TestHTTPPhasesPart(t *testing.T) {
 		p.TLSMS.Count != 1 || p.WriteMS.Count != 3 || p.WaitMS.Count != 3 || p.WaitMS.Mean != 50 {
 		t.Fatalf("summary %+v", p)
 	}
-	st, err := a.State()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.MergeState(st); err != nil {
-		t.Fatal(err)
-	}
+	mergeStates(t, b, a)
 	var merged Summary
 	b.Finish(&merged, time.Second)
 	want, _ := json.Marshal(p)

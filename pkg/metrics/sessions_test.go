@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
@@ -42,11 +41,7 @@ func TestPerTurnAndItsMergeState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(st)
-	var back SessionsState
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
+	back := throughJSON[SessionsState](t, st)
 	r1, err := SessionsFromState(&back)
 	if err != nil {
 		t.Fatal(err)

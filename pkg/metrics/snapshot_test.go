@@ -16,6 +16,35 @@ func must(t testing.TB, err error) {
 	}
 }
 
+// throughJSON returns v written as JSON and read back as a T: what a
+// summary or a state holds once in a file.
+func throughJSON[T any](t testing.TB, v any) T {
+	t.Helper()
+	b, err := json.Marshal(v)
+	must(t, err)
+	var back T
+	must(t, json.Unmarshal(b, &back))
+	return back
+}
+
+// stater and stateMerger are a part's two sides of its merge state.
+type (
+	stater interface {
+		State() (json.RawMessage, error)
+	}
+	stateMerger interface{ MergeState(json.RawMessage) error }
+)
+
+// mergeStates adds each of froms' states to into, as merge does.
+func mergeStates(t testing.TB, into stateMerger, froms ...stater) {
+	t.Helper()
+	for _, f := range froms {
+		raw, err := f.State()
+		must(t, err)
+		must(t, into.MergeState(raw))
+	}
+}
+
 func TestHistStateRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, tc := range []struct {

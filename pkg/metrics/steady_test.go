@@ -90,14 +90,7 @@ func TestFiguresAreTheJSONNumbers(t *testing.T) {
 	s.RequestThroughput, s.Completed = 12.5, 7
 	s.TTFT = Dist{Count: 3, Mean: 10, Median: 9, P99: 30, Max: 31}
 	s.E2E = Dist{Count: 3, Mean: 20, Median: 19, P99: 50, Max: 51}
-	b, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := throughJSON[map[string]any](t, s)
 	want := map[string]float64{}
 	for k, v := range m {
 		if f, ok := v.(float64); ok {
