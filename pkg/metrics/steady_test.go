@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -122,5 +123,23 @@ func TestFiguresAreTheJSONNumbers(t *testing.T) {
 	}
 	if s.SetFigure("backend", 1) {
 		t.Error("SetFigure of a string key")
+	}
+}
+
+// TestSteadyStateEveryKeyRoundTrips: each of the section's own keys reads
+// back into its field, the rest into Figures; a key of the wrong type is
+// refused by name.
+func TestSteadyStateEveryKeyRoundTrips(t *testing.T) {
+	ss := &SteadyStateSummary{Rule: SteadyAuto, StartS: 2.5, EndS: 9, InFlightLevel: 7.25, Requests: 40,
+		Note: "a note", Figures: map[string]float64{"mean_ttft_ms": 12, "request_throughput": 3}}
+	if back := throughJSON[SteadyStateSummary](t, ss); !reflect.DeepEqual(&back, ss) {
+		t.Errorf("round trip %+v, want %+v", back, ss)
+	}
+	for _, k := range []string{"rule", "note", "start_s", "end_s", "in_flight_level", "requests", "mean_ttft_ms"} {
+		var back SteadyStateSummary
+		bad := `{"` + k + `":{}}`
+		if err := json.Unmarshal([]byte(bad), &back); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s: error %v, want one naming %s", bad, err, k)
+		}
 	}
 }
