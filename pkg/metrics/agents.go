@@ -223,10 +223,7 @@ func (a *Agents) State() (json.RawMessage, error) {
 	}
 	st := agentsState{Conversations: a.Conversations, Subagents: a.Subagents, Requests: a.Requests, Failed: a.Failed,
 		PromptTokens: a.PromptTokens, CachedTokens: a.CachedTokens, Expected: a.Expected, Input: a.Input, List: a.list}
-	if err := saveHists(a.hists(&st)...); err != nil {
-		return nil, err
-	}
-	return json.Marshal(st)
+	return marshalState(&st, a.hists(&st))
 }
 
 // MergeState adds a state State returned.

@@ -146,10 +146,7 @@ func (a *Answers) State() (json.RawMessage, error) {
 		ReasoningRequests: a.ReasoningRequests, ReasoningTokens: a.ReasoningTokens,
 		ToolRequests: a.ToolRequests, ToolCalls: a.ToolCalls, ToolArgsInvalid: a.ToolArgsInvalid,
 		StructuredChecked: a.StructuredChecked, StructuredInvalid: a.StructuredInvalid}
-	if err := saveHists(a.hists(&st)...); err != nil {
-		return nil, err
-	}
-	return json.Marshal(st)
+	return marshalState(&st, a.hists(&st))
 }
 
 // MergeState adds a state State returned.

@@ -108,10 +108,7 @@ func (p *HTTPPhases) State() (json.RawMessage, error) {
 		return nil, nil
 	}
 	st := httpPhasesState{Requests: p.Requests, Reused: p.Reused}
-	if err := saveHists(p.hists(&st)...); err != nil {
-		return nil, err
-	}
-	return json.Marshal(st)
+	return marshalState(&st, p.hists(&st))
 }
 
 // MergeState adds a state State returned.

@@ -5,6 +5,7 @@ import (
 	"compress/zlib"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -115,6 +116,15 @@ func saveHists(slots ...histSlot) error {
 		}
 	}
 	return nil
+}
+
+// marshalState saves the slots' distributions into st, a part's state,
+// and writes it.
+func marshalState(st any, slots []histSlot) (json.RawMessage, error) {
+	if err := saveHists(slots...); err != nil {
+		return nil, err
+	}
+	return json.Marshal(st)
 }
 
 // mergeHists adds each slot's state to its distribution. The states are
