@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
@@ -28,7 +29,8 @@ func TestEndpointsMergeIsExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := EndpointsFromState(throughJSON[[]EndpointState](t, st))
+		back, _ := testenv.RoundTrip(t, st)
+		e, err := EndpointsFromState(back)
 		if err != nil {
 			t.Fatal(err)
 		}

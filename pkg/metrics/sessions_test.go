@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
@@ -41,15 +42,15 @@ func TestPerTurnAndItsMergeState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back := throughJSON[SessionsState](t, st)
-	r1, err := SessionsFromState(&back)
+	back, _ := testenv.RoundTrip(t, st)
+	r1, err := SessionsFromState(back)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := r1.PerTurn.Turns(); !reflect.DeepEqual(got, turns) {
 		t.Errorf("read back %+v\nwant %+v", got, turns)
 	}
-	r2, _ := SessionsFromState(&back)
+	r2, _ := SessionsFromState(back)
 	r1.Merge(r2)
 	var m Summary
 	r1.Set(&m)
@@ -57,7 +58,7 @@ func TestPerTurnAndItsMergeState(t *testing.T) {
 		t.Errorf("merged %+v %+v", m.Sessions, m.PerTurn)
 	}
 	back.Turns[0].OK = 7
-	if _, err := SessionsFromState(&back); err == nil {
+	if _, err := SessionsFromState(back); err == nil {
 		t.Error("inconsistent turn counts read without an error")
 	}
 }

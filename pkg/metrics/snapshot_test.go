@@ -16,15 +16,15 @@ func must(t testing.TB, err error) {
 	}
 }
 
-// throughJSON returns v written as JSON and read back as a T: what a
-// summary or a state holds once in a file.
-func throughJSON[T any](t testing.TB, v any) T {
+// jsonObject returns v written as JSON and read back as an untyped object:
+// the keys and values a reader of the file sees.
+func jsonObject(t testing.TB, v any) map[string]any {
 	t.Helper()
 	b, err := json.Marshal(v)
 	must(t, err)
-	var back T
-	must(t, json.Unmarshal(b, &back))
-	return back
+	var m map[string]any
+	must(t, json.Unmarshal(b, &m))
+	return m
 }
 
 // stater and stateMerger are a part's two sides of its merge state.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 // TestSteadyWindowRule: requests sent every 100 ms (0 to 3.9 s), each
@@ -91,7 +93,7 @@ func TestFiguresAreTheJSONNumbers(t *testing.T) {
 	s.RequestThroughput, s.Completed = 12.5, 7
 	s.TTFT = Dist{Count: 3, Mean: 10, Median: 9, P99: 30, Max: 31}
 	s.E2E = Dist{Count: 3, Mean: 20, Median: 19, P99: 50, Max: 51}
-	m := throughJSON[map[string]any](t, s)
+	m := jsonObject(t, s)
 	want := map[string]float64{}
 	for k, v := range m {
 		if f, ok := v.(float64); ok {
@@ -132,7 +134,7 @@ func TestFiguresAreTheJSONNumbers(t *testing.T) {
 func TestSteadyStateEveryKeyRoundTrips(t *testing.T) {
 	ss := &SteadyStateSummary{Rule: SteadyAuto, StartS: 2.5, EndS: 9, InFlightLevel: 7.25, Requests: 40,
 		Note: "a note", Figures: map[string]float64{"mean_ttft_ms": 12, "request_throughput": 3}}
-	if back := throughJSON[SteadyStateSummary](t, ss); !reflect.DeepEqual(&back, ss) {
+	if back, _ := testenv.RoundTrip(t, ss); !reflect.DeepEqual(back, ss) {
 		t.Errorf("round trip %+v, want %+v", back, ss)
 	}
 	for _, k := range []string{"rule", "note", "start_s", "end_s", "in_flight_level", "requests", "mean_ttft_ms"} {

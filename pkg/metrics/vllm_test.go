@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
@@ -19,7 +20,7 @@ func TestVLLMKeysEqualOurs(t *testing.T) {
 	}
 	s := &Summary{Backend: "vllm", Mode: "poisson", Scheduled: 6, MaxInFlight: 4}
 	c.Summarize(s, 2*time.Second)
-	all := throughJSON[map[string]any](t, s)
+	all := jsonObject(t, s)
 	pairs := [][2]string{
 		{"num_prompts", "scheduled"}, {"total_token_throughput", "total_throughput"},
 		{"max_concurrent_requests", "max_in_flight"},
@@ -38,7 +39,7 @@ func TestVLLMKeysEqualOurs(t *testing.T) {
 	}
 
 	// No E2E sample: the e2el keys are null, as ours.
-	all = throughJSON[map[string]any](t, &Summary{Failed: 3})
+	all = jsonObject(t, &Summary{Failed: 3})
 	for _, st := range []string{"mean", "median", "std", "p90", "p95", "p99"} {
 		if v, ok := all[st+"_e2el_ms"]; !ok || v != nil {
 			t.Errorf("%s_e2el_ms = %v (present %v), want null", st, v, ok)
@@ -116,7 +117,8 @@ func TestMaxOutputTokensPerSecond(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := CollectorFromState(throughJSON[CollectorState](t, st))
+		back, _ := testenv.RoundTrip(t, st)
+		got, err := CollectorFromState(back)
 		if err != nil {
 			t.Fatal(err)
 		}
