@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
@@ -25,15 +24,7 @@ func TestEndpointsMergeIsExact(t *testing.T) {
 	}
 	var merged *Endpoints
 	for _, h := range halves {
-		st, err := h.State()
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, _ := testenv.RoundTrip(t, st)
-		e, err := EndpointsFromState(back)
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := throughState(t, h.State, EndpointsFromState)
 		if merged == nil {
 			merged = e
 		} else if err := merged.Merge(e); err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 func must(t testing.TB, err error) {
@@ -25,6 +27,18 @@ func jsonObject(t testing.TB, v any) map[string]any {
 	var m map[string]any
 	must(t, json.Unmarshal(b, &m))
 	return m
+}
+
+// throughState returns what from rebuilds of the state state returns, once
+// written as JSON and read back: a copy of a run as merge reads it.
+func throughState[S, P any](t testing.TB, state func() (S, error), from func(S) (P, error)) P {
+	t.Helper()
+	st, err := state()
+	must(t, err)
+	back, _ := testenv.RoundTrip(t, st)
+	p, err := from(back)
+	must(t, err)
+	return p
 }
 
 // stater and stateMerger are a part's two sides of its merge state.

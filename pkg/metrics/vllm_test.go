@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
@@ -113,15 +112,7 @@ func TestMaxOutputTokensPerSecond(t *testing.T) {
 	b.Add(&Sample{Request: record.Request{TokenTimes: ms(1000, 1100, 1200, 1300, 1400, 1500)}, OK: true, OutputTokens: 6})
 	var merged *Collector
 	for _, c := range []*Collector{a, b} {
-		st, err := c.State()
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, _ := testenv.RoundTrip(t, st)
-		got, err := CollectorFromState(back)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := throughState(t, c.State, CollectorFromState)
 		if merged == nil {
 			merged = got
 		} else {
