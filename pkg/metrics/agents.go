@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"encoding/json"
-	"errors"
 	"sort"
 	"time"
 )
@@ -232,13 +231,9 @@ func (a *Agents) MergeState(raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return err
 	}
-	for _, n := range []int64{st.Conversations, st.Subagents, st.Requests, st.Failed, st.PromptTokens, st.CachedTokens, st.Expected, st.Input} {
-		if n < 0 {
-			return errors.New("a negative count")
-		}
-	}
-	if st.Failed > st.Requests || st.CachedTokens > st.PromptTokens {
-		return errors.New("counts that contradict each other")
+	if err := checkCounts(st.Failed > st.Requests || st.CachedTokens > st.PromptTokens,
+		st.Conversations, st.Subagents, st.Requests, st.Failed, st.PromptTokens, st.CachedTokens, st.Expected, st.Input); err != nil {
+		return err
 	}
 	a.fold()
 	if err := mergeHists(a.hists(&st)...); err != nil {

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"encoding/json"
-	"errors"
 	"time"
 )
 
@@ -155,14 +154,11 @@ func (a *Answers) MergeState(raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return err
 	}
-	for _, n := range []int64{st.Completed, st.OutputTokens, st.ReasoningRequests, st.ReasoningTokens, st.ToolRequests,
-		st.ToolCalls, st.ToolArgsInvalid, st.StructuredChecked, st.StructuredInvalid} {
-		if n < 0 {
-			return errors.New("a negative count")
-		}
-	}
-	if st.ToolArgsInvalid > st.ToolCalls || st.StructuredInvalid > st.StructuredChecked || st.ReasoningRequests > st.Completed || st.ToolRequests > st.Completed {
-		return errors.New("counts that contradict each other")
+	contradict := st.ToolArgsInvalid > st.ToolCalls || st.StructuredInvalid > st.StructuredChecked ||
+		st.ReasoningRequests > st.Completed || st.ToolRequests > st.Completed
+	if err := checkCounts(contradict, st.Completed, st.OutputTokens, st.ReasoningRequests, st.ReasoningTokens, st.ToolRequests,
+		st.ToolCalls, st.ToolArgsInvalid, st.StructuredChecked, st.StructuredInvalid); err != nil {
+		return err
 	}
 	if err := mergeHists(a.hists(&st)...); err != nil {
 		return err

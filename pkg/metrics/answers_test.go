@@ -111,3 +111,23 @@ func TestAnswersMergeExactly(t *testing.T) {
 		t.Error("an unknown part was merged")
 	}
 }
+
+// TestPartStatesCheckTheirCounts: the agents' and the answers' states
+// refuse a negative count and counts that contradict each other.
+func TestPartStatesCheckTheirCounts(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		part stateMerger
+		raw  string
+		want string
+	}{
+		{"agents negative", NewAgents(), `{"Requests":-1}`, "a negative count"},
+		{"agents contradicting", NewAgents(), `{"Requests":1,"Failed":2}`, "counts that contradict each other"},
+		{"answers negative", NewAnswers(), `{"ReasoningTokens":-5}`, "a negative count"},
+		{"answers contradicting", NewAnswers(), `{"Completed":1,"ToolRequests":2}`, "counts that contradict each other"},
+	} {
+		if err := c.part.MergeState(json.RawMessage(c.raw)); err == nil || err.Error() != c.want {
+			t.Errorf("%s: %s merged with error %v, want %q", c.name, c.raw, err, c.want)
+		}
+	}
+}

@@ -118,6 +118,18 @@ func saveHists(slots ...histSlot) error {
 	return nil
 }
 
+// checkCounts refuses a part's state that has a negative count among
+// counts, or whose counts contradict each other (contradict).
+func checkCounts(contradict bool, counts ...int64) error {
+	if slices.ContainsFunc(counts, func(n int64) bool { return n < 0 }) {
+		return errors.New("a negative count")
+	}
+	if contradict {
+		return errors.New("counts that contradict each other")
+	}
+	return nil
+}
+
 // marshalState saves the slots' distributions into st, a part's state,
 // and writes it.
 func marshalState(st any, slots []histSlot) (json.RawMessage, error) {
