@@ -26,15 +26,34 @@ const (
 // Part; a run without agentic steps writes none of its keys.
 type Agents struct {
 	Completion, Steps, Tool, StepTTFT, StepWait *Hist
-	Conversations, Subagents                    int64
-	Requests, Failed                            int64
+	agentCounts
+	live   map[int64]*agentConv
+	list   []AgentConversation
+	folded bool
+}
+
+// agentCounts are the agentic conversations' counts, declared once: Agents
+// keeps them and its state (agentsState) writes them in place, in this
+// order.
+type agentCounts struct {
+	Conversations, Subagents int64
+	Requests, Failed         int64
 	// PromptTokens, CachedTokens: the completed steps' server counts (of
 	// those whose server reported cached tokens); Expected, Input: the
 	// trace's infinite-cache hits and input of the same steps.
 	PromptTokens, CachedTokens, Expected, Input int64
-	live                                        map[int64]*agentConv
-	list                                        []AgentConversation
-	folded                                      bool
+}
+
+// add adds o's counts to n's.
+func (n *agentCounts) add(o *agentCounts) {
+	n.Conversations += o.Conversations
+	n.Subagents += o.Subagents
+	n.Requests += o.Requests
+	n.Failed += o.Failed
+	n.PromptTokens += o.PromptTokens
+	n.CachedTokens += o.CachedTokens
+	n.Expected += o.Expected
+	n.Input += o.Input
 }
 
 type agentConv struct {
@@ -203,9 +222,8 @@ func (a *Agents) Finish(s *Summary, _ time.Duration) {
 // conversations: a conversation is an arrival).
 type agentsState struct {
 	Completion, Steps, Tool, StepTTFT, StepWait HistState
-	Conversations, Subagents, Requests, Failed  int64
-	PromptTokens, CachedTokens, Expected, Input int64
-	List                                        []AgentConversation
+	agentCounts
+	List []AgentConversation
 }
 
 // hists pairs a's distributions with their places in st.
@@ -220,8 +238,7 @@ func (a *Agents) State() (json.RawMessage, error) {
 	if a.Requests == 0 {
 		return nil, nil
 	}
-	st := agentsState{Conversations: a.Conversations, Subagents: a.Subagents, Requests: a.Requests, Failed: a.Failed,
-		PromptTokens: a.PromptTokens, CachedTokens: a.CachedTokens, Expected: a.Expected, Input: a.Input, List: a.list}
+	st := agentsState{agentCounts: a.agentCounts, List: a.list}
 	return marshalState(&st, a.hists(&st))
 }
 
@@ -239,14 +256,7 @@ func (a *Agents) MergeState(raw json.RawMessage) error {
 	if err := mergeHists(a.hists(&st)...); err != nil {
 		return err
 	}
-	a.Conversations += st.Conversations
-	a.Subagents += st.Subagents
-	a.Requests += st.Requests
-	a.Failed += st.Failed
-	a.PromptTokens += st.PromptTokens
-	a.CachedTokens += st.CachedTokens
-	a.Expected += st.Expected
-	a.Input += st.Input
+	a.add(&st.agentCounts)
 	for _, c := range st.List {
 		if len(a.list) < MaxAgentConversations {
 			a.list = append(a.list, c)

@@ -13,6 +13,12 @@ import (
 // Part; a run that saw none of these writes none of its keys.
 type Answers struct {
 	TTFO, ToolTTFT *Hist
+	answerCounts
+}
+
+// answerCounts are the answers' counts, declared once: Answers keeps them
+// and its state (answersState) writes them in place, in this order.
+type answerCounts struct {
 	// Completed counts the completed requests; OutputTokens their output
 	// tokens (reasoning included, as servers count them).
 	Completed, OutputTokens int64
@@ -26,6 +32,19 @@ type Answers struct {
 	// StructuredChecked are the completed requests whose answer was checked
 	// against --response-format; StructuredInvalid those that failed.
 	StructuredChecked, StructuredInvalid int64
+}
+
+// add adds o's counts to n's.
+func (n *answerCounts) add(o *answerCounts) {
+	n.Completed += o.Completed
+	n.OutputTokens += o.OutputTokens
+	n.ReasoningRequests += o.ReasoningRequests
+	n.ReasoningTokens += o.ReasoningTokens
+	n.ToolRequests += o.ToolRequests
+	n.ToolCalls += o.ToolCalls
+	n.ToolArgsInvalid += o.ToolArgsInvalid
+	n.StructuredChecked += o.StructuredChecked
+	n.StructuredInvalid += o.StructuredInvalid
 }
 
 // AnswersSummary is the summary's view of Answers: flat keys, each absent
@@ -123,12 +142,9 @@ func (a *Answers) Finish(s *Summary, _ time.Duration) {
 
 // answersState is Answers in its mergeable form.
 type answersState struct {
-	TTFO                                     HistState `json:"ttfo"`
-	ToolTTFT                                 HistState `json:"tool_call_ttft"`
-	Completed, OutputTokens                  int64
-	ReasoningRequests, ReasoningTokens       int64
-	ToolRequests, ToolCalls, ToolArgsInvalid int64
-	StructuredChecked, StructuredInvalid     int64
+	TTFO     HistState `json:"ttfo"`
+	ToolTTFT HistState `json:"tool_call_ttft"`
+	answerCounts
 }
 
 // hists pairs a's distributions with their places in st.
@@ -141,10 +157,7 @@ func (a *Answers) State() (json.RawMessage, error) {
 	if !a.seen() {
 		return nil, nil
 	}
-	st := answersState{Completed: a.Completed, OutputTokens: a.OutputTokens,
-		ReasoningRequests: a.ReasoningRequests, ReasoningTokens: a.ReasoningTokens,
-		ToolRequests: a.ToolRequests, ToolCalls: a.ToolCalls, ToolArgsInvalid: a.ToolArgsInvalid,
-		StructuredChecked: a.StructuredChecked, StructuredInvalid: a.StructuredInvalid}
+	st := answersState{answerCounts: a.answerCounts}
 	return marshalState(&st, a.hists(&st))
 }
 
@@ -163,15 +176,7 @@ func (a *Answers) MergeState(raw json.RawMessage) error {
 	if err := mergeHists(a.hists(&st)...); err != nil {
 		return err
 	}
-	a.Completed += st.Completed
-	a.OutputTokens += st.OutputTokens
-	a.ReasoningRequests += st.ReasoningRequests
-	a.ReasoningTokens += st.ReasoningTokens
-	a.ToolRequests += st.ToolRequests
-	a.ToolCalls += st.ToolCalls
-	a.ToolArgsInvalid += st.ToolArgsInvalid
-	a.StructuredChecked += st.StructuredChecked
-	a.StructuredInvalid += st.StructuredInvalid
+	a.add(&st.answerCounts)
 	return nil
 }
 
