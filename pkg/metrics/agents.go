@@ -44,18 +44,6 @@ type agentCounts struct {
 	PromptTokens, CachedTokens, Expected, Input int64
 }
 
-// add adds o's counts to n's.
-func (n *agentCounts) add(o *agentCounts) {
-	n.Conversations += o.Conversations
-	n.Subagents += o.Subagents
-	n.Requests += o.Requests
-	n.Failed += o.Failed
-	n.PromptTokens += o.PromptTokens
-	n.CachedTokens += o.CachedTokens
-	n.Expected += o.Expected
-	n.Input += o.Input
-}
-
 type agentConv struct {
 	first, last                time.Duration
 	steps, failed, maxBranch   int
@@ -256,7 +244,14 @@ func (a *Agents) MergeState(raw json.RawMessage) error {
 	if err := mergeHists(a.hists(&st)...); err != nil {
 		return err
 	}
-	a.add(&st.agentCounts)
+	a.Conversations += st.Conversations
+	a.Subagents += st.Subagents
+	a.Requests += st.Requests
+	a.Failed += st.Failed
+	a.PromptTokens += st.PromptTokens
+	a.CachedTokens += st.CachedTokens
+	a.Expected += st.Expected
+	a.Input += st.Input
 	for _, c := range st.List {
 		if len(a.list) < MaxAgentConversations {
 			a.list = append(a.list, c)

@@ -34,19 +34,6 @@ type answerCounts struct {
 	StructuredChecked, StructuredInvalid int64
 }
 
-// add adds o's counts to n's.
-func (n *answerCounts) add(o *answerCounts) {
-	n.Completed += o.Completed
-	n.OutputTokens += o.OutputTokens
-	n.ReasoningRequests += o.ReasoningRequests
-	n.ReasoningTokens += o.ReasoningTokens
-	n.ToolRequests += o.ToolRequests
-	n.ToolCalls += o.ToolCalls
-	n.ToolArgsInvalid += o.ToolArgsInvalid
-	n.StructuredChecked += o.StructuredChecked
-	n.StructuredInvalid += o.StructuredInvalid
-}
-
 // AnswersSummary is the summary's view of Answers: flat keys, each absent
 // when its part of the answers was not seen (see Summary.Answers).
 type AnswersSummary struct {
@@ -176,7 +163,15 @@ func (a *Answers) MergeState(raw json.RawMessage) error {
 	if err := mergeHists(a.hists(&st)...); err != nil {
 		return err
 	}
-	a.add(&st.answerCounts)
+	a.Completed += st.Completed
+	a.OutputTokens += st.OutputTokens
+	a.ReasoningRequests += st.ReasoningRequests
+	a.ReasoningTokens += st.ReasoningTokens
+	a.ToolRequests += st.ToolRequests
+	a.ToolCalls += st.ToolCalls
+	a.ToolArgsInvalid += st.ToolArgsInvalid
+	a.StructuredChecked += st.StructuredChecked
+	a.StructuredInvalid += st.StructuredInvalid
 	return nil
 }
 

@@ -115,19 +115,15 @@ func TestAnswersMergeExactly(t *testing.T) {
 // TestPartStatesCheckTheirCounts: the agents' and the answers' states
 // refuse a negative count and counts that contradict each other.
 func TestPartStatesCheckTheirCounts(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		part stateMerger
-		raw  string
-		want string
-	}{
-		{"agents negative", NewAgents(), `{"Requests":-1}`, "a negative count"},
-		{"agents contradicting", NewAgents(), `{"Requests":1,"Failed":2}`, "counts that contradict each other"},
-		{"answers negative", NewAnswers(), `{"ReasoningTokens":-5}`, "a negative count"},
-		{"answers contradicting", NewAnswers(), `{"Completed":1,"ToolRequests":2}`, "counts that contradict each other"},
-	} {
-		if err := c.part.MergeState(json.RawMessage(c.raw)); err == nil || err.Error() != c.want {
-			t.Errorf("%s: %s merged with error %v, want %q", c.name, c.raw, err, c.want)
+	bad := map[string][2]string{ // a negative count; counts that contradict each other
+		"agents":  {`{"Requests":-1}`, `{"Requests":1,"Failed":2}`},
+		"answers": {`{"ReasoningTokens":-5}`, `{"Completed":1,"ToolRequests":2}`},
+	}
+	for name, part := range map[string]stateMerger{"agents": NewAgents(), "answers": NewAnswers()} {
+		for i, want := range []string{"a negative count", "counts that contradict each other"} {
+			if err := part.MergeState(json.RawMessage(bad[name][i])); err == nil || err.Error() != want {
+				t.Errorf("%s: %s merged with error %v, want %q", name, bad[name][i], err, want)
+			}
 		}
 	}
 }

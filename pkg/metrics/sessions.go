@@ -152,17 +152,6 @@ type turnCounts struct {
 	CacheN  int64 `json:"cached_reported"`
 }
 
-// add adds o's counts to n's.
-func (n *turnCounts) add(o *turnCounts) {
-	n.Count += o.Count
-	n.Failed += o.Failed
-	n.OK += o.OK
-	n.Prompt += o.Prompt
-	n.History += o.History
-	n.Cached += o.Cached
-	n.CacheN += o.CacheN
-}
-
 // NewPerTurn returns an empty accumulator.
 func NewPerTurn() *PerTurn { return &PerTurn{startLag: NewHist(), turnLag: NewHist()} }
 
@@ -367,7 +356,13 @@ func SessionsFromState(st *SessionsState) (*SessionsRun, error) {
 
 // add adds o's figures to t.
 func (t *turnAcc) add(o *turnAcc) {
-	t.turnCounts.add(&o.turnCounts)
+	t.Count += o.Count
+	t.Failed += o.Failed
+	t.OK += o.OK
+	t.Prompt += o.Prompt
+	t.History += o.History
+	t.Cached += o.Cached
+	t.CacheN += o.CacheN
 	t.ttft.Merge(o.ttft)
 	t.e2e.Merge(o.e2e)
 }
