@@ -232,16 +232,12 @@ func (a *Agents) State() (json.RawMessage, error) {
 
 // MergeState adds a state State returned.
 func (a *Agents) MergeState(raw json.RawMessage) error {
-	var st agentsState
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return err
-	}
-	if err := checkCounts(st.Failed > st.Requests || st.CachedTokens > st.PromptTokens,
-		st.Conversations, st.Subagents, st.Requests, st.Failed, st.PromptTokens, st.CachedTokens, st.Expected, st.Input); err != nil {
-		return err
-	}
-	a.fold()
-	if err := mergeHists(a.hists(&st)...); err != nil {
+	a.fold() // the part's own conversations are listed first
+	st, err := mergePartState(raw, func(st *agentsState) error {
+		return checkCounts(st.Failed > st.Requests || st.CachedTokens > st.PromptTokens,
+			st.Conversations, st.Subagents, st.Requests, st.Failed, st.PromptTokens, st.CachedTokens, st.Expected, st.Input)
+	}, a.hists)
+	if err != nil {
 		return err
 	}
 	a.Conversations += st.Conversations

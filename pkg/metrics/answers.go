@@ -150,17 +150,13 @@ func (a *Answers) State() (json.RawMessage, error) {
 
 // MergeState adds a state State returned.
 func (a *Answers) MergeState(raw json.RawMessage) error {
-	var st answersState
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return err
-	}
-	contradict := st.ToolArgsInvalid > st.ToolCalls || st.StructuredInvalid > st.StructuredChecked ||
-		st.ReasoningRequests > st.Completed || st.ToolRequests > st.Completed
-	if err := checkCounts(contradict, st.Completed, st.OutputTokens, st.ReasoningRequests, st.ReasoningTokens, st.ToolRequests,
-		st.ToolCalls, st.ToolArgsInvalid, st.StructuredChecked, st.StructuredInvalid); err != nil {
-		return err
-	}
-	if err := mergeHists(a.hists(&st)...); err != nil {
+	st, err := mergePartState(raw, func(st *answersState) error {
+		contradict := st.ToolArgsInvalid > st.ToolCalls || st.StructuredInvalid > st.StructuredChecked ||
+			st.ReasoningRequests > st.Completed || st.ToolRequests > st.Completed
+		return checkCounts(contradict, st.Completed, st.OutputTokens, st.ReasoningRequests, st.ReasoningTokens, st.ToolRequests,
+			st.ToolCalls, st.ToolArgsInvalid, st.StructuredChecked, st.StructuredInvalid)
+	}, a.hists)
+	if err != nil {
 		return err
 	}
 	a.Completed += st.Completed

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"encoding/json"
-	"errors"
 	"time"
 )
 
@@ -113,14 +112,10 @@ func (p *HTTPPhases) State() (json.RawMessage, error) {
 
 // MergeState adds a state State returned.
 func (p *HTTPPhases) MergeState(raw json.RawMessage) error {
-	var st httpPhasesState
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return err
-	}
-	if st.Requests < 0 || st.Reused < 0 || st.Reused > st.Requests {
-		return errors.New("counts that contradict each other")
-	}
-	if err := mergeHists(p.hists(&st)...); err != nil {
+	st, err := mergePartState(raw, func(st *httpPhasesState) error {
+		return checkCounts(st.Requests < 0 || st.Reused < 0 || st.Reused > st.Requests)
+	}, p.hists)
+	if err != nil {
 		return err
 	}
 	p.Requests += st.Requests

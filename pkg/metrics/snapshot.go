@@ -139,6 +139,24 @@ func marshalState(st any, slots []histSlot) (json.RawMessage, error) {
 	return json.Marshal(st)
 }
 
+// mergePartState decodes raw, a part's state (marshalState), checks it
+// (check: its counts) and adds its distributions (slots) to the part's,
+// all of them or none; it returns the state for the part to add its
+// counts.
+func mergePartState[S any](raw json.RawMessage, check func(*S) error, slots func(*S) []histSlot) (*S, error) {
+	st := new(S)
+	if err := json.Unmarshal(raw, st); err != nil {
+		return nil, err
+	}
+	if err := check(st); err != nil {
+		return nil, err
+	}
+	if err := mergeHists(slots(st)...); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
 // mergeHists adds each slot's state to its distribution. The states are
 // all decoded first, so a state with one bad distribution adds nothing.
 func mergeHists(slots ...histSlot) error {
