@@ -32,12 +32,19 @@ func current() int {
 	return p
 }
 
+// stopRestores calls stop and checks that GOGC is back at before.
+func stopRestores(t *testing.T, stop func(), before int) {
+	t.Helper()
+	stop()
+	if got := current(); got != before {
+		t.Errorf("GOGC %d after the last stop, want %d as before", got, before)
+	}
+}
+
 // TestStartFollowsTheLiveHeap: after a collection over a small live heap,
 // GOGC is raised to keep the headroom; stop puts back what was there.
 func TestStartFollowsTheLiveHeap(t *testing.T) {
-	t.Setenv("GOGC", "") // restored after the test
-	unsetGOGC(t)
-	before := current()
+	before := unsetGOGC(t)
 	stop := Start(256 << 20)
 	for range 3 {
 		runtime.GC()
@@ -56,10 +63,7 @@ func TestStartFollowsTheLiveHeap(t *testing.T) {
 	if got <= 100 {
 		t.Errorf("GOGC %d after collections over a small heap, want above 100", got)
 	}
-	stop()
-	if got := current(); got != before {
-		t.Errorf("GOGC %d after stop, want %d as before", got, before)
-	}
+	stopRestores(t, stop, before)
 }
 
 // TestStartLeavesAUserGOGC: a GOGC the user set is kept.
@@ -68,27 +72,24 @@ func TestStartLeavesAUserGOGC(t *testing.T) {
 	before := current()
 	stop := Start(256 << 20)
 	runtime.GC()
-	stop()
-	if got := current(); got != before {
-		t.Errorf("GOGC %d with the user's GOGC set, want %d", got, before)
-	}
+	stopRestores(t, stop, before)
 }
 
-// unsetGOGC unsets GOGC for a test that has called t.Setenv (which puts it
-// back after): Start looks at whether it is set at all.
-func unsetGOGC(t *testing.T) {
+// unsetGOGC unsets GOGC for the test (t.Setenv puts it back after: Start
+// looks at whether it is set at all) and returns the GC percent in force.
+func unsetGOGC(t *testing.T) int {
 	t.Helper()
+	t.Setenv("GOGC", "")
 	if err := os.Unsetenv("GOGC"); err != nil {
 		t.Fatal(err)
 	}
+	return current()
 }
 
 // TestOverlappingRuns: two runs in one process; GOGC comes back only when
 // the last one stops.
 func TestOverlappingRuns(t *testing.T) {
-	t.Setenv("GOGC", "")
-	unsetGOGC(t)
-	before := current()
+	before := unsetGOGC(t)
 	stop1 := Start(256 << 20)
 	stop2 := Start(256 << 20)
 	stop1()
@@ -96,17 +97,13 @@ func TestOverlappingRuns(t *testing.T) {
 	if got := current(); got == before {
 		t.Errorf("GOGC back to %d while a run goes on", got)
 	}
-	stop2()
-	if got := current(); got != before {
-		t.Errorf("GOGC %d after the last stop, want %d", got, before)
-	}
+	stopRestores(t, stop2, before)
 }
 
 // TestStartCollectsFirst: Start collects before it tunes, so a run's clock
 // starts on a collected heap.
 func TestStartCollectsFirst(t *testing.T) {
-	t.Setenv("GOGC", "")
-	os.Unsetenv("GOGC")
+	unsetGOGC(t)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	before := ms.NumGC

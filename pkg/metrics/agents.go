@@ -2,8 +2,6 @@ package metrics
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"sort"
 	"time"
 )
@@ -28,15 +26,22 @@ const (
 // Part; a run without agentic steps writes none of its keys.
 type Agents struct {
 	Completion, Steps, Tool, StepTTFT, StepWait *Hist
-	Conversations, Subagents                    int64
-	Requests, Failed                            int64
+	agentCounts
+	live   map[int64]*agentConv
+	list   []AgentConversation
+	folded bool
+}
+
+// agentCounts are the agentic conversations' counts, declared once: Agents
+// keeps them and its state (agentsState) writes them in place, in this
+// order.
+type agentCounts struct {
+	Conversations, Subagents int64
+	Requests, Failed         int64
 	// PromptTokens, CachedTokens: the completed steps' server counts (of
 	// those whose server reported cached tokens); Expected, Input: the
 	// trace's infinite-cache hits and input of the same steps.
 	PromptTokens, CachedTokens, Expected, Input int64
-	live                                        map[int64]*agentConv
-	list                                        []AgentConversation
-	folded                                      bool
 }
 
 type agentConv struct {
@@ -205,9 +210,14 @@ func (a *Agents) Finish(s *Summary, _ time.Duration) {
 // conversations: a conversation is an arrival).
 type agentsState struct {
 	Completion, Steps, Tool, StepTTFT, StepWait HistState
-	Conversations, Subagents, Requests, Failed  int64
-	PromptTokens, CachedTokens, Expected, Input int64
-	List                                        []AgentConversation
+	agentCounts
+	List []AgentConversation
+}
+
+// hists pairs a's distributions with their places in st.
+func (a *Agents) hists(st *agentsState) []histSlot {
+	return []histSlot{{"completion", a.Completion, &st.Completion}, {"steps", a.Steps, &st.Steps}, {"tool", a.Tool, &st.Tool},
+		{"step_ttft", a.StepTTFT, &st.StepTTFT}, {"step_wait", a.StepWait, &st.StepWait}}
 }
 
 // State returns the part's state (merge_state.parts): nil when a saw no agentic step.
@@ -216,46 +226,19 @@ func (a *Agents) State() (json.RawMessage, error) {
 	if a.Requests == 0 {
 		return nil, nil
 	}
-	st := agentsState{Conversations: a.Conversations, Subagents: a.Subagents, Requests: a.Requests, Failed: a.Failed,
-		PromptTokens: a.PromptTokens, CachedTokens: a.CachedTokens, Expected: a.Expected, Input: a.Input, List: a.list}
-	for _, p := range []struct {
-		h   *Hist
-		dst *HistState
-	}{{a.Completion, &st.Completion}, {a.Steps, &st.Steps}, {a.Tool, &st.Tool}, {a.StepTTFT, &st.StepTTFT}, {a.StepWait, &st.StepWait}} {
-		var err error
-		if *p.dst, err = p.h.State(); err != nil {
-			return nil, err
-		}
-	}
-	return json.Marshal(st)
+	st := agentsState{agentCounts: a.agentCounts, List: a.list}
+	return marshalState(&st, a.hists(&st))
 }
 
 // MergeState adds a state State returned.
 func (a *Agents) MergeState(raw json.RawMessage) error {
-	var st agentsState
-	if err := json.Unmarshal(raw, &st); err != nil {
+	a.fold() // the part's own conversations are listed first
+	st, err := mergePartState(raw, func(st *agentsState) error {
+		return checkCounts(st.Failed > st.Requests || st.CachedTokens > st.PromptTokens,
+			st.Conversations, st.Subagents, st.Requests, st.Failed, st.PromptTokens, st.CachedTokens, st.Expected, st.Input)
+	}, a.hists)
+	if err != nil {
 		return err
-	}
-	for _, n := range []int64{st.Conversations, st.Subagents, st.Requests, st.Failed, st.PromptTokens, st.CachedTokens, st.Expected, st.Input} {
-		if n < 0 {
-			return errors.New("a negative count")
-		}
-	}
-	if st.Failed > st.Requests || st.CachedTokens > st.PromptTokens {
-		return errors.New("counts that contradict each other")
-	}
-	a.fold()
-	for _, p := range []struct {
-		name string
-		h    *Hist
-		src  HistState
-	}{{"completion", a.Completion, st.Completion}, {"steps", a.Steps, st.Steps}, {"tool", a.Tool, st.Tool},
-		{"step_ttft", a.StepTTFT, st.StepTTFT}, {"step_wait", a.StepWait, st.StepWait}} {
-		h, err := histFromState(p.src, histSigFigs)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		p.h.Merge(h)
 	}
 	a.Conversations += st.Conversations
 	a.Subagents += st.Subagents

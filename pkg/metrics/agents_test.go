@@ -58,14 +58,8 @@ func TestAgentsPart(t *testing.T) {
 	for _, p := range []*Agents{a, b} {
 		var s Summary
 		p.Finish(&s, time.Second)
-		raw, err := p.State()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.MergeState(raw); err != nil {
-			t.Fatal(err)
-		}
 	}
+	mergeStates(t, m, a, b)
 	var sm Summary
 	m.Finish(&sm, time.Second)
 	got, _ := json.Marshal(sm.Agents)

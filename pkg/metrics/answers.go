@@ -2,8 +2,6 @@ package metrics
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
 )
 
@@ -15,6 +13,12 @@ import (
 // Part; a run that saw none of these writes none of its keys.
 type Answers struct {
 	TTFO, ToolTTFT *Hist
+	answerCounts
+}
+
+// answerCounts are the answers' counts, declared once: Answers keeps them
+// and its state (answersState) writes them in place, in this order.
+type answerCounts struct {
 	// Completed counts the completed requests; OutputTokens their output
 	// tokens (reasoning included, as servers count them).
 	Completed, OutputTokens int64
@@ -125,12 +129,14 @@ func (a *Answers) Finish(s *Summary, _ time.Duration) {
 
 // answersState is Answers in its mergeable form.
 type answersState struct {
-	TTFO                                     HistState `json:"ttfo"`
-	ToolTTFT                                 HistState `json:"tool_call_ttft"`
-	Completed, OutputTokens                  int64
-	ReasoningRequests, ReasoningTokens       int64
-	ToolRequests, ToolCalls, ToolArgsInvalid int64
-	StructuredChecked, StructuredInvalid     int64
+	TTFO     HistState `json:"ttfo"`
+	ToolTTFT HistState `json:"tool_call_ttft"`
+	answerCounts
+}
+
+// hists pairs a's distributions with their places in st.
+func (a *Answers) hists(st *answersState) []histSlot {
+	return []histSlot{{"ttfo", a.TTFO, &st.TTFO}, {"tool_call_ttft", a.ToolTTFT, &st.ToolTTFT}}
 }
 
 // State returns the part's state (merge_state.parts): nil when a saw nothing of its own.
@@ -138,45 +144,21 @@ func (a *Answers) State() (json.RawMessage, error) {
 	if !a.seen() {
 		return nil, nil
 	}
-	st := answersState{Completed: a.Completed, OutputTokens: a.OutputTokens,
-		ReasoningRequests: a.ReasoningRequests, ReasoningTokens: a.ReasoningTokens,
-		ToolRequests: a.ToolRequests, ToolCalls: a.ToolCalls, ToolArgsInvalid: a.ToolArgsInvalid,
-		StructuredChecked: a.StructuredChecked, StructuredInvalid: a.StructuredInvalid}
-	var err error
-	if st.TTFO, err = a.TTFO.State(); err != nil {
-		return nil, err
-	}
-	if st.ToolTTFT, err = a.ToolTTFT.State(); err != nil {
-		return nil, err
-	}
-	return json.Marshal(st)
+	st := answersState{answerCounts: a.answerCounts}
+	return marshalState(&st, a.hists(&st))
 }
 
 // MergeState adds a state State returned.
 func (a *Answers) MergeState(raw json.RawMessage) error {
-	var st answersState
-	if err := json.Unmarshal(raw, &st); err != nil {
+	st, err := mergePartState(raw, func(st *answersState) error {
+		contradict := st.ToolArgsInvalid > st.ToolCalls || st.StructuredInvalid > st.StructuredChecked ||
+			st.ReasoningRequests > st.Completed || st.ToolRequests > st.Completed
+		return checkCounts(contradict, st.Completed, st.OutputTokens, st.ReasoningRequests, st.ReasoningTokens, st.ToolRequests,
+			st.ToolCalls, st.ToolArgsInvalid, st.StructuredChecked, st.StructuredInvalid)
+	}, a.hists)
+	if err != nil {
 		return err
 	}
-	for _, n := range []int64{st.Completed, st.OutputTokens, st.ReasoningRequests, st.ReasoningTokens, st.ToolRequests,
-		st.ToolCalls, st.ToolArgsInvalid, st.StructuredChecked, st.StructuredInvalid} {
-		if n < 0 {
-			return errors.New("a negative count")
-		}
-	}
-	if st.ToolArgsInvalid > st.ToolCalls || st.StructuredInvalid > st.StructuredChecked || st.ReasoningRequests > st.Completed || st.ToolRequests > st.Completed {
-		return errors.New("counts that contradict each other")
-	}
-	ttfo, err := histFromState(st.TTFO, histSigFigs)
-	if err != nil {
-		return fmt.Errorf("ttfo: %w", err)
-	}
-	tool, err := histFromState(st.ToolTTFT, histSigFigs)
-	if err != nil {
-		return fmt.Errorf("tool_call_ttft: %w", err)
-	}
-	a.TTFO.Merge(ttfo)
-	a.ToolTTFT.Merge(tool)
 	a.Completed += st.Completed
 	a.OutputTokens += st.OutputTokens
 	a.ReasoningRequests += st.ReasoningRequests

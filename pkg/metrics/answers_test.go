@@ -111,3 +111,19 @@ func TestAnswersMergeExactly(t *testing.T) {
 		t.Error("an unknown part was merged")
 	}
 }
+
+// TestPartStatesCheckTheirCounts: the agents' and the answers' states
+// refuse a negative count and counts that contradict each other.
+func TestPartStatesCheckTheirCounts(t *testing.T) {
+	bad := map[string][2]string{ // a negative count; counts that contradict each other
+		"agents":  {`{"Requests":-1}`, `{"Requests":1,"Failed":2}`},
+		"answers": {`{"ReasoningTokens":-5}`, `{"Completed":1,"ToolRequests":2}`},
+	}
+	for name, part := range map[string]stateMerger{"agents": NewAgents(), "answers": NewAnswers()} {
+		for i, want := range []string{"a negative count", "counts that contradict each other"} {
+			if err := part.MergeState(json.RawMessage(bad[name][i])); err == nil || err.Error() != want {
+				t.Errorf("%s: %s merged with error %v, want %q", name, bad[name][i], err, want)
+			}
+		}
+	}
+}

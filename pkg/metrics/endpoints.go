@@ -23,11 +23,9 @@ type Endpoints struct {
 	// neither completed nor failed, so not in the groups.
 	cancelled []int64
 	// on: the breakdown is written (a run with several endpoints, records
-	// that name theirs: Grow, a merge of copies that all had it); loaded:
-	// a copy's state was merged in; missing: a copy had none, warned about
-	// with warnf when finishing.
-	on, loaded, missing bool
-	warnf               func(format string, a ...any)
+	// that name theirs: Grow, a merge of copies that all had it).
+	on bool
+	inSomeCopies
 }
 
 var _ Part = (*Endpoints)(nil)
@@ -229,9 +227,7 @@ func (e *Endpoints) Key() string { return KeyEndpoints }
 // metrics (the run's, or a merge's, to add); a merge of copies only some of
 // which had them warns instead.
 func (e *Endpoints) Finish(s *Summary, elapsed time.Duration) {
-	if e.loaded && e.missing && e.warnf != nil {
-		e.warnf("%s is in some summaries only: it is left out of the merged summary", KeyEndpoints)
-	}
+	e.warnPartial(KeyEndpoints)
 	if e.on && !e.missing {
 		s.Endpoints = e.Summary(elapsed)
 	}
@@ -249,9 +245,7 @@ func (e *Endpoints) Save(st *MergeState) error {
 
 // Load implements Part: the copies of one run list the same endpoints.
 func (e *Endpoints) Load(c *Copy) error {
-	e.warnf = c.Warnf
-	if c.State.Endpoints == nil {
-		e.missing = true
+	if !e.loadCopy(c, c.State.Endpoints != nil) {
 		return nil
 	}
 	o, err := EndpointsFromState(c.State.Endpoints)

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"encoding/json"
 	"math"
 	"reflect"
 	"testing"
@@ -25,19 +24,7 @@ func TestEndpointsMergeIsExact(t *testing.T) {
 	}
 	var merged *Endpoints
 	for _, h := range halves {
-		st, err := h.State()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := json.Marshal(st)
-		var back []EndpointState
-		if err := json.Unmarshal(b, &back); err != nil {
-			t.Fatal(err)
-		}
-		e, err := EndpointsFromState(back)
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := throughState(t, h.State, EndpointsFromState)
 		if merged == nil {
 			merged = e
 		} else if err := merged.Merge(e); err != nil {

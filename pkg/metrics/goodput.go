@@ -129,10 +129,7 @@ type Goodput struct {
 	SLO  SLO
 	Good int64 // requests that met every target
 	All  int64 // requests that finished, successful or not (not the cancelled ones)
-	// loaded: a copy's state was merged in (a merge); missing: a copy had
-	// none, warned about with warnf when finishing.
-	loaded, missing bool
-	warnf           func(format string, a ...any)
+	inSomeCopies
 }
 
 var _ Part = (*Goodput)(nil)
@@ -183,9 +180,7 @@ func (g *Goodput) Key() string { return KeyGoodputPart }
 // Finish implements Part: Annotate, when g is on; a merge of copies only
 // some of which had goodput warns instead.
 func (g *Goodput) Finish(s *Summary, elapsed time.Duration) {
-	if g.loaded && g.missing && g.warnf != nil {
-		g.warnf("goodput is in some summaries only: it is left out of the merged summary")
-	}
+	g.warnPartial("goodput")
 	if g.on() {
 		g.Annotate(s, elapsed)
 	}
@@ -203,9 +198,7 @@ func (g *Goodput) Save(st *MergeState) error {
 // Load implements Part: the first copy's targets are kept (merge warns
 // when the copies' differ).
 func (g *Goodput) Load(c *Copy) error {
-	g.warnf = c.Warnf
-	if c.State.Goodput == nil {
-		g.missing = true
+	if !g.loadCopy(c, c.State.Goodput != nil) {
 		return nil
 	}
 	o, err := GoodputFromState(*c.State.Goodput)

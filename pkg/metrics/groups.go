@@ -191,12 +191,8 @@ func (g *Groups) Summary(elapsed time.Duration) map[string]GroupSummary {
 // token figures (mean_ttft_ms absent) is one of image generations only.
 func (g *GroupSummary) UnmarshalJSON(b []byte) error {
 	type plain GroupSummary
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
-	}
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(b, &keys); err != nil {
+	p, keys, err := decodeKeyed[plain](b)
+	if err != nil {
 		return err
 	}
 	_, hasTTFT := keys["mean_ttft_ms"]

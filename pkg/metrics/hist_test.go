@@ -6,6 +6,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"gonum.org/v1/gonum/stat"
 )
 
 func TestHistMatchesExactStatistics(t *testing.T) {
@@ -19,15 +21,7 @@ func TestHistMatchesExactStatistics(t *testing.T) {
 		xs = append(xs, float64(d/time.Microsecond)/1e3)
 	}
 	sort.Float64s(xs)
-	mean, sq := 0.0, 0.0
-	for _, x := range xs {
-		mean += x
-	}
-	mean /= float64(len(xs))
-	for _, x := range xs {
-		sq += (x - mean) * (x - mean)
-	}
-	std := math.Sqrt(sq / float64(len(xs)))
+	mean, std := stat.PopMeanStdDev(xs, nil) // population, as Dist's
 	d := h.Dist()
 	if math.Abs(d.Mean-mean) > 1e-3*mean || math.Abs(d.Std-std) > 1e-3*std {
 		t.Errorf("mean %.4f std %.4f, exact %.4f %.4f", d.Mean, d.Std, mean, std)

@@ -45,6 +45,33 @@ type Copy struct {
 	read map[string]bool
 }
 
+// inSomeCopies is the merge bookkeeping of a part that copies of a run may
+// each have or not (goodput, the endpoints): loaded, a copy's state was
+// merged in; missing, a copy had none — the part is then left out of the
+// merged summary, with a warning when it finishes.
+type inSomeCopies struct {
+	loaded, missing bool
+	warnf           func(format string, a ...any)
+}
+
+// loadCopy notes a copy that has the part's state (has) or not, and
+// reports whether to merge it.
+func (p *inSomeCopies) loadCopy(c *Copy, has bool) bool {
+	p.warnf = c.Warnf
+	if !has {
+		p.missing = true
+	}
+	return has
+}
+
+// warnPartial warns, when some copies only had the part, that what is
+// left out.
+func (p *inSomeCopies) warnPartial(what string) {
+	if p.loaded && p.missing && p.warnf != nil {
+		p.warnf("%s is in some summaries only: it is left out of the merged summary", what)
+	}
+}
+
 // PartsConfig is what a run's parts need beyond its samples: the
 // --goodput targets (NoSLO: none), the breakdowns the workload calls for
 // (BreakdownKeys), the endpoints' URLs (nil: one endpoint) and whether

@@ -2,8 +2,6 @@ package metrics
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
 )
 
@@ -98,40 +96,27 @@ type httpPhasesState struct {
 	Connect, TLS, Write, Wait HistState
 }
 
+// hists pairs p's distributions with their places in st.
+func (p *HTTPPhases) hists(st *httpPhasesState) []histSlot {
+	return []histSlot{{"connect", p.Connect, &st.Connect}, {"tls", p.TLS, &st.TLS}, {"write", p.Write, &st.Write}, {"wait", p.Wait, &st.Wait}}
+}
+
 // State returns the part's state (merge_state.parts): nil when no phase was timed.
 func (p *HTTPPhases) State() (json.RawMessage, error) {
 	if p.Requests == 0 {
 		return nil, nil
 	}
 	st := httpPhasesState{Requests: p.Requests, Reused: p.Reused}
-	for _, h := range []struct {
-		from *Hist
-		to   *HistState
-	}{{p.Connect, &st.Connect}, {p.TLS, &st.TLS}, {p.Write, &st.Write}, {p.Wait, &st.Wait}} {
-		var err error
-		if *h.to, err = h.from.State(); err != nil {
-			return nil, err
-		}
-	}
-	return json.Marshal(st)
+	return marshalState(&st, p.hists(&st))
 }
 
 // MergeState adds a state State returned.
 func (p *HTTPPhases) MergeState(raw json.RawMessage) error {
-	var st httpPhasesState
-	if err := json.Unmarshal(raw, &st); err != nil {
+	st, err := mergePartState(raw, func(st *httpPhasesState) error {
+		return checkCounts(st.Requests < 0 || st.Reused < 0 || st.Reused > st.Requests)
+	}, p.hists)
+	if err != nil {
 		return err
-	}
-	if st.Requests < 0 || st.Reused < 0 || st.Reused > st.Requests {
-		return errors.New("counts that contradict each other")
-	}
-	hs := []*Hist{p.Connect, p.TLS, p.Write, p.Wait}
-	for i, h := range []HistState{st.Connect, st.TLS, st.Write, st.Wait} {
-		o, err := histFromState(h, histSigFigs)
-		if err != nil {
-			return fmt.Errorf("%s: %w", []string{"connect", "tls", "write", "wait"}[i], err)
-		}
-		hs[i].Merge(o)
 	}
 	p.Requests += st.Requests
 	p.Reused += st.Reused

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,13 +38,7 @@ func TestHTTPPhasesPart(t *testing.T) {
 		p.TLSMS.Count != 1 || p.WriteMS.Count != 3 || p.WaitMS.Count != 3 || p.WaitMS.Mean != 50 {
 		t.Fatalf("summary %+v", p)
 	}
-	st, err := a.State()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.MergeState(st); err != nil {
-		t.Fatal(err)
-	}
+	mergeStates(t, b, a)
 	var merged Summary
 	b.Finish(&merged, time.Second)
 	want, _ := json.Marshal(p)
@@ -61,5 +56,30 @@ func TestHTTPPhasesPart(t *testing.T) {
 	}
 	if err := empty.MergeState(json.RawMessage(`{"Requests":1,"Reused":2}`)); err == nil {
 		t.Error("a state with more reused than requests merged")
+	}
+}
+
+// TestMergeStateAllOrNothing: a state whose last distribution does not
+// decode is refused by that distribution's name, and adds none of the
+// others: the part is as it was.
+func TestMergeStateAllOrNothing(t *testing.T) {
+	ms := time.Millisecond
+	src := NewHTTPPhases()
+	src.Add(&Sample{Request: record.Request{HTTP: record.Phases{Measured: true, Connect: 2 * ms, TLS: 3 * ms, Write: ms, Wait: 40 * ms}}})
+	raw, err := src.State()
+	must(t, err)
+	var st httpPhasesState
+	must(t, json.Unmarshal(raw, &st))
+	st.Wait.Count++ // the buckets hold one value less than the count says
+	bad, _ := json.Marshal(st)
+	p := NewHTTPPhases()
+	err = p.MergeState(bad)
+	if err == nil || !strings.HasPrefix(err.Error(), "wait: ") {
+		t.Fatalf("merging a state with a bad wait distribution: %v, want a wait: error", err)
+	}
+	for name, h := range map[string]*Hist{"connect": p.Connect, "tls": p.TLS, "write": p.Write, "wait": p.Wait} {
+		if h.Count() != 0 {
+			t.Errorf("%s holds %d values after a refused state, want 0", name, h.Count())
+		}
 	}
 }

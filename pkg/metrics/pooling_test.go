@@ -50,13 +50,7 @@ func TestPoolingSampleHasNoTokenFigures(t *testing.T) {
 	if p := one.Pooling; p == nil || p.Measure != "vectors" || p.Inputs != 8 || p.Returned != 8 || p.InputsPerS != 4 || p.BatchSize != 4 || p.VectorDims != 64 {
 		t.Errorf("finished %+v", p)
 	}
-	raw, err := b.State()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.MergeState(raw); err != nil {
-		t.Fatal(err)
-	}
+	mergeStates(t, a, b)
 	a.Finish(&whole, 3*time.Second)
 	if p := whole.Pooling; p.Inputs != 12 || p.Returned != 12 || p.VectorDims != 0 || p.MinDims != 64 || p.MaxDims != 96 {
 		t.Errorf("merged %+v", p)
@@ -66,7 +60,7 @@ func TestPoolingSampleHasNoTokenFigures(t *testing.T) {
 	r.Measure = api.MeasureScores
 	s.From(&r, NoSLO)
 	scores.Add(&s)
-	raw, _ = scores.State()
+	raw, _ := scores.State()
 	if err := a.MergeState(raw); err == nil {
 		t.Error("a copy of scores merged into one of vectors")
 	}

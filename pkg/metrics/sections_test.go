@@ -3,7 +3,6 @@ package metrics
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -136,14 +135,7 @@ func TestSectionsRoundTrip(t *testing.T) {
 // behind) read into the typed sections and write back byte for byte.
 func TestSectionsWrittenByThePreviousFormat(t *testing.T) {
 	for _, name := range []string{"testdata/summary-merged.json", "testdata/summary-replay.json"} {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var s Summary
-		if err := json.Unmarshal(b, &s); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+		b, s := testenv.ReadFile(t, name), testenv.ReadJSON[Summary](t, name)
 		out, err := json.MarshalIndent(&s, "", "  ")
 		if err != nil {
 			t.Fatal(err)

@@ -132,10 +132,24 @@ type PerTurn struct {
 }
 
 type turnAcc struct {
-	count, failed                   int64
-	ok                              int64
-	prompt, history, cached, cacheN int64
-	ttft, e2e                       *Hist
+	turnCounts
+	ttft, e2e *Hist
+}
+
+// turnCounts are one turn number's counts (or a range's), declared once:
+// turnAcc keeps them and TurnState writes them in place under these keys.
+// Count is the turns that finished, Failed and OK those that failed and
+// succeeded; Prompt and History the prompt and history tokens of the
+// successful ones, Cached the server's cached prompt tokens of the CacheN
+// that reported them.
+type turnCounts struct {
+	Count   int64 `json:"count"`
+	Failed  int64 `json:"failed"`
+	OK      int64 `json:"ok"`
+	Prompt  int64 `json:"prompt_tokens"`
+	History int64 `json:"history_tokens"`
+	Cached  int64 `json:"cached_tokens"`
+	CacheN  int64 `json:"cached_reported"`
 }
 
 // NewPerTurn returns an empty accumulator.
@@ -157,21 +171,21 @@ func (p *PerTurn) Add(s *Sample) {
 	if s.Cancelled {
 		return // a turn's figures are of completed and failed turns
 	}
-	t.count++
+	t.Count++
 	if !s.OK {
-		t.failed++
+		t.Failed++
 		return
 	}
-	t.ok++
+	t.OK++
 	prompt := s.PromptTokens
 	if prompt < 0 {
 		prompt = s.InputLen + s.HistoryTokens
 	}
-	t.prompt += int64(prompt)
-	t.history += int64(s.HistoryTokens)
+	t.Prompt += int64(prompt)
+	t.History += int64(s.HistoryTokens)
 	if s.CachedTokens >= 0 {
-		t.cached += int64(s.CachedTokens)
-		t.cacheN++
+		t.Cached += int64(s.CachedTokens)
+		t.CacheN++
 	}
 	if s.HasTTFT {
 		t.ttft.Record(s.TTFT)
@@ -194,19 +208,19 @@ func (p *PerTurn) acc(i int) *turnAcc {
 func (p *PerTurn) Turns() []TurnSummary {
 	out := make([]TurnSummary, 0, len(p.turns))
 	for i, t := range p.turns {
-		ts := TurnSummary{Turn: i + 1, Count: t.count, Failed: t.failed}
+		ts := TurnSummary{Turn: i + 1, Count: t.Count, Failed: t.Failed}
 		if first, last := turnRange(i); last != first {
 			ts.Turn, ts.TurnLast = first, last
 		}
-		if t.ok > 0 {
-			ts.PromptTokensMean = float64(t.prompt) / float64(t.ok)
-			ts.HistoryTokensMean = float64(t.history) / float64(t.ok)
+		if t.OK > 0 {
+			ts.PromptTokensMean = float64(t.Prompt) / float64(t.OK)
+			ts.HistoryTokensMean = float64(t.History) / float64(t.OK)
 		}
-		if t.cacheN > 0 {
-			m := float64(t.cached) / float64(t.cacheN)
+		if t.CacheN > 0 {
+			m := float64(t.Cached) / float64(t.CacheN)
 			ts.CachedTokensMean = &m
-			if t.prompt > 0 {
-				share := float64(t.cached) / float64(t.prompt)
+			if t.Prompt > 0 {
+				share := float64(t.Cached) / float64(t.Prompt)
 				ts.CacheHitShare = &share
 			}
 		}
@@ -276,40 +290,26 @@ type TurnState struct {
 	// LastTurn is the last turn number of a range of them (past
 	// TurnsSingly); without it, the state's place in the list is its
 	// turn number (as states written before the ranges have it).
-	LastTurn int       `json:"last_turn,omitempty"`
-	Count    int64     `json:"count"`
-	Failed   int64     `json:"failed"`
-	OK       int64     `json:"ok"`
-	Prompt   int64     `json:"prompt_tokens"`
-	History  int64     `json:"history_tokens"`
-	Cached   int64     `json:"cached_tokens"`
-	CacheN   int64     `json:"cached_reported"`
-	TTFT     HistState `json:"ttft"`
-	E2E      HistState `json:"e2e"`
+	LastTurn int `json:"last_turn,omitempty"`
+	turnCounts
+	TTFT HistState `json:"ttft"`
+	E2E  HistState `json:"e2e"`
 }
 
 // State encodes r.
 func (r *SessionsRun) State() (*SessionsState, error) {
 	st := &SessionsState{Summary: r.Summary}
 	st.Summary.DurationS, st.Summary.StartLagMS, st.Summary.TurnLagMS, st.Summary.ThinkMS = Quantiles{}, Quantiles{}, Quantiles{}, Quantiles{}
-	var err error
-	for _, h := range []struct {
-		dst *HistState
-		h   *Hist
-	}{{&st.Duration, r.Clock.Duration}, {&st.Think, r.Clock.Think}, {&st.StartLag, r.PerTurn.startLag}, {&st.TurnLag, r.PerTurn.turnLag}} {
-		if *h.dst, err = h.h.State(); err != nil {
-			return nil, err
-		}
+	if err := saveHists(histSlot{"duration", r.Clock.Duration, &st.Duration}, histSlot{"think", r.Clock.Think, &st.Think},
+		histSlot{"start_lag", r.PerTurn.startLag, &st.StartLag}, histSlot{"turn_lag", r.PerTurn.turnLag, &st.TurnLag}); err != nil {
+		return nil, err
 	}
 	for i, t := range r.PerTurn.turns {
-		ts := TurnState{Count: t.count, Failed: t.failed, OK: t.ok, Prompt: t.prompt, History: t.history, Cached: t.cached, CacheN: t.cacheN}
+		ts := TurnState{turnCounts: t.turnCounts}
 		if first, last := turnRange(i); last != first {
 			ts.LastTurn = last
 		}
-		if ts.TTFT, err = t.ttft.State(); err != nil {
-			return nil, err
-		}
-		if ts.E2E, err = t.e2e.State(); err != nil {
+		if err := saveHists(histSlot{"ttft", t.ttft, &ts.TTFT}, histSlot{"e2e", t.e2e, &ts.E2E}); err != nil {
 			return nil, err
 		}
 		st.Turns = append(st.Turns, ts)
@@ -333,7 +333,7 @@ func SessionsFromState(st *SessionsState) (*SessionsRun, error) {
 		if ts.Count < 0 || ts.Failed < 0 || ts.OK < 0 || ts.Failed+ts.OK != ts.Count || ts.CacheN < 0 {
 			return nil, fmt.Errorf("turn %d: inconsistent counts", i+1)
 		}
-		t := &turnAcc{count: ts.Count, failed: ts.Failed, ok: ts.OK, prompt: ts.Prompt, history: ts.History, cached: ts.Cached, cacheN: ts.CacheN}
+		t := &turnAcc{turnCounts: ts.turnCounts}
 		if t.ttft, err = histFromState(ts.TTFT, histSigFigs); err != nil {
 			return nil, fmt.Errorf("turn %d: ttft: %w", i+1, err)
 		}
@@ -356,13 +356,13 @@ func SessionsFromState(st *SessionsState) (*SessionsRun, error) {
 
 // add adds o's figures to t.
 func (t *turnAcc) add(o *turnAcc) {
-	t.count += o.count
-	t.failed += o.failed
-	t.ok += o.ok
-	t.prompt += o.prompt
-	t.history += o.history
-	t.cached += o.cached
-	t.cacheN += o.cacheN
+	t.Count += o.Count
+	t.Failed += o.Failed
+	t.OK += o.OK
+	t.Prompt += o.Prompt
+	t.History += o.History
+	t.Cached += o.Cached
+	t.CacheN += o.CacheN
 	t.ttft.Merge(o.ttft)
 	t.e2e.Merge(o.e2e)
 }

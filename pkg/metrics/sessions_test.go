@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
@@ -38,31 +37,20 @@ func TestPerTurnAndItsMergeState(t *testing.T) {
 	if s.Sessions.StartLagMS.Max != 4 || s.Sessions.TurnLagMS.Max != 1 || s.Sessions.DurationS.P50 != 1 {
 		t.Errorf("lags %+v %+v, duration %+v", s.Sessions.StartLagMS, s.Sessions.TurnLagMS, s.Sessions.DurationS)
 	}
-	st, err := run.State()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(st)
-	var back SessionsState
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	r1, err := SessionsFromState(&back)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r1 := throughState(t, run.State, SessionsFromState)
 	if got := r1.PerTurn.Turns(); !reflect.DeepEqual(got, turns) {
 		t.Errorf("read back %+v\nwant %+v", got, turns)
 	}
-	r2, _ := SessionsFromState(&back)
-	r1.Merge(r2)
+	r1.Merge(throughState(t, run.State, SessionsFromState))
 	var m Summary
 	r1.Set(&m)
 	if m.Sessions.Started != 4 || m.Sessions.TurnsSent != 8 || m.PerTurn[1].Count != 4 || m.PerTurn[1].PromptTokensMean != 150 {
 		t.Errorf("merged %+v %+v", m.Sessions, m.PerTurn)
 	}
-	back.Turns[0].OK = 7
-	if _, err := SessionsFromState(&back); err == nil {
+	st, err := run.State()
+	must(t, err)
+	st.Turns[0].OK = 7
+	if _, err := SessionsFromState(st); err == nil {
 		t.Error("inconsistent turn counts read without an error")
 	}
 }

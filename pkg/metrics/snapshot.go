@@ -5,6 +5,7 @@ import (
 	"compress/zlib"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -96,6 +97,80 @@ func histFromState(s HistState, sigFigs int) (*Hist, error) {
 	h.h = dec
 	h.n, h.mean, h.m2, h.max, h.clamped = s.Count, s.MeanMS, s.M2, time.Duration(s.MaxNS), s.Clamped
 	return h, nil
+}
+
+// histSlot is one of a part's distributions and its place in the part's
+// mergeable state; name labels a state that does not decode.
+type histSlot struct {
+	name  string
+	h     *Hist
+	state *HistState
+}
+
+// saveHists writes each slot's distribution into its state.
+func saveHists(slots ...histSlot) error {
+	for _, s := range slots {
+		var err error
+		if *s.state, err = s.h.State(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkCounts refuses a part's state that has a negative count among
+// counts, or whose counts contradict each other (contradict).
+func checkCounts(contradict bool, counts ...int64) error {
+	if slices.ContainsFunc(counts, func(n int64) bool { return n < 0 }) {
+		return errors.New("a negative count")
+	}
+	if contradict {
+		return errors.New("counts that contradict each other")
+	}
+	return nil
+}
+
+// marshalState saves the slots' distributions into st, a part's state,
+// and writes it.
+func marshalState(st any, slots []histSlot) (json.RawMessage, error) {
+	if err := saveHists(slots...); err != nil {
+		return nil, err
+	}
+	return json.Marshal(st)
+}
+
+// mergePartState decodes raw, a part's state (marshalState), checks it
+// (check: its counts) and adds its distributions (slots) to the part's,
+// all of them or none; it returns the state for the part to add its
+// counts.
+func mergePartState[S any](raw json.RawMessage, check func(*S) error, slots func(*S) []histSlot) (*S, error) {
+	st := new(S)
+	if err := json.Unmarshal(raw, st); err != nil {
+		return nil, err
+	}
+	if err := check(st); err != nil {
+		return nil, err
+	}
+	if err := mergeHists(slots(st)...); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// mergeHists adds each slot's state to its distribution. The states are
+// all decoded first, so a state with one bad distribution adds nothing.
+func mergeHists(slots ...histSlot) error {
+	hs := make([]*Hist, len(slots))
+	for i, s := range slots {
+		var err error
+		if hs[i], err = histFromState(*s.state, histSigFigs); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	for i, s := range slots {
+		s.h.Merge(hs[i])
+	}
+	return nil
 }
 
 func finiteNonNeg(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }

@@ -7,12 +7,55 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// jsonObject returns v written as JSON and read back as an untyped object:
+// the keys and values a reader of the file sees.
+func jsonObject(t testing.TB, v any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	must(t, err)
+	var m map[string]any
+	must(t, json.Unmarshal(b, &m))
+	return m
+}
+
+// throughState returns what from rebuilds of the state state returns, once
+// written as JSON and read back: a copy of a run as merge reads it.
+func throughState[S, P any](t testing.TB, state func() (S, error), from func(S) (P, error)) P {
+	t.Helper()
+	st, err := state()
+	must(t, err)
+	back, _ := testenv.RoundTrip(t, st)
+	p, err := from(back)
+	must(t, err)
+	return p
+}
+
+// stater and stateMerger are a part's two sides of its merge state.
+type (
+	stater interface {
+		State() (json.RawMessage, error)
+	}
+	stateMerger interface{ MergeState(json.RawMessage) error }
+)
+
+// mergeStates adds each of froms' states to into, as merge does.
+func mergeStates(t testing.TB, into stateMerger, froms ...stater) {
+	t.Helper()
+	for _, f := range froms {
+		raw, err := f.State()
+		must(t, err)
+		must(t, into.MergeState(raw))
 	}
 }
 

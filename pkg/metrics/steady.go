@@ -99,27 +99,17 @@ func (s *SteadyStateSummary) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*s = SteadyStateSummary{Figures: map[string]float64{}}
+	// The section's own keys; every other key is a figure.
+	own := map[string]any{"rule": &s.Rule, "note": &s.Note, "start_s": &s.StartS, "end_s": &s.EndS,
+		"in_flight_level": &s.InFlightLevel, "requests": &s.Requests}
 	for k, raw := range m {
 		var err error
-		switch k {
-		case "rule":
-			err = json.Unmarshal(raw, &s.Rule)
-		case "note":
-			err = json.Unmarshal(raw, &s.Note)
-		case "start_s":
-			err = json.Unmarshal(raw, &s.StartS)
-		case "end_s":
-			err = json.Unmarshal(raw, &s.EndS)
-		case "in_flight_level":
-			err = json.Unmarshal(raw, &s.InFlightLevel)
-		case "requests":
-			err = json.Unmarshal(raw, &s.Requests)
-		default:
+		if dst, ok := own[k]; ok {
+			err = json.Unmarshal(raw, dst)
+		} else if string(raw) != "null" {
 			var v float64
-			if string(raw) != "null" {
-				err = json.Unmarshal(raw, &v)
-				s.Figures[k] = v
-			}
+			err = json.Unmarshal(raw, &v)
+			s.Figures[k] = v
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", k, err)

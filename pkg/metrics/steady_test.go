@@ -5,8 +5,11 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 // TestSteadyWindowRule: requests sent every 100 ms (0 to 3.9 s), each
@@ -90,14 +93,7 @@ func TestFiguresAreTheJSONNumbers(t *testing.T) {
 	s.RequestThroughput, s.Completed = 12.5, 7
 	s.TTFT = Dist{Count: 3, Mean: 10, Median: 9, P99: 30, Max: 31}
 	s.E2E = Dist{Count: 3, Mean: 20, Median: 19, P99: 50, Max: 51}
-	b, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := jsonObject(t, s)
 	want := map[string]float64{}
 	for k, v := range m {
 		if f, ok := v.(float64); ok {
@@ -129,5 +125,23 @@ func TestFiguresAreTheJSONNumbers(t *testing.T) {
 	}
 	if s.SetFigure("backend", 1) {
 		t.Error("SetFigure of a string key")
+	}
+}
+
+// TestSteadyStateEveryKeyRoundTrips: each of the section's own keys reads
+// back into its field, the rest into Figures; a key of the wrong type is
+// refused by name.
+func TestSteadyStateEveryKeyRoundTrips(t *testing.T) {
+	ss := &SteadyStateSummary{Rule: SteadyAuto, StartS: 2.5, EndS: 9, InFlightLevel: 7.25, Requests: 40,
+		Note: "a note", Figures: map[string]float64{"mean_ttft_ms": 12, "request_throughput": 3}}
+	if back, _ := testenv.RoundTrip(t, ss); !reflect.DeepEqual(back, ss) {
+		t.Errorf("round trip %+v, want %+v", back, ss)
+	}
+	for _, k := range []string{"rule", "note", "start_s", "end_s", "in_flight_level", "requests", "mean_ttft_ms"} {
+		var back SteadyStateSummary
+		bad := `{"` + k + `":{}}`
+		if err := json.Unmarshal([]byte(bad), &back); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s: error %v, want one naming %s", bad, err, k)
+		}
 	}
 }

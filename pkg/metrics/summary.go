@@ -405,19 +405,29 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 	return append(out, '}'), nil
 }
 
+// decodeKeyed decodes the JSON object b as a P, and returns it with b's
+// keys and their raw values: for an UnmarshalJSON that reads its struct
+// tags' keys through P (its type without the method) and the keys the
+// tags cannot name from the map.
+func decodeKeyed[P any](b []byte) (P, map[string]json.RawMessage, error) {
+	var p P
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, nil, err
+	}
+	var keys map[string]json.RawMessage
+	err := json.Unmarshal(b, &keys)
+	return p, keys, err
+}
+
 // UnmarshalJSON reads a summary written by MarshalJSON (or FineServe's line,
 // whose missing keys stay zero). Unknown keys are ignored.
 func (s *Summary) UnmarshalJSON(b []byte) error {
 	type plain Summary
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
+	p, all, err := decodeKeyed[plain](b)
+	if err != nil {
 		return err
 	}
 	*s = Summary(p)
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(b, &all); err != nil {
-		return err
-	}
 	for _, f := range distFields {
 		d := f.get(s)
 		for _, st := range d.stats() {

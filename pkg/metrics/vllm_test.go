@@ -19,14 +19,7 @@ func TestVLLMKeysEqualOurs(t *testing.T) {
 	}
 	s := &Summary{Backend: "vllm", Mode: "poisson", Scheduled: 6, MaxInFlight: 4}
 	c.Summarize(s, 2*time.Second)
-	b, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var all map[string]any
-	if err := json.Unmarshal(b, &all); err != nil {
-		t.Fatal(err)
-	}
+	all := jsonObject(t, s)
 	pairs := [][2]string{
 		{"num_prompts", "scheduled"}, {"total_token_throughput", "total_throughput"},
 		{"max_concurrent_requests", "max_in_flight"},
@@ -45,11 +38,7 @@ func TestVLLMKeysEqualOurs(t *testing.T) {
 	}
 
 	// No E2E sample: the e2el keys are null, as ours.
-	b, _ = json.Marshal(&Summary{Failed: 3})
-	all = nil
-	if err := json.Unmarshal(b, &all); err != nil {
-		t.Fatal(err)
-	}
+	all = jsonObject(t, &Summary{Failed: 3})
 	for _, st := range []string{"mean", "median", "std", "p90", "p95", "p99"} {
 		if v, ok := all[st+"_e2el_ms"]; !ok || v != nil {
 			t.Errorf("%s_e2el_ms = %v (present %v), want null", st, v, ok)
@@ -123,19 +112,7 @@ func TestMaxOutputTokensPerSecond(t *testing.T) {
 	b.Add(&Sample{Request: record.Request{TokenTimes: ms(1000, 1100, 1200, 1300, 1400, 1500)}, OK: true, OutputTokens: 6})
 	var merged *Collector
 	for _, c := range []*Collector{a, b} {
-		st, err := c.State()
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := json.Marshal(st)
-		var back CollectorState
-		if err := json.Unmarshal(raw, &back); err != nil {
-			t.Fatal(err)
-		}
-		got, err := CollectorFromState(back)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := throughState(t, c.State, CollectorFromState)
 		if merged == nil {
 			merged = got
 		} else {
