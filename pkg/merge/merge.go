@@ -385,29 +385,22 @@ func (m *merger) facts(start time.Time, dur time.Duration) (s metrics.Summary, w
 	}
 
 	// Sections the merge does not compute: taken from the first summary
-	// that has them.
+	// that has them. The GPUs are the server's: every copy that watched
+	// them saw the same devices, as with its metrics.
 	copied = map[string]string{}
 	for _, r := range m.rs {
-		if r.s.Replay != nil && s.Replay == nil {
-			s.Replay, copied[metrics.KeyReplay] = r.s.Replay, r.name
+		take := func(key string, found bool, set func()) {
+			if _, done := copied[key]; found && !done {
+				set()
+				copied[key] = r.name
+			}
 		}
-		if r.s.TargetRate != nil && s.TargetRate == nil {
-			s.TargetRate, copied[metrics.KeyTargetRate] = r.s.TargetRate, r.name
-		}
-		if r.s.LengthMix != nil && s.LengthMix == nil {
-			s.LengthMix, copied[metrics.KeyLengthMix] = r.s.LengthMix, r.name
-		}
-		if r.s.SharedPrefix != nil && s.SharedPrefix == nil {
-			s.SharedPrefix, copied[metrics.KeySharedPrefix] = r.s.SharedPrefix, r.name
-		}
-		if r.s.ServerMetrics != nil && s.ServerMetrics == nil {
-			s.ServerMetrics, copied[metrics.KeyServerMetrics] = r.s.ServerMetrics, r.name
-		}
-		// The GPUs are the server's: every copy that watched them saw the
-		// same devices, as with its metrics.
-		if r.s.GPU != nil && s.GPU == nil {
-			s.GPU, copied[metrics.KeyGPU] = r.s.GPU, r.name
-		}
+		take(metrics.KeyReplay, r.s.Replay != nil, func() { s.Replay = r.s.Replay })
+		take(metrics.KeyTargetRate, r.s.TargetRate != nil, func() { s.TargetRate = r.s.TargetRate })
+		take(metrics.KeyLengthMix, r.s.LengthMix != nil, func() { s.LengthMix = r.s.LengthMix })
+		take(metrics.KeySharedPrefix, r.s.SharedPrefix != nil, func() { s.SharedPrefix = r.s.SharedPrefix })
+		take(metrics.KeyServerMetrics, r.s.ServerMetrics != nil, func() { s.ServerMetrics = r.s.ServerMetrics })
+		take(metrics.KeyGPU, r.s.GPU != nil, func() { s.GPU = r.s.GPU })
 	}
 	s.OTLP = m.otlp()
 
