@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
@@ -45,4 +46,18 @@ func Fetch[T any](ctx context.Context, client *http.Client, url, shown string, p
 		return zero, fmt.Errorf("GET %s: %w", shown, err)
 	}
 	return v, nil
+}
+
+// Value is the numeric value of a gauge, counter or untyped sample (ok
+// false for a histogram or summary).
+func Value(m *dto.Metric) (float64, bool) {
+	switch {
+	case m.Gauge != nil:
+		return m.Gauge.GetValue(), true
+	case m.Counter != nil:
+		return m.Counter.GetValue(), true
+	case m.Untyped != nil:
+		return m.Untyped.GetValue(), true
+	}
+	return 0, false
 }

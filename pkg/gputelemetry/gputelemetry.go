@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -70,7 +69,7 @@ func Parse(r io.Reader) ([]Reading, error) {
 			continue
 		}
 		for _, m := range f.Metric {
-			v, ok := value(m)
+			v, ok := scrape.Value(m)
 			if !ok || math.IsNaN(v) {
 				continue
 			}
@@ -125,18 +124,6 @@ func idLess(a, b string) bool {
 		return x < y
 	}
 	return a < b
-}
-
-func value(m *dto.Metric) (float64, bool) {
-	switch {
-	case m.Gauge != nil:
-		return m.Gauge.GetValue(), true
-	case m.Counter != nil:
-		return m.Counter.GetValue(), true
-	case m.Untyped != nil:
-		return m.Untyped.GetValue(), true
-	}
-	return 0, false
 }
 
 // step integrates figures held from one scrape to the next (a step

@@ -99,7 +99,7 @@ func perPosition(f *dto.MetricFamily) []float64 {
 	}
 	var out []float64
 	for _, m := range f.Metric {
-		v, ok := value(m)
+		v, ok := scrape.Value(m)
 		if !ok || math.IsNaN(v) {
 			continue
 		}
@@ -120,19 +120,6 @@ func perPosition(f *dto.MetricFamily) []float64 {
 	return out
 }
 
-// value is the numeric value of a gauge, counter or untyped sample.
-func value(m *dto.Metric) (float64, bool) {
-	switch {
-	case m.Gauge != nil:
-		return m.Gauge.GetValue(), true
-	case m.Counter != nil:
-		return m.Counter.GetValue(), true
-	case m.Untyped != nil:
-		return m.Untyped.GetValue(), true
-	}
-	return 0, false
-}
-
 // total adds the family's values, returning how many there were.
 func total(f *dto.MetricFamily) (float64, int) {
 	if f == nil {
@@ -140,7 +127,7 @@ func total(f *dto.MetricFamily) (float64, int) {
 	}
 	t, n := 0.0, 0
 	for _, m := range f.Metric {
-		if v, ok := value(m); ok && !math.IsNaN(v) {
+		if v, ok := scrape.Value(m); ok && !math.IsNaN(v) {
 			t += v
 			n++
 		}
