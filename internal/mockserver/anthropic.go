@@ -268,37 +268,12 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	id := g.id
-	start := time.Now()
-	if s.cfg.Pace == PaceExact {
-		start = arrival
+	first := s.firstDue(arrival, &g, s.cfg.TTFT)
+	ms := &msgStream{g: &g, id: "msg_" + hex32(s.cfg.Seed^0xa17, g.id), failAfterFirst: faultWritesBody(fault, req.stream)}
+	if !s.answer(ctx, w, r, arrival, &g, ms, first) || ms.failAfterFirst {
+		return
 	}
-	first := start.Add(s.cfg.TTFT + time.Duration(req.promptTokens-g.cached)*s.cfg.PrefillPerToken)
-	ms := &msgStream{g: &g, id: "msg_" + hex32(s.cfg.Seed^0xa17, id), failAfterFirst: faultWritesBody(fault, req.stream)}
-	if req.stream {
-		g.trace = s.cfg.Chunks.start(arrival, received(r), requestID(r))
-		defer func() { s.cfg.Chunks.finish(g.trace, id) }()
-		if !ms.stream(ctx, w, first) {
-			s.aborted.Add(1)
-			return
-		}
-		if ms.failAfterFirst {
-			return
-		}
-	} else {
-		if !sleepUntil(ctx, first.Add(time.Duration(max(g.out-1, 0))*s.cfg.ITL)) {
-			s.aborted.Add(1)
-			return
-		}
-		if ms.failAfterFirst {
-			writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", "injected fault: Overloaded")
-			return
-		}
-		writeJSON(w, ms.appendMessage(nil, true))
-	}
-	s.completed.Add(1)
-	s.promptTokens.Add(int64(req.promptTokens))
-	s.genTokens.Add(int64(g.out))
+	s.countCompleted(&g)
 	s.model.count(&g)
 }
 
@@ -483,56 +458,29 @@ func (ms *msgStream) appendEnd(b []byte) []byte {
 // stream writes the event stream: message_start and a ping at once, token
 // k at first + k·ITL; it reports false if the client left.
 func (ms *msgStream) stream(ctx context.Context, w http.ResponseWriter, first time.Time) bool {
-	g := ms.g
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	rc := http.NewResponseController(w)
-	b := msgEvent(nil, "message_start", func(b []byte) []byte { return ms.appendMessage(append(b, `"message":`...), false) })
-	b = msgEvent(b, "ping", nil)
-	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write(b); err != nil {
-		return false
+	ev := tokenEvents{
+		start: func(b []byte) []byte {
+			b = msgEvent(b, "message_start", func(b []byte) []byte { return ms.appendMessage(append(b, `"message":`...), false) })
+			return msgEvent(b, "ping", nil)
+		},
+		token: ms.appendToken,
+		end:   ms.appendEnd,
 	}
-	b = b[:0]
-	rc.Flush()
-	var pace pacer
-	defer pace.stop()
-	if !pace.until(ctx, first) {
-		return false
-	}
-	for k := range g.out {
-		if k > 0 && (g.s.cfg.ITL > 0 || ms.failAfterFirst) {
-			if _, err := w.Write(b); err != nil || rc.Flush() != nil {
-				return false
-			}
-			b = b[:0]
-			g.trace.wrote()
-			if ms.failAfterFirst {
-				b = msgEvent(b, "error", func(b []byte) []byte {
-					return append(b, `"error":{"type":"overloaded_error","message":"injected fault: Overloaded"}`...)
-				})
-				_, err := w.Write(b)
-				return err == nil
-			}
-			if !pace.until(ctx, first.Add(time.Duration(k)*g.s.cfg.ITL)) {
-				return false
-			}
+	if ms.failAfterFirst { // the error comes after the first token
+		ev.fail = func(b []byte) []byte {
+			return msgEvent(b, "error", func(b []byte) []byte {
+				return append(b, `"error":{"type":"overloaded_error","message":"injected fault: Overloaded"}`...)
+			})
 		}
-		b = ms.appendToken(b, k)
 	}
-	if ms.failAfterFirst { // a one-token answer: the error comes after it
-		b = msgEvent(b, "error", func(b []byte) []byte {
-			return append(b, `"error":{"type":"overloaded_error","message":"injected fault: Overloaded"}`...)
-		})
-		_, err := w.Write(b)
-		return err == nil
+	return ms.g.streamTokens(ctx, w, first, ev)
+}
+
+// writeWhole writes the whole message, or the fault's error in its place.
+func (ms *msgStream) writeWhole(w http.ResponseWriter) {
+	if ms.failAfterFirst {
+		writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", "injected fault: Overloaded")
+		return
 	}
-	b = ms.appendEnd(b)
-	_, err := w.Write(b)
-	if err == nil && (g.trace != nil || g.s.cfg.Pace == PaceExact) {
-		err = rc.Flush()
-		g.trace.wrote()
-	}
-	return err == nil
+	writeJSON(w, ms.appendMessage(nil, true))
 }

@@ -173,10 +173,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		return
 	}
 	req, err := s.parse(body, chat)
-	if !s.accepted(w, req.model, err) {
-		return
-	}
-	if !s.withinContext(w, req) {
+	if !s.accepted(w, req.model, err) || !s.withinContext(w, req) {
 		return
 	}
 	ctx := r.Context()
@@ -185,38 +182,17 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		return
 	}
 	defer done()
-	g.reqID = requestID(r)
-	id, cached, out := g.id, g.cached, g.out
-	start := time.Now()
-	if s.cfg.Pace == PaceExact {
-		start = arrival
-	}
-	first := start.Add(s.ttft(g.id) + time.Duration(req.promptTokens-cached)*s.cfg.PrefillPerToken)
-
+	g.reqID, g.jitter = requestID(r), true
+	first := s.firstDue(arrival, &g, s.ttft(g.id))
 	if faultWritesBody(fault, req.stream) {
 		s.faultBody(ctx, w, fault, &g, first)
 		return
 	}
-	// A client that goes away (a cancelled request) stops the generation:
-	// its slot is released on return, at once.
-	if req.stream {
-		g.trace = s.cfg.Chunks.start(arrival, received(r), g.reqID)
-		defer func() { s.cfg.Chunks.finish(g.trace, id) }()
-		if !g.stream(ctx, w, first) {
-			s.aborted.Add(1)
-			return
-		}
-	} else {
-		if !sleepUntil(ctx, s.tokenDue(first, id, out-1)) {
-			s.aborted.Add(1)
-			return
-		}
-		writeJSON(w, g.whole())
+	if !s.answer(ctx, w, r, arrival, &g, &g, first) {
+		return
 	}
-	s.completed.Add(1)
-	s.promptTokens.Add(int64(req.promptTokens))
-	s.genTokens.Add(int64(out))
-	s.countSpec(id, out)
+	s.countCompleted(&g)
+	s.countSpec(g.id, g.out)
 	s.model.count(&g)
 }
 
@@ -332,6 +308,9 @@ type generation struct {
 	invalidAnswer bool // the structured answer is the invalid instance
 	// trace, when set, times the token writes (chunklog.go).
 	trace *chunkTrace
+	// jitter: the gaps between tokens are spread by ITLJitter (chat and
+	// completions).
+	jitter bool
 }
 
 const (
@@ -564,32 +543,23 @@ const streamBuffer = 64 << 10
 // Output token k is due at first + k·ITL (each gap spread by ITLJitter:
 // jitter.go), whether it is sent or not.
 func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first time.Time) bool {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	rc := http.NewResponseController(w)
+	es := openEventStream(w, g.trace)
+	defer es.pace.stop()
 	bp := bodyPool.Get().(*[]byte)
 	defer putBody(bp)
 	b := (*bp)[:0]
 	defer func() { *bp = b[:0] }()
 	itl := g.s.cfg.ITL
-	var pace pacer
-	defer pace.stop()
 	if g.chat {
 		b = g.appendChunk(b, -1)
 	}
 	if time.Until(first) > 0 {
 		// Send the headers (and the role chunk) before the first token, as
 		// vLLM does, so the time to first token is the server's.
-		w.WriteHeader(http.StatusOK)
-		if len(b) > 0 {
-			w.Write(b)
-			b = b[:0]
-		}
-		rc.Flush()
-		if !pace.until(ctx, first) {
+		if !es.begin(b) || !es.pace.until(ctx, first) {
 			return false
 		}
+		b = b[:0]
 	}
 	due := first // token k's due time: first + its gaps (jitter.go)
 	for k := range g.out {
@@ -603,17 +573,13 @@ func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first ti
 		}
 		if itl > 0 && k > 0 {
 			if len(b) > 0 {
-				if _, err := w.Write(b); err != nil {
+				if !es.send(b) {
 					return false
 				}
 				b = b[:0]
-				if rc.Flush() != nil {
-					return false
-				}
-				g.trace.wrote()
 			}
 			due = due.Add(g.s.gap(g.id, k))
-			if !pace.until(ctx, due) {
+			if !es.pace.until(ctx, due) {
 				return false
 			}
 		}
@@ -631,14 +597,11 @@ func (g *generation) stream(ctx context.Context, w http.ResponseWriter, first ti
 		b = g.appendUsageChunk(b)
 	}
 	b = append(b, "data: [DONE]\n\n"...)
-	_, err := w.Write(b)
-	if err == nil && (g.trace != nil || g.s.cfg.Pace == PaceExact) {
-		// The last token goes out now, not when the handler returns.
-		err = rc.Flush()
-		g.trace.wrote()
-	}
-	return err == nil
+	return es.end(b, g.s.cfg.Pace == PaceExact)
 }
+
+// writeWhole writes the non-streamed response.
+func (g *generation) writeWhole(w http.ResponseWriter) { writeJSON(w, g.whole()) }
 
 // answerText returns the answer's whole text.
 func (g *generation) answerText() []byte {

@@ -142,29 +142,10 @@ func (s *Server) handleNative(w http.ResponseWriter, r *http.Request, api native
 	}
 	defer done()
 	g.reqID = requestID(r)
-	start := time.Now()
-	if s.cfg.Pace == PaceExact {
-		start = arrival
+	first := s.firstDue(arrival, &g, s.cfg.TTFT)
+	if s.answer(ctx, w, r, arrival, &g, &nativeStream{g: &g, api: api, opts: opts}, first) {
+		s.countCompleted(&g)
 	}
-	first := start.Add(s.cfg.TTFT + time.Duration(req.promptTokens-g.cached)*s.cfg.PrefillPerToken)
-	ns := &nativeStream{g: &g, api: api, opts: opts}
-	if req.stream {
-		g.trace = s.cfg.Chunks.start(arrival, received(r), g.reqID)
-		defer func() { s.cfg.Chunks.finish(g.trace, g.id) }()
-		if !ns.stream(ctx, w, first) {
-			s.aborted.Add(1)
-			return
-		}
-	} else {
-		if !sleepUntil(ctx, first.Add(time.Duration(max(g.out-1, 0))*s.cfg.ITL)) {
-			s.aborted.Add(1)
-			return
-		}
-		writeJSON(w, ns.appendObject(nil, g.out, g.out))
-	}
-	s.completed.Add(1)
-	s.promptTokens.Add(int64(req.promptTokens))
-	s.genTokens.Add(int64(g.out))
 }
 
 // nativeStream writes a /generate or generate answer.
@@ -230,41 +211,22 @@ func (ns *nativeStream) appendObject(b []byte, n, new int) []byte {
 // stream writes the event stream, token k at first + k·ITL; it reports
 // false if the client left.
 func (ns *nativeStream) stream(ctx context.Context, w http.ResponseWriter, first time.Time) bool {
-	g := ns.g
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	rc := http.NewResponseController(w)
-	w.WriteHeader(http.StatusOK)
-	rc.Flush()
-	var pace pacer
-	defer pace.stop()
-	if !pace.until(ctx, first) {
-		return false
-	}
-	var b []byte
-	for k := range g.out {
-		if k > 0 && g.s.cfg.ITL > 0 {
-			if _, err := w.Write(b); err != nil || rc.Flush() != nil {
-				return false
+	return ns.g.streamTokens(ctx, w, first, tokenEvents{
+		token: func(b []byte, k int) []byte {
+			b = append(b, "data: "...)
+			b = ns.appendObject(b, k+1, 1)
+			return append(b, "\n\n"...)
+		},
+		end: func(b []byte) []byte {
+			if ns.api == nativeSGLang {
+				b = append(b, "data: [DONE]\n\n"...)
 			}
-			b = b[:0]
-			g.trace.wrote()
-			if !pace.until(ctx, first.Add(time.Duration(k)*g.s.cfg.ITL)) {
-				return false
-			}
-		}
-		b = append(b, "data: "...)
-		b = ns.appendObject(b, k+1, 1)
-		b = append(b, "\n\n"...)
-	}
-	if ns.api == nativeSGLang {
-		b = append(b, "data: [DONE]\n\n"...)
-	}
-	_, err := w.Write(b)
-	if err == nil && (g.trace != nil || g.s.cfg.Pace == PaceExact) {
-		err = rc.Flush()
-		g.trace.wrote()
-	}
-	return err == nil
+			return b
+		},
+	})
+}
+
+// writeWhole writes the whole answer.
+func (ns *nativeStream) writeWhole(w http.ResponseWriter) {
+	writeJSON(w, ns.appendObject(nil, ns.g.out, ns.g.out))
 }

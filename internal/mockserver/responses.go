@@ -280,10 +280,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, meta, err := s.parseResponses(body)
-	if !s.accepted(w, req.model, err) {
-		return
-	}
-	if !s.withinContext(w, req) {
+	if !s.accepted(w, req.model, err) || !s.withinContext(w, req) {
 		return
 	}
 	ctx := r.Context()
@@ -292,34 +289,16 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	id, cached := g.id, g.cached
-	start := time.Now()
-	if s.cfg.Pace == PaceExact {
-		start = arrival
-	}
-	first := start.Add(s.ttft(g.id) + time.Duration(req.promptTokens-cached)*s.cfg.PrefillPerToken)
-	rs := &respStream{g: &g, meta: &meta, id: "resp_" + hex32(s.cfg.Seed^0x5e5, id)}
-	if req.stream {
-		g.trace = s.cfg.Chunks.start(arrival, received(r), requestID(r))
-		defer func() { s.cfg.Chunks.finish(g.trace, id) }()
-		if !rs.stream(ctx, w, first) {
-			s.aborted.Add(1)
-			return
-		}
-	} else {
-		if !sleepUntil(ctx, first.Add(time.Duration(max(g.out-1, 0))*s.cfg.ITL)) {
-			s.aborted.Add(1)
-			return
-		}
-		writeJSON(w, rs.appendResponse(nil, true))
+	first := s.firstDue(arrival, &g, s.ttft(g.id))
+	rs := &respStream{g: &g, meta: &meta, id: "resp_" + hex32(s.cfg.Seed^0x5e5, g.id)}
+	if !s.answer(ctx, w, r, arrival, &g, rs, first) {
+		return
 	}
 	if meta.store {
 		s.store.put(&storedResponse{id: rs.id, tokens: req.promptTokens + g.out - g.reasoning, prefix: compact(req.prefix)})
 	}
-	s.completed.Add(1)
-	s.promptTokens.Add(int64(req.promptTokens))
-	s.genTokens.Add(int64(g.out))
-	s.countSpec(id, g.out)
+	s.countCompleted(&g)
+	s.countSpec(g.id, g.out)
 	s.model.count(&g)
 }
 
@@ -669,43 +648,15 @@ func (rs *respStream) appendEnd(b []byte) []byte {
 // stream writes the event stream (no [DONE]: the Responses API's stream
 // ends with response.completed); it reports false if the client left.
 func (rs *respStream) stream(ctx context.Context, w http.ResponseWriter, first time.Time) bool {
-	g := rs.g
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	rc := http.NewResponseController(w)
-	b := rs.event(nil, "response.created", func(b []byte) []byte { return rs.appendResponse(append(b, `"response":`...), false) }, nil)
-	b = rs.event(b, "response.in_progress", func(b []byte) []byte { return rs.appendResponse(append(b, `"response":`...), false) }, nil)
-	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write(b); err != nil {
-		return false
-	}
-	b = b[:0]
-	rc.Flush()
-	var pace pacer
-	defer pace.stop()
-	if !pace.until(ctx, first) {
-		return false
-	}
-	for k := range g.out {
-		if k > 0 && g.s.cfg.ITL > 0 {
-			if _, err := w.Write(b); err != nil || rc.Flush() != nil {
-				return false
-			}
-			b = b[:0]
-			g.trace.wrote()
-			if !pace.until(ctx, first.Add(time.Duration(k)*g.s.cfg.ITL)) {
-				return false
-			}
-		}
-		b = rs.appendToken(b, k)
-	}
-	b = rs.appendEnd(b)
-	_, err := w.Write(b)
-	if err == nil && (g.trace != nil || g.s.cfg.Pace == PaceExact) {
-		// The last token goes out now, not when the handler returns.
-		err = rc.Flush()
-		g.trace.wrote()
-	}
-	return err == nil
+	return rs.g.streamTokens(ctx, w, first, tokenEvents{
+		start: func(b []byte) []byte {
+			b = rs.event(b, "response.created", func(b []byte) []byte { return rs.appendResponse(append(b, `"response":`...), false) }, nil)
+			return rs.event(b, "response.in_progress", func(b []byte) []byte { return rs.appendResponse(append(b, `"response":`...), false) }, nil)
+		},
+		token: rs.appendToken,
+		end:   rs.appendEnd,
+	})
 }
+
+// writeWhole writes the whole response.
+func (rs *respStream) writeWhole(w http.ResponseWriter) { writeJSON(w, rs.appendResponse(nil, true)) }
