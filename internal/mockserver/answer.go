@@ -6,15 +6,30 @@ import (
 	"time"
 )
 
-// firstDue returns when g's first token is due: ttft, and the prefill of
-// the prompt's uncached tokens, after it started (got its slot), or after
-// it arrived with PaceExact.
-func (s *Server) firstDue(arrival time.Time, g *generation, ttft time.Duration) time.Time {
+// admitRequest answers a request that could not be parsed (err) or that
+// the server does not serve (accepted, withinContext); else it admits it
+// (admit: chat, plan) and returns when its first token is due: the TTFT
+// (spread by TTFTJitter when ttftJitter) and the prefill of the prompt's
+// uncached tokens after it started (got its slot), or after it arrived
+// with PaceExact. ok is false when the request has been answered or went
+// away while it waited; when ok, the handler defers done.
+func (s *Server) admitRequest(w http.ResponseWriter, r *http.Request, arrival time.Time, req request, err error, chat, plan, ttftJitter bool) (g generation, first time.Time, done func(), ok bool) {
+	if !s.accepted(w, req.model, err) || !s.withinContext(w, req) {
+		return generation{}, time.Time{}, nil, false
+	}
+	if g, done, ok = s.admit(r.Context(), req, chat, plan); !ok {
+		return generation{}, time.Time{}, nil, false
+	}
+	g.reqID = requestID(r)
+	ttft := s.cfg.TTFT
+	if ttftJitter {
+		ttft = s.ttft(g.id)
+	}
 	start := time.Now()
 	if s.cfg.Pace == PaceExact {
 		start = arrival
 	}
-	return start.Add(ttft + time.Duration(g.req.promptTokens-g.cached)*s.cfg.PrefillPerToken)
+	return g, start.Add(ttft + time.Duration(req.promptTokens-g.cached)*s.cfg.PrefillPerToken), done, true
 }
 
 // lastDue returns when g's last token is due, its first being due at
@@ -39,7 +54,8 @@ type answerWriter interface {
 // token is due. A client that goes away (a cancelled request) stops it,
 // counted aborted: answer reports false, and the handler returns at once,
 // releasing the request's slot.
-func (s *Server) answer(ctx context.Context, w http.ResponseWriter, r *http.Request, arrival time.Time, g *generation, aw answerWriter, first time.Time) bool {
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, arrival time.Time, g *generation, aw answerWriter, first time.Time) bool {
+	ctx := r.Context()
 	if g.req.stream {
 		g.trace = s.cfg.Chunks.start(arrival, received(r), requestID(r))
 		defer func() { s.cfg.Chunks.finish(g.trace, g.id) }()

@@ -259,18 +259,13 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, err := s.parseMessages(body)
-	if !s.accepted(w, req.model, err) || !s.withinContext(w, req) {
-		return
-	}
-	ctx := r.Context()
-	g, done, ok := s.admit(ctx, req, true, true)
+	g, first, done, ok := s.admitRequest(w, r, arrival, req, err, true, true, false)
 	if !ok {
 		return
 	}
 	defer done()
-	first := s.firstDue(arrival, &g, s.cfg.TTFT)
 	ms := &msgStream{g: &g, id: "msg_" + hex32(s.cfg.Seed^0xa17, g.id), failAfterFirst: faultWritesBody(fault, req.stream)}
-	if !s.answer(ctx, w, r, arrival, &g, ms, first) || ms.failAfterFirst {
+	if !s.answer(w, r, arrival, &g, ms, first) || ms.failAfterFirst {
 		return
 	}
 	s.countCompleted(&g)

@@ -173,22 +173,17 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		return
 	}
 	req, err := s.parse(body, chat)
-	if !s.accepted(w, req.model, err) || !s.withinContext(w, req) {
-		return
-	}
-	ctx := r.Context()
-	g, done, ok := s.admit(ctx, req, chat, chat)
+	g, first, done, ok := s.admitRequest(w, r, arrival, req, err, chat, chat, true)
 	if !ok {
 		return
 	}
 	defer done()
-	g.reqID, g.jitter = requestID(r), true
-	first := s.firstDue(arrival, &g, s.ttft(g.id))
+	g.jitter = true
 	if faultWritesBody(fault, req.stream) {
-		s.faultBody(ctx, w, fault, &g, first)
+		s.faultBody(r.Context(), w, fault, &g, first)
 		return
 	}
-	if !s.answer(ctx, w, r, arrival, &g, &g, first) {
+	if !s.answer(w, r, arrival, &g, &g, first) {
 		return
 	}
 	s.countCompleted(&g)

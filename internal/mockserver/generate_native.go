@@ -132,18 +132,12 @@ func (s *Server) handleNative(w http.ResponseWriter, r *http.Request, api native
 	if api == nativeKServe {
 		req.stream = stream
 	}
-	if !s.accepted(w, req.model, err) || !s.withinContext(w, req) {
-		return
-	}
-	ctx := r.Context()
-	g, done, ok := s.admit(ctx, req, false, false)
+	g, first, done, ok := s.admitRequest(w, r, arrival, req, err, false, false, false)
 	if !ok {
 		return
 	}
 	defer done()
-	g.reqID = requestID(r)
-	first := s.firstDue(arrival, &g, s.cfg.TTFT)
-	if s.answer(ctx, w, r, arrival, &g, &nativeStream{g: &g, api: api, opts: opts}, first) {
+	if s.answer(w, r, arrival, &g, &nativeStream{g: &g, api: api, opts: opts}, first) {
 		s.countCompleted(&g)
 	}
 }

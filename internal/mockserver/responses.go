@@ -280,18 +280,13 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, meta, err := s.parseResponses(body)
-	if !s.accepted(w, req.model, err) || !s.withinContext(w, req) {
-		return
-	}
-	ctx := r.Context()
-	g, done, ok := s.admit(ctx, req, false, true)
+	g, first, done, ok := s.admitRequest(w, r, arrival, req, err, false, true, true)
 	if !ok {
 		return
 	}
 	defer done()
-	first := s.firstDue(arrival, &g, s.ttft(g.id))
 	rs := &respStream{g: &g, meta: &meta, id: "resp_" + hex32(s.cfg.Seed^0x5e5, g.id)}
-	if !s.answer(ctx, w, r, arrival, &g, rs, first) {
+	if !s.answer(w, r, arrival, &g, rs, first) {
 		return
 	}
 	if meta.store {
@@ -505,17 +500,27 @@ func indexes(b []byte, part bool, item string, output int) []byte {
 	return strconv.AppendInt(b, int64(output), 10)
 }
 
+// itemEvent appends the response.output_item.added event (done: .done) of
+// the output item that item appends, at output index out.
+func (rs *respStream) itemEvent(b []byte, item func(b []byte, done bool) []byte, done bool, out int) []byte {
+	typ := "response.output_item.added"
+	if done {
+		typ = "response.output_item.done"
+	}
+	return rs.event(b, typ, func(b []byte) []byte {
+		b = item(append(b, `"item":`...), done)
+		b = append(b, `,"output_index":`...)
+		return strconv.AppendInt(b, int64(out), 10)
+	}, nil)
+}
+
 // appendToken appends the events of output token k.
 func (rs *respStream) appendToken(b []byte, k int) []byte {
 	g := rs.g
 	rid := rs.itemID("rs_")
 	if k < g.reasoning {
 		if k == 0 {
-			b = rs.event(b, "response.output_item.added", func(b []byte) []byte {
-				b = append(b, `"item":`...)
-				b = rs.appendReasoningItem(b, false)
-				return append(b, `,"output_index":0`...)
-			}, nil)
+			b = rs.itemEvent(b, rs.appendReasoningItem, false, 0)
 			b = rs.event(b, "response.content_part.added", func(b []byte) []byte {
 				b = indexes(b, true, rid, 0)
 				return append(b, `,"part":{"text":"","type":"reasoning_text"}`...)
@@ -535,16 +540,11 @@ func (rs *respStream) appendToken(b []byte, k int) []byte {
 		if g.reasoning > 0 {
 			b = rs.reasoningDone(b)
 		}
-		b = rs.event(b, "response.output_item.added", func(b []byte) []byte {
-			b = append(b, `"item":`...)
-			if g.tool != nil {
-				b = rs.appendCallItem(b, false)
-			} else {
-				b = rs.appendMessageItem(b, false)
-			}
-			b = append(b, `,"output_index":`...)
-			return strconv.AppendInt(b, int64(out), 10)
-		}, nil)
+		item := rs.appendMessageItem
+		if g.tool != nil {
+			item = rs.appendCallItem
+		}
+		b = rs.itemEvent(b, item, false, out)
 		if g.tool == nil {
 			b = rs.event(b, "response.content_part.added", func(b []byte) []byte {
 				b = indexes(b, true, rs.itemID("msg_"), out)
@@ -585,11 +585,7 @@ func (rs *respStream) reasoningDone(b []byte) []byte {
 		b = appendJSONString(b, text)
 		return append(b, `,"type":"reasoning_text"}`...)
 	}, nil)
-	return rs.event(b, "response.output_item.done", func(b []byte) []byte {
-		b = append(b, `"item":`...)
-		b = rs.appendReasoningItem(b, true)
-		return append(b, `,"output_index":0`...)
-	}, nil)
+	return rs.itemEvent(b, rs.appendReasoningItem, true, 0)
 }
 
 // appendEnd appends the events after the last token: the open item's done
@@ -615,12 +611,7 @@ func (rs *respStream) appendEnd(b []byte) []byte {
 			b = append(b, `,"output_index":`...)
 			return strconv.AppendInt(b, int64(out), 10)
 		}, nil)
-		b = rs.event(b, "response.output_item.done", func(b []byte) []byte {
-			b = append(b, `"item":`...)
-			b = rs.appendCallItem(b, true)
-			b = append(b, `,"output_index":`...)
-			return strconv.AppendInt(b, int64(out), 10)
-		}, nil)
+		b = rs.itemEvent(b, rs.appendCallItem, true, out)
 	default:
 		mid := rs.itemID("msg_")
 		text := g.answerText()
@@ -633,12 +624,7 @@ func (rs *respStream) appendEnd(b []byte) []byte {
 			b = append(b, `,"part":`...)
 			return rs.appendTextPart(b, text)
 		}, nil)
-		b = rs.event(b, "response.output_item.done", func(b []byte) []byte {
-			b = append(b, `"item":`...)
-			b = rs.appendMessageItem(b, true)
-			b = append(b, `,"output_index":`...)
-			return strconv.AppendInt(b, int64(out), 10)
-		}, nil)
+		b = rs.itemEvent(b, rs.appendMessageItem, true, out)
 	}
 	return rs.event(b, "response.completed", func(b []byte) []byte {
 		return rs.appendResponse(append(b, `"response":`...), true)
