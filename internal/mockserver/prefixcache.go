@@ -149,11 +149,7 @@ type blockHasher struct {
 
 func (b *blockHasher) reset(model string, per int) {
 	b.per, b.n, b.blocks = per, 0, b.blocks[:0]
-	b.h = 0xcbf29ce484222325
-	for i := 0; i < len(model); i++ {
-		b.h = (b.h ^ uint64(model[i])) * 0x100000001b3
-	}
-	b.h = fmix(b.h)
+	b.h = fmix(fnv1a(model))
 }
 
 func (b *blockHasher) token(t uint64) {
@@ -185,6 +181,24 @@ func (b *blockHasher) words(s []byte) {
 	if in {
 		b.token(h)
 	}
+}
+
+// image adds an image's n tokens, drawn from its URL's hash: the same
+// image makes the same blocks.
+func (b *blockHasher) image(url []byte, n int) {
+	h := fnv1a(url)
+	for k := range n {
+		b.token(h + uint64(k))
+	}
+}
+
+// fnv1a returns the 64-bit FNV-1a hash of s.
+func fnv1a[S string | []byte](s S) uint64 {
+	var h uint64 = 0xcbf29ce484222325
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * 0x100000001b3
+	}
+	return h
 }
 
 func fmix(h uint64) uint64 {
@@ -232,17 +246,8 @@ func (s *Server) prefixBlocks(v *fastjson.Value, chat bool, model string) *block
 				case "text":
 					b.words(part.GetStringBytes("text"))
 				case "image_url", "input_image":
-					url := part.GetStringBytes("image_url", "url")
-					if url == nil {
-						url = part.GetStringBytes("image_url")
-					}
-					var h uint64 = 0xcbf29ce484222325
-					for _, c := range url {
-						h = (h ^ uint64(c)) * 0x100000001b3
-					}
-					for k := range s.imageTokens(url) {
-						b.token(h + uint64(k))
-					}
+					url := imageURL(part)
+					b.image(url, s.imageTokens(url))
 				}
 			}
 		}

@@ -244,13 +244,7 @@ func (s *Server) responsesItem(it *fastjson.Value, req *request, hb *blockHasher
 					n := s.imageTokens(imageURL(part))
 					req.promptTokens += n
 					if hb != nil {
-						var h uint64 = 0xcbf29ce484222325
-						for _, c := range part.GetStringBytes("image_url") {
-							h = (h ^ uint64(c)) * 0x100000001b3
-						}
-						for k := range n {
-							hb.token(h + uint64(k))
-						}
+						hb.image(part.GetStringBytes("image_url"), n)
 					}
 				default:
 					return errors.New("input: content part type " + strconv.Quote(pt) + " is not supported")
