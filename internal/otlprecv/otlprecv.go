@@ -62,43 +62,43 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.refuse(w, "not a protobuf POST: "+req.Method+" "+req.Header.Get("Content-Type"))
 		return
 	}
-	var resp proto.Message
+	// in is the export request, resp its answer; keep keeps what in holds.
+	var in, resp proto.Message
+	var what string
+	var keep func()
 	switch {
 	case strings.HasSuffix(req.URL.Path, "/v1/traces"):
-		var m colltrace.ExportTraceServiceRequest
-		if err := proto.Unmarshal(b, &m); err != nil {
-			r.refuse(w, "traces: "+err.Error())
-			return
-		}
-		r.mu.Lock()
-		for _, rs := range m.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				r.spans = append(r.spans, ss.Spans...)
-			}
-		}
-		r.mu.Unlock()
-		resp = &colltrace.ExportTraceServiceResponse{}
-	case strings.HasSuffix(req.URL.Path, "/v1/metrics"):
-		var m collmetrics.ExportMetricsServiceRequest
-		if err := proto.Unmarshal(b, &m); err != nil {
-			r.refuse(w, "metrics: "+err.Error())
-			return
-		}
-		r.mu.Lock()
-		for _, rm := range m.ResourceMetrics {
-			for _, sm := range rm.ScopeMetrics {
-				for _, mt := range sm.Metrics {
-					r.metrics[mt.Name]++
+		m := new(colltrace.ExportTraceServiceRequest)
+		in, resp, what = m, &colltrace.ExportTraceServiceResponse{}, "traces"
+		keep = func() {
+			for _, rs := range m.ResourceSpans {
+				for _, ss := range rs.ScopeSpans {
+					r.spans = append(r.spans, ss.Spans...)
 				}
 			}
 		}
-		r.mu.Unlock()
-		resp = &collmetrics.ExportMetricsServiceResponse{}
+	case strings.HasSuffix(req.URL.Path, "/v1/metrics"):
+		m := new(collmetrics.ExportMetricsServiceRequest)
+		in, resp, what = m, &collmetrics.ExportMetricsServiceResponse{}, "metrics"
+		keep = func() {
+			for _, rm := range m.ResourceMetrics {
+				for _, sm := range rm.ScopeMetrics {
+					for _, mt := range sm.Metrics {
+						r.metrics[mt.Name]++
+					}
+				}
+			}
+		}
 	default:
 		r.refuse(w, "path "+req.URL.Path)
 		return
 	}
+	if err := proto.Unmarshal(b, in); err != nil {
+		r.refuse(w, what+": "+err.Error())
+		return
+	}
 	r.mu.Lock()
+	keep()
 	r.headers = append(r.headers, req.Header.Clone())
 	r.mu.Unlock()
 	out, _ := proto.Marshal(resp)
