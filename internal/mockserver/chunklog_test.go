@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -132,31 +133,36 @@ func FuzzReadChunkLog(f *testing.F) {
 	f.Add([]byte(`{"id":2,"arrival_unix_ns":5,"first_write_ns":50,"last_write_ns":50,"writes":1,"gaps_ns":[]}` + "\n"))
 	f.Add([]byte(`{"id":3,"first_write_ns":-1,"last_write_ns":0,"writes":1,"gaps_ns":[]}`))
 	f.Add([]byte("not json\n"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		got, err := ReadChunkLog(bytes.NewReader(in))
-		if err != nil {
-			return
-		}
-		// What was read writes back to a log that reads the same.
-		var b bytes.Buffer
+	fuzzLogReader(f, ReadChunkLog, func(t *testing.T, b *bytes.Buffer, got []ChunkRecord) {
 		for _, r := range got {
+			if r.FirstWriteNS < 0 || r.LastWriteNS < r.FirstWriteNS || r.Writes < 1 {
+				t.Fatalf("accepted %+v", r)
+			}
 			line, err := json.Marshal(r)
 			if err != nil {
 				t.Fatal(err)
 			}
 			b.Write(append(line, '\n'))
 		}
-		again, err := ReadChunkLog(&b)
+	})
+}
+
+// fuzzLogReader fuzzes a log reader: what it reads writes back (write,
+// which may also check it) to a log that reads the same.
+func fuzzLogReader[T any](f *testing.F, read func(io.Reader) ([]T, error), write func(t *testing.T, b *bytes.Buffer, got []T)) {
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, err := read(bytes.NewReader(in))
+		if err != nil {
+			return
+		}
+		var b bytes.Buffer
+		write(t, &b, got)
+		again, err := read(&b)
 		if err != nil {
 			t.Fatalf("re-read: %v", err)
 		}
 		if fmt.Sprint(again) != fmt.Sprint(got) {
 			t.Fatalf("re-read %v, want %v", again, got)
-		}
-		for _, r := range got {
-			if r.FirstWriteNS < 0 || r.LastWriteNS < r.FirstWriteNS || r.Writes < 1 {
-				t.Fatalf("accepted %+v", r)
-			}
 		}
 	})
 }

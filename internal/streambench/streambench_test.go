@@ -65,19 +65,8 @@ func TestParseRecords(t *testing.T) {
 // -keep keeps each run's files, with a profile -ours-flags asked for.
 // It says nothing of speed: that is the benchmark's, on a quiet machine.
 func TestBenchStreamSmoke(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds fineserve-gen")
-	}
-	dir, bin, self := benchSetup(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out := filepath.Join(dir, "out")
-	rows, err := bench(ctx, config{bin: bin, self: self, streams: []int{20}, runs: 1, tokens: 10, rounds: 2,
-		ttft: 20 * time.Millisecond, itl: 5 * time.Millisecond, timeout: time.Minute,
-		oursFlags: []string{"--cpu-profile", "{dir}/cpu.pprof"}, keep: true, out: out})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows, out := benchRun(t, config{streams: []int{20}, runs: 1, tokens: 10, rounds: 2,
+		ttft: 20 * time.Millisecond, itl: 5 * time.Millisecond, oursFlags: []string{"--cpu-profile", "{dir}/cpu.pprof"}})
 	if len(rows) != 1 {
 		t.Fatalf("%d rows, want 1", len(rows))
 	}
@@ -100,13 +89,18 @@ func TestBenchStreamSmoke(t *testing.T) {
 	}
 }
 
-// benchSetup builds fineserve-gen into a temporary directory and returns
-// the directory, the binary and this test binary (the floor client).
-func benchSetup(t *testing.T) (dir, bin, self string) {
+// benchRun builds fineserve-gen into a temporary directory and runs the
+// benchmark c asks, against it and this test binary (the floor client),
+// within a minute and with -keep: it returns the rows and the output
+// directory.
+func benchRun(t *testing.T, c config) ([]row, string) {
 	t.Helper()
-	dir = t.TempDir()
-	bin = filepath.Join(dir, "fineserve-gen")
-	build := exec.Command("go", "build", "-o", bin, "github.com/fineserve-gen/fineserve-gen/cmd/fineserve-gen")
+	if testing.Short() {
+		t.Skip("builds fineserve-gen and runs the mock")
+	}
+	dir := t.TempDir()
+	c.bin = filepath.Join(dir, "fineserve-gen")
+	build := exec.Command("go", "build", "-o", c.bin, "github.com/fineserve-gen/fineserve-gen/cmd/fineserve-gen")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -114,24 +108,21 @@ func benchSetup(t *testing.T) (dir, bin, self string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir, bin, self
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c.self, c.timeout, c.keep, c.out = self, time.Minute, true, filepath.Join(dir, "out")
+	rows, err := bench(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows, c.out
 }
 
 // TestFloorVsFloor: -floor-vs-floor puts a second floor run in
 // fineserve-gen's place (its own run directory, the floor's figures).
 func TestFloorVsFloor(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the mock")
-	}
-	dir, bin, self := benchSetup(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out := filepath.Join(dir, "out")
-	rows, err := bench(ctx, config{bin: bin, self: self, streams: []int{10}, runs: 1, tokens: 5,
-		ttft: 10 * time.Millisecond, itl: 2 * time.Millisecond, timeout: time.Minute, keep: true, out: out, floorVsFloor: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows, out := benchRun(t, config{streams: []int{10}, runs: 1, tokens: 5,
+		ttft: 10 * time.Millisecond, itl: 2 * time.Millisecond, floorVsFloor: true})
 	if len(rows) != 1 || rows[0].Ours.Events != 50 || rows[0].Floor.Events != 50 {
 		t.Fatalf("rows %+v, want one with 50 events a side", rows)
 	}
