@@ -105,12 +105,8 @@ func (s *Server) parseImage(body []byte) (imageRequest, error) {
 			}
 		}
 	}
-	switch f := string(v.GetStringBytes("response_format")); f {
-	case "", "b64_json":
-	case "url":
-		req.url = true
-	default:
-		return req, fmt.Errorf("response_format %q: want b64_json or url", f)
+	if req.url, err = eitherOption(v, "response_format", "b64_json", "url"); err != nil {
+		return req, err
 	}
 	if l := v.Get("loras"); l != nil && l.Type() != fastjson.TypeNull {
 		items, err := l.Array()

@@ -88,6 +88,19 @@ func inputTokens(v *fastjson.Value, what string) (int, error) {
 	return 0, fmt.Errorf("%s: a text or a list of token ids is required", what)
 }
 
+// eitherOption reads the string option key of v that is one of two: false
+// for the first (or none), true for the second.
+func eitherOption(v *fastjson.Value, key, first, second string) (bool, error) {
+	switch f := string(v.GetStringBytes(key)); f {
+	case "", first:
+		return false, nil
+	case second:
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s %q: want %s or %s", key, f, first, second)
+	}
+}
+
 // parsePooling reads a pooling request of kind.
 func (s *Server) parsePooling(body []byte, kind poolingKind) (poolingRequest, error) {
 	p := s.parsers.Get()
@@ -97,12 +110,8 @@ func (s *Server) parsePooling(body []byte, kind poolingKind) (poolingRequest, er
 		return poolingRequest{}, err
 	}
 	req := poolingRequest{model: s.modelOf(v)}
-	switch f := string(v.GetStringBytes("encoding_format")); f {
-	case "", "float":
-	case "base64":
-		req.base64 = true
-	default:
-		return req, fmt.Errorf("encoding_format %q: want float or base64", f)
+	if req.base64, err = eitherOption(v, "encoding_format", "float", "base64"); err != nil {
+		return req, err
 	}
 	add := func(n int) {
 		req.inputs++
