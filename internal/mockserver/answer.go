@@ -42,6 +42,27 @@ func (g *generation) lastDue(first time.Time) time.Time {
 	return first.Add(time.Duration(max(g.out-1, 0)) * g.s.cfg.ITL)
 }
 
+// appendParts appends a finished answer's parts (a message's content
+// blocks, a response's output items), comma-separated: the reasoning's,
+// when there is any, then the tool call's or the text's, when there are
+// answer tokens.
+func (g *generation) appendParts(b []byte, reasoning, call, text func(b []byte) []byte) []byte {
+	if g.reasoning > 0 {
+		b = reasoning(b)
+	}
+	if g.out > g.reasoning {
+		if g.reasoning > 0 {
+			b = append(b, ',')
+		}
+		if g.tool != nil {
+			b = call(b)
+		} else {
+			b = text(b)
+		}
+	}
+	return b
+}
+
 // answerWriter writes one API's answer to a generation: its event stream
 // (it reports false if the client left) or its whole response.
 type answerWriter interface {

@@ -318,25 +318,17 @@ func (ms *msgStream) appendMessage(b []byte, done bool) []byte {
 		b = append(b, `],"stop_reason":null,"stop_sequence":null,"usage":`...)
 		return append(ms.appendUsage(b, 0), '}')
 	}
-	n := 0
-	if g.reasoning > 0 {
+	b = g.appendParts(b, func(b []byte) []byte {
 		b = append(b, `{"type":"thinking","thinking":`...)
 		b = appendJSONString(b, (&respStream{g: g}).reasoningText())
-		b = append(b, `,"signature":"`+ms.signature()+`"}`...)
-		n++
-	}
-	if g.out > g.reasoning {
-		if n > 0 {
-			b = append(b, ',')
-		}
-		if g.tool != nil {
-			b = ms.appendToolUse(b, true)
-		} else {
-			b = append(b, `{"type":"text","text":`...)
-			b = appendJSONString(b, g.answerText())
-			b = append(b, '}')
-		}
-	}
+		return append(b, `,"signature":"`+ms.signature()+`"}`...)
+	}, func(b []byte) []byte {
+		return ms.appendToolUse(b, true)
+	}, func(b []byte) []byte {
+		b = append(b, `{"type":"text","text":`...)
+		b = appendJSONString(b, g.answerText())
+		return append(b, '}')
+	})
 	b = append(b, `],"stop_reason":"`+ms.stopReason()+`","stop_sequence":null,"usage":`...)
 	return append(ms.appendUsage(b, g.out), '}')
 }

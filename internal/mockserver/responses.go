@@ -404,23 +404,9 @@ func (rs *respStream) reasoningText() []byte {
 // appendOutput appends the finished output items: reasoning, then the
 // message or the function call.
 func (rs *respStream) appendOutput(b []byte) []byte {
-	g := rs.g
-	n := 0
-	if g.reasoning > 0 {
-		b = rs.appendReasoningItem(b, true)
-		n++
-	}
-	if g.out > g.reasoning {
-		if n > 0 {
-			b = append(b, ',')
-		}
-		if g.tool != nil {
-			b = rs.appendCallItem(b, true)
-		} else {
-			b = rs.appendMessageItem(b, true)
-		}
-	}
-	return b
+	return rs.g.appendParts(b, func(b []byte) []byte { return rs.appendReasoningItem(b, true) },
+		func(b []byte) []byte { return rs.appendCallItem(b, true) },
+		func(b []byte) []byte { return rs.appendMessageItem(b, true) })
 }
 
 func (rs *respStream) appendReasoningItem(b []byte, done bool) []byte {
