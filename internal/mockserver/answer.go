@@ -6,30 +6,57 @@ import (
 	"time"
 )
 
-// admitRequest answers a request that could not be parsed (err) or that
-// the server does not serve (accepted, withinContext); else it admits it
-// (admit: chat, plan) and returns when its first token is due: the TTFT
-// (spread by TTFTJitter when ttftJitter) and the prefill of the prompt's
-// uncached tokens after it started (got its slot), or after it arrived
-// with PaceExact. ok is false when the request has been answered or went
-// away while it waited; when ok, the handler defers done.
-func (s *Server) admitRequest(w http.ResponseWriter, r *http.Request, arrival time.Time, req request, err error, chat, plan, ttftJitter bool) (g generation, first time.Time, done func(), ok bool) {
+// generationAPI is one generation API's side of serving a request
+// (serveGeneration).
+type generationAPI struct {
+	// chat and plan are admit's; ttftJitter: the TTFT is spread by
+	// TTFTJitter.
+	chat, plan, ttftJitter bool
+	parse                  func(body []byte) (request, error)
+	// writer returns the writer of the admitted request's answer, its
+	// first token due at first; nil when the fault receive drew has
+	// answered it.
+	writer func(g *generation, fault string, first time.Time) answerWriter
+	// completed counts an answer written to its end.
+	completed func(g *generation)
+}
+
+// serveGeneration serves a generation request of api. It answers a
+// request that could not be parsed or that the server does not serve
+// (accepted, withinContext); else it admits it (admit) and writes its
+// answer (answer), its first token due the TTFT and the prefill of the
+// prompt's uncached tokens after it started (got its slot), or after it
+// arrived with PaceExact.
+func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, api generationAPI) {
+	arrival := time.Now()
+	bp := bodyPool.Get().(*[]byte)
+	defer putBody(bp)
+	body, fault, ok := s.receive(w, r, bp)
+	if !ok {
+		return
+	}
+	req, err := api.parse(body)
 	if !s.accepted(w, req.model, err) || !s.withinContext(w, req) {
-		return generation{}, time.Time{}, nil, false
+		return
 	}
-	if g, done, ok = s.admit(r.Context(), req, chat, plan); !ok {
-		return generation{}, time.Time{}, nil, false
+	g, done, ok := s.admit(r.Context(), req, api.chat, api.plan)
+	if !ok {
+		return
 	}
+	defer done()
 	g.reqID = requestID(r)
 	ttft := s.cfg.TTFT
-	if ttftJitter {
+	if api.ttftJitter {
 		ttft = s.ttft(g.id)
 	}
 	start := time.Now()
 	if s.cfg.Pace == PaceExact {
 		start = arrival
 	}
-	return g, start.Add(ttft + time.Duration(req.promptTokens-g.cached)*s.cfg.PrefillPerToken), done, true
+	first := start.Add(ttft + time.Duration(req.promptTokens-g.cached)*s.cfg.PrefillPerToken)
+	if aw := api.writer(&g, fault, first); aw != nil && s.answer(w, r, arrival, &g, aw, first) {
+		api.completed(&g)
+	}
 }
 
 // lastDue returns when g's last token is due, its first being due at

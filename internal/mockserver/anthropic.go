@@ -250,26 +250,18 @@ func (s *Server) parseAnthropicTools(v *fastjson.Value, req *request) error {
 }
 
 func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
-	arrival := time.Now()
-	w = &anthropicErrors{ResponseWriter: w}
-	bp := bodyPool.Get().(*[]byte)
-	defer putBody(bp)
-	body, fault, ok := s.receive(w, r, bp)
-	if !ok {
-		return
-	}
-	req, err := s.parseMessages(body)
-	g, first, done, ok := s.admitRequest(w, r, arrival, req, err, true, true, false)
-	if !ok {
-		return
-	}
-	defer done()
-	ms := &msgStream{g: &g, id: "msg_" + hex32(s.cfg.Seed^0xa17, g.id), failAfterFirst: faultWritesBody(fault, req.stream)}
-	if !s.answer(w, r, arrival, &g, ms, first) || ms.failAfterFirst {
-		return
-	}
-	s.countCompleted(&g)
-	s.model.count(&g)
+	var ms *msgStream
+	s.serveGeneration(&anthropicErrors{ResponseWriter: w}, r, generationAPI{chat: true, plan: true, parse: s.parseMessages,
+		writer: func(g *generation, fault string, _ time.Time) answerWriter {
+			ms = &msgStream{g: g, id: "msg_" + hex32(s.cfg.Seed^0xa17, g.id), failAfterFirst: faultWritesBody(fault, g.req.stream)}
+			return ms
+		},
+		completed: func(g *generation) {
+			if !ms.failAfterFirst {
+				s.countCompleted(g)
+				s.model.count(g)
+			}
+		}})
 }
 
 // msgStream writes a Messages API answer.

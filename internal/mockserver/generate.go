@@ -165,30 +165,21 @@ func (s *Server) accepted(w http.ResponseWriter, model string, err error) bool {
 }
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
-	arrival := time.Now()
-	bp := bodyPool.Get().(*[]byte)
-	defer putBody(bp)
-	body, fault, ok := s.receive(w, r, bp)
-	if !ok {
-		return
-	}
-	req, err := s.parse(body, chat)
-	g, first, done, ok := s.admitRequest(w, r, arrival, req, err, chat, chat, true)
-	if !ok {
-		return
-	}
-	defer done()
-	g.jitter = true
-	if faultWritesBody(fault, req.stream) {
-		s.faultBody(r.Context(), w, fault, &g, first)
-		return
-	}
-	if !s.answer(w, r, arrival, &g, &g, first) {
-		return
-	}
-	s.countCompleted(&g)
-	s.countSpec(g.id, g.out)
-	s.model.count(&g)
+	s.serveGeneration(w, r, generationAPI{chat: chat, plan: chat, ttftJitter: true,
+		parse: func(body []byte) (request, error) { return s.parse(body, chat) },
+		writer: func(g *generation, fault string, first time.Time) answerWriter {
+			if faultWritesBody(fault, g.req.stream) {
+				s.faultBody(r.Context(), w, fault, g, first)
+				return nil
+			}
+			g.jitter = true
+			return g
+		},
+		completed: func(g *generation) {
+			s.countCompleted(g)
+			s.countSpec(g.id, g.out)
+			s.model.count(g)
+		}})
 }
 
 // admit numbers req, takes a slot for it (waiting while every one is

@@ -121,25 +121,19 @@ func (s *Server) handleKServe(stream bool) http.HandlerFunc {
 }
 
 func (s *Server) handleNative(w http.ResponseWriter, r *http.Request, api nativeAPI, stream bool) {
-	arrival := time.Now()
-	bp := bodyPool.Get().(*[]byte)
-	defer putBody(bp)
-	body, _, ok := s.receive(w, r, bp)
-	if !ok {
-		return
-	}
-	req, opts, err := s.parseNative(body, api, r.PathValue("model"))
-	if api == nativeKServe {
-		req.stream = stream
-	}
-	g, first, done, ok := s.admitRequest(w, r, arrival, req, err, false, false, false)
-	if !ok {
-		return
-	}
-	defer done()
-	if s.answer(w, r, arrival, &g, &nativeStream{g: &g, api: api, opts: opts}, first) {
-		s.countCompleted(&g)
-	}
+	var opts nativeOpts
+	s.serveGeneration(w, r, generationAPI{
+		parse: func(body []byte) (req request, err error) {
+			req, opts, err = s.parseNative(body, api, r.PathValue("model"))
+			if api == nativeKServe {
+				req.stream = stream
+			}
+			return req, err
+		},
+		writer: func(g *generation, _ string, _ time.Time) answerWriter {
+			return &nativeStream{g: g, api: api, opts: opts}
+		},
+		completed: s.countCompleted})
 }
 
 // nativeStream writes a /generate or generate answer.

@@ -266,29 +266,25 @@ func (s *Server) responsesItem(it *fastjson.Value, req *request, hb *blockHasher
 }
 
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
-	arrival := time.Now()
-	bp := bodyPool.Get().(*[]byte)
-	defer putBody(bp)
-	body, _, ok := s.receive(w, r, bp)
-	if !ok {
-		return
-	}
-	req, meta, err := s.parseResponses(body)
-	g, first, done, ok := s.admitRequest(w, r, arrival, req, err, false, true, true)
-	if !ok {
-		return
-	}
-	defer done()
-	rs := &respStream{g: &g, meta: &meta, id: "resp_" + hex32(s.cfg.Seed^0x5e5, g.id)}
-	if !s.answer(w, r, arrival, &g, rs, first) {
-		return
-	}
-	if meta.store {
-		s.store.put(&storedResponse{id: rs.id, tokens: req.promptTokens + g.out - g.reasoning, prefix: compact(req.prefix)})
-	}
-	s.countCompleted(&g)
-	s.countSpec(g.id, g.out)
-	s.model.count(&g)
+	var meta respMeta
+	var rs *respStream
+	s.serveGeneration(w, r, generationAPI{plan: true, ttftJitter: true,
+		parse: func(body []byte) (req request, err error) {
+			req, meta, err = s.parseResponses(body)
+			return req, err
+		},
+		writer: func(g *generation, _ string, _ time.Time) answerWriter {
+			rs = &respStream{g: g, meta: &meta, id: "resp_" + hex32(s.cfg.Seed^0x5e5, g.id)}
+			return rs
+		},
+		completed: func(g *generation) {
+			if meta.store {
+				s.store.put(&storedResponse{id: rs.id, tokens: g.req.promptTokens + g.out - g.reasoning, prefix: compact(g.req.prefix)})
+			}
+			s.countCompleted(g)
+			s.countSpec(g.id, g.out)
+			s.model.count(g)
+		}})
 }
 
 // compact returns a copy of b whose blocks take no spare room.
