@@ -17,24 +17,6 @@ import (
 
 const agenticSamples = "../../pkg/agentic/testdata/"
 
-// agentRecord is the part of an agentic step's record the tests read.
-type agentRecord struct {
-	Index        int64    `json:"index"`
-	Turn         int      `json:"turn"`
-	Branch       *int     `json:"branch"`
-	Scheduled    float64  `json:"scheduled_s"`
-	Sent         float64  `json:"sent_s"`
-	E2E          float64  `json:"e2e_ms"`
-	InputLen     int      `json:"input_len"`
-	PromptTokens *int     `json:"prompt_tokens"`
-	CachedTokens *int     `json:"cached_tokens"`
-	Expected     int      `json:"expected_cached_tokens"`
-	ToolWait     *float64 `json:"tool_wait_ms"`
-	ErrorClass   string   `json:"error_class"`
-}
-
-func (r *agentRecord) end() float64 { return r.Sent + r.E2E/1e3 }
-
 // TestAgenticCachedShareMatchesTrace replays every sample trace against
 // the built-in server's prefix cache: the share of prompt tokens it
 // serves equals the trace's own infinite-cache hit rate (from its hash
@@ -66,21 +48,21 @@ func TestAgenticCachedShareMatchesTrace(t *testing.T) {
 				"--max-think-time", "2ms", "--warmup-requests", "0", "--seed", "1", "--max-model-len", "200000")
 			args = append(args, tc.extra...)
 			r := mustRunTool(t, args...)
-			recs := testenv.ReadJSONL[agentRecord](t, r.path("results.jsonl"))
+			recs := readRecords(t, r.path("results.jsonl"))
 			if len(recs) != tc.requests {
 				t.Fatalf("%d records, want %d\n%s", len(recs), tc.requests, r.stderr)
 			}
 			var cached, prompt, exp, in int64
 			for _, rec := range recs {
-				if rec.ErrorClass != "" || rec.CachedTokens == nil || rec.PromptTokens == nil || rec.Branch == nil {
-					t.Fatalf("record %+v", rec)
+				if rec.ErrorClass != "" || rec.CachedTokens < 0 || rec.PromptTokens < 0 || !rec.Agent.On {
+					t.Fatalf("record %+v", rec.Request)
 				}
-				if *rec.PromptTokens != rec.InputLen {
-					t.Errorf("turn %d: prompt %d tokens, trace %d", rec.Turn, *rec.PromptTokens, rec.InputLen)
+				if rec.PromptTokens != rec.InputLen {
+					t.Errorf("turn %d: prompt %d tokens, trace %d", rec.Turn, rec.PromptTokens, rec.InputLen)
 				}
-				cached += int64(*rec.CachedTokens)
-				prompt += int64(*rec.PromptTokens)
-				exp += int64(rec.Expected)
+				cached += int64(rec.CachedTokens)
+				prompt += int64(rec.PromptTokens)
+				exp += int64(rec.Agent.Expected)
 				in += int64(rec.InputLen)
 			}
 			got, want := float64(cached)/float64(prompt), float64(exp)/float64(in)
@@ -127,22 +109,22 @@ func TestAgenticThinkGaps(t *testing.T) {
 	}
 	b.WriteString(`]}`)
 	r := mustRunTool(t, mockTarget(port, "--mode", "replay", "--trace", writeTrace(t, b.String()), "--warmup-requests", "0")...)
-	recs := testenv.ReadJSONL[agentRecord](t, r.path("results.jsonl"))
+	recs := readRecords(t, r.path("results.jsonl"))
 	sort.Slice(recs, func(i, j int) bool { return recs[i].Turn < recs[j].Turn })
 	if len(recs) != len(thinks) {
 		t.Fatalf("%d records", len(recs))
 	}
 	var misses []float64
 	for k := 1; k < len(recs); k++ {
-		gap := recs[k].Sent - recs[k-1].end()
+		gap := (recs[k].Sent - recs[k-1].End).Seconds()
 		d := gap - thinks[k]
 		misses = append(misses, d)
 		t.Logf("step %d: sent %.4f s after the previous end, think_time %.3f s", k+1, gap, thinks[k])
 		if d < -0.0005 || d > 0.025 {
 			t.Errorf("step %d: sent %.4f s after the previous end, think_time %.3f s", k+1, gap, thinks[k])
 		}
-		if recs[k].ToolWait == nil || math.Abs(*recs[k].ToolWait-1e3*gap) > 0.01 {
-			t.Errorf("step %d: tool_wait_ms %v, want the gap %.3f ms", k+1, recs[k].ToolWait, 1e3*gap)
+		if w := recs[k].Agent.Waited; !recs[k].has("tool_wait_ms") || w < 0 || math.Abs(inMS(w)-1e3*gap) > 0.01 {
+			t.Errorf("step %d: tool_wait_ms %v, want the gap %.3f ms", k+1, w, 1e3*gap)
 		}
 	}
 	sort.Float64s(misses)
@@ -167,25 +149,25 @@ func TestAgenticSubagentsJoin(t *testing.T) {
 		`{"t":0,"in":300,"out":10,"hash_ids":[1,2,3,4],"think_time":0},` + sub("a") + `,` + sub("b") + `,` +
 		`{"t":9,"in":400,"out":10,"hash_ids":[1,2,3,4,5,6],"think_time":0.01}]}`
 	r := mustRunTool(t, mockTarget(port, "--mode", "replay", "--trace", writeTrace(t, doc), "--warmup-requests", "0")...)
-	recs := testenv.ReadJSONL[agentRecord](t, r.path("results.jsonl"))
+	recs := readRecords(t, r.path("results.jsonl"))
 	if len(recs) != 8 {
 		t.Fatalf("%d records", len(recs))
 	}
-	var parent []agentRecord
-	subs := map[int][]agentRecord{}
+	var parent []resultRecord
+	subs := map[int][]resultRecord{}
 	for _, rec := range recs {
-		if *rec.Branch == 0 {
+		if rec.Agent.Branch == 0 {
 			parent = append(parent, rec)
 		} else {
-			subs[*rec.Branch] = append(subs[*rec.Branch], rec)
+			subs[rec.Agent.Branch] = append(subs[rec.Agent.Branch], rec)
 		}
 	}
 	sort.Slice(parent, func(i, j int) bool { return parent[i].Sent < parent[j].Sent })
 	if len(parent) != 2 || len(subs) != 2 {
 		t.Fatalf("parent %d, subagents %d", len(parent), len(subs))
 	}
-	lastSubEnd := 0.0
-	var spans [][2]float64
+	var lastSubEnd time.Duration
+	var spans [][2]time.Duration
 	for b, rs := range subs {
 		if len(rs) != 3 {
 			t.Fatalf("subagent %d: %d requests", b, len(rs))
@@ -193,25 +175,25 @@ func TestAgenticSubagentsJoin(t *testing.T) {
 		sort.Slice(rs, func(i, j int) bool { return rs[i].Sent < rs[j].Sent })
 		for _, rec := range rs {
 			// In flight during the parent's wait.
-			if rec.Sent < parent[0].end() || rec.end() > parent[1].Sent {
-				t.Errorf("subagent %d request [%.4f, %.4f] outside the parent's wait [%.4f, %.4f]", b, rec.Sent, rec.end(), parent[0].end(), parent[1].Sent)
+			if rec.Sent < parent[0].End || rec.End > parent[1].Sent {
+				t.Errorf("subagent %d request [%.4f, %.4f] outside the parent's wait [%.4f, %.4f]", b, rec.Sent.Seconds(), rec.End.Seconds(), parent[0].End.Seconds(), parent[1].Sent.Seconds())
 			}
-			lastSubEnd = max(lastSubEnd, rec.end())
+			lastSubEnd = max(lastSubEnd, rec.End)
 		}
-		spans = append(spans, [2]float64{rs[0].Sent, rs[2].end()})
+		spans = append(spans, [2]time.Duration{rs[0].Sent, rs[2].End})
 	}
 	if spans[0][0] > spans[1][1] || spans[1][0] > spans[0][1] {
 		t.Errorf("the two subagents did not run at the same time: %v", spans)
 	}
 	if parent[1].Sent < lastSubEnd {
-		t.Errorf("the parent's next request at %.4f before the subagents ended at %.4f", parent[1].Sent, lastSubEnd)
+		t.Errorf("the parent's next request at %.4f before the subagents ended at %.4f", parent[1].Sent.Seconds(), lastSubEnd.Seconds())
 	}
 	// The parent's tool wait is its think time (10 ms) and its send's lag,
 	// not its wait for the subagents (over 60 ms): theirs is their own.
-	if w, lag := parent[1].ToolWait, 1e3*(parent[1].Sent-parent[1].Scheduled); w == nil {
+	if w, lag := inMS(parent[1].Agent.Waited), inMS(parent[1].Sent-parent[1].Scheduled); !parent[1].has("tool_wait_ms") || w < 0 {
 		t.Errorf("the parent's step after the join has no tool wait")
-	} else if math.Abs(*w-(10+lag)) > 1 {
-		t.Errorf("the parent's tool wait after the join %.2f ms, want its think time 10 ms + its lag %.2f ms", *w, lag)
+	} else if math.Abs(w-(10+lag)) > 1 {
+		t.Errorf("the parent's tool wait after the join %.2f ms, want its think time 10 ms + its lag %.2f ms", w, lag)
 	}
 	sum := r.summary(t)
 	ag := sum.Agents
@@ -276,17 +258,17 @@ func TestAgenticTimingModes(t *testing.T) {
 		t.Run(tc.timing, func(t *testing.T) {
 			r := mustRunTool(t, mockTarget(port, "--mode", "replay", "--trace", path, "--warmup-requests", "0",
 				"--agent-timing", tc.timing, "--api-time-scale", "2")...)
-			recs := testenv.ReadJSONL[agentRecord](t, r.path("results.jsonl"))
+			recs := readRecords(t, r.path("results.jsonl"))
 			sort.Slice(recs, func(i, j int) bool { return recs[i].Turn < recs[j].Turn })
 			if len(recs) != 4 {
 				t.Fatalf("%d records", len(recs))
 			}
 			var misses []float64
 			for k := 1; k < len(recs); k++ {
-				gap := recs[k].Sent - recs[k-1].Sent
+				gap := (recs[k].Sent - recs[k-1].Sent).Seconds()
 				d := gap - tc.gaps[k-1]
 				misses = append(misses, d)
-				if d < -0.0005 || d > 0.025 || recs[k].Sent < recs[k-1].end() {
+				if d < -0.0005 || d > 0.025 || recs[k].Sent < recs[k-1].End {
 					t.Errorf("step %d: sent %.4f s after the previous send, want %.3f s", k+1, gap, tc.gaps[k-1])
 				}
 			}
@@ -343,7 +325,7 @@ func TestAgenticInterrupted(t *testing.T) {
 	if ss == nil || ss.Started != 1 || ss.EndedInterrupt != 1 || ss.TurnsSent != 2 {
 		t.Errorf("sessions %+v, want 1 interrupted after 2 steps", ss)
 	}
-	recs := testenv.ReadJSONL[agentRecord](t, r.path("results.jsonl"))
+	recs := readRecords(t, r.path("results.jsonl"))
 	if len(recs) != 2 {
 		t.Errorf("%d records, want 2", len(recs))
 	}

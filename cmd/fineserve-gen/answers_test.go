@@ -18,16 +18,6 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
-// answerRecord is the part of a record the answers tests read.
-type answerRecord struct {
-	TTFT            *float64 `json:"ttft_ms"`
-	TTFO            *float64 `json:"ttfo_ms"`
-	ReasoningTokens int      `json:"reasoning_tokens"`
-	ToolCalls       int      `json:"tool_calls"`
-	ToolArgsInvalid int      `json:"tool_args_invalid"`
-	Structured      string   `json:"structured"`
-}
-
 // TestReasoningAgainstMock: against a server streaming 8 reasoning tokens
 // before the answer, under each of vLLM's field names and with or without
 // usage's reasoning_tokens, TTFT is the first reasoning token's and TTFO
@@ -58,9 +48,9 @@ func TestReasoningAgainstMock(t *testing.T) {
 			if gap < 10 || gap > 400 || s.TTFT.Mean < 20 {
 				t.Errorf("mean TTFT %.1f ms, TTFO %.1f ms: want TTFT ≥ 20 and TTFO about 40 ms later", s.TTFT.Mean, s.TTFO.Mean)
 			}
-			for i, rec := range testenv.ReadJSONL[answerRecord](t, r.path("results.jsonl")) {
-				if rec.ReasoningTokens != reasoning || rec.TTFO == nil || rec.TTFT == nil || *rec.TTFO <= *rec.TTFT {
-					t.Errorf("record %d: reasoning tokens %d, ttft %v, ttfo %v", i, rec.ReasoningTokens, rec.TTFT, rec.TTFO)
+			for i, rec := range readRecords(t, r.path("results.jsonl")) {
+				if rec.ReasoningTokens != reasoning || rec.FirstOutput == 0 || rec.FirstToken == 0 || rec.TTFO() <= rec.TTFT() {
+					t.Errorf("record %d: reasoning tokens %d, ttft %v, ttfo %v", i, rec.ReasoningTokens, rec.TTFT(), rec.TTFO())
 				}
 			}
 			if !strings.Contains(r.stdout, "Mean TTFO (ms):") || !strings.Contains(r.stdout, "Reasoning share of output (%):") {
@@ -100,7 +90,7 @@ func TestToolCallsAgainstMock(t *testing.T) {
 				t.Errorf("no time to first tool call (%+v) or TTFO (%+v)", s.ToolTTFT, s.TTFO)
 			}
 			invalid := 0
-			for _, rec := range testenv.ReadJSONL[answerRecord](t, r.path("results.jsonl")) {
+			for _, rec := range readRecords(t, r.path("results.jsonl")) {
 				invalid += rec.ToolArgsInvalid
 			}
 			if int64(invalid) != m.InvalidToolCalls {
@@ -195,8 +185,8 @@ func TestContentPartsAgainstMock(t *testing.T) {
 		t.Errorf("streamed: completed %d failed %d %v, TTFT empty %v, ITL empty %v; want 6 read and timed\n%s",
 			s.Completed, s.Failed, s.ErrorsByClass, s.TTFT.Empty(), s.ITL.Empty(), r.stderr)
 	}
-	for i, rec := range testenv.ReadJSONL[answerRecord](t, r.path("results.jsonl")) {
-		if rec.TTFT == nil {
+	for i, rec := range readRecords(t, r.path("results.jsonl")) {
+		if rec.FirstToken == 0 {
 			t.Errorf("record %d has no TTFT", i)
 		}
 	}

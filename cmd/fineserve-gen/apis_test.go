@@ -12,23 +12,6 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
-// apiRecord is what TestTimingOtherAPIsPacing reads of a record.
-type apiRecord struct {
-	Index            int64     `json:"index"`
-	Turn             int       `json:"turn"`
-	RequestID        string    `json:"request_id"`
-	ErrorClass       string    `json:"error_class"`
-	Error            string    `json:"error"`
-	TTFT             *float64  `json:"ttft_ms"`
-	TTFO             *float64  `json:"ttfo_ms"`
-	ITL              []float64 `json:"itl_ms"`
-	PromptTokens     *int      `json:"prompt_tokens"`
-	CompletionTokens int       `json:"completion_tokens"`
-	CachedTokens     *int      `json:"cached_tokens"`
-	ReasoningTokens  int       `json:"reasoning_tokens"`
-	ToolCalls        int       `json:"tool_calls"`
-}
-
 // TestTimingOtherAPIsPacing runs anthropic-messages, sglang-generate and
 // kserve-generate in every mode — Poisson, replay, parametric, each
 // without and with sessions, and an agentic trace's replay — against the
@@ -92,7 +75,7 @@ func TestTimingOtherAPIsPacing(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					checkAPIPacing(t, srv.Stats(), truth, testenv.ReadJSONL[apiRecord](t, r.path("results.jsonl")), backend)
+					checkAPIPacing(t, srv.Stats(), truth, readRecords(t, r.path("results.jsonl")), backend)
 				})
 			}
 		}
@@ -101,13 +84,13 @@ func TestTimingOtherAPIsPacing(t *testing.T) {
 
 // checkAPIPacing checks a run's records against the server's chunk log
 // and counts.
-func checkAPIPacing(t *testing.T, st mockserver.Stats, truth []mockserver.ChunkRecord, recs []apiRecord, backend string) {
+func checkAPIPacing(t *testing.T, st mockserver.Stats, truth []mockserver.ChunkRecord, recs []resultRecord, backend string) {
 	t.Helper()
 	byID := map[string]mockserver.ChunkRecord{}
 	for _, c := range truth {
 		byID[c.RequestID] = c
 	}
-	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+	ms := func(ns int64) float64 { return inMS(time.Duration(ns)) }
 	var ttfts, ttfos, itls []float64
 	var prompt, completion, reasoning, calls int64
 	for _, r := range recs {
@@ -115,21 +98,22 @@ func checkAPIPacing(t *testing.T, st mockserver.Stats, truth []mockserver.ChunkR
 			t.Fatalf("record %d turn %d: %s %s", r.Index, r.Turn, r.ErrorClass, r.Error)
 		}
 		c, ok := byID[r.RequestID]
-		if r.TTFT == nil || r.PromptTokens == nil || !ok || len(r.ITL) != len(c.GapsNS) {
-			t.Fatalf("record %d turn %d (%q): ttft %v, prompt tokens %v, %d gaps; the server's log %v: %+v", r.Index, r.Turn, r.RequestID, r.TTFT, r.PromptTokens, len(r.ITL), ok, c)
+		itl := r.itlMS()
+		if r.FirstToken == 0 || r.PromptTokens < 0 || !ok || len(itl) != len(c.GapsNS) {
+			t.Fatalf("record %d turn %d (%q): ttft %v, prompt tokens %v, %d gaps; the server's log %v: %+v", r.Index, r.Turn, r.RequestID, r.TTFT(), r.PromptTokens, len(itl), ok, c)
 		}
-		ttfts = append(ttfts, math.Abs(*r.TTFT-ms(c.TTFTNS())))
-		if r.TTFO != nil {
+		ttfts = append(ttfts, math.Abs(inMS(r.TTFT())-ms(c.TTFTNS())))
+		if r.has("ttfo_ms") && r.FirstOutput != 0 {
 			at := c.TTFTNS()
 			for _, g := range c.GapsNS[:r.ReasoningTokens] {
 				at += g
 			}
-			ttfos = append(ttfos, math.Abs(*r.TTFO-ms(at)))
+			ttfos = append(ttfos, math.Abs(inMS(r.TTFO())-ms(at)))
 		}
-		for i, g := range r.ITL {
+		for i, g := range itl {
 			itls = append(itls, math.Abs(g-ms(c.GapsNS[i])))
 		}
-		prompt += int64(*r.PromptTokens)
+		prompt += int64(r.PromptTokens)
 		completion += int64(r.CompletionTokens)
 		reasoning += int64(r.ReasoningTokens)
 		calls += int64(r.ToolCalls)

@@ -13,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
+	"github.com/fineserve-gen/fineserve-gen/pkg/report"
 )
 
 // runCmd runs the command in process with args and returns its exit code
@@ -121,19 +125,44 @@ func (r *toolRun) summary(t *testing.T) *metrics.Summary {
 	return &s
 }
 
-// record is the part of a JSONL record the tests read.
-type record struct {
-	Index      int64   `json:"index"`
-	Sent       float64 `json:"sent_s"`
-	Status     int     `json:"status"`
-	ErrorClass string  `json:"error_class"`
-	Error      string  `json:"error"`
-	Retries    int     `json:"retries"`
+// resultRecord is one --results-jsonl record read back into the request's
+// record by the reader the report and merge use (report.ParseRecord), with
+// its JSON kept for the tests that check which keys a record holds.
+type resultRecord struct {
+	record.Request
+	json *fastjson.Value
 }
 
-// readRecords parses a results file, failing on any partial line.
-func readRecords(t *testing.T, path string) []record {
-	return testenv.ReadJSONL[record](t, path)
+// UnmarshalJSON reads a record line (testenv.ReadJSONL calls it).
+func (r *resultRecord) UnmarshalJSON(b []byte) error {
+	v, err := fastjson.Parse(string(b)) // a copy: the line's buffer is reused
+	if err != nil {
+		return err
+	}
+	r.json = v
+	return report.ParseRecord(v, &r.Request)
+}
+
+// has reports whether the record holds key (null counts as held).
+func (r *resultRecord) has(key string) bool { return r.json.Exists(key) }
+
+// itlMS is the record's itl_ms: the gaps between its tokens, in ms.
+func (r *resultRecord) itlMS() []float64 {
+	var gaps []float64
+	for i := 1; i < len(r.TokenTimes); i++ {
+		gaps = append(gaps, inMS(r.TokenTimes[i]-r.TokenTimes[i-1]))
+	}
+	return gaps
+}
+
+// inMS is d in milliseconds, as the records and summaries give times.
+func inMS(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// readRecords reads a results file, failing on any partial line or a line
+// that is not a per-request record.
+func readRecords(t testing.TB, path string) []resultRecord {
+	t.Helper()
+	return testenv.ReadJSONL[resultRecord](t, path)
 }
 
 // mockTarget is the target flags of a run against the built-in server on

@@ -126,7 +126,7 @@ func TestMaxConcurrencyRamp(t *testing.T) {
 		"--warmup-requests", "0", "--quiet")
 	var sent []float64
 	for _, r := range readRecords(t, run.path("results.jsonl")) {
-		sent = append(sent, r.Sent)
+		sent = append(sent, r.Sent.Seconds())
 	}
 	slices.Sort(sent)
 	if len(sent) != 6 {

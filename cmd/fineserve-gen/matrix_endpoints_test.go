@@ -76,10 +76,10 @@ func (ep *caseEndpoints) requests() int64 {
 	return n
 }
 
-// dead reports whether a record's endpoint (nil: the only one) is the
-// closed port.
-func (ep *caseEndpoints) dead(e *int) bool {
-	return e != nil && *e >= 0 && *e < len(ep.srvs) && ep.srvs[*e] == nil
+// dead reports whether a record's endpoint (its number from 1; 0: the only
+// one) is the closed port.
+func (ep *caseEndpoints) dead(e int) bool {
+	return e > 0 && e <= len(ep.srvs) && ep.srvs[e-1] == nil
 }
 
 // endpointColumn reports whether c's schedule has an endpoint column:
@@ -121,21 +121,21 @@ func promptHead(body []byte, n int) string {
 // attempt (a cancelled request perhaps not its last: cut before it was
 // written), plus the warm-up, its own --warmup-requests; the dead endpoint
 // none.
-func checkCaseServers(t testing.TB, c matrixCase, ep *caseEndpoints, sum *metrics.Summary, recs []matrixRecord, fail func(string, ...any)) {
+func checkCaseServers(t testing.TB, c matrixCase, ep *caseEndpoints, sum *metrics.Summary, recs []resultRecord, fail func(string, ...any)) {
 	warm := int64(mustInt(t, c.v(dWarmup)))
 	n := len(ep.srvs)
 	lo, hi, retries, http5xx := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	for _, rec := range recs {
-		m := 0
-		if rec.Endpoint != nil {
-			m = *rec.Endpoint
+		m := 0 // the only endpoint
+		if rec.Endpoint > 0 {
+			m = rec.Endpoint - 1
 		}
 		if m < 0 || m >= n || ep.srvs[m] == nil {
 			continue
 		}
 		a := int64(1 + rec.Retries)
 		hi[m] += a
-		if rec.Outcome == "cancelled" {
+		if rec.Cancelled {
 			a--
 		}
 		lo[m] += a
@@ -170,7 +170,7 @@ func checkCaseServers(t testing.TB, c matrixCase, ep *caseEndpoints, sum *metric
 // endpoint with --balance session, and a shared prefix too), the dead
 // endpoint's share failing as connect, and the table listing every
 // endpoint.
-func checkCaseEndpoints(t testing.TB, c matrixCase, ep *caseEndpoints, r *caseRun, sum *metrics.Summary, recs []matrixRecord, dryRows map[int64][]string, dryCol map[string]int, fail func(string, ...any)) {
+func checkCaseEndpoints(t testing.TB, c matrixCase, ep *caseEndpoints, r *caseRun, sum *metrics.Summary, recs []resultRecord, dryRows map[int64][]string, dryCol map[string]int, fail func(string, ...any)) {
 	n := len(ep.ports)
 	table := strings.Contains(r.stdout, "Serving Benchmark Result")
 	if n == 1 {
@@ -178,8 +178,8 @@ func checkCaseEndpoints(t testing.TB, c matrixCase, ep *caseEndpoints, r *caseRu
 			fail("one endpoint: endpoints section %+v", sum.Endpoints)
 		}
 		for _, rec := range recs {
-			if rec.Endpoint != nil {
-				fail("one endpoint: record %d has endpoint %d", rec.Index, *rec.Endpoint)
+			if rec.has("endpoint") {
+				fail("one endpoint: record %d has endpoint %d", rec.Index, rec.Endpoint-1)
 				return
 			}
 		}
@@ -197,13 +197,13 @@ func checkCaseEndpoints(t testing.TB, c matrixCase, ep *caseEndpoints, r *caseRu
 		fail("schedule endpoint column %v with %s", planned, c.v(dEndpoints))
 	}
 	for _, rec := range recs {
-		if rec.Endpoint == nil || *rec.Endpoint < 0 || *rec.Endpoint >= n {
-			fail("record %d: endpoint %v of %d", rec.Index, rec.Endpoint, n)
+		e := rec.Endpoint - 1 // -1: none
+		if e < 0 || e >= n {
+			fail("record %d: endpoint %v of %d", rec.Index, e, n)
 			return
 		}
-		e := *rec.Endpoint
 		switch {
-		case rec.Outcome == "cancelled":
+		case rec.Cancelled:
 			got[e].cancelled++
 		case rec.ErrorClass != "":
 			got[e].failed++

@@ -74,7 +74,7 @@ func (tel *caseTelemetry) checkDry(fail func(string, ...any)) {
 // metrics, and the summary's otlp section counts them; with gpu-spec, the
 // summary has each live server's GPUs and the spec-decode figures; with
 // neither, none of these sections.
-func (tel *caseTelemetry) check(c matrixCase, sum *metrics.Summary, recs []matrixRecord, fail func(string, ...any)) {
+func (tel *caseTelemetry) check(c matrixCase, sum *metrics.Summary, recs []resultRecord, fail func(string, ...any)) {
 	specOf := func() *metrics.SpecDecodeStats {
 		if sum.ServerMetrics == nil || sum.ServerMetrics.ServerStats == nil {
 			return nil
@@ -88,7 +88,7 @@ func (tel *caseTelemetry) check(c matrixCase, sum *metrics.Summary, recs []matri
 		}
 	case "otlp":
 		// A session's turns share its index: sampled together.
-		want, n := map[[2]int64]matrixRecord{}, 0
+		want, n := map[[2]int64]resultRecord{}, 0
 		for _, rec := range recs {
 			if otlpexport.Keep(rec.Index, matrixOTLPSample) {
 				want[[2]int64{rec.Index, int64(rec.Turn)}] = rec
@@ -104,7 +104,7 @@ func (tel *caseTelemetry) check(c matrixCase, sum *metrics.Summary, recs []matri
 			a := otlprecv.Attrs(sp)
 			rec, ok := want[[2]int64{a[otlpexport.AttrIndex].GetIntValue(), a[otlpexport.AttrTurn].GetIntValue()}]
 			if !ok || a[otlpexport.AttrRequestModel].GetStringValue() != rec.Model {
-				fail("otlp: span %v: not a sampled record's, or not its model (%+v)", a, rec)
+				fail("otlp: span %v: not a sampled record's, or not its model (%+v)", a, rec.Request)
 				return
 			}
 			if ids := a[otlpexport.AttrRequestID].GetArrayValue().GetValues(); rec.RequestID != "" && (len(ids) != 1 || ids[0].GetStringValue() != rec.RequestID) {

@@ -499,31 +499,31 @@ func (r *caseRun) path(name string) string { return filepath.Join(r.dir, name) }
 // text is JSON, which the built-in server does not count in words the way
 // it counted the tokens it generated (nor does a real server re-tokenize
 // them exactly). Such turns are held to a quarter of the target.
-func resent(c matrixCase, rec matrixRecord, d int) bool {
+func resent(c matrixCase, rec resultRecord, d int) bool {
 	return rec.Turn > 1 && (c.v(dAnswer) == "tools" || c.v(dAnswer) == "format") && 4*max(d, -d) <= rec.InputLen
 }
 
 // checkCaseAnswers checks the answers' figures against the records: the
 // reasoning tokens, tool calls and checked answers of the completed
 // requests add up to the summary's, and each answer option shows.
-func checkCaseAnswers(c matrixCase, sum *metrics.Summary, recs []matrixRecord, fail func(string, ...any)) {
+func checkCaseAnswers(c matrixCase, sum *metrics.Summary, recs []resultRecord, fail func(string, ...any)) {
 	var reasoning, calls, checked, valid int64
 	for _, rec := range recs {
 		if c.v(dAnswer) == "parts" && rec.ErrorClass == client.ErrProtocol {
 			fail("record %d: content parts not read: %s", rec.Index, rec.Error)
 		}
-		if rec.ErrorClass != "" || rec.Outcome != "" {
+		if !rec.OK() {
 			continue
 		}
-		if c.v(dAnswer) == "parts" && c.v(dStream) == "stream" && rec.CompletionTokens > 1 && rec.TTFT == nil {
+		if c.v(dAnswer) == "parts" && c.v(dStream) == "stream" && rec.CompletionTokens > 1 && rec.FirstToken == 0 {
 			fail("record %d: %d completion tokens and no TTFT: the content parts were not read", rec.Index, rec.CompletionTokens)
 		}
 		reasoning += int64(rec.ReasoningTokens)
 		calls += int64(rec.ToolCalls)
-		if rec.Structured != "" {
+		if rec.Structured != metrics.StructuredUnchecked {
 			checked++
 		}
-		if rec.Structured == "valid" {
+		if rec.Structured == metrics.StructuredValid {
 			valid++
 		}
 	}
@@ -561,7 +561,7 @@ func checkCaseAnswers(c matrixCase, sum *metrics.Summary, recs []matrixRecord, f
 // --prewarm-connections 64 no request but those to a closed port dials.
 // With --request-id-prefix m- every record has request_id m-INDEX (and
 // -TURN for a session's turn), all different, else none has one.
-func checkCasePhases(c matrixCase, sum *metrics.Summary, recs []matrixRecord, fail func(string, ...any)) {
+func checkCasePhases(c matrixCase, sum *metrics.Summary, recs []resultRecord, fail func(string, ...any)) {
 	timed := c.v(dConns) != "dial"
 	ids := c.v(dConns) == "phases" || c.v(dConns) == "prewarm-auto"
 	seen := map[string]bool{}
@@ -571,19 +571,19 @@ func checkCasePhases(c matrixCase, sum *metrics.Summary, recs []matrixRecord, fa
 			fail("record %d: request_id %q with %s (twice: %v)", rec.Index, rec.RequestID, c.v(dConns), seen[rec.RequestID])
 		}
 		seen[rec.RequestID] = true
-		has := rec.HTTPReused != nil
-		if has != timed || has != (rec.HTTPWait != nil) || has && *rec.HTTPReused == (rec.HTTPConnect != nil) {
-			fail("record %d: http_reused %v, http_connect_ms %v, http_wait_ms %v with %s", rec.Index, rec.HTTPReused != nil, rec.HTTPConnect != nil, rec.HTTPWait != nil, c.v(dConns))
+		has := rec.has("http_reused")
+		if has != timed || has != rec.has("http_wait_ms") || has && rec.HTTP.Reused == rec.has("http_connect_ms") {
+			fail("record %d: http_reused %v, http_connect_ms %v, http_wait_ms %v with %s", rec.Index, has, rec.has("http_connect_ms"), rec.has("http_wait_ms"), c.v(dConns))
 			continue
 		}
 		if !has {
 			continue
 		}
 		n++
-		if !*rec.HTTPReused {
+		if !rec.HTTP.Reused {
 			fresh++
 			if c.v(dConns) == "prewarm" && rec.ErrorClass != "connect" {
-				fail("record %d: a new connection (connect %v ms) after --prewarm-connections 64", rec.Index, *rec.HTTPConnect)
+				fail("record %d: a new connection (connect %v ms) after --prewarm-connections 64", rec.Index, inMS(rec.HTTP.Connect))
 			}
 		}
 	}
@@ -1064,7 +1064,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	}
 
 	// Records: one per finished request, each as scheduled.
-	recs := testenv.ReadJSONL[matrixRecord](t, r.path("results.jsonl"))
+	recs := readRecords(t, r.path("results.jsonl"))
 	tel.check(c, sum, recs, fail)
 	if int64(len(recs)) != sum.Completed+sum.Failed+sum.Cancelled {
 		fail("%d records, %d completed + %d failed + %d cancelled", len(recs), sum.Completed, sum.Failed, sum.Cancelled)
@@ -1089,8 +1089,8 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		// A session's later turns are due after the previous answer, and
 		// carry its history: their prompt size is checked against the
 		// server's count below.
-		if rec.Turn <= 1 && math.Abs(rec.Scheduled-mustFloat(t, row[1])) > 1e-6 {
-			fail("record %d scheduled at %v s, schedule says %s", rec.Index, rec.Scheduled, row[1])
+		if rec.Turn <= 1 && math.Abs(rec.Scheduled.Seconds()-mustFloat(t, row[1])) > 1e-6 {
+			fail("record %d scheduled at %v s, schedule says %s", rec.Index, rec.Scheduled.Seconds(), row[1])
 		}
 		if want := mustInt(t, row[2]); c.v(dBackend) == "openai-transcriptions" {
 			if rec.InputLen != client.AudioTokens(matrixAudioSeconds) { // the audio is the input
@@ -1109,13 +1109,13 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		if c.v(dModelMap) == "map-hash" && rec.Model != "m-a" && rec.Model != "m-b" {
 			fail("record %d model %q with --model-map hash over m-a,m-b", rec.Index, rec.Model)
 		}
-		if c.v(dCancel) == "cancel" && rec.Turn <= 1 && math.Abs(rec.CancelAfter-1000*mustFloat(t, row[dryCol[arrival.CancelColumn]])) > 1e-3 ||
+		if c.v(dCancel) == "cancel" && rec.Turn <= 1 && math.Abs(inMS(rec.CancelAfter)-1000*mustFloat(t, row[dryCol[arrival.CancelColumn]])) > 1e-3 ||
 			c.v(dCancel) == "no-cancel" && rec.CancelAfter != 0 {
-			fail("record %d: cancel_after_ms %v, schedule %v", rec.Index, rec.CancelAfter, row)
+			fail("record %d: cancel_after_ms %v, schedule %v", rec.Index, inMS(rec.CancelAfter), row)
 		}
-		if rec.Outcome != "" {
-			if rec.Outcome != "cancelled" || rec.CancelAfter <= 0 || rec.ErrorClass != "" {
-				fail("record %d: outcome %q, cancel_after_ms %v, error_class %q", rec.Index, rec.Outcome, rec.CancelAfter, rec.ErrorClass)
+		if rec.has("outcome") {
+			if !rec.Cancelled || rec.CancelAfter <= 0 || rec.ErrorClass != "" {
+				fail("record %d: outcome %v, cancel_after_ms %v, error_class %q", rec.Index, rec.json.Get("outcome"), inMS(rec.CancelAfter), rec.ErrorClass)
 			}
 			cancelled++
 			continue
@@ -1135,8 +1135,8 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		// they are exact against it too (images count --tokens-per-image
 		// each, on top of the text, also exact). Image generations report
 		// no usage.
-		if rec.Sent < rec.Scheduled-1e-6 {
-			fail("record %d sent at %v s, before its time %v s", rec.Index, rec.Sent, rec.Scheduled)
+		if rec.Sent < rec.Scheduled-time.Microsecond {
+			fail("record %d sent at %v s, before its time %v s", rec.Index, rec.Sent.Seconds(), rec.Scheduled.Seconds())
 		}
 		if c.v(dBackend) == "openai-images" {
 			continue
@@ -1146,8 +1146,8 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		// (and at least one token) when the server may stop early; none
 		// for a pooling batch (and no first token either: no TTFT).
 		if pooling {
-			if rec.CompletionTokens != 0 || rec.TTFT != nil {
-				fail("record %d: a pooling batch with %d completion tokens, ttft %v", rec.Index, rec.CompletionTokens, rec.TTFT)
+			if rec.CompletionTokens != 0 || rec.FirstToken != 0 {
+				fail("record %d: a pooling batch with %d completion tokens, ttft %v", rec.Index, rec.CompletionTokens, rec.TTFT())
 			}
 		} else if agentic && rec.Turn > 1 {
 			// A conversation's later step asks for the trace's output.
@@ -1174,12 +1174,12 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 		case pooling:
 			want = poolingPrompt(c.v(dBackend), rec.InputLen)
 		}
-		if rec.PromptTokens == nil {
+		if rec.PromptTokens < 0 {
 			if c.v(dBackend) != "openai-transcriptions" || c.v(dStream) == "stream" {
 				fail("record %d: no prompt_tokens from the server", rec.Index)
 			}
-		} else if d := *rec.PromptTokens - want; d != 0 && !resent(c, rec, d) {
-			fail("record %d: prompt tokens %d, target %d (text prompt: %v)", rec.Index, *rec.PromptTokens, want, textual)
+		} else if d := rec.PromptTokens - want; d != 0 && !resent(c, rec, d) {
+			fail("record %d: prompt tokens %d, target %d (text prompt: %v)", rec.Index, rec.PromptTokens, want, textual)
 		}
 	}
 	if cancelled != sum.Cancelled {
@@ -1279,7 +1279,7 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 // checkCasePooling checks a pooling run's section against its records:
 // matrixBatch inputs and as many vectors or scores for every completed
 // request; no token figure at all. Other runs have no pooling section.
-func checkCasePooling(c matrixCase, sum *metrics.Summary, recs []matrixRecord, fail func(string, ...any)) {
+func checkCasePooling(c matrixCase, sum *metrics.Summary, recs []resultRecord, fail func(string, ...any)) {
 	if !slices.Contains(batchBackends, c.v(dBackend)) {
 		if sum.Pooling != nil {
 			fail("pooling section %+v with %s", sum.Pooling, c.v(dBackend))
@@ -1288,7 +1288,7 @@ func checkCasePooling(c matrixCase, sum *metrics.Summary, recs []matrixRecord, f
 	}
 	var completed int64
 	for _, rec := range recs {
-		if rec.ErrorClass == "" && rec.Outcome == "" {
+		if rec.OK() {
 			completed++
 		}
 	}

@@ -7,14 +7,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
-	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
-
-type mediaRecord struct {
-	InputLen     int `json:"input_len"`
-	PromptTokens int `json:"prompt_tokens"`
-	Images       int `json:"images"`
-}
 
 // Synthetic media in every request, in each mode: the built-in server
 // counts the images by their size and the clip by its length, so its
@@ -44,7 +37,7 @@ func TestMediaInEveryMode(t *testing.T) {
 			for _, backend := range []string{"vllm", "openai-chat"} {
 				args := append(mockTarget(port, "--num-prompts", "4", "--request-rate", "inf", "--random-output-len", "3", "--seed", "2", "--warmup-requests", "1", "--quiet", "--backend", backend), mode...)
 				r := mustRunTool(t, append(args, media...)...)
-				recs := testenv.ReadJSONL[mediaRecord](t, r.path("results.jsonl"))
+				recs := readRecords(t, r.path("results.jsonl"))
 				images := 0
 				for i, rec := range recs {
 					if rec.PromptTokens != rec.InputLen {

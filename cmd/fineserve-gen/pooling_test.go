@@ -21,21 +21,6 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 )
 
-// poolingRecord is the part of a record a pooling or transcription run's
-// test reads.
-type poolingRecord struct {
-	Index            int64    `json:"index"`
-	TTFT             *float64 `json:"ttft_ms"`
-	E2E              float64  `json:"e2e_ms"`
-	ITL              []float64
-	InputLen         int    `json:"input_len"`
-	OutputLen        int    `json:"output_len"`
-	PromptTokens     *int   `json:"prompt_tokens"`
-	CompletionTokens int    `json:"completion_tokens"`
-	ErrorClass       string `json:"error_class"`
-	Error            string `json:"error"`
-}
-
 // TestPoolingEndToEnd runs each batching backend from the command line
 // against the built-in server: every request sends --batch-size inputs
 // (the server answers each once, and counts what the records say), the
@@ -71,10 +56,10 @@ func TestPoolingEndToEnd(t *testing.T) {
 				t.Errorf("the server answered %d inputs, want 52", st.PooledInputs)
 			}
 			var in int64
-			for _, rec := range testenv.ReadJSONL[poolingRecord](t, r.path("results.jsonl")) {
+			for _, rec := range readRecords(t, r.path("results.jsonl")) {
 				in += int64(rec.InputLen)
-				if rec.TTFT != nil || len(rec.ITL) > 0 || rec.CompletionTokens != 0 || rec.ErrorClass != "" {
-					t.Errorf("record %d: ttft %v, itl %v, completion %d, error %s", rec.Index, rec.TTFT, rec.ITL, rec.CompletionTokens, rec.Error)
+				if rec.FirstToken != 0 || len(rec.itlMS()) > 0 || rec.CompletionTokens != 0 || rec.ErrorClass != "" {
+					t.Errorf("record %d: ttft %v, itl %v, completion %d, error %s", rec.Index, rec.TTFT(), rec.itlMS(), rec.CompletionTokens, rec.Error)
 				}
 				// The server counts what was sent: the inputs' tokens, a
 				// query counted with each of its documents.
@@ -83,7 +68,7 @@ func TestPoolingEndToEnd(t *testing.T) {
 					lens := client.BatchLens(rec.InputLen, 5)
 					want = 4*lens[0] + lens[1] + lens[2] + lens[3] + lens[4]
 				}
-				if rec.PromptTokens == nil || *rec.PromptTokens != want {
+				if rec.PromptTokens != want {
 					t.Errorf("record %d: prompt tokens %v, want %d (input_len %d)", rec.Index, rec.PromptTokens, want, rec.InputLen)
 				}
 			}
@@ -116,9 +101,9 @@ func TestTranscriptionEndToEnd(t *testing.T) {
 			if sum.Completed != 6 || sum.Pooling != nil || sum.TotalInputTokens != 6*125 || sum.TTFT.Empty() || (stream && sum.ITL.Empty()) {
 				t.Fatalf("completed %d, pooling %+v, TTFT %+v, ITL %+v\n%s", sum.Completed, sum.Pooling, sum.TTFT, sum.ITL, r.stderr)
 			}
-			for _, rec := range testenv.ReadJSONL[poolingRecord](t, r.path("results.jsonl")) {
-				if rec.CompletionTokens != rec.OutputLen || rec.TTFT == nil || rec.InputLen != 125 || (stream && rec.PromptTokens == nil) || (rec.PromptTokens != nil && *rec.PromptTokens != 125) {
-					t.Errorf("record %d: completion %d of %d, ttft %v, prompt %v (want 125: 2.5 s)", rec.Index, rec.CompletionTokens, rec.OutputLen, rec.TTFT, rec.PromptTokens)
+			for _, rec := range readRecords(t, r.path("results.jsonl")) {
+				if rec.CompletionTokens != rec.OutputLen || rec.FirstToken == 0 || rec.InputLen != 125 || (stream && rec.PromptTokens < 0) || (rec.PromptTokens >= 0 && rec.PromptTokens != 125) {
+					t.Errorf("record %d: completion %d of %d, ttft %v, prompt %v (want 125: 2.5 s)", rec.Index, rec.CompletionTokens, rec.OutputLen, rec.TTFT(), rec.PromptTokens)
 				}
 			}
 			if st := srv.Stats(); st.AudioSeconds != 6*2.5 {
@@ -195,7 +180,7 @@ func TestPoolingDropsTraceImages(t *testing.T) {
 	if sum.Completed != 6 || sum.Images != 0 || sum.Pooling == nil || sum.Pooling.Inputs != 12 {
 		t.Errorf("completed %d, images %d, pooling %+v", sum.Completed, sum.Images, sum.Pooling)
 	}
-	for _, rec := range testenv.ReadJSONL[matrixRecord](t, r.path("results.jsonl")) {
+	for _, rec := range readRecords(t, r.path("results.jsonl")) {
 		if rec.Images != 0 {
 			t.Errorf("record %d: %d images", rec.Index, rec.Images)
 		}

@@ -2,22 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
-	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 // acceptCounter is a built-in server on 127.0.0.1 that numbers the
@@ -90,14 +86,6 @@ func startCountedMock(t *testing.T, want int) *acceptCounter {
 	return a
 }
 
-// phaseRecord is the HTTP phases of a JSONL record.
-type phaseRecord struct {
-	Index   int64    `json:"index"`
-	Reused  *bool    `json:"http_reused"`
-	Connect *float64 `json:"http_connect_ms"`
-	Wait    *float64 `json:"http_wait_ms"`
-}
-
 // TestPrewarmConnections: with --prewarm-connections N (or auto, from
 // --max-concurrency) the server has accepted N connections (spread over
 // two endpoints) before the first request, every request comes on one of
@@ -145,26 +133,18 @@ func TestPrewarmConnections(t *testing.T) {
 						i+1, atFirst, used, late, want, want+1)
 				}
 			}
-			b, err := os.ReadFile(r.path("results.jsonl"))
-			if err != nil {
-				t.Fatal(err)
-			}
 			connects := 0
-			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-			for _, line := range lines {
-				var rec phaseRecord
-				if err := json.Unmarshal([]byte(line), &rec); err != nil {
-					t.Fatal(err)
+			recs := readRecords(t, r.path("results.jsonl"))
+			for _, rec := range recs {
+				if !rec.has("http_reused") || !rec.has("http_wait_ms") || rec.HTTP.Reused == rec.has("http_connect_ms") {
+					t.Fatalf("record %d: phases %s: want http_reused, http_wait_ms, and http_connect_ms exactly when not reused", rec.Index, rec.json)
 				}
-				if rec.Reused == nil || rec.Wait == nil || (*rec.Reused == (rec.Connect != nil)) {
-					t.Fatalf("record %d: phases %s: want http_reused, http_wait_ms, and http_connect_ms exactly when not reused", rec.Index, line)
-				}
-				if rec.Connect != nil {
+				if rec.has("http_connect_ms") {
 					connects++
 				}
 			}
-			if len(lines) != n || (tc.prewarm != "") != (connects == 0) {
-				t.Errorf("%d records, %d with a connect phase; want %d, none only when prewarmed", len(lines), connects, n)
+			if len(recs) != n || (tc.prewarm != "") != (connects == 0) {
+				t.Errorf("%d records, %d with a connect phase; want %d, none only when prewarmed", len(recs), connects, n)
 			}
 			if s := r.summary(t); s.HTTPPhases == nil || s.HTTPPhases.Requests != n || s.HTTPPhases.NewConnections != int64(connects) {
 				t.Errorf("summary http_phases %+v: want %d requests, %d on new connections", s.HTTPPhases, n, connects)
@@ -213,13 +193,13 @@ func TestPrewarmConnectionsHTTPS(t *testing.T) {
 	r := mustRunTool(t, "--base-url", hs.URL, "--model", "mock-model", "--num-prompts", "4", "--max-concurrency", "4", "--request-rate", "inf",
 		"--random-input-len", "4", "--random-output-len", "2", "--insecure", "--http-transport", "http1", "--warmup-requests", "0",
 		"--prewarm-connections", "4", "--http-phases", "--quiet", "--scrape-server-metrics=false") // its poller has a client of its own
-	recs := testenv.ReadJSONL[phaseRecord](t, r.path("results.jsonl"))
+	recs := readRecords(t, r.path("results.jsonl"))
 	if len(recs) != 4 {
 		t.Fatalf("%d records, want 4", len(recs))
 	}
 	for _, rec := range recs {
-		if rec.Reused == nil || !*rec.Reused || rec.Connect != nil {
-			t.Errorf("record %d: reused %v, connect %v: want a prewarmed connection", rec.Index, rec.Reused, rec.Connect)
+		if !rec.has("http_reused") || !rec.HTTP.Reused || rec.has("http_connect_ms") {
+			t.Errorf("record %d: reused %v, connect %v: want a prewarmed connection", rec.Index, rec.json.Get("http_reused"), rec.json.Get("http_connect_ms"))
 		}
 	}
 	mu.Lock()

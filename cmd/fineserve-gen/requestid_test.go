@@ -8,7 +8,6 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
-	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 // TestRequestIDsAreDistinct: with --request-id-prefix every request the
@@ -36,7 +35,7 @@ func TestRequestIDsAreDistinct(t *testing.T) {
 	if !slices.Equal(seen, want) {
 		t.Errorf("the server saw request ids %q, want %q", seen, want)
 	}
-	for _, rec := range testenv.ReadJSONL[matrixRecord](t, r.path("results.jsonl")) {
+	for _, rec := range readRecords(t, r.path("results.jsonl")) {
 		if !slices.Contains(seen, rec.RequestID) {
 			t.Errorf("record %d: request_id %q, not one the server saw", rec.Index, rec.RequestID)
 		}

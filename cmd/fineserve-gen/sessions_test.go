@@ -17,36 +17,19 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
 
-// sessionRecord is the part of a session turn's record the tests read.
-type sessionRecord struct {
-	Index            int64     `json:"index"`
-	Scheduled        float64   `json:"scheduled_s"`
-	Sent             float64   `json:"sent_s"`
-	E2E              float64   `json:"e2e_ms"`
-	InputLen         int       `json:"input_len"`
-	PromptTokens     *int      `json:"prompt_tokens"`
-	CompletionTokens int       `json:"completion_tokens"`
-	CachedTokens     *int      `json:"cached_tokens"`
-	ErrorClass       string    `json:"error_class"`
-	Session          *int64    `json:"session"`
-	Turn             int       `json:"turn"`
-	HistoryTokens    *int      `json:"history_tokens"`
-	ITL              []float64 `json:"itl_ms"`
-}
-
 // readSessionRecords reads a run's records by session, each session's in
 // turn order; every record must carry the session fields.
-func readSessionRecords(t *testing.T, path string) map[int64][]sessionRecord {
+func readSessionRecords(t *testing.T, path string) map[int64][]resultRecord {
 	t.Helper()
-	out := map[int64][]sessionRecord{}
-	for i, r := range testenv.ReadJSONL[sessionRecord](t, path) {
-		if r.Session == nil || r.HistoryTokens == nil || r.Turn < 1 {
+	out := map[int64][]resultRecord{}
+	for i, r := range readRecords(t, path) {
+		if !r.has("session") || !r.has("history_tokens") || r.Turn < 1 {
 			t.Fatalf("%s: line %d: record without session fields: %+v", path, i+1, r)
 		}
-		out[*r.Session] = append(out[*r.Session], r)
+		out[r.Session] = append(out[r.Session], r)
 	}
 	for _, rs := range out {
-		slices.SortFunc(rs, func(a, b sessionRecord) int { return a.Turn - b.Turn })
+		slices.SortFunc(rs, func(a, b resultRecord) int { return a.Turn - b.Turn })
 	}
 	return out
 }
@@ -107,36 +90,36 @@ func TestSessionsAgainstPrefixCache(t *testing.T) {
 				}
 				for k, tr := range turns {
 					p := planned[s][k]
-					if tr.ErrorClass != "" || tr.PromptTokens == nil || tr.CachedTokens == nil {
+					if tr.ErrorClass != "" || tr.PromptTokens < 0 || tr.CachedTokens < 0 {
 						t.Fatalf("session %d turn %d: %+v", s, k+1, tr)
 					}
 					if tr.Index != s || tr.Turn != k+1 {
 						t.Errorf("session %d: record %d is index %d turn %d", s, k, tr.Index, tr.Turn)
 					}
-					if *tr.PromptTokens != *tr.HistoryTokens+int(p[1]) || tr.InputLen != *tr.PromptTokens {
+					if tr.PromptTokens != tr.HistoryTokens+int(p[1]) || tr.InputLen != tr.PromptTokens {
 						t.Errorf("session %d turn %d: server counted %d prompt tokens, want history %d + message %g (input_len %d)",
-							s, k+1, *tr.PromptTokens, *tr.HistoryTokens, p[1], tr.InputLen)
+							s, k+1, tr.PromptTokens, tr.HistoryTokens, p[1], tr.InputLen)
 					}
 					if k == 0 {
-						if *tr.HistoryTokens != 0 {
-							t.Errorf("session %d: first turn carries history %d", s, *tr.HistoryTokens)
+						if tr.HistoryTokens != 0 {
+							t.Errorf("session %d: first turn carries history %d", s, tr.HistoryTokens)
 						}
 						continue
 					}
 					prev := turns[k-1]
-					if want := *prev.PromptTokens + prev.CompletionTokens; *tr.HistoryTokens != want {
+					if want := prev.PromptTokens + prev.CompletionTokens; tr.HistoryTokens != want {
 						t.Errorf("session %d turn %d: history %d, want the previous prompt %d + output %d",
-							s, k+1, *tr.HistoryTokens, *prev.PromptTokens, prev.CompletionTokens)
+							s, k+1, tr.HistoryTokens, prev.PromptTokens, prev.CompletionTokens)
 					}
-					if h := *tr.HistoryTokens; *tr.CachedTokens < h-16 || *tr.CachedTokens > h {
-						t.Errorf("session %d turn %d: %d tokens cached, want the history %d within one block", s, k+1, *tr.CachedTokens, h)
+					if h := tr.HistoryTokens; tr.CachedTokens < h-16 || tr.CachedTokens > h {
+						t.Errorf("session %d turn %d: %d tokens cached, want the history %d within one block", s, k+1, tr.CachedTokens, h)
 					}
-					due := prev.Sent + prev.E2E/1e3 + p[0]
-					if math.Abs(tr.Scheduled-due) > 2e-6 {
-						t.Errorf("session %d turn %d: due at %.6f s, want previous end + think %.6f s", s, k+1, tr.Scheduled, due)
+					due := prev.End.Seconds() + p[0]
+					if math.Abs(tr.Scheduled.Seconds()-due) > 2e-6 {
+						t.Errorf("session %d turn %d: due at %.6f s, want previous end + think %.6f s", s, k+1, tr.Scheduled.Seconds(), due)
 					}
 					if tr.Sent < tr.Scheduled {
-						t.Errorf("session %d turn %d: sent at %.6f s before its due time %.6f s", s, k+1, tr.Sent, tr.Scheduled)
+						t.Errorf("session %d turn %d: sent at %.6f s before its due time %.6f s", s, k+1, tr.Sent.Seconds(), tr.Scheduled.Seconds())
 					}
 				}
 			}
@@ -268,12 +251,12 @@ func TestSessionsInEveryMode(t *testing.T) {
 			}
 			for s, turns := range readSessionRecords(t, r.path("results.jsonl")) {
 				for k, tr := range turns {
-					if tr.ErrorClass != "" || tr.PromptTokens == nil || *tr.PromptTokens != tr.InputLen {
+					if tr.ErrorClass != "" || tr.PromptTokens < 0 || tr.PromptTokens != tr.InputLen {
 						t.Errorf("session %d turn %d: %+v (prompt %v)", s, k+1, tr, tr.PromptTokens)
 					}
-					if k > 0 && *tr.HistoryTokens != *turns[k-1].PromptTokens+turns[k-1].CompletionTokens {
-						t.Errorf("session %d turn %d: history %d after a turn of %d + %d", s, k+1, *tr.HistoryTokens,
-							*turns[k-1].PromptTokens, turns[k-1].CompletionTokens)
+					if k > 0 && tr.HistoryTokens != turns[k-1].PromptTokens+turns[k-1].CompletionTokens {
+						t.Errorf("session %d turn %d: history %d after a turn of %d + %d", s, k+1, tr.HistoryTokens,
+							turns[k-1].PromptTokens, turns[k-1].CompletionTokens)
 					}
 				}
 			}
@@ -316,12 +299,12 @@ func TestSessionsMultiTurnShareGPT(t *testing.T) {
 					continue
 				}
 				for k, tr := range turns {
-					if tr.ErrorClass != "" || tr.PromptTokens == nil || *tr.PromptTokens != tr.InputLen {
+					if tr.ErrorClass != "" || tr.PromptTokens < 0 || tr.PromptTokens != tr.InputLen {
 						t.Fatalf("session %d turn %d: %+v", s, k+1, tr)
 					}
 					msg := len(strings.Fields(conv[2*k].Value))
-					if k > 0 && tr.InputLen-*tr.HistoryTokens != msg {
-						t.Errorf("session %d turn %d: new message of %d tokens, the conversation's has %d words", s, k+1, tr.InputLen-*tr.HistoryTokens, msg)
+					if k > 0 && tr.InputLen-tr.HistoryTokens != msg {
+						t.Errorf("session %d turn %d: new message of %d tokens, the conversation's has %d words", s, k+1, tr.InputLen-tr.HistoryTokens, msg)
 					}
 					if reply := len(strings.Fields(conv[2*k+1].Value)); tr.CompletionTokens != reply {
 						t.Errorf("session %d turn %d: %d completion tokens, the reply has %d words", s, k+1, tr.CompletionTokens, reply)
@@ -420,7 +403,7 @@ func TestTimingSessionThinkTime(t *testing.T) {
 	for s, turns := range readSessionRecords(t, r.path("results.jsonl")) {
 		for k := 1; k < len(turns); k++ {
 			prev, tr := turns[k-1], turns[k]
-			seen := tr.Sent - (prev.Sent + prev.E2E/1e3)
+			seen := (tr.Sent - prev.End).Seconds()
 			want := planned[s][k][0]
 			if seen < want-2e-6 || seen > want+0.025 {
 				t.Errorf("session %d turn %d: think %.6f s, planned %.6f s", s, k+1, seen, want)

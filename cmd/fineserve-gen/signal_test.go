@@ -132,22 +132,18 @@ func startStallingRun(t *testing.T, dir string, extra ...string) (*mockserver.Se
 	return srv, c
 }
 
-// base is the record itself, also in the types that embed it.
-func (r record) base() record { return r }
-
 // recordsByClass counts recs by error class ("" for a success); two
 // records of one request fail the test.
-func recordsByClass[R interface{ base() record }](t *testing.T, recs []R) map[string]int64 {
+func recordsByClass(t *testing.T, recs []resultRecord) map[string]int64 {
 	t.Helper()
 	byClass := map[string]int64{}
 	seen := map[int64]bool{}
 	for _, r := range recs {
-		b := r.base()
-		if seen[b.Index] {
-			t.Fatalf("two records for request %d", b.Index)
+		if seen[r.Index] {
+			t.Fatalf("two records for request %d", r.Index)
 		}
-		seen[b.Index] = true
-		byClass[b.ErrorClass]++
+		seen[r.Index] = true
+		byClass[r.ErrorClass]++
 	}
 	return byClass
 }
@@ -234,14 +230,11 @@ func TestSecondSignalCancelsAndWritesEverything(t *testing.T) {
 		t.Errorf("the process exited %v after the second signal, want about a second", took)
 	}
 	t.Logf("exit %v after the second signal", took)
-	recs := testenv.ReadJSONL[struct {
-		record
-		TTFT *float64 `json:"ttft_ms"`
-	}](t, filepath.Join(dir, "results.jsonl"))
+	recs := readRecords(t, filepath.Join(dir, "results.jsonl"))
 	byClass := recordsByClass(t, recs)
 	for _, r := range recs {
-		if r.ErrorClass == client.ErrCanceled && (r.TTFT == nil || *r.TTFT <= 0) {
-			t.Errorf("canceled record %+v: want the TTFT of the token that came before the cut", r)
+		if r.ErrorClass == client.ErrCanceled && (r.FirstToken == 0 || r.TTFT() <= 0) {
+			t.Errorf("canceled record %d (ttft %v): want the TTFT of the token that came before the cut", r.Index, r.TTFT())
 		}
 	}
 	if int64(len(recs)) != st.Requests || byClass[client.ErrCanceled] != stalled || byClass[""] != st.Completed {

@@ -26,8 +26,8 @@ func TestOTLPRun(t *testing.T) {
 	const secretValue = "Bearer otlp-s3cret"
 	r := mustRunTool(t, append(baseArgs(port, 60), "--request-id-prefix", "x-", "--otlp-endpoint", rcv.URL(), "--otlp-traces",
 		"--otlp-sample", "0.5", "--otlp-header", "Authorization="+secretValue)...)
-	recs := testenv.ReadJSONL[matrixRecord](t, r.path("results.jsonl"))
-	want := map[int64]matrixRecord{}
+	recs := readRecords(t, r.path("results.jsonl"))
+	want := map[int64]resultRecord{}
 	for _, rec := range recs {
 		if otlpexport.Keep(rec.Index, 0.5) {
 			want[rec.Index] = rec
@@ -49,7 +49,7 @@ func TestOTLPRun(t *testing.T) {
 		if len(id) != 1 || id[0].GetStringValue() != rec.RequestID || rec.RequestID == "" ||
 			a[otlpexport.AttrRequestModel].GetStringValue() != rec.Model || a[otlpexport.AttrOperation].GetStringValue() != "text_completion" ||
 			a[otlpexport.AttrServerAddr].GetStringValue() != "127.0.0.1" || a[otlpexport.AttrOutputTokens].GetIntValue() != int64(rec.CompletionTokens) {
-			t.Errorf("span of request %d: attributes %v, record %+v", i, a, rec)
+			t.Errorf("span of request %d: attributes %v, record %+v", i, a, rec.Request)
 		}
 	}
 	for _, m := range []string{"fineserve_gen_requests", "fineserve_gen_ttft_seconds", "fineserve_gen_send_lag_seconds"} {

@@ -31,11 +31,6 @@ func writeTokenizer(t testing.TB, text string, merges int) string {
 	return dir
 }
 
-type lenRecord struct {
-	InputLen     int `json:"input_len"`
-	PromptTokens int `json:"prompt_tokens"`
-}
-
 // --tokenizer sizes ShareGPT prompts in its tokens: the built-in server
 // counting in the same tokenizer sees exactly the scheduled lengths, for
 // completions and chat, and the lengths are not the word counts. Without
@@ -51,11 +46,11 @@ func TestTokenizerSizesDatasetPrompts(t *testing.T) {
 	os.WriteFile(data, []byte(punctDataset), 0o644)
 	_, port := mocktest.Start(t, mockserver.Config{Models: []string{"mock-model"}, Tokenizer: tk})
 	_, wordPort := mocktest.Start(t, mockserver.Config{Models: []string{"mock-model"}})
-	run := func(port int, more ...string) ([]lenRecord, string) {
+	run := func(port int, more ...string) ([]resultRecord, string) {
 		args := append(mockTarget(port, "--num-prompts", "6", "--request-rate", "inf", "--seed", "1", "--warmup-requests", "0",
 			"--dataset-name", "sharegpt", "--dataset-path", data, "--quiet"), more...)
 		r := mustRunTool(t, args...)
-		return testenv.ReadJSONL[lenRecord](t, r.path("results.jsonl")), r.summary(t).PromptUnits
+		return readRecords(t, r.path("results.jsonl")), r.summary(t).PromptUnits
 	}
 	words, units := run(wordPort)
 	if units != "words" {
@@ -99,7 +94,7 @@ func TestTokenizerSizesSyntheticText(t *testing.T) {
 	_, port := mocktest.Start(t, mockserver.Config{Models: []string{"mock-model"}, Tokenizer: tk})
 	for _, backend := range []string{"vllm", "openai-chat"} {
 		r := mustRunTool(t, append(baseArgs(port, 5), "--backend", backend, "--prompt-format", "text", "--random-input-len", "50", "--random-range-ratio", "0.5", "--tokenizer", tokDir)...)
-		for i, rec := range testenv.ReadJSONL[lenRecord](t, r.path("results.jsonl")) {
+		for i, rec := range readRecords(t, r.path("results.jsonl")) {
 			if rec.PromptTokens != rec.InputLen {
 				t.Errorf("%s: record %d: server %d tokens, input_len %d", backend, i, rec.PromptTokens, rec.InputLen)
 			}
@@ -156,7 +151,7 @@ func TestTokenizerSentencePiece(t *testing.T) {
 			args := append(mockTarget(port, "--num-prompts", "6", "--request-rate", "inf", "--seed", "1", "--warmup-requests", "0",
 				"--quiet", "--tokenizer", path), more...)
 			r := mustRunTool(t, args...)
-			recs := testenv.ReadJSONL[lenRecord](t, r.path("results.jsonl"))
+			recs := readRecords(t, r.path("results.jsonl"))
 			if len(recs) != 6 {
 				t.Errorf("%s %v: %d records, want 6", name, more, len(recs))
 			}
