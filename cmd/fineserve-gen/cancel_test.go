@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/csv"
 	"io"
 	"math"
 	"net/http"
@@ -43,10 +42,7 @@ func TestCancelUsageErrors(t *testing.T) {
 // readSchedule returns a schedule CSV's header and rows.
 func readSchedule(t *testing.T, path string) ([]string, [][]string) {
 	t.Helper()
-	rows, err := csv.NewReader(testenv.Open(t, path)).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := testenv.ReadCSVRows(t, path)
 	return rows[0], rows[1:]
 }
 

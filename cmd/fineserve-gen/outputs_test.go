@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -26,15 +24,7 @@ func TestOutputsForScripts(t *testing.T) {
 	csvPath := dir + "/results.csv"
 	r := mustRunTool(t, append(baseArgs(port, 12), "--results-csv", csvPath, "--burstiness", "0.5")...)
 
-	f, err := os.Open(csvPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := testenv.ReadCSVRows(t, csvPath)
 	recs := readRecords(t, r.path("results.jsonl"))
 	if len(rows) != 1+len(recs) || rows[0][0] != "index" {
 		t.Fatalf("%d CSV rows (header %v) for %d records", len(rows), rows[0], len(recs))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/csv"
 	"math"
 	"os"
 	"path/filepath"
@@ -81,7 +80,10 @@ func TestRepeatSummaryAndOutputs(t *testing.T) {
 	if n := strings.Count(r.stderr, "run "); n < 3 || !strings.Contains(r.stderr, "run 3/3 (seed ") {
 		t.Errorf("want a line a run:\n%s", r.stderr)
 	}
-	rows := readCSV(t, csvPath)
+	rows := testenv.ReadCSVRows(t, csvPath)
+	if len(rows) < 2 {
+		t.Fatalf("CSV: %d rows", len(rows))
+	}
 	if !slices.Equal(rows[0], []string{"figure", "mean", "half_width", "n", "wide", "run1", "run2", "run3"}) {
 		t.Errorf("CSV header %v", rows[0])
 	}
@@ -101,20 +103,6 @@ func TestRepeatSummaryAndOutputs(t *testing.T) {
 	if err != nil || !strings.Contains(string(html), "Repeated Runs") || !strings.Contains(string(html), "mean_ttft_ms") {
 		t.Errorf("HTML report without the intervals (%v)", err)
 	}
-}
-
-func readCSV(t *testing.T, path string) [][]string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(rows) < 2 {
-		t.Fatalf("CSV: %v (%d rows)", err, len(rows))
-	}
-	return rows
 }
 
 // TestTimingRepeatIntervalsCoverTheMockTTFT: the experiment — --repeat 5

@@ -2,23 +2,25 @@ package testenv
 
 import (
 	"encoding/csv"
-	"os"
 	"testing"
 )
+
+// ReadCSVRows reads a whole CSV file (an output the test checks), its
+// header and every row, failing the test when it is missing or not CSV.
+func ReadCSVRows(t testing.TB, path string) [][]string {
+	t.Helper()
+	rows, err := csv.NewReader(Open(t, path)).ReadAll()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return rows
+}
 
 // ReadCSV reads a whole CSV file, as a test's independent reading of a
 // trace or schedule: its header's column positions and its rows.
 func ReadCSV(t testing.TB, path string) (col map[string]int, rows [][]string) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	recs := ReadCSVRows(t, path)
 	if len(recs) == 0 {
 		t.Fatalf("%s: no header", path)
 	}
