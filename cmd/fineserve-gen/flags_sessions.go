@@ -35,12 +35,7 @@ func (v distValue) String() string {
 }
 
 func (v distValue) Set(s string) error {
-	d, err := session.ParseDist(s, v.unit)
-	if err != nil {
-		return err
-	}
-	*v.d = d
-	return nil
+	return setParsed(v.d, s, func(s string) (session.Dist, error) { return session.ParseDist(s, v.unit) })
 }
 
 func (v distValue) Type() string { return "dist" }

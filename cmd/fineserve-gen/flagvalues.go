@@ -32,6 +32,17 @@ func parseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// setParsed is a flag value's Set: s parsed by parse into *dst, which an
+// error leaves as it was.
+func setParsed[T any](dst *T, s string, parse func(string) (T, error)) error {
+	v, err := parse(s)
+	if err != nil {
+		return err
+	}
+	*dst = v
+	return nil
+}
+
 // durationValue is a pflag.Value for parseDuration.
 type durationValue struct{ d *time.Duration }
 
@@ -42,14 +53,7 @@ func (v durationValue) String() string {
 	return v.d.String()
 }
 
-func (v durationValue) Set(s string) error {
-	d, err := parseDuration(s)
-	if err != nil {
-		return err
-	}
-	*v.d = d
-	return nil
-}
+func (v durationValue) Set(s string) error { return setParsed(v.d, s, parseDuration) }
 
 func (v durationValue) Type() string { return "duration" }
 
@@ -114,14 +118,7 @@ func (v rateValue) String() string {
 	return strconv.FormatFloat(*v.r, 'g', -1, 64)
 }
 
-func (v rateValue) Set(s string) error {
-	r, err := parseRate(s)
-	if err != nil {
-		return err
-	}
-	*v.r = r
-	return nil
-}
+func (v rateValue) Set(s string) error { return setParsed(v.r, s, parseRate) }
 
 func (v rateValue) Type() string { return "rate" }
 

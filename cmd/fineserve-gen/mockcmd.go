@@ -158,27 +158,28 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		cfg.Chunks = mockserver.NewChunkLog(f, 0)
 	}
 	code := serveMock(ctx, cfg, *host, *port, *portFile, *cpuProfile, stderr)
-	if chunks != nil {
-		err := cfg.Chunks.Close()
-		if cerr := chunks.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("chunk log: %w", cerr)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "fineserve-gen mock-server: --chunk-log %s: %v\n", *chunkLog, err)
-			code = max(code, exitFailure)
-		}
+	if chunks != nil && !closeLog(stderr, "--chunk-log", *chunkLog, "chunk log", cfg.Chunks, chunks) {
+		code = max(code, exitFailure)
 	}
-	if arrivals != nil {
-		err := cfg.Arrivals.Close()
-		if cerr := arrivals.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("arrival log: %w", cerr)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "fineserve-gen mock-server: --arrival-log %s: %v\n", *arrivalLog, err)
-			code = max(code, exitFailure)
-		}
+	if arrivals != nil && !closeLog(stderr, "--arrival-log", *arrivalLog, "arrival log", cfg.Arrivals, arrivals) {
+		code = max(code, exitFailure)
 	}
 	return code
+}
+
+// closeLog flushes a log the server wrote (--chunk-log, --arrival-log) and
+// closes its file f; it reports a failure of either on stderr, naming the
+// flag and path, and returns false.
+func closeLog(stderr io.Writer, flag, path, what string, log io.Closer, f *os.File) bool {
+	err := log.Close()
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("%s: %w", what, cerr)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "fineserve-gen mock-server: %s %s: %v\n", flag, path, err)
+		return false
+	}
+	return true
 }
 
 // serveMock serves cfg until ctx is done and returns the exit code.

@@ -81,14 +81,9 @@ func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err := experimentOnlyRun("plan", &o); err != nil {
 		errs = append(errs, err)
 	}
-	if len(errs) > 0 {
-		return usageExit(stderr, errs...)
+	if code, ok = settleRunOptions("plan", args, fs, &o, errs, stderr); !ok {
+		return code
 	}
-	if err := o.Validate(); err != nil {
-		return usageExit(stderr, err)
-	}
-	o.Command = commandLine(append([]string{"plan"}, safeArgs(args, o.Secrets())...))
-	o.Settings = settingsOf(fs, o.Secrets())
 	name := workloadName(&o)
 
 	// The day: the schedule a run of these flags would send.

@@ -250,6 +250,22 @@ func parseRunFlags(args []string, o *options.Options, prof *profiles, extra func
 	return fs, errs, code, ok
 }
 
+// settleRunOptions ends a subcommand's reading of the run's flags (plan,
+// sweep): the problems found (errs) and those of o.Validate end the command
+// with a usage error, else o gets the command line (its credentials
+// hidden) and the settings its outputs record. ok false: the exit code.
+func settleRunOptions(name string, args []string, fs *pflag.FlagSet, o *options.Options, errs []error, stderr io.Writer) (code int, ok bool) {
+	if len(errs) > 0 {
+		return usageExit(stderr, errs...), false
+	}
+	if err := o.Validate(); err != nil {
+		return usageExit(stderr, err), false
+	}
+	o.Command = commandLine(append([]string{name}, safeArgs(args, o.Secrets())...))
+	o.Settings = settingsOf(fs, o.Secrets())
+	return 0, true
+}
+
 // parseRunSeries is parseRunFlags that hands back a run file's series of
 // runs (nil: none) instead of refusing it.
 func parseRunSeries(args []string, o *options.Options, prof *profiles, extra func(*pflag.FlagSet), usage string, stdout, stderr io.Writer) (fs *pflag.FlagSet, series *runfile.Series, errs []error, code int, ok bool) {

@@ -86,14 +86,9 @@ func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if len(errs) > 0 {
-		return usageExit(stderr, errs...)
+	if code, ok = settleRunOptions("sweep", args, fs, &o, errs, stderr); !ok {
+		return code
 	}
-	if err := o.Validate(); err != nil {
-		return usageExit(stderr, err)
-	}
-	o.Command = commandLine(append([]string{"sweep"}, safeArgs(args, o.Secrets())...))
-	o.Settings = settingsOf(fs, o.Secrets())
 	stopProfiles, err := startProfiles(prof)
 	if err != nil {
 		return exitCode(&options.UsageError{Err: err}, stderr)
