@@ -320,11 +320,7 @@ func TestAgenticInterrupted(t *testing.T) {
 		`{"t":0,"in":100,"out":4,"hash_ids":[1],"think_time":0},` +
 		`{"t":1,"type":"subagent","requests":[{"t":0,"in":100,"out":4,"hash_ids":[9]},{"t":60,"in":100,"out":4,"hash_ids":[9],"think_time":60}]},` +
 		`{"t":120,"in":200,"out":4,"hash_ids":[1,2,3],"think_time":60}]}`
-	r := runInterrupted(t, mockTarget(port, "--mode", "replay", "--trace", writeTrace(t, doc), "--warmup-requests", "0")...)
-	ss := r.summary(t).Sessions
-	if ss == nil || ss.Started != 1 || ss.EndedInterrupt != 1 || ss.TurnsSent != 2 {
-		t.Errorf("sessions %+v, want 1 interrupted after 2 steps", ss)
-	}
+	r := runInterruptedSessions(t, 1, 2, mockTarget(port, "--mode", "replay", "--trace", writeTrace(t, doc), "--warmup-requests", "0")...)
 	recs := readRecords(t, r.path("results.jsonl"))
 	if len(recs) != 2 {
 		t.Errorf("%d records, want 2", len(recs))

@@ -321,6 +321,18 @@ func TestSessionsMultiTurnShareGPT(t *testing.T) {
 	}
 }
 
+// runInterruptedSessions runs args until the interrupt (runInterrupted)
+// and checks the summary: started sessions (or conversations), every one
+// ended by the interrupt, after sent turns in all.
+func runInterruptedSessions(t *testing.T, started, sent int64, args ...string) *toolRun {
+	t.Helper()
+	r := runInterrupted(t, args...)
+	if ss := r.summary(t).Sessions; ss == nil || ss.Started != started || ss.EndedInterrupt != started || ss.TurnsSent != sent {
+		t.Errorf("sessions %+v, want %d interrupted after %d turns in all", ss, started, sent)
+	}
+	return r
+}
+
 // TestSessionsInterrupted: a run stopped while its sessions think sends
 // no further turn: every session ends as interrupted, every finished
 // turn keeps its record, and the run does not wait for the think time.
@@ -328,11 +340,7 @@ func TestSessionsMultiTurnShareGPT(t *testing.T) {
 // 60 s.
 func TestSessionsInterrupted(t *testing.T) {
 	_, port := mocktest.Start(t, mockserver.Config{TTFT: time.Millisecond})
-	r := runInterrupted(t, append(baseArgs(port, 4), "--turns", "3", "--think-time", "60s")...)
-	ss := r.summary(t).Sessions
-	if ss == nil || ss.Started != 4 || ss.EndedInterrupt != 4 || ss.TurnsSent != 4 {
-		t.Errorf("sessions %+v, want 4 interrupted after their first turn", ss)
-	}
+	r := runInterruptedSessions(t, 4, 4, append(baseArgs(port, 4), "--turns", "3", "--think-time", "60s")...)
 	recs := readSessionRecords(t, r.path("results.jsonl"))
 	if len(recs) != 4 {
 		t.Errorf("%d sessions recorded, want 4", len(recs))
