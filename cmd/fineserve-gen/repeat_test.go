@@ -276,17 +276,11 @@ func TestSteadyStateAutoOnMock(t *testing.T) {
 	if ss == nil || ss.Rule != "auto" || ss.Note != "" {
 		t.Fatalf("steady_state %+v", ss)
 	}
-	type rec struct {
-		Sent float64 `json:"sent_s"`
-		E2E  float64 `json:"e2e_ms"`
-	}
-	recs := testenv.ReadJSONL[rec](t, r.path("results.jsonl"))
 	var spans [][2]time.Duration
 	var sends []float64
-	for _, x := range recs {
-		sent := time.Duration(x.Sent * float64(time.Second))
-		spans = append(spans, [2]time.Duration{sent, sent + time.Duration(x.E2E*float64(time.Millisecond))})
-		sends = append(sends, x.Sent)
+	for _, x := range readRecords(t, r.path("results.jsonl")) {
+		spans = append(spans, [2]time.Duration{x.Sent, x.End})
+		sends = append(sends, x.Sent.Seconds())
 	}
 	slices.Sort(sends)
 	start, end, level, ok := metrics.SteadyWindow(spans)
