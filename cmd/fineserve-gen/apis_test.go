@@ -58,11 +58,7 @@ func TestTimingOtherAPIsPacing(t *testing.T) {
 					case "kserve-generate":
 						args = append(args, "--extra-request-body", `{"return_num_input_tokens":true,"return_num_output_tokens":true}`)
 					}
-					srv, err := mockserver.New(cfg)
-					if err != nil {
-						t.Fatal(err)
-					}
-					port, stop, err := srv.ServeLoopback()
+					srv, port, stop, err := mockserver.ServeNew(cfg)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -43,11 +43,7 @@ type shardRuns struct {
 const shardRequests = 240
 
 var shardFixture = sync.OnceValues(func() (*shardRuns, error) {
-	srv, err := mockserver.New(mockserver.Config{Models: []string{"mock-model"}, TTFT: 15 * time.Millisecond, ITL: 3 * time.Millisecond})
-	if err != nil {
-		return nil, err
-	}
-	port, stop, err := srv.ServeLoopback()
+	_, port, stop, err := mockserver.ServeNew(mockserver.Config{Models: []string{"mock-model"}, TTFT: 15 * time.Millisecond, ITL: 3 * time.Millisecond})
 	if err != nil {
 		return nil, err
 	}

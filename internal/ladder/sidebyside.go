@@ -199,7 +199,7 @@ func runSideBySide(c sideConfig) error {
 // mock and returns the body it sent, which vegeta then sends every time.
 func captureBody(c sideConfig) ([]byte, error) {
 	got := make(chan []byte, 1)
-	srv, err := mockserver.New(mockserver.Config{Models: []string{"mock-model"}, OnRequest: func(path string, body []byte) {
+	_, port, stop, err := mockserver.ServeNew(mockserver.Config{Models: []string{"mock-model"}, OnRequest: func(path string, body []byte) {
 		if path == "/v1/completions" {
 			select {
 			case got <- bytes.Clone(body):
@@ -207,10 +207,6 @@ func captureBody(c sideConfig) ([]byte, error) {
 			}
 		}
 	}})
-	if err != nil {
-		return nil, err
-	}
-	port, stop, err := srv.ServeLoopback()
 	if err != nil {
 		return nil, err
 	}

@@ -255,6 +255,16 @@ func (s *Server) ServeLoopback() (port int, stop func(), err error) {
 	return ln.Addr().(*net.TCPAddr).Port, func() { cancel(); <-done }, nil
 }
 
+// ServeNew makes a server of cfg (New) and serves it on 127.0.0.1
+// (ServeLoopback): the port, and stop to shut it down.
+func ServeNew(cfg Config) (srv *Server, port int, stop func(), err error) {
+	if srv, err = New(cfg); err != nil {
+		return nil, 0, nil, err
+	}
+	port, stop, err = srv.ServeLoopback()
+	return srv, port, stop, err
+}
+
 // shutdownGrace is how long a stopping server waits for its handlers to
 // return before it closes their connections.
 const shutdownGrace = time.Second

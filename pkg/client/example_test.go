@@ -13,12 +13,7 @@ import (
 // loopback port: the client sends the request and records what came back
 // (status, usage, the chunks' times).
 func ExampleClient_Do() {
-	srv, err := mockserver.New(mockserver.Config{Models: []string{"mock-model"}})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	port, stop, err := srv.ServeLoopback() // 127.0.0.1 only
+	_, port, stop, err := mockserver.ServeNew(mockserver.Config{Models: []string{"mock-model"}}) // 127.0.0.1 only
 	if err != nil {
 		fmt.Println(err)
 		return
