@@ -13,7 +13,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // TestRunAgainstEveryFault runs the tool against the built-in server
@@ -27,20 +27,20 @@ func TestRunAgainstEveryFault(t *testing.T) {
 		class string
 		args  []string
 	}{
-		{mockserver.FaultRefuse, client.ErrConnect, nil},
-		{mockserver.FaultReset, client.ErrReset, nil},
-		{mockserver.FaultHTTP429, client.ErrHTTP429, nil},
-		{mockserver.FaultHTTP500, client.ErrHTTP5xx, nil},
-		{mockserver.FaultHTTP503, client.ErrHTTP5xx, []string{"--disable-stream"}},
-		{mockserver.FaultSlowHeaders, client.ErrTimeout, []string{"--stall-timeout", "0.2"}},
-		{mockserver.FaultGarbageSSE, client.ErrProtocol, nil},
-		{mockserver.FaultTruncatedJSON, client.ErrProtocol, nil},
-		{mockserver.FaultNoDone, client.ErrProtocol, nil},
-		{mockserver.FaultStall, client.ErrTimeout, []string{"--stall-timeout", "200ms"}},
+		{mockserver.FaultRefuse, record.ErrConnect, nil},
+		{mockserver.FaultReset, record.ErrReset, nil},
+		{mockserver.FaultHTTP429, record.ErrHTTP429, nil},
+		{mockserver.FaultHTTP500, record.ErrHTTP5xx, nil},
+		{mockserver.FaultHTTP503, record.ErrHTTP5xx, []string{"--disable-stream"}},
+		{mockserver.FaultSlowHeaders, record.ErrTimeout, []string{"--stall-timeout", "0.2"}},
+		{mockserver.FaultGarbageSSE, record.ErrProtocol, nil},
+		{mockserver.FaultTruncatedJSON, record.ErrProtocol, nil},
+		{mockserver.FaultNoDone, record.ErrProtocol, nil},
+		{mockserver.FaultStall, record.ErrTimeout, []string{"--stall-timeout", "200ms"}},
 		// A runaway stream ends at max_tokens plus the margin, with no
 		// timeout given; not streamed, the request timeout ends it.
-		{mockserver.FaultEndless, client.ErrProtocol, nil},
-		{mockserver.FaultEndless, client.ErrTimeout, []string{"--disable-stream", "--request-timeout", "300ms"}},
+		{mockserver.FaultEndless, record.ErrProtocol, nil},
+		{mockserver.FaultEndless, record.ErrTimeout, []string{"--disable-stream", "--request-timeout", "300ms"}},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			srv, port := mocktest.Start(t, mockserver.Config{ITL: time.Millisecond, Faults: mockserver.FaultConfig{
@@ -89,12 +89,12 @@ func TestErrorBudget(t *testing.T) {
 	for i := int64(1); i <= n; i++ {
 		switch faults.FaultFor(i) {
 		case mockserver.FaultHTTP503:
-			want[client.ErrHTTP5xx]++
+			want[record.ErrHTTP5xx]++
 		case mockserver.FaultReset:
-			want[client.ErrReset]++
+			want[record.ErrReset]++
 		}
 	}
-	failed := want[client.ErrHTTP5xx] + want[client.ErrReset]
+	failed := want[record.ErrHTTP5xx] + want[record.ErrReset]
 	if failed == 0 || failed == n {
 		t.Fatalf("seed picks %d of %d requests: pick another", failed, n)
 	}
@@ -115,7 +115,7 @@ func TestErrorBudget(t *testing.T) {
 				t.Errorf("exit %d, want %d\n%s", r.code, tc.code, r.stderr)
 			}
 			s := r.summary(t)
-			if s.Failed != failed || s.Completed != n-failed || s.ErrorsByClass[client.ErrHTTP5xx] != want[client.ErrHTTP5xx] || s.ErrorsByClass[client.ErrReset] != want[client.ErrReset] {
+			if s.Failed != failed || s.Completed != n-failed || s.ErrorsByClass[record.ErrHTTP5xx] != want[record.ErrHTTP5xx] || s.ErrorsByClass[record.ErrReset] != want[record.ErrReset] {
 				t.Errorf("failed %d completed %d by class %v, want %d failed: %v", s.Failed, s.Completed, s.ErrorsByClass, failed, want)
 			}
 		})
@@ -243,7 +243,7 @@ func TestExitCodes(t *testing.T) {
 		}
 		s := r.summary(t)
 		recs := readRecords(t, r.path("results.jsonl"))
-		if !s.Interrupted || s.NotSent == 0 || int64(len(recs)) != s.Completed+s.Failed || s.ErrorsByClass[client.ErrCanceled] != int64(len(recs)) {
+		if !s.Interrupted || s.NotSent == 0 || int64(len(recs)) != s.Completed+s.Failed || s.ErrorsByClass[record.ErrCanceled] != int64(len(recs)) {
 			t.Errorf("interrupted %v, not sent %d, %d records, summary %d+%d, by class %v", s.Interrupted, s.NotSent, len(recs), s.Completed, s.Failed, s.ErrorsByClass)
 		}
 	})

@@ -32,6 +32,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 	"github.com/fineserve-gen/fineserve-gen/pkg/tokenizer"
 )
 
@@ -509,7 +510,7 @@ func resent(c matrixCase, rec resultRecord, d int) bool {
 func checkCaseAnswers(c matrixCase, sum *metrics.Summary, recs []resultRecord, fail func(string, ...any)) {
 	var reasoning, calls, checked, valid int64
 	for _, rec := range recs {
-		if c.v(dAnswer) == "parts" && rec.ErrorClass == client.ErrProtocol {
+		if c.v(dAnswer) == "parts" && rec.ErrorClass == record.ErrProtocol {
 			fail("record %d: content parts not read: %s", rec.Index, rec.Error)
 		}
 		if !rec.OK() {

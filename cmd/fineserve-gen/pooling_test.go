@@ -19,6 +19,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // TestPoolingEndToEnd runs each batching backend from the command line
@@ -160,7 +161,7 @@ func TestPoolingBadInput(t *testing.T) {
 	}
 	recs := readRecords(t, r.path("results.jsonl"))
 	for _, rec := range recs {
-		if rec.ErrorClass != client.ErrProtocol || !strings.Contains(rec.Error, "the answer holds 2 vectors for the 3 inputs sent") {
+		if rec.ErrorClass != record.ErrProtocol || !strings.Contains(rec.Error, "the answer holds 2 vectors for the 3 inputs sent") {
 			t.Errorf("record %d: %s %q", rec.Index, rec.ErrorClass, rec.Error)
 		}
 	}

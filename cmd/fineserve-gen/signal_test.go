@@ -21,7 +21,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // The signal tests run the command in a child process: the test binary
@@ -175,7 +175,7 @@ func TestFirstSignalDrainsAndWritesEverything(t *testing.T) {
 			}
 			// The stalled requests were canceled after the drain; every
 			// other request completed.
-			if byClass[client.ErrCanceled] != stalled || byClass[""] != int64(len(recs))-stalled {
+			if byClass[record.ErrCanceled] != stalled || byClass[""] != int64(len(recs))-stalled {
 				t.Errorf("records by class %v; the server stalled %d", byClass, stalled)
 			}
 			if !sum.Interrupted || sum.Completed+sum.Failed != int64(len(recs)) || sum.NotSent == 0 ||
@@ -233,15 +233,15 @@ func TestSecondSignalCancelsAndWritesEverything(t *testing.T) {
 	recs := readRecords(t, filepath.Join(dir, "results.jsonl"))
 	byClass := recordsByClass(t, recs)
 	for _, r := range recs {
-		if r.ErrorClass == client.ErrCanceled && (r.FirstToken == 0 || r.TTFT() <= 0) {
+		if r.ErrorClass == record.ErrCanceled && (r.FirstToken == 0 || r.TTFT() <= 0) {
 			t.Errorf("canceled record %d (ttft %v): want the TTFT of the token that came before the cut", r.Index, r.TTFT())
 		}
 	}
-	if int64(len(recs)) != st.Requests || byClass[client.ErrCanceled] != stalled || byClass[""] != st.Completed {
+	if int64(len(recs)) != st.Requests || byClass[record.ErrCanceled] != stalled || byClass[""] != st.Completed {
 		t.Errorf("%d records by class %v; the server had %d requests, completed %d and stalled %d", len(recs), byClass, st.Requests, st.Completed, stalled)
 	}
 	sum := (&toolRun{dir: dir}).summary(t)
-	if !sum.Interrupted || sum.Failed != stalled || sum.ErrorsByClass[client.ErrCanceled] != stalled || sum.Completed != st.Completed {
+	if !sum.Interrupted || sum.Failed != stalled || sum.ErrorsByClass[record.ErrCanceled] != stalled || sum.Completed != st.Completed {
 		t.Errorf("summary: interrupted %v, completed %d, failed %d, by class %v; want %d canceled, %d completed",
 			sum.Interrupted, sum.Completed, sum.Failed, sum.ErrorsByClass, stalled, st.Completed)
 	}

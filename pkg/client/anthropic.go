@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // The anthropic-messages backend posts Anthropic's Messages API request to
@@ -172,7 +174,7 @@ func anthropicEvent(_ *decoder, v *fastjson.Value, res *Result) (kind tokenKind,
 	case "message_stop":
 		return tokNone, false, true, nil
 	case "error":
-		return tokNone, false, false, streamError{ErrProtocol, "error event: " + truncate(v.String(), 200)}
+		return tokNone, false, false, streamError{record.ErrProtocol, "error event: " + truncate(v.String(), 200)}
 	}
 	return tokNone, false, false, nil
 }

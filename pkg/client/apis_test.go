@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // events writes server-sent events with event: lines (Anthropic's form).
@@ -107,18 +108,18 @@ func TestAnthropicErrors(t *testing.T) {
 		stream  bool
 		class   string
 	}{
-		{"error event", events(anthropicStream[0], anthropicStream[7], anthropicStream[8], [2]string{"error", overloaded}), true, ErrHTTP5xx},
-		{"rate limit event", events(anthropicStream[0], [2]string{"error", `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`}), true, ErrHTTP429},
+		{"error event", events(anthropicStream[0], anthropicStream[7], anthropicStream[8], [2]string{"error", overloaded}), true, record.ErrHTTP5xx},
+		{"rate limit event", events(anthropicStream[0], [2]string{"error", `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`}), true, record.ErrHTTP429},
 		{"529", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(529)
 			fmt.Fprint(w, overloaded)
-		}, true, ErrHTTP5xx},
+		}, true, record.ErrHTTP5xx},
 		{"error answer", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}`)
-		}, false, ErrHTTP4xx},
-		{"no message_stop", events(anthropicStream[:10]...), true, ErrProtocol},
+		}, false, record.ErrHTTP4xx},
+		{"no message_stop", events(anthropicStream[:10]...), true, record.ErrProtocol},
 	} {
 		srv := httptest.NewServer(&capture{respond: c.respond})
 		cl := newTestClient(t, srv, Config{API: api.Anthropic, Stream: c.stream})
@@ -188,7 +189,7 @@ func TestSGLangCumulative(t *testing.T) {
 	}
 	srv2 := httptest.NewServer(&capture{respond: sse(`{"text":" a b","meta_info":{"completion_tokens":2}}`, `{"text":" a","meta_info":{}}`, "[DONE]")})
 	defer srv2.Close()
-	if res := do(newTestClient(t, srv2, Config{API: api.SGLang, Stream: true}), `"x"`, 2); res.ErrorClass != ErrProtocol {
+	if res := do(newTestClient(t, srv2, Config{API: api.SGLang, Stream: true}), `"x"`, 2); res.ErrorClass != record.ErrProtocol {
 		t.Errorf("a cumulative text that shrank: class %q (%s)", res.ErrorClass, res.Error)
 	}
 }
@@ -241,7 +242,7 @@ func TestKServeGenerate(t *testing.T) {
 	}
 	bad := httptest.NewServer(&capture{respond: sse(`{"text_output":" a"}`, `{"error":"model failed"}`)})
 	defer bad.Close()
-	if res := do(newTestClient(t, bad, Config{API: api.KServe, Stream: true}), `"x"`, 3); res.ErrorClass != ErrProtocol || !strings.Contains(res.Error, "model failed") {
+	if res := do(newTestClient(t, bad, Config{API: api.KServe, Stream: true}), `"x"`, 3); res.ErrorClass != record.ErrProtocol || !strings.Contains(res.Error, "model failed") {
 		t.Errorf("an error event: %q %s", res.ErrorClass, res.Error)
 	}
 }
@@ -308,7 +309,7 @@ func FuzzWireStreams(f *testing.F) {
 		res.Reset()
 		res.KeepText = ctype&8 != 0
 		c.Do(context.Background(), &Request{MaxTokens: 4, Prompt: []byte(`"x"`)}, res)
-		if res.ErrorClass != "" && (!slices.Contains(ErrorClasses, res.ErrorClass) || res.Error == "") {
+		if res.ErrorClass != "" && (!slices.Contains(record.ErrorClasses, res.ErrorClass) || res.Error == "") {
 			t.Fatalf("class %q message %q", res.ErrorClass, res.Error)
 		}
 		if res.End < res.Sent || len(res.Error) > 600 || res.ToolArgsInvalid > res.ToolCalls {
@@ -331,7 +332,7 @@ func TestStreamErrorMember(t *testing.T) {
 		srv := httptest.NewServer(&capture{respond: sse(`{"error":{"message":"model failed","code":503}}`)})
 		res := do(newTestClient(t, srv, Config{API: kind, Stream: true}), `"x"`, 3)
 		srv.Close()
-		if res.ErrorClass != ErrHTTP5xx || !strings.Contains(res.Error, "model failed") {
+		if res.ErrorClass != record.ErrHTTP5xx || !strings.Contains(res.Error, "model failed") {
 			t.Errorf("%s: %q %s, want the event's error", kind.Name, res.ErrorClass, res.Error)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // slowStream answers with one token, then a token every gap, up to n,
@@ -41,7 +42,7 @@ func slowStream(n int, gap time.Duration, gone chan<- bool) func(http.ResponseWr
 // server sees its client go away. The stream would take 2 s; the cut is at
 // 150 ms (a 5× margin either side of the checks).
 func TestCancelAfterCutsTheStream(t *testing.T) {
-	for _, transport := range []string{TransportLean, TransportNetHTTP} {
+	for _, transport := range []string{api.TransportLean, api.TransportNetHTTP} {
 		t.Run(strings.ReplaceAll(transport, "/", "-"), func(t *testing.T) {
 			gone := make(chan bool, 1)
 			srv := httptest.NewServer(&capture{respond: slowStream(100, 20*time.Millisecond, gone)})
@@ -110,7 +111,7 @@ func TestRunStopIsNotACut(t *testing.T) {
 	res := &Result{}
 	res.Reset()
 	c.Do(ctx, &Request{MaxTokens: 100, Prompt: []byte(`[1]`), CancelAfter: 10 * time.Second}, res)
-	if res.Cancelled || res.ErrorClass != ErrCanceled {
+	if res.Cancelled || res.ErrorClass != record.ErrCanceled {
 		t.Errorf("cancelled %v class %q: want the class canceled", res.Cancelled, res.ErrorClass)
 	}
 }
@@ -127,7 +128,7 @@ func TestCutDuringDialIsACut(t *testing.T) {
 	}
 	dead := "http://" + ln.Addr().String()
 	ln.Close()
-	for _, transport := range []string{TransportLean, TransportNetHTTP} {
+	for _, transport := range []string{api.TransportLean, api.TransportNetHTTP} {
 		c, err := New(Config{BaseURL: dead, API: api.VLLM, Model: "m", Stream: true, HTTPTransport: transport, Epoch: time.Now()})
 		if err != nil {
 			t.Fatal(err)
@@ -141,7 +142,7 @@ func TestCutDuringDialIsACut(t *testing.T) {
 			switch {
 			case res.Cancelled && res.ErrorClass == "":
 				cancelled++
-			case res.ErrorClass == ErrConnect:
+			case res.ErrorClass == record.ErrConnect:
 				refused++
 			default:
 				t.Fatalf("%s: request %d cut after %v: cancelled %v class %q error %q; want cancelled or connect",
@@ -176,7 +177,7 @@ func TestRunStopEndsEveryAttempt(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c := newTestClient(t, srv, Config{Stream: true, HTTPTransport: TransportLean})
+	c := newTestClient(t, srv, Config{Stream: true, HTTPTransport: api.TransportLean})
 	run, stop := context.WithCancel(context.Background())
 	other, otherStop := context.WithCancel(context.Background())
 	defer otherStop()
@@ -206,12 +207,12 @@ func TestRunStopEndsEveryAttempt(t *testing.T) {
 	stop()
 	for range streams {
 		d := <-runs
-		if d.res.ErrorClass != ErrCanceled {
+		if d.res.ErrorClass != record.ErrCanceled {
 			t.Errorf("a stream under the stopped run: class %q (%s), want canceled", d.res.ErrorClass, d.res.Error)
 		}
 	}
 	go do(run, runs)
-	if d := <-runs; d.res.ErrorClass != ErrCanceled {
+	if d := <-runs; d.res.ErrorClass != record.ErrCanceled {
 		t.Errorf("an attempt after the stop: class %q, want canceled", d.res.ErrorClass)
 	}
 	select {
@@ -220,7 +221,7 @@ func TestRunStopEndsEveryAttempt(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 	otherStop()
-	if d := <-others; d.res.ErrorClass != ErrCanceled {
+	if d := <-others; d.res.ErrorClass != record.ErrCanceled {
 		t.Errorf("the other stream: class %q, want canceled", d.res.ErrorClass)
 	}
 	w := c.parents.Load()

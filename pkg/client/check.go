@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/note"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // Logger takes the model check's notes and warnings.
@@ -130,12 +131,12 @@ func listModels(ctx context.Context, model string, cli *Client, base string, i i
 		return models, nil
 	case ctx.Err() != nil:
 		return nil, err
-	case errors.As(err, &me) && me.Status == 0 && me.Class == ErrConnect:
+	case errors.As(err, &me) && me.Status == 0 && me.Class == record.ErrConnect:
 		if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
 			return nil, &downError{fmt.Errorf("cannot reach the server at %s: is the server up? (%s)", urlHost(base), me.Msg), me.Msg}
 		}
 		return nil, &downError{fmt.Errorf("cannot connect to the server at %s (connect: %s)", urlHost(base), me.Msg), me.Msg}
-	case errors.As(err, &me) && me.Status == 0 && me.Class == ErrTimeout:
+	case errors.As(err, &me) && me.Status == 0 && me.Class == record.ErrTimeout:
 		return nil, &downError{fmt.Errorf("the server at %s did not answer for its model list within %v: is it up? (%s)", urlHost(base), ModelsTimeout, me.Msg), me.Msg}
 	case errors.As(err, &me) && me.NoEndpoint() && model != "":
 		if several {

@@ -21,6 +21,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/wait"
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // Config configures a Client. The zero value is not usable: BaseURL and
@@ -74,7 +75,7 @@ type Config struct {
 	Now func() time.Time
 	// Transport replaces the default transport (tests).
 	Transport http.RoundTripper
-	// HTTPTransport selects the transport (TransportAuto when empty; see
+	// HTTPTransport selects the transport (api.TransportAuto when empty; see
 	// httptransport.go): the lean HTTP/1.1 one for plain HTTP, net/http's
 	// with HTTP/2 over TLS.
 	HTTPTransport string
@@ -666,7 +667,7 @@ func (c *Client) attempt(ctx context.Context, deadline time.Time, body []byte, m
 		// A timeout or the run's stop, whatever the read made of it.
 		c.failErr(g, res, err, true)
 	case errors.As(err, &pe):
-		c.fail(res, ErrProtocol, pe.Error())
+		c.fail(res, record.ErrProtocol, pe.Error())
 	case errors.As(err, &se):
 		c.fail(res, se.class, se.msg)
 	default:
@@ -754,7 +755,7 @@ func (c *Client) retryWait(res *Result, after time.Duration) time.Duration {
 		return -1
 	}
 	switch res.ErrorClass {
-	case ErrConnect, ErrHTTP429, ErrHTTP5xx:
+	case record.ErrConnect, record.ErrHTTP429, record.ErrHTTP5xx:
 	default:
 		return -1
 	}
@@ -812,7 +813,7 @@ func (c *Client) failErr(g *guard, res *Result, err error, gotResponse bool) {
 	}
 	class := classify(g.parent, err, gotResponse)
 	msg := err.Error()
-	if class == ErrConnect && errors.Is(err, io.EOF) {
+	if class == record.ErrConnect && errors.Is(err, io.EOF) {
 		msg = "the server closed the connection without answering: " + msg
 	}
 	c.fail(res, class, msg)

@@ -191,15 +191,15 @@ func TestFailuresAreClassified(t *testing.T) {
 		{"404", func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(404)
 			io.WriteString(w, `{"object":"error","message":"The model x does not exist.","code":404}`)
-		}, ErrHTTP4xx, "does not exist"},
-		{"429", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(429) }, ErrHTTP429, "429"},
+		}, record.ErrHTTP4xx, "does not exist"},
+		{"429", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(429) }, record.ErrHTTP429, "429"},
 		{"503", func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(503)
 			io.WriteString(w, `{"error":{"message":"overloaded"}}`)
-		}, ErrHTTP5xx, "overloaded"},
-		{"invalid json chunk", sse(`{"choices":[`, "[DONE]"), ErrProtocol, "invalid JSON"},
-		{"no done", sse(tok), ErrProtocol, "[DONE]"},
-		{"error in stream", sse(tok, `{"error":{"message":"boom","code":500}}`), ErrHTTP5xx, "boom"},
+		}, record.ErrHTTP5xx, "overloaded"},
+		{"invalid json chunk", sse(`{"choices":[`, "[DONE]"), record.ErrProtocol, "invalid JSON"},
+		{"no done", sse(tok), record.ErrProtocol, "[DONE]"},
+		{"error in stream", sse(tok, `{"error":{"message":"boom","code":500}}`), record.ErrHTTP5xx, "boom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(&capture{respond: tc.respond})
@@ -217,7 +217,7 @@ func TestFailuresAreClassified(t *testing.T) {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		srv.Close()
 		res := do(newTestClient(t, srv, Config{Stream: true}), "[1]", 1)
-		if res.ErrorClass != ErrConnect {
+		if res.ErrorClass != record.ErrConnect {
 			t.Errorf("class %q (%s), want connect", res.ErrorClass, res.Error)
 		}
 	})
@@ -235,7 +235,7 @@ func TestFailuresAreClassified(t *testing.T) {
 		defer srv.Close()
 		defer close(release)
 		res := do(newTestClient(t, srv, Config{Stream: true, StallTimeout: 100 * time.Millisecond}), "[1]", 2)
-		if res.ErrorClass != ErrTimeout || len(res.TokenTimes) != 1 {
+		if res.ErrorClass != record.ErrTimeout || len(res.TokenTimes) != 1 {
 			t.Errorf("class %q (%s), tokens %d: want timeout after one token", res.ErrorClass, res.Error, len(res.TokenTimes))
 		}
 	})
@@ -300,7 +300,7 @@ func TestUnwrittenCountsOnlyRequestsNotYetWritten(t *testing.T) {
 		io.WriteString(w, `{"choices":[{"text":"a"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`)
 	}))
 	defer srv.Close()
-	for _, transport := range []string{TransportLean, TransportNetHTTP} {
+	for _, transport := range []string{api.TransportLean, api.TransportNetHTTP} {
 		c := newTestClient(t, srv, Config{HTTPTransport: transport})
 		done := make(chan *Result)
 		go func() { done <- do(c, `"hi"`, 1) }()
@@ -474,7 +474,7 @@ func TestWholeResponseIsBounded(t *testing.T) {
 	defer srv.Close()
 	c := newTestClient(t, srv, Config{Stream: false})
 	res := do(c, `[1]`, 4)
-	if res.ErrorClass != ErrProtocol || !strings.Contains(res.Error, "response larger than 16 MiB") {
+	if res.ErrorClass != record.ErrProtocol || !strings.Contains(res.Error, "response larger than 16 MiB") {
 		t.Errorf("class %q: %s", res.ErrorClass, res.Error)
 	}
 	if n := wholeInFlight.Load(); n != 0 {
@@ -490,7 +490,7 @@ func TestWholeResponseIsBounded(t *testing.T) {
 	}})
 	defer small.Close()
 	res = do(newTestClient(t, small, Config{Stream: false}), `[1]`, 4)
-	if res.ErrorClass != ErrProtocol || !strings.Contains(res.Error, "non-streamed answers being read hold more than 256 MiB") {
+	if res.ErrorClass != record.ErrProtocol || !strings.Contains(res.Error, "non-streamed answers being read hold more than 256 MiB") {
 		t.Errorf("class %q: %s", res.ErrorClass, res.Error)
 	}
 	if n := wholeInFlight.Load(); n != maxWholeInFlight-1024 {

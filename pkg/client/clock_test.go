@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 const textEvent = "data: {\"choices\":[{\"text\":\"x\"}]}\n\n"
@@ -133,7 +134,7 @@ func TestStallWatchEndsASilentStream(t *testing.T) {
 		c.Do(context.Background(), &Request{MaxTokens: 10, Prompt: []byte("[1]")}, res)
 		took := time.Since(start)
 		close(silent)
-		if res.ErrorClass != ErrTimeout || !strings.Contains(res.Error, "stall") || len(res.TokenTimes) != 3 {
+		if res.ErrorClass != record.ErrTimeout || !strings.Contains(res.Error, "stall") || len(res.TokenTimes) != 3 {
 			t.Errorf("class %q (%s), %d tokens: want a stall timeout after 3 tokens", res.ErrorClass, res.Error, len(res.TokenTimes))
 		}
 		if want := 2*gap + stall; took != want {
@@ -170,7 +171,7 @@ func TestRetryWaitsOnTheClock(t *testing.T) {
 					return &http.Response{StatusCode: 503, Status: "503 Service Unavailable", Header: h, Body: io.NopCloser(strings.NewReader("busy")), Request: req}, nil
 				})
 				res := faultDo(faultClient(t, "http://x", Config{Stream: true, Retries: 3, Transport: tr}))
-				if res.ErrorClass != ErrHTTP5xx || res.Retries != 3 || len(sent) != 4 {
+				if res.ErrorClass != record.ErrHTTP5xx || res.Retries != 3 || len(sent) != 4 {
 					t.Fatalf("class %q, %d retries, %d attempts: want http_5xx after 3 retries", res.ErrorClass, res.Retries, len(sent))
 				}
 				if got := sent[3] - sent[0]; got != tc.want {

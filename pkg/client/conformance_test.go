@@ -23,6 +23,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // The conformance table: server behaviours a gateway or a server may show,
@@ -53,7 +54,7 @@ var behaviours = []behaviour{
 	// response, and every one after the first resumes the session.
 	{name: "tls13-resumption", wrap: withHeader("Connection", "close"), closes: true, tlsOnly: true},
 	// An overloaded server's refusal, in the OpenAI error format.
-	{name: "503-overloaded", wrap: withStatus(http.StatusServiceUnavailable), fails: ErrHTTP5xx},
+	{name: "503-overloaded", wrap: withStatus(http.StatusServiceUnavailable), fails: record.ErrHTTP5xx},
 }
 
 // withStatus answers every request with code and an OpenAI error object.
@@ -159,11 +160,11 @@ const (
 func transportsFor(m serverMode) map[string]int {
 	switch m {
 	case plainHTTP1:
-		return map[string]int{TransportAuto: 1, TransportLean: 1, TransportNetHTTP: 1, TransportHTTP1: 1}
+		return map[string]int{api.TransportAuto: 1, api.TransportLean: 1, api.TransportNetHTTP: 1, api.TransportHTTP1: 1}
 	case plainH2C:
-		return map[string]int{TransportH2: 2}
+		return map[string]int{api.TransportH2: 2}
 	}
-	return map[string]int{TransportAuto: 2, TransportNetHTTP: 2, TransportH2: 2, TransportHTTP1: 1}
+	return map[string]int{api.TransportAuto: 2, api.TransportNetHTTP: 2, api.TransportH2: 2, api.TransportHTTP1: 1}
 }
 
 // seen is what the server observed of one request.
@@ -362,7 +363,7 @@ func runRow(t *testing.T, b behaviour, mode serverMode, transport string, stream
 	// then use another: one spare connection is its behaviour, not a
 	// request sharing or skipping one.
 	spare := 0
-	if b.closes && transport != TransportLean {
+	if b.closes && transport != api.TransportLean {
 		spare = 1
 	}
 	if conns < wantConns || conns > wantConns+spare {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // parts is a chat delta whose content is an array of content parts.
@@ -92,7 +93,7 @@ func TestNothingReadIsAProtocolFailure(t *testing.T) {
 			c := newTestClient(t, srv, Config{API: tc.api, Stream: true})
 			res := do(c, `"q"`, 16)
 			switch {
-			case tc.fail && (res.OK() || res.ErrorClass != ErrProtocol || !strings.Contains(res.Error, "output tokens but the stream carried none")):
+			case tc.fail && (res.OK() || res.ErrorClass != record.ErrProtocol || !strings.Contains(res.Error, "output tokens but the stream carried none")):
 				t.Errorf("%v %s: %s, want a protocol failure saying no token was read", res.OK(), res.ErrorClass, res.Error)
 			case !tc.fail && !res.OK():
 				t.Errorf("%s: %s, want a success", res.ErrorClass, res.Error)
@@ -121,7 +122,7 @@ func TestNothingReadIsAProtocolFailure(t *testing.T) {
 			c := newTestClient(t, srv, Config{API: api.Chat, Stream: false})
 			res := doKeep(c, `"q"`, 8, true)
 			switch {
-			case tc.fail && (res.OK() || res.ErrorClass != ErrProtocol || !strings.Contains(res.Error, "output tokens but the answer carried none")):
+			case tc.fail && (res.OK() || res.ErrorClass != record.ErrProtocol || !strings.Contains(res.Error, "output tokens but the answer carried none")):
 				t.Errorf("%v %s: %s, want a protocol failure", res.OK(), res.ErrorClass, res.Error)
 			case !tc.fail && (!res.OK() || string(res.Text) != tc.text):
 				t.Errorf("%s %s: text %q, want a success with %q", res.ErrorClass, res.Error, res.Text, tc.text)

@@ -15,6 +15,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // faultServer starts the built-in server injecting one fault kind into
@@ -55,29 +56,29 @@ func TestEveryFaultIsClassified(t *testing.T) {
 		cfg            Config
 		class, message string
 	}{
-		{mockserver.FaultRefuse, true, Config{}, ErrConnect, "closed"},
-		{mockserver.FaultRefuse, false, Config{}, ErrConnect, "closed"},
-		{mockserver.FaultReset, true, Config{}, ErrReset, "reset"},
-		{mockserver.FaultReset, false, Config{}, ErrReset, "reset"},
-		{mockserver.FaultHTTP429, true, Config{}, ErrHTTP429, "rate limiting"},
-		{mockserver.FaultHTTP500, true, Config{}, ErrHTTP5xx, "engine failed"},
-		{mockserver.FaultHTTP503, false, Config{}, ErrHTTP5xx, "overloaded"},
-		{mockserver.FaultSlowHeaders, true, Config{StallTimeout: short}, ErrTimeout, "stall"},
-		{mockserver.FaultSlowHeaders, true, Config{RequestTimeout: short}, ErrTimeout, "request timeout"},
-		{mockserver.FaultGarbageSSE, true, Config{}, ErrProtocol, "invalid JSON"},
-		{mockserver.FaultGarbageSSE, false, Config{}, ErrProtocol, "invalid JSON"},
-		{mockserver.FaultTruncatedJSON, true, Config{}, ErrProtocol, "invalid JSON"},
-		{mockserver.FaultTruncatedJSON, false, Config{}, ErrProtocol, "invalid JSON"},
-		{mockserver.FaultNoDone, true, Config{}, ErrProtocol, "[DONE]"},
+		{mockserver.FaultRefuse, true, Config{}, record.ErrConnect, "closed"},
+		{mockserver.FaultRefuse, false, Config{}, record.ErrConnect, "closed"},
+		{mockserver.FaultReset, true, Config{}, record.ErrReset, "reset"},
+		{mockserver.FaultReset, false, Config{}, record.ErrReset, "reset"},
+		{mockserver.FaultHTTP429, true, Config{}, record.ErrHTTP429, "rate limiting"},
+		{mockserver.FaultHTTP500, true, Config{}, record.ErrHTTP5xx, "engine failed"},
+		{mockserver.FaultHTTP503, false, Config{}, record.ErrHTTP5xx, "overloaded"},
+		{mockserver.FaultSlowHeaders, true, Config{StallTimeout: short}, record.ErrTimeout, "stall"},
+		{mockserver.FaultSlowHeaders, true, Config{RequestTimeout: short}, record.ErrTimeout, "request timeout"},
+		{mockserver.FaultGarbageSSE, true, Config{}, record.ErrProtocol, "invalid JSON"},
+		{mockserver.FaultGarbageSSE, false, Config{}, record.ErrProtocol, "invalid JSON"},
+		{mockserver.FaultTruncatedJSON, true, Config{}, record.ErrProtocol, "invalid JSON"},
+		{mockserver.FaultTruncatedJSON, false, Config{}, record.ErrProtocol, "invalid JSON"},
+		{mockserver.FaultNoDone, true, Config{}, record.ErrProtocol, "[DONE]"},
 		{mockserver.FaultNoDone, false, Config{}, "", ""},
-		{mockserver.FaultStall, true, Config{StallTimeout: short}, ErrTimeout, "stall"},
-		{mockserver.FaultStall, false, Config{StallTimeout: short}, ErrTimeout, "stall"},
-		{mockserver.FaultStall, true, Config{RequestTimeout: short}, ErrTimeout, "request timeout"},
+		{mockserver.FaultStall, true, Config{StallTimeout: short}, record.ErrTimeout, "stall"},
+		{mockserver.FaultStall, false, Config{StallTimeout: short}, record.ErrTimeout, "stall"},
+		{mockserver.FaultStall, true, Config{RequestTimeout: short}, record.ErrTimeout, "request timeout"},
 		// A stream that goes on past max_tokens (4) plus the margin (8)
 		// is cut at once, whatever the timeouts.
-		{mockserver.FaultEndless, true, Config{}, ErrProtocol, "stream exceeded max_tokens (13 > 4)"},
-		{mockserver.FaultEndless, true, Config{RequestTimeout: short, ExtraBody: []byte(`{"max_tokens": 4}`)}, ErrTimeout, "request timeout"},
-		{mockserver.FaultEndless, false, Config{RequestTimeout: short}, ErrTimeout, "request timeout"},
+		{mockserver.FaultEndless, true, Config{}, record.ErrProtocol, "stream exceeded max_tokens (13 > 4)"},
+		{mockserver.FaultEndless, true, Config{RequestTimeout: short, ExtraBody: []byte(`{"max_tokens": 4}`)}, record.ErrTimeout, "request timeout"},
+		{mockserver.FaultEndless, false, Config{RequestTimeout: short}, record.ErrTimeout, "request timeout"},
 	} {
 		name := tc.kind
 		if !tc.stream {
@@ -145,7 +146,7 @@ func TestRetries(t *testing.T) {
 		hs := httptest.NewServer(f)
 		defer hs.Close()
 		res := faultDo(faultClient(t, hs.URL, Config{Stream: true}))
-		if res.ErrorClass != ErrHTTP5xx || res.Retries != 0 || f.n.Load() != 1 {
+		if res.ErrorClass != record.ErrHTTP5xx || res.Retries != 0 || f.n.Load() != 1 {
 			t.Errorf("class %q retries %d attempts %d: want one http_5xx attempt", res.ErrorClass, res.Retries, f.n.Load())
 		}
 	})
@@ -168,7 +169,7 @@ func TestRetries(t *testing.T) {
 		hs := httptest.NewServer(f)
 		defer hs.Close()
 		res := faultDo(faultClient(t, hs.URL, Config{Stream: true, Retries: 2}))
-		if res.ErrorClass != ErrHTTP5xx || res.Retries != 2 || f.n.Load() != 3 || !strings.Contains(res.Error, "try again") {
+		if res.ErrorClass != record.ErrHTTP5xx || res.Retries != 2 || f.n.Load() != 3 || !strings.Contains(res.Error, "try again") {
 			t.Errorf("class %q (%s) retries %d attempts %d: want http_5xx after 2 retries", res.ErrorClass, res.Error, res.Retries, f.n.Load())
 		}
 	})
@@ -177,7 +178,7 @@ func TestRetries(t *testing.T) {
 		hs := httptest.NewServer(f)
 		defer hs.Close()
 		res := faultDo(faultClient(t, hs.URL, Config{Stream: true, Retries: 2}))
-		if res.ErrorClass != ErrHTTP4xx || res.Retries != 0 || f.n.Load() != 1 {
+		if res.ErrorClass != record.ErrHTTP4xx || res.Retries != 0 || f.n.Load() != 1 {
 			t.Errorf("class %q retries %d attempts %d", res.ErrorClass, res.Retries, f.n.Load())
 		}
 	})
@@ -186,7 +187,7 @@ func TestRetries(t *testing.T) {
 		hs := httptest.NewServer(f)
 		defer hs.Close()
 		res := faultDo(faultClient(t, hs.URL, Config{Stream: true, Retries: 5, RequestTimeout: 200 * time.Millisecond}))
-		if res.ErrorClass != ErrHTTP429 || res.Retries != 0 || f.n.Load() != 1 {
+		if res.ErrorClass != record.ErrHTTP429 || res.Retries != 0 || f.n.Load() != 1 {
 			t.Errorf("class %q retries %d attempts %d: want the 429 kept when the timeout ends the wait", res.ErrorClass, res.Retries, f.n.Load())
 		}
 	})
@@ -202,7 +203,7 @@ func TestRetries(t *testing.T) {
 	t.Run("refused connections are retried", func(t *testing.T) {
 		url := faultServer(t, mockserver.FaultRefuse, 0)
 		res := faultDo(faultClient(t, url, Config{Stream: true, Retries: 2}))
-		if res.ErrorClass != ErrConnect || res.Retries != 2 {
+		if res.ErrorClass != record.ErrConnect || res.Retries != 2 {
 			t.Errorf("class %q retries %d: want connect after 2 retries", res.ErrorClass, res.Retries)
 		}
 	})
@@ -234,7 +235,7 @@ func TestRunStopCancelsInFlight(t *testing.T) {
 	}()
 	cancel()
 	<-done
-	if res.ErrorClass != ErrCanceled {
+	if res.ErrorClass != record.ErrCanceled {
 		t.Errorf("class %q (%s), want canceled", res.ErrorClass, res.Error)
 	}
 }
@@ -295,7 +296,7 @@ func TestStreamBoundedByMaxTokens(t *testing.T) {
 			switch {
 			case tc.err == "" && !res.OK():
 				t.Errorf("class %q (%s), want success", res.ErrorClass, res.Error)
-			case tc.err != "" && (res.ErrorClass != ErrProtocol || res.Error != tc.err || len(res.TokenTimes) != tc.chunks || res.FirstToken <= 0):
+			case tc.err != "" && (res.ErrorClass != record.ErrProtocol || res.Error != tc.err || len(res.TokenTimes) != tc.chunks || res.FirstToken <= 0):
 				t.Errorf("class %q (%s), %d token times, first token %v: want protocol %q with every token that came", res.ErrorClass, res.Error, len(res.TokenTimes), res.FirstToken, tc.err)
 			}
 		})
@@ -315,7 +316,7 @@ func TestEndlessStreamIsBounded(t *testing.T) {
 	res := &Result{}
 	res.Reset()
 	c.Do(context.Background(), &Request{Prompt: []byte("[1]")}, res) // no max_tokens: no bound of its own
-	if res.ErrorClass != ErrProtocol || !strings.Contains(res.Error, "does not end") || len(res.TokenTimes) != maxChunks+1 {
+	if res.ErrorClass != record.ErrProtocol || !strings.Contains(res.Error, "does not end") || len(res.TokenTimes) != maxChunks+1 {
 		t.Errorf("class %q (%s), %d token times", res.ErrorClass, res.Error, len(res.TokenTimes))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // FuzzParseExtra: --extra-request-body either is rejected or yields a
@@ -140,7 +141,7 @@ func FuzzStream(f *testing.F) {
 		res := &Result{}
 		res.Reset()
 		c.Do(context.Background(), &Request{MaxTokens: 2, Prompt: []byte(`[1]`)}, res)
-		if res.ErrorClass != "" && !slices.Contains(ErrorClasses, res.ErrorClass) {
+		if res.ErrorClass != "" && !slices.Contains(record.ErrorClasses, res.ErrorClass) {
 			t.Fatalf("unknown error class %q (%s)", res.ErrorClass, res.Error)
 		}
 		if res.ErrorClass != "" && res.Error == "" {

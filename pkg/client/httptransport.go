@@ -15,26 +15,15 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
-// HTTP transports (Config.HTTPTransport, --http-transport): pkg/api names
-// them.
-const (
-	TransportAuto    = api.TransportAuto
-	TransportLean    = api.TransportLean
-	TransportNetHTTP = api.TransportNetHTTP
-	TransportH2      = api.TransportH2
-	TransportHTTP1   = api.TransportHTTP1
-	transportStd     = api.TransportStd
-)
-
 // newTransport returns the transport cfg selects for requests to base,
 // keeping up to idle connections open between requests.
 func newTransport(cfg *Config, base string, idle int) (http.RoundTripper, error) {
-	name := cmp.Or(cfg.HTTPTransport, TransportAuto)
+	name := cmp.Or(cfg.HTTPTransport, api.TransportAuto)
 	if err := api.CheckTransport(name, base); err != nil {
 		return nil, err
 	}
 	secure := strings.HasPrefix(strings.ToLower(base), "https://")
-	if (name == TransportAuto || name == TransportLean) && !secure && !proxied(base) {
+	if (name == api.TransportAuto || name == api.TransportLean) && !secure && !proxied(base) {
 		return newLeanTransport(idle), nil
 	}
 	tc, err := tlsConfig(cfg)
@@ -43,9 +32,9 @@ func newTransport(cfg *Config, base string, idle int) (http.RoundTripper, error)
 	}
 	var p http.Protocols
 	switch name {
-	case TransportHTTP1:
+	case api.TransportHTTP1:
 		p.SetHTTP1(true)
-	case TransportH2:
+	case api.TransportH2:
 		if secure {
 			p.SetHTTP2(true)
 			tc.VerifyConnection = requireH2

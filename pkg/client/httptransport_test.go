@@ -28,6 +28,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // TestTransportSelection: which transport names are accepted for which
@@ -43,17 +44,17 @@ func TestTransportSelection(t *testing.T) {
 	}{
 		{"", "http://127.0.0.1:8000", true, true},
 		{"", "https://gw.example.com", true, false},
-		{TransportAuto, "http://127.0.0.1:8000", true, true},
-		{TransportAuto, "https://127.0.0.1:8000", true, false},
-		{TransportLean, "http://127.0.0.1:8000", true, true},
-		{TransportLean, "https://gw.example.com", false, false},
-		{TransportLean, "HTTPS://gw.example.com", false, false},
-		{TransportNetHTTP, "http://127.0.0.1:8000", true, false},
-		{TransportNetHTTP, "https://gw.example.com", true, false},
+		{api.TransportAuto, "http://127.0.0.1:8000", true, true},
+		{api.TransportAuto, "https://127.0.0.1:8000", true, false},
+		{api.TransportLean, "http://127.0.0.1:8000", true, true},
+		{api.TransportLean, "https://gw.example.com", false, false},
+		{api.TransportLean, "HTTPS://gw.example.com", false, false},
+		{api.TransportNetHTTP, "http://127.0.0.1:8000", true, false},
+		{api.TransportNetHTTP, "https://gw.example.com", true, false},
 		{"std", "http://127.0.0.1:8000", true, false},
-		{TransportH2, "http://127.0.0.1:8000", true, false},
-		{TransportHTTP1, "http://127.0.0.1:8000", true, false},
-		{TransportHTTP1, "https://gw.example.com", true, false},
+		{api.TransportH2, "http://127.0.0.1:8000", true, false},
+		{api.TransportHTTP1, "http://127.0.0.1:8000", true, false},
+		{api.TransportHTTP1, "https://gw.example.com", true, false},
 		{"http2", "https://gw.example.com", false, false},
 	} {
 		if err := api.CheckTransport(tc.name, tc.url); (err == nil) != tc.ok {
@@ -73,7 +74,7 @@ func TestTransportSelection(t *testing.T) {
 			t.Errorf("%q for %s: lean %v (GetBody set %v), want lean %v", tc.name, tc.url, lean, c.rewind, tc.lean)
 		}
 	}
-	if _, err := New(Config{BaseURL: "https://x", API: api.VLLM, HTTPTransport: TransportLean}); err == nil || !strings.Contains(err.Error(), "plain HTTP only") {
+	if _, err := New(Config{BaseURL: "https://x", API: api.VLLM, HTTPTransport: api.TransportLean}); err == nil || !strings.Contains(err.Error(), "plain HTTP only") {
 		t.Errorf("New with lean for https: %v", err)
 	}
 }
@@ -108,11 +109,11 @@ var everyTransport = []struct {
 	mode      serverMode
 	transport string
 }{
-	{plainHTTP1, TransportLean},
-	{plainHTTP1, TransportNetHTTP},
-	{plainH2C, TransportH2},
-	{overTLS, TransportAuto},
-	{overTLS, TransportHTTP1},
+	{plainHTTP1, api.TransportLean},
+	{plainHTTP1, api.TransportNetHTTP},
+	{plainH2C, api.TransportH2},
+	{overTLS, api.TransportAuto},
+	{overTLS, api.TransportHTTP1},
 }
 
 // TestHostOverride: Config.Host is the Host header (the :authority of
@@ -183,8 +184,8 @@ func TestH2Required(t *testing.T) {
 			srv.TLS = &tls.Config{NextProtos: tc.nextProtos}
 			srv.StartTLS()
 			defer srv.Close()
-			res := doOne(tlsClient(t, srv, Config{HTTPTransport: TransportH2}))
-			if res.ErrorClass != ErrConnect || !strings.Contains(res.Error, tc.want) {
+			res := doOne(tlsClient(t, srv, Config{HTTPTransport: api.TransportH2}))
+			if res.ErrorClass != record.ErrConnect || !strings.Contains(res.Error, tc.want) {
 				t.Errorf("got %s %q, want connect saying %q", res.ErrorClass, res.Error, tc.want)
 			}
 			// The same server through auto is reached over HTTP/1.1.
@@ -207,7 +208,7 @@ func TestCACert(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res := doOne(c); res.ErrorClass != ErrConnect || !strings.Contains(res.Error, "certificate") {
+		if res := doOne(c); res.ErrorClass != record.ErrConnect || !strings.Contains(res.Error, "certificate") {
 			t.Errorf("%s: %s %q, want a connect error about the certificate", name, res.ErrorClass, res.Error)
 		}
 	}
@@ -252,10 +253,10 @@ func TestCloseIdleConnections(t *testing.T) {
 		mode      serverMode
 		transport string
 	}{
-		{plainHTTP1, TransportLean},
-		{plainHTTP1, TransportNetHTTP},
-		{overTLS, TransportAuto},
-		{overTLS, TransportHTTP1},
+		{plainHTTP1, api.TransportLean},
+		{plainHTTP1, api.TransportNetHTTP},
+		{overTLS, api.TransportAuto},
+		{overTLS, api.TransportHTTP1},
 	} {
 		t.Run(string(tc.mode)+"/"+tc.transport, func(t *testing.T) {
 			open := map[net.Conn]bool{}
@@ -360,7 +361,7 @@ func TestH2RefusedStreamIsSentAgain(t *testing.T) {
 			return len(bodies)
 		})
 	})
-	c, err := New(Config{BaseURL: "http://" + addr, API: api.VLLM, Model: "m", Epoch: time.Now(), HTTPTransport: TransportH2})
+	c, err := New(Config{BaseURL: "http://" + addr, API: api.VLLM, Model: "m", Epoch: time.Now(), HTTPTransport: api.TransportH2})
 	if err != nil {
 		t.Fatal(err)
 	}

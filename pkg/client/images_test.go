@@ -12,6 +12,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 func TestImageRequestBody(t *testing.T) {
@@ -69,11 +70,11 @@ func TestImageResponses(t *testing.T) {
 	}{
 		{name: "b64", code: 200, body: `{"created":1,"data":[{"b64_json":"AAAA"},{"b64_json":"BBBB"}],"usage":{"input_tokens":12,"output_tokens":0}}`, generated: 2, promptTok: 12},
 		{name: "url", code: 200, body: `{"created":1,"data":[{"url":"data:image/png;base64,AAAA"}]}`, generated: 1, promptTok: -1},
-		{name: "no data", code: 200, body: `{"created":1}`, class: ErrProtocol},
-		{name: "entry without image", code: 200, body: `{"data":[{"revised_prompt":"x"}]}`, class: ErrProtocol},
-		{name: "not json", code: 200, body: `<html>`, class: ErrProtocol},
-		{name: "error object", code: 200, body: `{"error":{"message":"engine died","code":500}}`, class: ErrHTTP5xx},
-		{name: "404", code: 404, body: `{"object":"error","message":"The model does not exist."}`, class: ErrHTTP4xx},
+		{name: "no data", code: 200, body: `{"created":1}`, class: record.ErrProtocol},
+		{name: "entry without image", code: 200, body: `{"data":[{"revised_prompt":"x"}]}`, class: record.ErrProtocol},
+		{name: "not json", code: 200, body: `<html>`, class: record.ErrProtocol},
+		{name: "error object", code: 200, body: `{"error":{"message":"engine died","code":500}}`, class: record.ErrHTTP5xx},
+		{name: "404", code: 404, body: `{"object":"error","message":"The model does not exist."}`, class: record.ErrHTTP4xx},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cap := &capture{respond: func(w http.ResponseWriter, _ *http.Request) {

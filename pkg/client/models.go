@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // ModelsError is a failed GET /v1/models.
@@ -65,7 +67,7 @@ func (c *Client) ListModels(ctx context.Context) ([]ModelInfo, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, fail(0, ErrProtocol, err)
+		return nil, fail(0, record.ErrProtocol, err)
 	}
 	req.Header = c.header
 	resp, err := auxDoer{c}.Do(req)
@@ -80,7 +82,7 @@ func (c *Client) ListModels(ctx context.Context) ([]ModelInfo, error) {
 	case resp.StatusCode != http.StatusOK:
 		return nil, fail(resp.StatusCode, statusClass(resp.StatusCode), errors.New(errorMessage(resp.Status, raw)))
 	case len(raw) > maxModelsList:
-		return nil, fail(resp.StatusCode, ErrProtocol, fmt.Errorf("the list is longer than %d MiB", maxModelsList>>20))
+		return nil, fail(resp.StatusCode, record.ErrProtocol, fmt.Errorf("the list is longer than %d MiB", maxModelsList>>20))
 	}
 	var list struct {
 		Data []struct {
@@ -89,7 +91,7 @@ func (c *Client) ListModels(ctx context.Context) ([]ModelInfo, error) {
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, fail(resp.StatusCode, ErrProtocol, fmt.Errorf("not an OpenAI model list: %w", err))
+		return nil, fail(resp.StatusCode, record.ErrProtocol, fmt.Errorf("not an OpenAI model list: %w", err))
 	}
 	models := make([]ModelInfo, 0, len(list.Data))
 	for _, m := range list.Data {

@@ -26,7 +26,7 @@ func TestHTTPPhases(t *testing.T) {
 		name      string
 		tls       bool
 		transport string
-	}{{"lean", false, TransportLean}, {"net/http", false, TransportNetHTTP}, {"tls", true, TransportAuto}} {
+	}{{"lean", false, api.TransportLean}, {"net/http", false, api.TransportNetHTTP}, {"tls", true, api.TransportAuto}} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := startHTTPTest(t, httptest.NewUnstartedServer(http.HandlerFunc(handler)), tc.tls)
 			c := phasesClient(t, srv, tc.transport, tc.tls)

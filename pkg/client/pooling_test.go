@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // readForm reads a multipart/form-data body into its fields (nil for any
@@ -159,23 +160,23 @@ func TestPoolingBadAnswers(t *testing.T) {
 		answer, class, msg string
 		bound              int64
 	}{
-		{"too few", api.Embeddings, two, ErrProtocol, "holds 2 vectors for the 3 inputs sent", 0},
-		{"too many", api.Score, `{"data":[{"score":1},{"score":1},{"score":1},{"score":1}]}`, ErrProtocol, "holds 4 scores for the 3 inputs sent", 0},
-		{"no list", api.Rerank, `{"id":"x"}`, ErrProtocol, "no results list", 0},
-		{"not json", api.Embeddings, `<html>oops</html>`, ErrProtocol, "not a JSON object", 0},
-		{"cut short", api.Embeddings, `{"data":[{"embedding":[1,2`, ErrProtocol, "not a complete JSON object", 0},
-		{"brackets", api.Embeddings, `{"data":[{"embedding":[1,2}]}`, ErrProtocol, "brackets do not match", 0},
-		{"error object", api.Embeddings, `{"error":{"message":"busy","type":"x","code":503}}`, ErrHTTP5xx, "busy", 0},
+		{"too few", api.Embeddings, two, record.ErrProtocol, "holds 2 vectors for the 3 inputs sent", 0},
+		{"too many", api.Score, `{"data":[{"score":1},{"score":1},{"score":1},{"score":1}]}`, record.ErrProtocol, "holds 4 scores for the 3 inputs sent", 0},
+		{"no list", api.Rerank, `{"id":"x"}`, record.ErrProtocol, "no results list", 0},
+		{"not json", api.Embeddings, `<html>oops</html>`, record.ErrProtocol, "not a JSON object", 0},
+		{"cut short", api.Embeddings, `{"data":[{"embedding":[1,2`, record.ErrProtocol, "not a complete JSON object", 0},
+		{"brackets", api.Embeddings, `{"data":[{"embedding":[1,2}]}`, record.ErrProtocol, "brackets do not match", 0},
+		{"error object", api.Embeddings, `{"error":{"message":"busy","type":"x","code":503}}`, record.ErrHTTP5xx, "busy", 0},
 		// Python's json writes NaN and Infinity (no JSON has them): such a
 		// vector, or score, is no result; nor is an empty vector.
-		{"NaN in a vector", api.Embeddings, `{"data":[{"embedding":[1]},{"embedding":[NaN, 2]},{"embedding":[3]}]}`, ErrProtocol, "not a finite number", 0},
-		{"Infinity in the first vector", api.Pooling, `{"data":[{"data":[-Infinity]},{"data":[2]},{"data":[3]}]}`, ErrProtocol, "not a finite number", 0},
-		{"Infinity score", api.Rerank, `{"results":[{"index":0,"relevance_score":Infinity},{"index":1,"relevance_score":0.5},{"index":2,"relevance_score":0.1}]}`, ErrProtocol, "not a finite number", 0},
-		{"NaN score", api.Score, `{"data":[{"score":0.5},{"score":NaN},{"score":0.1}]}`, ErrProtocol, "not a finite number", 0},
-		{"an empty vector", api.Embeddings, `{"data":[{"embedding":[1]},{"embedding":[ ]},{"embedding":[3]}]}`, ErrProtocol, "holds 1 empty vector", 0},
-		{"an empty first vector", api.Embeddings, `{"data":[{"embedding":[]},{"embedding":[2]},{"embedding":[3]}]}`, ErrProtocol, "holds 1 empty vector", 0},
-		{"an empty base64 vector", api.Embeddings, `{"data":[{"embedding":"AAAAPw=="},{"embedding":""},{"embedding":"AAAAPw=="}]}`, ErrProtocol, "holds 1 empty vector", 0},
-		{"oversized", api.Embeddings, `{"data":[{"embedding":[` + strings.Repeat("0.125,", 400) + `1]}]}`, ErrProtocol, "answer larger than", 1 << 10},
+		{"NaN in a vector", api.Embeddings, `{"data":[{"embedding":[1]},{"embedding":[NaN, 2]},{"embedding":[3]}]}`, record.ErrProtocol, "not a finite number", 0},
+		{"Infinity in the first vector", api.Pooling, `{"data":[{"data":[-Infinity]},{"data":[2]},{"data":[3]}]}`, record.ErrProtocol, "not a finite number", 0},
+		{"Infinity score", api.Rerank, `{"results":[{"index":0,"relevance_score":Infinity},{"index":1,"relevance_score":0.5},{"index":2,"relevance_score":0.1}]}`, record.ErrProtocol, "not a finite number", 0},
+		{"NaN score", api.Score, `{"data":[{"score":0.5},{"score":NaN},{"score":0.1}]}`, record.ErrProtocol, "not a finite number", 0},
+		{"an empty vector", api.Embeddings, `{"data":[{"embedding":[1]},{"embedding":[ ]},{"embedding":[3]}]}`, record.ErrProtocol, "holds 1 empty vector", 0},
+		{"an empty first vector", api.Embeddings, `{"data":[{"embedding":[]},{"embedding":[2]},{"embedding":[3]}]}`, record.ErrProtocol, "holds 1 empty vector", 0},
+		{"an empty base64 vector", api.Embeddings, `{"data":[{"embedding":"AAAAPw=="},{"embedding":""},{"embedding":"AAAAPw=="}]}`, record.ErrProtocol, "holds 1 empty vector", 0},
+		{"oversized", api.Embeddings, `{"data":[{"embedding":[` + strings.Repeat("0.125,", 400) + `1]}]}`, record.ErrProtocol, "answer larger than", 1 << 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.bound > 0 {

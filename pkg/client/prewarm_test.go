@@ -47,7 +47,7 @@ func TestPrewarm(t *testing.T) {
 		tls, h2   bool
 		transport string
 		n, want   int
-	}{{"lean", false, false, TransportLean, 7, 7}, {"tls-http1", true, false, TransportHTTP1, 5, 5}, {"tls-h2", true, true, TransportAuto, 5, 0}} {
+	}{{"lean", false, false, api.TransportLean, 7, 7}, {"tls-http1", true, false, api.TransportHTTP1, 5, 5}, {"tls-h2", true, true, api.TransportAuto, 5, 0}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var first sync.Once
 			acceptedAtFirst := -1

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // The openai-responses backend posts OpenAI's Responses API request to
@@ -147,7 +149,7 @@ func responsesEvent(_ *decoder, v *fastjson.Value, res *Result) (kind tokenKind,
 		if e := v.Get("response", "error"); e != nil && e.Type() == fastjson.TypeObject {
 			return tokNone, false, false, chunkError(e)
 		}
-		return tokNone, false, false, streamError{ErrProtocol, "response failed"}
+		return tokNone, false, false, streamError{record.ErrProtocol, "response failed"}
 	case "error":
 		return tokNone, false, false, chunkError(v)
 	}

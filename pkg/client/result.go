@@ -16,29 +16,13 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
-// The record of a request and its error classes are pkg/record's; the
-// client fills it.
+// The record of a request is pkg/record's, its error classes too
+// (record.ErrConnect…); the client fills it.
 type (
 	Result    = record.Request
 	ToolCall  = record.ToolCall
 	AgentStep = record.AgentStep
 )
-
-// Error classes of failed requests (record's).
-const (
-	ErrConnect  = record.ErrConnect
-	ErrTimeout  = record.ErrTimeout
-	ErrHTTP4xx  = record.ErrHTTP4xx
-	ErrHTTP429  = record.ErrHTTP429
-	ErrHTTP5xx  = record.ErrHTTP5xx
-	ErrReset    = record.ErrReset
-	ErrProtocol = record.ErrProtocol
-	ErrCanceled = record.ErrCanceled
-	ErrInternal = record.ErrInternal
-)
-
-// ErrorClasses lists every class, in report order.
-var ErrorClasses = record.ErrorClasses
 
 // toolDeltas adds a delta's (or a whole message's) tool-call entries:
 // an entry with an index not seen yet starts a call (a whole message's
@@ -90,16 +74,16 @@ func classify(ctx context.Context, err error, gotResponse bool) string {
 	var ne net.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
-		return ErrTimeout
+		return record.ErrTimeout
 	case errors.Is(err, context.Canceled) || ctx.Err() == context.Canceled:
-		return ErrCanceled
+		return record.ErrCanceled
 	case errors.As(err, &ne) && ne.Timeout():
-		return ErrTimeout
+		return record.ErrTimeout
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return ErrConnect
+		return record.ErrConnect
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED),
 		errors.Is(err, io.ErrUnexpectedEOF):
-		return ErrReset
+		return record.ErrReset
 	}
 	var cv *tls.CertificateVerificationError
 	var rh tls.RecordHeaderError
@@ -107,34 +91,34 @@ func classify(ctx context.Context, err error, gotResponse bool) string {
 	var he x509.HostnameError
 	var ci x509.CertificateInvalidError
 	if errors.As(err, &cv) || errors.As(err, &rh) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci) {
-		return ErrConnect
+		return record.ErrConnect
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
-		return ErrConnect
+		return record.ErrConnect
 	}
 	var dns *net.DNSError
 	if errors.As(err, &dns) {
-		return ErrConnect
+		return record.ErrConnect
 	}
 	if !gotResponse {
 		// The server accepted the connection and closed it without a byte
 		// of response (or the client could not write the request).
-		return ErrConnect
+		return record.ErrConnect
 	}
-	return ErrReset
+	return record.ErrReset
 }
 
 // statusClass maps a non-200 HTTP status to an error class.
 func statusClass(code int) string {
 	switch {
 	case code == 429:
-		return ErrHTTP429
+		return record.ErrHTTP429
 	case code >= 500:
-		return ErrHTTP5xx
+		return record.ErrHTTP5xx
 	case code >= 400:
-		return ErrHTTP4xx
+		return record.ErrHTTP4xx
 	default: // 1xx, 3xx or a 2xx other than 200: not an OpenAI answer
-		return ErrProtocol
+		return record.ErrProtocol
 	}
 }

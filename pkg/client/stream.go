@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // maxChunks bounds the text chunks of one response (8 MiB of token times).
@@ -455,7 +457,7 @@ func chunkError(e *fastjson.Value) error {
 	if code >= 400 && code < 600 {
 		return streamError{statusClass(code), fmt.Sprintf("error in stream (code %d): %s", code, msg)}
 	}
-	return streamError{ErrProtocol, "error in stream: " + msg}
+	return streamError{record.ErrProtocol, "error in stream: " + msg}
 }
 
 // errorTypeStatus is the HTTP status of an error that names its type and

@@ -13,6 +13,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // fakeResults returns n results with lognormal latencies spanning the
@@ -34,7 +35,7 @@ func fakeResults(seed uint64, n int, span time.Duration) []client.Result {
 		res.InputLen = 10 + r.IntN(3000)
 		res.OutputLen = 1 + r.IntN(200)
 		if i%17 == 5 {
-			res.ErrorClass, res.Error, res.Status = client.ErrHTTP5xx, "boom", 503
+			res.ErrorClass, res.Error, res.Status = record.ErrHTTP5xx, "boom", 503
 			res.End = res.Sent + logn(3, 1)
 			continue
 		}
@@ -190,7 +191,7 @@ func TestSummariesIsExact(t *testing.T) {
 		t.Errorf("counts: got %d/%d/%d/%d, want %d/%d/%d/%d", got.Completed, got.Failed, got.TotalInputTokens, got.TotalOutputTokens,
 			want.Completed, want.Failed, want.TotalInputTokens, want.TotalOutputTokens)
 	}
-	if got.ErrorsByClass[client.ErrHTTP5xx] != want.ErrorsByClass[client.ErrHTTP5xx] || got.PromptTokensErrorMean != want.PromptTokensErrorMean {
+	if got.ErrorsByClass[record.ErrHTTP5xx] != want.ErrorsByClass[record.ErrHTTP5xx] || got.PromptTokensErrorMean != want.PromptTokensErrorMean {
 		t.Errorf("errors %v prompt error %g, want %v %g", got.ErrorsByClass, got.PromptTokensErrorMean, want.ErrorsByClass, want.PromptTokensErrorMean)
 	}
 	if got.Duration != want.Duration || got.RequestThroughput != want.RequestThroughput {

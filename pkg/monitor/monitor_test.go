@@ -18,6 +18,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // evenSchedule is n arrivals, one every gap, starting at gap.
@@ -171,7 +172,7 @@ func TestMonitorWindowsAndLiveLines(t *testing.T) {
 				r.TokenTimes = []time.Duration{r.FirstToken, r.FirstToken + 10*time.Millisecond, end}
 				r.End, r.InputLen, r.CompletionTokens, r.Status = end, a.InputTokens, 3, 200
 				if a.Index%100 == 99 {
-					r.ErrorClass, r.Error, r.FirstToken, r.TokenTimes = client.ErrHTTP5xx, "boom", 0, nil
+					r.ErrorClass, r.Error, r.FirstToken, r.TokenTimes = record.ErrHTTP5xx, "boom", 0, nil
 				}
 				run.finish(r)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
@@ -83,7 +84,7 @@ func TestScrapeParses(t *testing.T) {
 	}
 	bad := &client.Result{}
 	bad.Reset()
-	bad.Sent, bad.End, bad.Status, bad.ErrorClass = ms(1), ms(2), 503, client.ErrHTTP5xx
+	bad.Sent, bad.End, bad.Status, bad.ErrorClass = ms(1), ms(2), 503, record.ErrHTTP5xx
 	var s metrics.Sample
 	s.From(bad, metrics.NoSLO)
 	e.Add(&s)

@@ -10,6 +10,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/agentic"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // agenticSender runs one agentic conversation per arrival, on the session
@@ -200,7 +201,7 @@ func (s *agenticSender) step(ctx context.Context, c *conversation, st *agentic.S
 		waited = max(waited+res.Sent-at, 0)
 	}
 	res.Agent = client.AgentStep{On: true, Branch: branch, Waited: waited, Expected: s.plan.Expected(st)}
-	out := stepResult{sent: res.Sent, end: res.End, ok: res.OK(), stopped: res.ErrorClass == client.ErrCanceled && !res.Cancelled, cut: res.Cancelled}
+	out := stepResult{sent: res.Sent, end: res.End, ok: res.OK(), stopped: res.ErrorClass == record.ErrCanceled && !res.Cancelled, cut: res.Cancelled}
 	c.mu.Lock()
 	if c.firstSent < 0 || res.Sent < c.firstSent {
 		c.firstSent = res.Sent

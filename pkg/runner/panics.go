@@ -9,6 +9,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // requestPanics turns a panic while building, sending or recording one
@@ -35,7 +36,7 @@ func (rp *requestPanics) record(res *client.Result, v any, stack []byte) {
 	if len(msg) > maxPanicMessage {
 		msg = msg[:maxPanicMessage]
 	}
-	res.ErrorClass, res.Error = client.ErrInternal, msg
+	res.ErrorClass, res.Error = record.ErrInternal, msg
 	res.End = max(res.End, res.Sent)
 	rp.once.Do(func() {
 		rp.log.Warnf("internal error in request %d: %v (a bug in fineserve-gen: the request is recorded as failed, class internal, and the run goes on; please report this stack, printed once)\n%s",

@@ -15,9 +15,9 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
-	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/launch"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 )
 
@@ -67,7 +67,7 @@ func TestRequestPanicIsItsRecord(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, errb.String())
 	}
-	if sum.Completed != 10 || sum.Failed != 2 || sum.ErrorsByClass[client.ErrInternal] != 2 {
+	if sum.Completed != 10 || sum.Failed != 2 || sum.ErrorsByClass[record.ErrInternal] != 2 {
 		t.Errorf("completed %d failed %d by class %v; want 10, 2 internal", sum.Completed, sum.Failed, sum.ErrorsByClass)
 	}
 	type rec struct {
@@ -82,7 +82,7 @@ func TestRequestPanicIsItsRecord(t *testing.T) {
 	for _, r := range recs {
 		want := ""
 		if r.Index == 3 || r.Index == 7 {
-			want = client.ErrInternal
+			want = record.ErrInternal
 			if r.Error != fmt.Sprintf("crafted panic for arrival %d", r.Index) {
 				t.Errorf("record %d: error %q, want the panic's value", r.Index, r.Error)
 			}

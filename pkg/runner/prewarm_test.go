@@ -7,6 +7,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // schedule is arrivals at the given offsets (ms).
@@ -58,7 +59,7 @@ func TestLatencyProbe(t *testing.T) {
 		t.Errorf("no probe: %v, want %v", got, prewarmLatency)
 	}
 	p := &latencyProbe{}
-	failed := client.Result{ErrorClass: client.ErrHTTP5xx}
+	failed := client.Result{ErrorClass: record.ErrHTTP5xx}
 	p.add([]client.Result{failed})
 	if got := p.expected(100); got != prewarmLatency {
 		t.Errorf("failed warm-up: %v, want %v", got, prewarmLatency)

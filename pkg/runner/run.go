@@ -27,6 +27,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/monitor"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
 	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
@@ -583,7 +584,7 @@ func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts
 					}
 					cli.Do(ctx, &req, &res[i])
 				}()
-				if res[i].OK() || res[i].ErrorClass == client.ErrInternal || ctx.Err() != nil {
+				if res[i].OK() || res[i].ErrorClass == record.ErrInternal || ctx.Err() != nil {
 					return
 				}
 				if failed[i].n++; failed[i].n == 1 {
@@ -616,7 +617,7 @@ func warmup(ctx context.Context, n int, images bool, cli *client.Client, prompts
 	if len(res) > 1 {
 		what = fmt.Sprintf("all %d warm-up requests failed, each %d times", len(res), WarmupAttempts)
 	}
-	if res[0].ErrorClass == client.ErrInternal {
+	if res[0].ErrorClass == record.ErrInternal {
 		return fmt.Errorf("warm-up failed: %s: %w", what, &safe.Panic{Value: res[0].Error})
 	}
 	if err := ctx.Err(); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/prompt"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 	"github.com/fineserve-gen/fineserve-gen/pkg/session"
 	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
@@ -217,7 +218,7 @@ func (s *sessionSender) Send(ctx context.Context, a arrival.Arrival) {
 		}
 		// res belongs to the results' reader once sent (it goes back to
 		// the pool): read what the session needs of it first.
-		cut, stopped := res.Cancelled, res.ErrorClass == client.ErrCanceled
+		cut, stopped := res.Cancelled, res.ErrorClass == record.ErrCanceled
 		s.base.results <- res
 		if cut {
 			ended = "cancelled" // the user gave up: the session ends
