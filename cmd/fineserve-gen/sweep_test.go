@@ -494,16 +494,22 @@ func TestSweepClientLimitStops(t *testing.T) {
 
 // A rate sweep of --burstiness k tells the sweep its CV, 1/√k, so that a
 // bursty step needs more requests to settle; a trace's or a parametric
-// day's sweep leaves it unknown.
+// day's sweep leaves it unknown (0).
 func TestSweepArrivalCV(t *testing.T) {
-	for _, c := range []struct {
-		mode  string
-		k, cv float64
-	}{{"poisson", 0.25, 2}, {"poisson", 1, 1}, {"replay", 0.25, 0}, {"parametric", 1, 0}} {
+	cv := func(mode string, k float64) float64 {
 		o := options.Defaults()
-		o.Mode, o.Burstiness = c.mode, c.k
-		if got := arrivalCV(&o); math.Abs(got-c.cv) > 1e-12 {
-			t.Errorf("%s, burstiness %g: CV %g, want %g", c.mode, c.k, got, c.cv)
-		}
+		o.Mode, o.Burstiness = mode, k
+		sf := defaultSweepFlags()
+		cfg, _, _ := sweepSetup(func(string) bool { return false }, &o, &sf)
+		return cfg.ArrivalCV
+	}
+	if got := cv("poisson", 0.25); math.Abs(got-2) > 1e-12 {
+		t.Errorf("--burstiness 0.25: CV %g, want 2", got)
+	}
+	if got := cv("poisson", 1); got != 1 {
+		t.Errorf("--burstiness 1: CV %g, want 1", got)
+	}
+	if got := cv("replay", 0.25); got != 0 {
+		t.Errorf("a replay's sweep: CV %g, want 0 (unknown)", got)
 	}
 }
