@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,42 +16,16 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
-// v1Exposition is what a vLLM V1 server's /metrics looks like (two
-// engines, shortened).
-const v1Exposition = `# HELP vllm:num_requests_running Number of requests in model execution batches.
-# TYPE vllm:num_requests_running gauge
-vllm:num_requests_running{engine="0",model_name="m"} 3.0
-vllm:num_requests_running{engine="1",model_name="m"} 2.0
-# HELP vllm:num_requests_waiting Number of requests waiting to be processed.
-# TYPE vllm:num_requests_waiting gauge
-vllm:num_requests_waiting{engine="0",model_name="m"} 1.0
-vllm:num_requests_waiting{engine="1",model_name="m"} 0.0
-# HELP vllm:kv_cache_usage_perc KV-Cache usage. 1 means 100 percent usage.
-# TYPE vllm:kv_cache_usage_perc gauge
-vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.5
-vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.25
-# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.
-# TYPE vllm:num_preemptions_total counter
-vllm:num_preemptions_total{engine="0",model_name="m"} 7.0
-vllm:num_preemptions_total{engine="1",model_name="m"} 1.0
-# HELP vllm:iteration_tokens_total Histogram of number of tokens per engine_step.
-# TYPE vllm:iteration_tokens_total histogram
-vllm:iteration_tokens_total_bucket{le="1.0",model_name="m"} 3.0
-vllm:iteration_tokens_total_bucket{le="+Inf",model_name="m"} 3.0
-vllm:iteration_tokens_total_sum{model_name="m"} 0.0
-vllm:iteration_tokens_total_count{model_name="m"} 3.0
-`
-
-// v0Exposition uses the KV-cache gauge's former name.
-const v0Exposition = `# TYPE vllm:num_requests_running gauge
-vllm:num_requests_running{model_name="m"} 0.0
-# TYPE vllm:num_requests_waiting gauge
-vllm:num_requests_waiting{model_name="m"} 0.0
-# TYPE vllm:gpu_cache_usage_perc gauge
-vllm:gpu_cache_usage_perc{model_name="m"} 0.125
-`
+// exposition is a /metrics text of testdata: vllm_v1.prom is what a vLLM
+// V1 server's looks like (two engines, shortened), vllm_v0.prom uses the
+// KV-cache gauge's former name.
+func exposition(t testing.TB, name string) string {
+	t.Helper()
+	return string(testenv.ReadFile(t, filepath.Join("testdata", name)))
+}
 
 func TestParse(t *testing.T) {
+	v1Exposition, v0Exposition := exposition(t, "vllm_v1.prom"), exposition(t, "vllm_v0.prom")
 	tests := []struct {
 		name                        string
 		text                        string

@@ -48,7 +48,7 @@ func TestParseSpecDecode(t *testing.T) {
 		t.Errorf("parsed %+v", s)
 	}
 	// A server without speculative decoding: nothing.
-	s, _ = Parse(strings.NewReader(v1Exposition))
+	s, _ = Parse(strings.NewReader(exposition(t, "vllm_v1.prom")))
 	if !math.IsNaN(s.SpecDrafts) || s.SpecPerPos != nil {
 		t.Errorf("no spec decode: %+v", s)
 	}
