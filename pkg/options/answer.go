@@ -14,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/bounded"
+	"github.com/fineserve-gen/fineserve-gen/internal/jsonscan"
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
@@ -248,25 +249,18 @@ func beyondCheck(text []byte) string {
 	if len(text) > MaxAnswerCheck {
 		return fmt.Sprintf("an answer of %d bytes, more than the %d checked against a schema", len(text), MaxAnswerCheck)
 	}
-	depth, inString, escaped := 0, false, false
+	depth := 0
+	var str jsonscan.Strings
 	for _, c := range text {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '[' || c == '{':
+		if in, _ := str.Step(c); in {
+			continue
+		}
+		switch c {
+		case '[', '{':
 			if depth++; depth > MaxAnswerDepth {
 				return fmt.Sprintf("an answer nested more than %d deep (arrays and objects), the most checked against a schema", MaxAnswerDepth)
 			}
-		case c == ']' || c == '}':
+		case ']', '}':
 			depth--
 		}
 	}

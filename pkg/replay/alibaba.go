@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/jsonscan"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
@@ -601,7 +602,8 @@ func (s *arrayScanner) close() error {
 // value copies one JSON value into s.buf (up to maxLineBytes), tracking
 // strings and nesting; scalars end at a delimiter.
 func (s *arrayScanner) value() (tooLong bool, err error) {
-	depth, inString, escaped := 0, false, false
+	depth := 0
+	var str jsonscan.Strings
 	put := func(c byte) {
 		if len(s.buf) < maxLineBytes {
 			s.buf = append(s.buf, c)
@@ -612,7 +614,7 @@ func (s *arrayScanner) value() (tooLong bool, err error) {
 	for {
 		c, err := s.br.ReadByte()
 		if err != nil {
-			if depth == 0 && !inString && len(s.buf) > 0 {
+			if depth == 0 && !str.In() && len(s.buf) > 0 {
 				return tooLong, nil // a scalar at the end: the caller finds no ]
 			}
 			return tooLong, errArrayEnd
@@ -620,23 +622,14 @@ func (s *arrayScanner) value() (tooLong bool, err error) {
 		if c == '\n' {
 			s.line++
 		}
-		switch {
-		case inString:
+		if in, closed := str.Step(c); in {
 			put(c)
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-				if depth == 0 {
-					return tooLong, nil
-				}
+			if closed && depth == 0 {
+				return tooLong, nil
 			}
-		case c == '"':
-			put(c)
-			inString = true
+			continue
+		}
+		switch {
 		case c == '{' || c == '[':
 			put(c)
 			depth++
