@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/jsonscan"
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 )
 
@@ -188,13 +189,12 @@ type vectorScan struct {
 	keys    []string // the key of each open object's current member
 	str     []byte   // the string being read (its first bytes: only keys matter)
 	strLen  int
-	inStr   bool
-	esc     bool
-	isValue bool   // the string being read is a member's value
-	colon   bool   // a ':' was read and its value has not started
-	pending string // the last string read: a key if ':' follows
-	started bool   // the top-level object opened
-	ended   bool   // and closed
+	strs    jsonscan.Strings // inside a string
+	isValue bool             // the string being read is a member's value
+	colon   bool             // a ':' was read and its value has not started
+	pending string           // the last string read: a key if ':' follows
+	started bool             // the top-level object opened
+	ended   bool             // and closed
 
 	sawList  bool
 	entries  int
@@ -298,7 +298,7 @@ var plainByte = func() (t [256]bool) {
 func (s *vectorScan) scan(p []byte) error {
 	for i := 0; i < len(p); i++ {
 		c := p[i]
-		if plainByte[c] && !s.inStr && s.capture == nil && !s.inVec && s.started && !s.ended {
+		if plainByte[c] && !s.strs.In() && s.capture == nil && !s.inVec && s.started && !s.ended {
 			for i+1 < len(p) && plainByte[p[i+1]] {
 				i++
 			}
@@ -311,14 +311,8 @@ func (s *vectorScan) scan(p []byte) error {
 			}
 			*s.capture = append(*s.capture, c)
 		}
-		if s.inStr {
-			switch {
-			case s.esc:
-				s.esc = false
-			case c == '\\':
-				s.esc = true
-			case c == '"':
-				s.inStr = false
+		if s.strs.In() {
+			if _, closed := s.strs.Step(c); closed {
 				s.pending = s.name(s.str)
 				if s.isValue && s.vecKey(len(s.stack)) && s.dims == 0 {
 					s.dims = s.strLen * 3 / 4 / 4 // base64 of float32s
@@ -361,7 +355,8 @@ func (s *vectorScan) scan(p []byte) error {
 		s.colon = false
 		switch c {
 		case '"':
-			s.inStr, s.str, s.strLen, s.isValue = true, s.str[:0], 0, colon
+			s.strs.Step(c)
+			s.str, s.strLen, s.isValue = s.str[:0], 0, colon
 		case ':':
 			if depth > 0 && s.stack[depth-1] == '{' {
 				s.keys[depth-1] = s.pending
