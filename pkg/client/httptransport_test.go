@@ -249,15 +249,7 @@ func writeSelfSigned(t *testing.T) string {
 // TestCloseIdleConnections: after CloseIdleConnections the server sees
 // every connection of the client closed, whatever the transport.
 func TestCloseIdleConnections(t *testing.T) {
-	for _, tc := range []struct {
-		mode      serverMode
-		transport string
-	}{
-		{plainHTTP1, api.TransportLean},
-		{plainHTTP1, api.TransportNetHTTP},
-		{overTLS, api.TransportAuto},
-		{overTLS, api.TransportHTTP1},
-	} {
+	for _, tc := range everyTransport {
 		t.Run(string(tc.mode)+"/"+tc.transport, func(t *testing.T) {
 			open := map[net.Conn]bool{}
 			allClosed := make(chan struct{}, 1) // the server saw its last open connection close
