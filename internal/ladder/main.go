@@ -21,6 +21,15 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 )
 
+// cost is what a run cost per request: the client's user + system CPU
+// over the requests that reached the server (start and exit included),
+// the mock server's CPU, and the client's peak RSS.
+type cost struct {
+	CPUPerRequestUS       float64 `json:"client_cpu_us_per_request"`
+	RSSMB                 float64 `json:"client_max_rss_mb"`
+	ServerCPUPerRequestUS float64 `json:"server_cpu_us_per_request"`
+}
+
 type step struct {
 	Rate             float64 `json:"rate"`
 	Requests         int64   `json:"requests"`
@@ -29,13 +38,11 @@ type step struct {
 	LagP50, LagP99   float64 `json:"-"`
 	LagMax           float64 `json:"send_lag_max_ms"`
 	TTFTP50, TTFTP99 float64 `json:"-"`
-	CPUPerRequestUS  float64 `json:"client_cpu_us_per_request"`
-	ServerCPUPerReq  float64 `json:"server_cpu_us_per_request"`
-	ClientCores      float64 `json:"client_cores"`
-	RSSMB            float64 `json:"client_max_rss_mb"`
-	MaxInFlight      int64   `json:"max_in_flight"`
-	Saturated        bool    `json:"client_saturated"`
-	StartupMS        float64 `json:"first_request_after_start_ms"`
+	cost
+	ClientCores float64 `json:"client_cores"`
+	MaxInFlight int64   `json:"max_in_flight"`
+	Saturated   bool    `json:"client_saturated"`
+	StartupMS   float64 `json:"first_request_after_start_ms"`
 }
 
 // MarshalJSON keeps the summary's key names for the lag and TTFT figures.
@@ -204,10 +211,10 @@ func run(bin, rateList string, dur time.Duration, tokens, input int, outDir stri
 		srv := m.cpu() - before
 		st := step{Rate: rate, Requests: n, Achieved: s.Throughput, Failed: s.Failed,
 			LagP50: s.LagP50, LagP99: s.LagP99, LagMax: s.LagMax, TTFTP50: s.TTFTP50, TTFTP99: s.TTFTP99,
-			CPUPerRequestUS: float64(cpu-base) / 1e3 / float64(max(n-1, 1)),
-			ServerCPUPerReq: float64(srv) / 1e3 / float64(max(n, 1)),
-			ClientCores:     cpu.Seconds() / max(s.Duration, 1e-9),
-			RSSMB:           rss, MaxInFlight: s.MaxInFlight, Saturated: s.Saturated}
+			cost: cost{CPUPerRequestUS: float64(cpu-base) / 1e3 / float64(max(n-1, 1)),
+				ServerCPUPerRequestUS: float64(srv) / 1e3 / float64(max(n, 1)), RSSMB: rss},
+			ClientCores: cpu.Seconds() / max(s.Duration, 1e-9),
+			MaxInFlight: s.MaxInFlight, Saturated: s.Saturated}
 		steps = append(steps, st)
 		sat := ""
 		if st.Saturated {
@@ -215,7 +222,7 @@ func run(bin, rateList string, dur time.Duration, tokens, input int, outDir stri
 		}
 		fmt.Printf("%8.0f %9.0f %7d %9.3f %9.3f %9.3f %9.3f %9.3f %10.1f %10.1f %7.2f %7.1f %4s\n",
 			rate, st.Achieved, st.Failed, st.LagP50, st.LagP99, st.LagMax, st.TTFTP50, st.TTFTP99,
-			st.CPUPerRequestUS, st.ServerCPUPerReq, st.ClientCores, st.RSSMB, sat)
+			st.CPUPerRequestUS, st.ServerCPUPerRequestUS, st.ClientCores, st.RSSMB, sat)
 	}
 	after := calibrate()
 	fmt.Printf("machine speed after the ladder: %.0f ns per chunk decode\n", after)

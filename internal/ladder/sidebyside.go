@@ -35,12 +35,7 @@ type sideRun struct {
 	Scheduled int64 `json:"scheduled"`
 	// Failed counts requests without a 200 response, by the client's count.
 	Failed int64 `json:"failed"`
-	// CPUPerRequestUS is the client's user + system CPU over the requests
-	// that reached the server, start and exit included; RSSMB its peak RSS.
-	CPUPerRequestUS float64 `json:"client_cpu_us_per_request"`
-	RSSMB           float64 `json:"client_max_rss_mb"`
-	// ServerCPUPerRequestUS is the mock server's CPU per request.
-	ServerCPUPerRequestUS float64 `json:"server_cpu_us_per_request"`
+	cost
 	// OwnLagP99 is the client's own p99 send lag, where it reports one.
 	OwnLagP99 *float64 `json:"own_send_lag_p99_ms,omitempty"`
 	// OriginVsStart is the server-side schedule origin minus the start the
@@ -407,8 +402,8 @@ func runBounded(cmd *exec.Cmd, limit time.Duration) error {
 // measured fills a run's server-side figures.
 func measured(lag serverLag, scheduled int64, cpu, srvCPU time.Duration, rss float64) sideRun {
 	n := float64(max(lag.Arrived, 1))
-	return sideRun{serverLag: lag, Scheduled: scheduled, CPUPerRequestUS: float64(cpu) / 1e3 / n,
-		ServerCPUPerRequestUS: float64(srvCPU) / 1e3 / n, RSSMB: rss}
+	return sideRun{serverLag: lag, Scheduled: scheduled, cost: cost{CPUPerRequestUS: float64(cpu) / 1e3 / n,
+		ServerCPUPerRequestUS: float64(srvCPU) / 1e3 / n, RSSMB: rss}}
 }
 
 const sideRowFormat = "%8s │ %9s %8s %8s %8s %8s %7s %6s │ %9s %8s %8s %8s %8s %7s %6s │ %-13s\n"

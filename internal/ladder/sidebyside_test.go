@@ -219,7 +219,7 @@ func TestParseRates(t *testing.T) {
 func sampleSteps() []sideStep {
 	run := func(achieved, p50, p99, maxLag, cpu float64, arrived, failed int64) sideRun {
 		return sideRun{serverLag: serverLag{Arrived: arrived, Achieved: achieved, P50: p50, P99: p99, Max: maxLag},
-			Scheduled: 10000, Failed: failed, CPUPerRequestUS: cpu, ServerCPUPerRequestUS: 80, RSSMB: 30}
+			Scheduled: 10000, Failed: failed, cost: cost{CPUPerRequestUS: cpu, ServerCPUPerRequestUS: 80, RSSMB: 30}}
 	}
 	return []sideStep{
 		{Rate: 1000, Fine: run(1000.4, 0.1, 0.12, 3.5, 241, 10000, 0), Vegeta: run(999.8, 0.3, 1.12, 4, 150, 10000, 0)},
