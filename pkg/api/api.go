@@ -243,9 +243,18 @@ func WithCaps(c Caps) string { return With(func(k *Kind) bool { return k.Has(c) 
 
 // Names lists the --backend values for messages: "a, b or c".
 func Names() string {
-	names := make([]string, len(kinds))
-	for i, k := range kinds {
-		names[i] = k.Name
+	return OrList(kinds, func(k *Kind) string { return k.Name })
+}
+
+// OrList names the items of a table for a message: "a, b or c" (a
+// table's values, as --backend's and --mode's errors list them).
+func OrList[T any](items []T, name func(T) string) string {
+	names := make([]string, len(items))
+	for i, it := range items {
+		names[i] = name(it)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }

@@ -86,3 +86,13 @@ func TestExpandPath(t *testing.T) {
 		}
 	}
 }
+
+// OrList names one item, two, or more as a message does.
+func TestOrList(t *testing.T) {
+	id := func(s string) string { return s }
+	for n, want := range []string{"", "a", "a or b", "a, b or c"} {
+		if got := OrList([]string{"a", "b", "c"}[:n], id); got != want {
+			t.Errorf("%d items: %q, want %q", n, got, want)
+		}
+	}
+}

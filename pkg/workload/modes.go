@@ -3,6 +3,7 @@ package workload
 import (
 	"strings"
 
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 )
 
@@ -64,11 +65,7 @@ func LookupMode(name string) (*Mode, bool) {
 
 // ModeNames lists the --mode values for messages: "a, b or c".
 func ModeNames() string {
-	names := make([]string, len(modeTable))
-	for i, m := range modeTable {
-		names[i] = m.Name
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	return api.OrList(modeTable, func(m *Mode) string { return m.Name })
 }
 
 // ModeHelp is --mode's help text, from the table.
