@@ -8,24 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 // gauges scrapes /metrics with the official parser and returns the value
 // of each family's first series.
 func gauges(t *testing.T, url string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("/metrics does not parse: %v", err)
-	}
+	fams := testenv.ScrapeMetrics(t, url+"/metrics")
 	out := map[string]float64{}
 	for name, f := range fams {
 		m := f.Metric[0]

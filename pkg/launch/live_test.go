@@ -13,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver"
 	"github.com/fineserve-gen/fineserve-gen/internal/mockserver/mocktest"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
@@ -144,16 +141,7 @@ func TestLiveOutputWindowsReportAndMetrics(t *testing.T) {
 // gauges, or the sample count of its histograms.
 func scrapeGenerator(t *testing.T, url string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("/metrics does not parse: %v", err)
-	}
+	fams := testenv.ScrapeMetrics(t, url)
 	out := map[string]float64{}
 	for name, f := range fams {
 		for _, m := range f.Metric {

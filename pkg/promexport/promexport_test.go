@@ -2,39 +2,18 @@ package promexport
 
 import (
 	"math"
-	"net/http"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-
-// scrape fetches url and parses it with the official text parser.
-func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %s", url, resp.Status)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("the exposition does not parse: %v", err)
-	}
-	return fams
-}
 
 // counter returns the value of the series of name whose labels include
 // want.
@@ -104,7 +83,7 @@ func TestScrapeParses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	fams := scrape(t, srv.URL)
+	fams := testenv.ScrapeMetrics(t, srv.URL)
 
 	checks := []struct {
 		name   string
