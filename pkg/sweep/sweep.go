@@ -467,9 +467,19 @@ func (s *search) bisectBetween(ctx context.Context, lo, hi float64) error {
 	// when settled wander around their nominal ones, so the bracket may
 	// shrink slower than by half at each step.
 	budget := 2 + int(math.Ceil(math.Log2(math.Log(hi/lo)/math.Log1p(c.Tolerance))))
+	// The nominal values of the bracket: the highest passing step's and
+	// the lowest failing step's above it. A bursty schedule's realized
+	// load jumps where a burst enters a step's window, so the mean ratio
+	// of nominal to realized load can map the middle of the load bracket
+	// outside the nominal one: the next value is kept inside it, and the
+	// search also ends once the nominal bracket is within the tolerance.
+	loV, hiV := s.nominalBracket()
 	for ; budget > 0; budget-- {
 		mid := s.nominal((lo + hi) / 2)
-		if (hi-lo)/lo <= c.Tolerance || s.ran(mid) {
+		if loV > 0 && hiV > loV && !(mid > loV && mid < hiV) {
+			mid = s.round((loV + hiV) / 2)
+		}
+		if (hi-lo)/lo <= c.Tolerance || (loV > 0 && hiV > loV && (hiV-loV)/loV <= c.Tolerance) || s.ran(mid) {
 			return nil
 		}
 		verdict, err := s.step(ctx, mid)
@@ -477,15 +487,39 @@ func (s *search) bisectBetween(ctx context.Context, lo, hi float64) error {
 			return ignoreStop(err)
 		}
 		if l := s.load(mid); verdict == Pass {
-			lo = max(lo, l)
+			lo, loV = max(lo, l), max(loV, mid)
 		} else {
-			hi = min(hi, l)
+			hi, hiV = min(hi, l), minPositive(hiV, mid)
 		}
 		if lo >= hi { // a step's realized load crossed the bracket: no finer answer
 			return nil
 		}
 	}
 	return nil
+}
+
+// nominalBracket is the highest passing step's value and the lowest
+// failing step's value above it (0: none).
+func (s *search) nominalBracket() (lo, hi float64) {
+	for i := range s.res.Steps {
+		if st := &s.res.Steps[i]; st.Verdict == Pass {
+			lo = max(lo, st.Value)
+		}
+	}
+	for i := range s.res.Steps {
+		if st := &s.res.Steps[i]; st.Verdict == Fail && st.Value > lo {
+			hi = minPositive(hi, st.Value)
+		}
+	}
+	return lo, hi
+}
+
+// minPositive is the smaller of a and b, b when a is 0 (none yet).
+func minPositive(a, b float64) float64 {
+	if a == 0 {
+		return b
+	}
+	return min(a, b)
 }
 
 // load is the load a step at v put on the server: for a rate, the rate

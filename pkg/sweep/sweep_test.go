@@ -460,3 +460,41 @@ func TestLineSaysBusyMachine(t *testing.T) {
 		}
 	}
 }
+
+// A bursty schedule's realized load jumps where a burst enters a step's
+// window: here a step below 32 req/s offers 10 % over its nominal rate,
+// one from 32 on 16 % over. Bisecting on realized load alone mapped the
+// middle of the bracket back above the failing step (the steps' mean
+// ratio); the search keeps every step inside the nominal bracket and ends
+// once that is within the tolerance.
+func TestSweepBisectsInsideTheNominalBracket(t *testing.T) {
+	q := &queue{capacity: 34, span: 20, ttft: 20, slots: 8}
+	var values []float64
+	run := func(ctx context.Context, step int, v float64) (*metrics.Summary, error) {
+		values = append(values, v)
+		ratio := 1.10
+		if v >= 32 {
+			ratio = 1.16
+		}
+		s, err := q.run(ctx, step, v*ratio) // offered v·ratio: passes up to 34/0.95 = 35.8
+		return s, err
+	}
+	res, err := Sweep(context.Background(), Config{Variable: Rate, Min: 4, Tolerance: 0.03, SLO: metrics.NoSLO, Run: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := 0.0, math.Inf(1)
+	for i, st := range res.Steps {
+		if i > 0 && lo > 0 && !math.IsInf(hi, 1) && (st.Value <= lo || st.Value >= hi) {
+			t.Errorf("step %d at %g outside the bracket (%g, %g) the steps before it had found (steps %v)", i+1, st.Value, lo, hi, values)
+		}
+		if st.Verdict == Pass {
+			lo = max(lo, st.Value)
+		} else if st.Verdict == Fail {
+			hi = min(hi, st.Value)
+		}
+	}
+	if c := res.Capacity; c == nil || c.Value >= 32 || (res.FailedAt-c.Value)/c.Value > 0.03 || res.FailedAt < 32 {
+		t.Errorf("capacity %+v failed at %g (steps %v): want the last pass under 32 and the first fail from 32 within 3 %%", res.Capacity, res.FailedAt, values)
+	}
+}
