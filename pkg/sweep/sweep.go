@@ -468,15 +468,16 @@ func (s *search) bisectBetween(ctx context.Context, lo, hi float64) error {
 	// shrink slower than by half at each step.
 	budget := 2 + int(math.Ceil(math.Log2(math.Log(hi/lo)/math.Log1p(c.Tolerance))))
 	// The nominal values of the bracket: the highest passing step's and
-	// the lowest failing step's above it. A bursty schedule's realized
-	// load jumps where a burst enters a step's window, so the mean ratio
-	// of nominal to realized load can map the middle of the load bracket
-	// outside the nominal one: the next value is kept inside it, and the
-	// search also ends once the nominal bracket is within the tolerance.
+	// the lowest failing step's above it. The next step halves it. A
+	// bursty schedule's realized load jumps where a burst enters a step's
+	// window, so the middle of the realized-load bracket, mapped back by
+	// the steps' mean ratio, can fall outside the nominal bracket or crawl
+	// along one end of it; the search ends once either bracket is within
+	// the tolerance.
 	loV, hiV := s.nominalBracket()
 	for ; budget > 0; budget-- {
 		mid := s.nominal((lo + hi) / 2)
-		if loV > 0 && hiV > loV && !(mid > loV && mid < hiV) {
+		if loV > 0 && hiV > loV {
 			mid = s.round((loV + hiV) / 2)
 		}
 		if (hi-lo)/lo <= c.Tolerance || (loV > 0 && hiV > loV && (hiV-loV)/loV <= c.Tolerance) || s.ran(mid) {
