@@ -79,13 +79,20 @@ func (s *search) start(ctx context.Context) *Start {
 		}
 		return &Start{Value: c.Min, Probe: &p, Why: fmt.Sprintf("--sweep-min (the probe could not estimate the capacity: %s)", why)}
 	}
-	v := s.round(math.Min(math.Max(StartShare*est, c.Min), c.Max))
+	share, under := StartShare, ""
+	if c.ArrivalCV > 1 && !math.IsInf(c.ArrivalCV, 0) {
+		// A bursty schedule meets an SLO below the throughput ceiling: a
+		// first guess, which the bracket corrects (docs/CAPACITY.md).
+		share /= math.Sqrt(c.ArrivalCV)
+		under = fmt.Sprintf(", divided by √CV for a schedule of CV %.2f", c.ArrivalCV)
+	}
+	v := s.round(math.Min(math.Max(share*est, c.Min), c.Max))
 	bound := "="
 	if p.AtLeast {
 		bound = "≥"
 	}
-	why := fmt.Sprintf("Little's law: %d slots (%s) / %.1f ms service time (E2E p50, one request at a time) %s %.1f req/s; starting at %.0f %% of it",
-		p.Slots, p.SlotsFrom, 1e3*p.ServiceTime, bound, est, 100*StartShare)
+	why := fmt.Sprintf("Little's law: %d slots (%s) / %.1f ms service time (E2E p50, one request at a time) %s %.1f req/s; starting at %.0f %% of it%s",
+		p.Slots, p.SlotsFrom, 1e3*p.ServiceTime, bound, est, 100*StartShare, under)
 	return &Start{Value: v, Estimate: est, Probe: &p, Why: why}
 }
 

@@ -163,3 +163,19 @@ func TestSweepStartsBelowAKnownBound(t *testing.T) {
 		t.Errorf("time-scale start %+v, want Min", res.Start)
 	}
 }
+
+// A bursty schedule (CV 4) starts at Little's law's estimate over √CV:
+// 95 % of 84.2 / 2.
+func TestSweepStartsLowerForABurstySchedule(t *testing.T) {
+	probe := func(context.Context) (Probe, error) {
+		return Probe{ServiceTime: 0.095, Slots: 8, SlotsFrom: "the server's running count while requests waited"}, nil
+	}
+	q := &queue{capacity: 84.2, span: 60, ttft: 20, slots: 8}
+	res, err := Sweep(context.Background(), Config{Variable: Rate, Min: 1, Tolerance: 0.05, SLO: metrics.NoSLO, Run: q.run, Probe: probe, ArrivalCV: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.calls[0] != 40 || !strings.Contains(res.Start.Why, "divided by √CV for a schedule of CV 4.00") {
+		t.Errorf("first step %g (%s), want 40 and the reason", q.calls[0], res.Start.Why)
+	}
+}
