@@ -166,19 +166,27 @@ type planJSON struct {
 	ScaleUp *struct {
 		UnderMinutes float64 `json:"under_provisioned_min"`
 	} `json:"scale_up"`
+	Measurement *struct {
+		Seconds      float64      `json:"seconds"`
+		Ceiling      float64      `json:"ceiling_rate"`
+		Checks       []plan.Check `json:"checks"`
+		Sweeps       int          `json:"sweeps"`
+		SweepSeconds float64      `json:"sweep_seconds"`
+	} `json:"measurement"`
 }
 
 // TestPlanAgainstMock plans a day against the built-in server of known
 // capacity (S / (T + (n−1)·I) = 42.1 req/s) with the curve measured as a
-// user gets it by default, in two steps: first at the day's own
-// burstiness (p10, p50, p90 and highest of its windows: CV 0.5, 1 and 2,
-// as planDay is built), then, if a window's replicas see smoother arrivals
-// than the smoothest point (each of n replicas sees every n-th arrival),
-// there too. The Poisson point lies below the ceiling and the bursty one
-// below it; every window plans at least its rate over the ceiling and at
-// most its rate over the capacity at its own burstiness; the JSON, table
-// and HTML hold the day; the saved sweeps plan the same day again without
-// a server.
+// user gets it by default: a probe gives the ceiling (Little's law), so
+// the rising and peak windows need at least 1 and 2 replicas; the quiet
+// windows' check (can one replica serve them?) passes, so the curve is
+// measured at the burstiness those replicas see (planDay's CV 0.5 and 1
+// at one replica, its CV-2 peak split two ways: CV ≈ 1.41). The Poisson
+// point lies below the ceiling and the bursty one below it; every window
+// plans at least its rate over the ceiling and at most its rate over the
+// capacity at its own burstiness; the JSON, table and HTML hold the day
+// and how long its measurement took; the saved sweeps plan the same day
+// again without a server.
 func TestPlanAgainstMock(t *testing.T) {
 	port := startSweepServer(t)
 	dir := t.TempDir()
@@ -197,8 +205,18 @@ func TestPlanAgainstMock(t *testing.T) {
 		t.Fatalf("curve %+v: no point within 15 %% of the day's CV %.1f\n%s", pts, cv, errb)
 		return nil
 	}
-	smooth, poisson, bursty := at(0.5), at(1), at(2)
-	if !regexp.MustCompile(`plan: the curve's measurement took [0-9.]+ s \([0-9]+ sweep\(s\)\)`).MatchString(errb) ||
+	smooth, poisson, bursty := at(0.5), at(1), at(math.Sqrt2)
+	m := p.Measurement
+	if m == nil || m.Sweeps != len(pts) || !(m.Seconds >= m.SweepSeconds) || m.SweepSeconds <= 0 {
+		t.Fatalf("measurement %+v: want %d sweeps, and their time within the whole", m, len(pts))
+	}
+	if r := m.Ceiling / analyticCapacity; r < 0.8 || r > 1.3 {
+		t.Errorf("ceiling %.1f req/s, %.2f of the analytic %.1f: want 0.8–1.3", m.Ceiling, r, analyticCapacity)
+	}
+	if len(m.Checks) != 1 || m.Checks[0].Replicas != 1 || m.Checks[0].Fails || m.Checks[0].Rate > 10 {
+		t.Errorf("checks %+v: want one, of the windows one replica might serve, passing at the quiet windows' rate", m.Checks)
+	}
+	if !regexp.MustCompile(`plan: the curve's measurement took [0-9.]+ s: the probe [0-9.]+ s, 1 check step\(s\) [0-9.]+ s, [0-9]+ sweep\(s\) [0-9.]+ s`).MatchString(errb) ||
 		!regexp.MustCompile(`plan: CV [0-9.]+: capacity: .* \([0-9]+ steps, [0-9.]+ s\)`).MatchString(errb) {
 		t.Errorf("the plan does not say how long its measurement took:\n%s", errb)
 	}
@@ -265,6 +283,9 @@ func TestPlanAgainstMock(t *testing.T) {
 		if !bytes.Contains(page, []byte(`data-plot="`+plot+`"`)) {
 			t.Errorf("HTML report without its %s plot", plot)
 		}
+	}
+	if !regexp.MustCompile(`id="measured">The curve&#39;s measurement took [0-9.]+ s: the probe`).Match(page) {
+		t.Errorf("HTML report without how long the measurement took")
 	}
 	// The saved sweeps give the same plan with no server.
 	again := filepath.Join(dir, "again.json")

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -105,21 +106,26 @@ func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fmt.Fprintf(stderr, "plan: %d windows; burstiness (CV of the gaps) p10 %.2f, p50 %.2f, p90 %.2f, max %.2f\n", len(ws), p10, p50, p90, top)
 
 	var curve *plan.Curve
+	var measured *measurement
 	if len(pf.sweeps) > 0 {
 		curve, err = curveFromFiles(pf.sweeps)
 		if err != nil {
 			return exitCode(options.Usage(err), stderr)
 		}
 	} else {
+		mx := newMeasurer(ctx, fs, &o, &sf, &pf, plan.LengthMix(wl.Schedule), stderr)
 		cvs := pf.cvs
 		if len(cvs) == 0 {
-			cvs = spread([]float64{p10, p50, p90, top}, 0.1)
+			cvs, err = mx.first(wl.Schedule, cfg, ws)
 		}
-		mix := plan.LengthMix(wl.Schedule)
-		curve, err = measureCurve(ctx, fs, &o, &sf, &pf, cvs, mix, stderr)
+		if err == nil {
+			curve, err = mx.curve(cvs)
+		}
 		if err == nil && len(pf.cvs) == 0 {
-			curve, err = measureBelow(ctx, fs, &o, &sf, &pf, wl.Schedule, cfg, curve, mix, stderr)
+			curve, err = mx.below(wl.Schedule, cfg, curve)
 		}
+		mx.done()
+		measured = &mx.m
 		if err != nil {
 			if ctx.Err() != nil {
 				fmt.Fprintf(stderr, "fineserve-gen: interrupted while measuring the capacity curve: %v\n", err)
@@ -153,7 +159,7 @@ func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		case errors.As(verr, &ue):
 			// The plan stands; only its check could not run: it is
 			// written, and a measured curve is not lost.
-			if err := planOutputs(&o, &pf, res, name, nil, stderr); err != nil {
+			if err := planOutputs(&o, &pf, planFile{Workload: name, Command: o.Command, Result: res, Measurement: measured}, stderr); err != nil {
 				fmt.Fprintf(stderr, "fineserve-gen: %v\n", err)
 			}
 			if len(pf.sweeps) == 0 && pf.saveSweeps == "" {
@@ -167,7 +173,7 @@ func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			}
 		}
 	}
-	if err := planOutputs(&o, &pf, res, name, v, stderr); err != nil {
+	if err := planOutputs(&o, &pf, planFile{Workload: name, Command: o.Command, Result: res, Measurement: measured, Verify: v}, stderr); err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen: %v\n", err)
 		return exitFailure
 	}
@@ -230,21 +236,6 @@ func planChecks(fs *pflag.FlagSet, o *options.Options, sf *sweepFlags, pf *planF
 	return errs
 }
 
-// spread returns the distinct values of vs, increasing, dropping any within
-// rel of the previous one kept.
-func spread(vs []float64, rel float64) []float64 {
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	var out []float64
-	for _, v := range s {
-		if n := len(out); n > 0 && v <= out[n-1]*(1+rel) {
-			continue
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
 // curveFromFiles reads one point of the curve from each sweep file.
 func curveFromFiles(paths []string) (*plan.Curve, error) {
 	var pts []plan.Point
@@ -293,39 +284,203 @@ func sloLine(targets map[string]float64, minGood float64) string {
 	return fmt.Sprintf("%s for ≥ %g %% of requests", strings.Join(parts, " and "), 100*minGood)
 }
 
-// measureCurve runs one rate sweep a burstiness against o's (first)
-// server: Poisson-mode runs with Gamma gaps of that CV and the day's
-// length mix (mix), each step judged as a sweep judges it.
-func measureCurve(ctx context.Context, fs *pflag.FlagSet, o *options.Options, sf *sweepFlags, pf *planFlags, cvs []float64, mix string, stderr io.Writer) (*plan.Curve, error) {
-	var pts []plan.Point
-	ttft, tpot := 0.0, 0.0
-	slo := ""
-	// The day's --duration is its horizon, not a step's length; its report
-	// is the plan's.
-	changed := func(name string) bool { return name != "duration" && fs.Changed(name) }
+// measurer measures a plan's capacity curve against o's (first) server:
+// a probe for the ceiling, checks of the windows that might need fewest
+// replicas, and a rate sweep a burstiness, each a Poisson-mode run with
+// Gamma gaps of that CV and the day's length mix, judged as a sweep judges.
+type measurer struct {
+	ctx    context.Context
+	fs     *pflag.FlagSet
+	o      *options.Options
+	sf     *sweepFlags
+	pf     *planFlags
+	mix    string
+	stderr io.Writer
+	began  time.Time
+	// bound is the lowest rate where a sweep failed, at boundCV: a
+	// burstier schedule is served no faster.
+	bound, boundCV float64
+	// ttft and tpot are the smoothest point's service time (ms).
+	ttft, tpot, smoothest float64
+	slo                   string
+	m                     measurement
+}
+
+// measurement is what the plan's JSON says of how its curve was measured.
+type measurement struct {
+	Seconds float64 `json:"seconds"`
+	// Probe is the server's service time and slots; Ceiling is Little's
+	// law's capacity from them (req/s), which no replica exceeds at any
+	// burstiness (0: the probe gave none, or did not run).
+	Probe   *sweep.Probe `json:"probe,omitempty"`
+	Ceiling float64      `json:"ceiling_rate,omitempty"`
+	// Checks are the single steps that showed windows need more replicas
+	// than the ceiling says (plan.FirstPoints).
+	Checks       []plan.Check `json:"checks,omitempty"`
+	CheckSeconds float64      `json:"check_seconds,omitempty"`
+	// Sweeps is how many rate sweeps measured the curve, SweepSeconds
+	// how long they took.
+	Sweeps       int     `json:"sweeps"`
+	SweepSeconds float64 `json:"sweep_seconds"`
+	// Line says it in words (stderr, the HTML report).
+	Line string `json:"-"`
+}
+
+func newMeasurer(ctx context.Context, fs *pflag.FlagSet, o *options.Options, sf *sweepFlags, pf *planFlags, mix string, stderr io.Writer) *measurer {
+	return &measurer{ctx: ctx, fs: fs, o: o, sf: sf, pf: pf, mix: mix, stderr: stderr, began: time.Now()}
+}
+
+// changed tells whether a flag was given: the day's --duration is its
+// horizon, not a step's length.
+func (m *measurer) changed(name string) bool { return name != "duration" && m.fs.Changed(name) }
+
+// setup is a measuring sweep's configuration at burstiness cv.
+func (m *measurer) setup(cv float64) (options.Options, sweep.Config, func(int, float64) options.Options, error) {
+	so := measureOptions(m.o, cv, m.mix)
+	cfg, stepOpts, err := sweepSetup(m.changed, &so, m.sf)
+	if err != nil {
+		return so, cfg, nil, options.Usage(err)
+	}
+	cfg.Workload = fmt.Sprintf("the day's length mix, CV %.2f (--burstiness %.4g)", cv, so.Burstiness)
+	return so, cfg, stepOpts, nil
+}
+
+// done closes the measurement: how long it took, on stderr and in m.m.
+func (m *measurer) done() {
+	m.m.Seconds = time.Since(m.began).Seconds()
+	var parts []string
+	if m.m.Probe != nil {
+		parts = append(parts, fmt.Sprintf("the probe %.1f s", m.m.Probe.Seconds))
+	}
+	if n := len(m.m.Checks); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d check step(s) %.1f s", n, m.m.CheckSeconds))
+	}
+	parts = append(parts, fmt.Sprintf("%d sweep(s) %.1f s", m.m.Sweeps, m.m.SweepSeconds))
+	m.m.Line = fmt.Sprintf("The curve's measurement took %.1f s: %s.", m.m.Seconds, strings.Join(parts, ", "))
+	fmt.Fprintf(m.stderr, "plan: the curve's measurement took %.1f s: %s\n", m.m.Seconds, strings.Join(parts, ", "))
+}
+
+// first returns where to measure the curve first. With the probe (the
+// default) a ceiling bounds every window's replicas from below and the
+// curve starts at the burstiness those replicas see (plan.FirstPoints);
+// without one, at the day's own burstiness: its p10, p50, p90 and highest
+// (within 10 % of each other taken once).
+func (m *measurer) first(day arrival.Schedule, cfg plan.Config, ws []plan.Window) ([]float64, error) {
+	p10, p50, p90, top := plan.BurstinessRange(ws)
+	dayCVs := plan.Spread([]float64{p10, p50, p90, top}, 0.1)
+	if !m.sf.probe || len(m.sf.values) > 0 {
+		return dayCVs, nil
+	}
+	_, _, stepOpts, err := m.setup(1)
+	if err != nil {
+		return nil, err
+	}
+	p, err := probeServer(m.ctx, stepOpts(0, 1), m.stderr)
+	if err != nil {
+		if m.ctx.Err() != nil {
+			return nil, err
+		}
+		fmt.Fprintf(m.stderr, "plan: the probe failed (%v): measuring at the day's burstiness\n", err)
+		return dayCVs, nil
+	}
+	m.m.Probe = &p
+	ceiling, ok := sweep.LittleCapacity(p.Slots, p.ServiceTime)
+	if !ok || p.AtLeast {
+		why := "the server's running count was not read"
+		if p.AtLeast {
+			why = p.SlotsFrom + ": the slots may be more"
+		}
+		fmt.Fprintf(m.stderr, "plan: the probe gives no ceiling (%s): measuring at the day's burstiness\n", why)
+		return dayCVs, nil
+	}
+	m.m.Ceiling = ceiling
+	fmt.Fprintf(m.stderr, "plan: one replica serves at most %.1f req/s at any burstiness (Little's law: %d slots (%s) / %.1f ms service time)\n",
+		ceiling, p.Slots, p.SlotsFrom, 1e3*p.ServiceTime)
+	f, err := plan.FirstPoints(day, cfg, ceiling, m.check)
+	if f != nil {
+		m.m.Checks = f.Checks
+	}
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(m.stderr, "plan: every window needs at least %s replicas: measuring where they are (CV %s)\n", span(f.Least, f.Most), formatCVs(f.CVs))
+	return f.CVs, nil
+}
+
+// span is "a" or "a–b".
+func span(a, b int) string {
+	if a == b {
+		return strconv.Itoa(a)
+	}
+	return fmt.Sprintf("%d–%d", a, b)
+}
+
+// check runs one step of ck (plan.FirstPoints): whether it fails. A step
+// that gives no verdict of the server (the client fell behind, the run
+// failed) is not a failure: the windows are then measured.
+func (m *measurer) check(ck plan.Check) (bool, error) {
 	began := time.Now()
-	defer func() {
-		fmt.Fprintf(stderr, "plan: the curve's measurement took %.1f s (%d sweep(s))\n", time.Since(began).Seconds(), len(cvs))
-	}()
+	defer func() { m.m.CheckSeconds += time.Since(began).Seconds() }()
+	fmt.Fprintf(m.stderr, "plan: can %d replica(s) serve the %d window(s) that might need only that many (%d requests)? one step at the least any asks of each: %.2f req/s at CV %.2f\n",
+		ck.Replicas, ck.Windows, ck.Requests, ck.Rate, ck.CV)
+	so, cfg, stepOpts, err := m.setup(ck.CV)
+	if err != nil {
+		return false, err
+	}
+	cfg.Values = []float64{ck.Rate}
+	res, err := sweepRun(m.ctx, &so, m.sf, cfg, stepOpts, m.stderr)
+	switch {
+	case m.ctx.Err() != nil:
+		return false, m.ctx.Err()
+	case err != nil || res == nil || len(res.Steps) == 0 || res.Stopped != "":
+		why := "no step ran"
+		if err != nil {
+			why = err.Error()
+		} else if res != nil && res.Stopped != "" {
+			why = res.StopReason
+		}
+		fmt.Fprintf(m.stderr, "plan: the check gave no verdict (%s): those windows are measured\n", why)
+		return false, nil
+	}
+	if v := res.Steps[0].Verdict; v != sweep.Fail {
+		what := "passed"
+		if v != sweep.Pass {
+			what = "gave no verdict of the server (" + string(v) + ")"
+		}
+		fmt.Fprintf(m.stderr, "plan: the check %s: those windows may need %d replica(s), and are measured\n", what, ck.Replicas)
+		return false, nil
+	}
+	fmt.Fprintf(m.stderr, "plan: the check failed: those windows need at least %d replicas\n", ck.Replicas+1)
+	return true, nil
+}
+
+// curve runs one rate sweep a burstiness of cvs and returns the curve of
+// their points.
+func (m *measurer) curve(cvs []float64) (*plan.Curve, error) {
+	var pts []plan.Point
 	// Smoothest first: a burstier schedule is served no faster, so the
 	// rate where a smoother one failed bounds the next search from above
 	// and it starts under it (sweep.Config.Below) instead of probing.
 	cvs = slices.Sorted(slices.Values(cvs))
-	bound, boundCV := 0.0, 0.0
 	for i, cv := range cvs {
-		so := measureOptions(o, cv, mix)
-		cfg, stepOpts, err := sweepSetup(changed, &so, sf)
+		so, cfg, stepOpts, err := m.setup(cv)
 		if err != nil {
-			return nil, options.Usage(err)
+			return nil, err
 		}
-		if sf.probe && bound > 0 && len(cfg.Values) == 0 {
-			cfg.Below, cfg.BelowWhy = bound, fmt.Sprintf("the first failing rate at CV %.2f (a burstier schedule is served no faster)", boundCV)
+		if m.sf.probe && m.bound > 0 && m.boundCV < cv && len(cfg.Values) == 0 {
+			cfg.Below, cfg.BelowWhy = m.bound, fmt.Sprintf("the first failing rate at CV %.2f (a burstier schedule is served no faster)", m.boundCV)
 		}
-		cfg.Workload = fmt.Sprintf("the day's length mix, CV %.2f (--burstiness %.4g)", cv, so.Burstiness)
-		fmt.Fprintf(stderr, "plan: measuring one replica at CV %.2f (%d of %d)\n", cv, i+1, len(cvs))
-		res, err := sweepRun(ctx, &so, sf, cfg, stepOpts, stderr)
-		if res != nil && pf.saveSweeps != "" {
-			path := fmt.Sprintf("%s-cv%.2f.json", pf.saveSweeps, cv)
+		if p := m.m.Probe; p != nil && m.sf.probe && len(cfg.Values) == 0 {
+			cfg.Probe = func(context.Context) (sweep.Probe, error) { return *p, nil } // the plan's, measured once
+		}
+		fmt.Fprintf(m.stderr, "plan: measuring one replica at CV %.2f (%d of %d)\n", cv, i+1, len(cvs))
+		res, err := sweepRun(m.ctx, &so, m.sf, cfg, stepOpts, m.stderr)
+		if res != nil {
+			m.m.Sweeps++
+			m.m.SweepSeconds += res.Seconds
+		}
+		if res != nil && m.pf.saveSweeps != "" {
+			path := fmt.Sprintf("%s-cv%.2f.json", m.pf.saveSweeps, cv)
 			if jerr := report.WriteOutputs(io.Discard, report.JSONOutput("--save-sweeps "+path, path, res)); jerr != nil {
 				return nil, jerr
 			}
@@ -336,53 +491,57 @@ func measureCurve(ctx context.Context, fs *pflag.FlagSet, o *options.Options, sf
 		if res.Stopped != "" {
 			return nil, fmt.Errorf("measuring at CV %.2f: the sweep stopped early (%s): %s", cv, res.Stopped, res.StopReason)
 		}
-		fmt.Fprintf(stderr, "plan: CV %.2f: %s (%d steps, %.1f s)\n", cv, res.Line, len(res.Steps), res.Seconds)
+		fmt.Fprintf(m.stderr, "plan: CV %.2f: %s (%d steps, %.1f s)\n", cv, res.Line, len(res.Steps), res.Seconds)
 		if res.FailedAt > 0 {
-			bound, boundCV = res.FailedAt, cv
+			m.bound, m.boundCV = res.FailedAt, cv
 		}
 		p, t1, t2, err := pointFromSweep(res, fmt.Sprintf("sweep at --burstiness %.4g: %d steps", so.Burstiness, len(res.Steps)))
 		if err != nil {
 			return nil, fmt.Errorf("measuring at CV %.2f: %w (lower --sweep-min)", cv, err)
 		}
 		if res.Capacity.AtLeast {
-			fmt.Fprintf(stderr, "warning: plan: at CV %.2f no step failed: the capacity is at least %.2f req/s (raise --sweep-max)\n", cv, p.Rate)
+			fmt.Fprintf(m.stderr, "warning: plan: at CV %.2f no step failed: the capacity is at least %.2f req/s (raise --sweep-max)\n", cv, p.Rate)
 		}
 		p.CV = cv // the value asked for, not 1/√k of a rounded k
-		if i == 0 {
-			ttft, tpot = t1, t2
-			slo = sloLine(res.SLO, res.MinGoodput)
+		if m.slo == "" || cv < m.smoothest {
+			// The smoothest point's service time: the least queueing.
+			m.ttft, m.tpot, m.smoothest = t1, t2, cv
+		}
+		if m.slo == "" {
+			m.slo = sloLine(res.SLO, res.MinGoodput)
 		}
 		pts = append(pts, p)
 	}
-	c, err := plan.NewCurve(pts, ttft, tpot)
+	c, err := plan.NewCurve(pts, m.ttft, m.tpot)
 	if err != nil {
 		return nil, err
 	}
-	c.SLO = slo
+	c.SLO = m.slo
 	return c, nil
 }
 
-// measureBelow completes a curve measured at the windows' burstiness: the
-// replicas of a window split n ways see less (the CV of its lag-n gaps),
-// where the curve is only held at its first point. It plans the day with
-// curve, measures at the per-replica burstiness of the windows below it
-// (plan.BelowPoints), and returns the curve with those points added.
-func measureBelow(ctx context.Context, fs *pflag.FlagSet, o *options.Options, sf *sweepFlags, pf *planFlags, day arrival.Schedule, cfg plan.Config, curve *plan.Curve, mix string, stderr io.Writer) (*plan.Curve, error) {
+// below completes a curve measured where the windows' replicas were first
+// placed: with more replicas a window's split sees less burstiness (the
+// CV of its lag-n gaps), where the curve is only held at its first point.
+// It plans the day with curve, measures at the per-replica burstiness of
+// the windows below it (plan.BelowPoints), and returns the curve with
+// those points added.
+func (m *measurer) below(day arrival.Schedule, cfg plan.Config, curve *plan.Curve) (*plan.Curve, error) {
 	cfg.Curve = curve
 	prov, err := plan.Plan(day, cfg)
 	if err != nil {
 		return nil, options.Usage(err)
 	}
-	lower := plan.BelowPoints(prov)
+	lower := plan.BelowPoints(prov, m.m.Ceiling)
 	if len(lower) == 0 {
 		return curve, nil
 	}
-	fmt.Fprintf(stderr, "plan: the replicas of %d windows see less burstiness than CV %.2f: measuring at CV %s too\n", prov.BelowCurve, curve.Points[0].CV, formatCVs(lower))
-	more, err := measureCurve(ctx, fs, o, sf, pf, lower, mix, stderr)
+	fmt.Fprintf(m.stderr, "plan: the replicas of %d windows see less burstiness than CV %.2f, and one fewer might serve some: measuring at CV %s too\n", prov.BelowCurve, curve.Points[0].CV, formatCVs(lower))
+	more, err := m.curve(lower)
 	if err != nil {
 		return nil, err
 	}
-	c, err := plan.NewCurve(append(more.Points, curve.Points...), more.TTFTms, more.TPOTms)
+	c, err := plan.NewCurve(append(more.Points, curve.Points...), m.ttft, m.tpot)
 	if err != nil {
 		return nil, err
 	}
@@ -428,22 +587,28 @@ type planFile struct {
 	Workload string `json:"workload"`
 	Command  string `json:"command"`
 	*plan.Result
-	Verify *verifyResult `json:"verify,omitempty"`
+	// Measurement is how the curve was measured (none: read from
+	// --sweep-json).
+	Measurement *measurement  `json:"measurement,omitempty"`
+	Verify      *verifyResult `json:"verify,omitempty"`
 }
 
 // planOutputs writes --plan-json and --report-html.
-func planOutputs(o *options.Options, pf *planFlags, res *plan.Result, name string, v *verifyResult, stderr io.Writer) error {
+func planOutputs(o *options.Options, pf *planFlags, f planFile, stderr io.Writer) error {
 	var outs []report.Output
 	if pf.json != "" {
-		outs = append(outs, report.JSONOutput("--plan-json "+pf.json, pf.json, planFile{Workload: name, Command: o.Command, Result: res, Verify: v}))
+		outs = append(outs, report.JSONOutput("--plan-json "+pf.json, pf.json, f))
 	}
 	path := o.Observe.ReportHTML
 	if path != "" {
-		page := plan.Page{Workload: name, Command: o.Command}
-		if v != nil {
-			page.Verify = v.Lines
+		page := plan.Page{Workload: f.Workload, Command: f.Command}
+		if f.Verify != nil {
+			page.Verify = f.Verify.Lines
 		}
-		outs = append(outs, report.Output{Name: "--report-html " + path, Path: path, Write: func(w io.Writer) error { return plan.WriteHTML(w, res, page) }})
+		if f.Measurement != nil {
+			page.Measured = f.Measurement.Line
+		}
+		outs = append(outs, report.Output{Name: "--report-html " + path, Path: path, Write: func(w io.Writer) error { return plan.WriteHTML(w, f.Result, page) }})
 	}
 	if err := report.WriteOutputs(io.Discard, outs...); err != nil {
 		return err

@@ -140,7 +140,7 @@ func sweepRun(ctx context.Context, o *options.Options, sf *sweepFlags, cfg sweep
 		idle := &servermetrics.Idle{URL: url, Quiet: sf.idleQuiet, Timeout: sf.idleTimeout, Warnf: func(f string, a ...any) { logf("warning: "+f, a...) }}
 		cfg.Idle = idle.Wait
 	}
-	if sf.probe && cfg.Variable == sweep.Rate && len(cfg.Values) == 0 {
+	if cfg.Probe == nil && sf.probe && cfg.Variable == sweep.Rate && len(cfg.Values) == 0 {
 		cfg.Probe = func(ctx context.Context) (sweep.Probe, error) { return probeServer(ctx, stepOpts(0, 1), stderr) }
 	}
 	cfg.Run = func(ctx context.Context, step int, v float64) (*metrics.Summary, error) {

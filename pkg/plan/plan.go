@@ -84,6 +84,9 @@ type Window struct {
 	// Replicas (with ScaleUpDelay).
 	Reactive     *int    `json:"reactive_replicas,omitempty"`
 	UnderMinutes float64 `json:"under_provisioned_min,omitempty"`
+	// fewerCV is the burstiness one replica fewer would each see (0: the
+	// window has the fewest it may).
+	fewerCV float64
 }
 
 // ScaleUp is the what-if of a reactive autoscaler with a lead time.
@@ -359,6 +362,9 @@ func Plan(s arrival.Schedule, c Config) (*Result, error) {
 		w := &ws[i]
 		g := &stats[i]
 		w.Replicas, w.ReplicaBurstiness, w.Capacity, w.Beyond = split(w.OfferedRate, c.MinReplicas, c.Curve, func(n int) float64 { return g.cvLag(n, c.DefaultCV) })
+		if n := w.Replicas - 1; n >= max(c.MinReplicas, 1) {
+			w.fewerCV = g.cvLag(n, c.DefaultCV)
+		}
 		if w.Beyond {
 			r.BeyondCurve++
 		}
@@ -649,15 +655,21 @@ func reactive(ws []Window, window, horizon, delay time.Duration) *ScaleUp {
 
 // BelowPoints returns where a curve should be measured next when the
 // replicas of r's windows see a burstiness more than 10 % below its first
-// point (capacity held there: conservative): the 10th, 50th and 90th
-// percentiles of those windows' per-replica CVs, requests weighted, within
-// 10 % of each other taken once. None when no window lies below.
-func BelowPoints(r *Result) []float64 {
+// point, where their capacity is held at it (conservative). A point there
+// changes a window's replicas only when one replica fewer would also see
+// less than the first point — its capacity, held too, is what turned the
+// fewer down — and, with a ceiling (req/s, 0: none) no replica exceeds,
+// when the fewer could carry the window's rate under it. BelowPoints
+// returns the 10th, 50th and 90th percentiles of those fewer replicas'
+// CVs, requests weighted, within 10 % of each other taken once; none when
+// no window's replicas could change.
+func BelowPoints(r *Result, ceiling float64) []float64 {
 	first := r.Curve.Points[0].CV
 	var below []Window
 	for _, w := range r.Windows {
-		if w.Requests > 0 && w.ReplicaBurstiness < 0.9*first {
-			w.Burstiness = w.ReplicaBurstiness
+		n := float64(w.Replicas - 1)
+		if w.Requests > 0 && w.fewerCV > 0 && w.fewerCV < 0.9*first && (ceiling <= 0 || w.OfferedRate/n <= ceiling) {
+			w.Burstiness = w.fewerCV
 			below = append(below, w)
 		}
 	}

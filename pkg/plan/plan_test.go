@@ -322,7 +322,9 @@ func TestBusiestSlice(t *testing.T) {
 
 // A curve measured only at the windows' own burstiness leaves the replicas
 // of a split window below its first point; BelowPoints says where to
-// measure next, and with those points the plan needs no more replicas.
+// measure next, and with those points the plan needs fewer replicas. A
+// window whose fewer replicas see as much burstiness as the first point
+// cannot change, and asks for no point.
 func TestBelowPoints(t *testing.T) {
 	s := day(4, seg{rate: 60, k: 0.25, d: 10 * time.Minute}) // CV 2; 3 replicas see CV ≈ 1.15
 	c, err := NewCurve([]Point{{CV: 2, Rate: 12}}, 20, 5)
@@ -333,9 +335,14 @@ func TestBelowPoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pts := BelowPoints(r)
+	pts := BelowPoints(r, 0)
 	if len(pts) == 0 || pts[0] > 1.8 || pts[0] < 0.3 {
 		t.Fatalf("below points %v for replicas at CV %.2f: want some in (0.3, 1.8)", pts, r.Windows[0].ReplicaBurstiness)
+	}
+	// A ceiling under the rate one replica fewer would each carry: no
+	// point below can lower the replicas, none is measured.
+	if n := r.Windows[0].Replicas; BelowPoints(r, 0.9*60/float64(n-1)) != nil {
+		t.Errorf("a ceiling of %.1f req/s under %d replicas' share of 60 req/s: below points %v, want none", 0.9*60/float64(n-1), n-1, BelowPoints(r, 0.9*60/float64(n-1)))
 	}
 	var more []Point
 	for _, cv := range pts {
@@ -349,8 +356,21 @@ func TestBelowPoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r2.PeakReplicas >= r.PeakReplicas || BelowPoints(r2) != nil && r2.BelowCurve >= r.BelowCurve {
+	if r2.PeakReplicas >= r.PeakReplicas || BelowPoints(r2, 0) != nil && r2.BelowCurve >= r.BelowCurve {
 		t.Errorf("with the lower points: peak %d (was %d), %d windows below (was %d): want fewer", r2.PeakReplicas, r.PeakReplicas, r2.BelowCurve, r.BelowCurve)
+	}
+	// One point at CV 1.5 of 25 req/s: 3 replicas (lag-3 CV ≈ 1.15, below
+	// it), and 2 would see CV ≈ 1.41, within 10 % of it: nothing to measure.
+	c3, err := NewCurve([]Point{{CV: 1.5, Rate: 25}}, 20, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r3, err := Plan(s, Config{Window: 5 * time.Minute, Curve: c3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r3.PeakReplicas != 3 || r3.BelowCurve == 0 || BelowPoints(r3, 0) != nil {
+		t.Errorf("a point at CV 1.5: peak %d, %d windows below, below points %v: want 3, some, none", r3.PeakReplicas, r3.BelowCurve, BelowPoints(r3, 0))
 	}
 }
 
