@@ -31,7 +31,7 @@ func mockServerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.Var(millisValue(&cfg.TTFT), "ttft-ms", "time to first token, in ms")
 	fs.Var(millisValue(&cfg.TTFTJitter), "jitter-ms", "add to every request's time to first token a draw uniform in ±this many ms (from --seed and the request's number): a noisy server")
 	fs.Var(millisValue(&cfg.ITL), "itl-ms", "inter-token latency, in ms")
-	fs.Float64Var(&cfg.ITLJitter, "itl-jitter", 0, "spread each inter-token gap: ITL × a factor uniform in [1−J, 1+J] per token (mean kept), drawn from --seed, the request's number and the token's; 0: none, at most 1 (chat and completions)")
+	fs.Float64Var(&cfg.ITLJitter, "itl-jitter", 0, "spread each inter-token gap: ITL × a factor uniform in [1−J, 1+J] per token (mean kept), drawn from --seed, the request's number and the token's; 0: none, at most 1")
 	fs.Var(microsValue(&cfg.PrefillPerToken), "prefill-us-per-token", "added to the time to first token per prompt token, in µs")
 	fs.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", 0, "requests generating at once; more wait in a queue (0: unbounded)")
 	fs.IntVar(&cfg.MaxModelLen, "max-model-len", defaultMockMaxModelLen, "context length: reported as max_model_len at /v1/models; prompt+max_tokens above it get vLLM's 400 (0: no limit, none reported)")

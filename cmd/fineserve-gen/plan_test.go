@@ -502,3 +502,23 @@ func TestPlanScaleDownDelay(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanNotesShortBurstyPoints: a point of CV ≥ 1.5 measured in steps
+// that end when settled comes with a note that it can read high (and how
+// to measure it instead); measured in fixed steps, it does not.
+func TestPlanNotesShortBurstyPoints(t *testing.T) {
+	port := startSweepServer(t)
+	dir := t.TempDir()
+	search := []string{"--plan-burstiness", "2", "--sweep-quiet", "0", "--sweep-max-lag", "1000", "--report-interval", "0",
+		"--sweep-min", "2.5", "--sweep-max", "80", "--sweep-tolerance", "0.25", "--warmup-requests", "0"}
+	for _, tc := range []struct {
+		steps []string
+		note  bool
+	}{{[]string{"--step-max", "2s"}, true}, {[]string{"--step-duration", "1s"}, false}} {
+		args := append(planArgs(port, dir), search...)
+		_, errb := mustRun(t, append(args, tc.steps...)...)
+		if got := strings.Contains(errb, "note: plan: the point at CV 2.00 was measured in steps that end when settled (at most 2s): at CV ≥ 1.5 they can read high"); got != tc.note {
+			t.Errorf("%v: note %v, want %v:\n%s", tc.steps, got, tc.note, errb)
+		}
+	}
+}

@@ -45,8 +45,9 @@ Plans the replicas a whole day of this workload needs within the SLO
 is cut into windows; each window's offered rate and burstiness (the CV of
 its gaps) and one replica's capacity at that burstiness give its replicas.
 The capacity curve is measured by rate sweeps against one replica
-(--base-url) with the workload's own length mix at the day's low, typical
-and high burstiness, or read from earlier sweeps (--sweep-json). --verify
+(--base-url) with the workload's own length mix, at the burstiness the
+windows' replicas see (a probe's ceiling bounds their counts from below),
+or read from earlier sweeps (--sweep-json). --verify
 replays the day's busiest stretch against the planned N replicas and N−1
 (several --base-url); exit 3 when the plan does not hold.
 
@@ -60,7 +61,7 @@ func addPlanFlags(fs *pflag.FlagSet, f *planFlags) {
 	fs.IntVar(&f.minReplicas, "min-replicas", 1, "the fewest replicas any window keeps (0: scale to zero when no request comes)")
 	fs.StringVar(&f.json, "plan-json", "", "write the plan as JSON: windows[] (start_s, offered_rate, burstiness, replicas, utilization, idle_share), the day's totals and the capacity curve")
 	fs.StringArrayVar(&f.sweeps, "sweep-json", nil, "read the capacity curve from these earlier rate sweeps (fineserve-gen sweep --mode poisson --burstiness k --sweep-json F: one point at CV 1/√k each) instead of measuring it; give it once a point")
-	fs.Float64SliceVar(&f.cvs, "plan-burstiness", nil, "measure the curve at these burstiness values (CVs of the gaps; default: the day's p10, p50, p90 and highest, then the burstiness the replicas of split windows see below them)")
+	fs.Float64SliceVar(&f.cvs, "plan-burstiness", nil, "measure the curve at these burstiness values (CVs of the gaps; default: where the windows' replicas are — their counts bounded by the probe's ceiling and checked, then lower where a point could change a count; without the probe, the day's p10, p50, p90 and highest)")
 	fs.StringVar(&f.saveSweeps, "save-sweeps", "", "write each measuring sweep's JSON as PREFIX-cvX.XX.json (read again with --sweep-json)")
 }
 
@@ -297,14 +298,21 @@ type measurer struct {
 	mix    string
 	stderr io.Writer
 	began  time.Time
-	// bound is the lowest rate where a sweep failed, at boundCV: a
+	// bound is the rate where the last sweep first failed, at boundCV: a
 	// burstier schedule is served no faster.
 	bound, boundCV float64
 	// ttft and tpot are the smoothest point's service time (ms).
 	ttft, tpot, smoothest float64
 	slo                   string
 	m                     measurement
+	// warnedShort: the note on bursty points in settled steps is out.
+	warnedShort bool
 }
+
+// shortBurstyCV is the burstiness from which a point measured in steps
+// that end when settled can read high (docs/CAPACITY.md: 5–17 % at CV
+// 2.31 on the built-in server).
+const shortBurstyCV = 1.5
 
 // measurement is what the plan's JSON says of how its curve was measured.
 type measurement struct {
@@ -314,8 +322,9 @@ type measurement struct {
 	// burstiness (0: the probe gave none, or did not run).
 	Probe   *sweep.Probe `json:"probe,omitempty"`
 	Ceiling float64      `json:"ceiling_rate,omitempty"`
-	// Checks are the single steps that showed windows need more replicas
-	// than the ceiling says (plan.FirstPoints).
+	// Checks are the single steps run before the curve (plan.FirstPoints):
+	// each, failing, showed windows need more replicas than the ceiling
+	// says.
 	Checks       []plan.Check `json:"checks,omitempty"`
 	CheckSeconds float64      `json:"check_seconds,omitempty"`
 	// Sweeps is how many rate sweeps measured the curve, SweepSeconds
@@ -503,6 +512,11 @@ func (m *measurer) curve(cvs []float64) (*plan.Curve, error) {
 			fmt.Fprintf(m.stderr, "warning: plan: at CV %.2f no step failed: the capacity is at least %.2f req/s (raise --sweep-max)\n", cv, p.Rate)
 		}
 		p.CV = cv // the value asked for, not 1/√k of a rounded k
+		if cv >= shortBurstyCV && cfg.StepMax > 0 && !m.warnedShort {
+			m.warnedShort = true
+			fmt.Fprintf(m.stderr, "note: plan: the point at CV %.2f was measured in steps that end when settled (at most %v): at CV ≥ %g they can read high — a short stretch of a bursty schedule often misses its rare surges (docs/CAPACITY.md); for a plan you provision by, measure it with --step-duration 60s\n",
+				cv, cfg.StepMax, shortBurstyCV)
+		}
 		if m.slo == "" || cv < m.smoothest {
 			// The smoothest point's service time: the least queueing.
 			m.ttft, m.tpot, m.smoothest = t1, t2, cv

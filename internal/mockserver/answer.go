@@ -9,10 +9,9 @@ import (
 // generationAPI is one generation API's side of serving a request
 // (serveGeneration).
 type generationAPI struct {
-	// chat and plan are admit's; ttftJitter: the TTFT is spread by
-	// TTFTJitter.
-	chat, plan, ttftJitter bool
-	parse                  func(body []byte) (request, error)
+	// chat and plan are admit's.
+	chat, plan bool
+	parse      func(body []byte) (request, error)
 	// writer returns the writer of the admitted request's answer, its
 	// first token due at first; nil when the fault receive drew has
 	// answered it.
@@ -45,10 +44,7 @@ func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, api gen
 	}
 	defer done()
 	g.reqID = requestID(r)
-	ttft := s.cfg.TTFT
-	if api.ttftJitter {
-		ttft = s.ttft(g.id)
-	}
+	ttft := s.ttft(g.id) // spread by TTFTJitter
 	start := time.Now()
 	if s.cfg.Pace == PaceExact {
 		start = arrival
@@ -60,13 +56,9 @@ func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, api gen
 }
 
 // lastDue returns when g's last token is due, its first being due at
-// first: first + (out−1)·ITL, the gaps spread by ITLJitter for chat and
-// completions (g.jitter).
+// first: first + (out−1)·ITL, the gaps spread by ITLJitter.
 func (g *generation) lastDue(first time.Time) time.Time {
-	if g.jitter {
-		return g.s.tokenDue(first, g.id, g.out-1)
-	}
-	return first.Add(time.Duration(max(g.out-1, 0)) * g.s.cfg.ITL)
+	return g.s.tokenDue(first, g.id, g.out-1)
 }
 
 // appendParts appends a finished answer's parts (a message's content
@@ -190,8 +182,8 @@ type tokenEvents struct {
 }
 
 // streamTokens writes g's event stream: ev.start at once, token k at
-// first + k·ITL in its own flushed write (without ITL all in one), ev.end
-// after the last token. It reports false if the client left.
+// first + its k gaps (ITL each, spread by ITLJitter) in its own flushed
+// write (without ITL all in one), ev.end after the last token. It reports false if the client left.
 func (g *generation) streamTokens(ctx context.Context, w http.ResponseWriter, first time.Time, ev tokenEvents) bool {
 	es := openEventStream(w, g.trace)
 	defer es.pace.stop()
@@ -203,6 +195,7 @@ func (g *generation) streamTokens(ctx context.Context, w http.ResponseWriter, fi
 		return false
 	}
 	b = b[:0]
+	due := first // token k's: first + its gaps, spread by ITLJitter
 	for k := range g.out {
 		if k > 0 && (g.s.cfg.ITL > 0 || ev.fail != nil) {
 			if !es.send(b) {
@@ -212,7 +205,8 @@ func (g *generation) streamTokens(ctx context.Context, w http.ResponseWriter, fi
 			if ev.fail != nil {
 				break
 			}
-			if !es.pace.until(ctx, first.Add(time.Duration(k)*g.s.cfg.ITL)) {
+			due = due.Add(g.s.gap(g.id, k))
+			if !es.pace.until(ctx, due) {
 				return false
 			}
 		}

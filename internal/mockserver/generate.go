@@ -165,14 +165,13 @@ func (s *Server) accepted(w http.ResponseWriter, model string, err error) bool {
 }
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
-	s.serveGeneration(w, r, generationAPI{chat: chat, plan: chat, ttftJitter: true,
+	s.serveGeneration(w, r, generationAPI{chat: chat, plan: chat,
 		parse: func(body []byte) (request, error) { return s.parse(body, chat) },
 		writer: func(g *generation, fault string, first time.Time) answerWriter {
 			if faultWritesBody(fault, g.req.stream) {
 				s.faultBody(r.Context(), w, fault, g, first)
 				return nil
 			}
-			g.jitter = true
 			return g
 		},
 		completed: func(g *generation) {
@@ -294,9 +293,6 @@ type generation struct {
 	invalidAnswer bool // the structured answer is the invalid instance
 	// trace, when set, times the token writes (chunklog.go).
 	trace *chunkTrace
-	// jitter: the gaps between tokens are spread by ITLJitter (chat and
-	// completions).
-	jitter bool
 }
 
 const (

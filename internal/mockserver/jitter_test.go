@@ -3,6 +3,7 @@ package mockserver
 import (
 	"math"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -68,5 +69,51 @@ func TestJitterValidated(t *testing.T) {
 		if _, err := New(c); err == nil {
 			t.Errorf("%+v: accepted", c)
 		}
+	}
+}
+
+// TestJitterEveryAPI: on synctest's fake clock every generation API's
+// stream writes its first token at the request's jittered TTFT and each
+// further token one jittered gap later: the same draws for every API.
+func TestJitterEveryAPI(t *testing.T) {
+	for _, tc := range []struct{ name, path, body string }{
+		{"chat", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":6,"ignore_eos":true,"stream":true}`},
+		{"completions", "/v1/completions", `{"prompt":"hi","max_tokens":6,"ignore_eos":true,"stream":true}`},
+		{"responses", "/v1/responses", `{"input":"hi","max_output_tokens":6,"ignore_eos":true,"stream":true}`},
+		{"messages", "/v1/messages", `{"model":"m","max_tokens":6,"stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"sglang", "/generate", `{"text":"hi","sampling_params":{"max_new_tokens":6,"ignore_eos":true},"stream":true}`},
+		{"kserve", "/v2/models/m/generate_stream", `{"text_input":"hi","parameters":{"max_tokens":6,"ignore_eos":true}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s, err := New(Config{Models: []string{"m"}, TTFT: 50 * time.Millisecond, TTFTJitter: 20 * time.Millisecond,
+					ITL: 10 * time.Millisecond, ITLJitter: 0.8, Seed: 5})
+				if err != nil {
+					t.Fatal(err)
+				}
+				w := serve(s, tc.path, tc.body)
+				const out = 6
+				if w.Code != 200 || len(w.at) < out-1 {
+					t.Fatalf("status %d, flushes at %v: want 200 and a flush a token", w.Code, w.at)
+				}
+				// Request 1's tokens: the last out−1 flushes, the last
+				// token with the stream's end.
+				got := append(w.at[len(w.at)-(out-1):], w.took)
+				due := s.ttft(1)
+				want := []time.Duration{due}
+				for k := 1; k < out; k++ {
+					due += s.gap(1, k)
+					want = append(want, due)
+				}
+				if due == 50*time.Millisecond+5*10*time.Millisecond {
+					t.Fatal("the draws are the nominal schedule: pick another seed")
+				}
+				for k := range want {
+					if got[k] != want[k] {
+						t.Fatalf("token flushes at %v, want %v (TTFT and gaps drawn by --jitter-ms and --itl-jitter)", got, want)
+					}
+				}
+			})
+		})
 	}
 }

@@ -268,7 +268,7 @@ func (s *Server) responsesItem(it *fastjson.Value, req *request, hb *blockHasher
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	var meta respMeta
 	var rs *respStream
-	s.serveGeneration(w, r, generationAPI{plan: true, ttftJitter: true,
+	s.serveGeneration(w, r, generationAPI{plan: true,
 		parse: func(body []byte) (req request, err error) {
 			req, meta, err = s.parseResponses(body)
 			return req, err
