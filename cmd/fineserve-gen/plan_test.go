@@ -517,7 +517,7 @@ func TestPlanNotesShortBurstyPoints(t *testing.T) {
 	}{{[]string{"--step-max", "2s"}, true}, {[]string{"--step-duration", "1s"}, false}} {
 		args := append(planArgs(port, dir), search...)
 		_, errb := mustRun(t, append(args, tc.steps...)...)
-		if got := strings.Contains(errb, "note: plan: the point at CV 2.00 was measured in steps that end when settled (at most 2s): at CV ≥ 1.5 they can read high"); got != tc.note {
+		if got := strings.Contains(errb, "note: sweep: the answer at CV 2.00 was measured in steps that end when settled (at most 2s): at CV ≥ 1.5 they can read high"); got != tc.note {
 			t.Errorf("%v: note %v, want %v:\n%s", tc.steps, got, tc.note, errb)
 		}
 	}

@@ -305,14 +305,7 @@ type measurer struct {
 	ttft, tpot, smoothest float64
 	slo                   string
 	m                     measurement
-	// warnedShort: the note on bursty points in settled steps is out.
-	warnedShort bool
 }
-
-// shortBurstyCV is the burstiness from which a point measured in steps
-// that end when settled can read high (docs/CAPACITY.md: 5–17 % at CV
-// 2.31 on the built-in server).
-const shortBurstyCV = 1.5
 
 // measurement is what the plan's JSON says of how its curve was measured.
 type measurement struct {
@@ -512,11 +505,6 @@ func (m *measurer) curve(cvs []float64) (*plan.Curve, error) {
 			fmt.Fprintf(m.stderr, "warning: plan: at CV %.2f no step failed: the capacity is at least %.2f req/s (raise --sweep-max)\n", cv, p.Rate)
 		}
 		p.CV = cv // the value asked for, not 1/√k of a rounded k
-		if cv >= shortBurstyCV && cfg.StepMax > 0 && !m.warnedShort {
-			m.warnedShort = true
-			fmt.Fprintf(m.stderr, "note: plan: the point at CV %.2f was measured in steps that end when settled (at most %v): at CV ≥ %g they can read high — a short stretch of a bursty schedule often misses its rare surges (docs/CAPACITY.md); for a plan you provision by, measure it with --step-duration 60s\n",
-				cv, cfg.StepMax, shortBurstyCV)
-		}
 		if m.slo == "" || cv < m.smoothest {
 			// The smoothest point's service time: the least queueing.
 			m.ttft, m.tpot, m.smoothest = t1, t2, cv

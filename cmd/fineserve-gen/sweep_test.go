@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/sweep"
+	"github.com/fineserve-gen/fineserve-gen/pkg/workload"
 )
 
 // The built-in server of the capacity tests: S slots, TTFT T, ITL I and
@@ -511,5 +513,43 @@ func TestSweepArrivalCV(t *testing.T) {
 	}
 	if got := cv("replay", 0.25); got != 0 {
 		t.Errorf("a replay's sweep: CV %g, want 0 (unknown)", got)
+	}
+}
+
+// TestScheduleCV: the CV of a schedule's gaps (its first 30 minutes), as
+// a time-scale sweep weighs its requests by: a Gamma schedule's 1/√k, a
+// parametric day's own (Dense_lt10B's windows lie at CV 3.3–3.7), read at
+// time scale 1 whatever the step's; a schedule of too few gaps says
+// nothing.
+func TestScheduleCV(t *testing.T) {
+	o := options.Defaults()
+	o.Mode, o.RequestRate, o.Burstiness, o.Seed = workload.ModePoisson, 50, 0.25, 3
+	if cv, n := scheduleCV(o); math.Abs(cv-2) > 0.1 || n < 80_000 {
+		t.Errorf("Gamma k 0.25: CV %.2f over %d gaps, want 2 over 30 min's ~90,000", cv, n)
+	}
+	day := options.Defaults()
+	day.Mode, day.Parametric.ModelClass, day.Seed = workload.ModeParametric, "Dense_lt10B", 1
+	cv, n := scheduleCV(day)
+	if cv < 3 || cv > 4 || n < 50_000 {
+		t.Errorf("Dense_lt10B's first 30 min: CV %.2f over %d gaps, want 3–4 over ~100,000", cv, n)
+	}
+	day.TimeScale = 4
+	if fast, m := scheduleCV(day); fast != cv || m != n {
+		t.Errorf("time scale 4: CV %.2f over %d gaps, at 1 %.2f over %d: want the same", fast, m, cv, n)
+	}
+	o.NumPrompts, o.NumPromptsSet = 5, true
+	if cv, n := scheduleCV(o); cv != 0 || n != 4 {
+		t.Errorf("5 requests: CV %g over %d gaps, want 0 (too few) over 4", cv, n)
+	}
+	// A time-scale sweep in settled steps says the CV it weighs by, and
+	// that its answer at that CV can read high.
+	port := startSweepServer(t)
+	_, errb := mustRun(t, "sweep", "--port", strconv.Itoa(port), "--mode", "parametric", "--model-class", "Dense_lt10B", "--seed", "1",
+		"--random-input-len", "8", "--random-output-len", "4", "--random-range-ratio", "0", "--goodput", "e2el:5000",
+		"--sweep-min", "0.5", "--sweep-max", "1", "--step-min", "1s", "--step-max", "1s",
+		"--sweep-quiet", "0", "--sweep-max-lag", "1000", "--report-interval", "0", "--warmup-requests", "0")
+	if !regexp.MustCompile(`sweep: the schedule's gaps have CV 3\.[0-9]+ \(its first [0-9]+\)`).MatchString(errb) ||
+		!strings.Contains(errb, "note: sweep: the answer at CV 3.") {
+		t.Errorf("no CV line or note:\n%s", errb)
 	}
 }

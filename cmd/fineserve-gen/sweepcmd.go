@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -140,6 +141,18 @@ func sweepRun(ctx context.Context, o *options.Options, sf *sweepFlags, cfg sweep
 		idle := &servermetrics.Idle{URL: url, Quiet: sf.idleQuiet, Timeout: sf.idleTimeout, Warnf: func(f string, a ...any) { logf("warning: "+f, a...) }}
 		cfg.Idle = idle.Wait
 	}
+	if cfg.Variable == sweep.TimeScale && cfg.StepMax > 0 && cfg.ArrivalCV == 0 {
+		// A trace's or day's own burstiness weighs its requests in the
+		// goodput test, as --burstiness does a Poisson step's.
+		first := cfg.Min
+		if len(cfg.Values) > 0 {
+			first = slices.Min(cfg.Values)
+		}
+		var n int
+		if cfg.ArrivalCV, n = scheduleCV(stepOpts(0, first)); cfg.ArrivalCV > 0 {
+			logf("sweep: the schedule's gaps have CV %.2f (its first %d): a bursty schedule's requests weigh less in the goodput test", cfg.ArrivalCV, n)
+		}
+	}
 	if cfg.Probe == nil && sf.probe && cfg.Variable == sweep.Rate && len(cfg.Values) == 0 {
 		cfg.Probe = func(ctx context.Context) (sweep.Probe, error) { return probeServer(ctx, stepOpts(0, 1), stderr) }
 	}
@@ -151,15 +164,18 @@ func sweepRun(ctx context.Context, o *options.Options, sf *sweepFlags, cfg sweep
 		}
 		return launch.Run(ctx, so, stdio)
 	}
-	return sweep.Sweep(sctx, cfg)
+	res, err := sweep.Sweep(sctx, cfg)
+	if res != nil && res.Capacity != nil && len(cfg.Values) == 0 && cfg.Variable != sweep.MaxConcurrency {
+		if note := shortBurstyNote("sweep: the answer", cfg.ArrivalCV, cfg.StepMax); note != "" {
+			logf("%s", note)
+		}
+	}
+	return res, err
 }
 
-// sweepSetup checks the sweep's flags against the run's and returns the
-// sweep's configuration and the options of each step. changed tells
-// whether a flag was given (pflag.FlagSet.Changed).
 // arrivalCV is the CV of a sweep's gaps: 1/√k of --burstiness k in
 // Poisson mode (Gamma gaps), 0 (unknown) for a trace's or parametric
-// day's shape.
+// day's shape (scheduleCV measures it).
 func arrivalCV(o *options.Options) float64 {
 	if o.Mode != workload.ModePoisson || !(o.Burstiness > 0) {
 		return 0
@@ -167,6 +183,65 @@ func arrivalCV(o *options.Options) float64 {
 	return 1 / math.Sqrt(o.Burstiness)
 }
 
+// The stretch of a schedule scheduleCV reads: its first cvSpan at time
+// scale 1, at most maxCVGaps gaps.
+const (
+	cvSpan    = 30 * time.Minute
+	maxCVGaps = 200_000
+)
+
+// scheduleCV is the CV of the gaps of the schedule o sends (a time scale
+// leaves it as it is: read at 1), and how many gaps it read: a replay's or
+// parametric day's burstiness, which its time-scale sweep's goodput test
+// weighs requests by. 0 with fewer than 10 gaps or no schedule.
+func scheduleCV(o options.Options) (float64, int) {
+	o.ScheduleOut, o.TimeScale, o.Duration = "", 1, cvSpan
+	wl, _, err := launch.Schedule(o, runner.IO{Out: io.Discard, Err: io.Discard})
+	if err != nil {
+		return 0, 0
+	}
+	var n int
+	var sum, sumSq float64
+	var prev time.Duration
+	first := true
+	for a := range wl.Schedule {
+		if !first {
+			g := (a.At - prev).Seconds()
+			sum += g
+			sumSq += g * g
+			n++
+			if n == maxCVGaps {
+				break
+			}
+		}
+		prev, first = a.At, false
+	}
+	if n < 10 || sum <= 0 {
+		return 0, n
+	}
+	m := sum / float64(n)
+	return math.Sqrt(max(sumSq/float64(n)-m*m, 0)) / m, n
+}
+
+// shortBurstyCV is the burstiness from which a point measured in steps
+// that end when settled can read high (docs/CAPACITY.md: 5–17 % at CV
+// 2.31 on the built-in server).
+const shortBurstyCV = 1.5
+
+// shortBurstyNote is the note a sweep (or a plan's point) measured at
+// burstiness cv in steps that end when settled, at most stepMax long,
+// carries: empty below shortBurstyCV or in fixed steps.
+func shortBurstyNote(what string, cv float64, stepMax time.Duration) string {
+	if cv < shortBurstyCV || stepMax <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("note: %s at CV %.2f was measured in steps that end when settled (at most %v): at CV ≥ %g they can read high — a short stretch of a bursty schedule often misses its rare surges (docs/CAPACITY.md); for an answer you provision by, measure with --step-duration 60s",
+		what, cv, stepMax, shortBurstyCV)
+}
+
+// sweepSetup checks the sweep's flags against the run's and returns the
+// sweep's configuration and the options of each step. changed tells
+// whether a flag was given (pflag.FlagSet.Changed).
 func sweepSetup(changed func(name string) bool, o *options.Options, sf *sweepFlags) (sweep.Config, func(step int, v float64) options.Options, error) {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
