@@ -172,6 +172,7 @@ type planJSON struct {
 		Checks       []plan.Check `json:"checks"`
 		Sweeps       int          `json:"sweeps"`
 		SweepSeconds float64      `json:"sweep_seconds"`
+		Notes        []string     `json:"notes"`
 	} `json:"measurement"`
 }
 
@@ -515,10 +516,17 @@ func TestPlanNotesShortBurstyPoints(t *testing.T) {
 		steps []string
 		note  bool
 	}{{[]string{"--step-max", "2s"}, true}, {[]string{"--step-duration", "1s"}, false}} {
-		args := append(planArgs(port, dir), search...)
+		args := append(planArgs(port, dir, "--plan-json", filepath.Join(dir, "p.json"), "--report-html", filepath.Join(dir, "p.html")), search...)
 		_, errb := mustRun(t, append(args, tc.steps...)...)
-		if got := strings.Contains(errb, "note: sweep: the answer at CV 2.00 was measured in steps that end when settled (at most 2s): at CV ≥ 1.5 they can read high"); got != tc.note {
+		const note = "the answer at CV 2.00 was measured in steps that end when settled (at most 2s): at CV ≥ 1.5 they can read high"
+		if got := strings.Contains(errb, "note: sweep: "+note); got != tc.note {
 			t.Errorf("%v: note %v, want %v:\n%s", tc.steps, got, tc.note, errb)
+		}
+		p := testenv.ReadJSON[planJSON](t, filepath.Join(dir, "p.json"))
+		inJSON := p.Measurement != nil && len(p.Measurement.Notes) == 1 && strings.HasPrefix(p.Measurement.Notes[0], note)
+		inHTML := bytes.Contains(testenv.ReadFile(t, filepath.Join(dir, "p.html")), []byte(`<p class="note">Note: `+note))
+		if inJSON != tc.note || inHTML != tc.note {
+			t.Errorf("%v: note in the plan's JSON %v (%+v), HTML %v: want %v", tc.steps, inJSON, p.Measurement, inHTML, tc.note)
 		}
 	}
 }

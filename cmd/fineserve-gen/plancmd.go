@@ -324,6 +324,9 @@ type measurement struct {
 	// how long they took.
 	Sweeps       int     `json:"sweeps"`
 	SweepSeconds float64 `json:"sweep_seconds"`
+	// Notes are the sweeps' caveats (sweep.Result.Caveat): a point that
+	// may read high.
+	Notes []string `json:"notes,omitempty"`
 	// Line says it in words (stderr, the HTML report).
 	Line string `json:"-"`
 }
@@ -480,6 +483,9 @@ func (m *measurer) curve(cvs []float64) (*plan.Curve, error) {
 		if res != nil {
 			m.m.Sweeps++
 			m.m.SweepSeconds += res.Seconds
+			if res.Caveat != "" {
+				m.m.Notes = append(m.m.Notes, res.Caveat)
+			}
 		}
 		if res != nil && m.pf.saveSweeps != "" {
 			path := fmt.Sprintf("%s-cv%.2f.json", m.pf.saveSweeps, cv)
@@ -608,7 +614,7 @@ func planOutputs(o *options.Options, pf *planFlags, f planFile, stderr io.Writer
 			page.Verify = f.Verify.Lines
 		}
 		if f.Measurement != nil {
-			page.Measured = f.Measurement.Line
+			page.Measured, page.Notes = f.Measurement.Line, f.Measurement.Notes
 		}
 		outs = append(outs, report.Output{Name: "--report-html " + path, Path: path, Write: func(w io.Writer) error { return plan.WriteHTML(w, f.Result, page) }})
 	}

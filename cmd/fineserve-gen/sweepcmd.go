@@ -165,10 +165,8 @@ func sweepRun(ctx context.Context, o *options.Options, sf *sweepFlags, cfg sweep
 		return launch.Run(ctx, so, stdio)
 	}
 	res, err := sweep.Sweep(sctx, cfg)
-	if res != nil && res.Capacity != nil && len(cfg.Values) == 0 && cfg.Variable != sweep.MaxConcurrency {
-		if note := shortBurstyNote("sweep: the answer", cfg.ArrivalCV, cfg.StepMax); note != "" {
-			logf("%s", note)
-		}
+	if res != nil && res.Caveat != "" {
+		logf("note: sweep: %s", res.Caveat)
 	}
 	return res, err
 }
@@ -221,22 +219,6 @@ func scheduleCV(o options.Options) (float64, int) {
 	}
 	m := sum / float64(n)
 	return math.Sqrt(max(sumSq/float64(n)-m*m, 0)) / m, n
-}
-
-// shortBurstyCV is the burstiness from which a point measured in steps
-// that end when settled can read high (docs/CAPACITY.md: 5–17 % at CV
-// 2.31 on the built-in server).
-const shortBurstyCV = 1.5
-
-// shortBurstyNote is the note a sweep (or a plan's point) measured at
-// burstiness cv in steps that end when settled, at most stepMax long,
-// carries: empty below shortBurstyCV or in fixed steps.
-func shortBurstyNote(what string, cv float64, stepMax time.Duration) string {
-	if cv < shortBurstyCV || stepMax <= 0 {
-		return ""
-	}
-	return fmt.Sprintf("note: %s at CV %.2f was measured in steps that end when settled (at most %v): at CV ≥ %g they can read high — a short stretch of a bursty schedule often misses its rare surges (docs/CAPACITY.md); for an answer you provision by, measure with --step-duration 60s",
-		what, cv, stepMax, shortBurstyCV)
 }
 
 // sweepSetup checks the sweep's flags against the run's and returns the

@@ -22,8 +22,9 @@ type Page struct {
 	// Verify is the verification's lines (none without --verify).
 	Verify []string
 	// Measured says how the curve was measured and how long it took
-	// (empty when it was read from files).
+	// (empty when it was read from files); Notes are its sweeps' caveats.
 	Measured string
+	Notes    []string
 }
 
 type planPage struct {
@@ -109,6 +110,7 @@ Utilisation {{pct .R.MeanUtilization}} of the planned replicas' capacity ({{pct 
 {{with .R.ScaleUp}}With a scale-up delay of {{.DelayS}} s, a reactive autoscaler is under-provisioned {{f2 .UnderMinutes}} min in {{.UnderWindows}} window(s), ~{{f0 .RequestsAtRisk}} requests at risk of missing the SLO.{{end}}</p>
 {{with .R.Curve.BusyText}}<p class="note" id="machine-busy">Note: {{.}}.</p>
 {{end}}{{with .Measured}}<p class="meta" id="measured">{{.}}</p>
+{{end}}{{range .Notes}}<p class="note">Note: {{.}}.</p>
 {{end}}{{range .Verify}}<p class="meta verify">{{.}}</p>
 {{end}}<h2>Over the day</h2>
 <div class="grid">

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 )
@@ -177,5 +178,34 @@ func TestSweepStartsLowerForABurstySchedule(t *testing.T) {
 	}
 	if q.calls[0] != 40 || !strings.Contains(res.Start.Why, "divided by √CV for a schedule of CV 4.00") {
 		t.Errorf("first step %g (%s), want 40 and the reason", q.calls[0], res.Start.Why)
+	}
+}
+
+// TestCaveat: an answer searched at CV ≥ ShortBurstyCV in settled steps
+// carries the caveat that it can read high; in fixed steps, at a smoother
+// schedule, from a list of values, over concurrency or with no answer it
+// does not.
+func TestCaveat(t *testing.T) {
+	answered := &Result{Capacity: &Answer{Value: 30, Rate: 30}}
+	bursty := Config{Variable: Rate, ArrivalCV: 2.31, StepMax: 20 * time.Second}
+	if got := caveat(&bursty, answered); !strings.HasPrefix(got, "the answer at CV 2.31 was measured in steps that end when settled (at most 20s): at CV ≥ 1.5 they can read high") {
+		t.Errorf("caveat %q", got)
+	}
+	for name, c := range map[string]Config{
+		"fixed steps":     {Variable: Rate, ArrivalCV: 2.31},
+		"smoother":        {Variable: Rate, ArrivalCV: 1.4, StepMax: 20 * time.Second},
+		"a list":          {Variable: Rate, ArrivalCV: 2.31, StepMax: 20 * time.Second, Values: []float64{10, 20}},
+		"max-concurrency": {Variable: MaxConcurrency, ArrivalCV: 2.31, StepMax: 20 * time.Second},
+	} {
+		if got := caveat(&c, answered); got != "" {
+			t.Errorf("%s: caveat %q, want none", name, got)
+		}
+	}
+	if got := caveat(&bursty, &Result{}); got != "" {
+		t.Errorf("no answer: caveat %q, want none", got)
+	}
+	r := &Result{Variable: Rate, Caveat: "the answer at CV 2.31 …"}
+	if n := r.Notes(); len(n) == 0 || n[len(n)-1] != "note: the answer at CV 2.31 …" {
+		t.Errorf("notes %q: want the caveat last", n)
 	}
 }

@@ -167,6 +167,8 @@ type Result struct {
 	Line       string `json:"line"`
 	// Start is where the search started and why (nil for --sweep-values).
 	Start *Start `json:"start,omitempty"`
+	// Caveat, when set, says why the answer may read high (caveat).
+	Caveat string `json:"caveat,omitempty"`
 	// Seconds is the sweep's wall time, the probe included.
 	Seconds float64 `json:"seconds"`
 	Steps   []Step  `json:"steps"`
@@ -251,7 +253,26 @@ func Sweep(ctx context.Context, c Config) (*Result, error) {
 		s.res.Stopped, s.res.StopReason = "error", err.Error()
 	}
 	s.answer()
+	s.res.Caveat = caveat(&c, s.res)
 	return s.res, err
+}
+
+// ShortBurstyCV is the burstiness from which an answer measured in steps
+// that end when settled can read high (docs/CAPACITY.md: 5–17 % at CV
+// 2.31 on the built-in server, where fixed 60 s steps agree with
+// interpolating their CV 2 and 3.4 points).
+const ShortBurstyCV = 1.5
+
+// caveat is what an answer searched at burstiness ≥ ShortBurstyCV in
+// steps that end when settled carries ("" otherwise): goodput there is
+// decided by rare surges of arrivals, which a short stretch of schedule
+// often lacks, so a sequential test stops more often in a good stretch.
+func caveat(c *Config, r *Result) string {
+	if r.Capacity == nil || len(c.Values) > 0 || c.Variable == MaxConcurrency || c.StepMax <= 0 || c.ArrivalCV < ShortBurstyCV {
+		return ""
+	}
+	return fmt.Sprintf("the answer at CV %.2f was measured in steps that end when settled (at most %v): at CV ≥ %g they can read high — a short stretch of a bursty schedule often misses its rare surges (docs/CAPACITY.md); for an answer you provision by, measure with --step-duration 60s",
+		c.ArrivalCV, c.StepMax, ShortBurstyCV)
 }
 
 // search is one sweep's state.

@@ -143,6 +143,9 @@ func (r *Result) Notes() []string {
 	if t := r.TimeText(); t != "" {
 		out = append(out, t)
 	}
+	if r.Caveat != "" {
+		out = append(out, "note: "+r.Caveat)
+	}
 	return out
 }
 
