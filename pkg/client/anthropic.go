@@ -224,7 +224,7 @@ func wholeAnthropic(_ *Client, v *fastjson.Value, res *Result) error {
 		}
 	}
 	if !anthropicUsage(v.Get("usage"), res) {
-		res.CompletionTokens = res.OutputLen
+		res.CountedOutput(res.OutputLen, record.OutputRequested)
 	}
 	res.CountToolCalls()
 	return nil

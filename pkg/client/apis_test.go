@@ -337,3 +337,38 @@ func TestStreamErrorMember(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputFrom: a request says where its output token count came from
+// when the server gave none — a stream's chunks, an answer's words, or the
+// length asked for — and nothing when the server counted.
+func TestOutputFrom(t *testing.T) {
+	answer := func(body string) func(http.ResponseWriter, *http.Request) {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, body)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		respond func(http.ResponseWriter, *http.Request)
+		tokens  int
+		from    string
+	}{
+		{"stream, no usage", Config{Stream: true}, sse(tok, tok, tok, "[DONE]"), 3, record.OutputChunks},
+		{"stream, usage", Config{Stream: true}, sse(tok, tok, usage, "[DONE]"), 2, ""},
+		{"whole, no usage", Config{}, answer(`{"choices":[{"index":0,"text":" a b"}]}`), 5, record.OutputRequested},
+		{"whole, usage", Config{}, answer(`{"choices":[{"index":0,"text":" a b"}],"usage":{"prompt_tokens":1,"completion_tokens":2}}`), 2, ""},
+		{"kserve whole, no count", Config{API: api.KServe}, answer(`{"text_output":" one two three"}`), 3, record.OutputText},
+		{"kserve whole, counted", Config{API: api.KServe}, answer(`{"text_output":" one two three","num_output_tokens":4}`), 4, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(&capture{respond: tc.respond})
+			defer srv.Close()
+			res := do(newTestClient(t, srv, tc.cfg), `"x"`, 5)
+			if !res.OK() || res.CompletionTokens != tc.tokens || res.OutputFrom != tc.from {
+				t.Errorf("%s %s: %d output tokens from %q, want %d from %q", res.ErrorClass, res.Error, res.CompletionTokens, res.OutputFrom, tc.tokens, tc.from)
+			}
+		})
+	}
+}

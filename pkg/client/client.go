@@ -684,7 +684,7 @@ func (c *Client) cut(res *Result) {
 	res.ErrorClass, res.Error = "", ""
 	res.End = c.since()
 	if res.CompletionTokens == 0 {
-		res.CompletionTokens = len(res.TokenTimes)
+		res.CountedOutput(len(res.TokenTimes), record.OutputChunks)
 	}
 }
 

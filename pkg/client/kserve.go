@@ -2,6 +2,8 @@ package client
 
 import (
 	"github.com/valyala/fastjson"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // The kserve-generate backend posts the KServe/Triton v2 protocol's
@@ -65,11 +67,13 @@ func wholeKServe(c *Client, v *fastjson.Value, res *Result) error {
 		return err
 	}
 	if count := c.cfg.CountTokens; count != nil {
-		res.CompletionTokens = count(t)
+		res.CountedOutput(count(t), record.OutputText)
 	} else {
-		res.CompletionTokens = countWords(t)
+		res.CountedOutput(countWords(t), record.OutputText)
 	}
-	setInt(&res.CompletionTokens, v, "num_output_tokens")
+	if setInt(&res.CompletionTokens, v, "num_output_tokens") {
+		res.OutputFrom = ""
+	}
 	setInt(&res.PromptTokens, v, "num_input_tokens")
 	return nil
 }

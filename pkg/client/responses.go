@@ -207,7 +207,7 @@ func wholeResponses(_ *Client, v *fastjson.Value, res *Result) error {
 		}
 	}
 	if !responsesUsage(v, res) {
-		res.CompletionTokens = res.OutputLen
+		res.CountedOutput(res.OutputLen, record.OutputRequested)
 	} else if !read && res.CompletionTokens >= minUnreadTokens {
 		return unreadOutput(res.CompletionTokens, "the answer")
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // The sglang-generate backend posts SGLang's native generation request to
@@ -92,7 +94,7 @@ func wholeSGLang(_ *Client, v *fastjson.Value, res *Result) error {
 		return err
 	}
 	if !sglangUsage(v.Get("meta_info"), res) {
-		res.CompletionTokens = res.OutputLen
+		res.CountedOutput(res.OutputLen, record.OutputRequested)
 	}
 	return nil
 }

@@ -165,7 +165,7 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 			// with the tokens that came.
 			res.End = c.since()
 			if !usage {
-				res.CompletionTokens = chunks
+				res.CountedOutput(chunks, record.OutputChunks)
 			}
 			if errors.Is(err, errLineTooLong) {
 				return protocolError{err.Error()}
@@ -201,7 +201,7 @@ func (c *Client) readStream(d *decoder, body io.Reader, res *Result) error {
 		res.End = c.since()
 	}
 	if !usage {
-		res.CompletionTokens = chunks
+		res.CountedOutput(chunks, record.OutputChunks)
 	}
 	if res.ReasoningTokens == 0 {
 		res.ReasoningTokens = res.ReasoningChunks // no usage details: the chunks counted
@@ -474,7 +474,7 @@ func copyUsage(u *fastjson.Value, res *Result) {
 		res.PromptTokens = n.GetInt()
 	}
 	if n := u.Get("completion_tokens"); n != nil {
-		res.CompletionTokens = n.GetInt()
+		res.CompletionTokens, res.OutputFrom = n.GetInt(), ""
 	}
 	if n := u.Get("prompt_tokens_details", "cached_tokens"); n != nil {
 		res.CachedTokens = n.GetInt()
@@ -534,7 +534,7 @@ func wholeText(c *Client, v *fastjson.Value, res *Result) error {
 	if v.Get("choices", "0") == nil {
 		return protocolError{"response has no choices"}
 	}
-	res.CompletionTokens = res.OutputLen
+	res.CountedOutput(res.OutputLen, record.OutputRequested) // unless its usage says
 	ch := v.Get("choices", "0")
 	read := false
 	if m := ch.Get("message"); m != nil {

@@ -7,6 +7,8 @@ import (
 	"sort"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // The openai-transcriptions backend posts OpenAI's speech-to-text request
@@ -139,7 +141,7 @@ func wholeTranscription(_ *Client, v *fastjson.Value, res *Result) error {
 	if err != nil {
 		return err
 	}
-	res.CompletionTokens = len(bytes.Fields(text))
+	res.CountedOutput(len(bytes.Fields(text)), record.OutputText) // unless its usage says
 	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
 		copyUsage(u, res)
 	}

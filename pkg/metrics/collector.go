@@ -110,6 +110,9 @@ type Counters struct {
 	PromptErrSum  int64 `json:"prompt_err_sum"`
 	PromptErrMax  int64 `json:"prompt_err_max"`
 	PromptExact   int64 `json:"prompt_exact"`
+	// OutputFrom counts the completed requests whose output tokens the
+	// client counted, the server giving none (record.Request.OutputFrom).
+	OutputFrom map[string]int64 `json:"output_from,omitempty"`
 }
 
 // add adds o's counts to n's (copies of one run, or windows).
@@ -131,6 +134,12 @@ func (n *Counters) add(o *Counters) {
 			n.ErrorSamples = append(n.ErrorSamples, s)
 		}
 	}
+	for k, v := range o.OutputFrom {
+		if n.OutputFrom == nil {
+			n.OutputFrom = map[string]int64{}
+		}
+		n.OutputFrom[k] += v
+	}
 	n.PromptCounted += o.PromptCounted
 	n.PromptErrSum += o.PromptErrSum
 	n.PromptErrMax = max(n.PromptErrMax, o.PromptErrMax)
@@ -142,6 +151,10 @@ func (n *Counters) add(o *Counters) {
 func (n *Counters) clone() Counters {
 	c := *n
 	c.ErrorsByClass, c.ErrorSamples = nil, append([]ErrorSample(nil), n.ErrorSamples...)
+	c.OutputFrom = nil
+	if len(n.OutputFrom) > 0 {
+		c.OutputFrom = maps.Clone(n.OutputFrom)
+	}
 	if len(n.ErrorsByClass) > 0 {
 		c.ErrorsByClass = make(map[string]int64, len(n.ErrorsByClass))
 		for k, v := range n.ErrorsByClass {
@@ -252,6 +265,12 @@ func (c *Collector) Add(s *Sample) {
 	c.Completed++
 	c.InputTokens += int64(s.InputLen)
 	c.OutputTokens += int64(s.OutputTokens)
+	if s.OutputFrom != "" {
+		if c.OutputFrom == nil {
+			c.OutputFrom = map[string]int64{}
+		}
+		c.OutputFrom[s.OutputFrom]++
+	}
 	c.addOutputTimes(s)
 	c.Images += int64(s.Images)
 	if s.Generation {

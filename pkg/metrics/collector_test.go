@@ -160,3 +160,65 @@ func TestNoSampleIsNull(t *testing.T) {
 	}
 	check(b2)
 }
+
+// TestOutputFrom: the completed requests whose output tokens the client
+// counted are counted by how, in the summary and through a merge of
+// states; a failed one is not; a state with an unknown way or a negative
+// count is refused.
+func TestOutputFrom(t *testing.T) {
+	c := NewCollector()
+	add := func(from string, okay bool) {
+		r := ok(1, 0, ms(1), ms(5), []time.Duration{ms(5), ms(6)}, ms(7), 2)
+		r.OutputFrom = from
+		if !okay {
+			r.ErrorClass, r.Error = record.ErrReset, "reset"
+		}
+		c.Add(sampleOf(r))
+	}
+	add("", true)
+	add(record.OutputChunks, true)
+	add(record.OutputChunks, true)
+	add(record.OutputRequested, true)
+	add(record.OutputText, false) // failed: not counted
+	var s Summary
+	c.Summarize(&s, time.Second)
+	if len(s.OutputTokensFrom) != 2 || s.OutputTokensFrom[record.OutputChunks] != 2 || s.OutputTokensFrom[record.OutputRequested] != 1 {
+		t.Errorf("output tokens from %v: want 2 chunks, 1 requested", s.OutputTokensFrom)
+	}
+	st, err := c.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back CollectorState
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	merged, err := CollectorFromState(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged.Merge(c)
+	var m Summary
+	merged.Summarize(&m, time.Second)
+	if m.OutputTokensFrom[record.OutputChunks] != 4 || m.OutputTokensFrom[record.OutputRequested] != 2 {
+		t.Errorf("merged twice: %v, want 4 chunks, 2 requested", m.OutputTokensFrom)
+	}
+	for _, bad := range []map[string]int64{{"guessed": 1}, {record.OutputText: -1}} {
+		back.OutputFrom = bad
+		if _, err := CollectorFromState(back); err == nil || !strings.Contains(err.Error(), "output_from") {
+			t.Errorf("state with output_from %v: %v, want an error naming it", bad, err)
+		}
+	}
+	// Every request counted by the server: nothing to say.
+	d := NewCollector()
+	d.Add(sampleOf(ok(1, 0, ms(1), ms(5), []time.Duration{ms(5)}, ms(7), 1)))
+	var n Summary
+	d.Summarize(&n, time.Second)
+	if n.OutputTokensFrom != nil {
+		t.Errorf("all counted by the server: %v, want none", n.OutputTokensFrom)
+	}
+}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // windowSigFigs is the precision of a window's distributions (NewWindowAcc).
@@ -352,6 +354,14 @@ func CollectorFromState(s CollectorState) (*Collector, error) {
 			errs = append(errs, fmt.Errorf("errors_by_class.%s: %d < 0", k, v))
 		}
 		c.ErrorsByClass[k] = v
+	}
+	for k, v := range s.OutputFrom {
+		switch {
+		case k != record.OutputChunks && k != record.OutputText && k != record.OutputRequested:
+			errs = append(errs, fmt.Errorf("output_from %q: want %s, %s or %s", k, record.OutputChunks, record.OutputText, record.OutputRequested))
+		case v < 0:
+			errs = append(errs, fmt.Errorf("output_from.%s: %d < 0", k, v))
+		}
 	}
 	perSecond, err := splitCounts(s.OutputPerSecond)
 	if err != nil {

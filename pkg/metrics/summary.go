@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -89,6 +90,13 @@ type Summary struct {
 	PromptTokensCounted   int64   `json:"prompt_tokens_counted"`
 	PromptTokensErrorMean float64 `json:"prompt_tokens_error_mean"`
 	PromptTokensErrorMax  int64   `json:"prompt_tokens_error_max"`
+	// OutputTokensFrom counts the completed requests whose output tokens
+	// the client counted because the server reported none, by how
+	// (record.OutputChunks: the stream's chunks; OutputText: the answer's
+	// words or --tokenizer's tokens; OutputRequested: a whole answer
+	// without a count, taken at the length asked for). Absent when the
+	// server counted every one.
+	OutputTokensFrom map[string]int64 `json:"output_tokens_from,omitempty"`
 	// PromptUnits is the unit text prompts were sized in (absent for
 	// token-id prompts, exact by construction): "words" (whitespace-
 	// separated, the built-in server's count; a dataset's prompts are then
@@ -515,6 +523,9 @@ func (c *Collector) Summarize(s *Summary, dur time.Duration) {
 	s.GeneratedImages, s.ImageThroughput = c.GeneratedImages, per(float64(c.GeneratedImages))
 	s.PromptTokensCounted = c.PromptCounted
 	s.PromptTokensErrorMax = c.PromptErrMax
+	if len(c.OutputFrom) > 0 {
+		s.OutputTokensFrom = maps.Clone(c.OutputFrom)
+	}
 	if c.PromptCounted > 0 {
 		s.PromptTokensErrorMean = float64(c.PromptErrSum) / float64(c.PromptCounted)
 	}

@@ -37,6 +37,11 @@ type Request struct {
 	// PromptTokens is the server's usage.prompt_tokens (-1 when not given);
 	// CompletionTokens is usage.completion_tokens, else the chunks counted.
 	PromptTokens, CompletionTokens int
+	// OutputFrom says where CompletionTokens came from when the server
+	// did not report it: OutputChunks, OutputText or OutputRequested (""
+	// the server's count). Not written to the records: the summary counts
+	// them (output_tokens_from).
+	OutputFrom string
 	// CachedTokens is usage.prompt_tokens_details.cached_tokens (-1 when
 	// not given): prompt tokens served from the server's prefix cache.
 	CachedTokens int
@@ -224,7 +229,7 @@ func (r *Request) ClearAttempt() {
 	r.ReasoningChunks, r.ReasoningTokens, r.ToolCalls, r.ToolArgsInvalid, r.Structured = 0, 0, 0, 0, 0
 	r.ResponseID = ""
 	r.Returned, r.Dims = 0, 0
-	r.PromptTokens, r.CompletionTokens, r.CachedTokens = -1, 0, -1
+	r.PromptTokens, r.CompletionTokens, r.CachedTokens, r.OutputFrom = -1, 0, -1, ""
 	r.Status, r.ErrorClass, r.Error = 0, "", ""
 }
 
@@ -251,9 +256,21 @@ func (r *Request) E2E() time.Duration { return r.End - r.Sent }
 // Lag is how late the request was sent: send time minus scheduled time.
 func (r *Request) Lag() time.Duration { return r.Sent - r.Scheduled }
 
+// CountedOutput sets the output tokens to n, counted by the client (from:
+// OutputChunks, OutputText or OutputRequested) as the server gave none.
+func (r *Request) CountedOutput(n int, from string) { r.CompletionTokens, r.OutputFrom = n, from }
+
 // OutputTokens is the number of generated tokens used for throughput and
 // TPOT: the server's count when given, else the chunks counted.
 func (r *Request) OutputTokens() int { return r.CompletionTokens }
+
+// Where a request's output tokens were counted when the server gave no
+// count (Request.OutputFrom).
+const (
+	OutputChunks    = "chunks"    // the stream's chunks that carried output
+	OutputText      = "text"      // the answer's words, or --tokenizer's tokens
+	OutputRequested = "requested" // a whole answer without a count: the length asked for
+)
 
 // Error classes of failed requests.
 const (

@@ -112,6 +112,9 @@ func WriteTable(w io.Writer, s *metrics.Summary) error {
 	t.row("Benchmark duration (s):", s.Duration)
 	t.row("Total input tokens:", s.TotalInputTokens)
 	t.row("Total generated tokens:", s.TotalOutputTokens)
+	if from := outputFromText(s); from != "" {
+		t.row("Output tokens counted by the client:", from)
+	}
 	t.row("Request throughput (req/s):", s.RequestThroughput)
 	t.row("Input token throughput (tok/s):", s.InputThroughput)
 	t.row("Output token throughput (tok/s):", s.OutputThroughput)

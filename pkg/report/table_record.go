@@ -6,6 +6,7 @@ import (
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
 // tableSection is one section of the console table as the HTML report
@@ -114,6 +115,34 @@ func tableSections(s *metrics.Summary) []tableSection {
 // counted against the target lengths. A rerank or score request's prompt
 // is not the target length: the server counts the query with each
 // document (and its template's tokens), so the gap is expected and said.
+// outputFromText says for how many completed requests the client counted
+// the output tokens, the server giving no count, and how ("" when the
+// server counted every one): "40 of 100 requests (the server gave no
+// count): 40 as the stream's chunks".
+func outputFromText(s *metrics.Summary) string {
+	var n int64
+	var how []string
+	for _, k := range []string{record.OutputChunks, record.OutputText, record.OutputRequested} {
+		v := s.OutputTokensFrom[k]
+		if v == 0 {
+			continue
+		}
+		n += v
+		switch k {
+		case record.OutputChunks:
+			how = append(how, fmt.Sprintf("%d as the stream's chunks", v))
+		case record.OutputText:
+			how = append(how, fmt.Sprintf("%d as the answer's words (or --tokenizer's tokens)", v))
+		case record.OutputRequested:
+			how = append(how, fmt.Sprintf("%d taken at the length asked for (TPOT and output throughput assume it)", v))
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d requests (the server gave no count): %s", n, s.Completed, strings.Join(how, ", "))
+}
+
 func promptErrorText(s *metrics.Summary) any {
 	if s.Measure() == api.MeasureScores {
 		return fmt.Sprintf("%.2f (expected: the server counts the query with every document, not the target length)", s.PromptTokensErrorMean)
