@@ -1192,6 +1192,12 @@ func checkMatrixCase(t testing.TB, tt *testing.T, c matrixCase) {
 	if c.v(dBackend) != "openai-images" && (sum.TotalInputTokens != inTokens || sum.TotalOutputTokens != outTokens) {
 		fail("summary tokens in %d out %d; the records' sums %d, %d", sum.TotalInputTokens, sum.TotalOutputTokens, inTokens, outTokens)
 	}
+	// The built-in server counts every answer's output (usage, meta_info,
+	// the num_output_tokens asked for) but a whole transcription's, whose
+	// words the client counts: the summary says whose count it was.
+	if whole := c.v(dBackend) == "openai-transcriptions" && c.v(dStream) != "stream"; whole != (len(sum.OutputTokensFrom) > 0) && sum.Completed > 0 {
+		fail("output tokens counted by the client: %v (%d completed; a whole transcription: %v)", sum.OutputTokensFrom, sum.Completed, whole)
+	}
 	if sum.Retries != retries || sum.Images != images {
 		fail("summary retries %d images %d; the records' sums %d, %d", sum.Retries, sum.Images, retries, images)
 	}
