@@ -19,6 +19,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/launch"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
+	"github.com/fineserve-gen/fineserve-gen/pkg/plan"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"github.com/fineserve-gen/fineserve-gen/pkg/servermetrics"
@@ -181,44 +182,30 @@ func arrivalCV(o *options.Options) float64 {
 	return 1 / math.Sqrt(o.Burstiness)
 }
 
-// The stretch of a schedule scheduleCV reads: its first cvSpan at time
-// scale 1, at most maxCVGaps gaps.
-const (
-	cvSpan    = 30 * time.Minute
-	maxCVGaps = 200_000
-)
+// cvSpan is the stretch of a schedule scheduleCV reads: its first 30
+// minutes at time scale 1.
+const cvSpan = 30 * time.Minute
 
 // scheduleCV is the CV of the gaps of the schedule o sends (a time scale
 // leaves it as it is: read at 1), and how many gaps it read: a replay's or
-// parametric day's burstiness, which its time-scale sweep's goodput test
-// weighs requests by. 0 with fewer than 10 gaps or no schedule.
+// parametric day's burstiness, measured as a plan measures a window's (one
+// window of cvSpan), which its time-scale sweep's goodput test weighs
+// requests by. 0 with fewer than plan.MinGaps gaps or no schedule.
 func scheduleCV(o options.Options) (float64, int) {
 	o.ScheduleOut, o.TimeScale, o.Duration = "", 1, cvSpan
 	wl, _, err := launch.Schedule(o, runner.IO{Out: io.Discard, Err: io.Discard})
 	if err != nil {
 		return 0, 0
 	}
-	var n int
-	var sum, sumSq float64
-	var prev time.Duration
-	first := true
-	for a := range wl.Schedule {
-		if !first {
-			g := (a.At - prev).Seconds()
-			sum += g
-			sumSq += g * g
-			n++
-			if n == maxCVGaps {
-				break
-			}
-		}
-		prev, first = a.At, false
+	ws, _, err := plan.Survey(wl.Schedule, plan.Config{Window: cvSpan, Horizon: cvSpan})
+	if err != nil || len(ws) == 0 || ws[0].Requests < 2 {
+		return 0, 0
 	}
-	if n < 10 || sum <= 0 {
-		return 0, n
+	gaps := int(ws[0].Requests - 1)
+	if gaps < plan.MinGaps {
+		return 0, gaps
 	}
-	m := sum / float64(n)
-	return math.Sqrt(max(sumSq/float64(n)-m*m, 0)) / m, n
+	return ws[0].Burstiness, gaps
 }
 
 // sweepSetup checks the sweep's flags against the run's and returns the

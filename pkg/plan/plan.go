@@ -677,11 +677,5 @@ func BelowPoints(r *Result, ceiling float64) []float64 {
 		return nil
 	}
 	p10, p50, p90, _ := BurstinessRange(below)
-	var out []float64
-	for _, v := range []float64{p10, p50, p90} {
-		if n := len(out); n == 0 || v > out[n-1]*1.1 {
-			out = append(out, v)
-		}
-	}
-	return out
+	return Spread([]float64{p10, p50, p90}, 0.1)
 }
