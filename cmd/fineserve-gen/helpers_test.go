@@ -200,6 +200,12 @@ func startMockCommand(t *testing.T, args ...string) *mockCommand {
 	go func() { m.done <- mockServerCommand(ctx, args, io.Discard, m.stderr) }()
 	t.Cleanup(func() { m.wait() })
 	waitFor(t, 10*time.Second, "the mock's port file", func() bool {
+		select {
+		case m.code = <-m.done: // it stopped before it served: bad flags
+			m.stopped = true
+			t.Fatalf("mock-server %v: exit %d before it served\n%s", args, m.code, m.stderr.String())
+		default:
+		}
 		b, err := os.ReadFile(portFile)
 		m.port, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		return err == nil && m.port > 0
