@@ -16,7 +16,8 @@ build:
 # under the race detector again without it (NORACE_PKGS), and deploy/'s
 # checks of the manifests (-short: the static build of the image's binary
 # is make test-long's). About 7 min on 2 cores beside four CPU-bound
-# processes. It holds no timing assertion against the wall clock
+# processes, measured before TestDocsExamples' quick form (75 s in
+# cmd/fineserve-gen under the race detector) was added. It holds no timing assertion against the wall clock
 # that a busy machine breaks. deploy/ is a module of its own (its checks
 # need the Kubernetes API's packages, which the tool does not): it is
 # vetted and tested from there.
@@ -30,15 +31,16 @@ test:
 	cd deploy && $(GO) test -race -short -count=1 -timeout 10m ./...
 
 # The long suite, after make test (CI runs both: .ci/run): the whole
-# combination matrix under the race detector (every pair of values), the
-# timing tests (TestTiming*: send lag, the sweep's capacities, the server's
+# combination matrix under the race detector (every pair of values), every
+# example of docs/ (TestDocsExamples: make test leaves out the sweeps, plans,
+# agentic replays and sessions with think times: 7.4 min), the timing tests (TestTiming*: send lag, the sweep's capacities, the server's
 # idle share) without it, one package at a time, deploy/'s checks with the
 # image's static build and its Job's command lines, and every fuzz target
-# for FUZZTIME_LONG each. About 13 min on 2 cores; with make test, CI
+# for FUZZTIME_LONG each. About 20 min on 2 cores; with make test, CI
 # stays within 30 min.
 FUZZTIME_LONG ?= 10s
 test-long:
-	FINESERVE_GEN_TEST_LONG=1 $(GO) test -race -count=1 -timeout 15m -run 'TestMatrix$$' ./cmd/fineserve-gen
+	FINESERVE_GEN_TEST_LONG=1 $(GO) test -race -count=1 -timeout 20m -run 'TestMatrix$$|TestDocsExamples' ./cmd/fineserve-gen
 	FINESERVE_GEN_TEST_LONG=1 $(GO) test -count=1 -timeout 15m -p 1 -run 'Timing' $(PKGS)
 	cd deploy && $(GO) test -race -count=1 -timeout 10m ./...
 	./scripts/fuzz.sh $(FUZZTIME_LONG)
