@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -84,9 +85,9 @@ func TestRunFileErrorsBeforeSending(t *testing.T) {
 	dir := t.TempDir()
 	bad := testenv.WriteFile(t, "bad.yaml", "port: "+strconv.Itoa(port)+"\nhost: 127.0.0.1\nworkload:\n  reqest-rate: 5\n  num-prompts: many\nmax-concurrency: -3\n")
 	want := []string{"bad.yaml:4: unknown key \"reqest-rate\" in section workload (did you mean request-rate?)",
-		"bad.yaml:5: num-prompts \"many\": want a value of type int64", "--max-concurrency -3"}
+		"bad.yaml:5: num-prompts \"many\": want a value of type int64", "bad.yaml:6: max-concurrency -3: want ≥ 1"}
 	wantUsage(t, []string{"run", "--config", bad}, want...)
-	wantUsage(t, []string{"config", "validate", bad}, want[:2]...)
+	wantUsage(t, []string{"config", "validate", bad}, want...)
 	wantUsage(t, []string{"run", "--config", filepath.Join(dir, "missing.yaml")}, "--config", "missing.yaml")
 	if n := srv.Stats().Requests; n != 0 {
 		t.Errorf("%d requests reached the server", n)
@@ -102,6 +103,71 @@ func TestRunFileErrorsBeforeSending(t *testing.T) {
 	wantUsage(t, []string{"config", "validate", sweep}, `sweep.yaml:2: unknown key "sweep-values"`)
 	wantUsage(t, []string{"config", "validate", "--for", "soak", sweep}, `--for "soak"`)
 	wantUsage(t, []string{"config", "check", sweep}, "want validate FILE or expand FILE")
+}
+
+// TestRunFileValidationLines: a value the flag takes but the option
+// checks refuse (a bad value alone, or against the other settings) is an
+// error at its key's line in the file, YAML or JSON, for run, sweep and
+// plan, before anything is sent; the same value given on the command line
+// (which overrides the file's) keeps its message without a line.
+func TestRunFileValidationLines(t *testing.T) {
+	srv, port := mocktest.Start(t, mockserver.Config{})
+	p := strconv.Itoa(port)
+	// Every bad setting is on its own line: line n of the YAML file and
+	// of the JSON one alike.
+	runBad := [][2]string{
+		{"max-concurrency", "-3"}, {"backend", `"nosuch"`}, {"mode", `"bogus"`}, {"num-prompts", "-5"},
+		{"random-input-len", "-1"}, {"steady-state", `"50:10"`}, {"threshold", `"p99_ttf_ms<=3"`}, {"repeat", "0"},
+	}
+	runWant := []string{`max-concurrency -3: want ≥ 1`, `backend "nosuch": want vllm`, `mode "bogus": want poisson`,
+		`num-prompts -5: want 1 to`, `random-input-len -1: want a number of tokens`, `steady-state "50:10": want off, auto`,
+		`threshold "p99_ttf_ms<=3": "p99_ttf_ms" is not a summary key`, `repeat 0: want 1 to`}
+	// sweep and plan: the run's checks, and their own.
+	stepBad := [][2]string{{"max-concurrency", "-3"}, {"num-prompts", "-5"}, {"random-input-len", "-1"}, {"burstiness", "0"}}
+	stepWant := []string{`max-concurrency -3: want ≥ 1`, `num-prompts -5: want 1 to`, `random-input-len -1: want a number of tokens`, `burstiness 0: want a finite number > 0`}
+	for _, c := range []struct {
+		cmd  string
+		bad  [][2]string
+		want []string
+	}{
+		{"run", runBad, runWant},
+		{"sweep", stepBad, stepWant},
+		{"sweep", [][2]string{{"sweep-min", "-1"}, {"threshold", `"p99_ttft_ms<=3"`}}, []string{"sweep-min -1: want > 0", "threshold: --repeat, --until-converged, --threshold and --repeats-csv go with fineserve-gen run, not sweep"}},
+		{"plan", stepBad, stepWant},
+		{"plan", [][2]string{{"plan-window", `"0s"`}, {"repeat", "3"}}, []string{"plan-window 0s: want > 0", "repeat: --repeat, --until-converged, --threshold and --repeats-csv go with fineserve-gen run, not plan"}},
+	} {
+		yaml := "host: 127.0.0.1\nport: " + p + "\n"
+		json := "{\"host\": \"127.0.0.1\",\n\"port\": " + p
+		for _, kv := range c.bad {
+			yaml += kv[0] + ": " + kv[1] + "\n"
+			json += ",\n\"" + kv[0] + "\": " + kv[1]
+		}
+		json += "}\n"
+		for _, f := range []struct{ name, text string }{{"exp.yaml", yaml}, {"exp.json", json}} {
+			t.Run(c.cmd+"/"+f.name+"/"+c.bad[0][0], func(t *testing.T) {
+				path := testenv.WriteFile(t, f.name, f.text)
+				var want []string
+				for i, w := range c.want {
+					want = append(want, fmt.Sprintf("%s:%d: %s", path, i+3, w))
+				}
+				wantUsage(t, []string{c.cmd, "--config", path}, want...)
+				if c.cmd == "run" {
+					wantUsage(t, []string{"config", "validate", path}, want...)
+				} else {
+					wantUsage(t, []string{"config", "validate", "--for", c.cmd, path}, want...)
+				}
+				// The command line's value: its message as ever, no line.
+				flag, value := c.bad[0][0], strings.Trim(c.bad[0][1], `"`)
+				code, _, errb := runCmd(c.cmd, "--config", path, "--"+flag, value)
+				if code != exitUsage || !strings.Contains(errb, "--"+flag+" "+value) || strings.Contains(errb, fmt.Sprintf("%s:3:", path)) {
+					t.Errorf("--%s %s on the command line: exit %d\n%s", flag, value, code, errb)
+				}
+			})
+		}
+	}
+	if n := srv.Stats().Requests; n != 0 {
+		t.Errorf("%d requests reached the server", n)
+	}
 }
 
 // TestConfigExpandRoundTrip: for run, sweep and plan, config expand writes
@@ -183,8 +249,9 @@ func TestExamples(t *testing.T) {
 
 // TestRunFileSeries: a list under a flag that takes one value makes a
 // series of runs, one a value, each with its own outputs, then their
-// comparison (table and page); config validate checks every run of it;
-// sweep and plan refuse it.
+// comparison (table and page); config validate and run check every run of
+// it (run before the first sends), a bad value at the series' line; sweep
+// and plan refuse it.
 func TestRunFileSeries(t *testing.T) {
 	srv, port := mocktest.Start(t, mockserver.Config{})
 	dir := t.TempDir()
@@ -221,8 +288,13 @@ func TestRunFileSeries(t *testing.T) {
 	if !strings.Contains(msg, "a series of 2 runs over --max-concurrency") {
 		t.Errorf("validate: %q", msg)
 	}
-	bad := testenv.WriteFile(t, "bad.yaml", "max-concurrency: [2, -1]\n")
-	wantUsage(t, []string{"config", "validate", bad}, "the run of --max-concurrency -1: --max-concurrency -1")
+	bad := testenv.WriteFile(t, "bad.yaml", "seed: 3\nnum-prompts: 10\nmax-concurrency: [2, -1]\n")
+	wantUsage(t, []string{"config", "validate", bad}, "bad.yaml:3: the run of --max-concurrency -1: max-concurrency -1: want ≥ 1")
+	// run checks every run of the series before the first sends.
+	wantUsage(t, []string{"run", "--config", bad, "--host", "127.0.0.1", "--port", strconv.Itoa(port)}, "bad.yaml:3: the run of --max-concurrency -1: max-concurrency -1: want ≥ 1")
+	if got := srv.Stats().Requests; got != 20 {
+		t.Errorf("the server saw %d requests, want the 2 × 10 of the good series alone", got)
+	}
 	wantUsage(t, []string{"sweep", "--config", file}, "line 7: a list of max-concurrency values is a series of runs, which fineserve-gen run makes")
 }
 

@@ -301,8 +301,13 @@ func (o *Options) Validate() error {
 	if err := o.validateScaleOut(); err != nil {
 		errs = append(errs, err)
 	}
-	if o.RequestTimeout < 0 || o.StallTimeout < 0 || o.DrainTimeout < 0 {
-		add("timeouts must be ≥ 0")
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--request-timeout", o.RequestTimeout}, {"--stall-timeout", o.StallTimeout}, {"--drain-timeout", o.DrainTimeout}} {
+		if d.v < 0 {
+			add("%s %v: want ≥ 0", d.flag, d.v)
+		}
 	}
 	if o.Retries < 0 {
 		add("--retries %d: want ≥ 0", o.Retries)

@@ -54,12 +54,26 @@ type Series struct {
 	Line   int
 }
 
+// File is what Apply read of a run file.
+type File struct {
+	// Path is the file's name, as messages give it.
+	Path string
+	// Series is the file's series of runs (nil: none).
+	Series *Series
+	// Lines are the line of the key of every flag the file gives a value
+	// the command line did not (a series' flag, its list's line): where a
+	// problem found later in that flag's value points (Locate).
+	Lines map[string]int
+}
+
 // Apply reads the run file at path and sets every flag of fs it names that
 // the command line did not set (fs is parsed already). suggest names the
 // flag nearest an unknown key ("" for none). A list under a flag that takes
 // one value is returned as the file's Series (one at most). It returns
-// every problem at once, each with its line.
-func Apply(fs *pflag.FlagSet, path string, suggest func(string) string) (*Series, error) {
+// every problem at once, each with its line, and what it read (nil when
+// the file could not be read as a mapping), whose Locate gives the
+// problems found later in its settings their lines too.
+func Apply(fs *pflag.FlagSet, path string, suggest func(string) string) (*File, error) {
 	raw, err := bounded.ReadFile(path, MaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("--%s: %w", FlagName, err)
@@ -68,7 +82,7 @@ func Apply(fs *pflag.FlagSet, path string, suggest func(string) string) (*Series
 }
 
 // ApplyBytes is Apply on a file's content, named path in messages.
-func ApplyBytes(fs *pflag.FlagSet, path string, raw []byte, suggest func(string) string) (*Series, error) {
+func ApplyBytes(fs *pflag.FlagSet, path string, raw []byte, suggest func(string) string) (*File, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		return nil, fmt.Errorf("--%s %s: %w", FlagName, path, err)
@@ -86,9 +100,9 @@ func ApplyBytes(fs *pflag.FlagSet, path string, raw []byte, suggest func(string)
 		}
 		root = s // a summary: its settings are the run file
 	}
-	a := applier{fs: fs, path: path, suggest: suggest, seen: map[string]int{}}
+	a := applier{fs: fs, path: path, suggest: suggest, seen: map[string]int{}, lines: map[string]int{}}
 	a.mapping(root, "")
-	return a.series, errors.Join(a.errs...)
+	return &File{Path: path, Series: a.series, Lines: a.lines}, errors.Join(a.errs...)
 }
 
 // lookup returns the value of key in mapping m, or nil.
@@ -106,6 +120,7 @@ type applier struct {
 	path    string
 	suggest func(string) string
 	seen    map[string]int // flag → the line it was first given at
+	lines   map[string]int // flag → its line, when the file's value holds
 	series  *Series
 	errs    []error
 }
@@ -168,6 +183,7 @@ func (a *applier) flag(f *pflag.Flag, k, v *yaml.Node) {
 	if f.Changed {
 		return // the command line's value holds
 	}
+	a.lines[f.Name] = k.Line
 	var err error
 	switch v.Kind {
 	case yaml.ScalarNode:
