@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -223,6 +224,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	o.Command = commandLine(safeArgs(args, secrets))
 	o.Settings = settingsOf(fs, secrets)
+	o.SettingsFile, o.FileSettings = fileSettings(file, o.Settings, secrets)
+	o.EffectiveSettings = runfile.Effective(fs, nil, secrets.String)
 	o.NoMergeState = o.SummaryJSON == "" && o.OutputFile == ""
 	stopProfiles, err := startProfiles(prof)
 	if err != nil {
@@ -328,6 +331,22 @@ func parseRunSeries(args []string, o *options.Options, prof *profiles, extra fun
 // command line or in a run file, with their values, credentials hidden.
 func settingsOf(fs *pflag.FlagSet, secrets *secret.Redactor) map[string]any {
 	return runfile.Settings(fs, nil, secrets.String)
+}
+
+// fileSettings are the run file's path (credentials hidden) and the names
+// of settings it gave, in order (file nil: none).
+func fileSettings(file *runfile.File, settings map[string]any, secrets *secret.Redactor) (string, []string) {
+	if file == nil {
+		return "", nil
+	}
+	var names []string
+	for name := range file.Lines {
+		if _, ok := settings[name]; ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return secrets.String(file.Path), names
 }
 
 // commandLine rebuilds the command line for the summary, quoting arguments

@@ -170,6 +170,13 @@ type Options struct {
 	// values, recorded in the summary so the run can be repeated from it
 	// (pkg/runfile).
 	Settings map[string]any
+	// SettingsFile and FileSettings are the run file the settings were
+	// read from ("": none) and the names of the settings it gave;
+	// EffectiveSettings are every flag with the value the run has, given
+	// or default: recorded in the summary (metrics.Summary's).
+	SettingsFile      string
+	FileSettings      []string
+	EffectiveSettings map[string]any
 }
 
 // The workload's option groups (pkg/workload), under the names the

@@ -294,12 +294,20 @@ func hidden(v any, hide func(string) string) any {
 	return v
 }
 
-// Expand writes every flag of fs (less FlagName, hidden flags and those
-// skip names) with its effective value — given or default — as a run
-// file, in the flags' name order: the settings a run of fs would have;
-// series' flag (nil: none) with its list. Read back with Apply, it gives
-// the same settings.
-func Expand(w io.Writer, fs *pflag.FlagSet, skip func(name string) bool, series *Series) error {
+// Effective returns every flag of fs (less FlagName, hidden flags and
+// those skip names) with its effective value — given or default — as
+// Expand writes them, for a summary: the settings the run had, whatever
+// the defaults of another version. hide is applied to every text.
+func Effective(fs *pflag.FlagSet, skip func(name string) bool, hide func(string) string) map[string]any {
+	out := map[string]any{}
+	for _, f := range expanded(fs, skip) {
+		out[f.Name] = hidden(value(f), hide)
+	}
+	return out
+}
+
+// expanded are the flags Expand writes, in name order.
+func expanded(fs *pflag.FlagSet, skip func(name string) bool) []*pflag.Flag {
 	var flags []*pflag.Flag
 	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Name == FlagName || f.Hidden || f.Name == "help" || (skip != nil && skip(f.Name)) {
@@ -308,8 +316,17 @@ func Expand(w io.Writer, fs *pflag.FlagSet, skip func(name string) bool, series 
 		flags = append(flags, f)
 	})
 	sort.Slice(flags, func(i, j int) bool { return flags[i].Name < flags[j].Name })
+	return flags
+}
+
+// Expand writes every flag of fs (less FlagName, hidden flags and those
+// skip names) with its effective value — given or default — as a run
+// file, in the flags' name order: the settings a run of fs would have;
+// series' flag (nil: none) with its list. Read back with Apply, it gives
+// the same settings.
+func Expand(w io.Writer, fs *pflag.FlagSet, skip func(name string) bool, series *Series) error {
 	m := &yaml.Node{Kind: yaml.MappingNode}
-	for _, f := range flags {
+	for _, f := range expanded(fs, skip) {
 		k := &yaml.Node{Kind: yaml.ScalarNode, Value: f.Name, HeadComment: firstLine(f.Usage)}
 		var v *yaml.Node
 		val := value(f)
