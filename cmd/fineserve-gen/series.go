@@ -111,8 +111,7 @@ func seriesErrors(args []string, file *runfile.File, extra func(*pflag.FlagSet))
 			at.Lines[s.Flag] = s.Line
 		}
 		for _, err := range appendLeaves(nil, errors.Join(verrs...)) {
-			var fe *runfile.Error
-			if l := at.Locate(err); errors.As(l, &fe) && l == error(fe) {
+			if fe, ok := at.Locate(err).(*runfile.Error); ok {
 				errs = append(errs, &runfile.Error{Path: fe.Path, Line: fe.Line, Err: fmt.Errorf("the run of --%s %s: %w", s.Flag, v, fe.Err)})
 			} else {
 				errs = append(errs, fmt.Errorf("the run of --%s %s: %w", s.Flag, v, err))
