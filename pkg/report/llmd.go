@@ -549,10 +549,11 @@ func summaryFields(sum *metrics.Summary) (map[string]any, error) {
 }
 
 // reportedElsewhere tells the summary's keys the report gives in its own
-// fields, or that are the plots' data.
+// fields, or that are the plots' data, and effective_settings (every flag
+// at its default too: native.args holds the settings given).
 func reportedElsewhere(k string) bool {
 	switch k {
-	case "settings", "command", "latency_cdfs", "length_histograms", "windows", "merge_state":
+	case "settings", "effective_settings", "command", "latency_cdfs", "length_histograms", "windows", "merge_state":
 		return true
 	}
 	for _, stat := range []string{"mean_", "median_", "std_", "p90_", "p95_", "p99_", "p999_", "max_"} {
