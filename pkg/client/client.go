@@ -105,7 +105,8 @@ type Config struct {
 	RequestIDPrefix string
 	// CountTokens counts an answer's tokens when the server reports no
 	// count and the answer is not a stream of tokens (a kserve-generate
-	// whole answer): --tokenizer's count; nil counts its words.
+	// whole answer, an anthropic-messages whole answer's thinking):
+	// --tokenizer's count; nil counts its words.
 	CountTokens func(text []byte) int
 	// Secrets hides credentials in the messages of failed requests (nil:
 	// the API key and the user and password of BaseURL). URL credentials
