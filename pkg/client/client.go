@@ -834,7 +834,11 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// errorMessage extracts an OpenAI-style error message from a body.
+// errorMessage extracts an error answer's message from its body: an
+// error object's ({"error": {"message"}}: OpenAI's, Anthropic's, SGLang's),
+// an error string's ({"error": "message"}: KServe's and Triton's), a
+// top-level message ({"object": "error", "message"}) or detail; else the
+// body.
 func errorMessage(status string, body []byte) string {
 	var e struct {
 		Error   json.RawMessage `json:"error"`
@@ -845,9 +849,12 @@ func errorMessage(status string, body []byte) string {
 		var inner struct {
 			Message string `json:"message"`
 		}
+		var text string
 		switch {
 		case json.Unmarshal(e.Error, &inner) == nil && inner.Message != "":
 			return status + ": " + inner.Message
+		case json.Unmarshal(e.Error, &text) == nil && text != "":
+			return status + ": " + text
 		case e.Message != "":
 			return status + ": " + e.Message
 		case e.Detail != nil:
