@@ -233,7 +233,7 @@ func wholeAnthropic(c *Client, v *fastjson.Value, res *Result) error {
 	if !anthropicUsage(v.Get("usage"), res) {
 		res.CountedOutput(res.OutputLen, record.OutputRequested)
 	}
-	res.ReasoningTokens = min(thinking, res.CompletionTokens)
+	res.ReasoningTokens = max(0, min(thinking, res.CompletionTokens))
 	res.CountToolCalls()
 	return nil
 }

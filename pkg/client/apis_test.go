@@ -286,28 +286,13 @@ func TestKServeGenerate(t *testing.T) {
 }
 
 // wireSeeds are the fuzz seeds of the API kinds whose streams and whole
-// answers have a form of their own: Anthropic Messages, SGLang's
-// cumulative text, KServe's generate_stream (no end event), Responses and
-// transcriptions.
+// answers have a form of their own and no fuzz target of their own:
+// Responses and transcriptions (Anthropic Messages, SGLang's /generate and
+// KServe's generate have theirs: apis_fuzz_test.go).
 var wireSeeds = []struct {
 	kind  *api.Kind
 	seeds []string
 }{
-	{api.Anthropic, []string{anthropicEvents(anthropicStream),
-		"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"x\"}}\n\n",
-		"data: {\"type\":\"content_block_delta\",\"index\":-1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\"}}\n\ndata: {\"type\":\"message_stop\"}\n\n",
-		`{"content":[{"type":"tool_use","id":"t","name":"f","input":{"a":[1]}}],"usage":{"input_tokens":1,"output_tokens":2}}`,
-		"data: {\"type\":\"content_block_delta\"}\n\n"}},
-	{api.SGLang, []string{
-		"data: {\"text\":\" a\",\"meta_info\":{\"completion_tokens\":1}}\n\ndata: {\"text\":\" a b\",\"meta_info\":{\"prompt_tokens\":2,\"completion_tokens\":2,\"cached_tokens\":0}}\n\ndata: [DONE]\n\n",
-		"data: {\"text\":\" a b\"}\n\ndata: {\"text\":\" a\"}\n\n",
-		`{"text":"x","meta_info":{"completion_tokens":1}}`,
-		"data: {\"error\":{\"message\":\"x\"}}\n\n"}},
-	{api.KServe, []string{
-		"data: {\"text_output\":\" a\",\"num_output_tokens\":1}\n\ndata: {\"text_output\":\" b\"}\n\n",
-		"data: {\"error\":\"boom\"}\n\n",
-		`{"text_output":"a b","num_input_tokens":3}`,
-		"data: {\"text_output\":7}\n\n"}},
 	{api.Responses, []string{
 		"data: {\"type\":\"response.created\",\"response\":{\"id\":\"r\"}}\n\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n" +
 			"data: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n",
