@@ -441,9 +441,13 @@ func unreadOutput(n int, where string) error {
 	return protocolError{fmt.Sprintf("the server reported %d output tokens but %s carried none that could be read (content in a form this client does not read?)", n, where)}
 }
 
-// chunkError turns an error object inside a stream into a classified error.
+// chunkError turns an error inside a stream into a classified error: an
+// error object, or an error string (KServe's {"error": "message"}).
 func chunkError(e *fastjson.Value) error {
 	msg := string(e.GetStringBytes("message"))
+	if e.Type() == fastjson.TypeString {
+		msg = string(e.GetStringBytes())
+	}
 	if msg == "" {
 		msg = string(e.MarshalTo(nil))
 	}
