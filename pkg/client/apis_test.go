@@ -395,3 +395,44 @@ func TestOutputFrom(t *testing.T) {
 		})
 	}
 }
+
+// TestWholeReasoningCounted: a whole chat or Responses answer whose usage
+// gives no reasoning count (vLLM 0.16–0.21 on chat; 0 on older Responses)
+// has its reasoning text counted by the client (words, or --tokenizer's
+// tokens), at most its output tokens; a count in the usage is the
+// server's.
+func TestWholeReasoningCounted(t *testing.T) {
+	chat := func(usage string) func(http.ResponseWriter, *http.Request) {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hi there","reasoning":"let me think it over"},"finish_reason":"stop"}]%s}`, usage)
+		}
+	}
+	responses := func(usage string) func(http.ResponseWriter, *http.Request) {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"id":"resp_1","object":"response","status":"completed","output":[{"type":"reasoning","content":[{"type":"reasoning_text","text":"let me"},{"type":"reasoning_text","text":"think it over"}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi there"}]}]%s}`, usage)
+		}
+	}
+	for _, tc := range []struct {
+		name                 string
+		kind                 *api.Kind
+		respond              func(http.ResponseWriter, *http.Request)
+		reasoning, completed int
+	}{
+		{"chat, no count", api.Chat, chat(`,"usage":{"prompt_tokens":3,"completion_tokens":9,"total_tokens":12}`), 5, 9},
+		{"chat, the server's count", api.Chat, chat(`,"usage":{"prompt_tokens":3,"completion_tokens":9,"total_tokens":12,"completion_tokens_details":{"reasoning_tokens":7}}`), 7, 9},
+		{"chat, at most the output", api.Chat, chat(`,"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}`), 4, 4},
+		{"responses, no count", api.Responses, responses(`,"usage":{"input_tokens":3,"output_tokens":9,"total_tokens":12,"output_tokens_details":{"reasoning_tokens":0}}`), 5, 9},
+		{"responses, the server's count", api.Responses, responses(`,"usage":{"input_tokens":3,"output_tokens":9,"total_tokens":12,"output_tokens_details":{"reasoning_tokens":6}}`), 6, 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(&capture{respond: tc.respond})
+			defer srv.Close()
+			res := do(newTestClient(t, srv, Config{API: tc.kind, Answer: AnswerOptions{ReasoningEffort: "low"}}), `"hi"`, 6)
+			if !res.OK() || res.ReasoningTokens != tc.reasoning || res.CompletionTokens != tc.completed {
+				t.Errorf("%s %s: %d reasoning tokens of %d output tokens, want %d of %d", res.ErrorClass, res.Error, res.ReasoningTokens, res.CompletionTokens, tc.reasoning, tc.completed)
+			}
+		})
+	}
+}

@@ -541,6 +541,7 @@ func wholeText(c *Client, v *fastjson.Value, res *Result) error {
 	res.CountedOutput(res.OutputLen, record.OutputRequested) // unless its usage says
 	ch := v.Get("choices", "0")
 	read := false
+	reasoning := 0
 	if m := ch.Get("message"); m != nil {
 		read = readContent(m.Get("content"), res)
 		r := m.GetStringBytes("reasoning")
@@ -548,6 +549,7 @@ func wholeText(c *Client, v *fastjson.Value, res *Result) error {
 			r = m.GetStringBytes("reasoning_content")
 		}
 		res.AppendReasoning(r)
+		reasoning = c.countText(r)
 		read = read || len(r) > 0
 		if calls := m.GetArray("tool_calls"); len(calls) > 0 {
 			read = toolDeltas(res, calls) || read
@@ -564,6 +566,7 @@ func wholeText(c *Client, v *fastjson.Value, res *Result) error {
 			return unreadOutput(n.GetInt(), "the answer")
 		}
 	}
+	res.CountReasoning(reasoning)
 	res.CountToolCalls()
 	return nil
 }
