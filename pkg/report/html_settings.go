@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,7 +30,7 @@ func settingRows(s *metrics.Summary) (rows []settingRow, given int) {
 	for _, n := range s.FileSettings {
 		file[n] = true
 	}
-	for _, n := range sortedKeys(s.Settings) {
+	for _, n := range slices.Sorted(maps.Keys(s.Settings)) {
 		from := fromCommandLine
 		if file[n] && s.SettingsFile != "" {
 			from = s.SettingsFile
@@ -37,21 +38,12 @@ func settingRows(s *metrics.Summary) (rows []settingRow, given int) {
 		rows = append(rows, settingRow{n, settingText(s.Settings[n]), from})
 	}
 	given = len(rows)
-	for _, n := range sortedKeys(s.EffectiveSettings) {
+	for _, n := range slices.Sorted(maps.Keys(s.EffectiveSettings)) {
 		if _, ok := s.Settings[n]; !ok {
 			rows = append(rows, settingRow{n, settingText(s.EffectiveSettings[n]), fromDefault})
 		}
 	}
 	return rows, given
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // settingText is a setting's value as a run file writes it: a list in
