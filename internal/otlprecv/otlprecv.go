@@ -1,7 +1,8 @@
 // Package otlprecv is a small OTLP/HTTP receiver for tests: it decodes the
 // protobuf export requests posted to /v1/traces and /v1/metrics (under any
 // path prefix) with the collector's own message types and keeps what
-// arrived — spans, metric names, request headers — for the test to check.
+// arrived — spans, metric names, gauges' last values, request headers —
+// for the test to check.
 package otlprecv
 
 import (
@@ -16,6 +17,7 @@ import (
 	collmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	colltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -30,13 +32,14 @@ type Receiver struct {
 	mu      sync.Mutex
 	spans   []*tracepb.Span
 	metrics map[string]int
+	gauges  map[string]float64
 	headers []http.Header
 	bad     []string
 }
 
 // Start serves a receiver until Close.
 func Start() *Receiver {
-	r := &Receiver{metrics: map[string]int{}}
+	r := &Receiver{metrics: map[string]int{}, gauges: map[string]float64{}}
 	r.srv = httptest.NewServer(r)
 	return r
 }
@@ -85,6 +88,13 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 				for _, sm := range rm.ScopeMetrics {
 					for _, mt := range sm.Metrics {
 						r.metrics[mt.Name]++
+						for _, p := range mt.GetGauge().GetDataPoints() {
+							if _, ok := p.Value.(*metricspb.NumberDataPoint_AsInt); ok {
+								r.gauges[mt.Name] = float64(p.GetAsInt())
+							} else {
+								r.gauges[mt.Name] = p.GetAsDouble()
+							}
+						}
 					}
 				}
 			}
@@ -129,6 +139,15 @@ func (r *Receiver) Metrics() map[string]bool {
 		out[n] = true
 	}
 	return out
+}
+
+// Gauge returns the value of a gauge's last data point received (false:
+// none arrived).
+func (r *Receiver) Gauge(name string) (float64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.gauges[name]
+	return v, ok
 }
 
 // Headers returns the headers of every export accepted.

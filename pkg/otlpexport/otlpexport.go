@@ -138,6 +138,7 @@ type Exporter struct {
 	sampled  atomic.Int64 // left out by Sample
 	errs     atomic.Int64
 	lastErr  atomic.Pointer[string]
+	satur    atomic.Int64 // client_saturated: 1 or 0
 	closeMu  sync.Mutex
 	closed   bool
 	stats    Stats
@@ -270,6 +271,10 @@ func (e *Exporter) register() error {
 	_, err := m.Int64ObservableGauge(name("requests_scheduled"), metric.WithDescription("Requests in the run's schedule."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error { o.Observe(e.cfg.Scheduled); return nil }))
 	errs = append(errs, err)
+	_, err = m.Int64ObservableGauge(name("client_saturated"),
+		metric.WithDescription("1 while the last closed report interval showed the client saturated (its CPU at 90 % of its cores, or a growing backlog of due arrivals)."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error { o.Observe(e.satur.Load()); return nil }))
+	errs = append(errs, err)
 	if f := e.cfg.InFlight; f != nil {
 		_, err := m.Int64ObservableGauge(name("requests_in_flight"), metric.WithDescription("Requests being sent or streamed now."),
 			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error { o.Observe(f()); return nil }))
@@ -281,6 +286,16 @@ func (e *Exporter) register() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// SetSaturated sets the client_saturated gauge (as the Prometheus
+// endpoint's: the last closed report interval's self-check).
+func (e *Exporter) SetSaturated(v bool) {
+	var n int64
+	if v {
+		n = 1
+	}
+	e.satur.Store(n)
 }
 
 // Begin starts the span builder; offsets of the run's records count from

@@ -1,10 +1,13 @@
 package otlpexport
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/otlprecv"
@@ -190,5 +193,85 @@ func BenchmarkAdd(b *testing.B) {
 func TestNamespaceIsPrometheus(t *testing.T) {
 	if Namespace != promexport.Namespace {
 		t.Errorf("metric names under %q, the Prometheus endpoint's under %q", Namespace, promexport.Namespace)
+	}
+}
+
+// TestSameFiguresAsPrometheus: the metrics that arrive over OTLP are the
+// Prometheus endpoint's figures, every one and no other (its names less
+// the _total a collector's Prometheus exporter adds back to counters; not
+// the Go runtime's and the process's, which a collector has of its own),
+// fed the same requests and the same self-check; client_saturated arrives
+// at its value. A figure added to one exporter and not the other fails
+// here.
+func TestSameFiguresAsPrometheus(t *testing.T) {
+	const n = 20
+	samples := []*metrics.Sample{}
+	for i := range int64(n) {
+		s := sample(i)
+		switch i {
+		case 0:
+			s.Good = true
+			s.HasTPOT, s.TPOT = true, 9*time.Millisecond
+			s.ITLTimes = []time.Duration{20 * time.Millisecond, 29 * time.Millisecond, 38 * time.Millisecond}
+		case 5:
+			s.OK, s.Cancelled = false, true
+		case 6:
+			s.Status = 201 // completed, another code
+		}
+		samples = append(samples, s)
+	}
+	live := func() int64 { return 3 }
+
+	prom := promexport.New(promexport.Config{Scheduled: n, InFlight: live, Dispatched: live})
+	for _, s := range samples {
+		prom.Add(s)
+	}
+	prom.SetSaturated(true)
+	families, err := prom.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, f := range families {
+		name, ok := strings.CutPrefix(f.GetName(), promexport.Namespace+"_")
+		if !ok {
+			continue // go_…, process_…
+		}
+		if f.GetType() == dto.MetricType_COUNTER {
+			name = strings.TrimSuffix(name, "_total")
+		}
+		want[Namespace+"_"+name] = true
+	}
+
+	rcv := otlprecv.Start()
+	defer rcv.Close()
+	e, err := New(Config{Endpoint: rcv.URL(), Operation: "chat", Scheduled: n, InFlight: live, Dispatched: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Begin(time.Now())
+	for _, s := range samples {
+		e.Add(s)
+	}
+	e.SetSaturated(true)
+	if _, err := e.Close(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	got := rcv.Metrics()
+	for name := range want {
+		if !got[name] {
+			t.Errorf("%s is on the Prometheus endpoint but was not exported over OTLP", name)
+		}
+	}
+	for name := range got {
+		if !want[name] {
+			t.Errorf("%s was exported over OTLP but is not on the Prometheus endpoint", name)
+		}
+	}
+	if len(want) < 15 {
+		t.Errorf("only %d figures on the Prometheus endpoint: %v", len(want), slices.Sorted(maps.Keys(want)))
+	}
+	if v, ok := rcv.Gauge(Namespace + "_client_saturated"); !ok || v != 1 {
+		t.Errorf("client_saturated arrived as %v (%v), want 1", v, ok)
 	}
 }
