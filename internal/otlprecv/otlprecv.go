@@ -8,6 +8,7 @@ package otlprecv
 import (
 	"compress/gzip"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -31,6 +32,7 @@ type Receiver struct {
 
 	mu      sync.Mutex
 	spans   []*tracepb.Span
+	origins map[string]bool // "service.name scope" of the spans
 	metrics map[string]int
 	gauges  map[string]float64
 	headers []http.Header
@@ -39,7 +41,7 @@ type Receiver struct {
 
 // Start serves a receiver until Close.
 func Start() *Receiver {
-	r := &Receiver{metrics: map[string]int{}, gauges: map[string]float64{}}
+	r := &Receiver{metrics: map[string]int{}, gauges: map[string]float64{}, origins: map[string]bool{}}
 	r.srv = httptest.NewServer(r)
 	return r
 }
@@ -75,8 +77,15 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		in, resp, what = m, &colltrace.ExportTraceServiceResponse{}, "traces"
 		keep = func() {
 			for _, rs := range m.ResourceSpans {
+				service := ""
+				for _, kv := range rs.GetResource().GetAttributes() {
+					if kv.Key == "service.name" {
+						service = kv.GetValue().GetStringValue()
+					}
+				}
 				for _, ss := range rs.ScopeSpans {
 					r.spans = append(r.spans, ss.Spans...)
+					r.origins[service+" "+ss.GetScope().GetName()] = true
 				}
 			}
 		}
@@ -128,6 +137,14 @@ func (r *Receiver) Spans() []*tracepb.Span {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.spans)
+}
+
+// SpanOrigins returns the resources' service.name and the scopes' names
+// the spans came with, as "service scope".
+func (r *Receiver) SpanOrigins() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.origins))
 }
 
 // Metrics returns the names of the metrics received.
