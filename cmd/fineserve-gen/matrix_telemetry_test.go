@@ -19,13 +19,14 @@ import (
 const matrixOTLPSample = 0.5
 
 // matrixOperation is the spans' gen_ai.operation.name by backend: the
-// GenAI conventions' name for completions, chat and embeddings, else the
+// GenAI conventions' name for completions (and SGLang's and KServe's
+// generate), chat (and Responses and Messages) and embeddings, else the
 // endpoint's last path part.
 var matrixOperation = map[string]string{
 	"vllm": "text_completion", "openai": "text_completion", "openai-chat": "chat", "openai-responses": "chat",
 	"openai-images": "generations", "openai-embeddings": "embeddings", "vllm-pooling": "pooling", "vllm-rerank": "rerank",
-	"vllm-score": "score", "openai-transcriptions": "transcriptions", "anthropic-messages": "messages",
-	"sglang-generate": "generate", "kserve-generate": "generate",
+	"vllm-score": "score", "openai-transcriptions": "transcriptions", "anthropic-messages": "chat",
+	"sglang-generate": "text_completion", "kserve-generate": "text_completion",
 }
 
 // matrixSpecK and matrixSpecAccept are the servers' draft model.

@@ -555,16 +555,17 @@ func statusText(class, err string) string {
 }
 
 // Operation is gen_ai.operation.name for requests of kind k posted to
-// path (--endpoint; "": the kind's): chat, text_completion, embeddings,
-// or the path's last part for others.
+// path (--endpoint; "": the kind's): chat (chat completions, Responses,
+// Anthropic's Messages), text_completion (completions, SGLang's and
+// KServe's generate), embeddings, or the path's last part for others.
 func Operation(k *api.Kind, path string) string {
 	if path == "" && k != nil {
 		path = k.Path
 	}
 	switch {
-	case strings.HasSuffix(path, "/chat/completions"), strings.HasSuffix(path, "/responses"):
+	case strings.HasSuffix(path, "/chat/completions"), strings.HasSuffix(path, "/responses"), strings.HasSuffix(path, "/messages"):
 		return "chat"
-	case strings.HasSuffix(path, "/completions"):
+	case strings.HasSuffix(path, "/completions"), strings.HasSuffix(path, "/generate"), strings.HasSuffix(path, "/generate_stream"):
 		return "text_completion"
 	case strings.HasSuffix(path, "/embeddings"):
 		return "embeddings"

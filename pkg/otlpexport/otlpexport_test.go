@@ -11,6 +11,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/otlprecv"
+	"github.com/fineserve-gen/fineserve-gen/pkg/api"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/promexport"
 	"github.com/fineserve-gen/fineserve-gen/pkg/record"
@@ -331,5 +332,27 @@ func TestSpansAllocateNothing(t *testing.T) {
 	if len(spans) != len(data) || spans[3].Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || otlprecv.Attrs(spans[3])[AttrErrorType].GetStringValue() != "http_5xx" ||
 		otlprecv.Attrs(spans[5])[AttrCancelled].GetBoolValue() != true || spans[7].Name != "chat m" {
 		t.Errorf("batch of %d spans: %v", len(spans), spans[3])
+	}
+}
+
+// TestOperation: each API kind's spans carry the GenAI conventions'
+// operation name where one fits (chat, text_completion, embeddings), else
+// the endpoint's last path part; --endpoint decides over the kind.
+func TestOperation(t *testing.T) {
+	for name, want := range map[string]string{
+		"vllm": "text_completion", "openai-chat": "chat", "openai-responses": "chat", "anthropic-messages": "chat",
+		"sglang-generate": "text_completion", "kserve-generate": "text_completion", "openai-embeddings": "embeddings",
+		"vllm-rerank": "rerank", "openai-transcriptions": "transcriptions",
+	} {
+		k, ok := api.Lookup(name)
+		if !ok {
+			t.Fatalf("no API kind %s", name)
+		}
+		if got := Operation(k, ""); got != want {
+			t.Errorf("%s (%s): %q, want %q", name, k.Path, got, want)
+		}
+	}
+	if k, _ := api.Lookup("openai-chat"); Operation(k, "/v1/completions") != "text_completion" {
+		t.Errorf("--endpoint /v1/completions with openai-chat: %q", Operation(k, "/v1/completions"))
 	}
 }
