@@ -148,3 +148,40 @@ func checkAPIPacing(t *testing.T, st mockserver.Stats, truth []mockserver.ChunkR
 	t.Logf("%d records: median |off| TTFT %.3f ms, TTFO %.3f ms, ITL %.3f ms; %d prompt, %d completion, %d reasoning tokens, %d tool calls",
 		len(recs), median(ttfts), median(ttfos), median(itls), prompt, completion, reasoning, calls)
 }
+
+// TestAnthropicWholeThinking: with --disable-stream a Messages answer's
+// thinking block is counted as its reasoning tokens (Anthropic's usage
+// does not count it apart): the records' reasoning tokens are the
+// server's (its thinking tokens are a word each), summed over the run,
+// and the summary's total_reasoning_tokens and reasoning_requests are
+// theirs.
+func TestAnthropicWholeThinking(t *testing.T) {
+	cfg := mockserver.Config{Models: []string{"mock-model"}, TTFT: time.Millisecond, ITL: time.Millisecond, Seed: 4,
+		Reasoning: mockserver.ReasoningConfig{Tokens: mockserver.LengthDist{Min: 1, Max: 4}}}
+	srv, port, stop, err := mockserver.ServeNew(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	r := mustRunTool(t, append(baseArgs(port, 12), "--backend", "anthropic-messages", "--disable-stream", "--reasoning-effort", "low",
+		"--random-output-len", "6")...)
+	recs := readRecords(t, r.path("results.jsonl"))
+	var reasoning, completion, with int64
+	for _, rec := range recs {
+		if !rec.OK() || rec.ReasoningTokens < 1 || rec.ReasoningTokens > 4 || !rec.has("reasoning_tokens") {
+			t.Errorf("record %d: %s %s, %d reasoning tokens (the server's draw: 1 to 4)", rec.Index, rec.ErrorClass, rec.Error, rec.ReasoningTokens)
+		}
+		reasoning += int64(rec.ReasoningTokens)
+		completion += int64(rec.CompletionTokens)
+		if rec.ReasoningTokens > 0 {
+			with++
+		}
+	}
+	st := srv.Stats()
+	if len(recs) != 12 || reasoning != st.Model.ReasoningTokens || completion != st.GenerationTokens {
+		t.Errorf("%d records: %d reasoning, %d output tokens; the server: %d, %d", len(recs), reasoning, completion, st.Model.ReasoningTokens, st.GenerationTokens)
+	}
+	if a := r.summary(t).Answers; a == nil || a.ReasoningTokens != reasoning || a.ReasoningRequests != with {
+		t.Errorf("summary answers %+v; the records: %d reasoning tokens in %d requests", a, reasoning, with)
+	}
+}

@@ -35,38 +35,34 @@ func configCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 		return usageFail(stderr, "config", fmt.Errorf("want validate FILE or expand FILE (got %d arguments)", fs.NArg()))
 	}
 	action, path := fs.Arg(0), fs.Arg(1)
-	extra, ok := commandFlags[*forCmd]
-	if !ok {
+	if _, ok := commandFlags[*forCmd]; !ok {
 		return usageFail(stderr, "config", fmt.Errorf("--for %q: want run, sweep or plan", *forCmd))
 	}
+	extra, check := commandOwn(*forCmd)
 	o := options.Defaults()
 	var prof profiles
 	var help bytes.Buffer
-	cfs, series, errs, code, ok := parseRunSeries([]string{"--" + runfile.FlagName, path}, &o, &prof, extra, "", &help, stderr)
+	cfs, file, errs, code, ok := parseRunSeries([]string{"--" + runfile.FlagName, path}, &o, &prof, extra, "", &help, stderr)
 	if !ok {
 		return code
 	}
+	if check != nil {
+		errs = append(errs, check(cfs, &o)...)
+	}
 	if err := o.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	errs = located(file, errs)
+	var series *runfile.Series
+	if file != nil {
+		series = file.Series
 	}
 	if series != nil && *forCmd != "run" {
 		errs = append(errs, fmt.Errorf("%s: line %d: a list of %s values is a series of runs, which fineserve-gen run makes", path, series.Line, series.Flag))
 	}
 	if series != nil && len(errs) == 0 {
 		// Each run of the series is the file with one value.
-		for _, v := range series.Values {
-			vo := options.Defaults()
-			_, verrs, code, ok := parseRunFlags([]string{"--" + runfile.FlagName, path, "--" + series.Flag, v}, &vo, &prof, extra, "", &help, stderr)
-			if !ok {
-				return code
-			}
-			if err := vo.Validate(); err != nil {
-				verrs = append(verrs, err)
-			}
-			for _, err := range verrs {
-				errs = append(errs, fmt.Errorf("the run of --%s %s: %w", series.Flag, v, err))
-			}
-		}
+		errs = seriesErrors([]string{"--" + runfile.FlagName, path}, file, extra)
 	}
 	if len(errs) > 0 {
 		return usageExit(stderr, errs...)
@@ -99,15 +95,46 @@ func configCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 var commandFlags = map[string]func(*pflag.FlagSet){
 	"run": nil,
 	"sweep": func(fs *pflag.FlagSet) {
-		sf := defaultSweepFlags()
-		addSweepFlags(fs, &sf)
+		add, _ := commandOwn("sweep")
+		add(fs)
 	},
 	"plan": func(fs *pflag.FlagSet) {
-		sf, pf, vf := defaultSweepFlags(), defaultPlanFlags(), defaultVerifyFlags()
-		addSearchFlags(fs, &sf)
-		addPlanFlags(fs, &pf)
-		addVerifyFlags(fs, &vf)
+		add, _ := commandOwn("plan")
+		add(fs)
 	},
+}
+
+// commandOwn returns what adds cmd's own flags to the run's (nil: run's
+// alone) and the checks cmd makes of them and of the run's options before
+// it starts (nil: none; the run's own are o.Validate), as the commands
+// themselves do.
+func commandOwn(cmd string) (add func(*pflag.FlagSet), check func(*pflag.FlagSet, *options.Options) []error) {
+	switch cmd {
+	case "sweep":
+		sf := defaultSweepFlags()
+		add = func(fs *pflag.FlagSet) { addSweepFlags(fs, &sf) }
+		check = func(fs *pflag.FlagSet, o *options.Options) []error {
+			if _, _, err := sweepSetup(fs.Changed, o, &sf); err != nil {
+				return []error{err}
+			}
+			return nil
+		}
+	case "plan":
+		sf, pf, vf := defaultSweepFlags(), defaultPlanFlags(), defaultVerifyFlags()
+		add = func(fs *pflag.FlagSet) {
+			addSearchFlags(fs, &sf)
+			addPlanFlags(fs, &pf)
+			addVerifyFlags(fs, &vf)
+		}
+		check = func(fs *pflag.FlagSet, o *options.Options) []error {
+			errs := append(planChecks(fs, o, &sf, &pf), verifyChecks(o, &vf)...)
+			if err := experimentOnlyRun("plan", o); err != nil {
+				errs = append(errs, err)
+			}
+			return errs
+		}
+	}
+	return add, check
 }
 
 // The defaults of the sweep's, the plan's and plan --verify's own flags

@@ -23,11 +23,17 @@ func addExperimentFlags(fs *pflag.FlagSet, o *options.Options) {
 }
 
 // experimentOnlyRun is the error of a sweep or plan given a run's
-// repeat or threshold flags.
+// repeat or threshold flags: one problem a flag given, naming it first.
 func experimentOnlyRun(cmd string, o *options.Options) error {
 	e := o.Experiment
-	if e.Repeat > 1 || e.UntilConverged != "" || len(e.Thresholds) > 0 || e.RepeatsCSV != "" {
-		return errors.New("--repeat, --until-converged, --threshold and --repeats-csv go with fineserve-gen run, not " + cmd)
+	var errs []error
+	for _, f := range []struct {
+		flag  string
+		given bool
+	}{{"--repeat", e.Repeat > 1}, {"--until-converged", e.UntilConverged != ""}, {"--threshold", len(e.Thresholds) > 0}, {"--repeats-csv", e.RepeatsCSV != ""}} {
+		if f.given {
+			errs = append(errs, fmt.Errorf("%s: --repeat, --until-converged, --threshold and --repeats-csv go with fineserve-gen run, not %s", f.flag, cmd))
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -126,12 +126,12 @@ func (v rateValue) Type() string { return "rate" }
 func parseShard(s string) (i, n int64, err error) {
 	a, b, ok := strings.Cut(s, "/")
 	if !ok {
-		return 0, 0, fmt.Errorf("shard %q: want I/N, e.g. 0/3", s)
+		return 0, 0, fmt.Errorf("--shard %q: want I/N, e.g. 0/3", s)
 	}
 	i, err1 := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
 	n, err2 := strconv.ParseInt(strings.TrimSpace(b), 10, 64)
 	if err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
-		return 0, 0, fmt.Errorf("shard %q: want I/N with 0 ≤ I < N", s)
+		return 0, 0, fmt.Errorf("--shard %q: want I/N with 0 ≤ I < N", s)
 	}
 	return i, n, nil
 }

@@ -176,7 +176,7 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden files under te
 // the order in which the server saw requests: they are written as "~".
 var volatileKey = regexp.MustCompile(`_ms$|^duration$|throughput$|^concurrency$|^started_at$|^client_cpu|` +
 	`in_flight|^queued|_rate$|^end_s$|^observed_s$|^sent_s$|^latency_cdfs$|^merge_state$|^server_metrics$|^server$|` +
-	`^itl_ms$|^command$|^settings$|^max_output_tokens_per_s$|^max_concurrent_requests$`)
+	`^itl_ms$|^command$|^settings$|^effective_settings$|^max_output_tokens_per_s$|^max_concurrent_requests$`)
 
 // transientKey matches the keys that are there or not depending on the
 // clock (a window where the client fell behind, where a busy machine

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,7 +55,7 @@ var subcommands = map[string]func(ctx context.Context, args []string, stdout, st
 
 func main() {
 	trap, _ := safe.Arm()
-	ctx, stop := signalContext(announcesSignals(os.Args[1:]))
+	ctx, stop := signalContext(signalNotice(os.Args[1:]))
 	code := runTrapped(ctx, trap, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -127,9 +128,33 @@ Run "fineserve-gen COMMAND --help" for a command's flags.
 `)
 }
 
-// announcesSignals reports whether the command run by args says that a
-// signal stops it (every command but mock-server).
-func announcesSignals(args []string) bool { return len(args) == 0 || args[0] != "mock-server" }
+// signalNotices is what the first and the second signal make a command
+// say (nothing: the mock server, for which a signal is the normal way to
+// stop, prints its own line).
+type signalNotices struct{ first, second string }
+
+// sends are the commands that send requests: a signal's notice speaks of
+// the requests in flight only for them.
+var sends = []string{"run", "sweep", "plan"}
+
+// signalNotice returns the notices of the command run by args (no
+// subcommand, or a flag first: run).
+func signalNotice(args []string) signalNotices {
+	cmd := "run"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd = args[0]
+	}
+	switch {
+	case cmd == "mock-server":
+		return signalNotices{}
+	case slices.Contains(sends, cmd) || subcommands[cmd] == nil:
+		return signalNotices{
+			first:  "stopping (send it again to cancel the requests in flight)",
+			second: "second signal: canceling the requests in flight, then writing the records and the summary (a third signal exits at once)",
+		}
+	}
+	return signalNotices{first: "stopping", second: "second signal: stopping now (a third signal exits at once)"}
+}
 
 // signalContext returns a context canceled by the first SIGINT or SIGTERM:
 // the run stops sending, drains (--drain-timeout), writes every record and
@@ -140,8 +165,8 @@ func announcesSignals(args []string) bool { return len(args) == 0 || args[0] != 
 // exits at once after the run has written the records it has received
 // (see flushFinished). announce says so on the first signal (the mock
 // server, for which a signal is the normal way to stop, prints its own
-// line instead).
-func signalContext(announce bool) (context.Context, func()) {
+// line instead; a command that sends nothing speaks of no requests).
+func signalContext(say signalNotices) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	abort := make(chan chan<- struct{})
 	hurry := make(chan struct{})
@@ -151,13 +176,13 @@ func signalContext(announce bool) (context.Context, func()) {
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	safe.Go(func() {
 		sig := <-ch
-		if announce {
-			fmt.Fprintf(os.Stderr, "fineserve-gen: %v: stopping (send it again to cancel the requests in flight)\n", sig)
+		if say.first != "" {
+			fmt.Fprintf(os.Stderr, "fineserve-gen: %v: %s\n", sig, say.first)
 		}
 		cancel()
 		<-ch
-		if announce {
-			fmt.Fprintln(os.Stderr, "fineserve-gen: second signal: canceling the requests in flight, then writing the records and the summary (a third signal exits at once)")
+		if say.second != "" {
+			fmt.Fprintln(os.Stderr, "fineserve-gen: "+say.second)
 		}
 		close(hurry)
 		t := time.NewTimer(abortGrace)

@@ -365,7 +365,8 @@ func checkCaseShardMerge(t testing.TB, c matrixCase, args []string, r *caseRun, 
 // spreading over two endpoints in a sharded run that sends (its other copy
 // is run and the two merged), and --balance session with shared prefixes
 // and no sessions in each synthetic prompt format (each prefix on one
-// endpoint).
+// endpoint), and Anthropic's whole messages with thinking, sent (their
+// reasoning tokens are the client's count of the thinking blocks).
 func extraSeeds() [][]int {
 	row := func(vals map[int]string) []int {
 		r := make([]int, len(matrixDims))
@@ -387,5 +388,6 @@ func extraSeeds() [][]int {
 	// An agentic replay, sent, cancelled, kept on one endpoint a
 	// conversation, with its HTML report.
 	out = append(out, row(map[int]string{dWorkload: "replay-agentic", dEndpoints: "two-session", dCancel: "cancel", dDryRun: "send", dHTML: "html"}))
+	out = append(out, row(map[int]string{dBackend: "anthropic-messages", dStream: "no-stream", dAnswer: "reasoning", dDryRun: "send"}))
 	return out
 }

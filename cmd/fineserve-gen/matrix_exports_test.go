@@ -28,7 +28,7 @@ func exportArgs(c matrixCase, dir string) []string {
 		args = append(args, "--results-parquet", filepath.Join(dir, "results.parquet"))
 	case "benchmark-report":
 		args = append(args, "--benchmark-report", filepath.Join(dir, "benchmark-report.yaml"))
-	case "both-json":
+	case "both-json", "both-dry-run": // both-dry-run: a dry run, which writes neither
 		args = append(args, "--results-parquet", filepath.Join(dir, "results.parquet"),
 			"--benchmark-report", filepath.Join(dir, "benchmark-report.json"))
 	}

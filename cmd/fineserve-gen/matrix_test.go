@@ -142,14 +142,18 @@ var matrixDims = []dimension{
 	dExperiment: {"experiment", []string{"once", "threshold", "steady", "repeat2"}},
 	// export: the outputs other tools read — none; the records as Parquet
 	// (--results-parquet); the llm-d Benchmark Report as YAML; both, the
-	// report as JSON (matrix_exports_test.go checks them).
-	dExport: {"export", []string{"no-export", "parquet", "benchmark-report", "both-json"}},
+	// report as JSON (matrix_exports_test.go checks them); or both given
+	// to a dry run, which writes neither. The values that write run with
+	// traffic only (validCase), so each meets every backend sending.
+	dExport: {"export", []string{"no-export", "parquet", "benchmark-report", "both-json", "both-dry-run"}},
 	// telemetry: none; an OpenTelemetry collector (--otlp-endpoint
-	// --otlp-traces --otlp-sample 0.5); or GPU telemetry and speculative
+	// --otlp-traces --otlp-sample 0.5); GPU telemetry and speculative
 	// decoding (the servers' DCGM-like endpoint and draft model,
-	// --gpu-metrics-url and the server's spec-decode counters) —
-	// matrix_telemetry_test.go.
-	dTelemetry: {"telemetry", []string{"no-telemetry", "otlp", "gpu-spec"}},
+	// --gpu-metrics-url and the server's spec-decode counters); or the
+	// collector given to a dry run, which exports nothing —
+	// matrix_telemetry_test.go. As with exports, otlp and gpu-spec run
+	// with traffic only.
+	dTelemetry: {"telemetry", []string{"no-telemetry", "otlp", "gpu-spec", "otlp-dry-run"}},
 	// settings: the case's flags on the command line, or every one of them
 	// written into a run file read with --config (matrix_runfile_test.go).
 	dSettings: {"settings", []string{"flags", "run-file"}},
@@ -215,8 +219,16 @@ var (
 //     embeddings and pooling only (a rerank's documents are text); the
 //     transcription backend (its audio is synthetic: the prompt source
 //     only sizes nothing) with text prompts; neither in sessions.
+//   - an export or telemetry value that writes or exports something
+//     (parquet, benchmark-report, both-json; otlp, gpu-spec) only in a
+//     case that sends, its dry-run value (both-dry-run, otlp-dry-run)
+//     only with --dry-run: so every pair of such a value with a backend,
+//     a workload… is a run with traffic.
 func validCase(r []int) bool {
 	w, b, s := set(r, dWorkload), set(r, dBackend), set(r, dSource)
+	if !validSendOrDry(r) {
+		return false
+	}
 	if set(r, dExperiment) && is(r, dExperiment, "repeat2") && ((set(r, dDryRun) && is(r, dDryRun, "dry-run")) ||
 		(set(r, dStartAt) && is(r, dStartAt, "start-at")) || (set(r, dShard) && is(r, dShard, "shard1of2"))) {
 		return false // a repeated run sends (its runs are not one schedule), each run when it comes, from one machine
@@ -317,6 +329,21 @@ func validCase(r []int) bool {
 		return false
 	}
 	return true
+}
+
+// validSendOrDry: the values that need traffic, and those that need a dry
+// run, are not in one case, nor with the other value of dDryRun (a
+// repeated run sends).
+func validSendOrDry(r []int) bool {
+	needSend := (set(r, dExport) && is(r, dExport, "parquet", "benchmark-report", "both-json")) ||
+		(set(r, dTelemetry) && is(r, dTelemetry, "otlp", "gpu-spec")) ||
+		(set(r, dExperiment) && is(r, dExperiment, "repeat2"))
+	needDry := (set(r, dExport) && is(r, dExport, "both-dry-run")) || (set(r, dTelemetry) && is(r, dTelemetry, "otlp-dry-run"))
+	if set(r, dDryRun) {
+		needSend = needSend || is(r, dDryRun, "send")
+		needDry = needDry || is(r, dDryRun, "dry-run")
+	}
+	return !(needSend && needDry)
 }
 
 // matrixCase is one generated combination.

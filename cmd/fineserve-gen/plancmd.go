@@ -70,7 +70,7 @@ func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	var prof profiles
 	sf, pf, vf := defaultSweepFlags(), defaultPlanFlags(), defaultVerifyFlags()
 	args = joinGoodputArgs(args)
-	fs, errs, code, ok := parseRunFlags(args, &o, &prof, func(fs *pflag.FlagSet) {
+	fs, file, errs, code, ok := parseRunFlags(args, &o, &prof, func(fs *pflag.FlagSet) {
 		addSearchFlags(fs, &sf)
 		addPlanFlags(fs, &pf)
 		addVerifyFlags(fs, &vf)
@@ -83,7 +83,7 @@ func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err := experimentOnlyRun("plan", &o); err != nil {
 		errs = append(errs, err)
 	}
-	if code, ok = settleRunOptions("plan", args, fs, &o, errs, stderr); !ok {
+	if code, ok = settleRunOptions("plan", args, fs, file, &o, errs, stderr); !ok {
 		return code
 	}
 	name := workloadName(&o)
@@ -91,17 +91,17 @@ func planCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	// The day: the schedule a run of these flags would send.
 	wl, _, err := launch.Schedule(o, runner.IO{Err: stderr})
 	if err != nil {
-		return exitCode(err, stderr)
+		return exitCode(locate(file, err), stderr)
 	}
 	if wl.Sessions != nil || wl.Agentic != nil {
 		// Read from the workload, not the flags: an agentic trace
 		// brings its sessions with it.
-		return usageExit(stderr, errors.New("sessions (agentic conversations, --turns, --multi-turn): a session's later turns follow its answers and are not in the schedule a plan reads"))
+		return usageExit(stderr, locate(file, errors.New("sessions (agentic conversations, --turns, --multi-turn): a session's later turns follow its answers and are not in the schedule a plan reads")))
 	}
 	cfg := plan.Config{Window: pf.window, Horizon: o.Duration, MinReplicas: pf.minReplicas, ScaleUpDelay: pf.delay, ScaleDownDelay: pf.downDelay}
 	ws, _, err := plan.Survey(wl.Schedule, cfg)
 	if err != nil {
-		return exitCode(options.Usage(err), stderr)
+		return exitCode(locate(file, options.Usage(err)), stderr)
 	}
 	p10, p50, p90, top := plan.BurstinessRange(ws)
 	fmt.Fprintf(stderr, "plan: %d windows; burstiness (CV of the gaps) p10 %.2f, p50 %.2f, p90 %.2f, max %.2f\n", len(ws), p10, p50, p90, top)

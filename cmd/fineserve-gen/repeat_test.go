@@ -1,12 +1,16 @@
 package main
 
 import (
+	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +19,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/experiment"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/servermetrics"
 )
 
 // repeatArgs is a short run of n requests at once against the mock on
@@ -354,5 +359,91 @@ func TestRepeatStoppedWithinARun(t *testing.T) {
 	if !s.Interrupted || s.Repeats == nil || s.Repeats.Runs != 1 || s.Completed != 20 ||
 		!strings.Contains(r.stderr, "stopped during run 2/3: the repeated run's summary combines the 1 finished run(s)") {
 		t.Errorf("summary: interrupted %v, completed %d, repeats %+v\n%s", s.Interrupted, s.Completed, s.Repeats, r.stderr)
+	}
+}
+
+// TestRepeatPromptsFresh: under --repeat each run sends prompts of its own
+// (their content drawn from the run's seed), so a server's prefix cache
+// holds nothing of run 1 that run 2 asks for; --prompt-salt fixes the
+// content across runs, and run 2 then finds its prompts cached: all but
+// the 16-token block of each prompt's last token, which the server (as
+// vLLM) always computes — 144 of 160 tokens.
+func TestRepeatPromptsFresh(t *testing.T) {
+	const n, inputLen = 8, 160
+	for _, c := range []struct {
+		name  string
+		salt  []string
+		share float64 // of run 2's prompt tokens, cached
+	}{
+		{"fresh", nil, 0},
+		{"salted", []string{"--prompt-salt", "77"}, 144.0 / 160},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, port := mocktest.Start(t, mockserver.Config{PrefixCache: mockserver.PrefixCacheConfig{Blocks: 1 << 14}})
+			args := mockTarget(port, append([]string{"--num-prompts", strconv.Itoa(n), "--request-rate", "inf", "--random-input-len", strconv.Itoa(inputLen),
+				"--random-output-len", "2", "--warmup-requests", "0", "--quiet", "--repeat", "2", "--seed", "5"}, c.salt...)...)
+			r := mustRunTool(t, args...)
+			one := testenv.ReadJSON[metrics.Summary](t, r.path("summary-run01.json"))
+			two := testenv.ReadJSON[metrics.Summary](t, r.path("summary-run02.json"))
+			if one.Seed == two.Seed || one.TotalInputTokens != n*inputLen || two.TotalInputTokens != n*inputLen {
+				t.Fatalf("runs: seeds %d and %d, %d and %d prompt tokens", one.Seed, two.Seed, one.TotalInputTokens, two.TotalInputTokens)
+			}
+			if one.CachedTokens != 0 {
+				t.Errorf("run 1 found %d of its prompt tokens cached on a fresh server", one.CachedTokens)
+			}
+			if want := int64(c.share * n * inputLen); two.CachedTokens != want {
+				t.Errorf("run 2: %d of %d prompt tokens cached, want %d", two.CachedTokens, two.TotalInputTokens, want)
+			}
+		})
+	}
+}
+
+// TestRepeatWaitsForIdleServer: between two runs of --repeat the pause
+// lasts until the server's metrics say it is idle. The server's /metrics
+// report a request running for its first busyPolls polls (more than the
+// two runs' own scrapes before run 2 would send without the pause): run
+// 2's first request must come after the poll that said idle, every busy
+// answer used up by then.
+func TestRepeatWaitsForIdleServer(t *testing.T) {
+	const n, busyPolls = 3, 8
+	srv := mocktest.New(t, mockserver.Config{})
+	h := srv.Handler()
+	var mu sync.Mutex
+	polls, generations := 0, 0
+	idle := false     // a poll has answered idle
+	firstOfRun2 := -1 // the polls answered when run 2's first request came
+	run2BeforeIdle := false
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		switch {
+		case r.URL.Path == "/metrics":
+			polls++
+			if polls <= busyPolls {
+				mu.Unlock()
+				fmt.Fprintf(w, "%s 1\n%s 0\n", servermetrics.MetricRunning, servermetrics.MetricWaiting)
+				return
+			}
+			idle = true
+		case strings.HasSuffix(r.URL.Path, "/completions"):
+			if generations++; generations == n+1 {
+				firstOfRun2, run2BeforeIdle = polls, !idle
+			}
+		}
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	r := mustRunTool(t, "--base-url", hs.URL, "--model", "mock-model", "--num-prompts", strconv.Itoa(n), "--request-rate", "inf",
+		"--random-input-len", "8", "--random-output-len", "2", "--warmup-requests", "0", "--quiet", "--repeat", "2", "--seed", "1")
+	if s := r.summary(t); s.Repeats == nil || s.Repeats.Runs != 2 {
+		t.Fatalf("repeats %+v", s.Repeats)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if generations != 2*n || firstOfRun2 < 0 {
+		t.Fatalf("%d requests reached the server, want 2 × %d", generations, n)
+	}
+	if run2BeforeIdle || firstOfRun2 <= busyPolls {
+		t.Errorf("run 2 began after %d polls of /metrics, %d of them busy: before the server said it was idle", firstOfRun2, min(firstOfRun2, busyPolls))
 	}
 }

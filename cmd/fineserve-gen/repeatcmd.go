@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
+	"github.com/fineserve-gen/fineserve-gen/pkg/runfile"
 	"github.com/fineserve-gen/fineserve-gen/pkg/runner"
 	"github.com/fineserve-gen/fineserve-gen/pkg/servermetrics"
 )
@@ -28,14 +30,19 @@ const exitThreshold = 99
 
 // runExperiment carries out o: one run, or with --repeat N up to N runs
 // and their intervals; then judges the thresholds. It returns the exit
-// code.
-func runExperiment(ctx context.Context, o *options.Options, stdio runner.IO, stderr io.Writer) int {
+// code. A problem of the settings of file (the run file read; nil: none)
+// is given its line.
+func runExperiment(ctx context.Context, o *options.Options, file *runfile.File, stdio runner.IO, stderr io.Writer) int {
 	var sum *metrics.Summary
 	var err error
 	if o.Experiment.Repeat > 1 {
 		sum, err = runRepeats(ctx, o, stdio)
 	} else {
 		sum, err = launch.Run(ctx, *o, stdio)
+	}
+	var ue *options.UsageError
+	if errors.As(err, &ue) {
+		err = locate(file, err)
 	}
 	code := outcome(ctx, o, sum, err, stderr)
 	return judgeThresholds(o, sum, code, stderr)

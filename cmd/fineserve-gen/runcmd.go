@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -200,16 +201,20 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	// Every problem is reported at once: bad flag values, then what finish
 	// and Validate find.
 	args = joinGoodputArgs(args) // vLLM's --goodput ttft:500 tpot:50 (flags_observe.go)
-	fs, series, errs, code, ok := parseRunSeries(args, &o, &prof, nil, "Usage: fineserve-gen [run] [flags]\n\n", stdout, stderr)
+	fs, file, errs, code, ok := parseRunSeries(args, &o, &prof, nil, "Usage: fineserve-gen [run] [flags]\n\n", stdout, stderr)
 	if !ok {
 		return code
 	}
 	*secrets = *o.Secrets()
 	if len(errs) > 0 {
-		return usageExit(stderr, append(errs, o.Validate())...)
+		return usageExit(stderr, located(file, append(errs, o.Validate()))...)
 	}
-	if series != nil {
-		return runSeries(ctx, args, &o, series, stdout, stderr)
+	if file != nil && file.Series != nil {
+		// Every run of the series is checked before the first sends.
+		if errs := seriesErrors(args, file, nil); len(errs) > 0 {
+			return usageExit(stderr, errs...)
+		}
+		return runSeries(ctx, args, &o, file.Series, stdout, stderr)
 	}
 	if o.ApplyChatTemplate {
 		fmt.Fprintln(stderr, "warning: --apply-chat-template: no tokenizer is loaded; use --backend openai-chat to have the server apply the model's chat template")
@@ -219,12 +224,14 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	o.Command = commandLine(safeArgs(args, secrets))
 	o.Settings = settingsOf(fs, secrets)
+	o.SettingsFile, o.FileSettings = fileSettings(file, o.Settings, secrets)
+	o.EffectiveSettings = runfile.Effective(fs, nil, secrets.String)
 	o.NoMergeState = o.SummaryJSON == "" && o.OutputFile == ""
 	stopProfiles, err := startProfiles(prof)
 	if err != nil {
 		return exitCode(&options.UsageError{Err: err}, stderr)
 	}
-	rc := runExperiment(ctx, &o, runner.IO{Out: stdout, Err: stderr, Terminal: terminal, Abort: abortFrom(ctx), Hurry: hurryFrom(ctx)}, stderr)
+	rc := runExperiment(ctx, &o, file, runner.IO{Out: stdout, Err: stderr, Terminal: terminal, Abort: abortFrom(ctx), Hurry: hurryFrom(ctx)}, stderr)
 	perr := stopProfiles()
 	if perr != nil {
 		fmt.Fprintf(stderr, "fineserve-gen: %v\n", perr)
@@ -236,39 +243,62 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 // parseRunFlags parses args into o with the run's flags and those extra
-// adds (nil: none), as run and sweep do. It returns the flag set and every
-// problem found (bad values, extra arguments, what finishing o finds, a run
-// file's series, which only run makes), or ok false and the exit code when
-// the command ends here: --help (usage, then the flags) or flags that
-// cannot be parsed.
-func parseRunFlags(args []string, o *options.Options, prof *profiles, extra func(*pflag.FlagSet), usage string, stdout, stderr io.Writer) (fs *pflag.FlagSet, errs []error, code int, ok bool) {
-	fs, series, errs, code, ok := parseRunSeries(args, o, prof, extra, usage, stdout, stderr)
-	if ok && series != nil {
+// adds (nil: none), as run and sweep do. It returns the flag set, the run
+// file read (nil: none) and every problem found (bad values, extra
+// arguments, what finishing o finds, a run file's series, which only run
+// makes), or ok false and the exit code when the command ends here:
+// --help (usage, then the flags) or flags that cannot be parsed.
+func parseRunFlags(args []string, o *options.Options, prof *profiles, extra func(*pflag.FlagSet), usage string, stdout, stderr io.Writer) (fs *pflag.FlagSet, file *runfile.File, errs []error, code int, ok bool) {
+	fs, file, errs, code, ok = parseRunSeries(args, o, prof, extra, usage, stdout, stderr)
+	if ok && file != nil && file.Series != nil {
+		series := file.Series
 		errs = append(errs, fmt.Errorf("--%s: line %d: a list of %s values is a series of runs, which fineserve-gen run makes (a sweep's loads: --sweep-values)",
 			runfile.FlagName, series.Line, series.Flag))
 	}
-	return fs, errs, code, ok
+	return fs, file, errs, code, ok
 }
 
 // settleRunOptions ends a subcommand's reading of the run's flags (plan,
 // sweep): the problems found (errs) and those of o.Validate end the command
-// with a usage error, else o gets the command line (its credentials
-// hidden) and the settings its outputs record. ok false: the exit code.
-func settleRunOptions(name string, args []string, fs *pflag.FlagSet, o *options.Options, errs []error, stderr io.Writer) (code int, ok bool) {
+// with a usage error, those of file's settings at their lines, else o gets
+// the command line (its credentials hidden) and the settings its outputs
+// record. ok false: the exit code.
+func settleRunOptions(name string, args []string, fs *pflag.FlagSet, file *runfile.File, o *options.Options, errs []error, stderr io.Writer) (code int, ok bool) {
 	if len(errs) > 0 {
-		return usageExit(stderr, errs...), false
+		return usageExit(stderr, located(file, errs)...), false
 	}
 	if err := o.Validate(); err != nil {
-		return usageExit(stderr, err), false
+		return usageExit(stderr, located(file, []error{err})...), false
 	}
 	o.Command = commandLine(append([]string{name}, safeArgs(args, o.Secrets())...))
 	o.Settings = settingsOf(fs, o.Secrets())
 	return 0, true
 }
 
-// parseRunSeries is parseRunFlags that hands back a run file's series of
-// runs (nil: none) instead of refusing it.
-func parseRunSeries(args []string, o *options.Options, prof *profiles, extra func(*pflag.FlagSet), usage string, stdout, stderr io.Writer) (fs *pflag.FlagSet, series *runfile.Series, errs []error, code int, ok bool) {
+// located gives the problems of errs that name a setting of the run file
+// (nil: none) its line (runfile.File.Locate): the file's problems have
+// theirs, and the checks of the options name flags, not lines.
+func located(file *runfile.File, errs []error) []error {
+	out := make([]error, len(errs))
+	for i, err := range errs {
+		out[i] = locate(file, err)
+	}
+	return out
+}
+
+// locate is file.Locate(err) that keeps a usage error one.
+func locate(file *runfile.File, err error) error {
+	l := file.Locate(err)
+	var ue *options.UsageError
+	if l != err && errors.As(err, &ue) {
+		return options.Usage(l)
+	}
+	return l
+}
+
+// parseRunSeries is parseRunFlags that leaves a run file's series of runs
+// (file.Series) to the caller instead of refusing it.
+func parseRunSeries(args []string, o *options.Options, prof *profiles, extra func(*pflag.FlagSet), usage string, stdout, stderr io.Writer) (fs *pflag.FlagSet, file *runfile.File, errs []error, code int, ok bool) {
 	fs, finish := runFlags(o, prof)
 	if extra != nil {
 		extra(fs)
@@ -282,11 +312,11 @@ func parseRunSeries(args []string, o *options.Options, prof *profiles, extra fun
 		return nil, nil, nil, usageExit(stderr, append(errs, err)...), false
 	}
 	if path := fs.Lookup(runfile.FlagName).Value.String(); path != "" {
-		s, err := runfile.Apply(fs, path, func(name string) string { return nearestFlag(fs, name) })
+		f, err := runfile.Apply(fs, path, func(name string) string { return nearestFlag(fs, name) })
 		if err != nil {
 			errs = append(errs, err)
 		}
-		series = s
+		file = f
 	}
 	if fs.NArg() > 0 {
 		errs = append(errs, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
@@ -294,13 +324,29 @@ func parseRunSeries(args []string, o *options.Options, prof *profiles, extra fun
 	if err := finish(); err != nil {
 		errs = append(errs, err)
 	}
-	return fs, series, errs, 0, true
+	return fs, file, errs, 0, true
 }
 
 // settingsOf is what a summary records of fs: the flags given, on the
 // command line or in a run file, with their values, credentials hidden.
 func settingsOf(fs *pflag.FlagSet, secrets *secret.Redactor) map[string]any {
 	return runfile.Settings(fs, nil, secrets.String)
+}
+
+// fileSettings are the run file's path (credentials hidden) and the names
+// of settings it gave, in order (file nil: none).
+func fileSettings(file *runfile.File, settings map[string]any, secrets *secret.Redactor) (string, []string) {
+	if file == nil {
+		return "", nil
+	}
+	var names []string
+	for name := range file.Lines {
+		if _, ok := settings[name]; ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return secrets.String(file.Path), names
 }
 
 // commandLine rebuilds the command line for the summary, quoting arguments

@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/fineserve-gen/fineserve-gen/pkg/options"
 	"github.com/fineserve-gen/fineserve-gen/pkg/report"
@@ -81,6 +85,40 @@ func runSeries(ctx context.Context, args []string, o *options.Options, s *runfil
 		}
 	}
 	return code
+}
+
+// seriesErrors checks every run of file's series as it will run — the
+// command line args (which name file) with --FLAG VALUE, parsed and
+// validated — before the first sends anything; extra adds a command's own
+// flags (nil: run's alone). Each problem says which run it is of, at the
+// file's line of the flag it names (the series' line for the series'
+// flag).
+func seriesErrors(args []string, file *runfile.File, extra func(*pflag.FlagSet)) []error {
+	s := file.Series
+	var errs []error
+	for _, v := range s.Values {
+		o := options.Defaults()
+		var prof profiles
+		_, vf, verrs, _, ok := parseRunFlags(append(slices.Clone(args), "--"+s.Flag, v), &o, &prof, extra, "", io.Discard, io.Discard)
+		if !ok { // args parsed already: a value the flag refuses
+			verrs = []error{fmt.Errorf("--%s %q: not a value of the flag", s.Flag, v)}
+		} else if err := o.Validate(); err != nil {
+			verrs = append(verrs, err)
+		}
+		at := &runfile.File{Path: file.Path, Lines: map[string]int{s.Flag: s.Line}}
+		if vf != nil {
+			maps.Copy(at.Lines, vf.Lines)
+			at.Lines[s.Flag] = s.Line
+		}
+		for _, err := range appendLeaves(nil, errors.Join(verrs...)) {
+			if fe, ok := at.Locate(err).(*runfile.Error); ok {
+				errs = append(errs, &runfile.Error{Path: fe.Path, Line: fe.Line, Err: fmt.Errorf("the run of --%s %s: %w", s.Flag, v, fe.Err)})
+			} else {
+				errs = append(errs, fmt.Errorf("the run of --%s %s: %w", s.Flag, v, err))
+			}
+		}
+	}
+	return errs
 }
 
 // seriesPath is an output's path for the run of one value: the flag and

@@ -38,7 +38,7 @@ func TestCLIProcess(t *testing.T) {
 	args := os.Args[slices.Index(os.Args, "--")+1:]
 	subcommands["test-panic"] = testPanicCommand
 	trap, _ := safe.Arm()
-	ctx, stop := signalContext(announcesSignals(args))
+	ctx, stop := signalContext(signalNotice(args))
 	code := runTrapped(ctx, trap, args, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -342,9 +342,27 @@ func TestAnalyzeAndSynthesizeStopOnFirstSignal(t *testing.T) {
 			if !strings.Contains(c.stderr.String(), tc.want) {
 				t.Errorf("stderr lacks %q:\n%s", tc.want, c.stderr.String())
 			}
+			if strings.Contains(c.stderr.String(), "requests in flight") { // it sends none
+				t.Errorf("stderr speaks of requests in flight:\n%s", c.stderr.String())
+			}
 			if _, err := os.Stat(filepath.Join(dir, "out.jsonl")); err == nil {
 				t.Error("a part of the synthesized trace is left behind")
 			}
 		})
+	}
+}
+
+// TestSignalNotice: the first signal's notice speaks of requests in flight
+// only for a command that sends them; the mock server says nothing.
+func TestSignalNotice(t *testing.T) {
+	for args, inFlight := range map[string]bool{"": true, "--request-rate 5": true, "run": true, "sweep": true, "plan": true,
+		"analyze t.jsonl": false, "synthesize t.jsonl": false, "fit": false, "report s.json": false, "merge": false, "config": false, "compare": false} {
+		n := signalNotice(strings.Fields(args))
+		if n.first == "" || n.second == "" || strings.Contains(n.first+n.second, "requests in flight") != inFlight {
+			t.Errorf("%q: %+v, want a notice that speaks of requests in flight: %v", args, n, inFlight)
+		}
+	}
+	if n := signalNotice([]string{"mock-server"}); n != (signalNotices{}) {
+		t.Errorf("mock-server: %+v, want none", n)
 	}
 }

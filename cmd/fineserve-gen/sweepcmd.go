@@ -80,7 +80,7 @@ func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var prof profiles
 	sf := defaultSweepFlags()
 	args = joinGoodputArgs(args)
-	fs, errs, code, ok := parseRunFlags(args, &o, &prof, func(fs *pflag.FlagSet) { addSweepFlags(fs, &sf) }, sweepUsage, stdout, stderr)
+	fs, file, errs, code, ok := parseRunFlags(args, &o, &prof, func(fs *pflag.FlagSet) { addSweepFlags(fs, &sf) }, sweepUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -88,7 +88,7 @@ func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if code, ok = settleRunOptions("sweep", args, fs, &o, errs, stderr); !ok {
+	if code, ok = settleRunOptions("sweep", args, fs, file, &o, errs, stderr); !ok {
 		return code
 	}
 	stopProfiles, err := startProfiles(prof)
@@ -102,7 +102,7 @@ func sweepCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	var ue *options.UsageError
 	if res == nil || (serr != nil && errors.As(serr, &ue) && len(res.Steps) == 0) {
-		return exitCode(serr, stderr)
+		return exitCode(locate(file, serr), stderr)
 	}
 	if err := sweepOutputs(&o, &sf, res, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "fineserve-gen: %v\n", err)

@@ -44,42 +44,6 @@ func anthropicErrorType(status int) string {
 	return "api_error"
 }
 
-// anthropicErrors rewrites the server's error answers (vLLM's shapes, one
-// Write each) into Anthropic's, a 503 into a 529.
-type anthropicErrors struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *anthropicErrors) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w *anthropicErrors) WriteHeader(code int) {
-	if code >= 400 {
-		w.status = code
-		if code == http.StatusServiceUnavailable {
-			code = 529
-		}
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *anthropicErrors) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		return w.ResponseWriter.Write(b)
-	}
-	var msg []byte
-	if v, err := fastjson.ParseBytes(b); err == nil {
-		if msg = v.GetStringBytes("message"); msg == nil {
-			msg = v.GetStringBytes("error", "message")
-		}
-	}
-	if msg == nil {
-		msg = b
-	}
-	_, err := w.ResponseWriter.Write(appendAnthropicError(nil, anthropicErrorType(w.status), msg))
-	return len(b), err
-}
-
 func appendAnthropicError(b []byte, typ string, msg []byte) []byte {
 	b = append(b, `{"type":"error","error":{"type":"`+typ+`","message":`...)
 	b = appendJSONString(b, msg)
@@ -251,7 +215,7 @@ func (s *Server) parseAnthropicTools(v *fastjson.Value, req *request) error {
 
 func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 	var ms *msgStream
-	s.serveGeneration(&anthropicErrors{ResponseWriter: w}, r, generationAPI{chat: true, plan: true, parse: s.parseMessages,
+	s.serveGeneration(&shapedErrors{ResponseWriter: w, shape: anthropicShape}, r, generationAPI{chat: true, plan: true, parse: s.parseMessages,
 		writer: func(g *generation, fault string, _ time.Time) answerWriter {
 			ms = &msgStream{g: g, id: "msg_" + hex32(s.cfg.Seed^0xa17, g.id), failAfterFirst: faultWritesBody(fault, g.req.stream)}
 			return ms

@@ -222,3 +222,67 @@ func TestKServeGenerate(t *testing.T) {
 		t.Errorf("unknown model: %d", code)
 	}
 }
+
+// TestNativeErrors: /generate and the KServe generate endpoints answer
+// errors, the server's own and injected faults, in their server's shape —
+// KServe's (Triton's) {"error": "message"} whatever the status; SGLang's
+// {"error": {"message"}} for a request it cannot serve (400) and its
+// HTTPException handler's {"object": "error", "message", "type", "param",
+// "code"} for the others — with the status and Retry-After kept.
+func TestNativeErrors(t *testing.T) {
+	const (
+		kserveReq = `{"text_input":"a","parameters":{"max_tokens":2}}`
+		sglangReq = `{"text":"a","sampling_params":{"max_new_tokens":2}}`
+	)
+	for _, c := range []struct {
+		name, fault, path, body string
+		code                    int
+		want                    string
+	}{
+		{"kserve unknown model", "", "/v2/models/other/generate", kserveReq, 404, `{"error":"The model ` + "`other`" + ` does not exist."}`},
+		{"kserve no text_input", "", "/v2/models/m/generate_stream", `{"parameters":{}}`, 400, `{"error":"text_input: a string is required"}`},
+		{"kserve invalid JSON", "", "/v2/models/m/generate", `{"text_input":`, 400, ""},
+		{"kserve 503", FaultHTTP503, "/v2/models/m/generate_stream", kserveReq, 503, `{"error":"injected fault: the server is overloaded"}`},
+		{"kserve 429", FaultHTTP429, "/v2/models/m/generate", kserveReq, 429, `{"error":"injected fault: the server is rate limiting requests"}`},
+		{"sglang no prompt", "", "/generate", `{"sampling_params":{}}`, 400, `{"error":{"message":"text or input_ids: required"}}`},
+		{"sglang bad length", "", "/generate", `{"text":"a","sampling_params":{"max_new_tokens":0}}`, 400, `{"error":{"message":"max_new_tokens must be at least 1, got 0"}}`},
+		{"sglang 503", FaultHTTP503, "/generate", sglangReq, 503, `{"object":"error","message":"injected fault: the server is overloaded","type":"503","param":null,"code":503}`},
+		{"sglang 500", FaultHTTP500, "/generate", sglangReq, 500, `{"object":"error","message":"injected fault: the engine failed while handling the request","type":"500","param":null,"code":500}`},
+		{"sglang 429", FaultHTTP429, "/generate", sglangReq, 429, `{"object":"error","message":"injected fault: the server is rate limiting requests","type":"429","param":null,"code":429}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := Config{Models: []string{"m"}}
+			if c.fault != "" {
+				cfg.Faults = FaultConfig{RetryAfter: 2, Faults: []Fault{{Kind: c.fault, Rate: 1}}}
+			}
+			s, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(s.Handler())
+			defer srv.Close()
+			resp, err := http.Post(srv.URL+c.path, "application/json", strings.NewReader(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			body := string(b)
+			if resp.StatusCode != c.code || resp.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("%d %s (%s), want %d", resp.StatusCode, body, resp.Header.Get("Content-Type"), c.code)
+			}
+			if c.want != "" && body != c.want {
+				t.Errorf("body %s, want %s", body, c.want)
+			}
+			if c.want == "" { // the parser's message, in KServe's shape
+				var e struct{ Error string }
+				if json.Unmarshal(b, &e) != nil || e.Error == "" || strings.Contains(body, `"object"`) {
+					t.Errorf("body %s, want {\"error\": \"message\"}", body)
+				}
+			}
+			if c.code == 429 && resp.Header.Get("Retry-After") != "2" {
+				t.Errorf("Retry-After %q", resp.Header.Get("Retry-After"))
+			}
+		})
+	}
+}

@@ -17,7 +17,10 @@ import (
 // and ends with data: [DONE]; generate_stream streams one event per token
 // whose text_output is the token's text, and ends with the body.
 // Faults that answer before a response apply; those that break a body
-// are not injected into these answers (they are served whole).
+// are not injected into these answers (they are served whole). Errors are
+// in each server's shape (apierrors.go): KServe's {"error": "message"},
+// SGLang's {"error": {"message": …}} for a request it cannot serve (400)
+// and its OpenAI-style {"object": "error", …} for the other statuses.
 
 // nativeAPI is which of the two a request speaks.
 type nativeAPI uint8
@@ -122,7 +125,11 @@ func (s *Server) handleKServe(stream bool) http.HandlerFunc {
 
 func (s *Server) handleNative(w http.ResponseWriter, r *http.Request, api nativeAPI, stream bool) {
 	var opts nativeOpts
-	s.serveGeneration(w, r, generationAPI{
+	shape := sglangShape
+	if api == nativeKServe {
+		shape = kserveShape
+	}
+	s.serveGeneration(&shapedErrors{ResponseWriter: w, shape: shape}, r, generationAPI{
 		parse: func(body []byte) (req request, err error) {
 			req, opts, err = s.parseNative(body, api, r.PathValue("model"))
 			if api == nativeKServe {

@@ -1,12 +1,14 @@
 // Package otlprecv is a small OTLP/HTTP receiver for tests: it decodes the
 // protobuf export requests posted to /v1/traces and /v1/metrics (under any
 // path prefix) with the collector's own message types and keeps what
-// arrived — spans, metric names, request headers — for the test to check.
+// arrived — spans, metric names, gauges' last values, request headers —
+// for the test to check.
 package otlprecv
 
 import (
 	"compress/gzip"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -16,6 +18,7 @@ import (
 	collmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	colltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -29,14 +32,16 @@ type Receiver struct {
 
 	mu      sync.Mutex
 	spans   []*tracepb.Span
+	origins map[string]bool // "service.name scope" of the spans
 	metrics map[string]int
+	gauges  map[string]float64
 	headers []http.Header
 	bad     []string
 }
 
 // Start serves a receiver until Close.
 func Start() *Receiver {
-	r := &Receiver{metrics: map[string]int{}}
+	r := &Receiver{metrics: map[string]int{}, gauges: map[string]float64{}, origins: map[string]bool{}}
 	r.srv = httptest.NewServer(r)
 	return r
 }
@@ -72,8 +77,15 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		in, resp, what = m, &colltrace.ExportTraceServiceResponse{}, "traces"
 		keep = func() {
 			for _, rs := range m.ResourceSpans {
+				service := ""
+				for _, kv := range rs.GetResource().GetAttributes() {
+					if kv.Key == "service.name" {
+						service = kv.GetValue().GetStringValue()
+					}
+				}
 				for _, ss := range rs.ScopeSpans {
 					r.spans = append(r.spans, ss.Spans...)
+					r.origins[service+" "+ss.GetScope().GetName()] = true
 				}
 			}
 		}
@@ -85,6 +97,13 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 				for _, sm := range rm.ScopeMetrics {
 					for _, mt := range sm.Metrics {
 						r.metrics[mt.Name]++
+						for _, p := range mt.GetGauge().GetDataPoints() {
+							if _, ok := p.Value.(*metricspb.NumberDataPoint_AsInt); ok {
+								r.gauges[mt.Name] = float64(p.GetAsInt())
+							} else {
+								r.gauges[mt.Name] = p.GetAsDouble()
+							}
+						}
 					}
 				}
 			}
@@ -120,6 +139,14 @@ func (r *Receiver) Spans() []*tracepb.Span {
 	return slices.Clone(r.spans)
 }
 
+// SpanOrigins returns the resources' service.name and the scopes' names
+// the spans came with, as "service scope".
+func (r *Receiver) SpanOrigins() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.origins))
+}
+
 // Metrics returns the names of the metrics received.
 func (r *Receiver) Metrics() map[string]bool {
 	r.mu.Lock()
@@ -129,6 +156,15 @@ func (r *Receiver) Metrics() map[string]bool {
 		out[n] = true
 	}
 	return out
+}
+
+// Gauge returns the value of a gauge's last data point received (false:
+// none arrived).
+func (r *Receiver) Gauge(name string) (float64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.gauges[name]
+	return v, ok
 }
 
 // Headers returns the headers of every export accepted.

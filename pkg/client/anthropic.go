@@ -200,18 +200,25 @@ func anthropicUsage(u *fastjson.Value, res *Result) bool {
 	return setInt(&res.CompletionTokens, u, "output_tokens")
 }
 
-// wholeAnthropic reads a whole Messages answer: the message object.
-func wholeAnthropic(_ *Client, v *fastjson.Value, res *Result) error {
+// wholeAnthropic reads a whole Messages answer: the message object. Its
+// usage does not count the thinking apart (output_tokens includes it), so
+// the reasoning tokens are the thinking blocks' text counted by the client
+// (Client.countText: --tokenizer's tokens, else words), at most the output
+// tokens — as a stream's are its thinking deltas counted.
+func wholeAnthropic(c *Client, v *fastjson.Value, res *Result) error {
 	blocks, err := arrayMember(v, "content", "message")
 	if err != nil {
 		return err
 	}
+	thinking := 0
 	for i, cb := range blocks {
 		switch string(cb.GetStringBytes("type")) {
 		case "text":
 			res.AppendText(cb.GetStringBytes("text"))
 		case "thinking":
-			res.AppendReasoning(cb.GetStringBytes("thinking"))
+			t := cb.GetStringBytes("thinking")
+			res.AppendReasoning(t)
+			thinking += c.countText(t)
 		case "tool_use":
 			if call := res.ToolCallAt(i, cb.GetStringBytes("id"), cb.GetStringBytes("name")); call != nil {
 				var in []byte
@@ -226,6 +233,7 @@ func wholeAnthropic(_ *Client, v *fastjson.Value, res *Result) error {
 	if !anthropicUsage(v.Get("usage"), res) {
 		res.CountedOutput(res.OutputLen, record.OutputRequested)
 	}
+	res.ReasoningTokens = max(0, min(thinking, res.CompletionTokens))
 	res.CountToolCalls()
 	return nil
 }

@@ -150,6 +150,44 @@ func TestAnthropicWhole(t *testing.T) {
 	}
 }
 
+// TestAnthropicWholeThinking: a whole message's thinking blocks are its
+// reasoning tokens, counted by the client as a stream's thinking deltas
+// are (Anthropic's usage does not count them apart): their words, or
+// --tokenizer's tokens, summed over the blocks and at most the output
+// tokens.
+func TestAnthropicWholeThinking(t *testing.T) {
+	message := func(content, usage string) func(http.ResponseWriter, *http.Request) {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[%s],"stop_reason":"end_turn"%s}`, content, usage)
+		}
+	}
+	thinking := `{"type":"thinking","thinking":" let me  think","signature":"s"},{"type":"text","text":" Hi there"},{"type":"thinking","thinking":"\nmore","signature":"t"}`
+	bytesCount := func(b []byte) int { return len(b) }
+	for _, tc := range []struct {
+		name                 string
+		respond              func(http.ResponseWriter, *http.Request)
+		count                func([]byte) int
+		reasoning, completed int
+	}{
+		{"words", message(thinking, `,"usage":{"input_tokens":5,"output_tokens":9}`), nil, 4, 9},
+		{"tokenizer", message(thinking, `,"usage":{"input_tokens":5,"output_tokens":30}`), bytesCount, len(" let me  think") + len("\nmore"), 30},
+		{"at most the output", message(thinking, `,"usage":{"input_tokens":5,"output_tokens":3}`), nil, 3, 3},
+		{"no usage", message(thinking, ``), nil, 4, 6},
+		{"no thinking", message(`{"type":"text","text":"a b c"}`, `,"usage":{"input_tokens":5,"output_tokens":3}`), nil, 0, 3},
+		{"redacted only", message(`{"type":"redacted_thinking","data":"xyz"},{"type":"text","text":"a"}`, `,"usage":{"input_tokens":5,"output_tokens":7}`), nil, 0, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(&capture{respond: tc.respond})
+			defer srv.Close()
+			res := do(newTestClient(t, srv, Config{API: api.Anthropic, CountTokens: tc.count, Answer: AnswerOptions{ReasoningEffort: "low"}}), `"hi"`, 6)
+			if !res.OK() || res.ReasoningTokens != tc.reasoning || res.CompletionTokens != tc.completed {
+				t.Errorf("%s %s: %d reasoning tokens of %d output tokens, want %d of %d", res.ErrorClass, res.Error, res.ReasoningTokens, res.CompletionTokens, tc.reasoning, tc.completed)
+			}
+		})
+	}
+}
+
 // TestSGLangCumulative: a /generate stream's text is cumulative: a chunk
 // whose text grew is a token carrying the growth, one that did not is
 // none; the counts are meta_info's. A token-id prompt is sent as
@@ -248,28 +286,13 @@ func TestKServeGenerate(t *testing.T) {
 }
 
 // wireSeeds are the fuzz seeds of the API kinds whose streams and whole
-// answers have a form of their own: Anthropic Messages, SGLang's
-// cumulative text, KServe's generate_stream (no end event), Responses and
-// transcriptions.
+// answers have a form of their own and no fuzz target of their own:
+// Responses and transcriptions (Anthropic Messages, SGLang's /generate and
+// KServe's generate have theirs: apis_fuzz_test.go).
 var wireSeeds = []struct {
 	kind  *api.Kind
 	seeds []string
 }{
-	{api.Anthropic, []string{anthropicEvents(anthropicStream),
-		"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"x\"}}\n\n",
-		"data: {\"type\":\"content_block_delta\",\"index\":-1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\"}}\n\ndata: {\"type\":\"message_stop\"}\n\n",
-		`{"content":[{"type":"tool_use","id":"t","name":"f","input":{"a":[1]}}],"usage":{"input_tokens":1,"output_tokens":2}}`,
-		"data: {\"type\":\"content_block_delta\"}\n\n"}},
-	{api.SGLang, []string{
-		"data: {\"text\":\" a\",\"meta_info\":{\"completion_tokens\":1}}\n\ndata: {\"text\":\" a b\",\"meta_info\":{\"prompt_tokens\":2,\"completion_tokens\":2,\"cached_tokens\":0}}\n\ndata: [DONE]\n\n",
-		"data: {\"text\":\" a b\"}\n\ndata: {\"text\":\" a\"}\n\n",
-		`{"text":"x","meta_info":{"completion_tokens":1}}`,
-		"data: {\"error\":{\"message\":\"x\"}}\n\n"}},
-	{api.KServe, []string{
-		"data: {\"text_output\":\" a\",\"num_output_tokens\":1}\n\ndata: {\"text_output\":\" b\"}\n\n",
-		"data: {\"error\":\"boom\"}\n\n",
-		`{"text_output":"a b","num_input_tokens":3}`,
-		"data: {\"text_output\":7}\n\n"}},
 	{api.Responses, []string{
 		"data: {\"type\":\"response.created\",\"response\":{\"id\":\"r\"}}\n\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n" +
 			"data: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n",
@@ -368,6 +391,47 @@ func TestOutputFrom(t *testing.T) {
 			res := do(newTestClient(t, srv, tc.cfg), `"x"`, 5)
 			if !res.OK() || res.CompletionTokens != tc.tokens || res.OutputFrom != tc.from {
 				t.Errorf("%s %s: %d output tokens from %q, want %d from %q", res.ErrorClass, res.Error, res.CompletionTokens, res.OutputFrom, tc.tokens, tc.from)
+			}
+		})
+	}
+}
+
+// TestWholeReasoningCounted: a whole chat or Responses answer whose usage
+// gives no reasoning count (vLLM 0.16–0.21 on chat; 0 on older Responses)
+// has its reasoning text counted by the client (words, or --tokenizer's
+// tokens), at most its output tokens; a count in the usage is the
+// server's.
+func TestWholeReasoningCounted(t *testing.T) {
+	chat := func(usage string) func(http.ResponseWriter, *http.Request) {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hi there","reasoning":"let me think it over"},"finish_reason":"stop"}]%s}`, usage)
+		}
+	}
+	responses := func(usage string) func(http.ResponseWriter, *http.Request) {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"id":"resp_1","object":"response","status":"completed","output":[{"type":"reasoning","content":[{"type":"reasoning_text","text":"let me"},{"type":"reasoning_text","text":"think it over"}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi there"}]}]%s}`, usage)
+		}
+	}
+	for _, tc := range []struct {
+		name                 string
+		kind                 *api.Kind
+		respond              func(http.ResponseWriter, *http.Request)
+		reasoning, completed int
+	}{
+		{"chat, no count", api.Chat, chat(`,"usage":{"prompt_tokens":3,"completion_tokens":9,"total_tokens":12}`), 5, 9},
+		{"chat, the server's count", api.Chat, chat(`,"usage":{"prompt_tokens":3,"completion_tokens":9,"total_tokens":12,"completion_tokens_details":{"reasoning_tokens":7}}`), 7, 9},
+		{"chat, at most the output", api.Chat, chat(`,"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}`), 4, 4},
+		{"responses, no count", api.Responses, responses(`,"usage":{"input_tokens":3,"output_tokens":9,"total_tokens":12,"output_tokens_details":{"reasoning_tokens":0}}`), 5, 9},
+		{"responses, the server's count", api.Responses, responses(`,"usage":{"input_tokens":3,"output_tokens":9,"total_tokens":12,"output_tokens_details":{"reasoning_tokens":6}}`), 6, 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(&capture{respond: tc.respond})
+			defer srv.Close()
+			res := do(newTestClient(t, srv, Config{API: tc.kind, Answer: AnswerOptions{ReasoningEffort: "low"}}), `"hi"`, 6)
+			if !res.OK() || res.ReasoningTokens != tc.reasoning || res.CompletionTokens != tc.completed {
+				t.Errorf("%s %s: %d reasoning tokens of %d output tokens, want %d of %d", res.ErrorClass, res.Error, res.ReasoningTokens, res.CompletionTokens, tc.reasoning, tc.completed)
 			}
 		})
 	}

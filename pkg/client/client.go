@@ -105,7 +105,8 @@ type Config struct {
 	RequestIDPrefix string
 	// CountTokens counts an answer's tokens when the server reports no
 	// count and the answer is not a stream of tokens (a kserve-generate
-	// whole answer): --tokenizer's count; nil counts its words.
+	// whole answer, an anthropic-messages whole answer's thinking):
+	// --tokenizer's count; nil counts its words.
 	CountTokens func(text []byte) int
 	// Secrets hides credentials in the messages of failed requests (nil:
 	// the API key and the user and password of BaseURL). URL credentials
@@ -833,7 +834,11 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// errorMessage extracts an OpenAI-style error message from a body.
+// errorMessage extracts an error answer's message from its body: an
+// error object's ({"error": {"message"}}: OpenAI's, Anthropic's, SGLang's),
+// an error string's ({"error": "message"}: KServe's and Triton's), a
+// top-level message ({"object": "error", "message"}) or detail; else the
+// body.
 func errorMessage(status string, body []byte) string {
 	var e struct {
 		Error   json.RawMessage `json:"error"`
@@ -844,9 +849,12 @@ func errorMessage(status string, body []byte) string {
 		var inner struct {
 			Message string `json:"message"`
 		}
+		var text string
 		switch {
 		case json.Unmarshal(e.Error, &inner) == nil && inner.Message != "":
 			return status + ": " + inner.Message
+		case json.Unmarshal(e.Error, &text) == nil && text != "":
+			return status + ": " + text
 		case e.Message != "":
 			return status + ": " + e.Message
 		case e.Detail != nil:

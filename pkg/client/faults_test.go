@@ -324,3 +324,78 @@ func TestEndlessStreamIsBounded(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestAPIErrorMessages: each API's error answers, in its own shape, give
+// the record the server's message — Anthropic's {"type":"error","error":
+// {"type","message"}}, SGLang's {"error":{"message"}} (400) and its
+// OpenAI-style {"object":"error","message"} (other statuses), KServe's
+// {"error":"message"} — after the HTTP status, classified by it: from the
+// built-in server (its faults and its own refusals) and in a stream's
+// error event.
+func TestAPIErrorMessages(t *testing.T) {
+	overloaded, limited := "injected fault: the server is overloaded", "injected fault: the server is rate limiting requests"
+	for _, kind := range []*api.Kind{api.Anthropic, api.SGLang, api.KServe} {
+		for _, stream := range []bool{true, false} {
+			for _, tc := range []struct {
+				fault, class, msg string
+				status, maxTokens int
+				model             string
+			}{
+				{mockserver.FaultHTTP503, record.ErrHTTP5xx, overloaded, 503, 4, "m"},
+				{mockserver.FaultHTTP429, record.ErrHTTP429, limited, 429, 4, "m"},
+				{"", record.ErrHTTP4xx, "This model's maximum context length is 64 tokens.", 400, 100, "m"},
+				{"", record.ErrHTTP4xx, "The model `other` does not exist.", 404, 4, "other"},
+			} {
+				if tc.model != "m" && kind != api.KServe {
+					continue // the model is in the path of KServe's requests only (SGLang's has none)
+				}
+				name := fmt.Sprintf("%s/stream=%v/%d", kind.Name, stream, tc.status)
+				t.Run(name, func(t *testing.T) {
+					var url string
+					if tc.fault != "" {
+						url = faultServer(t, tc.fault, 0)
+					} else {
+						_, port := mocktest.Start(t, mockserver.Config{Models: []string{"m"}, ITL: time.Millisecond, MaxModelLen: 64})
+						url = "http://127.0.0.1:" + strconv.Itoa(port)
+					}
+					c, err := New(Config{BaseURL: url, API: kind, Model: tc.model, Stream: stream, Epoch: time.Now()})
+					if err != nil {
+						t.Fatal(err)
+					}
+					res := &Result{}
+					res.Reset()
+					c.Do(context.Background(), &Request{MaxTokens: tc.maxTokens, Prompt: []byte(`"a b"`)}, res)
+					status, msg, _ := strings.Cut(res.Error, ": ")
+					if res.ErrorClass != tc.class || res.Status != wantStatus(kind, tc.status) || !strings.HasPrefix(status, strconv.Itoa(res.Status)) ||
+						!strings.HasPrefix(msg, tc.msg) || strings.ContainsAny(msg, "{}") {
+						t.Errorf("%s %d %q, want %s %d with the message %q", res.ErrorClass, res.Status, res.Error, tc.class, wantStatus(kind, tc.status), tc.msg)
+					}
+				})
+			}
+		}
+	}
+	for _, tc := range []struct {
+		kind  *api.Kind
+		event string
+		want  string
+	}{
+		{api.KServe, `{"error":"model failed"}`, "error in stream: model failed"},
+		{api.SGLang, `{"error":{"message":"The input is too long"}}`, "error in stream: The input is too long"},
+	} {
+		srv := httptest.NewServer(&capture{respond: sse(tc.event)})
+		res := do(newTestClient(t, srv, Config{API: tc.kind, Stream: true}), `"x"`, 3)
+		srv.Close()
+		if res.ErrorClass != record.ErrProtocol || res.Error != tc.want {
+			t.Errorf("%s: %q %q, want %q", tc.kind.Name, res.ErrorClass, res.Error, tc.want)
+		}
+	}
+}
+
+// wantStatus is the status an API answers the built-in server's status
+// with: Anthropic's 529 for a 503.
+func wantStatus(kind *api.Kind, status int) int {
+	if kind == api.Anthropic && status == 503 {
+		return 529
+	}
+	return status
+}

@@ -66,16 +66,23 @@ func wholeKServe(c *Client, v *fastjson.Value, res *Result) error {
 	if err != nil {
 		return err
 	}
-	if count := c.cfg.CountTokens; count != nil {
-		res.CountedOutput(count(t), record.OutputText)
-	} else {
-		res.CountedOutput(countWords(t), record.OutputText)
-	}
+	res.CountedOutput(c.countText(t), record.OutputText)
 	if setInt(&res.CompletionTokens, v, "num_output_tokens") {
 		res.OutputFrom = ""
 	}
 	setInt(&res.PromptTokens, v, "num_input_tokens")
 	return nil
+}
+
+// countText counts the tokens of a text the server gave no count of: in
+// --tokenizer's tokens (Config.CountTokens) when there is one, else its
+// words (a whole KServe answer's output, a whole Anthropic message's
+// thinking).
+func (c *Client) countText(t []byte) int {
+	if count := c.cfg.CountTokens; count != nil {
+		return count(t)
+	}
+	return countWords(t)
 }
 
 // countWords counts a text's whitespace-separated words: an answer's

@@ -181,13 +181,14 @@ func responsesUsage(resp *fastjson.Value, res *Result) bool {
 }
 
 // wholeResponses reads a whole Responses answer: the response object.
-func wholeResponses(_ *Client, v *fastjson.Value, res *Result) error {
+func wholeResponses(c *Client, v *fastjson.Value, res *Result) error {
 	items, err := arrayMember(v, "output", "response")
 	if err != nil {
 		return err
 	}
 	setResponseID(res, v)
 	read := false
+	reasoning := 0
 	for i, it := range items {
 		switch string(it.GetStringBytes("type")) {
 		case "message":
@@ -196,6 +197,7 @@ func wholeResponses(_ *Client, v *fastjson.Value, res *Result) error {
 			for _, part := range it.GetArray("content") {
 				t := part.GetStringBytes("text")
 				res.AppendReasoning(t)
+				reasoning += c.countText(t)
 				read = read || len(t) > 0
 			}
 		case "function_call":
@@ -211,6 +213,7 @@ func wholeResponses(_ *Client, v *fastjson.Value, res *Result) error {
 	} else if !read && res.CompletionTokens >= minUnreadTokens {
 		return unreadOutput(res.CompletionTokens, "the answer")
 	}
+	res.CountReasoning(reasoning)
 	res.CountToolCalls()
 	return nil
 }

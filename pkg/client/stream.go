@@ -441,9 +441,13 @@ func unreadOutput(n int, where string) error {
 	return protocolError{fmt.Sprintf("the server reported %d output tokens but %s carried none that could be read (content in a form this client does not read?)", n, where)}
 }
 
-// chunkError turns an error object inside a stream into a classified error.
+// chunkError turns an error inside a stream into a classified error: an
+// error object, or an error string (KServe's {"error": "message"}).
 func chunkError(e *fastjson.Value) error {
 	msg := string(e.GetStringBytes("message"))
+	if e.Type() == fastjson.TypeString {
+		msg = string(e.GetStringBytes())
+	}
 	if msg == "" {
 		msg = string(e.MarshalTo(nil))
 	}
@@ -537,6 +541,7 @@ func wholeText(c *Client, v *fastjson.Value, res *Result) error {
 	res.CountedOutput(res.OutputLen, record.OutputRequested) // unless its usage says
 	ch := v.Get("choices", "0")
 	read := false
+	reasoning := 0
 	if m := ch.Get("message"); m != nil {
 		read = readContent(m.Get("content"), res)
 		r := m.GetStringBytes("reasoning")
@@ -544,6 +549,7 @@ func wholeText(c *Client, v *fastjson.Value, res *Result) error {
 			r = m.GetStringBytes("reasoning_content")
 		}
 		res.AppendReasoning(r)
+		reasoning = c.countText(r)
 		read = read || len(r) > 0
 		if calls := m.GetArray("tool_calls"); len(calls) > 0 {
 			read = toolDeltas(res, calls) || read
@@ -560,6 +566,7 @@ func wholeText(c *Client, v *fastjson.Value, res *Result) error {
 			return unreadOutput(n.GetInt(), "the answer")
 		}
 	}
+	res.CountReasoning(reasoning)
 	res.CountToolCalls()
 	return nil
 }

@@ -257,7 +257,8 @@ func (o *job) judge() (func(*metrics.Summary), error) {
 // workload's shape, and the scale-out fields fineserve-gen merge matches
 // copies by (schedule hash, shard, --start-at).
 func (o *job) summary(seed uint64, wl *workload.Workload) metrics.Summary {
-	sum := metrics.Summary{Backend: o.Backend, Mode: o.Mode, Model: o.Model, Seed: seed, Command: o.Command, Settings: o.Settings}
+	sum := metrics.Summary{Backend: o.Backend, Mode: o.Mode, Model: o.Model, Seed: seed, Command: o.Command, Settings: o.Settings,
+		SettingsFile: o.SettingsFile, FileSettings: o.FileSettings, EffectiveSettings: o.EffectiveSettings}
 	if workload.Rated(o.Mode) && wl.Profile == nil {
 		sum.RequestRate = metrics.Rate(o.RequestRate)
 	}

@@ -20,7 +20,7 @@ import (
 // client's CPU and allocations per request, its garbage collections, and
 // the bytes the collector received per request. docs/PERFORMANCE.md has the figures:
 //
-//	go test -run '^$' -bench OTLPSendLag -benchtime 20000x ./pkg/launch
+//	go test -run '^$' -bench OTLPSendLag -benchtime 20000x -count 2 ./pkg/launch
 func BenchmarkOTLPSendLag(b *testing.B) {
 	if runtime.GOOS != "linux" {
 		b.Skip("reads the server's CPU from /proc")

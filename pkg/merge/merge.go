@@ -344,7 +344,8 @@ func (m *merger) facts(start time.Time, dur time.Duration) (s metrics.Summary, w
 	first := m.rs[0]
 	s = metrics.Summary{
 		Backend: first.s.Backend, Mode: first.s.Mode, Model: first.s.Model, Seed: first.s.Seed,
-		Command: first.s.Command, Settings: first.s.Settings, RequestRate: first.s.RequestRate, Burstiness: first.s.Burstiness, PromptUnits: first.s.PromptUnits,
+		Command: first.s.Command, Settings: first.s.Settings,
+		SettingsFile: first.s.SettingsFile, FileSettings: first.s.FileSettings, EffectiveSettings: first.s.EffectiveSettings, RequestRate: first.s.RequestRate, Burstiness: first.s.Burstiness, PromptUnits: first.s.PromptUnits,
 		StartedAt: start.UTC().Format(time.RFC3339Nano),
 	}
 	mc, allMC := 0, true

@@ -33,8 +33,17 @@ type Summary struct {
 	// Settings are the flags the run was given (on the command line or in
 	// a run file) with their values: a run file (--config) that repeats
 	// the run (pkg/runfile).
-	Settings  map[string]any `json:"settings,omitempty"`
-	StartedAt string         `json:"started_at,omitempty"`
+	Settings map[string]any `json:"settings,omitempty"`
+	// SettingsFile is the run file (--config) the settings were read
+	// from, under the command line's ("": none); FileSettings name the
+	// settings it gave (the command line gave the others).
+	SettingsFile string   `json:"settings_file,omitempty"`
+	FileSettings []string `json:"file_settings,omitempty"`
+	// EffectiveSettings are every setting the run ran with — Settings,
+	// and every other flag at its default — as config expand writes them
+	// (credentials hidden): the run, whatever another version's defaults.
+	EffectiveSettings map[string]any `json:"effective_settings,omitempty"`
+	StartedAt         string         `json:"started_at,omitempty"`
 
 	// FineServe's results.
 	Duration  float64 `json:"duration"`

@@ -133,6 +133,9 @@ func (m *Monitor) closeLive(p *period) {
 	if m.prom != nil {
 		m.prom.SetSaturated(w.Saturated)
 	}
+	if m.otlp != nil {
+		m.otlp.SetSaturated(w.Saturated)
+	}
 	if w.Saturated {
 		m.liveSatN++
 		if len(m.liveSat) < metrics.MaxSaturatedIntervals {

@@ -14,10 +14,12 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/fineserve-gen/fineserve-gen/internal/otlprecv"
 	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 	"github.com/fineserve-gen/fineserve-gen/pkg/arrival"
 	"github.com/fineserve-gen/fineserve-gen/pkg/client"
 	"github.com/fineserve-gen/fineserve-gen/pkg/metrics"
+	"github.com/fineserve-gen/fineserve-gen/pkg/otlpexport"
 	"github.com/fineserve-gen/fineserve-gen/pkg/record"
 )
 
@@ -659,4 +661,50 @@ func TestOverloadInOneLongWindowIsSaturated(t *testing.T) {
 			t.Errorf("no warning:\n%s", errb.String())
 		}
 	})
+}
+
+// TestSaturatedGaugeOnBothEndpoints: a closed live interval's self-check
+// sets client_saturated on the Prometheus endpoint and on the OTLP export
+// alike — 1 after an interval with a growing backlog, 0 after one without.
+func TestSaturatedGaugeOnBothEndpoints(t *testing.T) {
+	rcv := otlprecv.Start()
+	defer rcv.Close()
+	c := testConfig()
+	c.MetricsAddr = "127.0.0.1:0"
+	c.OTLP = otlpexport.Config{Endpoint: rcv.URL(), Interval: time.Hour, Operation: "chat"}
+	m, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	prom := func() float64 {
+		t.Helper()
+		fams, err := m.prom.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fams {
+			if f.GetName() == "fineserve_gen_client_saturated" {
+				return f.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no client_saturated on the Prometheus endpoint")
+		return 0
+	}
+	interval := func(behindMS float64) {
+		m.closeLive(&period{acc: metrics.NewWindowAcc(), start: 0, end: 10 * time.Second, behind: behindMS})
+	}
+	interval(1000) // 1 s behind, from 0: saturated
+	if prom() != 1 {
+		t.Errorf("Prometheus client_saturated %v after a saturated interval", prom())
+	}
+	interval(0)
+	if prom() != 0 {
+		t.Errorf("Prometheus client_saturated %v after an interval on time", prom())
+	}
+	interval(1000)
+	m.closeOTLP() // the last export
+	if v, ok := rcv.Gauge("fineserve_gen_client_saturated"); !ok || v != 1 {
+		t.Errorf("OTLP client_saturated %v (%v) after a saturated interval, Prometheus's %v", v, ok, prom())
+	}
 }

@@ -170,6 +170,13 @@ type Options struct {
 	// values, recorded in the summary so the run can be repeated from it
 	// (pkg/runfile).
 	Settings map[string]any
+	// SettingsFile and FileSettings are the run file the settings were
+	// read from ("": none) and the names of the settings it gave;
+	// EffectiveSettings are every flag with the value the run has, given
+	// or default: recorded in the summary (metrics.Summary's).
+	SettingsFile      string
+	FileSettings      []string
+	EffectiveSettings map[string]any
 }
 
 // The workload's option groups (pkg/workload), under the names the
@@ -301,8 +308,13 @@ func (o *Options) Validate() error {
 	if err := o.validateScaleOut(); err != nil {
 		errs = append(errs, err)
 	}
-	if o.RequestTimeout < 0 || o.StallTimeout < 0 || o.DrainTimeout < 0 {
-		add("timeouts must be ≥ 0")
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--request-timeout", o.RequestTimeout}, {"--stall-timeout", o.StallTimeout}, {"--drain-timeout", o.DrainTimeout}} {
+		if d.v < 0 {
+			add("%s %v: want ≥ 0", d.flag, d.v)
+		}
 	}
 	if o.Retries < 0 {
 		add("--retries %d: want ≥ 0", o.Retries)

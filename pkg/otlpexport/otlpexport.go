@@ -7,8 +7,8 @@
 // collecting goroutine: it records the metrics and hands the request's
 // span data to a bounded queue without waiting (a full queue drops the
 // span and counts it); a goroutine of the exporter's own builds the spans
-// and gives them to the SDK's batch span processor, which exports them in
-// batches.
+// as OTLP messages, reused from one batch to the next (spans.go), and
+// sends them in batches with the SDK's OTLP/HTTP client.
 package otlpexport
 
 import (
@@ -25,14 +25,12 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/safe"
 	"github.com/fineserve-gen/fineserve-gen/internal/secret"
@@ -72,10 +70,14 @@ const DefaultQueue = 16384
 // exportBatch is the most spans one export sends, and yieldEvery how many
 // spans the builder makes before it lets other goroutines run: the
 // export's work comes in short bursts, so the dispatcher, woken on time,
-// does not wait behind it for a processor.
+// does not wait behind it for a processor. flushEvery is the longest a
+// span waits for its batch to fill (the SDK's batch span processor's
+// default delay); drainEvery how often the builder takes what has queued.
 const (
 	exportBatch = 256
 	yieldEvery  = 32
+	flushEvery  = 5 * time.Second
+	drainEvery  = 20 * time.Millisecond
 )
 
 // Config configures an Exporter.
@@ -123,25 +125,31 @@ type spanData struct {
 
 // Exporter is a metrics.Sink that exports to a collector.
 type Exporter struct {
-	cfg      Config
-	shown    string
-	epoch    atomic.Int64 // the run's start, Unix ns (0: not begun)
-	mp       *sdkmetric.MeterProvider
-	tp       *sdktrace.TracerProvider
-	tracer   trace.Tracer
-	inst     instruments
-	server   []attribute.KeyValue
-	queue    chan spanData
-	done     chan struct{}
-	dropped  atomic.Int64
-	queued   atomic.Int64
-	sampled  atomic.Int64 // left out by Sample
-	errs     atomic.Int64
-	lastErr  atomic.Pointer[string]
-	closeMu  sync.Mutex
-	closed   bool
-	stats    Stats
-	closeErr error
+	cfg    Config
+	shown  string
+	epoch  atomic.Int64 // the run's start, Unix ns (0: not begun)
+	mp     *sdkmetric.MeterProvider
+	inst   instruments
+	traces otlptrace.Client // nil without Traces
+	upload context.Context  // the exports', cancelled when Close gives up
+	cancel context.CancelFunc
+	// serverAddr and serverPort are the target's (server.address,
+	// server.port); names the spans' names by model.
+	serverAddr string
+	serverPort int64
+	names      map[string]string
+	queue      chan spanData
+	done       chan struct{}
+	dropped    atomic.Int64
+	queued     atomic.Int64
+	sampled    atomic.Int64 // left out by Sample
+	errs       atomic.Int64
+	lastErr    atomic.Pointer[string]
+	satur      atomic.Int64 // client_saturated: 1 or 0
+	closeMu    sync.Mutex
+	closed     bool
+	stats      Stats
+	closeErr   error
 }
 
 // instruments are the metrics, named as the Prometheus endpoint's but for
@@ -154,8 +162,8 @@ type instruments struct {
 
 // Stats says how the export went.
 type Stats struct {
-	// Spans counts the spans handed to the batch processor, Dropped those
-	// the full queue dropped, SampledOut those --otlp-sample left out.
+	// Spans counts the spans queued for export, Dropped those the full
+	// queue dropped, SampledOut those --otlp-sample left out.
 	Spans, Dropped, SampledOut int64
 	// Errors counts failed exports; LastError is the last one's message.
 	Errors    int64
@@ -191,17 +199,15 @@ func New(cfg Config) (*Exporter, error) {
 		return nil, err
 	}
 	if cfg.Traces {
-		texp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(join(cfg.Endpoint, "/v1/traces")), otlptracehttp.WithHeaders(cfg.Headers))
-		if err != nil {
+		c := otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(join(cfg.Endpoint, "/v1/traces")), otlptracehttp.WithHeaders(cfg.Headers))
+		if err := c.Start(ctx); err != nil {
 			e.mp.Shutdown(ctx)
 			return nil, errors.New(secret.URLs(err.Error()))
 		}
-		// The builder waits for room in the processor's queue: the
-		// exporter's own queue, in front, is where spans are dropped.
-		bsp := sdktrace.NewBatchSpanProcessor(texp, sdktrace.WithBlocking(), sdktrace.WithMaxQueueSize(4096), sdktrace.WithMaxExportBatchSize(exportBatch))
-		e.tp = sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSpanProcessor(bsp), sdktrace.WithSampler(sdktrace.AlwaysSample()))
-		e.tracer = e.tp.Tracer("github.com/fineserve-gen/fineserve-gen")
-		e.server = serverAttrs(cfg.ServerURL)
+		e.traces = c
+		e.upload, e.cancel = context.WithCancel(context.Background())
+		e.serverAddr, e.serverPort = serverOf(cfg.ServerURL)
+		e.names = map[string]string{}
 		e.queue = make(chan spanData, cfg.Queue)
 	}
 	handlers.add(e)
@@ -222,21 +228,35 @@ func trimSlash(p string) string {
 	return p
 }
 
-// serverAttrs are server.address and server.port of the target.
-func serverAttrs(raw string) []attribute.KeyValue {
+// serverOf is server.address and server.port of the target ("", 0: none;
+// a port of 0: not known).
+func serverOf(raw string) (string, int64) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return nil
+		return "", 0
 	}
-	out := []attribute.KeyValue{attribute.String(AttrServerAddr, u.Hostname())}
 	port := u.Port()
 	if port == "" {
 		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}
-	if p, err := strconv.Atoi(port); err == nil {
-		out = append(out, attribute.Int(AttrServerPort, p))
+	p, _ := strconv.ParseInt(port, 10, 64)
+	return u.Hostname(), p
+}
+
+// spanName is the name of a span of model: "{operation} {model}" (kept
+// by model, so that building a span does not concatenate them again).
+func (e *Exporter) spanName(model string) string {
+	if model == "" {
+		return e.cfg.Operation
 	}
-	return out
+	n, ok := e.names[model]
+	if !ok {
+		n = e.cfg.Operation + " " + model
+		if len(e.names) < 1024 {
+			e.names[model] = n
+		}
+	}
+	return n
 }
 
 func (e *Exporter) register() error {
@@ -270,6 +290,10 @@ func (e *Exporter) register() error {
 	_, err := m.Int64ObservableGauge(name("requests_scheduled"), metric.WithDescription("Requests in the run's schedule."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error { o.Observe(e.cfg.Scheduled); return nil }))
 	errs = append(errs, err)
+	_, err = m.Int64ObservableGauge(name("client_saturated"),
+		metric.WithDescription("1 while the last closed report interval showed the client saturated (its CPU at 90 % of its cores, or a growing backlog of due arrivals)."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error { o.Observe(e.satur.Load()); return nil }))
+	errs = append(errs, err)
 	if f := e.cfg.InFlight; f != nil {
 		_, err := m.Int64ObservableGauge(name("requests_in_flight"), metric.WithDescription("Requests being sent or streamed now."),
 			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error { o.Observe(f()); return nil }))
@@ -281,6 +305,16 @@ func (e *Exporter) register() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// SetSaturated sets the client_saturated gauge (as the Prometheus
+// endpoint's: the last closed report interval's self-check).
+func (e *Exporter) SetSaturated(v bool) {
+	var n int64
+	if v {
+		n = 1
+	}
+	e.satur.Store(n)
 }
 
 // Begin starts the span builder; offsets of the run's records count from
@@ -376,63 +410,64 @@ func (e *Exporter) Add(s *metrics.Sample) {
 
 var _ metrics.Sink = (*Exporter)(nil)
 
-// build makes the queued spans until the queue is closed.
+// build makes the queued spans and sends them, a batch at a time (a full
+// batch, or what there is every flushEvery), until the queue is closed.
+// It takes what has queued every drainEvery rather than waiting on the
+// queue: woken once a span, it would wake a thread for every request,
+// and the dispatcher would find the processor taken more often.
 func (e *Exporter) build() {
 	defer close(e.done)
 	epoch := time.Unix(0, e.epoch.Load())
-	attrs := make([]attribute.KeyValue, 0, 16)
+	b := newSpanBatch(e.cfg.Service, exportBatch)
+	tick := time.NewTicker(drainEvery)
+	defer tick.Stop()
+	sent := time.Now()
 	n := 0
-	for d := range e.queue {
-		if n++; n%yieldEvery == 0 {
-			runtime.Gosched()
+	for {
+		for more := true; more; {
+			select {
+			case d, ok := <-e.queue:
+				if !ok {
+					e.send(b)
+					return
+				}
+				if n++; n%yieldEvery == 0 {
+					runtime.Gosched()
+				}
+				b.add(e, epoch, &d)
+				if b.full() {
+					e.send(b)
+					sent = time.Now()
+				}
+			default:
+				more = false
+			}
 		}
-		attrs = append(attrs[:0], e.server...)
-		attrs = append(attrs,
-			attribute.String(AttrOperation, e.cfg.Operation),
-			attribute.String(AttrRequestModel, d.model),
-			attribute.Int64(AttrIndex, d.index),
-			attribute.Int(AttrInputTokens, d.inTokens),
-			attribute.Int(AttrOutputTokens, d.outTokens),
-		)
-		if d.turn > 0 {
-			attrs = append(attrs, attribute.Int(AttrTurn, d.turn))
+		if b.n > 0 && time.Since(sent) >= flushEvery {
+			e.send(b)
+			sent = time.Now()
 		}
-		if d.status > 0 {
-			attrs = append(attrs, attribute.Int(AttrStatusCode, d.status))
-		}
-		if d.requestID != "" {
-			attrs = append(attrs, attribute.StringSlice(AttrRequestID, []string{d.requestID}))
-		}
-		if d.hasSent {
-			attrs = append(attrs, attribute.Float64(AttrSendLag, d.lag.Seconds()))
-		}
-		if d.hasTTFT {
-			attrs = append(attrs, attribute.Float64(AttrTTFT, d.ttft.Seconds()))
-		}
-		if d.cancelled {
-			attrs = append(attrs, attribute.Bool(AttrCancelled, true))
-		}
-		if !d.ok && !d.cancelled {
-			attrs = append(attrs, attribute.String(AttrErrorType, d.errClass))
-		}
-		name := e.cfg.Operation
-		if d.model != "" {
-			name += " " + d.model
-		}
-		_, sp := e.tracer.Start(bg, name, trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithTimestamp(epoch.Add(d.sent)), trace.WithAttributes(attrs...))
-		if d.hasTTFT && d.firstToken > 0 {
-			sp.AddEvent(EventFirstToken, trace.WithTimestamp(epoch.Add(d.firstToken)))
-		}
-		if !d.ok && !d.cancelled {
-			sp.SetStatus(codes.Error, statusText(d.errClass, d.err))
-		}
-		end := d.end
-		if end < d.sent {
-			end = d.sent
-		}
-		sp.End(trace.WithTimestamp(epoch.Add(end)))
+		<-tick.C
 	}
+}
+
+// send exports the batch's spans (a failed export is counted) and empties
+// it.
+func (e *Exporter) send(b *spanBatch) {
+	if b.n == 0 {
+		return
+	}
+	if err := e.traces.UploadTraces(e.upload, b.request()); err != nil {
+		e.noteErr(fmt.Errorf("traces export: %w", err))
+	}
+	b.reset()
+}
+
+// noteErr counts a failed export and keeps its message.
+func (e *Exporter) noteErr(err error) {
+	msg := secret.URLs(err.Error())
+	e.errs.Add(1)
+	e.lastErr.Store(&msg)
 }
 
 // Close sends what is left (waiting up to timeout) and stops exporting;
@@ -454,9 +489,11 @@ func (e *Exporter) Close(timeout time.Duration) (Stats, error) {
 			select {
 			case <-e.done:
 			case <-ctx.Done():
+				errs = append(errs, fmt.Errorf("traces: %w", ctx.Err()))
 			}
 		}
-		errs = append(errs, e.tp.Shutdown(ctx))
+		e.cancel() // an export still going, and those left, give up
+		errs = append(errs, e.traces.Stop(ctx))
 	}
 	errs = append(errs, e.mp.Shutdown(ctx))
 	e.stats = Stats{Spans: e.queued.Load(), Dropped: e.dropped.Load(), SampledOut: e.sampled.Load(), Errors: e.errs.Load()}
@@ -472,8 +509,8 @@ func (e *Exporter) Close(timeout time.Duration) (Stats, error) {
 // Endpoint is the collector's URL as shown (without credentials).
 func (e *Exporter) Endpoint() string { return e.shown }
 
-// handlers passes the SDK's errors (failed exports, reported through
-// otel's global error handler) to the exporters open.
+// handlers passes the SDK's errors (failed metric exports, reported
+// through otel's global error handler) to the exporters open.
 var handlers = &errorRoute{open: map[*Exporter]bool{}}
 
 type errorRoute struct {
@@ -497,12 +534,10 @@ func (r *errorRoute) remove(e *Exporter) {
 
 // Handle counts err in every open exporter (the SDK does not say whose).
 func (r *errorRoute) Handle(err error) {
-	msg := secret.URLs(err.Error())
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for e := range r.open {
-		e.errs.Add(1)
-		e.lastErr.Store(&msg)
+		e.noteErr(err)
 	}
 }
 
@@ -520,16 +555,17 @@ func statusText(class, err string) string {
 }
 
 // Operation is gen_ai.operation.name for requests of kind k posted to
-// path (--endpoint; "": the kind's): chat, text_completion, embeddings,
-// or the path's last part for others.
+// path (--endpoint; "": the kind's): chat (chat completions, Responses,
+// Anthropic's Messages), text_completion (completions, SGLang's and
+// KServe's generate), embeddings, or the path's last part for others.
 func Operation(k *api.Kind, path string) string {
 	if path == "" && k != nil {
 		path = k.Path
 	}
 	switch {
-	case strings.HasSuffix(path, "/chat/completions"), strings.HasSuffix(path, "/responses"):
+	case strings.HasSuffix(path, "/chat/completions"), strings.HasSuffix(path, "/responses"), strings.HasSuffix(path, "/messages"):
 		return "chat"
-	case strings.HasSuffix(path, "/completions"):
+	case strings.HasSuffix(path, "/completions"), strings.HasSuffix(path, "/generate"), strings.HasSuffix(path, "/generate_stream"):
 		return "text_completion"
 	case strings.HasSuffix(path, "/embeddings"):
 		return "embeddings"

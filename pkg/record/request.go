@@ -208,6 +208,20 @@ func (r *Request) ToolArgsBytes() int {
 	return n
 }
 
+// CountReasoning sets the reasoning tokens of a whole answer whose usage
+// gave none (or 0) to counted, the client's count of its reasoning text,
+// at most the completion tokens when those are known: the reasoning is
+// part of them.
+func (r *Request) CountReasoning(counted int) {
+	if r.ReasoningTokens > 0 || counted <= 0 {
+		return
+	}
+	if r.CompletionTokens > 0 {
+		counted = min(counted, r.CompletionTokens)
+	}
+	r.ReasoningTokens = counted
+}
+
 // CountToolCalls counts the answer's tool calls and those whose arguments
 // are not valid JSON.
 func (r *Request) CountToolCalls() {

@@ -180,7 +180,7 @@ func TestRowCapIsTheBound(t *testing.T) {
 	_, err := Read(&rowStream{n: maxRows + 10}, "bomb.csv", Options{MaxRows: maxRows, Keep: Keep{Before: time.Hour}})
 	runtime.ReadMemStats(&after)
 	var ce *RowCapError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "(16 bytes a row: 16 MB of memory)") {
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "(its times and lengths take 16 bytes a row: 16 MB)") {
 		t.Fatalf("error %v, want the row cap, saying what it costs", err)
 	}
 	columns := uint64(maxRows * 16)

@@ -158,7 +158,7 @@ func (e *RowCapError) Error() string {
 	case e.Keep:
 		how = "the part to replay has more: replay less of it (--num-prompts, --trace-duration), or split the file"
 	}
-	return fmt.Sprintf("replay: %s: line %d: more than %d rows to hold, the most a trace may have (16 bytes a row: %d MB of memory): %s", e.Path, e.Line, e.Max, e.Max*16>>20, how)
+	return fmt.Sprintf("replay: %s: line %d: more than %d rows to hold, the most a trace may have (its times and lengths take 16 bytes a row: %d MB): %s", e.Path, e.Line, e.Max, e.Max*16>>20, how)
 }
 
 // DefaultTokenLimit is the token limit of a row, and of any request, when

@@ -321,6 +321,10 @@ type page struct {
 	// did not hold.
 	Thresholds []string
 	Breached   bool
+	// Settings are the run's settings (settingRows), the first
+	// SettingsGiven of them given, the rest at their defaults.
+	Settings      []settingRow
+	SettingsGiven int
 }
 
 type errorRow struct {
@@ -352,6 +356,7 @@ func WriteHTML(w io.Writer, d *Data) error {
 	for _, f := range pg.Figures {
 		pg.FigureTexts = append(pg.FigureTexts, intervalText(s, f))
 	}
+	pg.Settings, pg.SettingsGiven = settingRows(s)
 	if s.Model != "" {
 		pg.Title += " — " + s.Model
 	}
@@ -844,6 +849,11 @@ var pageTemplate = template.Must(template.New("report").Funcs(funcs).Parse(pageH
 <h1>{{.Title}}</h1>
 <p class="meta">{{if .S.Backend}}Backend <b>{{.S.Backend}}</b> · mode <b>{{.S.Mode}}</b> · request rate <b>{{.Rate}}</b> · max concurrency <b>{{.MaxConc}}</b> · seed <b id="seed">{{.S.Seed}}</b>{{else}}Run settings unknown: per-request records do not carry them (render the run's summary JSON for them){{end}}{{if .S.StartedAt}} · started {{.S.StartedAt}}{{end}}{{if .Source}} · from {{.Source}}{{end}}</p>
 {{if .S.Command}}<pre class="cmd" id="command">{{range $i, $a := args .S.Command}}{{if $i}} {{end}}<span class="arg">{{$a}}</span>{{end}}</pre>{{end}}
+{{if .Settings}}<details id="settings"><summary>Settings: {{.SettingsGiven}} given{{with .S.SettingsFile}} (run file {{.}}){{end}}{{if gt (len .Settings) .SettingsGiven}}, the others at their defaults{{end}}</summary>
+<table class="settings">
+<tr><th>Setting</th><th>From</th></tr>
+{{range .Settings}}<tr><td class="msg">{{.Name}} = {{.Value}}</td><td>{{.From}}</td></tr>
+{{end}}</table></details>{{end}}
 {{if .X.Saturated}}<p class="warn" id="client-saturated"><span class="sat">The client fell behind its schedule</span>{{if .X.SatWindows}} in window(s) {{range $i, $w := .X.SatWindows}}{{if $i}}, {{end}}{{$w}}{{end}}{{end}}: {{.X.SatReason}}. Latencies there include the client's own delay; do not read them as the server's.</p>{{end}}
 {{if .X.BusyNote}}<p class="note" id="machine-busy">The machine was busy, not the client: {{.X.BusyNote}}.</p>{{end}}
 {{if .S.Interrupted}}<p class="warn">The run was interrupted: {{.S.NotSent}} scheduled request(s) were not sent.</p>{{end}}

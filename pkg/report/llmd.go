@@ -70,12 +70,53 @@ func WriteBenchmarkReport(w io.Writer, sum *metrics.Summary, target BenchmarkTar
 		_, err = w.Write(append(b, '\n'))
 		return err
 	}
+	var doc yaml.Node
+	if err := doc.Encode(br); err != nil {
+		return err
+	}
+	yaml11Floats(&doc)
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
-	if err := enc.Encode(br); err != nil {
+	if err := enc.Encode(&doc); err != nil {
 		return err
 	}
 	return enc.Close()
+}
+
+// yaml11Floats rewrites the document's floats so that a YAML 1.1 reader
+// (PyYAML's safe_load, which llm-d-benchmark loads reports with) reads
+// them as floats too, at the same values: yaml.v3 writes the shortest
+// 'g' form, whose exponent form without a decimal point (1e-06, 1e+21) is
+// a float in YAML 1.2 but a string in YAML 1.1, and a negative zero as
+// -0, an integer (0) in both. The mantissa gets its ".0" (1.0e-06) and
+// the zero its sign (-0.0); every other number is left as written (an
+// integral float such as 100 stays an integer, which both read as 100).
+func yaml11Floats(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Style == 0 {
+		switch n.Tag {
+		case "!!float":
+			n.Value = yaml11Float(n.Value)
+		case "!!int":
+			// A plain -0 can only be a float: yaml.v3 writes no integer so.
+			if n.Value == "-0" {
+				n.Tag, n.Value = "!!float", "-0.0"
+			}
+		}
+	}
+	for _, c := range n.Content {
+		yaml11Floats(c)
+	}
+}
+
+// yaml11Float is a float as yaml.v3 writes it (strconv's 'g' form, .inf,
+// .nan) in YAML 1.1's float form: a decimal point in a mantissa that has
+// an exponent.
+func yaml11Float(s string) string {
+	mant, exp, ok := strings.Cut(s, "e")
+	if !ok || strings.Contains(mant, ".") {
+		return s
+	}
+	return mant + ".0e" + exp
 }
 
 // brReport is the format's document (the parts a run fills).
@@ -549,10 +590,11 @@ func summaryFields(sum *metrics.Summary) (map[string]any, error) {
 }
 
 // reportedElsewhere tells the summary's keys the report gives in its own
-// fields, or that are the plots' data.
+// fields, or that are the plots' data, and effective_settings (every flag
+// at its default too: native.args holds the settings given).
 func reportedElsewhere(k string) bool {
 	switch k {
-	case "settings", "command", "latency_cdfs", "length_histograms", "windows", "merge_state":
+	case "settings", "effective_settings", "command", "latency_cdfs", "length_histograms", "windows", "merge_state":
 		return true
 	}
 	for _, stat := range []string{"mean_", "median_", "std_", "p90_", "p95_", "p99_", "p999_", "max_"} {

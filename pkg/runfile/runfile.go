@@ -54,12 +54,26 @@ type Series struct {
 	Line   int
 }
 
+// File is what Apply read of a run file.
+type File struct {
+	// Path is the file's name, as messages give it.
+	Path string
+	// Series is the file's series of runs (nil: none).
+	Series *Series
+	// Lines are the line of the key of every flag the file gives a value
+	// the command line did not (a series' flag, its list's line): where a
+	// problem found later in that flag's value points (Locate).
+	Lines map[string]int
+}
+
 // Apply reads the run file at path and sets every flag of fs it names that
 // the command line did not set (fs is parsed already). suggest names the
 // flag nearest an unknown key ("" for none). A list under a flag that takes
 // one value is returned as the file's Series (one at most). It returns
-// every problem at once, each with its line.
-func Apply(fs *pflag.FlagSet, path string, suggest func(string) string) (*Series, error) {
+// every problem at once, each with its line, and what it read (nil when
+// the file could not be read as a mapping), whose Locate gives the
+// problems found later in its settings their lines too.
+func Apply(fs *pflag.FlagSet, path string, suggest func(string) string) (*File, error) {
 	raw, err := bounded.ReadFile(path, MaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("--%s: %w", FlagName, err)
@@ -68,7 +82,7 @@ func Apply(fs *pflag.FlagSet, path string, suggest func(string) string) (*Series
 }
 
 // ApplyBytes is Apply on a file's content, named path in messages.
-func ApplyBytes(fs *pflag.FlagSet, path string, raw []byte, suggest func(string) string) (*Series, error) {
+func ApplyBytes(fs *pflag.FlagSet, path string, raw []byte, suggest func(string) string) (*File, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		return nil, fmt.Errorf("--%s %s: %w", FlagName, path, err)
@@ -86,9 +100,9 @@ func ApplyBytes(fs *pflag.FlagSet, path string, raw []byte, suggest func(string)
 		}
 		root = s // a summary: its settings are the run file
 	}
-	a := applier{fs: fs, path: path, suggest: suggest, seen: map[string]int{}}
+	a := applier{fs: fs, path: path, suggest: suggest, seen: map[string]int{}, lines: map[string]int{}}
 	a.mapping(root, "")
-	return a.series, errors.Join(a.errs...)
+	return &File{Path: path, Series: a.series, Lines: a.lines}, errors.Join(a.errs...)
 }
 
 // lookup returns the value of key in mapping m, or nil.
@@ -106,6 +120,7 @@ type applier struct {
 	path    string
 	suggest func(string) string
 	seen    map[string]int // flag → the line it was first given at
+	lines   map[string]int // flag → its line, when the file's value holds
 	series  *Series
 	errs    []error
 }
@@ -168,6 +183,7 @@ func (a *applier) flag(f *pflag.Flag, k, v *yaml.Node) {
 	if f.Changed {
 		return // the command line's value holds
 	}
+	a.lines[f.Name] = k.Line
 	var err error
 	switch v.Kind {
 	case yaml.ScalarNode:
@@ -278,12 +294,20 @@ func hidden(v any, hide func(string) string) any {
 	return v
 }
 
-// Expand writes every flag of fs (less FlagName, hidden flags and those
-// skip names) with its effective value — given or default — as a run
-// file, in the flags' name order: the settings a run of fs would have;
-// series' flag (nil: none) with its list. Read back with Apply, it gives
-// the same settings.
-func Expand(w io.Writer, fs *pflag.FlagSet, skip func(name string) bool, series *Series) error {
+// Effective returns every flag of fs (less FlagName, hidden flags and
+// those skip names) with its effective value — given or default — as
+// Expand writes them, for a summary: the settings the run had, whatever
+// the defaults of another version. hide is applied to every text.
+func Effective(fs *pflag.FlagSet, skip func(name string) bool, hide func(string) string) map[string]any {
+	out := map[string]any{}
+	for _, f := range expanded(fs, skip) {
+		out[f.Name] = hidden(value(f), hide)
+	}
+	return out
+}
+
+// expanded are the flags Expand writes, in name order.
+func expanded(fs *pflag.FlagSet, skip func(name string) bool) []*pflag.Flag {
 	var flags []*pflag.Flag
 	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Name == FlagName || f.Hidden || f.Name == "help" || (skip != nil && skip(f.Name)) {
@@ -292,8 +316,17 @@ func Expand(w io.Writer, fs *pflag.FlagSet, skip func(name string) bool, series 
 		flags = append(flags, f)
 	})
 	sort.Slice(flags, func(i, j int) bool { return flags[i].Name < flags[j].Name })
+	return flags
+}
+
+// Expand writes every flag of fs (less FlagName, hidden flags and those
+// skip names) with its effective value — given or default — as a run
+// file, in the flags' name order: the settings a run of fs would have;
+// series' flag (nil: none) with its list. Read back with Apply, it gives
+// the same settings.
+func Expand(w io.Writer, fs *pflag.FlagSet, skip func(name string) bool, series *Series) error {
 	m := &yaml.Node{Kind: yaml.MappingNode}
-	for _, f := range flags {
+	for _, f := range expanded(fs, skip) {
 		k := &yaml.Node{Kind: yaml.ScalarNode, Value: f.Name, HeadComment: firstLine(f.Usage)}
 		var v *yaml.Node
 		val := value(f)

@@ -220,10 +220,11 @@ func TestExpandRoundTrip(t *testing.T) {
 // command line's value holds over a series too.
 func TestSeries(t *testing.T) {
 	fs, s := newSet()
-	series, err := ApplyBytes(fs, "exp", []byte("backend: openai-chat\nworkload:\n  request-rate: [5, 10, inf]\n"), nil)
+	file, err := ApplyBytes(fs, "exp", []byte("backend: openai-chat\nworkload:\n  request-rate: [5, 10, inf]\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	series := file.Series
 	if series == nil || series.Flag != "request-rate" || !slices.Equal(series.Values, []string{"5", "10", "inf"}) || series.Line != 3 {
 		t.Fatalf("series %+v", series)
 	}
@@ -239,17 +240,88 @@ func TestSeries(t *testing.T) {
 	}
 	fs2, _ := newSet()
 	again, err := ApplyBytes(fs2, "expanded", b.Bytes(), nil)
-	if err != nil || again == nil || !slices.Equal(again.Values, series.Values) {
+	if err != nil || again.Series == nil || !slices.Equal(again.Series.Values, series.Values) {
 		t.Errorf("read back: %+v, %v", again, err)
 	}
 	fs3, s3 := newSet()
 	if err := fs3.Parse([]string{"--request-rate", "7"}); err != nil {
 		t.Fatal(err)
 	}
-	if series, err := ApplyBytes(fs3, "exp", []byte("request-rate: [5, 10]\n"), nil); err != nil || series != nil || s3.rate != 7 {
-		t.Errorf("the command line's --request-rate: series %+v, rate %v, %v", series, s3.rate, err)
+	if f, err := ApplyBytes(fs3, "exp", []byte("request-rate: [5, 10]\n"), nil); err != nil || f.Series != nil || s3.rate != 7 {
+		t.Errorf("the command line's --request-rate: series %+v, rate %v, %v", f.Series, s3.rate, err)
 	}
 	if _, err := ApplyBytes(fs3, "exp", []byte("num-prompts: []\n"), nil); err == nil || !strings.Contains(err.Error(), "an empty list") {
 		t.Errorf("empty list: %v", err)
+	}
+}
+
+// usageError is a wrapper that adds nothing to its problem's message, as
+// the command's usage error is.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// TestLocate: a problem found after the file was read that names a flag
+// the file set gets the file's line of that flag (YAML and JSON, at the
+// top or in a section), its leading "--" dropped when it is about that
+// flag alone; one of a flag the
+// command line set, one that names no flag and one with a line already
+// keep their message; joined problems are located one by one, through a
+// wrapper that adds nothing to their message; errors.As still finds what
+// a located problem wraps.
+func TestLocate(t *testing.T) {
+	type bound struct{ error }
+	for _, tc := range []struct{ name, file string }{
+		{"yaml", "backend: openai-chat\nworkload:\n  num-prompts: 5\n  request-rate: 2\nrequest-timeout: 9s\n"},
+		{"json", "{\"backend\": \"openai-chat\",\n \"workload\": {\n  \"num-prompts\": 5,\n  \"request-rate\": 2},\n \"request-timeout\": \"9s\"}\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs, _ := newSet()
+			if err := fs.Parse([]string{"--burstiness", "3", "--request-rate", "4"}); err != nil {
+				t.Fatal(err)
+			}
+			f, err := ApplyBytes(fs, "exp."+tc.name, []byte(tc.file), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[string]int{"backend": 1, "num-prompts": 3, "request-timeout": 5}; fmt.Sprint(f.Lines) != fmt.Sprint(want) {
+				t.Errorf("lines %v, want %v (the command line's --request-rate is not the file's)", f.Lines, want)
+			}
+			already := &Error{Path: "exp", Line: 9, Err: errors.New("--backend x: bad")}
+			wrapped := bound{fmt.Errorf("--num-prompts 5: want more")}
+			err = f.Locate(&usageError{errors.Join(
+				wrapped,
+				errors.New("--burstiness 3: want less"),
+				errors.New("--request-rate 4 for --request-timeout 9s: too many"),
+				errors.New("timeouts: --request-timeout-ish is no flag; --num-prompts-x neither"),
+				errors.New("--disable-stream and --backend openai-chat: choose one"),
+				errors.New("--backend and --num-prompts: choose one"),
+				already,
+				errors.New("no flag at all"),
+			)})
+			want := []string{
+				"exp." + tc.name + ":3: num-prompts 5: want more",
+				"--burstiness 3: want less",
+				"exp." + tc.name + ":5: --request-rate 4 for --request-timeout 9s: too many",
+				"timeouts: --request-timeout-ish is no flag; --num-prompts-x neither",
+				"exp." + tc.name + ":1: --disable-stream and --backend openai-chat: choose one",
+				"exp." + tc.name + ":1: --backend and --num-prompts: choose one",
+				"exp:9: --backend x: bad",
+				"no flag at all",
+			}
+			if got := strings.Split(err.Error(), "\n"); !slices.Equal(got, want) {
+				t.Errorf("located:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			var b bound
+			var e *Error
+			if !errors.As(err, &b) || !errors.As(err, &e) || e.Line != 3 {
+				t.Errorf("errors.As through the located problem: %v %v", b, e)
+			}
+		})
+	}
+	var none *File
+	if err := errors.New("--backend x"); none.Locate(err) != err {
+		t.Error("a nil file changed the problem")
 	}
 }
