@@ -31,14 +31,15 @@ test:
 	cd deploy && $(GO) test -race -short -count=1 -timeout 10m ./...
 
 # The long suite, after make test (CI runs both: .ci/run): the whole
-# combination matrix under the race detector (every pair of values), every
-# example of docs/ (TestDocsExamples: make test leaves out the sweeps, plans,
-# agentic replays and sessions with think times: 7.4 min), the timing tests (TestTiming*: send lag, the sweep's capacities, the server's
-# idle share) without it, one package at a time, deploy/'s checks with the
-# image's static build and its Job's command lines, and every fuzz target
-# for FUZZTIME_LONG each. About 20 min on 2 cores; with make test, CI
-# stays within 30 min.
-FUZZTIME_LONG ?= 10s
+# combination matrix under the race detector (every pair of values), the
+# examples of docs/ that make test leaves out (TestDocsExamples' long
+# blocks: the sweeps, plans, agentic replays and sessions with think times,
+# about 6 min), the timing tests (TestTiming*: send lag, the sweep's
+# capacities, the server's idle share) without it, one package at a time,
+# deploy/'s checks with the image's static build and its Job's command
+# lines, and every fuzz target for FUZZTIME_LONG each (52 targets). About
+# 19 min on 2 cores; with make test, CI stays within 30 min.
+FUZZTIME_LONG ?= 7s
 test-long:
 	FINESERVE_GEN_TEST_LONG=1 $(GO) test -race -count=1 -timeout 20m -run 'TestMatrix$$|TestDocsExamples' ./cmd/fineserve-gen
 	FINESERVE_GEN_TEST_LONG=1 $(GO) test -count=1 -timeout 15m -p 1 -run 'Timing' $(PKGS)

@@ -38,7 +38,8 @@ import (
 // most 20, steps of at most 2 s) and a few more (exampleRunner.args).
 //
 // The quick suite leaves the blocks of longExamples to the long one
-// (make test-long, FINESERVE_GEN_TEST_LONG=1).
+// (make test-long, FINESERVE_GEN_TEST_LONG=1), which runs only those: CI
+// runs both, one after the other.
 func TestDocsExamples(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -71,8 +72,16 @@ func TestDocsExamples(t *testing.T) {
 			blocks := fencedBlocks(t, "docs/"+page, texts[page])
 			t.Chdir(t.TempDir())
 			r := newExampleRunner(t, root, "docs/"+page, true)
-			if !testenv.Long() {
-				r.skip = func(b fencedBlock) string { return long(page, b) }
+			// The quick suite runs all but the long blocks, the long one
+			// (run after it: .ci/run) only those.
+			r.skip = func(b fencedBlock) string { return long(page, b) }
+			if testenv.Long() {
+				r.skip = func(b fencedBlock) string {
+					if long(page, b) == "" {
+						return "the quick suite's (make test)"
+					}
+					return ""
+				}
 			}
 			defer r.stop()
 			r.runPage(blocks)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/fineserve-gen/fineserve-gen/internal/otlprecv"
-	"github.com/fineserve-gen/fineserve-gen/internal/testenv"
 )
 
 // The runner of the ```sh examples of the README (TestREADMEExamples) and
@@ -385,7 +384,7 @@ func (r *exampleRunner) runBlock(b fencedBlock) {
 		t.Logf("%s line %d: not run: no command of the tool", r.page, b.line)
 		return
 	case r.skip != nil && r.skip(b) != "":
-		t.Logf("%s line %d: the long suite's (%s=1): %s", r.page, b.line, testenv.LongEnv, r.skip(b))
+		t.Logf("%s line %d: left to another suite: %s", r.page, b.line, r.skip(b))
 		return
 	case !r.docs && b.notRun != "":
 		t.Fatalf("%s line %d: every ```sh block of %s runs: a block that cannot is not a ```sh block", r.page, b.line, r.page)
