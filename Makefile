@@ -38,8 +38,9 @@ test:
 # capacities, the server's idle share) without it, one package at a time,
 # deploy/'s checks with the image's static build and its Job's command
 # lines, and every fuzz target for FUZZTIME_LONG each (52 targets). About
-# 19 min on 2 cores; with make test, CI stays within 30 min.
-FUZZTIME_LONG ?= 7s
+# 18 min on 2 cores; with make test, CI stays within 30 min (26.6 min
+# measured with 7 s of fuzzing a target; about 25 with 5 s).
+FUZZTIME_LONG ?= 5s
 test-long:
 	FINESERVE_GEN_TEST_LONG=1 $(GO) test -race -count=1 -timeout 20m -run 'TestMatrix$$|TestDocsExamples' ./cmd/fineserve-gen
 	FINESERVE_GEN_TEST_LONG=1 $(GO) test -count=1 -timeout 15m -p 1 -run 'Timing' $(PKGS)
