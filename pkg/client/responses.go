@@ -188,7 +188,7 @@ func wholeResponses(c *Client, v *fastjson.Value, res *Result) error {
 	}
 	setResponseID(res, v)
 	read := false
-	reasoning := 0
+	var thoughts [][]byte
 	for i, it := range items {
 		switch string(it.GetStringBytes("type")) {
 		case "message":
@@ -197,7 +197,7 @@ func wholeResponses(c *Client, v *fastjson.Value, res *Result) error {
 			for _, part := range it.GetArray("content") {
 				t := part.GetStringBytes("text")
 				res.AppendReasoning(t)
-				reasoning += c.countText(t)
+				thoughts = append(thoughts, t)
 				read = read || len(t) > 0
 			}
 		case "function_call":
@@ -213,7 +213,12 @@ func wholeResponses(c *Client, v *fastjson.Value, res *Result) error {
 	} else if !read && res.CompletionTokens >= minUnreadTokens {
 		return unreadOutput(res.CompletionTokens, "the answer")
 	}
-	res.CountReasoning(reasoning)
+	res.CountReasoning(func() (n int) {
+		for _, t := range thoughts {
+			n += c.countText(t)
+		}
+		return n
+	})
 	res.CountToolCalls()
 	return nil
 }

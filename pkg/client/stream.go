@@ -541,7 +541,7 @@ func wholeText(c *Client, v *fastjson.Value, res *Result) error {
 	res.CountedOutput(res.OutputLen, record.OutputRequested) // unless its usage says
 	ch := v.Get("choices", "0")
 	read := false
-	reasoning := 0
+	var thought []byte
 	if m := ch.Get("message"); m != nil {
 		read = readContent(m.Get("content"), res)
 		r := m.GetStringBytes("reasoning")
@@ -549,7 +549,7 @@ func wholeText(c *Client, v *fastjson.Value, res *Result) error {
 			r = m.GetStringBytes("reasoning_content")
 		}
 		res.AppendReasoning(r)
-		reasoning = c.countText(r)
+		thought = r
 		read = read || len(r) > 0
 		if calls := m.GetArray("tool_calls"); len(calls) > 0 {
 			read = toolDeltas(res, calls) || read
@@ -566,7 +566,7 @@ func wholeText(c *Client, v *fastjson.Value, res *Result) error {
 			return unreadOutput(n.GetInt(), "the answer")
 		}
 	}
-	res.CountReasoning(reasoning)
+	res.CountReasoning(func() int { return c.countText(thought) })
 	res.CountToolCalls()
 	return nil
 }

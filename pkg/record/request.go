@@ -209,11 +209,15 @@ func (r *Request) ToolArgsBytes() int {
 }
 
 // CountReasoning sets the reasoning tokens of a whole answer whose usage
-// gave none (or 0) to counted, the client's count of its reasoning text,
-// at most the completion tokens when those are known: the reasoning is
-// part of them.
-func (r *Request) CountReasoning(counted int) {
-	if r.ReasoningTokens > 0 || counted <= 0 {
+// gave none (or 0) to count(), the client's count of its reasoning text
+// (called only then), at most the completion tokens when those are known:
+// the reasoning is part of them.
+func (r *Request) CountReasoning(count func() int) {
+	if r.ReasoningTokens > 0 {
+		return
+	}
+	counted := count()
+	if counted <= 0 {
 		return
 	}
 	if r.CompletionTokens > 0 {
